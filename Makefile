@@ -1,0 +1,29 @@
+# Slingshot: the commands README.md names. `make run` and `make test` install
+# what they need first (bin/setup).
+.PHONY: setup run test test-python test-lua lint lock
+
+VENV := .venv
+PY := $(VENV)/bin/python
+
+setup:
+	bin/setup
+
+run: setup
+	$(PY) -m devstack prepare
+	$(VENV)/bin/honcho --procfile Procfile --env .run/env --app-root . start
+
+test: setup lint test-lua test-python
+
+lint:
+	cd edge && luacheck --no-color .
+
+test-lua:
+	cd edge && busted --output=TAP spec
+
+test-python:
+	$(VENV)/bin/pytest
+
+lock:
+	$(VENV)/bin/pip install --quiet -r requirements.in
+	{ echo '# Pinned from requirements.in with `make lock`; install with `make setup`.'; \
+	  $(VENV)/bin/pip freeze --exclude-editable; } > requirements.txt

@@ -1,0 +1,20 @@
+from django.contrib import admin
+
+from .models import Click
+
+
+@admin.register(Click)
+class ClickAdmin(admin.ModelAdmin):
+    list_display = ["occurred_at", "slug", "ip", "user_agent", "referer"]
+    search_fields = ["slug"]
+    date_hierarchy = "occurred_at"
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,33 @@
+from django.contrib import admin
+
+from . import services
+from .models import Link
+
+
+@admin.register(Link)
+class LinkAdmin(admin.ModelAdmin):
+    """The admin edits links through the services, so every change is published."""
+
+    list_display = ["slug", "url", "owner", "is_active", "redirect_status", "created_at"]
+    list_filter = ["is_active", "redirect_status"]
+    search_fields = ["slug", "url", "title"]
+    list_select_related = ["owner"]
+    fields = ["slug", "url", "title", "redirect_status", "expires_at", "forward_query", "is_active", "owner"]
+    readonly_fields = ["owner"]
+    actions = ["delete_selected"]
+
+    def save_model(self, request, obj, form, change):
+        data = {name: form.cleaned_data[name] for name in form.changed_data if name in services.EDITABLE_FIELDS}
+        if change:
+            link = Link.objects.get(pk=obj.pk)
+            services.link_update(link=link, **data)
+        else:
+            created = services.link_create(owner=request.user, **data)
+            obj.pk, obj.slug, obj.owner = created.pk, created.slug, created.owner
+
+    def delete_model(self, request, obj):
+        services.link_delete(link=obj)
+
+    def delete_queryset(self, request, queryset):
+        for link in queryset:
+            services.link_delete(link=link)

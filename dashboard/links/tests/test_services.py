@@ -1,0 +1,109 @@
+import json
+import uuid
+from datetime import datetime, timezone
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+
+from links import services
+from links.models import Link
+from links.publishing import CHANGES_STREAM, link_key
+from links.redis import get_redis
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def owner():
+    return get_user_model().objects.create_user("owner-" + uuid.uuid4().hex[:8])
+
+
+def fresh_slug(prefix: str = "s") -> str:
+    return prefix + uuid.uuid4().hex[:10]
+
+
+def published(slug: str):
+    raw = get_redis().get(link_key(slug))
+    return None if raw is None else json.loads(raw)
+
+
+def test_create_publishes_every_field_after_commit(owner):
+    slug = fresh_slug()
+    expires = datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    services.link_create(
+        owner=owner, url="https://example.com/a", slug=slug, redirect_status=308,
+        expires_at=expires, forward_query=True, is_active=False,
+    )
+    assert published(slug) == {
+        "url": "https://example.com/a", "status": 308, "active": False,
+        "expires_at": int(expires.timestamp()), "forward_query": True,
+    }
+    changes = get_redis().xrevrange(CHANGES_STREAM, count=1)
+    assert changes[0][1] == {b"slug": slug.encode()}
+
+
+def test_nothing_is_published_when_the_transaction_rolls_back(owner):
+    from django.db import transaction
+
+    slug = fresh_slug()
+    with pytest.raises(RuntimeError):
+        with transaction.atomic():
+            services.link_create(owner=owner, url="https://example.com/", slug=slug)
+            raise RuntimeError("rolled back")
+    assert published(slug) is None
+    assert not Link.objects.filter(slug=slug).exists()
+
+
+def test_update_and_rename_and_delete_keep_redis_in_step(owner):
+    old, new = fresh_slug("old"), fresh_slug("new")
+    link = services.link_create(owner=owner, url="https://example.com/1", slug=old)
+    services.link_update(link=link, slug=new, url="https://example.com/2")
+    assert published(old) is None
+    assert published(new)["url"] == "https://example.com/2"
+    services.link_delete(link=link)
+    assert published(new) is None
+
+
+def test_generated_slugs_are_base62_of_the_configured_length(owner, settings):
+    settings.LINK_SLUG_LENGTH = 9
+    link = services.link_create(owner=owner, url="https://example.com/")
+    assert len(link.slug) == 9 and link.slug.isalnum()
+    assert published(link.slug)["url"] == "https://example.com/"
+
+
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        ("javascript:alert(1)", "Only http and https"),
+        ("data:text/html,hi", "Only http and https"),
+        ("file:///etc/passwd", "Only http and https"),
+        ("ftp://example.com/", "Only http and https"),
+        ("https://exa mple.com/", "spaces or control"),
+        ("https://example.com/\r\nSet-Cookie: a=b", "spaces or control"),
+        ("https:///path-only", "needs a host"),
+        ("/relative/path", "Only http and https"),
+        ("https://example.com/" + "a" * 2100, "longer than 2048"),
+        ("http://127.0.0.1:8080/loop", "point back"),
+    ],
+)
+def test_unsafe_targets_are_refused(owner, settings, url, message):
+    settings.EDGE_BASE_URL = "http://127.0.0.1:8080"
+    with pytest.raises(ValidationError) as caught:
+        services.link_create(owner=owner, url=url, slug=fresh_slug())
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("slug", ["has space", "semi;colon", "ünïcode", "a" * 65, "admin", "API", "healthz"])
+def test_bad_slugs_are_refused(owner, slug):
+    with pytest.raises(ValidationError):
+        services.link_create(owner=owner, url="https://example.com/", slug=slug)
+    assert not Link.objects.filter(slug=slug).exists()
+
+
+def test_a_taken_slug_is_refused(owner):
+    slug = fresh_slug()
+    services.link_create(owner=owner, url="https://example.com/", slug=slug)
+    with pytest.raises(ValidationError) as caught:
+        services.link_create(owner=owner, url="https://example.org/", slug=slug)
+    assert "already exists" in str(caught.value)

@@ -1,0 +1,56 @@
+"""Rules for what a link may hold. The edge trusts these (docs/contract.md)."""
+import re
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+SLUG_MAX_LENGTH = 64
+SLUG_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,%d}" % SLUG_MAX_LENGTH)
+RESERVED_SLUGS = frozenset({"api", "admin", "static", "healthz", "metrics", "favicon.ico", "robots.txt"})
+REDIRECT_STATUSES = (301, 302, 307, 308)
+_UNSAFE_URL_CHARS = re.compile(r"[\x00-\x20\x7f]")
+
+
+def validate_slug(value: str) -> None:
+    if not SLUG_PATTERN.fullmatch(value):
+        raise ValidationError(
+            "Use 1 to %(max)d characters: letters, digits, '-' and '_'.",
+            code="invalid_slug",
+            params={"max": SLUG_MAX_LENGTH},
+        )
+    if value.lower() in RESERVED_SLUGS:
+        raise ValidationError("'%(slug)s' is reserved.", code="reserved_slug", params={"slug": value})
+
+
+def validate_target_url(value: str) -> None:
+    limit = settings.LINK_URL_MAX_LENGTH
+    if len(value) > limit:
+        raise ValidationError("The URL is longer than %(limit)d characters.", code="too_long", params={"limit": limit})
+    if _UNSAFE_URL_CHARS.search(value):
+        raise ValidationError("The URL must not contain spaces or control characters.", code="unsafe")
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValidationError("Only http and https URLs can be shortened.", code="scheme")
+    try:
+        host = parts.hostname
+    except ValueError:
+        host = None
+    if not host:
+        raise ValidationError("The URL needs a host name.", code="no_host")
+    if _same_host(host, parts, settings.EDGE_BASE_URL):
+        raise ValidationError("A link cannot point back to this shortener.", code="loop")
+
+
+def _same_host(host: str, parts, base_url: str) -> bool:
+    edge = urlsplit(base_url)
+    try:
+        return host.lower() == (edge.hostname or "").lower() and (parts.port or _default_port(parts.scheme)) == (
+            edge.port or _default_port(edge.scheme)
+        )
+    except ValueError:
+        return False
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme.lower() == "https" else 80

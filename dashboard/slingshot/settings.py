@@ -1,0 +1,105 @@
+"""Slingshot settings: everything comes from the environment (django-environ).
+
+For the local stack, `make run` writes the generated secrets and the ports it
+uses to `.run/env`; that file is read here as defaults, so `manage.py` works
+from a second terminal with nothing to export. Real environment variables
+always win. Secrets have no default: without `.run/env` or the variables,
+Django refuses to start.
+"""
+import os
+from pathlib import Path
+
+import environ
+
+DASHBOARD_DIR = Path(__file__).resolve().parent.parent
+REPO_DIR = DASHBOARD_DIR.parent
+
+env = environ.Env()
+ENV_FILE = os.environ.get("SLINGSHOT_ENV_FILE", str(REPO_DIR / ".run" / "env"))
+if ENV_FILE and Path(ENV_FILE).is_file():
+    env.read_env(ENV_FILE)
+
+SECRET_KEY = env.str("SECRET_KEY")
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "links",
+    "clicks",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "slingshot.urls"
+WSGI_APPLICATION = "slingshot.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL")}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = env.path("STATIC_ROOT", default=str(REPO_DIR / ".run" / "static"))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Redis, shared with the edge (docs/contract.md): the same variable names.
+REDIS_HOST = env.str("REDIS_HOST", default="127.0.0.1")
+REDIS_PORT = env.int("REDIS_PORT", default=6379)
+REDIS_PASSWORD = env.str("REDIS_PASSWORD", default=None) or None
+REDIS_DB = env.int("REDIS_DB", default=0)
+
+# Where short links are served; used for short URLs and to refuse targets
+# that would loop back to the edge.
+EDGE_BASE_URL = env.str("EDGE_BASE_URL", default="http://127.0.0.1:%d" % env.int("EDGE_PORT", default=8080))
+
+LINK_URL_MAX_LENGTH = env.int("LINK_URL_MAX_LENGTH", default=2048)
+LINK_SLUG_LENGTH = env.int("LINK_SLUG_LENGTH", default=7)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}

@@ -1,0 +1,184 @@
+"""How Slingshot's servers are started on one machine without Docker.
+
+One place that knows how to run PostgreSQL, Redis and the edge nginx, used
+by `make run` (through the Procfile, `python -m devstack SERVICE`) and by the
+test suites, which start their own throwaway copies on free ports.
+"""
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+NGINX_MODULES = Path("/usr/share/nginx/modules")
+DEBIAN_LUA_MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, *, timeout: float = 30.0, process: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{process.args[0]} exited with {process.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+# --- PostgreSQL -------------------------------------------------------------
+
+def pg_bindir() -> Path:
+    configured = os.environ.get("PG_BINDIR")
+    if configured:
+        return Path(configured)
+    for version in ("17", "16", "15"):
+        candidate = Path(f"/usr/lib/postgresql/{version}/bin")
+        if (candidate / "postgres").exists():
+            return candidate
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        return Path(subprocess.check_output([pg_config, "--bindir"], text=True).strip())
+    raise FileNotFoundError("PostgreSQL server binaries not found; set PG_BINDIR")
+
+
+def as_db_owner(cmd: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: as root, run it as `postgres`."""
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *cmd]
+    return cmd
+
+
+def _give_to_db_owner(path: Path) -> None:
+    if os.geteuid() == 0:
+        owner = pwd.getpwnam("postgres")
+        os.chown(path, owner.pw_uid, owner.pw_gid)
+
+
+def init_postgres(datadir: Path) -> bool:
+    """initdb on first use; returns True if it created the cluster."""
+    if (datadir / "PG_VERSION").exists():
+        return False
+    datadir.mkdir(parents=True, exist_ok=True)
+    datadir.chmod(0o700)
+    _give_to_db_owner(datadir)
+    subprocess.run(
+        as_db_owner([
+            str(pg_bindir() / "initdb"), "-D", str(datadir), "-U", "postgres", "-E", "UTF8",
+            "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256",
+        ]),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return True
+
+
+def postgres_command(datadir: Path, port: int, *, durable: bool = True) -> list[str]:
+    # The local socket trusts whoever can open it, so only the cluster's owner
+    # (and root) may: unix_socket_permissions=0700. Applications use TCP with
+    # a password.
+    cmd = [
+        str(pg_bindir() / "postgres"), "-D", str(datadir), "-p", str(port), "-k", str(datadir),
+        "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_permissions=0700",
+    ]
+    if not durable:  # throwaway test clusters
+        cmd += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+    return as_db_owner(cmd)
+
+
+def wait_for_postgres(datadir: Path, port: int, *, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = subprocess.run(
+            [str(pg_bindir() / "pg_isready"), "-h", str(datadir), "-p", str(port), "-U", "postgres", "-q"]
+        )
+        if result.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"PostgreSQL on port {port} not ready after {timeout}s")
+        time.sleep(0.1)
+
+
+def bootstrap_database(datadir: Path, port: int, *, role: str, password: str, database: str,
+                       createdb: bool = False) -> None:
+    """Creates the application's role (no superuser) and database, if missing."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(host=str(datadir), port=port, user="postgres", dbname="postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+        verb = "ALTER" if exists else "CREATE"
+        conn.execute(
+            sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEROLE {} PASSWORD {}").format(
+                sql.Identifier(role), sql.SQL("CREATEDB" if createdb else "NOCREATEDB"), sql.Literal(password)
+            )
+        )
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(database), sql.Identifier(role)))
+
+
+# --- Redis --------------------------------------------------------------------
+
+def redis_command(datadir: Path, port: int, *, password: str | None = None, durable: bool = True) -> list[str]:
+    datadir.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind", "127.0.0.1",
+        "--dir", str(datadir), "--save", "", "--daemonize", "no", "--loglevel", "warning",
+    ]
+    if durable:
+        # Clicks not yet imported live only here: AOF keeps them across a restart.
+        cmd += ["--appendonly", "yes", "--appendfsync", "everysec"]
+    else:
+        cmd += ["--appendonly", "no"]
+    if password:
+        cmd += ["--requirepass", password]
+    return cmd
+
+
+# --- the edge (nginx + Lua) -------------------------------------------------
+
+def nginx_binary() -> str:
+    return os.environ.get("NGINX_BIN") or shutil.which("openresty") or shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+def render_edge_conf(prefix: Path, port: int, *, listen_host: str = "127.0.0.1") -> Path:
+    """Prepares an nginx prefix for the top-level nginx.conf on this machine.
+
+    The differences from OpenResty stay here: Debian builds ngx_lua as a
+    dynamic module, so its load_module lines come first; and the port is the
+    one asked for instead of the container's 8080.
+    """
+    for sub in ("conf", "logs"):
+        (prefix / sub).mkdir(parents=True, exist_ok=True)
+    edge_link = prefix / "edge"
+    if edge_link.is_symlink() or edge_link.exists():
+        edge_link.unlink()
+    edge_link.symlink_to(REPO / "edge")
+    conf = (REPO / "nginx.conf").read_text()
+    conf, count = re.subn(r"^(\s*)listen\s+8080\b", rf"\1listen {listen_host}:{port}", conf, flags=re.M)
+    if count != 1:
+        raise ValueError("nginx.conf must have exactly one 'listen 8080' line")
+    modules = "".join(
+        f"load_module {NGINX_MODULES / name};\n" for name in DEBIAN_LUA_MODULES if (NGINX_MODULES / name).exists()
+    )
+    path = prefix / "conf" / "nginx.conf"
+    path.write_text(modules + conf)
+    return path
+
+
+def edge_command(prefix: Path, *, workers: int | str = 2) -> list[str]:
+    return [
+        nginx_binary(), "-p", f"{prefix}/", "-c", str(prefix / "conf" / "nginx.conf"),
+        "-g", f"daemon off; worker_processes {workers};",
+    ]

@@ -1,0 +1,178 @@
+"""Throwaway PostgreSQL and Redis for the test run (loaded with `-p`).
+
+They start when pytest loads this plugin, before pytest-django reads the
+Django settings, on free ports in a temporary folder, and are removed when
+the run ends. Tests get nginx edges from the `edge` fixtures below.
+"""
+import atexit
+import http.client
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import devstack
+
+_processes: list[subprocess.Popen] = []
+
+
+class Servers:
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="slingshot-test-"))
+        self.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
+        self.pg_dir = self.root / "pg"
+        self.pg_port = devstack.free_port()
+        self.redis_port = devstack.free_port()
+        self.redis_password = "test-redis-password"
+        self.redis_dir = self.root / "redis"
+
+    def start(self) -> None:
+        devstack.init_postgres(self.pg_dir)
+        self.postgres = self._spawn(devstack.postgres_command(self.pg_dir, self.pg_port, durable=False), "postgres")
+        self.start_redis()
+        devstack.wait_for_postgres(self.pg_dir, self.pg_port)
+        devstack.bootstrap_database(
+            self.pg_dir, self.pg_port, role="slingshot", password="test", database="slingshot", createdb=True
+        )
+
+    def start_redis(self, *, durable: bool = False) -> subprocess.Popen:
+        cmd = devstack.redis_command(self.redis_dir, self.redis_port, password=self.redis_password, durable=durable)
+        self.redis = self._spawn(cmd, "redis")
+        devstack.wait_for_port(self.redis_port, process=self.redis)
+        return self.redis
+
+    def stop_redis(self) -> None:
+        self.redis.terminate()
+        self.redis.wait(timeout=30)
+
+    def _spawn(self, cmd: list[str], name: str) -> subprocess.Popen:
+        log = open(self.root / f"{name}.log", "ab")
+        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        _processes.append(process)
+        return process
+
+    def environment(self) -> dict[str, str]:
+        return {
+            "SLINGSHOT_ENV_FILE": "",
+            "SECRET_KEY": "test-only-secret-key",
+            "DATABASE_URL": f"postgres://slingshot:test@127.0.0.1:{self.pg_port}/slingshot",
+            "REDIS_HOST": "127.0.0.1",
+            "REDIS_PORT": str(self.redis_port),
+            "REDIS_PASSWORD": self.redis_password,
+            "REDIS_DB": "0",
+        }
+
+    def cleanup(self) -> None:
+        for process in reversed(_processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in _processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+SERVERS = Servers()
+SERVERS.start()
+os.environ.update(SERVERS.environment())
+atexit.register(SERVERS.cleanup)
+
+
+class Edge:
+    """An nginx running the top-level nginx.conf against the test Redis."""
+
+    def __init__(self, *, workers: int = 2, env: dict[str, str] | None = None) -> None:
+        self.port = devstack.free_port()
+        self.prefix = SERVERS.root / f"nginx-{self.port}"
+        self.workers = workers
+        self.env = {**os.environ, "EDGE_CLICK_FLUSH_INTERVAL": "0.05", **(env or {})}
+        self.log_path = self.prefix / "stderr.log"
+        self.process = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "Edge":
+        devstack.render_edge_conf(self.prefix, self.port)
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            devstack.edge_command(self.prefix, workers=self.workers),
+            env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        _processes.append(self.process)
+        devstack.wait_for_port(self.port, process=self.process)
+        return self
+
+    def reload(self) -> None:
+        self.process.send_signal(signal.SIGHUP)
+
+    def stop(self) -> None:
+        """Graceful stop (SIGQUIT): workers flush what they buffered."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGQUIT)
+            self.process.wait(timeout=30)
+
+    def request(self, path: str, *, method: str = "GET", headers: dict | None = None) -> "Response":
+        return http_request(self.port, path, method=method, headers=headers)
+
+    def errors(self) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(line for line in text.splitlines() if "[error]" in line or "[crit]" in line
+                         or "[alert]" in line or "[emerg]" in line)
+
+
+@dataclass
+class Response:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+
+
+def http_request(port: int, path: str, *, method: str = "GET", headers: dict | None = None) -> Response:
+    """One request, no redirect following, and the raw path sent as given."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        for name, value in (headers or {}).items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        response = conn.getresponse()
+        return Response(response.status, response.headers, response.read())
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="session")
+def servers() -> Servers:
+    return SERVERS
+
+
+@pytest.fixture(scope="session")
+def edge():
+    """One shared edge with two workers."""
+    running = Edge().start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def make_edge():
+    """Starts edges with their own settings; stops them after the test."""
+    started = []
+
+    def factory(**kwargs) -> Edge:
+        running = Edge(**kwargs).start()
+        started.append(running)
+        return running
+
+    yield factory
+    for running in started:
+        running.stop()

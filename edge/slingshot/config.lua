@@ -1,0 +1,61 @@
+-- Edge settings, read once from the environment.
+--
+-- Every variable named here must also be declared with an `env NAME;` line in
+-- nginx.conf, or nginx hides it from the Lua VM. README.md lists them all.
+local tonumber = tonumber
+local pairs = pairs
+local os_getenv = os.getenv
+local error = error
+local format = string.format
+
+local _M = { _VERSION = "0.1.0" }
+
+local function number(getenv, name, default, min)
+    local raw = getenv(name)
+    if raw == nil or raw == "" then
+        return default
+    end
+    local value = tonumber(raw)
+    if value == nil or value < min then
+        error(format("%s must be a number >= %s, got %q", name, min, raw), 0)
+    end
+    return value
+end
+
+local function text(getenv, name, default)
+    local raw = getenv(name)
+    if raw == nil or raw == "" then
+        return default
+    end
+    return raw
+end
+
+-- Pure: takes a getenv-like function so busted can test it without nginx.
+function _M.parse(getenv)
+    return {
+        redis_host = text(getenv, "REDIS_HOST", "127.0.0.1"),
+        redis_port = number(getenv, "REDIS_PORT", 6379, 1),
+        redis_password = text(getenv, "REDIS_PASSWORD", nil),
+        redis_db = number(getenv, "REDIS_DB", 0, 0),
+        redis_connect_timeout_ms = number(getenv, "EDGE_REDIS_CONNECT_TIMEOUT_MS", 100, 1),
+        redis_read_timeout_ms = number(getenv, "EDGE_REDIS_READ_TIMEOUT_MS", 250, 1),
+        redis_pool_size = number(getenv, "EDGE_REDIS_POOL_SIZE", 64, 1),
+        cache_size = number(getenv, "EDGE_CACHE_SIZE", 100000, 1),
+        cache_ttl = number(getenv, "EDGE_CACHE_TTL", 60, 0.001),
+        negative_ttl = number(getenv, "EDGE_NEGATIVE_TTL", 5, 0.001),
+        cache_control = text(getenv, "EDGE_CACHE_CONTROL", "private, no-store"),
+        click_flush_interval = number(getenv, "EDGE_CLICK_FLUSH_INTERVAL", 0.1, 0.001),
+        click_buffer_max = number(getenv, "EDGE_CLICK_BUFFER_MAX", 200000, 1),
+        clicks_per_entry = number(getenv, "EDGE_CLICKS_PER_ENTRY", 100, 1),
+    }
+end
+
+function _M.load()
+    local settings = _M.parse(os_getenv)
+    for key, value in pairs(settings) do
+        _M[key] = value
+    end
+    return _M
+end
+
+return _M

@@ -1,0 +1,57 @@
+package.path = "./?.lua;" .. package.path
+local link = require("slingshot.link")
+
+describe("link.decode", function()
+    it("reads every contract field", function()
+        local value = assert(link.decode('{"url":"https://e.com/a","status":308,"active":false,'
+            .. '"expires_at":1700000000,"forward_query":true,"future":1}'))
+        assert.same({ url = "https://e.com/a", status = 308, active = false,
+            expires_at = 1700000000, forward_query = true }, value)
+    end)
+
+    it("defaults status to 302 and active to true", function()
+        local value = assert(link.decode('{"url":"http://e.com/"}'))
+        assert.equal(302, value.status)
+        assert.is_true(value.active)
+        assert.is_nil(value.expires_at)
+        assert.is_false(value.forward_query)
+    end)
+
+    it("refuses values that break the contract", function()
+        for _, raw in ipairs({ "not json", "[]", "{}", '{"url":"javascript:alert(1)"}',
+                '{"url":"https://e.com/\\r\\nX: y"}', '{"url":"https://e.com/ a"}',
+                '{"url":"https://e.com/","status":200}' }) do
+            local value, err = link.decode(raw)
+            assert.is_nil(value, raw)
+            assert.is_string(err)
+        end
+    end)
+end)
+
+describe("link.state", function()
+    it("tells disabled, expired and live links apart", function()
+        assert.equal("disabled", link.state({ active = false }, 10))
+        assert.equal("expired", link.state({ active = true, expires_at = 10 }, 10))
+        assert.equal("redirect", link.state({ active = true, expires_at = 11 }, 10))
+        assert.equal("redirect", link.state({ active = true }, 10))
+    end)
+end)
+
+describe("link.target", function()
+    local function target(url, args)
+        return link.target({ url = url, forward_query = true }, args)
+    end
+
+    it("merges the request query into the target", function()
+        assert.equal("https://e.com/p?a=1", target("https://e.com/p", "a=1"))
+        assert.equal("https://e.com/p?x=0&a=1", target("https://e.com/p?x=0", "a=1"))
+        assert.equal("https://e.com/p?a=1", target("https://e.com/p?", "a=1"))
+        assert.equal("https://e.com/p?x=0&a=1#f", target("https://e.com/p?x=0#f", "a=1"))
+        assert.equal("https://e.com/p", target("https://e.com/p", nil))
+        assert.equal("https://e.com/p", target("https://e.com/p", ""))
+    end)
+
+    it("leaves the target alone when forwarding is off", function()
+        assert.equal("https://e.com/p", link.target({ url = "https://e.com/p" }, "a=1"))
+    end)
+end)
