@@ -53,11 +53,12 @@ def pg_bindir() -> Path:
     raise FileNotFoundError("PostgreSQL server binaries not found; set PG_BINDIR")
 
 
-def as_db_owner(cmd: list[str]) -> list[str]:
-    """PostgreSQL refuses to run as root: as root, run it as `postgres`."""
+def db_owner() -> dict:
+    """Popen arguments that run PostgreSQL's programs as `postgres` when we are
+    root (the server refuses root). Signals then reach the server itself."""
     if os.geteuid() == 0:
-        return ["runuser", "-u", "postgres", "--", *cmd]
-    return cmd
+        return {"user": "postgres", "group": "postgres", "extra_groups": []}
+    return {}
 
 
 def _give_to_db_owner(path: Path) -> None:
@@ -74,12 +75,14 @@ def init_postgres(datadir: Path) -> bool:
     datadir.chmod(0o700)
     _give_to_db_owner(datadir)
     subprocess.run(
-        as_db_owner([
+        [
             str(pg_bindir() / "initdb"), "-D", str(datadir), "-U", "postgres", "-E", "UTF8",
             "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256",
-        ]),
+        ],
         check=True,
         stdout=subprocess.DEVNULL,
+        cwd="/",
+        **db_owner(),
     )
     return True
 
@@ -94,7 +97,7 @@ def postgres_command(datadir: Path, port: int, *, durable: bool = True) -> list[
     ]
     if not durable:  # throwaway test clusters
         cmd += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
-    return as_db_owner(cmd)
+    return cmd
 
 
 def wait_for_postgres(datadir: Path, port: int, *, timeout: float = 60.0) -> None:
@@ -131,19 +134,21 @@ def bootstrap_database(datadir: Path, port: int, *, role: str, password: str, da
 # --- Redis --------------------------------------------------------------------
 
 def redis_command(datadir: Path, port: int, *, password: str | None = None, durable: bool = True) -> list[str]:
+    """Writes datadir/redis.conf (mode 0600: it holds the password, which
+    therefore never shows in `ps`) and returns the command that uses it."""
     datadir.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind", "127.0.0.1",
-        "--dir", str(datadir), "--save", "", "--daemonize", "no", "--loglevel", "warning",
-    ]
-    if durable:
+    lines = [
+        f"port {port}", "bind 127.0.0.1", f'dir "{datadir}"', 'save ""', "daemonize no", "loglevel warning",
         # Clicks not yet imported live only here: AOF keeps them across a restart.
-        cmd += ["--appendonly", "yes", "--appendfsync", "everysec"]
-    else:
-        cmd += ["--appendonly", "no"]
+        "appendonly yes" if durable else "appendonly no",
+        "appendfsync everysec",
+    ]
     if password:
-        cmd += ["--requirepass", password]
-    return cmd
+        lines.append(f"requirepass {password}")
+    conf = datadir / "redis.conf"
+    conf.touch(mode=0o600)
+    conf.write_text("\n".join(lines) + "\n")
+    return [shutil.which("redis-server") or "redis-server", str(conf)]
 
 
 # --- the edge (nginx + Lua) -------------------------------------------------

@@ -52,10 +52,10 @@ def prepare() -> None:
         print(f"created a PostgreSQL cluster in {RUN / 'pg'}")
 
 
-def supervise(cmd: list[str], *, stop_signal: int, env: dict | None = None, ready=None) -> None:
+def supervise(cmd: list[str], *, stop_signal: int, ready=None, **popen) -> None:
     """Runs cmd in its own session and turns Ctrl-C/SIGTERM into stop_signal,
     so each server shuts down its own clean way."""
-    child = subprocess.Popen(cmd, start_new_session=True, env=env)
+    child = subprocess.Popen(cmd, start_new_session=True, **popen)
 
     def forward(signum, frame):
         if child.poll() is None:
@@ -79,7 +79,10 @@ def run_postgres() -> None:
         print("PostgreSQL is ready", flush=True)
 
     # SIGINT is PostgreSQL's fast shutdown: it does not wait for clients to leave.
-    supervise(devstack.postgres_command(datadir, pg_port), stop_signal=signal.SIGINT, ready=bootstrap)
+    supervise(
+        devstack.postgres_command(datadir, pg_port), stop_signal=signal.SIGINT, ready=bootstrap, cwd="/",
+        **devstack.db_owner(),
+    )
 
 
 def run_redis() -> None:

@@ -33,7 +33,9 @@ class Servers:
 
     def start(self) -> None:
         devstack.init_postgres(self.pg_dir)
-        self.postgres = self._spawn(devstack.postgres_command(self.pg_dir, self.pg_port, durable=False), "postgres")
+        self.postgres = self._spawn(
+            devstack.postgres_command(self.pg_dir, self.pg_port, durable=False), "postgres", **devstack.db_owner()
+        )
         self.start_redis()
         devstack.wait_for_postgres(self.pg_dir, self.pg_port)
         devstack.bootstrap_database(
@@ -50,9 +52,9 @@ class Servers:
         self.redis.terminate()
         self.redis.wait(timeout=30)
 
-    def _spawn(self, cmd: list[str], name: str) -> subprocess.Popen:
+    def _spawn(self, cmd: list[str], name: str, **popen) -> subprocess.Popen:
         log = open(self.root / f"{name}.log", "ab")
-        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **popen)
         _processes.append(process)
         return process
 

@@ -8,7 +8,6 @@ COMMIT and XACK hits the primary key and is not stored twice.
 import ipaddress
 import json
 import logging
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -218,10 +217,3 @@ class ClickImporter:
                 report(len(entries), read, stored)
         return total
 
-
-def wait_backoff(attempt: int) -> float:
-    return min(30.0, 0.5 * 2**attempt)
-
-
-def sleep_backoff(attempt: int) -> None:
-    time.sleep(wait_backoff(attempt))

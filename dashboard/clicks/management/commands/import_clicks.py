@@ -6,7 +6,7 @@ import redis
 from django.core.management.base import BaseCommand
 from django.db import OperationalError, InterfaceError, connection
 
-from clicks.importer import ClickImporter, sleep_backoff
+from clicks.importer import ClickImporter
 from links.redis import get_redis
 
 
@@ -36,7 +36,11 @@ class Command(BaseCommand):
         importer = ClickImporter(client=get_redis(), consumer=consumer, batch_size=batch_size, block_ms=block_ms)
         progress = {"entries": 0, "clicks": 0, "stored": 0, "since": time.monotonic()}
 
+        attempt = 0
+
         def report(entries, read, stored):
+            nonlocal attempt
+            attempt = 0
             progress["entries"] += entries
             progress["clicks"] += read
             progress["stored"] += stored
@@ -44,7 +48,6 @@ class Command(BaseCommand):
                 self._log_progress(progress)
 
         total = 0
-        attempt = 0
         while not stopping:
             try:
                 total += importer.run(once=once, should_stop=lambda: stopping, report=report)
@@ -54,7 +57,9 @@ class Command(BaseCommand):
                 # was not committed, so retry the same work when it is back.
                 connection.close()
                 self.stderr.write(f"import_clicks: {exc.__class__.__name__}: {exc}; retrying")
-                sleep_backoff(attempt)
+                deadline = time.monotonic() + min(30.0, 0.5 * 2**attempt)
+                while not stopping and time.monotonic() < deadline:
+                    time.sleep(0.1)
                 attempt += 1
         if once:
             self.stdout.write(f"imported {total} clicks ({progress['clicks']} read)")

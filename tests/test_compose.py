@@ -1,0 +1,57 @@
+"""No Docker engine runs here, so docker-compose.yml is checked statically."""
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+
+
+def test_it_has_the_services_of_the_product():
+    assert {"postgres", "redis", "edge", "dashboard", "importer"} <= set(SERVICES)
+
+
+def test_every_mounted_file_and_build_input_exists():
+    for name, service in SERVICES.items():
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            if source.startswith("."):
+                assert (REPO / source).exists(), f"{name} mounts missing {source}"
+        build = service.get("build")
+        if build:
+            assert (REPO / build["context"] / build["dockerfile"]).is_file(), name
+
+
+def test_the_edge_is_openresty_with_our_conf_and_modules_where_the_conf_looks():
+    edge = SERVICES["edge"]
+    assert edge["image"].startswith("openresty/openresty:")
+    mounts = {v.split(":")[0]: v.split(":")[1] for v in edge["volumes"]}
+    assert mounts["./nginx.conf"] == "/usr/local/openresty/nginx/conf/nginx.conf"
+    # nginx.conf loads modules from $prefix/edge; OpenResty's prefix is /usr/local/openresty/nginx/.
+    assert 'lua_package_path "$prefix/edge/?.lua;;"' in (REPO / "nginx.conf").read_text()
+    assert mounts["./edge"] == "/usr/local/openresty/nginx/edge"
+    assert edge["stop_signal"] == "SIGQUIT"
+
+
+def test_edge_environment_names_are_declared_in_nginx_conf():
+    declared = set(re.findall(r"^env (\w+);", (REPO / "nginx.conf").read_text(), flags=re.M))
+    assert set(SERVICES["edge"]["environment"]) <= declared
+    read_by_lua = set(re.findall(r'"((?:REDIS|EDGE)_\w+)"', (REPO / "edge/slingshot/config.lua").read_text()))
+    assert read_by_lua == declared
+
+
+def test_redis_keeps_an_append_only_file_and_services_wait_for_health():
+    command = SERVICES["redis"]["command"]
+    assert command[command.index("--appendonly") + 1] == "yes"
+    for name in ("postgres", "redis"):
+        assert "healthcheck" in SERVICES[name]
+    assert SERVICES["dashboard"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+
+
+def test_no_secret_has_a_default():
+    text = (REPO / "docker-compose.yml").read_text()
+    for secret in ("SECRET_KEY", "POSTGRES_PASSWORD", "REDIS_PASSWORD"):
+        assert re.search(r"\$\{%s:\?" % secret, text), secret
+        assert not re.search(r"\$\{%s:-" % secret, text), secret
