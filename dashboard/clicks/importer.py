@@ -1,13 +1,23 @@
 """Moves clicks from the Redis stream into PostgreSQL (docs/contract.md).
 
-Each batch is read with XREADGROUP, written in one transaction (COPY into a
-staging table, then one INSERT ... ON CONFLICT DO NOTHING into `clicks`), and
-acknowledged only after COMMIT. A batch delivered again after a crash between
-COMMIT and XACK hits the primary key and is not stored twice.
+Each batch is read with XREADGROUP (or reclaimed from a dead consumer with
+XAUTOCLAIM), enriched, written in one transaction, and acknowledged only
+after COMMIT:
+
+1. COPY into a temporary staging table, one text line per click;
+2. INSERT ... ON CONFLICT DO NOTHING into `clicks` (and `orphan_visits`),
+   RETURNING what was new: a batch delivered again after a crash between
+   COMMIT and XACK hits the primary key and is neither stored nor counted twice;
+3. the rollups (docs/rollups.md) from the new clicks only, with
+   INSERT ... SELECT ... GROUP BY ... ON CONFLICT DO UPDATE.
+
+Acknowledged entries are deleted from the stream (XACK + XDEL in one
+MULTI), so the stream only ever holds what is not imported yet.
 """
-import ipaddress
 import json
 import logging
+import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -15,6 +25,8 @@ from datetime import datetime, timedelta, timezone
 import orjson
 import redis
 from django.db import connection, transaction
+
+from .enrichment import Enricher, copy_text
 
 log = logging.getLogger(__name__)
 
@@ -27,60 +39,32 @@ RECORD_VERSION = b"1"
 # would otherwise create a partition decades away.
 MAX_CLICK_AGE = timedelta(days=400)
 MAX_CLICK_SKEW = timedelta(days=1)
-UA_MAX = 512
-REFERER_MAX = 1024
+SLUG_MAX = 64
+
+_CLICK_ID = re.compile(r"[0-9a-fA-F]{32}").fullmatch
+STAGING_COLUMNS = ("click_id", "ts", "slug", "orphan", *Enricher.IP_COLUMNS, *Enricher.AGENT_COLUMNS,
+                   *Enricher.REFERER_COLUMNS)
 
 
 class BadEntry(ValueError):
     """A stream entry that breaks the contract; it goes to the dead-letter stream."""
 
 
+class ConsumerBusy(RuntimeError):
+    """Another importer runs with the same consumer name."""
+
+
 @dataclass
 class Batch:
     ack_ids: list[bytes] = field(default_factory=list)
-    rows: list[tuple] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # COPY text of STAGING_COLUMNS, one click each
     dead: list[tuple[bytes, dict, str]] = field(default_factory=list)
+    first_ms: int | None = None
+    last_ms: int | None = None
 
-
-def _text(value, limit: int) -> str:
-    if not isinstance(value, str):
-        raise BadEntry("text field is not a string")
-    return value[:limit].replace("\x00", "")
-
-
-def parse_click(obj, now: datetime) -> tuple:
-    if not isinstance(obj, dict):
-        raise BadEntry("click is not an object")
-    try:
-        click_id, ts, slug = obj["id"], obj["ts"], obj["slug"]
-    except KeyError as missing:
-        raise BadEntry(f"click has no {missing.args[0]!r}") from None
-    if not isinstance(click_id, str) or len(click_id) != 32:
-        raise BadEntry("click id is not 32 hex digits")
-    try:
-        int(click_id, 16)
-    except ValueError:
-        raise BadEntry("click id is not 32 hex digits") from None
-    if not isinstance(ts, int) or isinstance(ts, bool):
-        raise BadEntry("click ts is not an integer")
-    occurred_at = datetime.fromtimestamp(ts / 1000, tz=timezone.utc)
-    if not now - MAX_CLICK_AGE <= occurred_at <= now + MAX_CLICK_SKEW:
-        raise BadEntry("click ts is out of range")
-    if not isinstance(slug, str) or not 1 <= len(slug) <= 64:
-        raise BadEntry("click slug is not a string of 1 to 64 characters")
-    ip = obj.get("ip")
-    try:
-        ip = str(ipaddress.ip_address(ip)) if ip else None
-    except ValueError:
-        ip = None
-    return (
-        click_id,
-        occurred_at,
-        slug,
-        ip,
-        _text(obj.get("ua", ""), UA_MAX),
-        _text(obj.get("ref", ""), REFERER_MAX),
-    )
+    @property
+    def clicks(self) -> int:
+        return len(self.lines)
 
 
 def _decode_json(raw: bytes):
@@ -95,7 +79,32 @@ def _decode_json(raw: bytes):
             raise BadEntry(f"clicks field is not JSON: {exc}") from None
 
 
-def parse_entry(fields: dict, now: datetime) -> list[tuple]:
+def _click_line(obj, *, enricher: Enricher, min_ms: int, max_ms: int) -> str:
+    if type(obj) is not dict:
+        raise BadEntry("click is not an object")
+    try:
+        click_id, ts, slug = obj["id"], obj["ts"], obj["slug"]
+    except KeyError as missing:
+        raise BadEntry(f"click has no {missing.args[0]!r}") from None
+    if type(click_id) is not str or not _CLICK_ID(click_id):
+        raise BadEntry("click id is not 32 hex digits")
+    if type(ts) is not int:
+        raise BadEntry("click ts is not an integer")
+    if not min_ms <= ts <= max_ms:
+        raise BadEntry("click ts is out of range")
+    if type(slug) is not str or not 1 <= len(slug) <= SLUG_MAX:
+        raise BadEntry("click slug is not a string of 1 to 64 characters")
+    ip, ua, ref = obj.get("ip"), obj.get("ua", ""), obj.get("ref", "")
+    if type(ua) is not str or type(ref) is not str:
+        raise BadEntry("text field is not a string")
+    return (
+        f"{click_id}\t{ts}\t{copy_text(slug.replace(chr(0), ''))}\t{'t' if obj.get('orphan') is True else 'f'}\t"
+        f"{enricher.ip(ip if type(ip) is str else '')}\t{enricher.agent(ua)}\t{enricher.referer(ref)}\n"
+    )
+
+
+def parse_entry(fields: dict, *, enricher: Enricher, min_ms: int, max_ms: int) -> list[str]:
+    """COPY lines for one stream entry; raises BadEntry if any of it breaks the contract."""
     if fields.get(b"v") != RECORD_VERSION:
         raise BadEntry(f"unknown record version {fields.get(b'v')!r}")
     raw = fields.get(b"clicks")
@@ -104,44 +113,158 @@ def parse_entry(fields: dict, now: datetime) -> list[tuple]:
     clicks = _decode_json(raw)
     if not isinstance(clicks, list):
         raise BadEntry("clicks field is not a JSON array")
-    return [parse_click(obj, now) for obj in clicks]
+    return [_click_line(obj, enricher=enricher, min_ms=min_ms, max_ms=max_ms) for obj in clicks]
 
 
-def parse_entries(entries: Iterable[tuple[bytes, dict]]) -> Batch:
+def parse_entries(entries: Iterable[tuple[bytes, dict]], *, enricher: Enricher, now: datetime | None = None) -> Batch:
+    now = now or datetime.now(timezone.utc)
+    min_ms = int((now - MAX_CLICK_AGE).timestamp() * 1000)
+    max_ms = int((now + MAX_CLICK_SKEW).timestamp() * 1000)
     batch = Batch()
-    now = datetime.now(timezone.utc)
     for entry_id, fields in entries:
         batch.ack_ids.append(entry_id)
         if not fields:
             continue  # deleted from the stream while pending: nothing to store
         try:
-            batch.rows.extend(parse_entry(fields, now))
+            batch.lines.extend(parse_entry(fields, enricher=enricher, min_ms=min_ms, max_ms=max_ms))
         except BadEntry as exc:
             batch.dead.append((entry_id, fields, str(exc)))
+    if batch.lines:
+        # the second field of every line is ts
+        stamps = [int(line.split("\t", 2)[1]) for line in (batch.lines[0], batch.lines[-1])]
+        batch.first_ms, batch.last_ms = min(stamps), max(stamps)
     return batch
 
 
-_STAGING_DDL = """
+# --- SQL of one batch ----------------------------------------------------------
+
+_TEMP_TABLES = """
 CREATE TEMP TABLE IF NOT EXISTS click_staging (
-    click_id uuid, occurred_at timestamptz, slug text, ip inet, user_agent text, referer text
-) ON COMMIT DELETE ROWS
+    click_id uuid, ts bigint, slug text, orphan boolean,
+    ip inet, visitor_net text, country text,
+    user_agent text, browser text, os text, device text, is_bot boolean,
+    referer text, referer_host text
+) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS click_new (click_id uuid, link_id bigint) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS batch_breakdown (
+    link_id bigint, hour bigint, dimension text, value text, clicks bigint, human_clicks bigint
+) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS batch_visitors (link_id bigint, hour bigint, visitor bigint, is_bot boolean)
+    ON COMMIT DELETE ROWS;
 """
-_COPY = "COPY click_staging (click_id, occurred_at, slug, ip, user_agent, referer) FROM STDIN"
-_MERGE = """
-INSERT INTO clicks (click_id, occurred_at, link_id, slug, ip, user_agent, referer)
-SELECT s.click_id, s.occurred_at, l.id, s.slug, s.ip, s.user_agent, s.referer
-FROM click_staging s LEFT JOIN links_link l ON l.slug = s.slug
+_COPY = f"COPY click_staging ({', '.join(STAGING_COLUMNS)}) FROM STDIN"
+_OCCURRED_AT = "(timestamptz 'epoch' + s.ts * interval '1 millisecond')"
+_INSERT_ORPHANS = f"""
+INSERT INTO orphan_visits (click_id, occurred_at, slug, ip, user_agent, referer, is_bot, country)
+SELECT s.click_id, {_OCCURRED_AT}, s.slug, s.ip, s.user_agent, s.referer, s.is_bot, s.country
+FROM click_staging s WHERE s.orphan
 ON CONFLICT DO NOTHING
 """
+_INSERT_CLICKS = f"""
+WITH inserted AS (
+    INSERT INTO clicks (click_id, occurred_at, link_id, slug, ip, user_agent, referer,
+                        is_bot, browser, os, device, country, referer_host)
+    SELECT s.click_id, {_OCCURRED_AT}, l.id, s.slug, s.ip, s.user_agent, s.referer,
+           s.is_bot, s.browser, s.os, s.device, s.country, s.referer_host
+    FROM click_staging s LEFT JOIN links_link l ON l.slug = s.slug
+    WHERE NOT s.orphan
+    ON CONFLICT DO NOTHING
+    RETURNING click_id, link_id
+)
+INSERT INTO click_new SELECT click_id, link_id FROM inserted
+"""
+# Only clicks new in this transaction (click_new) of an existing link are counted.
+_BATCH_BREAKDOWN = """
+INSERT INTO batch_breakdown
+SELECT n.link_id, s.ts / 3600000, d.dimension, d.value, count(*), count(*) FILTER (WHERE NOT s.is_bot)
+FROM click_new n JOIN click_staging s USING (click_id)
+CROSS JOIN LATERAL (VALUES ('referer_host', s.referer_host), ('browser', s.browser), ('os', s.os),
+                           ('device', s.device), ('country', s.country)) AS d (dimension, value)
+WHERE n.link_id IS NOT NULL
+GROUP BY 1, 2, 3, 4
+"""
+_BATCH_VISITORS = """
+INSERT INTO batch_visitors
+SELECT DISTINCT n.link_id, s.ts / 3600000, hashtextextended(s.visitor_net || ' ' || s.user_agent, 0), s.is_bot
+FROM click_new n JOIN click_staging s USING (click_id)
+WHERE n.link_id IS NOT NULL
+"""
+_BUCKET = {
+    "hour": "timestamptz 'epoch' + hour * interval '1 hour'",
+    "day": "timestamptz 'epoch' + (hour / 24) * interval '24 hours'",
+}
+# Rows go in key order so that two importers updating the same rollup rows
+# lock them in the same order. Each click is in every dimension once, so the
+# batch's click counts are those of any one dimension.
+_ROLLUP = """
+WITH fresh AS (
+    INSERT INTO click_visitors_{g} (link_id, bucket, visitor, is_bot)
+    SELECT DISTINCT link_id, {bucket}, visitor, is_bot FROM batch_visitors ORDER BY 1, 2, 3
+    ON CONFLICT DO NOTHING
+    RETURNING link_id, bucket, is_bot
+), fresh_counts AS (
+    SELECT link_id, bucket, count(*) AS visitors, count(*) FILTER (WHERE NOT is_bot) AS human_visitors
+    FROM fresh GROUP BY 1, 2
+), click_counts AS (
+    SELECT link_id, {bucket} AS bucket, sum(clicks) AS clicks, sum(human_clicks) AS human_clicks
+    FROM batch_breakdown WHERE dimension = 'browser' GROUP BY 1, 2
+)
+INSERT INTO click_rollup_{g} AS r (link_id, bucket, clicks, human_clicks, visitors, human_visitors)
+SELECT c.link_id, c.bucket, c.clicks, c.human_clicks, coalesce(f.visitors, 0), coalesce(f.human_visitors, 0)
+FROM click_counts c LEFT JOIN fresh_counts f USING (link_id, bucket)
+ORDER BY 1, 2
+ON CONFLICT (link_id, bucket) DO UPDATE SET
+    clicks = r.clicks + EXCLUDED.clicks,
+    human_clicks = r.human_clicks + EXCLUDED.human_clicks,
+    visitors = r.visitors + EXCLUDED.visitors,
+    human_visitors = r.human_visitors + EXCLUDED.human_visitors
+"""
+_BREAKDOWN = """
+INSERT INTO click_breakdown_{g} AS r (link_id, bucket, dimension, value, clicks, human_clicks)
+SELECT link_id, {bucket}, dimension, value, sum(clicks), sum(human_clicks)
+FROM batch_breakdown GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+ON CONFLICT (link_id, bucket, dimension, value) DO UPDATE SET
+    clicks = r.clicks + EXCLUDED.clicks,
+    human_clicks = r.human_clicks + EXCLUDED.human_clicks
+"""
+_ROLLUP_STATEMENTS = [
+    _BATCH_BREAKDOWN,
+    _BATCH_VISITORS,
+    *(sql.format(g=g, bucket=bucket) for g, bucket in _BUCKET.items() for sql in (_ROLLUP, _BREAKDOWN)),
+]
+
+
+@dataclass
+class Stored:
+    clicks: int = 0  # new rows in clicks
+    orphans: int = 0  # new rows in orphan_visits
+
+
+@dataclass
+class BatchResult:
+    entries: int
+    clicks: int
+    stored: int
+    dead: int
+
+
+def lock_key(consumer: str) -> str:
+    return f"slingshot import_clicks {consumer}"
 
 
 class ClickImporter:
-    def __init__(self, *, client: redis.Redis, consumer: str, batch_size: int = 5000, block_ms: int = 1000):
+    def __init__(self, *, client: redis.Redis, consumer: str, enricher: Enricher, batch_size: int = 200,
+                 block_ms: int = 1000, claim_idle_ms: int = 60_000):
         self.redis = client
         self.consumer = consumer
-        self.batch_size = batch_size
+        self.enricher = enricher
+        self.batch_size = batch_size  # stream entries per batch (the edge puts ~100 clicks in one)
         self.block_ms = block_ms
-        self._months: set[tuple[int, int]] = set()
+        self.claim_idle_ms = claim_idle_ms
+        self._months: set[int] = set()
+        self._temp_tables_for = None
+
+    # --- Redis ---------------------------------------------------------------
 
     def ensure_group(self) -> None:
         try:
@@ -150,30 +273,20 @@ class ClickImporter:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    def _read(self, start: str, block: int | None) -> list[tuple[bytes, dict]]:
+    def read(self, start: str, block: int | None) -> list[tuple[bytes, dict]]:
         reply = self.redis.xreadgroup(GROUP, self.consumer, {STREAM: start}, count=self.batch_size, block=block)
         return reply[0][1] if reply else []
 
-    def _ensure_partitions(self, cursor, rows: list[tuple]) -> None:
-        for occurred_at in {(row[1].year, row[1].month) for row in rows} - self._months:
-            cursor.execute(
-                "SELECT slingshot_ensure_click_partitions(%s, 0)",
-                [datetime(occurred_at[0], occurred_at[1], 1, tzinfo=timezone.utc)],
-            )
-            self._months.add(occurred_at)
-
-    def store(self, rows: list[tuple]) -> int:
-        """Writes rows in one transaction; returns how many were new."""
-        if not rows:
-            return 0
-        with transaction.atomic(), connection.cursor() as cursor:
-            self._ensure_partitions(cursor, rows)
-            cursor.execute(_STAGING_DDL)
-            with cursor.copy(_COPY) as copy:
-                for row in rows:
-                    copy.write_row(row)
-            cursor.execute(_MERGE)
-            return cursor.rowcount
+    def claim(self, start: str = "0-0") -> tuple[str, list[tuple[bytes, dict]]]:
+        """Takes over entries another consumer left pending longer than claim_idle_ms.
+        Returns the cursor to continue from ('0-0' when the scan is done) and the entries."""
+        cursor, entries, *_deleted = self.redis.xautoclaim(
+            STREAM, GROUP, self.consumer, min_idle_time=self.claim_idle_ms, start_id=start, count=self.batch_size
+        )
+        cursor = cursor.decode() if isinstance(cursor, bytes) else cursor
+        if entries:
+            log.info("consumer %s claimed %d idle entries from %s", self.consumer, len(entries), entries[0][0].decode())
+        return cursor, entries
 
     def _dead_letter(self, dead: list[tuple[bytes, dict, str]]) -> None:
         pipe = self.redis.pipeline(transaction=False)
@@ -182,38 +295,112 @@ class ClickImporter:
             pipe.xadd(DEAD_LETTER_STREAM, {b"entry_id": entry_id, b"reason": reason.encode(), **fields})
         pipe.execute()
 
-    def process(self, entries: list[tuple[bytes, dict]]) -> tuple[int, int]:
-        """Stores one batch and acknowledges it. Returns (clicks read, clicks stored)."""
-        batch = parse_entries(entries)
-        stored = self.store(batch.rows)
+    def _acknowledge(self, ack_ids: list[bytes]) -> None:
+        # Only after COMMIT. Deleting exactly the acknowledged ids trims the
+        # stream without ever touching an entry still pending or unread.
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.xack(STREAM, GROUP, *ack_ids)
+        pipe.xdel(STREAM, *ack_ids)
+        pipe.execute()
+
+    # --- PostgreSQL ------------------------------------------------------------
+
+    def acquire_lock(self) -> None:
+        """Holds a session advisory lock on the consumer name for as long as the
+        database connection lives; a second importer of the same name gets ConsumerBusy."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [lock_key(self.consumer)])
+            if not cursor.fetchone()[0]:
+                raise ConsumerBusy(f"another import_clicks runs with consumer name {self.consumer!r}")
+
+    def release_lock(self) -> None:
+        if connection.connection is None:
+            return
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [lock_key(self.consumer)])
+
+    def _ensure_partitions(self, cursor, batch: Batch) -> None:
+        first = datetime.fromtimestamp(batch.first_ms / 1000, tz=timezone.utc)
+        last = datetime.fromtimestamp(batch.last_ms / 1000, tz=timezone.utc)
+        months = (last.year - first.year) * 12 + last.month - first.month
+        key = first.year * 12 + first.month
+        if all(key + i in self._months for i in range(months + 1)):
+            return
+        cursor.execute("SELECT slingshot_ensure_click_partitions(%s, %s)", [first, months])
+        self._months.update(key + i for i in range(months + 1))
+
+    def store(self, batch: Batch) -> Stored:
+        """Writes a batch's clicks and their rollups in one transaction."""
+        if not batch.lines:
+            return Stored()
+        payload = "".join(batch.lines).encode("utf-8", "replace")
+        with transaction.atomic(), connection.cursor() as cursor:
+            if self._temp_tables_for is not connection.connection:
+                cursor.execute(_TEMP_TABLES)
+                self._temp_tables_for = connection.connection
+            self._ensure_partitions(cursor, batch)
+            with cursor.copy(_COPY) as copy:
+                copy.write(payload)
+            cursor.execute(_INSERT_ORPHANS)
+            orphans = cursor.rowcount
+            cursor.execute(_INSERT_CLICKS)
+            clicks = cursor.rowcount
+            for statement in _ROLLUP_STATEMENTS:
+                cursor.execute(statement)
+            return Stored(clicks=clicks, orphans=orphans)
+
+    # --- the loop ----------------------------------------------------------------
+
+    def process(self, entries: list[tuple[bytes, dict]]) -> BatchResult:
+        """Stores one batch and acknowledges it."""
+        batch = parse_entries(entries, enricher=self.enricher)
+        stored = self.store(batch)
         if batch.dead:
             self._dead_letter(batch.dead)
-        # Only after COMMIT: acknowledge, and delete what is acknowledged (the
-        # stream is never trimmed below what is still pending).
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.xack(STREAM, GROUP, *batch.ack_ids)
-        pipe.xdel(STREAM, *batch.ack_ids)
-        pipe.execute()
-        return len(batch.rows), stored
+        self._acknowledge(batch.ack_ids)
+        return BatchResult(entries=len(entries), clicks=batch.clicks, stored=stored.clicks + stored.orphans,
+                           dead=len(batch.dead))
 
-    def run(self, *, once: bool, should_stop: Callable[[], bool] = lambda: False, report=None) -> int:
-        """Imports until the stream is drained (once) or until should_stop()."""
+    def run(self, *, once: bool, should_stop: Callable[[], bool] = lambda: False,
+            report: Callable[[BatchResult], None] | None = None,
+            every_so_often: Callable[[], None] | None = None) -> int:
+        """Imports until the stream is drained (once) or until should_stop().
+
+        Order of work: this consumer's own pending entries (a restart after a
+        crash), then entries other consumers left idle (XAUTOCLAIM), then new
+        ones; idle entries are looked for again every claim_idle_ms / 2.
+        Returns the number of clicks stored.
+        """
         self.ensure_group()
+        self.acquire_lock()
+        try:
+            return self._loop(once=once, should_stop=should_stop, report=report or (lambda result: None),
+                              every_so_often=every_so_often or (lambda: None))
+        finally:
+            self.release_lock()
+
+    def _loop(self, *, once, should_stop, report, every_so_often) -> int:
         total = 0
         start = "0"  # first what this consumer read before and never acknowledged
+        claim_cursor, next_claim = "0-0", 0.0
         while not should_stop():
-            block = None if (once or start == "0") else self.block_ms
-            entries = self._read(start, block)
-            if not entries:
-                if start == "0":
-                    start = ">"
+            every_so_often()
+            if start == ">" and time.monotonic() >= next_claim:
+                claim_cursor, entries = self.claim(claim_cursor)
+                if claim_cursor == "0-0":
+                    next_claim = time.monotonic() + self.claim_idle_ms / 2000
+            else:
+                entries = self.read(start, None if (once or start == "0") else self.block_ms)
+                if not entries:
+                    if start == "0":
+                        start = ">"
+                        continue
+                    if once:
+                        break
                     continue
-                if once:
-                    break
+            if not entries:
                 continue
-            read, stored = self.process(entries)
-            total += stored
-            if report:
-                report(len(entries), read, stored)
+            result = self.process(entries)
+            total += result.stored
+            report(result)
         return total
-

@@ -7,12 +7,15 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from clicks.enrichment import Enricher
 from clicks.importer import DEAD_LETTER_STREAM, GROUP, STREAM, ClickImporter, parse_entries
 from clicks.models import Click
 from links import services
 from links.redis import get_redis
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+ENRICHER = Enricher()
 
 
 @pytest.fixture(autouse=True)
@@ -47,14 +50,14 @@ def clicks_for(slug: str) -> int:
 def test_a_batch_delivered_twice_is_stored_once():
     slug = "dup" + uuid.uuid4().hex[:6]
     add_entry([make_click(slug) for _ in range(50)])
-    importer = ClickImporter(client=get_redis(), consumer="twice")
+    importer = ClickImporter(client=get_redis(), consumer="twice", enricher=ENRICHER)
     importer.ensure_group()
     entries = get_redis().xreadgroup(GROUP, "twice", {STREAM: ">"})[0][1]
 
     # As if the importer died after COMMIT and before XACK: the same entries again.
-    batch = parse_entries(entries)
-    assert importer.store(batch.rows) == 50
-    assert importer.store(batch.rows) == 0
+    batch = parse_entries(entries, enricher=ENRICHER)
+    assert importer.store(batch).clicks == 50
+    assert importer.store(batch).clicks == 0
     assert clicks_for(slug) == 50
 
 
@@ -73,7 +76,7 @@ def test_clicks_are_linked_to_their_link_and_acknowledged():
 def test_pending_entries_of_a_consumer_are_imported_when_it_restarts():
     slug = "pend" + uuid.uuid4().hex[:6]
     add_entry([make_click(slug) for _ in range(3)])
-    ClickImporter(client=get_redis(), consumer="crashy").ensure_group()
+    ClickImporter(client=get_redis(), consumer="crashy", enricher=ENRICHER).ensure_group()
     # Read but never acknowledged, as by an importer killed mid-batch.
     get_redis().xreadgroup(GROUP, "crashy", {STREAM: ">"})
 

@@ -1,13 +1,77 @@
+import argparse
+import json
 import signal
 import socket
+import sys
 import time
+from dataclasses import asdict
+from datetime import datetime, timezone
 
 import redis
-from django.core.management.base import BaseCommand
-from django.db import OperationalError, InterfaceError, connection
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import InterfaceError, OperationalError, connection
 
-from clicks.importer import ClickImporter
+from clicks.enrichment import Enricher
+from clicks.importer import BatchResult, ClickImporter, ConsumerBusy
+from clicks.selectors import import_lag
+from clicks.services import click_tables_maintain
 from links.redis import get_redis
+
+EXIT_CONSUMER_BUSY = 3
+MAINTENANCE_EVERY = 24 * 3600.0
+RETRYABLE = (redis.ConnectionError, redis.TimeoutError, OperationalError, InterfaceError)
+
+
+class Progress:
+    """Counts what the importer did; shows a progress bar (--once on a
+    terminal) or logs a line every `interval` seconds (follow mode)."""
+
+    def __init__(self, *, command: BaseCommand, client: redis.Redis, bar: bool, interval: float):
+        self.command, self.client, self.interval = command, client, interval
+        self.started = self.since = time.monotonic()
+        self.totals = {"batches": 0, "entries": 0, "clicks": 0, "stored": 0, "dead": 0}
+        self.window = dict(self.totals)
+        self.bar = None
+        if bar:
+            from tqdm import tqdm
+
+            backlog = import_lag(client=client).backlog
+            self.bar = tqdm(total=backlog, unit="entries", desc="import_clicks", file=sys.stderr, smoothing=0.1)
+
+    def __call__(self, result: BatchResult) -> None:
+        for counts in (self.totals, self.window):
+            counts["batches"] += 1
+            counts["entries"] += result.entries
+            counts["clicks"] += result.clicks
+            counts["stored"] += result.stored
+            counts["dead"] += result.dead
+        if self.bar is not None:
+            elapsed = max(time.monotonic() - self.started, 1e-9)
+            if self.bar.n + result.entries > self.bar.total:
+                self.bar.total = self.bar.n + result.entries  # entries arrived while we ran
+            self.bar.update(result.entries)
+            self.bar.set_postfix(clicks_s=f"{self.totals['clicks'] / elapsed:,.0f}",
+                                 backlog=self.bar.total - self.bar.n, refresh=False)
+        elif time.monotonic() - self.since >= self.interval:
+            self.log_window()
+
+    def log_window(self) -> None:
+        elapsed = max(time.monotonic() - self.since, 1e-9)
+        window = self.window
+        lag = import_lag(client=self.client)
+        self.command.stdout.write(
+            f"import_clicks: {window['batches']} batches, {window['entries']} entries, {window['clicks']} clicks "
+            f"({window['stored']} new, {window['dead']} dead entries) in {elapsed:.1f}s, "
+            f"{window['clicks'] / elapsed:,.0f} clicks/s; lag {lag.backlog} entries "
+            f"({lag.pending} pending), oldest {lag.oldest_age_seconds:.1f}s"
+        )
+        self.window = dict.fromkeys(window, 0)
+        self.since = time.monotonic()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 class Command(BaseCommand):
@@ -18,12 +82,22 @@ class Command(BaseCommand):
         parser.add_argument(
             "--consumer",
             default=socket.gethostname(),
-            help="consumer name in the group (default: host name); keep it stable across restarts",
+            help="consumer name in the group (default: host name); keep it stable across restarts, "
+                 "and give every importer running at once its own",
         )
-        parser.add_argument("--batch-size", type=int, default=5000)
-        parser.add_argument("--block-ms", type=int, default=1000)
+        parser.add_argument("--batch-size", type=int, default=settings.CLICK_IMPORT_BATCH_ENTRIES,
+                            help="stream entries per transaction (the edge puts ~100 clicks in one)")
+        parser.add_argument("--block-ms", type=int, default=1000, help="how long a read waits for new entries")
+        parser.add_argument("--claim-idle-ms", type=int, default=settings.CLICK_IMPORT_CLAIM_IDLE_MS,
+                            help="take over entries another consumer left pending this long")
+        parser.add_argument("--lag", action="store_true", help="print the import lag as JSON and exit")
+        parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                            help="progress bar (default: with --once on a terminal)")
 
-    def handle(self, *args, once, consumer, batch_size, block_ms, **options):
+    def handle(self, *args, once, consumer, batch_size, block_ms, claim_idle_ms, lag, progress, **options):
+        if lag:
+            self.stdout.write(json.dumps(asdict(import_lag(client=get_redis()))))
+            return
         stopping = False
 
         def stop(signum, frame):
@@ -33,41 +107,61 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
 
-        importer = ClickImporter(client=get_redis(), consumer=consumer, batch_size=batch_size, block_ms=block_ms)
-        progress = {"entries": 0, "clicks": 0, "stored": 0, "since": time.monotonic()}
+        importer = ClickImporter(
+            client=get_redis(), consumer=consumer, batch_size=batch_size, block_ms=block_ms,
+            claim_idle_ms=claim_idle_ms,
+            enricher=Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH),
+        )
+        maintenance_due = 0.0
 
+        def maintain():
+            nonlocal maintenance_due
+            if time.monotonic() >= maintenance_due:
+                click_tables_maintain(
+                    now=datetime.now(timezone.utc), months_ahead=settings.CLICK_PARTITIONS_AHEAD,
+                    retention_months=settings.CLICK_RETENTION_MONTHS,
+                    visitor_window_days=settings.CLICK_VISITOR_WINDOW_DAYS,
+                )
+                maintenance_due = time.monotonic() + MAINTENANCE_EVERY
+
+        show_bar = progress if progress is not None else (once and sys.stderr.isatty())
+        meter = None
         attempt = 0
+        total = 0
 
-        def report(entries, read, stored):
+        def report(result: BatchResult):
             nonlocal attempt
             attempt = 0
-            progress["entries"] += entries
-            progress["clicks"] += read
-            progress["stored"] += stored
-            if not once and time.monotonic() - progress["since"] >= 10:
-                self._log_progress(progress)
+            meter(result)
 
-        total = 0
-        while not stopping:
-            try:
-                total += importer.run(once=once, should_stop=lambda: stopping, report=report)
-                break
-            except (redis.ConnectionError, redis.TimeoutError, OperationalError, InterfaceError) as exc:
-                # Redis or PostgreSQL went away: nothing was acknowledged that
-                # was not committed, so retry the same work when it is back.
-                connection.close()
-                self.stderr.write(f"import_clicks: {exc.__class__.__name__}: {exc}; retrying")
-                deadline = time.monotonic() + min(30.0, 0.5 * 2**attempt)
-                while not stopping and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                attempt += 1
+        try:
+            while not stopping:
+                try:
+                    if meter is None:
+                        meter = Progress(command=self, client=importer.redis, bar=show_bar and once,
+                                         interval=settings.CLICK_IMPORT_LOG_INTERVAL)
+                    total += importer.run(once=once, should_stop=lambda: stopping, report=report,
+                                          every_so_often=maintain)
+                    break
+                except ConsumerBusy as exc:
+                    raise CommandError(f"import_clicks: {exc}; exiting", returncode=EXIT_CONSUMER_BUSY) from None
+                except RETRYABLE as exc:
+                    # Redis or PostgreSQL went away: nothing was acknowledged that
+                    # was not committed, so retry the same work when it is back.
+                    connection.close()
+                    pause = min(30.0, 0.5 * 2**attempt)
+                    self.stderr.write(
+                        f"import_clicks[{consumer}]: {exc.__class__.__name__}: {str(exc).strip()}; "
+                        f"retrying in {pause:.1f}s"
+                    )
+                    deadline = time.monotonic() + pause
+                    while not stopping and time.monotonic() < deadline:
+                        time.sleep(0.1)
+                    attempt += 1
+        finally:
+            if meter is not None:
+                meter.close()
         if once:
-            self.stdout.write(f"imported {total} clicks ({progress['clicks']} read)")
+            counts = meter.totals
+            self.stdout.write(f"imported {total} clicks ({counts['clicks']} read, {counts['dead']} dead entries)")
 
-    def _log_progress(self, progress):
-        elapsed = time.monotonic() - progress["since"]
-        self.stdout.write(
-            f"import_clicks: {progress['clicks']} clicks in {progress['entries']} entries, "
-            f"{progress['stored']} new, {progress['clicks'] / elapsed:.0f} clicks/s"
-        )
-        progress.update(entries=0, clicks=0, stored=0, since=time.monotonic())

@@ -1,0 +1,130 @@
+"""What the importer adds to a click: browser, OS, device class, bot flag,
+referrer host, country, and the address as the privacy setting allows.
+
+Each answer is cached by the raw string it comes from (user agents,
+referrers and addresses repeat heavily), and is returned already formatted
+as tab-separated COPY text, so a click costs the importer a few dict look-ups.
+"""
+import ipaddress
+from functools import lru_cache
+from urllib.parse import urlsplit
+
+from crawlerdetect import CrawlerDetect
+from geoip2fast import GeoIP2Fast
+from ua_parser import parse as parse_user_agent
+
+UNKNOWN = "unknown"
+UA_MAX = 512
+REFERER_MAX = 1024
+CACHE_SIZE = 65536
+
+IP_PRIVACY_CHOICES = ("anonymise", "full", "none")
+# Bits kept of an anonymised address: IPv4 loses its last octet, IPv6 its last 80 bits.
+ANONYMISED_PREFIX = {4: 24, 6: 48}
+
+MOBILE_OS = {"iOS", "Android", "Windows Phone", "BlackBerry OS", "KaiOS", "Symbian OS", "Firefox OS"}
+TABLET_HINTS = ("ipad", "tablet", "kindle", "silk/", "playbook")
+DESKTOP_OS = {"Windows", "Mac OS X", "Linux", "Ubuntu", "Chrome OS", "Fedora", "FreeBSD", "Debian"}
+
+
+def copy_text(value: str) -> str:
+    """`value` escaped for PostgreSQL's COPY text format."""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return value
+
+
+def anonymise(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    network = ipaddress.ip_network(f"{address}/{ANONYMISED_PREFIX[address.version]}", strict=False)
+    return str(network.network_address)
+
+
+def referer_host(referer: str) -> str:
+    """Lower-case host of a Referer header; '' when there is none, 'unknown' when it has no host."""
+    if not referer:
+        return ""
+    try:
+        host = urlsplit(referer).hostname
+    except ValueError:
+        return UNKNOWN
+    return host or UNKNOWN
+
+
+def device_class(*, user_agent: str, os_family: str, device_family: str, is_bot: bool) -> str:
+    if is_bot or device_family == "Spider":
+        return "bot"
+    lowered = user_agent.lower()
+    if any(hint in lowered for hint in TABLET_HINTS) or (os_family == "Android" and "mobile" not in lowered):
+        return "tablet"
+    if os_family in MOBILE_OS or "mobile" in lowered:
+        return "mobile"
+    if os_family in DESKTOP_OS:
+        return "desktop"
+    return UNKNOWN
+
+
+class Enricher:
+    """Turns a click's ip, ua and ref into COPY fields (see `COLUMNS`).
+
+    `enabled=False` skips the parsers (every class is 'unknown'); the address
+    is still validated and stored as `ip_privacy` says.
+    """
+
+    # The columns each method's text fills, in order.
+    IP_COLUMNS = ("ip", "visitor_net", "country")
+    AGENT_COLUMNS = ("user_agent", "browser", "os", "device", "is_bot")
+    REFERER_COLUMNS = ("referer", "referer_host")
+
+    def __init__(self, *, ip_privacy: str = "anonymise", enabled: bool = True, cache_size: int = CACHE_SIZE):
+        if ip_privacy not in IP_PRIVACY_CHOICES:
+            raise ValueError(f"ip_privacy must be one of {IP_PRIVACY_CHOICES}, not {ip_privacy!r}")
+        self.ip_privacy = ip_privacy
+        self.enabled = enabled
+        self._geo = GeoIP2Fast(geoip2fast_data_file="geoip2fast-ipv6.dat.gz", verbose=False) if enabled else None
+        self._crawlers = CrawlerDetect() if enabled else None
+        self.ip = lru_cache(maxsize=cache_size)(self._ip)
+        self.agent = lru_cache(maxsize=cache_size)(self._agent)
+        self.referer = lru_cache(maxsize=cache_size)(self._referer)
+
+    def _ip(self, raw: str) -> str:
+        try:
+            address = ipaddress.ip_address(raw)
+        except ValueError:
+            return "\\N\t\t" + UNKNOWN
+        if address.version == 6 and address.ipv4_mapped:
+            address = address.ipv4_mapped
+        visitor_net = anonymise(address)
+        stored = {"anonymise": visitor_net, "full": str(address), "none": "\\N"}[self.ip_privacy]
+        return f"{stored}\t{visitor_net}\t{self.country(address)}"
+
+    def country(self, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+        if self._geo is None:
+            return UNKNOWN
+        try:
+            code = self._geo.lookup(str(address)).country_code
+        except Exception:  # a data problem in the geo library must not cost the click
+            return UNKNOWN
+        return code if len(code) == 2 and code.isalpha() else UNKNOWN
+
+    def _agent(self, raw: str) -> str:
+        user_agent = raw[:UA_MAX].replace("\x00", "")
+        browser = os_family = device = UNKNOWN
+        is_bot = False
+        if self.enabled and user_agent:
+            result = parse_user_agent(user_agent)
+            is_bot = bool(self._crawlers.isCrawler(user_agent))
+            browser = result.user_agent.family if result.user_agent else UNKNOWN
+            os_family = result.os.family if result.os else UNKNOWN
+            device = device_class(
+                user_agent=user_agent, os_family=os_family,
+                device_family=result.device.family if result.device else "", is_bot=is_bot,
+            )
+            is_bot = is_bot or device == "bot"
+            browser, os_family = (UNKNOWN if v == "Other" else v for v in (browser, os_family))
+        fields = (user_agent, browser, os_family, device)
+        return "\t".join(copy_text(field) for field in fields) + ("\tt" if is_bot else "\tf")
+
+    def _referer(self, raw: str) -> str:
+        referer = raw[:REFERER_MAX].replace("\x00", "")
+        host = referer_host(referer) if self.enabled else UNKNOWN
+        return f"{copy_text(referer)}\t{copy_text(host)}"

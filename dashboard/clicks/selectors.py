@@ -1,0 +1,140 @@
+"""Reads of click statistics, from the rollups only (docs/rollups.md), and
+of the importer's backlog."""
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Literal
+
+import redis
+from django.db import connection
+
+from .importer import GROUP, STREAM
+
+DIMENSIONS = ("referer_host", "browser", "os", "device", "country")
+INTERVALS = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
+
+
+@dataclass(frozen=True)
+class Point:
+    bucket: datetime  # start of the UTC hour or day
+    clicks: int
+    visitors: int  # distinct visitors first seen in this bucket's hour or day
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    series: list[Point]
+    clicks: int
+    breakdowns: dict[str, list[tuple[str, int]]]  # dimension -> [(value, clicks)], most clicks first
+
+
+@dataclass(frozen=True)
+class LinkTotals:
+    clicks: int = 0
+    human_clicks: int = 0
+
+
+def _floor(moment: datetime, interval: str) -> datetime:
+    moment = moment.astimezone(timezone.utc)
+    moment = moment.replace(minute=0, second=0, microsecond=0)
+    return moment.replace(hour=0) if interval == "day" else moment
+
+
+def _ceil(moment: datetime, interval: str) -> datetime:
+    floor = _floor(moment, interval)
+    return floor if floor == moment else floor + INTERVALS[interval]
+
+
+def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,
+               interval: Literal["hour", "day"] = "day", include_bots: bool = False,
+               top: int | None = 50) -> LinkStats:
+    """Time series and breakdowns of the links' clicks in [start, end), summed
+    over the links. Buckets are whole UTC hours or days: start is rounded
+    down and end up to the interval. Bots are left out unless include_bots.
+    Breakdowns keep the `top` values of each dimension (None: all).
+
+    Two queries, each reading at most one rollup row per bucket (and per value
+    for breakdowns), which are taken from the day table for whole days and
+    from the hour table only for the partial days at either end."""
+    if interval not in INTERVALS:
+        raise ValueError(f"interval must be one of {sorted(INTERVALS)}, not {interval!r}")
+    if start.tzinfo is None or end.tzinfo is None:
+        raise ValueError("start and end must be timezone-aware")
+    ids = list(link_ids)
+    start, end = _floor(start, interval), _ceil(end, interval)
+    clicks, visitors = ("clicks", "visitors") if include_bots else ("human_clicks", "human_visitors")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT bucket, sum({clicks}), sum({visitors}) FROM click_rollup_{interval} "
+            "WHERE link_id = ANY(%s) AND bucket >= %s AND bucket < %s GROUP BY bucket ORDER BY bucket",
+            [ids, start, end],
+        )
+        series = [Point(bucket=bucket, clicks=int(n), visitors=int(v)) for bucket, n, v in cursor.fetchall()]
+
+        whole_days_from, whole_days_to = _ceil(start, "day"), _floor(end, "day")
+        if whole_days_from >= whole_days_to:
+            parts = [("hour", start, end)]
+        else:
+            parts = [("hour", start, whole_days_from), ("day", whole_days_from, whole_days_to),
+                     ("hour", whole_days_to, end)]
+        union = " UNION ALL ".join(
+            f"SELECT dimension, value, {clicks} AS clicks FROM click_breakdown_{table} "
+            "WHERE link_id = ANY(%s) AND bucket >= %s AND bucket < %s"
+            for table, _, _ in parts
+        )
+        cursor.execute(
+            f"SELECT dimension, value, total FROM ("
+            f" SELECT dimension, value, sum(clicks) AS total,"
+            f"  row_number() OVER (PARTITION BY dimension ORDER BY sum(clicks) DESC, value) AS rank"
+            f" FROM ({union}) parts GROUP BY dimension, value HAVING sum(clicks) > 0"
+            f") ranked WHERE %s::bigint IS NULL OR rank <= %s ORDER BY dimension, total DESC, value",
+            [arg for _, lo, hi in parts for arg in (ids, lo, hi)] + [top, top],
+        )
+        breakdowns: dict[str, list[tuple[str, int]]] = {dimension: [] for dimension in DIMENSIONS}
+        for dimension, value, total in cursor.fetchall():
+            breakdowns[dimension].append((value, int(total)))
+    return LinkStats(series=series, clicks=sum(point.clicks for point in series), breakdowns=breakdowns)
+
+
+def link_totals(*, link_ids: Iterable[int]) -> dict[int, LinkTotals]:
+    """All-time clicks and human clicks of each link (links without clicks get zeros); one query."""
+    ids = list(link_ids)
+    totals = {link_id: LinkTotals() for link_id in ids}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT link_id, sum(clicks), sum(human_clicks) FROM click_rollup_day "
+            "WHERE link_id = ANY(%s) GROUP BY link_id",
+            [ids],
+        )
+        for link_id, clicks, human in cursor.fetchall():
+            totals[link_id] = LinkTotals(clicks=int(clicks), human_clicks=int(human))
+    return totals
+
+
+@dataclass(frozen=True)
+class ImportLag:
+    backlog: int  # entries in the stream not yet acknowledged (read or not)
+    pending: int  # of which read by a consumer and not yet acknowledged
+    oldest_age_seconds: float  # age of the oldest entry not yet acknowledged; 0 when none
+    consumers: dict[str, int] = field(default_factory=dict)  # consumer -> its pending entries
+
+
+def import_lag(*, client: redis.Redis, now: datetime | None = None) -> ImportLag:
+    """The importer deletes what it acknowledges, so the stream's length is its backlog."""
+    now = now or datetime.now(timezone.utc)
+    pipe = client.pipeline(transaction=False)
+    pipe.xlen(STREAM)
+    pipe.xrange(STREAM, count=1)
+    pipe.xinfo_consumers(STREAM, GROUP)
+    try:
+        backlog, first, consumers = pipe.execute()
+    except redis.ResponseError:  # no stream or no group yet: nothing to import
+        return ImportLag(backlog=0, pending=0, oldest_age_seconds=0.0)
+    oldest = 0.0
+    if first:
+        first_ms = int(first[0][0].split(b"-")[0])
+        oldest = max(0.0, now.timestamp() - first_ms / 1000)
+    by_name = {
+        (c["name"].decode() if isinstance(c["name"], bytes) else c["name"]): int(c["pending"]) for c in consumers
+    }
+    return ImportLag(backlog=backlog, pending=sum(by_name.values()), oldest_age_seconds=oldest, consumers=by_name)
