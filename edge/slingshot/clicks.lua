@@ -4,32 +4,43 @@
 local config = require("slingshot.config")
 local redis = require("slingshot.redis")
 local clickbuf = require("slingshot.clickbuf")
+local metrics = require("slingshot.metrics")
 
 local ngx = ngx
 local log = ngx.log
 local ERR = ngx.ERR
 local WARN = ngx.WARN
 local now = ngx.now
+local sleep = ngx.sleep
+local exiting = ngx.worker.exiting
 local var = ngx.var
 local floor = math.floor
+local min = math.min
 local sub = string.sub
 local io_open = io.open
 local type = type
 local tostring = tostring
 local error = error
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = "0.2.0" }
 
 _M.STREAM = "slingshot:clicks"
 local UA_MAX = 512
 local REFERER_MAX = 1024
 
+local BUFFERED = "slingshot_edge_clicks_buffered_total"
+local ORPHANS = "slingshot_edge_clicks_orphan_total"
+local FLUSHED = "slingshot_edge_clicks_flushed_total"
+local DROPPED = "slingshot_edge_clicks_dropped_total"
+local DEPTH = "slingshot_edge_click_buffer_depth"
+local ERRORS = 'slingshot_edge_redis_errors_total{op="clicks"}'
+
 local buffer, depth = {}, 0
+local reported_depth = 0
 local prefix
 local seq = 0
 local flushing = false
-
-_M.stats = { buffered = 0, flushed = 0, dropped = 0 }
+local failures, retry_at = 0, 0
 
 local function random_prefix()
     local f, err = io_open("/dev/urandom", "rb")
@@ -41,9 +52,10 @@ local function random_prefix()
     return clickbuf.hex_prefix(bytes)
 end
 
-function _M.record(slug)
+-- Buffers a click on `slug`; `orphan` marks a visit to a slug without a link.
+function _M.record(slug, orphan)
     if depth >= config.click_buffer_max then
-        _M.stats.dropped = _M.stats.dropped + 1
+        metrics.inc(DROPPED)
         return
     end
     seq = seq + 1
@@ -55,8 +67,17 @@ function _M.record(slug)
         ip = var.remote_addr,
         ua = sub(var.http_user_agent or "", 1, UA_MAX),
         ref = sub(var.http_referer or "", 1, REFERER_MAX),
+        orphan = orphan or nil,
     }
-    _M.stats.buffered = _M.stats.buffered + 1
+    metrics.inc(BUFFERED)
+    if orphan then
+        metrics.inc(ORPHANS)
+    end
+    if exiting() then
+        -- The exit flush may have run already and no timer runs after it:
+        -- requests still finishing in an old worker write their own clicks.
+        _M.flush(true)
+    end
 end
 
 -- Put a batch that could not be written back in front of what arrived since,
@@ -71,14 +92,14 @@ local function requeue(batch, count)
     end
     for i = 1, depth do
         if n >= limit then
-            _M.stats.dropped = _M.stats.dropped + (depth - i + 1)
+            metrics.inc(DROPPED, depth - i + 1)
             break
         end
         n = n + 1
         merged[n] = buffer[i]
     end
     if count > limit then
-        _M.stats.dropped = _M.stats.dropped + (count - limit)
+        metrics.inc(DROPPED, count - limit)
     end
     buffer, depth = merged, n
 end
@@ -110,35 +131,49 @@ local function write(batch, count)
     return true
 end
 
--- Timer handler. A batch that fails is requeued whole; if part of it had
--- reached the stream, the importer drops the repeats by click id.
+local function report_depth()
+    if depth ~= reported_depth then
+        metrics.inc(DEPTH, depth - reported_depth)
+        reported_depth = depth
+    end
+end
+
+-- Timer handler, also run once more when the worker exits (premature). A
+-- batch that fails is requeued whole and retried with exponential backoff up
+-- to EDGE_CLICK_RETRY_MAX seconds; if part of it had reached the stream, the
+-- importer drops the repeats by click id.
 function _M.flush(premature)
-    if flushing or depth == 0 then
-        return
+    while premature and flushing do
+        sleep(0.01)  -- the exit flush must not skip what the running one left
+    end
+    if flushing or depth == 0 or (not premature and now() < retry_at) then
+        return report_depth()
     end
     flushing = true
     local batch, count = buffer, depth
     buffer, depth = {}, 0
     local ok, err = write(batch, count)
     if ok then
-        _M.stats.flushed = _M.stats.flushed + count
+        metrics.inc(FLUSHED, count)
+        failures, retry_at = 0, 0
+    elseif premature then
+        log(ERR, "click flush at exit failed, ", count, " clicks lost: ", err)
+        metrics.inc(ERRORS)
+        metrics.inc(DROPPED, count)
     else
-        log(premature and ERR or WARN, "click flush of ", count, " clicks failed: ", err)
+        failures = failures + 1
+        local delay = min(config.click_retry_max, config.click_flush_interval * 2 ^ failures)
+        retry_at = now() + delay
+        log(WARN, "click flush of ", count, " clicks failed (retry in ", delay, " s): ", err)
+        metrics.inc(ERRORS)
         requeue(batch, count)
     end
     flushing = false
-end
-
-function _M.depth()
-    return depth
+    return report_depth()
 end
 
 function _M.init_worker()
     prefix = random_prefix()
-    local ok, err = ngx.timer.every(config.click_flush_interval, _M.flush)
-    if not ok then
-        log(ERR, "click flush timer: ", err)
-    end
 end
 
 return _M

@@ -2,13 +2,17 @@
 --
 -- Every variable named here must also be declared with an `env NAME;` line in
 -- nginx.conf, or nginx hides it from the Lua VM. README.md lists them all.
+local slug = require("slingshot.slug")
+local link = require("slingshot.link")
+local cidr = require("slingshot.cidr")
+
 local tonumber = tonumber
 local pairs = pairs
 local os_getenv = os.getenv
 local error = error
 local format = string.format
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = "0.2.0" }
 
 local function number(getenv, name, default, min)
     local raw = getenv(name)
@@ -30,9 +34,28 @@ local function text(getenv, name, default)
     return raw
 end
 
+-- An optional redirect target: absolute http(s), no spaces or control bytes,
+-- so it can go into a Location header as it is.
+local function url(getenv, name)
+    local raw = text(getenv, name, nil)
+    if raw ~= nil and not link.safe_url(raw) then
+        error(format("%s must be an absolute http(s) URL without spaces, got %q", name, raw), 0)
+    end
+    return raw
+end
+
+local function parsed(getenv, name, default, parse)
+    local raw = text(getenv, name, default)
+    local value, err = parse(raw)
+    if not value then
+        error(format("%s: %s", name, err), 0)
+    end
+    return value
+end
+
 -- Pure: takes a getenv-like function so busted can test it without nginx.
 function _M.parse(getenv)
-    return {
+    local settings = {
         redis_host = text(getenv, "REDIS_HOST", "127.0.0.1"),
         redis_port = number(getenv, "REDIS_PORT", 6379, 1),
         redis_password = text(getenv, "REDIS_PASSWORD", nil),
@@ -43,11 +66,26 @@ function _M.parse(getenv)
         cache_size = number(getenv, "EDGE_CACHE_SIZE", 100000, 1),
         cache_ttl = number(getenv, "EDGE_CACHE_TTL", 60, 0.001),
         negative_ttl = number(getenv, "EDGE_NEGATIVE_TTL", 5, 0.001),
+        link_changes_interval = number(getenv, "EDGE_LINK_CHANGES_INTERVAL", 0.2, 0.001),
         cache_control = text(getenv, "EDGE_CACHE_CONTROL", "private, no-store"),
         click_flush_interval = number(getenv, "EDGE_CLICK_FLUSH_INTERVAL", 0.1, 0.001),
+        click_retry_max = number(getenv, "EDGE_CLICK_RETRY_MAX", 2, 0.001),
         click_buffer_max = number(getenv, "EDGE_CLICK_BUFFER_MAX", 200000, 1),
         clicks_per_entry = number(getenv, "EDGE_CLICKS_PER_ENTRY", 100, 1),
+        slug_min_length = number(getenv, "EDGE_SLUG_MIN_LENGTH", 1, 1),
+        slug_max_length = number(getenv, "EDGE_SLUG_MAX_LENGTH", 64, 1),
+        slug_alphabet = parsed(getenv, "EDGE_SLUG_ALPHABET", slug.DEFAULT_ALPHABET,
+            slug.alphabet),
+        not_found_url = url(getenv, "EDGE_NOT_FOUND_URL"),
+        root_url = url(getenv, "EDGE_ROOT_URL"),
+        metrics_allow = parsed(getenv, "EDGE_METRICS_ALLOW", "127.0.0.1/32,::1/128",
+            cidr.parse_list),
     }
+    if settings.slug_min_length > settings.slug_max_length then
+        error(format("EDGE_SLUG_MIN_LENGTH (%s) is above EDGE_SLUG_MAX_LENGTH (%s)",
+            settings.slug_min_length, settings.slug_max_length), 0)
+    end
+    return settings
 end
 
 function _M.load()

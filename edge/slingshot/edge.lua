@@ -6,67 +6,127 @@ local link = require("slingshot.link")
 local links = require("slingshot.links")
 local clicks = require("slingshot.clicks")
 local redis = require("slingshot.redis")
+local metrics = require("slingshot.metrics")
+local cidr = require("slingshot.cidr")
 
 local ngx = ngx
 local var = ngx.var
 local header = ngx.header
 local say = ngx.say
+local print = ngx.print
 local exit = ngx.exit
 local redirect = ngx.redirect
+local get_method = ngx.req.get_method
 local time = ngx.time
 local log = ngx.log
 local ERR = ngx.ERR
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = "0.2.0" }
+
+local function outcome(name)
+    return 'slingshot_edge_requests_total{outcome="' .. name .. '"}'
+end
+local REDIRECTED = outcome("redirect")
+local NOT_FOUND = outcome("not_found")
+local INVALID_SLUG = outcome("invalid_slug")
+local DISABLED = outcome("disabled")
+local EXPIRED = outcome("expired")
+local UNAVAILABLE = outcome("unavailable")
+local ROOT = outcome("root")
+
+local NOT_FOUND_PAGE = "<!doctype html><title>Not found</title><h1>Not found</h1>"
+    .. "<p>There is no link here.</p>"
+local GONE_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1><p>This link has expired.</p>"
+local UNAVAILABLE_PAGE = "<!doctype html><title>Unavailable</title>"
+    .. "<h1>Temporarily unavailable</h1><p>Please try again shortly.</p>"
 
 function _M.init()
     config.load()
+    metrics.init()
+end
+
+-- One timer per worker flushes clicks and moves counters into the shared
+-- dict; run once more at exit, it sends what is left.
+local function tick(premature)
+    clicks.flush(premature)
+    metrics.sync()
 end
 
 function _M.init_worker()
     links.init_worker()
     clicks.init_worker()
+    local ok, err = ngx.timer.every(config.click_flush_interval, tick)
+    if not ok then
+        log(ERR, "click flush timer: ", err)
+    end
 end
 
-local function answer(status, body)
+local function answer(status, body, content_type)
     ngx.status = status
-    header["Content-Type"] = "text/html; charset=utf-8"
+    header["Content-Type"] = content_type or "text/html; charset=utf-8"
     header["Cache-Control"] = config.cache_control
     say(body)
     return exit(status)
 end
 
+local function send_to(url, status)
+    header["Cache-Control"] = config.cache_control
+    return redirect(url, status or 302)
+end
+
+-- An unknown, disabled or malformed slug: EDGE_NOT_FOUND_URL or a 404 page.
 local function not_found()
-    return answer(404, "<!doctype html><title>Not found</title><h1>Not found</h1>"
-        .. "<p>There is no link here.</p>")
+    if config.not_found_url then
+        return send_to(config.not_found_url)
+    end
+    return answer(404, NOT_FOUND_PAGE)
+end
+
+local function is_click()
+    return get_method() ~= "HEAD"
 end
 
 function _M.redirect()
-    local slug = slugs.from_path(var.uri)
+    local uri = var.uri
+    local slug = slugs.from_path(uri, config.slug_min_length, config.slug_max_length,
+        config.slug_alphabet)
     if not slug then
+        if uri == "/" then
+            metrics.inc(ROOT)
+            if config.root_url then
+                return send_to(config.root_url)
+            end
+        else
+            metrics.inc(INVALID_SLUG)
+        end
         return not_found()
     end
     local value, err = links.get(slug)
     if value == nil then
+        metrics.inc(UNAVAILABLE)
         log(ERR, "slug ", slug, ": ", err)
-        return answer(503, "<!doctype html><title>Unavailable</title>"
-            .. "<h1>Temporarily unavailable</h1><p>Please try again shortly.</p>")
+        return answer(503, UNAVAILABLE_PAGE)
     end
     if not value then
+        metrics.inc(NOT_FOUND)
+        if is_click() then
+            clicks.record(slug, true)
+        end
         return not_found()
     end
     local state = link.state(value, time())
     if state == "disabled" then
+        metrics.inc(DISABLED)
         return not_found()
     elseif state == "expired" then
-        return answer(410, "<!doctype html><title>Gone</title><h1>Gone</h1>"
-            .. "<p>This link has expired.</p>")
+        metrics.inc(EXPIRED)
+        return answer(410, GONE_PAGE)
     end
-    if var.request_method ~= "HEAD" then
+    if is_click() then
         clicks.record(slug)
     end
-    header["Cache-Control"] = config.cache_control
-    return redirect(link.target(value, var.args), value.status)
+    metrics.inc(REDIRECTED)
+    return send_to(link.target(value, var.args), value.status)
 end
 
 function _M.healthz()
@@ -76,12 +136,25 @@ function _M.healthz()
         pong, err = red:ping()
         if pong then
             redis.release(red)
-            return answer(200, "ok")
+            return answer(200, "ok", "text/plain")
         end
         red:close()
         err = "redis ping: " .. err
     end
-    return answer(503, "redis unavailable: " .. err)
+    return answer(503, "redis unavailable: " .. err, "text/plain")
+end
+
+-- Prometheus text format, for the addresses in EDGE_METRICS_ALLOW only.
+function _M.metrics()
+    if not cidr.contains(config.metrics_allow, var.remote_addr) then
+        return answer(403, "forbidden", "text/plain")
+    end
+    metrics.sync()
+    ngx.status = 200
+    header["Content-Type"] = "text/plain; version=0.0.4"
+    header["Cache-Control"] = "no-store"
+    print(metrics.render())
+    return exit(200)
 end
 
 return _M

@@ -4,10 +4,19 @@ local cjson = require("cjson.safe")
 
 local type = type
 local find = string.find
+local gsub = string.gsub
+local byte = string.byte
+local format = string.format
 
 local _M = { _VERSION = "0.1.0" }
 
 local REDIRECT_STATUSES = { [301] = true, [302] = true, [307] = true, [308] = true }
+
+-- An absolute http(s) URL with nothing a header could be split on.
+function _M.safe_url(url)
+    return type(url) == "string" and find(url, "^https?://[^/]") ~= nil
+        and not find(url, "[%c ]")
+end
 
 -- Returns a link table, or nil and a reason when the value breaks the contract.
 function _M.decode(raw)
@@ -16,7 +25,7 @@ function _M.decode(raw)
         return nil, "link value is not a JSON object"
     end
     local url = value.url
-    if type(url) ~= "string" or not find(url, "^https?://") or find(url, "[%c ]") then
+    if not _M.safe_url(url) then
         return nil, "link url is missing or unsafe"
     end
     local status = value.status
@@ -49,6 +58,10 @@ function _M.state(link, now)
     return "redirect"
 end
 
+local function percent(c)
+    return format("%%%02X", byte(c))
+end
+
 -- The Location for a request whose raw query string is `args` (may be nil).
 -- The request's query is appended to the target's, before any fragment.
 function _M.target(link, args)
@@ -71,6 +84,8 @@ function _M.target(link, args)
     else
         sep = "&"
     end
+    -- nginx passes some raw bytes through in a query; none may reach the header.
+    args = gsub(args, "[^!-~]", percent)
     return url .. sep .. args .. fragment
 end
 

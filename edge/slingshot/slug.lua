@@ -1,22 +1,65 @@
 -- Which request paths can name a link. Checked before any cache or Redis
 -- lookup, so junk paths cost nothing.
 local find = string.find
+local sub = string.sub
+local byte = string.byte
+local concat = table.concat
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = "0.2.0" }
 
+_M.DEFAULT_ALPHABET = "A-Za-z0-9_-"
+_M.MIN_LENGTH = 1
 _M.MAX_LENGTH = 64
 
--- `path` is the normalised request URI, e.g. "/abc".
--- Returns the slug, or nil when the path cannot be a slug.
-function _M.from_path(path, max_length)
+local function alnum(c)
+    return c ~= nil and find(c, "^%w$") ~= nil
+end
+
+-- Compiles an alphabet such as "A-Za-z0-9_-" (characters and ranges of
+-- letters or digits) into a Lua pattern matching any character outside it.
+-- Returns nil and a reason for an alphabet a path could not carry.
+function _M.alphabet(spec)
+    local parts, n = {}, 0
+    local i, len = 1, #spec
+    while i <= len do
+        local c = sub(spec, i, i)
+        local b = byte(c)
+        if b <= 32 or b >= 127 or c == "/" or c == "%" or c == "?" or c == "#" then
+            return nil, "alphabet may hold printable ASCII except / % ? # and space, got "
+                .. ("%q"):format(spec)
+        end
+        local last = sub(spec, i + 2, i + 2)
+        n = n + 1
+        if sub(spec, i + 1, i + 1) == "-" and alnum(c) and alnum(last) then
+            if last < c then
+                return nil, "alphabet range " .. c .. "-" .. last .. " is backwards"
+            end
+            parts[n] = c .. "-" .. last
+            i = i + 3
+        else
+            parts[n] = alnum(c) and c or "%" .. c
+            i = i + 1
+        end
+    end
+    if n == 0 then
+        return nil, "alphabet is empty"
+    end
+    return "[^" .. concat(parts) .. "]"
+end
+
+local DEFAULT_REJECT = assert(_M.alphabet(_M.DEFAULT_ALPHABET))
+
+-- `path` is the normalised request URI, e.g. "/abc"; `reject` a pattern from
+-- _M.alphabet. Returns the slug, or nil when the path cannot be a slug.
+function _M.from_path(path, min_length, max_length, reject)
     local n = #path
-    if n < 2 or n > (max_length or _M.MAX_LENGTH) + 1 then
+    if n < (min_length or _M.MIN_LENGTH) + 1 or n > (max_length or _M.MAX_LENGTH) + 1 then
         return nil
     end
-    if find(path, "[^%w_%-]", 2) then
+    if find(path, reject or DEFAULT_REJECT, 2) then
         return nil
     end
-    return path:sub(2)
+    return sub(path, 2)
 end
 
 return _M

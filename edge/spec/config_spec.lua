@@ -23,6 +23,36 @@ describe("config.parse", function()
         assert.equal(10, c.cache_size)
     end)
 
+    it("reads the slug rules, redirect targets and the metrics allow list", function()
+        local c = config.parse(env({
+            EDGE_SLUG_ALPHABET = "a-z", EDGE_SLUG_MIN_LENGTH = "3", EDGE_SLUG_MAX_LENGTH = "9",
+            EDGE_NOT_FOUND_URL = "https://example.com/404", EDGE_ROOT_URL = "http://example.com/",
+            EDGE_METRICS_ALLOW = "10.0.0.0/8",
+        }))
+        assert.equal("[^a-z]", c.slug_alphabet)
+        assert.equal(3, c.slug_min_length)
+        assert.equal(9, c.slug_max_length)
+        assert.equal("https://example.com/404", c.not_found_url)
+        assert.equal("http://example.com/", c.root_url)
+        assert.equal(1, #c.metrics_allow)
+        assert.equal(2, #config.parse(env({})).metrics_allow)
+        assert.is_nil(config.parse(env({})).not_found_url)
+    end)
+
+    it("refuses bad settings with the variable's name", function()
+        assert.has_error(function() config.parse(env({ EDGE_NOT_FOUND_URL = "/404" })) end,
+            'EDGE_NOT_FOUND_URL must be an absolute http(s) URL without spaces, got "/404"')
+        assert.has_error(function()
+            config.parse(env({ EDGE_ROOT_URL = "https://e.com/\r\nX: y" }))
+        end)
+        assert.has_error(function() config.parse(env({ EDGE_METRICS_ALLOW = "everyone" })) end,
+            "EDGE_METRICS_ALLOW: not an address or CIDR range: everyone")
+        assert.has_error(function() config.parse(env({ EDGE_SLUG_ALPHABET = "a/" })) end)
+        assert.has_error(function()
+            config.parse(env({ EDGE_SLUG_MIN_LENGTH = "5", EDGE_SLUG_MAX_LENGTH = "4" }))
+        end, "EDGE_SLUG_MIN_LENGTH (5) is above EDGE_SLUG_MAX_LENGTH (4)")
+    end)
+
     it("refuses bad numbers with the variable's name", function()
         assert.has_error(function() config.parse(env({ EDGE_CACHE_SIZE = "lots" })) end,
             'EDGE_CACHE_SIZE must be a number >= 1, got "lots"')

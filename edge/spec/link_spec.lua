@@ -51,6 +51,11 @@ describe("link.target", function()
         assert.equal("https://e.com/p", target("https://e.com/p", ""))
     end)
 
+    it("percent-encodes query bytes a header must not carry", function()
+        assert.equal("https://e.com/p?a=%0D%0AX:%20y%7F%C3%A9",
+            target("https://e.com/p", "a=\r\nX: y\127\195\169"))
+    end)
+
     it("leaves the target alone when forwarding is off", function()
         assert.equal("https://e.com/p", link.target({ url = "https://e.com/p" }, "a=1"))
     end)

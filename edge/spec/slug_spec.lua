@@ -15,8 +15,28 @@ describe("slug.from_path", function()
         end
     end)
 
-    it("honours a configured maximum length", function()
-        assert.is_nil(slug.from_path("/abcd", 3))
-        assert.equal("abc", slug.from_path("/abc", 3))
+    it("honours configured lengths and alphabet", function()
+        assert.is_nil(slug.from_path("/abcd", 1, 3))
+        assert.equal("abc", slug.from_path("/abc", 1, 3))
+        assert.is_nil(slug.from_path("/ab", 3, 5))
+        local lower = assert(slug.alphabet("a-z.~"))
+        assert.equal("a.b~c", slug.from_path("/a.b~c", 1, 64, lower))
+        assert.is_nil(slug.from_path("/aBc", 1, 64, lower))
+        assert.is_nil(slug.from_path("/a-c", 1, 64, lower))
+    end)
+end)
+
+describe("slug.alphabet", function()
+    it("turns characters and ranges into a pattern of what is refused", function()
+        assert.equal("[^A-Za-z0-9%_%-]", slug.alphabet("A-Za-z0-9_-"))
+        assert.equal("[^%-a]", slug.alphabet("-a"))
+    end)
+
+    it("refuses alphabets a path cannot carry", function()
+        for _, spec in ipairs({ "", "a/b", "a%", "a b", "a?", "z-a", "caf\195\169" }) do
+            local pattern, err = slug.alphabet(spec)
+            assert.is_nil(pattern, spec)
+            assert.is_string(err)
+        end
     end)
 end)

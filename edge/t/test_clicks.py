@@ -1,78 +1,130 @@
 """Clicks: buffered per worker, flushed from a timer to the stream."""
+import threading
 import time
 import uuid
 
-import orjson
-import pytest
+from edge_helpers import delta, metrics, publish, stream_clicks, wait_for_clicks
 
-from clicks.importer import STREAM
-from links.publishing import link_key
-from links.redis import get_redis
+from devstack.pytest_plugin import http_request
 
 
-def publish_raw(slug: str, url: str = "https://example.com/") -> None:
-    get_redis().set(link_key(slug), orjson.dumps({"url": url, "status": 302, "active": True}))
+def new_slug(letter: str) -> str:
+    return letter + uuid.uuid4().hex[:10]
 
 
-def stream_clicks(slug: str) -> list[dict]:
-    found = []
-    for _, fields in get_redis().xrange(STREAM):
-        assert fields[b"v"] == b"1"
-        found += [click for click in orjson.loads(fields[b"clicks"]) if click["slug"] == slug]
-    return found
-
-
-def wait_for_clicks(slug: str, count: int, timeout: float = 5.0) -> list[dict]:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = stream_clicks(slug)
-        if len(found) >= count or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
-
-
-def test_every_redirect_is_one_click_with_a_unique_id(edge):
-    slug = "k" + uuid.uuid4().hex[:10]
-    publish_raw(slug)
+def test_every_redirect_is_one_click_with_a_unique_id(edge, rds):
+    slug = new_slug("k")
+    publish(rds, slug)
     before = int(time.time() * 1000)
     for i in range(200):
         assert edge.request(f"/{slug}", headers={"User-Agent": f"agent-{i}"}).status == 302
-    found = wait_for_clicks(slug, 200)
-    time.sleep(0.2)
-    found = stream_clicks(slug)
+    found = wait_for_clicks(rds, slug, 200)
     assert len(found) == 200
     assert len({click["id"] for click in found}) == 200
     assert all(len(click["id"]) == 32 and int(click["id"], 16) >= 0 for click in found)
     assert sorted(click["ua"] for click in found) == sorted(f"agent-{i}" for i in range(200))
     assert all(click["ip"] == "127.0.0.1" and before - 1000 <= click["ts"] <= time.time() * 1000 for click in found)
+    assert not any("orphan" in click for click in found)
 
 
-def test_head_requests_and_misses_are_not_clicks(edge):
-    slug = "h" + uuid.uuid4().hex[:10]
-    publish_raw(slug)
+def test_visits_to_unknown_slugs_are_orphan_clicks(edge, rds):
+    slug = new_slug("o")
+    for _ in range(3):
+        assert edge.request(f"/{slug}", headers={"Referer": "https://r.example/"}).status == 404
+    found = wait_for_clicks(rds, slug, 3)
+    assert len(found) == 3
+    assert all(click["orphan"] is True and click["ref"] == "https://r.example/" for click in found)
+
+
+def test_head_requests_own_paths_and_malformed_slugs_are_not_clicks(edge, rds):
+    slug = new_slug("h")
+    publish(rds, slug)
     assert edge.request(f"/{slug}", method="HEAD").status == 302
+    assert edge.request(f"/{slug}x", method="HEAD").status == 404
     assert edge.request("/healthz").status == 200
-    assert edge.request(f"/{slug}x").status == 404
+    assert edge.request("/metrics").status == 200
+    before = len(stream_clicks(rds))
+    assert edge.request(f"/{slug}.x").status == 404
+    assert edge.request("/").status == 404
     time.sleep(0.3)
-    assert stream_clicks(slug) == []
-    assert stream_clicks(slug + "x") == []
+    assert stream_clicks(rds, slug) == []
+    assert stream_clicks(rds, slug + "x") == []
+    assert len(stream_clicks(rds)) == before
+    assert stream_clicks(rds, "healthz") == stream_clicks(rds, "metrics") == []
 
 
-def test_long_headers_are_cut(edge):
-    slug = "l" + uuid.uuid4().hex[:10]
-    publish_raw(slug)
+def test_long_headers_are_cut(edge, rds):
+    slug = new_slug("l")
+    publish(rds, slug)
     edge.request(f"/{slug}", headers={"User-Agent": "u" * 3000, "Referer": "https://r.example/" + "r" * 3000})
-    (click,) = wait_for_clicks(slug, 1)
+    (click,) = wait_for_clicks(rds, slug, 1)
     assert len(click["ua"]) == 512 and len(click["ref"]) == 1024
 
 
-def test_a_graceful_stop_flushes_the_buffer(make_edge):
+def test_a_graceful_stop_flushes_the_buffer(make_edge, rds):
     # A flush interval far longer than the test: only the exit flush can deliver.
     edge = make_edge(env={"EDGE_CLICK_FLUSH_INTERVAL": "60"})
-    slug = "q" + uuid.uuid4().hex[:10]
-    publish_raw(slug)
+    slug = new_slug("q")
+    publish(rds, slug)
     for _ in range(25):
         assert edge.request(f"/{slug}").status == 302
-    assert stream_clicks(slug) == []
+    assert stream_clicks(rds, slug) == []
     edge.stop()
-    assert len(stream_clicks(slug)) == 25
+    assert len(stream_clicks(rds, slug)) == 25
+
+
+def test_reload_during_traffic_loses_no_click(make_edge, rds):
+    edge = make_edge(workers=2)
+    slug = new_slug("r")
+    publish(rds, slug)
+    served, failed = [], []
+    stop = threading.Event()
+
+    def visitor(n: int) -> None:
+        while not stop.is_set():
+            try:  # a new connection each time, so both workers, old and new, get some
+                status = http_request(edge.port, f"/{slug}", headers={"User-Agent": f"v{n}"}).status
+            except OSError as error:  # refused or reset while sockets change hands
+                failed.append(error)
+                continue
+            served.append(status)
+
+    visitors = [threading.Thread(target=visitor, args=(n,)) for n in range(4)]
+    for thread in visitors:
+        thread.start()
+    for _ in range(3):
+        time.sleep(0.4)
+        edge.reload()
+    time.sleep(0.4)
+    stop.set()
+    for thread in visitors:
+        thread.join()
+    assert set(served) == {302}
+    assert len(served) > 200
+    found = wait_for_clicks(rds, slug, len(served), timeout=10)
+    assert len({click["id"] for click in found}) == len(served) == len(found), (len(failed), len(served))
+
+
+def test_a_full_buffer_drops_and_counts_and_the_rest_arrives(make_edge, private_redis):
+    edge = make_edge(workers=1, env={**private_redis.edge_env(), "EDGE_CLICK_BUFFER_MAX": "10",
+                                     "EDGE_CLICK_RETRY_MAX": "0.2"})
+    client = private_redis.client()
+    slug = new_slug("b")
+    publish(client, slug)
+    time.sleep(0.5)  # past the change notification, which evicts
+    assert edge.request(f"/{slug}").status == 302  # cached now
+    wait_for_clicks(client, slug, 1)
+    private_redis.stop()
+    before = metrics(edge)
+    for _ in range(30):
+        assert edge.request(f"/{slug}").status == 302
+    during = metrics(edge)
+    assert delta(before, during, "slingshot_edge_clicks_dropped_total") == 20
+    assert during["slingshot_edge_click_buffer_depth"] == 10
+    assert delta(before, during, 'slingshot_edge_redis_errors_total{op="clicks"}') >= 1
+    private_redis.start()
+    found = wait_for_clicks(client, slug, 11)
+    assert len({click["id"] for click in found}) == len(found) == 11
+    after = metrics(edge)
+    assert after["slingshot_edge_click_buffer_depth"] == 0
+    assert delta(during, after, "slingshot_edge_clicks_flushed_total") == 10

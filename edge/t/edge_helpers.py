@@ -1,0 +1,111 @@
+"""What the edge tests share: publishing links the way docs/contract.md says,
+reading the click stream and the edge's /metrics, and a private Redis."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import redis
+
+import devstack
+
+LINK_KEY_PREFIX = "slingshot:link:"
+CHANGES_STREAM = "slingshot:link-changes"
+CLICKS_STREAM = "slingshot:clicks"
+
+
+def session_redis() -> redis.Redis:
+    """The test run's Redis, which the `edge` fixtures use."""
+    return redis.Redis(port=int(os.environ["REDIS_PORT"]), password=os.environ["REDIS_PASSWORD"])
+
+
+def publish(client: redis.Redis, slug: str, url: str | None = "https://example.com/", **fields) -> None:
+    """What the dashboard's publisher does: the value (or its deletion) and a
+    change notification, in one MULTI."""
+    pipe = client.pipeline(transaction=True)
+    if url is None:
+        pipe.delete(LINK_KEY_PREFIX + slug)
+    else:
+        pipe.set(LINK_KEY_PREFIX + slug, orjson.dumps({"url": url, "status": 302, "active": True, **fields}))
+    pipe.xadd(CHANGES_STREAM, {"slug": slug}, maxlen=100_000, approximate=True)
+    pipe.execute()
+
+
+def stream_clicks(client: redis.Redis, slug: str | None = None) -> list[dict]:
+    found = []
+    for _, fields in client.xrange(CLICKS_STREAM):
+        assert fields[b"v"] == b"1"
+        found += [click for click in orjson.loads(fields[b"clicks"]) if slug is None or click["slug"] == slug]
+    return found
+
+
+def wait_for_clicks(client: redis.Redis, slug: str, count: int, timeout: float = 5.0) -> list[dict]:
+    """Waits until `count` clicks on `slug` are in the stream, then a little
+    longer, so that any extra click would show too."""
+    deadline = time.monotonic() + timeout
+    while len(stream_clicks(client, slug)) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    return stream_clicks(client, slug)
+
+
+_SAMPLE = re.compile(r"^([a-z_]+(?:\{[^}]*\})?) (\S+)$")
+
+
+def metrics(edge) -> dict[str, float]:
+    """The edge's /metrics as {series: value}, once every worker has synced."""
+    time.sleep(0.15)  # workers move their counts to the shared dict every 0.05 s in tests
+    response = edge.request("/metrics")
+    assert response.status == 200, response.body
+    values = {}
+    for line in response.body.decode().splitlines():
+        if line and not line.startswith("#"):
+            match = _SAMPLE.match(line)
+            assert match, line
+            values[match.group(1)] = float(match.group(2))
+    return values
+
+
+def delta(before: dict, after: dict, series: str) -> float:
+    return after.get(series, 0) - before.get(series, 0)
+
+
+def redis_calls(client: redis.Redis, command: str) -> int:
+    return client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
+
+
+class PrivateRedis:
+    """A Redis of one test's own (append-only, so a restart keeps the
+    stream), which the test may stop and start."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="slingshot-redis-"))
+        self.port = devstack.free_port()
+        self.password = "private-redis-password"
+        self.process = None
+
+    def start(self) -> "PrivateRedis":
+        cmd = devstack.redis_command(self.dir, self.port, password=self.password, durable=True)
+        self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        start_new_session=True)
+        devstack.wait_for_port(self.port, process=self.process)
+        return self
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, password=self.password)
+
+    def edge_env(self) -> dict[str, str]:
+        return {"REDIS_PORT": str(self.port), "REDIS_PASSWORD": self.password}
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,110 @@
+"""The per-worker link cache: follows every change within a second, one
+Redis lookup per slug per worker at a time, unknown slugs cached briefly."""
+import threading
+import time
+import uuid
+
+import pytest
+from edge_helpers import delta, metrics, publish
+
+from devstack.pytest_plugin import http_request
+
+LOOKUPS = "slingshot_edge_redis_lookups_total"
+
+
+def new_slug() -> str:
+    return "c" + uuid.uuid4().hex[:10]
+
+
+def answer(edge, slug: str) -> tuple[int, str | None]:
+    response = edge.request(f"/{slug}")  # a new connection each time: any worker may answer
+    return response.status, response.headers.get("Location")
+
+
+@pytest.mark.parametrize(
+    "change, fields, expected",
+    [
+        ("new target", {"url": "https://example.com/new"}, (302, "https://example.com/new")),
+        ("disabled", {"url": "https://example.com/old", "active": False}, (404, None)),
+        ("deleted", {"url": None}, (404, None)),
+        ("expired", {"url": "https://example.com/old", "expires_at": 1}, (410, None)),
+    ],
+)
+def test_every_worker_follows_a_change_within_a_second(make_edge, rds, change, fields, expected):
+    edge = make_edge(workers=2)
+    slug = new_slug()
+    publish(rds, slug, "https://example.com/old")
+    time.sleep(0.5)  # past the notification of the first publish
+    for _ in range(40):
+        assert answer(edge, slug) == (302, "https://example.com/old")
+    before = metrics(edge)
+    assert delta({}, before, LOOKUPS) == 2, "each worker cached the link once"
+
+    published = time.monotonic()
+    publish(rds, slug, **fields)
+    seen = []
+    while time.monotonic() < published + 1.5:
+        seen.append((time.monotonic() - published, answer(edge, slug)))
+    stale = [at for at, got in seen if got != expected]
+    assert stale == [] or max(stale) < 1.0, f"old answer {max(stale):.2f}s after the change"
+    assert len([at for at, _ in seen if at >= 1.0]) >= 20
+
+    after = metrics(edge)
+    assert delta(before, after, "slingshot_edge_cache_evictions_total") == 2, "both workers evicted"
+
+
+def test_a_hit_does_not_ask_redis(make_edge, rds):
+    edge = make_edge(workers=2)
+    slug = new_slug()
+    publish(rds, slug)
+    time.sleep(0.5)
+    for _ in range(10):
+        edge.request(f"/{slug}")
+    before = metrics(edge)
+    for _ in range(100):
+        assert edge.request(f"/{slug}").status == 302
+    after = metrics(edge)
+    assert delta(before, after, LOOKUPS) == 0
+    assert delta(before, after, "slingshot_edge_cache_hits_total") == 100
+
+
+def test_unknown_slugs_cost_one_lookup_per_worker_per_negative_ttl(make_edge):
+    edge = make_edge(workers=2, env={"EDGE_NEGATIVE_TTL": "1"})
+    slug = new_slug()
+    before = metrics(edge)
+    for _ in range(60):
+        assert edge.request(f"/{slug}").status == 404
+    after = metrics(edge)
+    assert 1 <= delta(before, after, LOOKUPS) <= 2
+    assert delta(before, after, "slingshot_edge_cache_negative_hits_total") >= 58
+    time.sleep(1.1)
+    for _ in range(60):
+        assert edge.request(f"/{slug}").status == 404
+    assert 1 <= delta(after, metrics(edge), LOOKUPS) <= 2
+
+
+def test_a_miss_storm_on_one_slug_is_one_lookup_per_worker(make_edge, rds):
+    edge = make_edge(workers=2, env={"EDGE_REDIS_READ_TIMEOUT_MS": "5000"})
+    slug = new_slug()
+    publish(rds, slug)
+    time.sleep(0.5)
+    before = metrics(edge)
+    # Redis holds every command for a while, so the storm piles up behind
+    # the first lookup of each worker.
+    rds.execute_command("CLIENT", "PAUSE", 700, "ALL")
+    statuses = []
+
+    def visit() -> None:
+        statuses.append(http_request(edge.port, f"/{slug}").status)
+
+    storm = [threading.Thread(target=visit) for _ in range(100)]
+    started = time.monotonic()
+    for thread in storm:
+        thread.start()
+    for thread in storm:
+        thread.join()
+    assert time.monotonic() - started >= 0.5, "the storm did not wait for Redis"
+    assert statuses == [302] * 100
+    after = metrics(edge)
+    assert delta(before, after, "slingshot_edge_cache_misses_total") >= 90
+    assert 1 <= delta(before, after, LOOKUPS) <= 2
