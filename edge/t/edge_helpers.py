@@ -3,6 +3,7 @@ reading the click stream and the edge's /metrics, and a private Redis."""
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -76,6 +77,17 @@ def delta(before: dict, after: dict, series: str) -> float:
 
 def redis_calls(client: redis.Redis, command: str) -> int:
     return client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
+
+
+def raw_request(port: int, target: bytes, *, method: bytes = b"GET") -> bytes:
+    """Sends the request line as given, bytes no client library would send
+    included, and returns the whole answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(method + b" " + target + b" HTTP/1.1\r\nHost: edge\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
 
 
 class PrivateRedis:

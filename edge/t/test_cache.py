@@ -83,8 +83,9 @@ def test_unknown_slugs_cost_one_lookup_per_worker_per_negative_ttl(make_edge):
     assert 1 <= delta(after, metrics(edge), LOOKUPS) <= 2
 
 
-def test_a_miss_storm_on_one_slug_is_one_lookup_per_worker(make_edge, rds):
-    edge = make_edge(workers=2, env={"EDGE_REDIS_READ_TIMEOUT_MS": "5000"})
+def test_a_miss_storm_on_one_slug_is_one_lookup_per_worker(make_edge, private_redis):
+    edge = make_edge(workers=2, env={**private_redis.edge_env(), "EDGE_REDIS_READ_TIMEOUT_MS": "5000"})
+    rds = private_redis.client()
     slug = new_slug()
     publish(rds, slug)
     time.sleep(0.5)

@@ -1,0 +1,83 @@
+"""Redis going away: cached links keep redirecting, the rest get a quick 503,
+and the clicks buffered meanwhile arrive, every one, once Redis is back."""
+import threading
+import time
+import uuid
+
+import pytest
+from edge_helpers import delta, metrics, publish, wait_for_clicks
+
+import devstack
+from devstack.pytest_plugin import http_request
+
+
+def test_redis_down_during_traffic(make_edge, private_redis):
+    edge = make_edge(workers=2, env={**private_redis.edge_env(), "EDGE_CLICK_RETRY_MAX": "0.5"})
+    client = private_redis.client()
+    cached, uncached = "d" + uuid.uuid4().hex[:10], "u" + uuid.uuid4().hex[:10]
+    publish(client, cached)
+    publish(client, uncached)
+    time.sleep(0.5)  # past the change notifications
+    assert edge.request("/healthz").status == 200
+
+    served = []
+    stop = threading.Event()
+
+    def visitor() -> None:
+        while not stop.is_set():
+            served.append(http_request(edge.port, f"/{cached}").status)
+
+    visitors = [threading.Thread(target=visitor) for _ in range(3)]
+    for thread in visitors:
+        thread.start()
+    time.sleep(0.5)
+    private_redis.stop()
+    down_at = len(served)
+    time.sleep(0.3)
+
+    started = time.monotonic()
+    response = edge.request(f"/{uncached}")
+    assert response.status == 503
+    assert time.monotonic() - started < 1.0
+    assert b"Temporarily unavailable" in response.body
+    health = edge.request("/healthz")
+    assert health.status == 503 and b"redis" in health.body
+    time.sleep(0.7)
+    during = metrics(edge)
+    assert during["slingshot_edge_click_buffer_depth"] > 0
+
+    private_redis.start()
+    time.sleep(0.5)
+    stop.set()
+    for thread in visitors:
+        thread.join()
+    assert set(served) == {302}
+    assert len(served) - down_at > 100, "traffic went on while Redis was away"
+
+    found = wait_for_clicks(client, cached, len(served), timeout=10)
+    # A batch Redis stored but could not confirm before it stopped is sent
+    # again: repeats share the click id, and the importer stores each id once.
+    assert len({click["id"] for click in found}) == len(served)
+    after = metrics(edge)
+    assert after["slingshot_edge_clicks_dropped_total"] == 0
+    assert after["slingshot_edge_click_buffer_depth"] == 0
+    assert after['slingshot_edge_redis_errors_total{op="clicks"}'] >= 1
+    assert delta({}, after, 'slingshot_edge_requests_total{outcome="unavailable"}') == 1
+    assert edge.request(f"/{uncached}").status == 302
+    assert edge.request("/healthz").status == 200
+
+
+@pytest.mark.parametrize("where", ["refused", "blackholed"])
+def test_an_unreachable_redis_answers_503_quickly(make_edge, where):
+    # refused: nothing listens on the port; blackholed: a non-routable address,
+    # where only the 100 ms connect timeout ends the wait.
+    if where == "refused":
+        env = {"REDIS_PORT": str(devstack.free_port())}
+    else:
+        env = {"REDIS_HOST": "10.255.255.1"}
+    edge = make_edge(env=env)
+    started = time.monotonic()
+    for _ in range(5):
+        assert edge.request("/x" + uuid.uuid4().hex[:8]).status == 503
+    assert edge.request("/healthz").status == 503
+    assert time.monotonic() - started < 2.0
