@@ -52,6 +52,15 @@ class Servers:
         self.redis.terminate()
         self.redis.wait(timeout=30)
 
+    def restart_postgres(self) -> None:
+        """Fast shutdown (clients are disconnected), then start again and wait until ready."""
+        self.postgres.send_signal(signal.SIGINT)
+        self.postgres.wait(timeout=30)
+        self.postgres = self._spawn(
+            devstack.postgres_command(self.pg_dir, self.pg_port, durable=False), "postgres", **devstack.db_owner()
+        )
+        devstack.wait_for_postgres(self.pg_dir, self.pg_port)
+
     def _spawn(self, cmd: list[str], name: str, **popen) -> subprocess.Popen:
         log = open(self.root / f"{name}.log", "ab")
         process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **popen)

@@ -64,7 +64,8 @@ def device_class(*, user_agent: str, os_family: str, device_family: str, is_bot:
 
 
 class Enricher:
-    """Turns a click's ip, ua and ref into COPY fields (see `COLUMNS`).
+    """Turns a click's ip, ua and ref into COPY fields (the *_COLUMNS below)
+    and the values the rollups count. Each method returns (COPY text, values).
 
     `enabled=False` skips the parsers (every class is 'unknown'); the address
     is still validated and stored as `ip_privacy` says.
@@ -86,16 +87,18 @@ class Enricher:
         self.agent = lru_cache(maxsize=cache_size)(self._agent)
         self.referer = lru_cache(maxsize=cache_size)(self._referer)
 
-    def _ip(self, raw: str) -> str:
+    def _ip(self, raw: str) -> tuple[str, str]:
+        """COPY text of IP_COLUMNS, and the country."""
         try:
             address = ipaddress.ip_address(raw)
         except ValueError:
-            return "\\N\t\t" + UNKNOWN
+            return "\\N\t\t" + UNKNOWN, UNKNOWN
         if address.version == 6 and address.ipv4_mapped:
             address = address.ipv4_mapped
         visitor_net = anonymise(address)
         stored = {"anonymise": visitor_net, "full": str(address), "none": "\\N"}[self.ip_privacy]
-        return f"{stored}\t{visitor_net}\t{self.country(address)}"
+        country = self.country(address)
+        return f"{stored}\t{visitor_net}\t{copy_text(country)}", country
 
     def country(self, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
         if self._geo is None:
@@ -106,7 +109,8 @@ class Enricher:
             return UNKNOWN
         return code if len(code) == 2 and code.isalpha() else UNKNOWN
 
-    def _agent(self, raw: str) -> str:
+    def _agent(self, raw: str) -> tuple[str, tuple[str, str, str, bool]]:
+        """COPY text of AGENT_COLUMNS, and (browser, os, device, is_bot)."""
         user_agent = raw[:UA_MAX].replace("\x00", "")
         browser = os_family = device = UNKNOWN
         is_bot = False
@@ -122,9 +126,11 @@ class Enricher:
             is_bot = is_bot or device == "bot"
             browser, os_family = (UNKNOWN if v == "Other" else v for v in (browser, os_family))
         fields = (user_agent, browser, os_family, device)
-        return "\t".join(copy_text(field) for field in fields) + ("\tt" if is_bot else "\tf")
+        text = "\t".join(copy_text(field) for field in fields) + ("\tt" if is_bot else "\tf")
+        return text, (browser, os_family, device, is_bot)
 
-    def _referer(self, raw: str) -> str:
+    def _referer(self, raw: str) -> tuple[str, str]:
+        """COPY text of REFERER_COLUMNS, and the referrer host."""
         referer = raw[:REFERER_MAX].replace("\x00", "")
         host = referer_host(referer) if self.enabled else UNKNOWN
-        return f"{copy_text(referer)}\t{copy_text(host)}"
+        return f"{copy_text(referer)}\t{copy_text(host)}", host

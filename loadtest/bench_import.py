@@ -1,0 +1,225 @@
+"""Import benchmark: `make bench-import`.
+
+Starts its own PostgreSQL and Redis (durable, as in production: fsync on,
+Redis append-only), preloads the click stream in the edge's exact format
+(docs/contract.md: ~100 clicks per entry, a realistic mix of browsers, bots,
+referrers, addresses and some orphan visits), and times `ClickImporter`
+draining it, with enrichment off and then on. Prints clicks/s.
+
+    .venv/bin/python loadtest/bench_import.py [--clicks 1000000] [--batch-size 200] [--profile]
+"""
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
+
+import devstack  # noqa: E402
+
+BROWSERS = [
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.{v} Safari/605.1.15",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_{v} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (Linux; Android 14; Pixel {v}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:{v}.0) Gecko/20100101 Firefox/{v}.0",
+    "Mozilla/5.0 (iPad; CPU OS 16_{v} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/16.0 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36 Edg/{v}.0.0.0",
+]
+BOTS = [
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+    "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+    "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+    "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+    "Twitterbot/1.0",
+    "curl/8.{v}.0",
+    "python-requests/2.3{v}.0",
+]
+REFERERS = ["", "", "", "https://www.google.com/", "https://t.co/abc", "https://news.ycombinator.com/item?id=1",
+            "https://www.facebook.com/", "https://mail.example.org/inbox", "android-app://com.slack/",
+            "https://www.reddit.com/r/programming/comments/xyz/"]
+
+
+def user_agents(rng: random.Random) -> list[str]:
+    """~600 distinct agents, ~12% of them bots, drawn with a skew like real traffic."""
+    agents = [template.format(v=v) for template in BROWSERS for v in range(60, 140)]
+    agents += [template.format(v=v) for template in BOTS for v in range(10)]
+    rng.shuffle(agents)
+    return agents
+
+
+def preload(client, *, clicks: int, slugs: list[str], seed: int, stream: str, spread_ms: int) -> int:
+    """XADDs `clicks` clicks as the edge does; links are picked with a Zipf-like
+    skew, times spread over the last `spread_ms` milliseconds."""
+    import orjson
+
+    rng = random.Random(seed)
+    agents = user_agents(rng)
+    weights = [1 / (rank + 1) ** 0.8 for rank in range(len(agents))]
+    slug_weights = [1 / (rank + 1) for rank in range(len(slugs))]
+    addresses = [f"{rng.randint(1, 223)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+                 for _ in range(60_000)]
+    addresses += [f"2a0{rng.randint(0, 9)}:{rng.randint(0, 0xffff):x}::{rng.randint(1, 0xffff):x}"
+                  for _ in range(6_000)]
+    now_ms = int(time.time() * 1000)
+    prefix = uuid.uuid4().hex[:16]
+    pipe = client.pipeline(transaction=False)
+    counter = 0
+    entries = 0
+    while counter < clicks:
+        size = min(100, clicks - counter)
+        agent_pick = rng.choices(agents, weights, k=size)
+        slug_pick = rng.choices(slugs, slug_weights, k=size)
+        batch = []
+        for i in range(size):
+            orphan = rng.random() < 0.02
+            click = {
+                "id": f"{prefix}{counter:016x}",
+                "ts": now_ms - rng.randint(0, spread_ms),
+                "slug": f"nolink{rng.randint(0, 999)}" if orphan else slug_pick[i],
+                "ip": rng.choice(addresses),
+                "ua": agent_pick[i],
+                "ref": rng.choice(REFERERS),
+            }
+            if orphan:
+                click["orphan"] = True
+            batch.append(click)
+            counter += 1
+        pipe.xadd(stream, {"v": "1", "clicks": orjson.dumps(batch)})
+        entries += 1
+        if entries % 500 == 0:
+            pipe.execute()
+    pipe.execute()
+    return entries
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clicks", type=int, default=1_000_000)
+    parser.add_argument("--links", type=int, default=2000)
+    parser.add_argument("--batch-size", type=int, default=200, help="stream entries per transaction")
+    parser.add_argument("--spread-minutes", type=float, default=10.0,
+                        help="clicks' times spread over this many past minutes (a live edge: a few)")
+    parser.add_argument("--fast-fsync-off", action="store_true", help="PostgreSQL with fsync=off (not production)")
+    parser.add_argument("--only", choices=["enriched", "plain"], help="run one of the two imports")
+    parser.add_argument("--profile", action="store_true", help="cProfile the enriched import, top 25 by own time")
+    parser.add_argument("--statements", action="store_true", help="time each SQL statement of the import")
+    args = parser.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="slingshot-bench-import-"))
+    root.chmod(0o755)
+    processes = []
+    try:
+        pg_dir, pg_port, redis_port = root / "pg", devstack.free_port(), devstack.free_port()
+        devstack.init_postgres(pg_dir)
+        processes.append(subprocess.Popen(
+            devstack.postgres_command(pg_dir, pg_port, durable=not args.fast_fsync_off),
+            stdout=open(root / "pg.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True, **devstack.db_owner(),
+        ))
+        processes.append(subprocess.Popen(
+            devstack.redis_command(root / "redis", redis_port, password="bench", durable=True),
+            stdout=open(root / "redis.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True,
+        ))
+        devstack.wait_for_postgres(pg_dir, pg_port)
+        devstack.wait_for_port(redis_port)
+        devstack.bootstrap_database(pg_dir, pg_port, role="slingshot", password="bench", database="slingshot")
+        os.environ.update({
+            "SLINGSHOT_ENV_FILE": "", "SECRET_KEY": "bench-only",
+            "DATABASE_URL": f"postgres://slingshot:bench@127.0.0.1:{pg_port}/slingshot",
+            "REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(redis_port), "REDIS_PASSWORD": "bench",
+            "DJANGO_SETTINGS_MODULE": "slingshot.settings", "LOG_LEVEL": "WARNING",
+        })
+        run_bench(args)
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGINT)  # PostgreSQL: fast shutdown, without waiting for clients
+        for process in processes:
+            process.wait(timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run_bench(args) -> None:
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+
+    from clicks.enrichment import Enricher
+    from clicks.importer import STREAM, ClickImporter
+    from links.models import Link
+    from links.redis import get_redis
+
+    call_command("migrate", verbosity=0)
+    owner = get_user_model().objects.create_user("bench")
+    slugs = [f"bench{i}" for i in range(args.links)]
+    Link.objects.bulk_create(Link(slug=slug, url=f"https://example.com/{slug}", owner=owner) for slug in slugs)
+    client = get_redis()
+    durability = "fsync=off" if args.fast_fsync_off else "fsync on, synchronous_commit on"
+    print(f"bench-import: {args.clicks:,} clicks over {args.spread_minutes:g} minutes, {args.links} links, batches of {args.batch_size} entries, "
+          f"PostgreSQL {durability}, Redis appendonly")
+
+    runs = [("plain", False), ("enriched", True)]
+    for seed, (name, enabled) in enumerate(runs):
+        if args.only and args.only != name:
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute("TRUNCATE clicks, orphan_visits, click_rollup_hour, click_rollup_day, "
+                           "click_breakdown_hour, click_breakdown_day, click_visitors_hour, click_visitors_day")
+        started = time.perf_counter()
+        entries = preload(client, clicks=args.clicks, slugs=slugs, seed=seed, stream=STREAM,
+                          spread_ms=int(args.spread_minutes * 60_000))
+        print(f"  preloaded {entries:,} entries in {time.perf_counter() - started:.1f}s "
+              f"({client.info('memory')['used_memory_human']} in Redis)")
+        importer = ClickImporter(client=client, consumer=f"bench-{name}", batch_size=args.batch_size,
+                                 enricher=Enricher(enabled=enabled))
+        profiler = None
+        if args.profile and enabled:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        timings: dict[str, float] = {}
+
+        def timed(execute, sql, params, many, context):
+            began = time.perf_counter()
+            try:
+                return execute(sql, params, many, context)
+            finally:
+                key = " ".join(sql.split())[:60]
+                timings[key] = timings.get(key, 0.0) + time.perf_counter() - began
+
+        started = time.perf_counter()
+        if args.statements:
+            with connection.execute_wrapper(timed):
+                stored = importer.run(once=True)
+        else:
+            stored = importer.run(once=True)
+        elapsed = time.perf_counter() - started
+        for key, seconds in sorted(timings.items(), key=lambda item: -item[1])[:12]:
+            print(f"    {seconds:6.2f}s  {key}")
+        if profiler:
+            import pstats
+
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT (SELECT count(*) FROM clicks) + (SELECT count(*) FROM orphan_visits),"
+                           " (SELECT coalesce(sum(clicks), 0) FROM click_rollup_day)")
+            rows, rolled_up = cursor.fetchone()
+        assert rows == stored == args.clicks, (rows, stored)
+        print(f"  {name:9} import: {stored:,} clicks in {elapsed:.1f}s = {stored / elapsed:,.0f} clicks/s "
+              f"({rolled_up:,} in rollups, stream left {client.xlen(STREAM)})")
+
+
+if __name__ == "__main__":
+    main()
