@@ -18,7 +18,7 @@ INTERVALS = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
 class Point:
     bucket: datetime  # start of the UTC hour or day
     clicks: int
-    visitors: int  # distinct visitors first seen in this bucket's hour or day
+    visitors: int  # distinct visitors in this hour or day
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,21 @@
 """The importer against the real Redis and PostgreSQL."""
+import json
+import time
 import uuid
 from datetime import datetime, timezone
+from io import StringIO
 
 import orjson
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
 
 from clicks.enrichment import Enricher
 from clicks.importer import DEAD_LETTER_STREAM, GROUP, STREAM, ClickImporter, parse_entries
 from clicks.models import Click
+from clicks.selectors import import_lag
+from clicks.services import click_tables_maintain, months_before
 from links import services
 from links.redis import get_redis
 
@@ -116,3 +122,73 @@ def test_invalid_utf8_in_a_header_does_not_cost_the_entry():
 
     agents = sorted(Click.objects.filter(slug=slug).values_list("user_agent", flat=True))
     assert agents == ["bad \ufffd\ufffd bytes", "pytest"]
+
+
+def test_entries_left_by_a_dead_consumer_are_claimed_after_the_idle_timeout():
+    slug = "claim" + uuid.uuid4().hex[:6]
+    add_entry([make_click(slug) for _ in range(4)])
+    add_entry([make_click(slug) for _ in range(4)])
+    ClickImporter(client=get_redis(), consumer="ghost", enricher=ENRICHER).ensure_group()
+    get_redis().xreadgroup(GROUP, "ghost", {STREAM: ">"})  # ... and it never comes back
+
+    heir = ClickImporter(client=get_redis(), consumer="heir", enricher=ENRICHER, claim_idle_ms=10_000)
+    assert heir.run(once=True) == 0  # not idle long enough yet
+    time.sleep(0.06)
+    heir.claim_idle_ms = 50
+    assert heir.run(once=True) == 8
+
+    assert clicks_for(slug) == 8
+    assert get_redis().xpending(STREAM, GROUP)["pending"] == 0
+
+
+def test_import_lag_counts_what_is_not_acknowledged():
+    add_entry([make_click("lag")])
+    add_entry([make_click("lag")])
+    ClickImporter(client=get_redis(), consumer="lagger", enricher=ENRICHER).ensure_group()
+    get_redis().xreadgroup(GROUP, "lagger", {STREAM: ">"}, count=1)
+
+    lag = import_lag(client=get_redis())
+    assert (lag.backlog, lag.pending, lag.consumers["lagger"]) == (2, 1, 1)
+    assert 0 <= lag.oldest_age_seconds < 60
+
+    out = StringIO()
+    call_command("import_clicks", "--lag", stdout=out)
+    assert json.loads(out.getvalue())["backlog"] == 2
+
+    call_command("import_clicks", "--once", "--consumer", "lagger")
+    assert import_lag(client=get_redis()).backlog == 0
+
+
+def test_once_shows_a_progress_bar_with_rate_and_backlog(capsys):
+    for _ in range(3):
+        add_entry([make_click("bar" + uuid.uuid4().hex[:6]) for _ in range(10)])
+
+    call_command("import_clicks", "--once", "--progress", "--batch-size", "1", "--consumer", "bar")
+
+    captured = capsys.readouterr()
+    assert "3/3" in captured.err and "clicks_s=" in captured.err and "backlog=0" in captured.err
+    assert "imported 30 clicks (30 read, 0 dead entries)" in captured.out
+
+
+def test_partitions_are_made_ahead_and_old_ones_dropped_while_rollups_stay():
+    now = datetime.now(timezone.utc)
+    old = months_before(now, 14)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT slingshot_ensure_click_partitions(%s, 0)", [old])
+        cursor.execute("INSERT INTO click_rollup_day VALUES (-1, %s, 5, 5, 1, 1)", [old])
+    old_name = f"y{old:%Y}m{old:%m}"
+
+    kept = click_tables_maintain(now=now, months_ahead=2, retention_months=0, visitor_window_days=7)
+    assert kept.partitions_dropped == []
+    result = click_tables_maintain(now=now, months_ahead=2, retention_months=12, visitor_window_days=7)
+
+    assert f"clicks_{old_name}" in result.partitions_dropped
+    assert f"orphan_visits_{old_name}" in result.partitions_dropped
+    ahead = months_before(now, -2)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NULL",
+                       [f"clicks_y{ahead:%Y}m{ahead:%m}", f"clicks_{old_name}"])
+        assert cursor.fetchone() == (True, True)
+        cursor.execute("SELECT clicks FROM click_rollup_day WHERE link_id = -1")
+        assert cursor.fetchall() == [(5,)]
+        cursor.execute("DELETE FROM click_rollup_day WHERE link_id = -1")

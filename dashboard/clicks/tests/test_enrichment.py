@@ -1,0 +1,90 @@
+"""Enrichment is pure logic over the parsers' own data: no database needed."""
+import pytest
+
+from clicks.enrichment import Enricher, copy_text, device_class, referer_host
+
+IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 "
+          "(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1")
+IPAD = ("Mozilla/5.0 (iPad; CPU OS 16_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+        "Version/16.0 Mobile/15E148 Safari/604.1")
+WINDOWS_CHROME = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+                  "Chrome/124.0.0.0 Safari/537.36")
+GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+
+
+@pytest.fixture(scope="module")
+def enricher() -> Enricher:
+    return Enricher()
+
+
+def fields(text: str) -> list[str]:
+    return text.split("\t")
+
+
+@pytest.mark.parametrize("privacy, raw, stored, visitor_net", [
+    ("anonymise", "203.0.113.77", "203.0.113.0", "203.0.113.0"),
+    ("anonymise", "2001:db8:abcd:1234:5678::1", "2001:db8:abcd::", "2001:db8:abcd::"),
+    ("anonymise", "::ffff:198.51.100.9", "198.51.100.0", "198.51.100.0"),
+    ("full", "203.0.113.77", "203.0.113.77", "203.0.113.0"),
+    ("full", "2001:db8:abcd:1234::1", "2001:db8:abcd:1234::1", "2001:db8:abcd::"),
+    ("none", "203.0.113.77", "\\N", "203.0.113.0"),
+    ("anonymise", "not an address", "\\N", ""),
+])
+def test_ip_privacy(privacy, raw, stored, visitor_net):
+    text, _country = Enricher(ip_privacy=privacy).ip(raw)
+    assert fields(text)[:2] == [stored, visitor_net]
+
+
+def test_an_unknown_privacy_setting_is_refused():
+    with pytest.raises(ValueError, match="ip_privacy"):
+        Enricher(ip_privacy="partial")
+
+
+def test_country_comes_from_the_bundled_data_and_degrades_to_unknown(enricher):
+    assert enricher.ip("8.8.8.8")[1] == "US"
+    assert enricher.ip("2001:4860:4860::8888")[1] == "US"
+    assert enricher.ip("10.1.2.3")[1] == "unknown"
+    assert enricher.ip("")[1] == "unknown"
+
+
+@pytest.mark.parametrize("agent, browser, os_family, device, is_bot", [
+    (IPHONE, "Mobile Safari", "iOS", "mobile", False),
+    (IPAD, "Mobile Safari", "iOS", "tablet", False),
+    (WINDOWS_CHROME, "Chrome", "Windows", "desktop", False),
+    (GOOGLEBOT, "Googlebot", "unknown", "bot", True),
+    ("curl/8.4.0", "curl", "unknown", "bot", True),
+    ("", "unknown", "unknown", "unknown", False),
+])
+def test_user_agents_are_classified(enricher, agent, browser, os_family, device, is_bot):
+    text, values = enricher.agent(agent)
+    assert values == (browser, os_family, device, is_bot)
+    assert fields(text) == [agent, browser, os_family, device, "t" if is_bot else "f"]
+
+
+def test_without_enrichment_everything_is_unknown_but_the_address_is_still_anonymised():
+    plain = Enricher(enabled=False)
+    assert plain.agent(GOOGLEBOT)[1] == ("unknown", "unknown", "unknown", False)
+    assert plain.referer("https://t.co/x")[1] == "unknown"
+    assert plain.ip("203.0.113.77") == ("203.0.113.0\t203.0.113.0\tunknown", "unknown")
+
+
+@pytest.mark.parametrize("referer, host", [
+    ("", ""),
+    ("https://News.Example.com:8443/a?b=c", "news.example.com"),
+    ("android-app://com.slack/", "com.slack"),
+    ("not a url", "unknown"),
+    ("http://[::1", "unknown"),
+])
+def test_referer_host(referer, host):
+    assert referer_host(referer) == host
+
+
+def test_text_is_escaped_for_copy_and_cut(enricher):
+    text, _ = enricher.agent("a\tb\\c\nd\x00" + "x" * 600)
+    assert fields(text)[0] == "a\\tb\\\\c\\nd" + "x" * 504  # cut to 512 characters, then NUL removed
+    assert copy_text("plain") == "plain"
+
+
+def test_android_without_mobile_is_a_tablet():
+    assert device_class(user_agent="Mozilla/5.0 (Linux; Android 13; SM-X700)", os_family="Android",
+                        device_family="SM-X700", is_bot=False) == "tablet"

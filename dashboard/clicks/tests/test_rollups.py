@@ -1,0 +1,147 @@
+"""Rollups written by the importer and read by the selectors, on the real PostgreSQL."""
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import orjson
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from clicks.enrichment import Enricher
+from clicks.importer import ClickImporter, parse_entries
+from clicks.selectors import LinkTotals, Point, link_stats, link_totals
+from links.models import Link
+from links.redis import get_redis
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 "
+          "(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1")
+GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+DAY = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
+TEN, ELEVEN = DAY + timedelta(hours=10), DAY + timedelta(hours=11)
+ENRICHER = Enricher()
+
+
+def click(slug: str, at: datetime, ip: str, ua: str, ref: str = "", **extra) -> dict:
+    return {"id": uuid.uuid4().hex, "ts": int(at.timestamp() * 1000), "slug": slug, "ip": ip, "ua": ua,
+            "ref": ref, **extra}
+
+
+def entry(clicks: list[dict]) -> tuple[bytes, dict]:
+    return uuid.uuid4().hex.encode(), {b"v": b"1", b"clicks": orjson.dumps(clicks)}
+
+
+@pytest.fixture
+def link() -> Link:
+    owner = get_user_model().objects.create_user("rollup-" + uuid.uuid4().hex[:8])
+    slug = "r" + uuid.uuid4().hex[:10]
+    return Link.objects.create(slug=slug, url="https://example.com/", owner=owner)
+
+
+@pytest.fixture
+def importer() -> ClickImporter:
+    return ClickImporter(client=get_redis(), consumer="rollups", enricher=ENRICHER)
+
+
+def store(importer: ClickImporter, entries) -> int:
+    stored = importer.store(parse_entries(entries, enricher=ENRICHER))
+    return stored.clicks + stored.orphans
+
+
+@pytest.fixture
+def traffic(link, importer):
+    """Hour 10: a Chrome visitor from Google twice, an iPhone visitor once.
+    Hour 11: the Chrome visitor (another address in the same /24) again, Googlebot twice."""
+    slug = link.slug
+    hour_ten = entry([
+        click(slug, TEN + timedelta(minutes=1), "203.0.113.5", CHROME, "https://www.google.com/"),
+        click(slug, TEN + timedelta(minutes=2), "203.0.113.5", CHROME, "https://www.google.com/"),
+        click(slug, TEN + timedelta(minutes=3), "198.51.100.1", IPHONE),
+    ])
+    hour_eleven = entry([
+        click(slug, ELEVEN + timedelta(minutes=1), "203.0.113.99", CHROME, "https://www.google.com/q"),
+        click(slug, ELEVEN + timedelta(minutes=2), "66.249.66.1", GOOGLEBOT),
+        click(slug, ELEVEN + timedelta(minutes=3), "66.249.66.1", GOOGLEBOT),
+    ])
+    assert store(importer, [hour_ten]) == 3
+    # Delivered again together with new clicks (a crash between COMMIT and
+    # XACK): the rollups count only the three new ones.
+    assert store(importer, [hour_ten, hour_eleven]) == 3
+    assert store(importer, [hour_ten, hour_eleven]) == 0
+    return link
+
+
+def test_hourly_series_leaves_bots_out_by_default(traffic):
+    stats = link_stats(link_ids=[traffic.pk], start=TEN + timedelta(minutes=30), end=ELEVEN + timedelta(minutes=5),
+                       interval="hour")
+    assert stats.series == [Point(bucket=TEN, clicks=3, visitors=2), Point(bucket=ELEVEN, clicks=1, visitors=1)]
+    assert stats.clicks == 4
+    assert stats.breakdowns["browser"] == [("Chrome", 3), ("Mobile Safari", 1)]
+    assert stats.breakdowns["referer_host"] == [("www.google.com", 3), ("", 1)]
+    assert stats.breakdowns["device"] == [("desktop", 3), ("mobile", 1)]
+    assert stats.breakdowns["os"] == [("Windows", 3), ("iOS", 1)]
+    assert stats.breakdowns["country"][0][1] + sum(n for _, n in stats.breakdowns["country"][1:]) == 4
+
+
+def test_bots_are_included_on_request(traffic):
+    stats = link_stats(link_ids=[traffic.pk], start=TEN, end=ELEVEN + timedelta(hours=1), interval="hour",
+                       include_bots=True)
+    assert stats.series == [Point(bucket=TEN, clicks=3, visitors=2), Point(bucket=ELEVEN, clicks=3, visitors=2)]
+    assert ("Googlebot", 2) in stats.breakdowns["browser"]
+    assert ("bot", 2) in stats.breakdowns["device"]
+
+
+def test_daily_visitors_are_distinct_over_the_day(traffic):
+    stats = link_stats(link_ids=[traffic.pk], start=DAY, end=DAY + timedelta(days=1), interval="day",
+                       include_bots=True)
+    # Chrome (the same /24 and agent in both hours), iPhone, Googlebot.
+    assert stats.series == [Point(bucket=DAY, clicks=6, visitors=3)]
+    human = link_stats(link_ids=[traffic.pk], start=DAY, end=DAY + timedelta(days=1), interval="day")
+    assert human.series == [Point(bucket=DAY, clicks=4, visitors=2)]
+
+
+def test_breakdowns_over_whole_days_and_partial_ends_agree(traffic):
+    wide = link_stats(link_ids=[traffic.pk], start=DAY - timedelta(hours=12), end=DAY + timedelta(days=1, hours=5),
+                      interval="hour", include_bots=True)
+    narrow = link_stats(link_ids=[traffic.pk], start=TEN, end=ELEVEN + timedelta(hours=1), interval="hour",
+                        include_bots=True)
+    assert wide.breakdowns == narrow.breakdowns
+    assert sum(n for _, n in wide.breakdowns["browser"]) == 6
+    top = link_stats(link_ids=[traffic.pk], start=DAY, end=DAY + timedelta(days=1), include_bots=True, top=1)
+    assert top.breakdowns["browser"] == [("Chrome", 3)]
+
+
+def test_totals_of_links_in_one_query(traffic, link, django_assert_num_queries):
+    quiet = Link.objects.create(slug="q" + uuid.uuid4().hex[:10], url="https://example.com/", owner=traffic.owner)
+    with django_assert_num_queries(1):
+        totals = link_totals(link_ids=[traffic.pk, quiet.pk])
+    assert totals == {traffic.pk: LinkTotals(clicks=6, human_clicks=4), quiet.pk: LinkTotals()}
+
+
+def test_stats_refuse_naive_datetimes_and_unknown_intervals(traffic):
+    with pytest.raises(ValueError, match="timezone-aware"):
+        link_stats(link_ids=[traffic.pk], start=datetime(2026, 1, 1), end=datetime(2026, 1, 2))
+    with pytest.raises(ValueError, match="interval"):
+        link_stats(link_ids=[traffic.pk], start=DAY, end=DAY, interval="week")
+
+
+def test_orphan_visits_are_stored_apart_with_their_slug(importer, link):
+    orphan_slug = "gone" + uuid.uuid4().hex[:6]
+    visit = click(orphan_slug, TEN, "203.0.113.5", GOOGLEBOT, orphan=True)
+    assert store(importer, [entry([visit, click(link.slug, TEN, "203.0.113.5", CHROME)])]) == 2
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT slug, ip::text, is_bot, country FROM orphan_visits WHERE click_id = %s", [visit["id"]])
+        assert cursor.fetchall() == [(orphan_slug, "203.0.113.0/32", True, "unknown")]
+        cursor.execute("SELECT count(*) FROM clicks WHERE slug = %s", [orphan_slug])
+        assert cursor.fetchone() == (0,)
+    assert link_totals(link_ids=[link.pk])[link.pk] == LinkTotals(clicks=1, human_clicks=1)
+
+
+def test_clicks_of_a_slug_without_link_are_stored_but_not_rolled_up(importer):
+    slug = "nolink" + uuid.uuid4().hex[:6]
+    assert store(importer, [entry([click(slug, TEN, "203.0.113.5", CHROME)])]) == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT link_id, browser, os, device, referer_host FROM clicks WHERE slug = %s", [slug])
+        assert cursor.fetchall() == [(None, "Chrome", "Windows", "desktop", "")]
