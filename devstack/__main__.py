@@ -129,9 +129,17 @@ def run_dashboard() -> None:
     )
 
 
-def run_importer() -> None:
+def run_after_migrations(*command: str) -> None:
     wait_until([*MANAGE, "migrate", "--check"], "the database migrations")
-    os.execv(PYTHON, [*MANAGE, "import_clicks"])
+    os.execv(PYTHON, [*MANAGE, *command])
+
+
+def run_importer() -> None:
+    run_after_migrations("import_clicks")
+
+
+def run_publisher() -> None:
+    run_after_migrations("run_publisher")
 
 
 SERVICES = {
@@ -141,6 +149,7 @@ SERVICES = {
     "edge": run_edge,
     "dashboard": run_dashboard,
     "importer": run_importer,
+    "publisher": run_publisher,
 }
 
 if __name__ == "__main__":

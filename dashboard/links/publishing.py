@@ -1,8 +1,20 @@
-"""Publishing links to Redis in the format docs/contract.md defines."""
+"""Publishing links to Redis in the format docs/contract.md defines.
+
+A change is written to the outbox (LinkOutbox) in the same transaction as the
+change itself. `deliver_outbox` then makes Redis agree with PostgreSQL for
+each slug in the outbox, in order, and deletes the rows only once Redis has
+taken them: right after the commit when Redis is up, else from the publisher
+process (`manage.py run_publisher`) as soon as Redis is back. Nothing is lost
+while Redis is down.
+"""
 import json
 import logging
+from collections.abc import Iterable
 
-from .models import Link
+import redis
+from django.db import connection, transaction
+
+from .models import Link, LinkOutbox
 from .redis import get_redis
 
 log = logging.getLogger(__name__)
@@ -10,6 +22,9 @@ log = logging.getLogger(__name__)
 LINK_KEY_PREFIX = "slingshot:link:"
 CHANGES_STREAM = "slingshot:link-changes"
 CHANGES_MAXLEN = 100_000
+OUTBOX_BATCH = 500
+# One deliverer at a time keeps Redis writes in commit order.
+_DELIVERY_LOCK = 0x51_1D_0B_0C
 
 
 def link_key(slug: str) -> str:
@@ -29,22 +44,51 @@ def link_payload(link: Link) -> str:
     )
 
 
-def publish_slug(slug: str) -> None:
-    """Make Redis agree with PostgreSQL about one slug: write it, or delete it."""
-    link = Link.objects.filter(slug=slug).first()
+def publish_slugs(slugs: Iterable[str]) -> int:
+    """Makes Redis agree with PostgreSQL about these slugs (write or delete),
+    with one change notification each, in one MULTI/EXEC."""
+    slugs = list(dict.fromkeys(slugs))
+    if not slugs:
+        return 0
+    links = {link.slug: link for link in Link.objects.filter(slug__in=slugs)}
     pipe = get_redis().pipeline(transaction=True)
-    if link is None:
-        pipe.delete(link_key(slug))
-    else:
-        pipe.set(link_key(slug), link_payload(link))
-    pipe.xadd(CHANGES_STREAM, {"slug": slug}, maxlen=CHANGES_MAXLEN, approximate=True)
+    for slug in slugs:
+        link = links.get(slug)
+        if link is None:
+            pipe.delete(link_key(slug))
+        else:
+            pipe.set(link_key(slug), link_payload(link))
+        pipe.xadd(CHANGES_STREAM, {"slug": slug}, maxlen=CHANGES_MAXLEN, approximate=True)
     pipe.execute()
+    return len(slugs)
 
 
-def publish_after_commit(slug: str) -> None:
-    """Called from transaction.on_commit by the services."""
+def deliver_outbox(*, batch: int = OUTBOX_BATCH) -> int | None:
+    """Publishes the outbox in id order and empties it. Returns how many rows
+    were delivered, or None if another process is delivering right now.
+    Redis errors propagate; undelivered rows stay for the next attempt."""
+    delivered = 0
+    while True:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
+                if not cursor.fetchone()[0]:
+                    return None if delivered == 0 else delivered
+            rows = list(LinkOutbox.objects.order_by("id").values_list("id", "slug")[:batch])
+            if not rows:
+                return delivered
+            publish_slugs(slug for _, slug in rows)
+            LinkOutbox.objects.filter(id__lte=rows[-1][0]).delete()
+            delivered += len(rows)
+
+
+def deliver_after_commit() -> None:
+    """The fast path, run by transaction.on_commit: publish now if Redis is up."""
     try:
-        publish_slug(slug)
-    except Exception:
-        # The change is committed in PostgreSQL; `publish_links` brings Redis back in line.
-        log.exception("could not publish link %r to Redis", slug)
+        deliver_outbox()
+    except redis.RedisError as exc:
+        log.warning("Redis unavailable, link changes wait in the outbox for the publisher: %s", exc)
+
+
+def pending_count() -> int:
+    return LinkOutbox.objects.count()

@@ -3,27 +3,31 @@ same way and published to Redis once the transaction has committed."""
 import secrets
 import string
 from datetime import datetime
-from functools import partial
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from .models import Link
-from .publishing import publish_after_commit
+from .models import Link, LinkOutbox
+from .publishing import deliver_after_commit
 
 SLUG_ALPHABET = string.ascii_letters + string.digits
 _SLUG_ATTEMPTS = 10
 
-EDITABLE_FIELDS = frozenset({"slug", "url", "title", "redirect_status", "expires_at", "forward_query", "is_active"})
+EDITABLE_FIELDS = frozenset(
+    {"slug", "url", "title", "tags", "redirect_status", "expires_at", "forward_query", "is_active"}
+)
 
 
 def generate_slug(length: int | None = None) -> str:
     return "".join(secrets.choice(SLUG_ALPHABET) for _ in range(length or settings.LINK_SLUG_LENGTH))
 
 
-def _publish_on_commit(slug: str) -> None:
-    transaction.on_commit(partial(publish_after_commit, slug))
+def _publish(slug: str) -> None:
+    """Records the change in the outbox, in the caller's transaction."""
+    LinkOutbox.objects.create(slug=slug)
+    transaction.on_commit(deliver_after_commit)
 
 
 @transaction.atomic
@@ -33,6 +37,7 @@ def link_create(
     url: str,
     slug: str | None = None,
     title: str = "",
+    tags: list[str] | None = None,
     redirect_status: int = 302,
     expires_at: datetime | None = None,
     forward_query: bool = False,
@@ -42,6 +47,7 @@ def link_create(
         owner=owner,
         url=url,
         title=title,
+        tags=list(tags or []),
         redirect_status=redirect_status,
         expires_at=expires_at,
         forward_query=forward_query,
@@ -50,10 +56,15 @@ def link_create(
     if slug:
         link = Link(slug=slug, **fields)
         link.full_clean()
-        link.save()
+        try:
+            with transaction.atomic():
+                link.save()
+        except IntegrityError:
+            # Taken by a concurrent request between full_clean and INSERT.
+            raise ValidationError({"slug": ValidationError("Link with this Slug already exists.", code="unique")})
     else:
         link = _create_with_generated_slug(fields)
-    _publish_on_commit(link.slug)
+    _publish(link.slug)
     return link
 
 
@@ -86,8 +97,8 @@ def link_update(*, link: Link, **changes) -> Link:
     link.full_clean(exclude=["owner"])
     link.save(update_fields=[*changes, "updated_at"])
     if link.slug != old_slug:
-        _publish_on_commit(old_slug)
-    _publish_on_commit(link.slug)
+        _publish(old_slug)
+    _publish(link.slug)
     return link
 
 
@@ -95,4 +106,4 @@ def link_update(*, link: Link, **changes) -> Link:
 def link_delete(*, link: Link) -> None:
     slug = link.slug
     link.delete()
-    _publish_on_commit(slug)
+    _publish(slug)

@@ -23,6 +23,18 @@ def validate_slug(value: str) -> None:
         raise ValidationError("'%(slug)s' is reserved.", code="reserved_slug", params={"slug": value})
 
 
+TAG_PATTERN = re.compile(r"[\w.-]{1,50}")
+
+
+def validate_tags(value: list[str]) -> None:
+    for tag in value:
+        if not isinstance(tag, str) or not TAG_PATTERN.fullmatch(tag):
+            raise ValidationError(
+                "Tags are 1 to 50 letters, digits, '.', '-' or '_': %(tag)r is not.", code="invalid_tag",
+                params={"tag": tag},
+            )
+
+
 def validate_target_url(value: str) -> None:
     limit = settings.LINK_URL_MAX_LENGTH
     if len(value) > limit:

@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 
 import environ
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 DASHBOARD_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = DASHBOARD_DIR.parent
@@ -31,8 +33,14 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "links",
     "clicks",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -89,12 +97,59 @@ REDIS_PORT = env.int("REDIS_PORT", default=6379)
 REDIS_PASSWORD = env.str("REDIS_PASSWORD", default=None) or None
 REDIS_DB = env.int("REDIS_DB", default=0)
 
+# Django's cache (API throttle counters) lives in Redis, shared by every worker.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": "redis://%s:%d/%d" % (REDIS_HOST, REDIS_PORT, REDIS_DB),
+        "KEY_PREFIX": "slingshot:cache",
+        "OPTIONS": {
+            "password": REDIS_PASSWORD,
+            "socket_connect_timeout": 1,
+            "socket_timeout": 1,
+            "retry": Retry(NoBackoff(), 0),
+        },
+    }
+}
+
 # Where short links are served; used for short URLs and to refuse targets
 # that would loop back to the edge.
 EDGE_BASE_URL = env.str("EDGE_BASE_URL", default="http://127.0.0.1:%d" % env.int("EDGE_PORT", default=8080))
 
 LINK_URL_MAX_LENGTH = env.int("LINK_URL_MAX_LENGTH", default=2048)
 LINK_SLUG_LENGTH = env.int("LINK_SLUG_LENGTH", default=7)
+
+# REST API (api/): tokens or session, per-token and per-user throttles.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "api.authentication.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated", "api.permissions.TokenScope"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenOrUserRateThrottle"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Slingshot API",
+    "DESCRIPTION": "Short links, their click statistics and raw clicks. "
+    "Authenticate with `Authorization: Bearer <token>` (make one with `manage.py create_api_token`).",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "api.schema.add_error_responses",
+    ],
+}
+API_BULK_MAX = 1000
+# Requests per token (or per signed-in user without a token), e.g. "6000/min".
+API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="6000/min")
 
 # Click importer (clicks/, docs/rollups.md).
 CLICK_IP_PRIVACY = env.str("CLICK_IP_PRIVACY", default="anonymise")  # anonymise | full | none

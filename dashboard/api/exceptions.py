@@ -1,0 +1,25 @@
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions, status
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "This slug is taken."
+    default_code = "conflict"
+
+
+def as_api_error(exc: DjangoValidationError) -> exceptions.APIException:
+    """A service's ValidationError as the API answers it: 409 for a taken
+    slug, else 400 with a message per field."""
+    detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+    codes = {error.code for error in getattr(exc, "error_dict", {}).get("slug", [])}
+    if "unique" in codes:
+        return Conflict({"slug": detail["slug"]})
+    return exceptions.ValidationError(detail)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, DjangoValidationError):
+        exc = as_api_error(exc)
+    return drf_exception_handler(exc, context)

@@ -1,0 +1,38 @@
+"""OpenAPI post-processing: every operation documents the errors it can answer."""
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "description": "`detail` for request-wide errors, or a list of messages per field.",
+    "additionalProperties": True,
+    "example": {"detail": "Invalid, expired or revoked token."},
+}
+
+_MESSAGES = {
+    "400": "Invalid input: a message per field.",
+    "401": "No credentials, or an invalid, expired or revoked token.",
+    "403": "A read-only token tried to write.",
+    "404": "No such object among yours.",
+    "409": "The slug is taken.",
+    "429": "Too many requests; see Retry-After.",
+}
+
+
+def _error(code: str) -> dict:
+    return {"description": _MESSAGES[code], "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def add_error_responses(result, generator, request, public):
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            codes = ["401", "429", "404"]
+            if method in ("post", "patch", "put", "delete"):
+                codes.append("403")
+            if operation.get("parameters") or operation.get("requestBody"):
+                codes.append("400")
+            if path.startswith("/api/v1/links") and method in ("post", "patch") and not path.endswith("/bulk"):
+                codes.append("409")
+            responses = operation.setdefault("responses", {})
+            for code in codes:
+                responses.setdefault(code, _error(code))
+    return result

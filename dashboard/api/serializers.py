@@ -1,0 +1,181 @@
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
+from rest_framework import serializers
+
+from clicks.models import Click
+from links.models import Link
+from links.validation import validate_slug
+
+from .models import ApiToken
+
+LINK_EXAMPLE = {
+    "url": "https://example.com/spring-sale?ref=newsletter",
+    "slug": "spring",
+    "title": "Spring sale",
+    "tags": ["newsletter", "sale"],
+    "redirect_status": 302,
+    "expires_at": "2027-06-01T00:00:00Z",
+    "forward_query": True,
+    "is_active": True,
+}
+
+
+class LinkSerializer(serializers.ModelSerializer):
+    short_url = serializers.SerializerMethodField()
+    clicks = serializers.IntegerField(read_only=True, default=0, help_text="Every recorded click.")
+    human_clicks = serializers.IntegerField(read_only=True, default=0, help_text="Clicks not flagged as bots.")
+
+    class Meta:
+        model = Link
+        fields = [
+            "url", "slug", "short_url", "title", "tags", "redirect_status", "expires_at", "forward_query",
+            "is_active", "clicks", "human_clicks", "created_at",
+        ]
+        read_only_fields = ["created_at"]
+        extra_kwargs = {
+            "slug": {"required": False, "validators": [validate_slug], "help_text": "Generated when left out."},
+            "url": {"help_text": "Absolute http or https URL the short link redirects to."},
+        }
+
+    def get_short_url(self, link: Link) -> str:
+        return settings.EDGE_BASE_URL.rstrip("/") + "/" + link.slug
+
+
+@extend_schema_serializer(examples=[OpenApiExample("A campaign link", value=LINK_EXAMPLE, request_only=True)])
+class LinkCreateSerializer(LinkSerializer):
+    pass
+
+
+class LinkUpdateSerializer(LinkSerializer):
+    class Meta(LinkSerializer.Meta):
+        extra_kwargs = {**LinkSerializer.Meta.extra_kwargs, "url": {"required": False}}
+
+
+class BulkCreateSerializer(serializers.Serializer):
+    links = serializers.ListField(
+        child=serializers.DictField(), allow_empty=False, max_length=settings.API_BULK_MAX,
+        help_text=f"Up to {settings.API_BULK_MAX} links, each as for creating one.",
+    )
+
+
+class BulkItemResultSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    status = serializers.IntegerField(help_text="201 created, 400 invalid, 409 slug taken.")
+    link = LinkSerializer(required=False)
+    errors = serializers.DictField(required=False)
+
+
+class BulkResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    results = BulkItemResultSerializer(many=True)
+
+
+class ClickSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Click
+        fields = ["click_id", "occurred_at", "slug", "ip", "user_agent", "referer"]
+
+
+class StorableDateTimeField(serializers.DateTimeField):
+    """A time PostgreSQL can store: offsets within ±15:59."""
+
+    def to_internal_value(self, value):
+        parsed = super().to_internal_value(value)
+        offset = parsed.utcoffset()
+        if offset is not None and abs(offset) > timedelta(hours=15, minutes=59):
+            self.fail("invalid", format="ISO 8601 with an offset within ±15:59")
+        return parsed
+
+
+class TimeRangeSerializer(serializers.Serializer):
+    """`from` and `to` query parameters (Python keywords, hence get_fields)."""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = StorableDateTimeField(required=False, help_text="From this time (inclusive).")
+        fields["to"] = StorableDateTimeField(required=False, help_text="Up to this time (exclusive).")
+        return fields
+
+    def validate(self, attrs):
+        if attrs.get("from") and attrs.get("to") and attrs["from"] >= attrs["to"]:
+            raise serializers.ValidationError({"to": "Must be after 'from'."})
+        return attrs
+
+
+class ClickQuerySerializer(TimeRangeSerializer):
+    link = serializers.RegexField(r"^[A-Za-z0-9_-]{1,64}$", required=False, help_text="Slug of one of your links.")
+    ip = serializers.IPAddressField(required=False)
+
+
+class StatsQuerySerializer(TimeRangeSerializer):
+    interval = serializers.ChoiceField(choices=["hour", "day"], default="day")
+    include_bots = serializers.BooleanField(default=False, help_text="Count clicks flagged as bots too.")
+
+    MAX_POINTS = 2000
+    DEFAULT_SPAN = {"hour": timedelta(hours=48), "day": timedelta(days=30)}
+    STEP = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        interval = attrs["interval"]
+        attrs["to"] = attrs.get("to") or timezone.now()
+        attrs["from"] = attrs.get("from") or attrs["to"] - self.DEFAULT_SPAN[interval]
+        if attrs["from"] >= attrs["to"]:
+            raise serializers.ValidationError({"to": "Must be after 'from'."})
+        if (attrs["to"] - attrs["from"]) / self.STEP[interval] > self.MAX_POINTS:
+            raise serializers.ValidationError(
+                {"interval": f"At most {self.MAX_POINTS} points: use a shorter range or interval=day."}
+            )
+        return attrs
+
+
+class StatsPointSerializer(serializers.Serializer):
+    bucket = serializers.DateTimeField(help_text="Start of the UTC hour or day.")
+    clicks = serializers.IntegerField()
+    visitors = serializers.IntegerField(help_text="Distinct visitors (anonymised address and user agent).")
+
+
+class BreakdownItemSerializer(serializers.Serializer):
+    value = serializers.CharField()
+    clicks = serializers.IntegerField()
+
+
+class BreakdownsSerializer(serializers.Serializer):
+    referer_host = BreakdownItemSerializer(many=True)
+    browser = BreakdownItemSerializer(many=True)
+    os = BreakdownItemSerializer(many=True)
+    device = BreakdownItemSerializer(many=True)
+    country = BreakdownItemSerializer(many=True)
+
+
+class StatsSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    interval = serializers.CharField()
+    include_bots = serializers.BooleanField()
+    clicks = serializers.IntegerField(help_text="Clicks in the range.")
+    series = StatsPointSerializer(many=True)
+    breakdowns = BreakdownsSerializer()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = serializers.DateTimeField()
+        fields["to"] = serializers.DateTimeField()
+        return fields
+
+
+class TokenSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "scope", "created_at", "expires_at", "last_used_at", "revoked_at"]
+        read_only_fields = ["id", "prefix", "created_at", "last_used_at", "revoked_at"]
+
+
+class TokenCreatedSerializer(TokenSerializer):
+    token = serializers.CharField(read_only=True, help_text="The secret. Shown only in this response.")
+
+    class Meta(TokenSerializer.Meta):
+        fields = [*TokenSerializer.Meta.fields, "token"]

@@ -1,0 +1,50 @@
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from django.db import connection
+
+from links.services import link_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+T0 = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=1)
+
+
+def insert_clicks(link, rows):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT slingshot_ensure_click_partitions(%s, 1)", [T0 - timedelta(days=1)])
+        for offset, ip, ua in rows:
+            cursor.execute(
+                "INSERT INTO clicks (click_id, occurred_at, link_id, slug, ip, user_agent, referer) "
+                "VALUES (%s, %s, %s, %s, %s, %s, '')",
+                [uuid.uuid4(), T0 + timedelta(minutes=offset), link.pk, link.slug, ip, ua],
+            )
+
+
+def test_clicks_filter_by_ip_link_and_time_with_cursor_pages(api, user, make_user):
+    mine = link_create(owner=user, url="https://example.com/", slug="m" + uuid.uuid4().hex[:8])
+    theirs = link_create(owner=make_user(), url="https://example.com/", slug="o" + uuid.uuid4().hex[:8])
+    insert_clicks(mine, [(i, "203.0.113.0" if i % 2 else "198.51.100.0", f"ua-{i}") for i in range(150)])
+    insert_clicks(theirs, [(i, "203.0.113.0", "theirs") for i in range(10)])
+
+    first = api.get("/api/v1/clicks", {"ip": "203.0.113.0"}).json()
+    assert len(first["results"]) == 75
+    assert {c["user_agent"] for c in first["results"]} == {f"ua-{i}" for i in range(1, 150, 2)}
+    times = [c["occurred_at"] for c in first["results"]]
+    assert times == sorted(times, reverse=True)
+
+    page = api.get("/api/v1/clicks", {"link": mine.slug}).json()
+    assert len(page["results"]) == 100 and page["next"]
+    rest = api.get(page["next"]).json()
+    assert len(rest["results"]) == 50 and rest["next"] is None
+    window = api.get("/api/v1/clicks", {"from": (T0 + timedelta(minutes=10)).isoformat(),
+                                        "to": (T0 + timedelta(minutes=20)).isoformat()}).json()
+    assert len(window["results"]) == 10
+    assert api.get("/api/v1/clicks", {"link": theirs.slug}).json()["results"] == []
+
+
+@pytest.mark.parametrize("params", [{"ip": "not-an-ip"}, {"from": "yesterday"}, {"link": "a b"},
+                                    {"from": "2030-01-02T00:00:00Z", "to": "2030-01-01T00:00:00Z"}])
+def test_bad_click_queries_are_400(api, params):
+    assert api.get("/api/v1/clicks", params).status_code == 400

@@ -1,0 +1,74 @@
+"""Stats and totals come from the importer's rollups: clicks go through the real importer."""
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import orjson
+import pytest
+from django.core.management import call_command
+
+from clicks.importer import STREAM
+from links.redis import get_redis
+from links.services import link_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FIREFOX = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:120.0) Gecko/20100101 Firefox/120.0"
+GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+
+
+def import_clicks(slug, clicks):
+    entries = [
+        {"id": uuid.uuid4().hex, "ts": int(ts.timestamp() * 1000), "slug": slug, "ip": ip, "ua": ua, "ref": ref}
+        for ts, ip, ua, ref in clicks
+    ]
+    get_redis().xadd(STREAM, {"v": "1", "clicks": orjson.dumps(entries)})
+    call_command("import_clicks", "--once", "--consumer", "stats-test")
+
+
+def test_stats_series_breakdowns_and_bot_flag(api, user):
+    link = link_create(owner=user, url="https://example.com/", slug="st" + uuid.uuid4().hex[:8])
+    now = datetime.now(timezone.utc).replace(minute=30, second=0, microsecond=0)
+    earlier = now - timedelta(hours=3)
+    import_clicks(link.slug, [
+        (earlier, "198.51.100.1", FIREFOX, "https://news.example.org/a"),
+        (earlier, "198.51.100.2", FIREFOX, "https://news.example.org/b"),
+        (now, "198.51.100.3", FIREFOX, ""),
+        (now, "66.249.66.1", GOOGLEBOT, ""),
+    ])
+
+    body = api.get(f"/api/v1/links/{link.slug}/stats", {"interval": "hour"}).json()
+    assert body["clicks"] == 3
+    by_bucket = {point["bucket"]: point["clicks"] for point in body["series"]}
+    assert sorted(by_bucket.values()) == [1, 2]
+    assert {"value": "news.example.org", "clicks": 2} in body["breakdowns"]["referer_host"]
+    assert body["breakdowns"]["browser"][0] == {"value": "Firefox", "clicks": 3}
+
+    with_bots = api.get(f"/api/v1/links/{link.slug}/stats", {"interval": "day", "include_bots": "true"}).json()
+    assert with_bots["clicks"] == 4 and with_bots["include_bots"] is True
+
+    listed = api.get(f"/api/v1/links/{link.slug}").json()
+    assert (listed["clicks"], listed["human_clicks"]) == (4, 3)
+
+
+def test_order_by_clicks(api, user):
+    quiet = link_create(owner=user, url="https://example.com/q", slug="oq" + uuid.uuid4().hex[:8])
+    busy = link_create(owner=user, url="https://example.com/b", slug="ob" + uuid.uuid4().hex[:8])
+    now = datetime.now(timezone.utc)
+    import_clicks(busy.slug, [(now, "198.51.100.9", FIREFOX, "")] * 3)
+    import_clicks(quiet.slug, [(now, "198.51.100.9", FIREFOX, "")])
+    slugs = [link["slug"] for link in api.get("/api/v1/links", {"ordering": "-clicks"}).json()["results"]]
+    assert slugs.index(busy.slug) < slugs.index(quiet.slug)
+
+
+@pytest.mark.parametrize("params", [
+    {"interval": "minute"}, {"from": "2030-01-02T00:00:00Z", "to": "2030-01-01T00:00:00Z"},
+    {"interval": "hour", "from": "2020-01-01T00:00:00Z", "to": "2021-01-01T00:00:00Z"}, {"include_bots": "maybe"},
+])
+def test_bad_stats_queries_are_400(api, user, params):
+    link = link_create(owner=user, url="https://example.com/", slug="sb" + uuid.uuid4().hex[:8])
+    assert api.get(f"/api/v1/links/{link.slug}/stats", params).status_code == 400
+
+
+def test_stats_of_another_users_link_are_404(api, make_user):
+    theirs = link_create(owner=make_user(), url="https://example.com/", slug="so" + uuid.uuid4().hex[:8])
+    assert api.get(f"/api/v1/links/{theirs.slug}/stats").status_code == 404

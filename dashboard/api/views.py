@@ -1,0 +1,208 @@
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import filters, mixins, status, viewsets
+from rest_framework.decorators import action, api_view, permission_classes
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import AllowAny
+from rest_framework.pagination import CursorPagination
+from rest_framework.response import Response
+
+from clicks.selectors import link_stats
+from links import selectors, services
+from links.models import Link
+
+from . import serializers
+from . import services as token_services
+from .exceptions import as_api_error
+from .filters import LinkFilter
+from .models import ApiToken
+
+SLUG_REGEX = r"[A-Za-z0-9_-]{1,64}"
+
+
+@extend_schema(exclude=True)
+@api_view(["GET", "POST", "PATCH", "PUT", "DELETE", "HEAD", "OPTIONS"])
+@permission_classes([AllowAny])
+def not_found(request, *args, **kwargs):
+    raise NotFound()
+
+
+def _create_link(request, data) -> Link:
+    serializer = serializers.LinkCreateSerializer(data=data)
+    serializer.is_valid(raise_exception=True)
+    try:
+        return services.link_create(owner=request.user, **serializer.validated_data)
+    except DjangoValidationError as exc:
+        raise as_api_error(exc) from None
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List your links", description="Paginated; search in slug, title and target."),
+    retrieve=extend_schema(summary="One link"),
+    create=extend_schema(
+        summary="Create a link", request=serializers.LinkCreateSerializer,
+        responses={201: serializers.LinkSerializer, 400: None, 409: None},
+    ),
+    partial_update=extend_schema(
+        summary="Change a link", request=serializers.LinkUpdateSerializer, responses={200: serializers.LinkSerializer}
+    ),
+    destroy=extend_schema(summary="Delete a link"),
+)
+class LinkViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin, viewsets.GenericViewSet,
+):
+    serializer_class = serializers.LinkSerializer
+    lookup_field = "slug"
+    lookup_value_regex = SLUG_REGEX
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    filter_backends = [DjangoFilterBackend, filters.SearchFilter, filters.OrderingFilter]
+    filterset_class = LinkFilter
+    search_fields = ["slug", "title", "url"]
+    ordering_fields = ["created_at", "clicks"]
+    ordering = ["-created_at"]
+
+    def get_queryset(self):
+        return selectors.with_click_totals(selectors.links_visible_to(self.request.user))
+
+    def _output(self, link: Link, status_code=status.HTTP_200_OK) -> Response:
+        link = self.get_queryset().get(pk=link.pk)
+        return Response(serializers.LinkSerializer(link).data, status=status_code)
+
+    def create(self, request, *args, **kwargs):
+        return self._output(_create_link(request, request.data), status.HTTP_201_CREATED)
+
+    def partial_update(self, request, *args, **kwargs):
+        link = self.get_object()
+        serializer = serializers.LinkUpdateSerializer(link, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        try:
+            services.link_update(link=link, **serializer.validated_data)
+        except DjangoValidationError as exc:
+            raise as_api_error(exc) from None
+        return self._output(link)
+
+    def perform_destroy(self, instance):
+        services.link_delete(link=instance)
+
+    @extend_schema(
+        summary="Click statistics of a link",
+        parameters=[serializers.StatsQuerySerializer],
+        responses={200: serializers.StatsSerializer},
+        description="A time series by UTC hour or day and breakdowns by referrer host, browser, OS, device "
+        "class and country, from the importer's rollups. Bots are left out unless `include_bots=true`. "
+        "Defaults: the last 30 days by day, or the last 48 hours by hour.",
+    )
+    @action(detail=True, methods=["get"])
+    def stats(self, request, slug=None):
+        link = self.get_object()
+        query = serializers.StatsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        stats = link_stats(
+            link_ids=[link.pk], start=params["from"], end=params["to"], interval=params["interval"],
+            include_bots=params["include_bots"],
+        )
+        body = {
+            "slug": link.slug, "interval": params["interval"], "include_bots": params["include_bots"],
+            "from": params["from"], "to": params["to"], "clicks": stats.clicks,
+            "series": [vars(point) for point in stats.series],
+            "breakdowns": {
+                dimension: [{"value": value, "clicks": clicks} for value, clicks in items]
+                for dimension, items in stats.breakdowns.items()
+            },
+        }
+        return Response(serializers.StatsSerializer(body).data)
+
+    @extend_schema(
+        summary="Create up to 1,000 links",
+        request=serializers.BulkCreateSerializer,
+        responses={200: serializers.BulkResultSerializer},
+        description="Each link is created on its own: one invalid item does not stop the others. "
+        "Each result says 201, 400 (with a message per field) or 409 (slug taken).",
+        examples=[OpenApiExample("Two links", value={"links": [{"url": "https://example.com/a"},
+                                                               {"url": "https://example.com/b", "slug": "b"}]},
+                                 request_only=True)],
+    )
+    @action(detail=False, methods=["post"])
+    def bulk(self, request):
+        body = serializers.BulkCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        results, created = [], 0
+        for index, item in enumerate(body.validated_data["links"]):
+            try:
+                link = _create_link(request, item)
+            except ValidationError as exc:
+                results.append({"index": index, "status": exc.status_code, "errors": exc.detail})
+            except Exception as exc:  # noqa: BLE001 - Conflict and other API errors
+                code = getattr(exc, "status_code", None)
+                if code is None:
+                    raise
+                results.append({"index": index, "status": code, "errors": exc.detail})
+            else:
+                created += 1
+                results.append({"index": index, "status": 201, "link": link})
+        ids = [r["link"].pk for r in results if "link" in r]
+        annotated = {link.pk: link for link in self.get_queryset().filter(pk__in=ids)}
+        for result in results:
+            if "link" in result:
+                result["link"] = serializers.LinkSerializer(annotated[result["link"].pk]).data
+        return Response({"created": created, "failed": len(results) - created, "results": results})
+
+
+class ClickCursorPagination(CursorPagination):
+    ordering = "-occurred_at"
+    page_size = 100
+
+
+class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = serializers.ClickSerializer
+    pagination_class = ClickCursorPagination
+
+    @extend_schema(
+        summary="Raw clicks",
+        description="Newest first, cursor-paginated. Filter by `ip` to see every date and user agent seen "
+        "from an address (matched the way addresses are stored: anonymised by default).",
+        parameters=[serializers.ClickQuerySerializer],
+    )
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    def get_queryset(self):
+        query = serializers.ClickQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        return selectors.clicks_visible_to(
+            self.request.user, slug=params.get("link"), ip=params.get("ip"), start=params.get("from"),
+            end=params.get("to"),
+        )
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your API tokens"),
+    retrieve=extend_schema(summary="One API token"),
+)
+class TokenViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = serializers.TokenSerializer
+
+    def get_queryset(self):
+        return ApiToken.objects.filter(user=self.request.user)
+
+    @extend_schema(summary="Create a token", responses={201: serializers.TokenCreatedSerializer},
+                   description="The token is in this response only; it cannot be shown again.")
+    def create(self, request, *args, **kwargs):
+        serializer = serializers.TokenSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        token, raw = token_services.token_create(user=request.user, **serializer.validated_data)
+        token.token = raw
+        return Response(serializers.TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="Revoke a token", description="The token stops working at once; it stays listed.")
+    def destroy(self, request, *args, **kwargs):
+        token_services.token_revoke(token=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,52 @@
+"""Reads of links, with the visibility rule in one place: people see their
+own links; staff see everyone's."""
+from datetime import datetime
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db.models import BigIntegerField, QuerySet
+from django.db.models.expressions import RawSQL
+
+from clicks.models import Click
+
+from .models import Link
+
+
+def links_visible_to(user: AbstractBaseUser) -> QuerySet[Link]:
+    links = Link.objects.all()
+    if not user.is_staff:
+        links = links.filter(owner=user)
+    return links
+
+
+def with_click_totals(links: QuerySet[Link]) -> QuerySet[Link]:
+    """Annotates `clicks` and `human_clicks`: all-time totals from the daily
+    rollups (docs/rollups.md), so they can be sorted on; PostgreSQL computes
+    them only for the rows a page returns unless asked to order by them."""
+    total = "COALESCE((SELECT sum({column}) FROM click_rollup_day r WHERE r.link_id = links_link.id), 0)"
+    return links.annotate(
+        clicks=RawSQL(total.format(column="clicks"), [], output_field=BigIntegerField()),
+        human_clicks=RawSQL(total.format(column="human_clicks"), [], output_field=BigIntegerField()),
+    )
+
+
+def link_for(*, user: AbstractBaseUser, slug: str) -> Link:
+    """Raises Link.DoesNotExist for a slug the user may not see, as for a missing one."""
+    return links_visible_to(user).get(slug=slug)
+
+
+def clicks_visible_to(
+    user: AbstractBaseUser, *, slug: str | None = None, ip: str | None = None,
+    start: datetime | None = None, end: datetime | None = None,
+) -> QuerySet[Click]:
+    clicks = Click.objects.all()
+    if not user.is_staff:
+        clicks = clicks.filter(link__owner=user)
+    if slug:
+        clicks = clicks.filter(link__in=links_visible_to(user).filter(slug=slug))
+    if ip:
+        clicks = clicks.filter(ip=ip)
+    if start:
+        clicks = clicks.filter(occurred_at__gte=start)
+    if end:
+        clicks = clicks.filter(occurred_at__lt=end)
+    return clicks

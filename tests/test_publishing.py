@@ -1,0 +1,89 @@
+"""Publishing never loses a change: links changed while Redis is down reach it when it returns."""
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+from rest_framework.test import APIClient
+
+from api.services import token_create
+from devstack import REPO
+from links.models import LinkOutbox
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def publisher():
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+    }
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "dashboard" / "manage.py"), "run_publisher", "--interval", "0.2"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    yield process
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def test_links_created_while_redis_is_down_redirect_once_it_is_back(servers, edge, publisher, django_user_model):
+    _, raw = token_create(user=django_user_model.objects.create_user("pub"), name="pub", scope="write")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    prefix = "rd" + uuid.uuid4().hex[:6]
+    slugs = [f"{prefix}{i}" for i in range(100)]
+
+    servers.stop_redis()
+    try:
+        for i, slug in enumerate(slugs):
+            response = api.post("/api/v1/links", {"url": f"https://example.com/{i}", "slug": slug}, format="json")
+            assert response.status_code == 201, response.content
+        assert LinkOutbox.objects.count() >= 100
+        # The edge has not seen them: Redis is down, so it answers 503.
+        assert edge.request(f"/{slugs[0]}").status == 503
+    finally:
+        servers.start_redis()
+
+    deadline = time.monotonic() + 10
+    pending = set(slugs)
+    while pending and time.monotonic() < deadline:
+        for slug in list(pending):
+            if edge.request(f"/{slug}").status == 302:
+                pending.discard(slug)
+        time.sleep(0.1)
+    assert not pending, f"{len(pending)} links never reached the edge"
+    assert all(edge.request(f"/{s}").headers["Location"] == f"https://example.com/{i}" for i, s in enumerate(slugs))
+    assert LinkOutbox.objects.count() == 0
+    call_command("publish_links", "--check")
+
+
+def test_publish_links_check_finds_every_difference_and_all_repairs(django_user_model, capsys):
+    from links.publishing import link_key
+    from links.redis import get_redis
+    from links.services import link_create
+
+    owner = django_user_model.objects.create_user("check")
+    a, b = (link_create(owner=owner, url="https://example.com/", slug="ck" + uuid.uuid4().hex[:8]) for _ in range(2))
+    client = get_redis()
+    client.delete(link_key(a.slug))
+    client.set(link_key(b.slug), '{"url":"https://stale.example/","status":302,"active":true}')
+    client.set(link_key("ghost" + uuid.uuid4().hex[:6]), '{"url":"https://ghost.example/"}')
+
+    with pytest.raises(CommandError) as failed:
+        call_command("publish_links", "--check")
+    assert failed.value.returncode == 1
+    out = capsys.readouterr().out
+    assert f"missing in Redis: {a.slug}" in out
+    assert f"differs: {b.slug}" in out
+    assert "not in PostgreSQL: ghost" in out
+
+    call_command("publish_links", "--all")
+    call_command("publish_links", "--check")
+    assert "PostgreSQL and Redis agree" in capsys.readouterr().out
