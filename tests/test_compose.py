@@ -10,7 +10,7 @@ SERVICES = COMPOSE["services"]
 
 
 def test_it_has_the_services_of_the_product():
-    assert {"postgres", "redis", "edge", "dashboard", "importer"} <= set(SERVICES)
+    assert {"postgres", "redis", "edge", "dashboard", "importer", "publisher"} <= set(SERVICES)
 
 
 def test_every_mounted_file_and_build_input_exists():
