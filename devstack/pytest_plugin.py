@@ -7,90 +7,16 @@ the run ends. Tests get nginx edges from the `edge` fixtures below.
 import atexit
 import http.client
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 import devstack
+from devstack.throwaway import ThrowawayStack
 
-_processes: list[subprocess.Popen] = []
-
-
-class Servers:
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="slingshot-test-"))
-        self.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
-        self.pg_dir = self.root / "pg"
-        self.pg_port = devstack.free_port()
-        self.redis_port = devstack.free_port()
-        self.redis_password = "test-redis-password"
-        self.redis_dir = self.root / "redis"
-
-    def start(self) -> None:
-        devstack.init_postgres(self.pg_dir)
-        self.postgres = self._spawn(
-            devstack.postgres_command(self.pg_dir, self.pg_port, durable=False), "postgres", **devstack.db_owner()
-        )
-        self.start_redis()
-        devstack.wait_for_postgres(self.pg_dir, self.pg_port)
-        devstack.bootstrap_database(
-            self.pg_dir, self.pg_port, role="slingshot", password="test", database="slingshot", createdb=True
-        )
-
-    def start_redis(self, *, durable: bool = False) -> subprocess.Popen:
-        cmd = devstack.redis_command(self.redis_dir, self.redis_port, password=self.redis_password, durable=durable)
-        self.redis = self._spawn(cmd, "redis")
-        devstack.wait_for_port(self.redis_port, process=self.redis)
-        return self.redis
-
-    def stop_redis(self) -> None:
-        self.redis.terminate()
-        self.redis.wait(timeout=30)
-
-    def restart_postgres(self) -> None:
-        """Fast shutdown (clients are disconnected), then start again and wait until ready."""
-        self.postgres.send_signal(signal.SIGINT)
-        self.postgres.wait(timeout=30)
-        self.postgres = self._spawn(
-            devstack.postgres_command(self.pg_dir, self.pg_port, durable=False), "postgres", **devstack.db_owner()
-        )
-        devstack.wait_for_postgres(self.pg_dir, self.pg_port)
-
-    def _spawn(self, cmd: list[str], name: str, **popen) -> subprocess.Popen:
-        log = open(self.root / f"{name}.log", "ab")
-        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **popen)
-        _processes.append(process)
-        return process
-
-    def environment(self) -> dict[str, str]:
-        return {
-            "SLINGSHOT_ENV_FILE": "",
-            "SECRET_KEY": "test-only-secret-key",
-            "DATABASE_URL": f"postgres://slingshot:test@127.0.0.1:{self.pg_port}/slingshot",
-            "REDIS_HOST": "127.0.0.1",
-            "REDIS_PORT": str(self.redis_port),
-            "REDIS_PASSWORD": self.redis_password,
-            "REDIS_DB": "0",
-        }
-
-    def cleanup(self) -> None:
-        for process in reversed(_processes):
-            if process.poll() is None:
-                process.terminate()
-        for process in _processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-SERVERS = Servers()
+SERVERS = ThrowawayStack(prefix="slingshot-test-")
 SERVERS.start()
 os.environ.update(SERVERS.environment())
 atexit.register(SERVERS.cleanup)
@@ -118,7 +44,7 @@ class Edge:
             devstack.edge_command(self.prefix, workers=self.workers),
             env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
-        _processes.append(self.process)
+        SERVERS.processes.append(self.process)
         devstack.wait_for_port(self.port, process=self.process)
         return self
 
@@ -162,7 +88,7 @@ def http_request(port: int, path: str, *, method: str = "GET", headers: dict | N
 
 
 @pytest.fixture(scope="session")
-def servers() -> Servers:
+def servers() -> ThrowawayStack:
     return SERVERS
 
 

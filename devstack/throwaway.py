@@ -1,0 +1,87 @@
+"""Throwaway PostgreSQL and Redis, for the tests (devstack/pytest_plugin.py)
+and the benchmarks (loadtest/)."""
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from . import (
+    bootstrap_database, db_owner, free_port, init_postgres, postgres_command, redis_command, wait_for_port,
+    wait_for_postgres,
+)
+
+
+class ThrowawayStack:
+    """PostgreSQL and Redis on free ports in a temporary folder, for tests and
+    benchmarks. `durable=False` trades crash safety for speed (tests)."""
+
+    def __init__(self, *, prefix: str = "slingshot-", durable: bool = False) -> None:
+        self.durable = durable
+        self.processes: list[subprocess.Popen] = []
+        self.root = Path(tempfile.mkdtemp(prefix=prefix))
+        self.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
+        self.pg_dir = self.root / "pg"
+        self.pg_port = free_port()
+        self.redis_port = free_port()
+        self.redis_password = "test-redis-password"
+        self.redis_dir = self.root / "redis"
+
+    def start(self) -> None:
+        init_postgres(self.pg_dir)
+        self.postgres = self._spawn(
+            postgres_command(self.pg_dir, self.pg_port, durable=self.durable), "postgres", **db_owner()
+        )
+        self.start_redis()
+        wait_for_postgres(self.pg_dir, self.pg_port)
+        bootstrap_database(
+            self.pg_dir, self.pg_port, role="slingshot", password="test", database="slingshot", createdb=True
+        )
+
+    def start_redis(self, *, durable: bool | None = None) -> subprocess.Popen:
+        durable = self.durable if durable is None else durable
+        cmd = redis_command(self.redis_dir, self.redis_port, password=self.redis_password, durable=durable)
+        self.redis = self._spawn(cmd, "redis")
+        wait_for_port(self.redis_port, process=self.redis)
+        return self.redis
+
+    def stop_redis(self) -> None:
+        self.redis.terminate()
+        self.redis.wait(timeout=30)
+
+    def restart_postgres(self) -> None:
+        """Fast shutdown (clients are disconnected), then start again and wait until ready."""
+        self.postgres.send_signal(signal.SIGINT)
+        self.postgres.wait(timeout=30)
+        self.postgres = self._spawn(
+            postgres_command(self.pg_dir, self.pg_port, durable=self.durable), "postgres", **db_owner()
+        )
+        wait_for_postgres(self.pg_dir, self.pg_port)
+
+    def _spawn(self, cmd: list[str], name: str, **popen) -> subprocess.Popen:
+        log = open(self.root / f"{name}.log", "ab")
+        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **popen)
+        self.processes.append(process)
+        return process
+
+    def environment(self) -> dict[str, str]:
+        return {
+            "SLINGSHOT_ENV_FILE": "",
+            "SECRET_KEY": "test-only-secret-key",
+            "DATABASE_URL": f"postgres://slingshot:test@127.0.0.1:{self.pg_port}/slingshot",
+            "REDIS_HOST": "127.0.0.1",
+            "REDIS_PORT": str(self.redis_port),
+            "REDIS_PASSWORD": self.redis_password,
+            "REDIS_DB": "0",
+        }
+
+    def cleanup(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        shutil.rmtree(self.root, ignore_errors=True)
