@@ -39,6 +39,17 @@ def anonymise(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     return str(network.network_address)
 
 
+def _ipv4_net(raw: str) -> str | None:
+    """The anonymised /24 of a dotted-quad IPv4 address, or None if raw is not one."""
+    parts = raw.split(".")
+    if len(parts) != 4:
+        return None
+    for part in parts:
+        if not (part.isdigit() and part.isascii() and len(part) <= 3) or int(part) > 255 or (part[0] == "0" and part != "0"):
+            return None
+    return f"{parts[0]}.{parts[1]}.{parts[2]}.0"
+
+
 def referer_host(referer: str) -> str:
     """Lower-case host of a Referer header; '' when there is none, 'unknown' when it has no host."""
     if not referer:
@@ -86,25 +97,31 @@ class Enricher:
         self.ip = lru_cache(maxsize=cache_size)(self._ip)
         self.agent = lru_cache(maxsize=cache_size)(self._agent)
         self.referer = lru_cache(maxsize=cache_size)(self._referer)
+        self.country = lru_cache(maxsize=cache_size)(self._country)
 
     def _ip(self, raw: str) -> tuple[str, str]:
         """COPY text of IP_COLUMNS, and the country."""
-        try:
-            address = ipaddress.ip_address(raw)
-        except ValueError:
-            return "\\N\t\t" + UNKNOWN, UNKNOWN
-        if address.version == 6 and address.ipv4_mapped:
-            address = address.ipv4_mapped
-        visitor_net = anonymise(address)
-        stored = {"anonymise": visitor_net, "full": str(address), "none": "\\N"}[self.ip_privacy]
-        country = self.country(address)
+        visitor_net = _ipv4_net(raw)
+        if visitor_net is not None:  # the common case, without ipaddress's cost
+            stored = {"anonymise": visitor_net, "full": raw, "none": "\\N"}[self.ip_privacy]
+        else:
+            try:
+                address = ipaddress.ip_address(raw)
+            except ValueError:
+                return "\\N\t\t" + UNKNOWN, UNKNOWN
+            if address.version == 6 and address.ipv4_mapped:
+                address = address.ipv4_mapped
+            visitor_net = anonymise(address)
+            stored = {"anonymise": visitor_net, "full": str(address), "none": "\\N"}[self.ip_privacy]
+        country = self.country(visitor_net)
         return f"{stored}\t{visitor_net}\t{copy_text(country)}", country
 
-    def country(self, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    def _country(self, visitor_net: str) -> str:
+        """Country of an anonymised network (the geo data has no finer grain)."""
         if self._geo is None:
             return UNKNOWN
         try:
-            code = self._geo.lookup(str(address)).country_code
+            code = self._geo.lookup(visitor_net).country_code
         except Exception:  # a data problem in the geo library must not cost the click
             return UNKNOWN
         return code if len(code) == 2 and code.isalpha() else UNKNOWN

@@ -20,6 +20,7 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -405,9 +406,9 @@ class ClickImporter:
 
     # --- the loop ----------------------------------------------------------------
 
-    def process(self, entries: list[tuple[bytes, dict]]) -> BatchResult:
+    def process(self, entries: list[tuple[bytes, dict]], batch: Batch | None = None) -> BatchResult:
         """Stores one batch and acknowledges it."""
-        batch = parse_entries(entries, enricher=self.enricher)
+        batch = batch or parse_entries(entries, enricher=self.enricher)
         stored = self.store(batch)
         if batch.dead:
             self._dead_letter(batch.dead)
@@ -423,38 +424,63 @@ class ClickImporter:
         Order of work: this consumer's own pending entries (a restart after a
         crash), then entries other consumers left idle (XAUTOCLAIM), then new
         ones; idle entries are looked for again every claim_idle_ms / 2.
+        While PostgreSQL stores a batch, a second thread reads and parses the
+        next one; acknowledgements still follow each COMMIT in order.
         Returns the number of clicks stored.
         """
+        report = report or (lambda result: None)
         self.ensure_group()
         self.acquire_lock()
+        feed = _Feed(self, once=once)
+        total = 0
         try:
-            return self._loop(once=once, should_stop=should_stop, report=report or (lambda result: None),
-                              every_so_often=every_so_often or (lambda: None))
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="click-reader") as reader:
+                upcoming = reader.submit(feed.next)
+                while not should_stop():
+                    if every_so_often:
+                        every_so_often()
+                    entries, batch = upcoming.result()
+                    if not entries and feed.drained:
+                        break
+                    upcoming = reader.submit(feed.next)
+                    if entries:
+                        result = self.process(entries, batch)
+                        total += result.stored
+                        report(result)
+                # A batch read ahead and not stored stays pending for this
+                # consumer, which reads it first when it starts again.
+                feed.stopping = True
         finally:
             self.release_lock()
-
-    def _loop(self, *, once, should_stop, report, every_so_often) -> int:
-        total = 0
-        start = "0"  # first what this consumer read before and never acknowledged
-        claim_cursor, next_claim = "0-0", 0.0
-        while not should_stop():
-            every_so_often()
-            if start == ">" and time.monotonic() >= next_claim:
-                claim_cursor, entries = self.claim(claim_cursor)
-                if claim_cursor == "0-0":
-                    next_claim = time.monotonic() + self.claim_idle_ms / 2000
-            else:
-                entries = self.read(start, None if (once or start == "0") else self.block_ms)
-                if not entries:
-                    if start == "0":
-                        start = ">"
-                        continue
-                    if once:
-                        break
-                    continue
-            if not entries:
-                continue
-            result = self.process(entries)
-            total += result.stored
-            report(result)
         return total
+
+
+class _Feed:
+    """Where the next entries come from, read and parsed in the reader thread."""
+
+    def __init__(self, importer: ClickImporter, *, once: bool):
+        self.importer, self.once = importer, once
+        self.start = "0"  # first what this consumer read before and never acknowledged
+        self.claim_cursor, self.next_claim = "0-0", 0.0
+        self.drained = False  # with once: nothing left to read
+        self.stopping = False
+
+    def next(self) -> tuple[list[tuple[bytes, dict]], Batch | None]:
+        importer = self.importer
+        if self.stopping:
+            return [], None
+        if self.start == ">" and time.monotonic() >= self.next_claim:
+            self.claim_cursor, entries = importer.claim(self.claim_cursor)
+            if self.claim_cursor == "0-0":
+                self.next_claim = time.monotonic() + importer.claim_idle_ms / 2000
+        else:
+            catching_up = self.start != ">"
+            entries = importer.read(self.start, None if (self.once or catching_up) else importer.block_ms)
+            if catching_up:
+                # Own pending entries, oldest first; the next read starts after
+                # these, as they are still pending while they are being stored.
+                self.start = entries[-1][0].decode() if entries else ">"
+            elif not entries and self.once:
+                self.drained = True
+        batch = parse_entries(entries, enricher=importer.enricher) if entries else None
+        return entries, batch

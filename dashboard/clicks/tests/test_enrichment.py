@@ -88,3 +88,8 @@ def test_text_is_escaped_for_copy_and_cut(enricher):
 def test_android_without_mobile_is_a_tablet():
     assert device_class(user_agent="Mozilla/5.0 (Linux; Android 13; SM-X700)", os_family="Android",
                         device_family="SM-X700", is_bot=False) == "tablet"
+
+
+@pytest.mark.parametrize("raw", ["1.2.3", "1.2.3.256", "01.2.3.4", "1.2.3.4.5", "1.2.3.-4", "١.2.3.4", "1.2.3.4 "])
+def test_malformed_ipv4_is_not_stored(raw):
+    assert Enricher().ip(raw) == ("\\N\t\tunknown", "unknown")

@@ -192,3 +192,18 @@ def test_partitions_are_made_ahead_and_old_ones_dropped_while_rollups_stay():
         cursor.execute("SELECT clicks FROM click_rollup_day WHERE link_id = -1")
         assert cursor.fetchall() == [(5,)]
         cursor.execute("DELETE FROM click_rollup_day WHERE link_id = -1")
+
+
+def test_many_pending_entries_of_a_restarted_consumer_are_each_stored_once():
+    slug = "many" + uuid.uuid4().hex[:6]
+    for _ in range(7):
+        add_entry([make_click(slug) for _ in range(3)])
+    ClickImporter(client=get_redis(), consumer="many", enricher=ENRICHER).ensure_group()
+    get_redis().xreadgroup(GROUP, "many", {STREAM: ">"})
+
+    batches = []
+    importer = ClickImporter(client=get_redis(), consumer="many", enricher=ENRICHER, batch_size=2)
+    assert importer.run(once=True, report=batches.append) == 21
+
+    assert [result.entries for result in batches] == [2, 2, 2, 1]
+    assert clicks_for(slug) == 21
