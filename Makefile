@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run test test-python test-lua lint lock
+.PHONY: setup run test test-python test-lua lint lock bench-import
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -27,3 +27,7 @@ lock:
 	$(VENV)/bin/pip install --quiet -r requirements.in
 	{ echo '# Pinned from requirements.in with `make lock`; install with `make setup`.'; \
 	  $(VENV)/bin/pip freeze --exclude-editable; } > requirements.txt
+
+# Not part of `make test`: preloads 1,000,000 clicks and times the importer.
+bench-import: setup
+	$(PY) loadtest/bench_import.py

@@ -11,11 +11,7 @@ draining it, with enrichment off and then on. Prints clicks/s.
 import argparse
 import os
 import random
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -23,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
-import devstack  # noqa: E402
+from devstack.throwaway import ThrowawayStack  # noqa: E402
 
 BROWSERS = [
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36",
@@ -114,36 +110,14 @@ def main() -> None:
     parser.add_argument("--statements", action="store_true", help="time each SQL statement of the import")
     args = parser.parse_args()
 
-    root = Path(tempfile.mkdtemp(prefix="slingshot-bench-import-"))
-    root.chmod(0o755)
-    processes = []
+    stack = ThrowawayStack(prefix="slingshot-bench-import-", durable=not args.fast_fsync_off)
     try:
-        pg_dir, pg_port, redis_port = root / "pg", devstack.free_port(), devstack.free_port()
-        devstack.init_postgres(pg_dir)
-        processes.append(subprocess.Popen(
-            devstack.postgres_command(pg_dir, pg_port, durable=not args.fast_fsync_off),
-            stdout=open(root / "pg.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True, **devstack.db_owner(),
-        ))
-        processes.append(subprocess.Popen(
-            devstack.redis_command(root / "redis", redis_port, password="bench", durable=True),
-            stdout=open(root / "redis.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True,
-        ))
-        devstack.wait_for_postgres(pg_dir, pg_port)
-        devstack.wait_for_port(redis_port)
-        devstack.bootstrap_database(pg_dir, pg_port, role="slingshot", password="bench", database="slingshot")
-        os.environ.update({
-            "SLINGSHOT_ENV_FILE": "", "SECRET_KEY": "bench-only",
-            "DATABASE_URL": f"postgres://slingshot:bench@127.0.0.1:{pg_port}/slingshot",
-            "REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(redis_port), "REDIS_PASSWORD": "bench",
-            "DJANGO_SETTINGS_MODULE": "slingshot.settings", "LOG_LEVEL": "WARNING",
-        })
+        stack.start()
+        os.environ.update({**stack.environment(), "DJANGO_SETTINGS_MODULE": "slingshot.settings",
+                           "LOG_LEVEL": "WARNING"})
         run_bench(args)
     finally:
-        for process in processes:
-            process.send_signal(signal.SIGINT)  # PostgreSQL: fast shutdown, without waiting for clients
-        for process in processes:
-            process.wait(timeout=60)
-        shutil.rmtree(root, ignore_errors=True)
+        stack.cleanup()
 
 
 def run_bench(args) -> None:
@@ -219,6 +193,7 @@ def run_bench(args) -> None:
         assert rows == stored == args.clicks, (rows, stored)
         print(f"  {name:9} import: {stored:,} clicks in {elapsed:.1f}s = {stored / elapsed:,.0f} clicks/s "
               f"({rolled_up:,} in rollups, stream left {client.xlen(STREAM)})")
+    connection.close()
 
 
 if __name__ == "__main__":
