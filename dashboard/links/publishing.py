@@ -1,11 +1,12 @@
 """Publishing links to Redis in the format docs/contract.md defines.
 
 A change is written to the outbox (LinkOutbox) in the same transaction as the
-change itself. `deliver_outbox` then makes Redis agree with PostgreSQL for
-each slug in the outbox, in order, and deletes the rows only once Redis has
-taken them: right after the commit when Redis is up, else from the publisher
-process (`manage.py run_publisher`) as soon as Redis is back. Nothing is lost
-while Redis is down.
+change itself, with a NOTIFY. The publisher process (`manage.py
+run_publisher`) wakes on it and runs `deliver_outbox`, which makes Redis
+agree with PostgreSQL for each slug in the outbox, in order, and deletes the
+rows only once Redis has taken them; while Redis is down they wait, and
+nothing is lost. With LINK_PUBLISH_INLINE the request that made the change
+also delivers right after its commit (no publisher needed, a few ms slower).
 """
 import json
 import logging
@@ -23,6 +24,7 @@ LINK_KEY_PREFIX = "slingshot:link:"
 CHANGES_STREAM = "slingshot:link-changes"
 CHANGES_MAXLEN = 100_000
 OUTBOX_BATCH = 500
+OUTBOX_CHANNEL = "slingshot_link_outbox"  # NOTIFY'd by every change
 # One deliverer at a time keeps Redis writes in commit order.
 _DELIVERY_LOCK = 0x51_1D_0B_0C
 

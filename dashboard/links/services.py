@@ -7,10 +7,11 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from .models import Link, LinkOutbox
-from .publishing import deliver_after_commit
+from .publishing import OUTBOX_CHANNEL, deliver_after_commit
+from .validation import RESERVED_SLUGS
 
 SLUG_ALPHABET = string.ascii_letters + string.digits
 _SLUG_ATTEMPTS = 10
@@ -21,13 +22,44 @@ EDITABLE_FIELDS = frozenset(
 
 
 def generate_slug(length: int | None = None) -> str:
-    return "".join(secrets.choice(SLUG_ALPHABET) for _ in range(length or settings.LINK_SLUG_LENGTH))
+    while True:
+        slug = "".join(secrets.choice(SLUG_ALPHABET) for _ in range(length or settings.LINK_SLUG_LENGTH))
+        if slug.lower() not in RESERVED_SLUGS:
+            return slug
 
 
 def _publish(slug: str) -> None:
-    """Records the change in the outbox, in the caller's transaction."""
+    """Records the change in the outbox, in the caller's transaction, and
+    wakes the publisher when that transaction commits."""
     LinkOutbox.objects.create(slug=slug)
-    transaction.on_commit(deliver_after_commit)
+    with connection.cursor() as cursor:
+        cursor.execute(f"NOTIFY {OUTBOX_CHANNEL}")
+    if settings.LINK_PUBLISH_INLINE:
+        transaction.on_commit(deliver_after_commit)
+
+
+def _validate(link: Link) -> None:
+    # Field validators only: the owner comes from the caller, the check
+    # constraints repeat the field validators, and a taken slug is found by
+    # the unique index itself (_save), which a concurrent insert cannot race.
+    link.full_clean(exclude=["owner"], validate_unique=False, validate_constraints=False)
+
+
+def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
+    """Saves in a savepoint. A taken slug is a ValidationError, or, for a
+    generated one, a new slug and another try."""
+    for _ in range(_SLUG_ATTEMPTS if regenerate_slug else 1):
+        try:
+            with transaction.atomic():
+                link.save(**save_options)
+            return
+        except IntegrityError:
+            if not Link.objects.filter(slug=link.slug).exclude(pk=link.pk).exists():
+                raise
+            if not regenerate_slug:
+                raise ValidationError({"slug": ValidationError("Link with this Slug already exists.", code="unique")})
+            link.slug = generate_slug()
+    raise IntegrityError("could not find a free slug after %d attempts" % _SLUG_ATTEMPTS)
 
 
 @transaction.atomic
@@ -43,7 +75,8 @@ def link_create(
     forward_query: bool = False,
     is_active: bool = True,
 ) -> Link:
-    fields = dict(
+    link = Link(
+        slug=slug or generate_slug(),
         owner=owner,
         url=url,
         title=title,
@@ -53,37 +86,10 @@ def link_create(
         forward_query=forward_query,
         is_active=is_active,
     )
-    if slug:
-        link = Link(slug=slug, **fields)
-        link.full_clean()
-        try:
-            with transaction.atomic():
-                link.save()
-        except IntegrityError:
-            # Taken by a concurrent request between full_clean and INSERT.
-            raise ValidationError({"slug": ValidationError("Link with this Slug already exists.", code="unique")})
-    else:
-        link = _create_with_generated_slug(fields)
+    _validate(link)
+    _save(link, regenerate_slug=not slug)
     _publish(link.slug)
     return link
-
-
-def _create_with_generated_slug(fields: dict) -> Link:
-    link = Link(slug=generate_slug(), **fields)
-    link.full_clean(exclude=["slug"])
-    for _ in range(_SLUG_ATTEMPTS):
-        try:
-            # A savepoint, so a collision with a concurrent insert can be retried.
-            with transaction.atomic():
-                link.save()
-            return link
-        except IntegrityError:
-            if Link.objects.filter(slug=link.slug).exists():
-                link.slug = generate_slug()
-                link.pk = None
-                continue
-            raise
-    raise IntegrityError("could not find a free slug after %d attempts" % _SLUG_ATTEMPTS)
 
 
 @transaction.atomic
@@ -94,8 +100,8 @@ def link_update(*, link: Link, **changes) -> Link:
     old_slug = Link.objects.select_for_update().values_list("slug", flat=True).get(pk=link.pk)
     for name, value in changes.items():
         setattr(link, name, value)
-    link.full_clean(exclude=["owner"])
-    link.save(update_fields=[*changes, "updated_at"])
+    _validate(link)
+    _save(link, regenerate_slug=False, update_fields=[*changes, "updated_at"])
     if link.slug != old_slug:
         _publish(old_slug)
     _publish(link.slug)
