@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run test test-python test-lua lint lock bench-import
+.PHONY: setup run test test-python test-lua lint lock bench-import bench-api
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -31,3 +31,7 @@ lock:
 # Not part of `make test`: preloads 1,000,000 clicks and times the importer.
 bench-import: setup
 	$(PY) loadtest/bench_import.py
+
+# Not part of `make test`: link creation at 200/s and stats over 10,000,000 clicks.
+bench-api: setup
+	$(PY) loadtest/bench_api.py
