@@ -94,6 +94,16 @@ class LinkViewSet(
         description="A time series by UTC hour or day and breakdowns by referrer host, browser, OS, device "
         "class and country, from the importer's rollups. Bots are left out unless `include_bots=true`. "
         "Defaults: the last 30 days by day, or the last 48 hours by hour.",
+        examples=[OpenApiExample("Two days", response_only=True, value={
+            "slug": "spring", "interval": "day", "include_bots": False, "from": "2026-11-20T00:00:00Z",
+            "to": "2026-11-22T00:00:00Z", "clicks": 42,
+            "series": [{"bucket": "2026-11-20T00:00:00Z", "clicks": 30, "visitors": 21},
+                       {"bucket": "2026-11-21T00:00:00Z", "clicks": 12, "visitors": 9}],
+            "breakdowns": {"referer_host": [{"value": "news.example.org", "clicks": 25}],
+                           "browser": [{"value": "Chrome", "clicks": 30}, {"value": "Safari", "clicks": 12}],
+                           "os": [{"value": "Android", "clicks": 22}], "device": [{"value": "mobile", "clicks": 28}],
+                           "country": [{"value": "DE", "clicks": 40}, {"value": "unknown", "clicks": 2}]},
+        })],
     )
     @action(detail=True, methods=["get"])
     def stats(self, request, slug=None):
@@ -193,8 +203,12 @@ class TokenViewSet(
     def get_queryset(self):
         return ApiToken.objects.filter(user=self.request.user)
 
-    @extend_schema(summary="Create a token", responses={201: serializers.TokenCreatedSerializer},
-                   description="The token is in this response only; it cannot be shown again.")
+    @extend_schema(
+        summary="Create a token", responses={201: serializers.TokenCreatedSerializer},
+        description="The token is in this response only; it cannot be shown again.",
+        examples=[OpenApiExample("A read-only token for a dashboard", request_only=True,
+                                 value={"name": "grafana", "scope": "read", "expires_at": "2027-01-01T00:00:00Z"})],
+    )
     def create(self, request, *args, **kwargs):
         serializer = serializers.TokenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -1,11 +1,13 @@
 """Reads of links, with the visibility rule in one place: people see their
 own links; staff see everyone's."""
+import ipaddress
 from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import BigIntegerField, QuerySet
 from django.db.models.expressions import RawSQL
 
+from clicks.enrichment import anonymise
 from clicks.models import Click
 
 from .models import Link
@@ -44,7 +46,8 @@ def clicks_visible_to(
     if slug:
         clicks = clicks.filter(link__in=links_visible_to(user).filter(slug=slug))
     if ip:
-        clicks = clicks.filter(ip=ip)
+        # Stored whole or anonymised, depending on CLICK_IP_PRIVACY when imported.
+        clicks = clicks.filter(ip__in={ip, anonymise(ipaddress.ip_address(ip))})
     if start:
         clicks = clicks.filter(occurred_at__gte=start)
     if end:
