@@ -106,6 +106,7 @@ def main() -> None:
                         help="clicks' times spread over this many past minutes (a live edge: a few)")
     parser.add_argument("--fast-fsync-off", action="store_true", help="PostgreSQL with fsync=off (not production)")
     parser.add_argument("--only", choices=["enriched", "plain"], help="run one of the two imports")
+    parser.add_argument("--skip-selectors", action="store_true", help="do not time the stats selectors")
     parser.add_argument("--profile", action="store_true", help="cProfile the enriched import, top 25 by own time")
     parser.add_argument("--statements", action="store_true", help="time each SQL statement of the import")
     args = parser.parse_args()
@@ -193,7 +194,65 @@ def run_bench(args) -> None:
         assert rows == stored == args.clicks, (rows, stored)
         print(f"  {name:9} import: {stored:,} clicks in {elapsed:.1f}s = {stored / elapsed:,.0f} clicks/s "
               f"({rolled_up:,} in rollups, stream left {client.xlen(STREAM)})")
+    if not args.skip_selectors:
+        bench_selectors(Link.objects.create(slug="bench-stats", url="https://example.com/", owner=owner).pk)
     connection.close()
+
+
+def bench_selectors(link_id: int) -> None:
+    """The reads the stats API makes, for one link with 10,000,000 clicks over
+    a year. Selectors read only rollups, so the rollups are written directly
+    (as the importer would have, with 20 referrers, 15 browsers, 10 systems,
+    4 device classes and 50 countries every hour)."""
+    from datetime import datetime, timedelta, timezone
+
+    from django.db import connection
+
+    from clicks.selectors import link_stats, link_totals
+
+    values = {"referer_host": 20, "browser": 15, "os": 10, "device": 4, "country": 50}
+    hours = "generate_series(date_trunc('hour', now()) - interval '365 days', date_trunc('hour', now()), '1 hour')"
+    days = "generate_series(date_trunc('day', now()) - interval '365 days', date_trunc('day', now()), '1 day')"
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO click_rollup_hour SELECT %s, b, 1142, 1000, 900, 800 FROM {hours} b", [link_id])
+        cursor.execute(f"INSERT INTO click_rollup_day SELECT %s, b, 27400, 24000, 9000, 8000 FROM {days} b",
+                       [link_id])
+        for table, series in (("click_breakdown_hour", hours), ("click_breakdown_day", days)):
+            for dimension, count in values.items():
+                cursor.execute(
+                    f"INSERT INTO {table} SELECT %s, b, %s, %s || v, 100 - v, 90 - v FROM {series} b, "
+                    "generate_series(1, %s) v",
+                    [link_id, dimension, dimension, count],
+                )
+        cursor.execute("SELECT sum(clicks) FROM click_rollup_hour WHERE link_id = %s", [link_id])
+        total = cursor.fetchone()[0]
+    connection.set_autocommit(True)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE click_rollup_hour, click_rollup_day, click_breakdown_hour, click_breakdown_day")
+    print(f"  selectors, one link with {total:,} clicks over a year (rollups written in "
+          f"{time.perf_counter() - started:.1f}s):")
+    now = datetime.now(timezone.utc)
+    cases = [
+        ("link_stats a year by day", dict(start=now - timedelta(days=365), end=now, interval="day")),
+        ("link_stats 30 days by hour", dict(start=now - timedelta(days=30), end=now, interval="hour")),
+        ("link_stats a year by hour", dict(start=now - timedelta(days=365), end=now, interval="hour")),
+        ("link_stats 48 hours by hour, bots", dict(start=now - timedelta(hours=48), end=now, interval="hour",
+                                                   include_bots=True)),
+    ]
+    for name, kwargs in cases:
+        timings = []
+        for _ in range(7):
+            began = time.perf_counter()
+            link_stats(link_ids=[link_id], **kwargs)
+            timings.append(time.perf_counter() - began)
+        print(f"    {name:36} median {sorted(timings)[3] * 1000:6.1f} ms")
+    timings = []
+    for _ in range(7):
+        began = time.perf_counter()
+        link_totals(link_ids=[link_id])
+        timings.append(time.perf_counter() - began)
+    print(f"    {'link_totals':36} median {sorted(timings)[3] * 1000:6.1f} ms")
 
 
 if __name__ == "__main__":
