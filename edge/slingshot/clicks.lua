@@ -12,11 +12,8 @@ local ERR = ngx.ERR
 local WARN = ngx.WARN
 local now = ngx.now
 local sleep = ngx.sleep
-local exiting = ngx.worker.exiting
-local var = ngx.var
-local floor = math.floor
 local min = math.min
-local sub = string.sub
+local floor = math.floor
 local io_open = io.open
 local type = type
 local tostring = tostring
@@ -25,8 +22,7 @@ local error = error
 local _M = { _VERSION = "0.2.0" }
 
 _M.STREAM = "slingshot:clicks"
-local UA_MAX = 512
-local REFERER_MAX = 1024
+local FIELDS = clickbuf.FIELDS
 
 local BUFFERED = "slingshot_edge_clicks_buffered_total"
 local ORPHANS = "slingshot_edge_clicks_orphan_total"
@@ -41,6 +37,7 @@ local prefix
 local seq = 0
 local flushing = false
 local failures, retry_at = 0, 0
+local exited = false
 
 local function random_prefix()
     local f, err = io_open("/dev/urandom", "rb")
@@ -52,30 +49,29 @@ local function random_prefix()
     return clickbuf.hex_prefix(bytes)
 end
 
--- Buffers a click on `slug`; `orphan` marks a visit to a slug without a link.
-function _M.record(slug, orphan)
+-- Buffers a click on `slug`: `details` is the request's $slingshot_click
+-- (nginx.conf), `orphan` marks a visit to a slug without a link. Only
+-- appends to the buffer; the click object is built when it is flushed.
+function _M.record(slug, details, orphan)
     if depth >= config.click_buffer_max then
         metrics.inc(DROPPED)
         return
     end
     seq = seq + 1
+    local at = depth * FIELDS
+    buffer[at + 1] = seq
+    buffer[at + 2] = slug
+    buffer[at + 3] = floor(now() * 1000)
+    buffer[at + 4] = details
+    buffer[at + 5] = orphan
     depth = depth + 1
-    buffer[depth] = {
-        id = clickbuf.click_id(prefix, seq),
-        ts = floor(now() * 1000),
-        slug = slug,
-        ip = var.remote_addr,
-        ua = sub(var.http_user_agent or "", 1, UA_MAX),
-        ref = sub(var.http_referer or "", 1, REFERER_MAX),
-        orphan = orphan or nil,
-    }
     metrics.inc(BUFFERED)
     if orphan then
         metrics.inc(ORPHANS)
     end
-    if exiting() then
-        -- The exit flush may have run already and no timer runs after it:
-        -- requests still finishing in an old worker write their own clicks.
+    if exited then
+        -- The exit flush has run and no timer runs after it: requests still
+        -- finishing in an old worker write their own clicks.
         _M.flush(true)
     end
 end
@@ -83,29 +79,25 @@ end
 -- Put a batch that could not be written back in front of what arrived since,
 -- keeping at most EDGE_CLICK_BUFFER_MAX clicks.
 local function requeue(batch, count)
-    local merged, n = {}, 0
     local limit = config.click_buffer_max
-    for i = 1, count do
-        if n >= limit then break end
-        n = n + 1
-        merged[n] = batch[i]
+    local kept = count < limit and count or limit
+    local arrived = depth < limit - kept and depth or limit - kept
+    local merged = {}
+    for i = 1, kept * FIELDS do
+        merged[i] = batch[i]
     end
-    for i = 1, depth do
-        if n >= limit then
-            metrics.inc(DROPPED, depth - i + 1)
-            break
-        end
-        n = n + 1
-        merged[n] = buffer[i]
+    local offset = kept * FIELDS
+    for i = 1, arrived * FIELDS do
+        merged[offset + i] = buffer[i]
     end
-    if count > limit then
-        metrics.inc(DROPPED, count - limit)
+    if count + depth > kept + arrived then
+        metrics.inc(DROPPED, count + depth - kept - arrived)
     end
-    buffer, depth = merged, n
+    buffer, depth = merged, kept + arrived
 end
 
 local function write(batch, count)
-    local payloads = clickbuf.payloads(batch, count, config.clicks_per_entry)
+    local payloads = clickbuf.payloads(prefix, batch, count, config.clicks_per_entry)
     local red, err = redis.connect()
     if not red then
         return nil, err
@@ -143,8 +135,11 @@ end
 -- to EDGE_CLICK_RETRY_MAX seconds; if part of it had reached the stream, the
 -- importer drops the repeats by click id.
 function _M.flush(premature)
-    while premature and flushing do
-        sleep(0.01)  -- the exit flush must not skip what the running one left
+    if premature then
+        exited = true
+        while flushing do
+            sleep(0.01)  -- the exit flush must not skip what the running one left
+        end
     end
     if flushing or depth == 0 or (not premature and now() < retry_at) then
         return report_depth()

@@ -16,7 +16,6 @@ local say = ngx.say
 local print = ngx.print
 local exit = ngx.exit
 local redirect = ngx.redirect
-local get_method = ngx.req.get_method
 local time = ngx.time
 local log = ngx.log
 local ERR = ngx.ERR
@@ -61,9 +60,13 @@ function _M.init_worker()
     end
 end
 
+-- HTML unless told: nginx.conf's default_type and charset fill in the
+-- Content-Type, which saves setting it from Lua on every 404.
 local function answer(status, body, content_type)
     ngx.status = status
-    header["Content-Type"] = content_type or "text/html; charset=utf-8"
+    if content_type then
+        header["Content-Type"] = content_type
+    end
     header["Cache-Control"] = config.cache_control
     say(body)
     return exit(status)
@@ -80,10 +83,6 @@ local function not_found()
         return send_to(config.not_found_url)
     end
     return answer(404, NOT_FOUND_PAGE)
-end
-
-local function is_click()
-    return get_method() ~= "HEAD"
 end
 
 function _M.redirect()
@@ -107,14 +106,16 @@ function _M.redirect()
         log(ERR, "slug ", slug, ": ", err)
         return answer(503, UNAVAILABLE_PAGE)
     end
+    -- What a click records, joined by nginx; "" for HEAD, which is no click.
+    local click = var.slingshot_click
     if not value then
         metrics.inc(NOT_FOUND)
-        if is_click() then
-            clicks.record(slug, true)
+        if click ~= "" then
+            clicks.record(slug, click, true)
         end
         return not_found()
     end
-    local state = link.state(value, time())
+    local state = link.state(value, value.expires_at and time())
     if state == "disabled" then
         metrics.inc(DISABLED)
         return not_found()
@@ -122,11 +123,12 @@ function _M.redirect()
         metrics.inc(EXPIRED)
         return answer(410, GONE_PAGE)
     end
-    if is_click() then
-        clicks.record(slug)
+    if click ~= "" then
+        clicks.record(slug, click, false)
     end
     metrics.inc(REDIRECTED)
-    return send_to(link.target(value, var.args), value.status)
+    -- Reading a variable costs as much as the rest of a hit: only when used.
+    return send_to(link.target(value, value.forward_query and var.args), value.status)
 end
 
 function _M.healthz()

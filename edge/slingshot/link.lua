@@ -47,7 +47,8 @@ function _M.decode(raw)
     }
 end
 
--- "redirect", "disabled" or "expired" for a decoded link at Unix time `now`.
+-- "redirect", "disabled" or "expired" for a decoded link at Unix time `now`
+-- (which may be nil for a link without expiry).
 function _M.state(link, now)
     if not link.active then
         return "disabled"

@@ -24,8 +24,11 @@ function _M.alphabet(spec)
     while i <= len do
         local c = sub(spec, i, i)
         local b = byte(c)
-        if b <= 32 or b >= 127 or c == "/" or c == "%" or c == "?" or c == "#" then
-            return nil, "alphabet may hold printable ASCII except / % ? # and space, got "
+        if b <= 32 or b >= 127 or c == "/" or c == "%" or c == "?" or c == "#"
+                or c == '"' or c == "\\" then
+            -- Paths could not carry these; quotes and backslashes would need
+            -- escaping in the click JSON (clickbuf.lua copies slugs as they are).
+            return nil, "alphabet may hold printable ASCII except / % ? # \" \\ and space, got "
                 .. ("%q"):format(spec)
         end
         local last = sub(spec, i + 2, i + 2)
