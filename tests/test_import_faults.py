@@ -22,6 +22,7 @@ from django.db import connection
 
 import devstack
 from clicks.importer import DEAD_LETTER_STREAM, GROUP, STREAM, lock_key
+from clicks.tests.streams import empty_streams  # noqa: F401 (autouse fixture)
 from links.models import Link
 from links.redis import get_redis
 
@@ -29,14 +30,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 REPO = Path(__file__).resolve().parent.parent
 CLICKS_PER_ENTRY = 100
-
-
-@pytest.fixture(autouse=True)
-def empty_streams():
-    client = get_redis()
-    client.delete(STREAM, DEAD_LETTER_STREAM)
-    yield
-    client.delete(STREAM, DEAD_LETTER_STREAM)
 
 
 @pytest.fixture

@@ -18,18 +18,11 @@ from clicks.selectors import import_lag
 from clicks.services import click_tables_maintain, months_before
 from links import services
 from links.redis import get_redis
+from clicks.tests.streams import empty_streams  # noqa: F401 (autouse fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ENRICHER = Enricher()
-
-
-@pytest.fixture(autouse=True)
-def empty_streams():
-    client = get_redis()
-    client.delete(STREAM, DEAD_LETTER_STREAM)
-    yield
-    client.delete(STREAM, DEAD_LETTER_STREAM)
 
 
 def make_click(slug: str, **overrides) -> dict:
