@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run test test-python test-lua lint lock bench-import bench-api
+.PHONY: setup run test test-python test-lua lint lock bench-import bench-api loadtest
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -35,3 +35,9 @@ bench-import: setup
 # Not part of `make test`: link creation at 200/s and stats over 10,000,000 clicks.
 bench-api: setup
 	$(PY) loadtest/bench_api.py
+
+# Seeds links, runs Locust headless (LOCUST_RUN_TIME, LOCUST_USERS, LOCUST_SPAWN_RATE),
+# waits for the importer and reconciles redirects with stored clicks. Starts the
+# local stack unless SLINGSHOT_EDGE_URL and SLINGSHOT_DASHBOARD_URL name a running one.
+loadtest: setup
+	$(PY) loadtest/run_loadtest.py
