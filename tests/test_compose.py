@@ -55,3 +55,40 @@ def test_no_secret_has_a_default():
     for secret in ("SECRET_KEY", "POSTGRES_PASSWORD", "REDIS_PASSWORD"):
         assert re.search(r"\$\{%s:\?" % secret, text), secret
         assert not re.search(r"\$\{%s:-" % secret, text), secret
+
+
+def _settings_names() -> tuple[set[str], set[str]]:
+    """Names settings.py reads from the environment, and those without a default."""
+    text = (REPO / "dashboard/slingshot/settings.py").read_text()
+    calls = re.findall(r'env(?:\.\w+)?\(\s*"(\w+)"([^)]*)\)', text)
+    return {name for name, _ in calls}, {name for name, rest in calls if "default" not in rest}
+
+
+def test_dashboard_services_set_only_settings_the_code_reads_and_every_required_one():
+    read, required = _settings_names()
+    for name in ("dashboard", "importer", "publisher", "migrate"):
+        environment = set(SERVICES[name]["environment"])
+        assert environment <= read, (name, environment - read)
+        assert required <= environment, (name, required - environment)
+
+
+def test_images_are_pinned_and_the_dashboard_runs_unprivileged():
+    for name, service in SERVICES.items():
+        if "image" in service:
+            assert ":" in service["image"] and not service["image"].endswith(":latest"), name
+    dockerfile = (REPO / "dashboard/Dockerfile").read_text()
+    assert dockerfile.count("FROM ") >= 2, "multi-stage build"
+    assert re.search(r"^USER (?!root)\w+", dockerfile, flags=re.M)
+
+
+def test_the_loadtest_profile_runs_locust_on_our_locustfile():
+    master, worker = SERVICES["locust-master"], SERVICES["locust-worker"]
+    assert master["profiles"] == worker["profiles"] == ["loadtest"]
+    assert "--master" in master["command"] and "--worker" in worker["command"]
+    assert "./loadtest:/mnt/loadtest:ro" in master["volumes"]
+    assert (REPO / "loadtest/locustfile.py").is_file()
+    locustfile = (REPO / "loadtest/locustfile.py").read_text()
+    for name in master["environment"]:
+        if name.startswith("SLINGSHOT_"):
+            assert f'"{name}"' in locustfile, name
+    assert "seed_loadtest" in SERVICES["seed"]["command"]
