@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run test test-python test-lua lint lock bench-import bench-api loadtest
+.PHONY: setup run test test-python test-lua lint lock bench bench-import bench-api loadtest
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -22,6 +22,10 @@ test-lua:
 
 test-python:
 	$(VENV)/bin/pytest
+
+# The edge against a bare-nginx ceiling (README "Benchmarks"); not in `test`.
+bench: setup
+	$(PY) loadtest/bench_edge.py $(BENCH_ARGS)
 
 lock:
 	$(VENV)/bin/pip install --quiet -r requirements.in

@@ -128,3 +128,15 @@ def test_a_full_buffer_drops_and_counts_and_the_rest_arrives(make_edge, private_
     after = metrics(edge)
     assert after["slingshot_edge_click_buffer_depth"] == 0
     assert delta(during, after, "slingshot_edge_clicks_flushed_total") == 10
+
+
+def test_headers_with_quotes_or_bytes_that_are_not_utf8_arrive_as_valid_json(edge, rds):
+    slug = new_slug("j")
+    publish(rds, slug)
+    agents = ['say "hi" \\ ok', "caf\xe9", '","ref":"spoofed', "ünïcödé".encode().decode("latin-1")]
+    for agent in agents:
+        assert edge.request(f"/{slug}", headers={"User-Agent": agent}).status == 302
+    found = wait_for_clicks(rds, slug, len(agents))
+    assert sorted(click["ua"] for click in found) == sorted(
+        ['say "hi" \\ ok', "caf\ufffd", '","ref":"spoofed', "ünïcödé"])
+    assert all(click["ref"] == "" for click in found)

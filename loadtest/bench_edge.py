@@ -1,0 +1,305 @@
+"""`make bench`: the edge against a bare-nginx ceiling, side by side.
+
+Starts its own Redis and one nginx (the top-level nginx.conf rendered by
+devstack, plus a ceiling server that answers `return 302` with no Lua), then
+runs wrk with the same threads, connections, duration and client script for
+each case:
+
+  a  ceiling: the same nginx and workers, `return 302`, no Lua
+  b  cached redirects, click logging on
+  c  every request a cache miss served from Redis (many slugs, tiny lrucache)
+  d  unknown slugs (negatively cached; each visit is an orphan click)
+
+For each it prints requests/s, p50 and p99 latency, the ratio to (a), and
+the server CPU time per request (nginx master and workers plus Redis, from
+/proc before and after). The cases run in rounds (a, b, c, d, a, b, ...)
+and the medians are reported, each ratio against the ceiling of its own
+round, so load from elsewhere on the machine hits both sides alike. Checks
+that every click of (b) reached the stream: clicks in the stream == redirects
+served (the edge's own counter; wrk does not count the responses still in
+flight when it stops). Takes about two minutes.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from statistics import median
+from pathlib import Path
+
+import orjson
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import devstack  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+WRK_SCRIPT = HERE / "bench_edge.wrk.lua"
+TARGETS = {"b": 0.90, "c": 0.50, "d": 0.85}
+CEILING_TARGET = "https://example.com/landing"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Result:
+    name: str
+    requests: int
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    nginx_us: float
+    redis_us: float
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLOCK_TICKS
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def millis(text: str) -> float:
+    number, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+class Nginx:
+    """One nginx running the production nginx.conf as devstack renders it,
+    plus (with_ceiling) a server on its own port that only does `return 302`."""
+
+    def __init__(self, root: Path, env: dict[str, str], workers: int, *, with_ceiling: bool) -> None:
+        prefix = root / f"nginx-{len(list(root.glob('nginx-*')))}"
+        self.port, self.ceiling_port = devstack.free_port(), devstack.free_port()
+        conf_path = devstack.render_edge_conf(prefix, self.port)
+        if with_ceiling:
+            conf = conf_path.read_text()
+            ceiling = (
+                "    server {\n"
+                f"        listen 127.0.0.1:{self.ceiling_port} reuseport;\n"
+                '        add_header Cache-Control "private, no-store" always;\n'
+                f"        location / {{ return 302 {CEILING_TARGET}; }}\n"
+                "    }\n"
+            )
+            end = conf.rstrip().rfind("}")
+            conf_path.write_text(conf[:end] + ceiling + conf[end:])
+        self.process = subprocess.Popen(
+            devstack.edge_command(prefix, workers=workers), env={**os.environ, **env},
+            stdout=open(prefix / "stderr.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        devstack.wait_for_port(self.port, process=self.process)
+        if with_ceiling:
+            devstack.wait_for_port(self.ceiling_port, process=self.process)
+
+    def pids(self) -> list[int]:
+        return [self.process.pid, *children(self.process.pid)]
+
+    def metrics(self) -> dict[str, float]:
+        time.sleep(0.3)  # workers move their counters to the shared dict every 0.1 s
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics") as response:
+            text = response.read().decode()
+        return {
+            line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line and not line.startswith("#")
+        }
+
+    def drain(self) -> dict[str, float]:
+        """Waits until every worker has flushed its clicks; returns the metrics."""
+        deadline = time.monotonic() + 30
+        while (values := self.metrics()).get("slingshot_edge_click_buffer_depth", 0) > 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError("click buffers did not drain")
+        return values
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGQUIT)
+            self.process.wait(timeout=30)
+
+
+SERVED = 'slingshot_edge_requests_total{outcome="redirect"}'
+LOOKUPS = "slingshot_edge_redis_lookups_total"
+LABELS = {"a": "a ceiling: return 302, no Lua", "b": "b cached redirect + click",
+          "c": "c cache miss, Redis GET + click", "d": "d unknown slug: 404 + orphan"}
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.root = Path(tempfile.mkdtemp(prefix="slingshot-bench-"))
+        self.redis_port = devstack.free_port()
+        self.redis_process = subprocess.Popen(
+            devstack.redis_command(self.root / "redis", self.redis_port, durable=False),
+            stdout=subprocess.DEVNULL, start_new_session=True,
+        )
+        devstack.wait_for_port(self.redis_port, process=self.redis_process)
+        self.redis = redis.Redis(port=self.redis_port)
+        self.edges = []
+
+    def start_edge(self, env: dict[str, str], *, with_ceiling: bool = False) -> Nginx:
+        env = {"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(self.redis_port), "REDIS_PASSWORD": "", **env}
+        edge = Nginx(self.root, env, self.args.workers, with_ceiling=with_ceiling)
+        self.edges.append(edge)
+        return edge
+
+    def wrk(self, name: str, port: int, paths: list[str], duration: int, pids: list[int]) -> Result:
+        path_file = self.root / f"paths-{name}.txt"
+        path_file.write_text("\n".join(paths) + "\n")
+        redis_pids = [self.redis_process.pid]
+        nginx_before, redis_before = cpu_seconds(pids), cpu_seconds(redis_pids)
+        output = subprocess.run(
+            ["wrk", "-t", str(self.args.threads), "-c", str(self.args.connections), "-d", f"{duration}s",
+             "--latency", "-s", str(WRK_SCRIPT), f"http://127.0.0.1:{port}", "--", str(path_file)],
+            check=True, capture_output=True, text=True,
+        ).stdout
+        nginx_cpu = cpu_seconds(pids) - nginx_before
+        redis_cpu = cpu_seconds(redis_pids) - redis_before
+        requests = int(re.search(r"(\d+) requests in", output).group(1))
+        errors = re.search(r"Socket errors: (.*)", output)
+        if errors:
+            print(f"  wrk socket errors in {name}: {errors.group(1)}")
+        return Result(
+            name=name,
+            requests=requests,
+            rps=float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
+            p50_ms=millis(re.search(r"50%\s+(\S+)", output).group(1)),
+            p99_ms=millis(re.search(r"99%\s+(\S+)", output).group(1)),
+            nginx_us=nginx_cpu / requests * 1e6,
+            redis_us=redis_cpu / requests * 1e6,
+        )
+
+    def clicks_in_stream(self) -> tuple[int, int]:
+        total, ids = 0, set()
+        last = "-"
+        while True:
+            entries = self.redis.xrange("slingshot:clicks", min=last, count=5000)
+            if last != "-":
+                entries = entries[1:]
+            if not entries:
+                return total, len(ids)
+            for _, fields in entries:
+                clicks = orjson.loads(fields[b"clicks"])
+                total += len(clicks)
+                ids.update(click["id"] for click in clicks)
+            last = entries[-1][0].decode()
+
+    def run(self) -> int:
+        a = self.args
+        print(f"nginx {devstack.nginx_binary()} with {a.workers} workers; per case wrk -t{a.threads} "
+              f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of a, b, c, d; "
+              f"{os.cpu_count()} CPUs\n")
+        link = orjson.dumps({"url": CEILING_TARGET, "status": 302, "active": True})
+        self.redis.set("slingshot:link:bench", link)
+        many = [f"m{i:06d}" for i in range(a.miss_slugs)]
+        pipe = self.redis.pipeline(transaction=False)
+        for slug in many:
+            pipe.set(f"slingshot:link:{slug}", link)
+        pipe.execute()
+
+        main = self.start_edge({}, with_ceiling=True)
+        tiny = self.start_edge({"EDGE_CACHE_SIZE": str(a.tiny_cache)})
+        cases = {
+            "a": (main, main.ceiling_port, ["/bench"]),
+            "b": (main, main.port, ["/bench"]),
+            "c": (tiny, tiny.port, ["/" + slug for slug in many]),
+            "d": (main, main.port, [f"/u{i:06d}" for i in range(a.unknown_slugs)]),
+        }
+        for key, (edge, port, paths) in cases.items():
+            self.wrk(f"{key}-warmup", port, paths, a.warmup, edge.pids())
+
+        rounds, clicks_ok = [], True
+        for number in range(1, a.rounds + 1):
+            results = {}
+            for key, (edge, port, paths) in cases.items():
+                before = edge.drain()
+                self.redis.delete("slingshot:clicks")
+                results[key] = self.wrk(key, port, paths, a.duration, edge.pids())
+                after = edge.drain()
+                if key == "b":
+                    served = after[SERVED] - before[SERVED]
+                    clicks, distinct = self.clicks_in_stream()
+                    ok = clicks == distinct == served
+                    clicks_ok = clicks_ok and ok
+                    print(f"round {number} (b): {served:.0f} redirects served, wrk counted {results[key].requests}; "
+                          f"{clicks} clicks in the stream, {distinct} distinct ids: {'OK' if ok else 'MISMATCH'}")
+                if key == "c":
+                    lookups = after[LOOKUPS] - before[LOOKUPS]
+                    print(f"round {number} (c): {lookups:.0f} Redis lookups, wrk counted {results[key].requests}")
+            rounds.append(results)
+            dropped = main.metrics()["slingshot_edge_clicks_dropped_total"]
+            clicks_ok = clicks_ok and dropped == 0
+
+        print(f"\nmedians over {a.rounds} rounds; ratio = req/s over the ceiling's req/s in the same round")
+        print(f"{'case':<32} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} {'target':>7} "
+              f"{'CPU us/req':>10} {'(nginx':>7} {'redis)':>7}")
+        missed = []
+        for key in "abcd":
+            runs = [results[key] for results in rounds]
+            ratio = median(results[key].rps / results["a"].rps for results in rounds)
+            target = TARGETS.get(key)
+            mark = "" if target is None else f">={target:.2f}"
+            if target is not None and ratio < target:
+                missed.append(key)
+            nginx_us, redis_us = median(r.nginx_us for r in runs), median(r.redis_us for r in runs)
+            print(f"{LABELS[key]:<32} {median(r.rps for r in runs):>8.0f} {median(r.p50_ms for r in runs):>7.2f} "
+                  f"{median(r.p99_ms for r in runs):>7.2f} {ratio:>6.2f} {mark:>7} "
+                  f"{median(r.nginx_us + r.redis_us for r in runs):>10.1f} {nginx_us:>7.1f} {redis_us:>7.1f}")
+            print("    per round: " + "  ".join(f"{r.rps:.0f} req/s ({r.rps / results['a'].rps:.2f})"
+                                          for r, results in zip(runs, rounds)))
+        print("\nclicks check:", "OK, every click of (b) is in the stream once" if clicks_ok else "FAILED")
+        print("targets:", "all met" if not missed else "missed by " + ", ".join(missed))
+        return 0 if clicks_ok else 1
+
+    def close(self) -> None:
+        for edge in self.edges:
+            edge.stop()
+        self.redis_process.terminate()
+        self.redis_process.wait(timeout=30)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--duration", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--miss-slugs", type=int, default=100_000)
+    parser.add_argument("--tiny-cache", type=int, default=1000)
+    parser.add_argument("--unknown-slugs", type=int, default=10_000)
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        print("wrk is not installed (make setup installs it)", file=sys.stderr)
+        return 2
+    bench = Bench(args)
+    try:
+        return bench.run()
+    finally:
+        bench.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
