@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "links",
     "clicks",
     "api",
+    "web",
 ]
 
 MIDDLEWARE = [
@@ -154,6 +155,19 @@ SPECTACULAR_SETTINGS = {
 API_BULK_MAX = 1000
 # Requests per token (or per signed-in user without a token), e.g. "6000/min".
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="6000/min")
+
+# Dashboard pages (web/).
+LOGIN_URL = "web:sign-in"
+LOGIN_REDIRECT_URL = "web:overview"
+LOGOUT_REDIRECT_URL = "web:sign-in"
+# Chart.js and Pico CSS, built from dashboard/frontend/ by bin/setup.
+STATICFILES_DIRS = [DASHBOARD_DIR / "frontend" / "build"]
+EDGE_HEALTH_URL = env.str("EDGE_HEALTH_URL", default=EDGE_BASE_URL.rstrip("/") + "/healthz")
+WEB_LINKS_PER_PAGE = env.int("WEB_LINKS_PER_PAGE", default=50)
+WEB_SIGN_IN_ATTEMPTS = env.int("WEB_SIGN_IN_ATTEMPTS", default=10)  # failures per address or user name...
+WEB_SIGN_IN_WINDOW = env.int("WEB_SIGN_IN_WINDOW", default=900)  # ...within this many seconds
+WEB_IMPORT_MAX_ROWS = env.int("WEB_IMPORT_MAX_ROWS", default=10_000)
+WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
 
 # Click importer (clicks/, docs/rollups.md).
 CLICK_IP_PRIVACY = env.str("CLICK_IP_PRIVACY", default="anonymise")  # anonymise | full | none

@@ -1,0 +1,90 @@
+"""Sign in and out, password change, sign-in throttling, tokens, overview."""
+import pytest
+from django.urls import reverse
+
+from api.models import ApiToken
+from api.services import token_authenticate, token_create
+from links.services import link_create
+
+from .conftest import PASSWORD, import_clicks, unique_slug
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_home_sends_visitors_to_sign_in_and_back(client, user):
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"] == "/sign-in/?next=/"
+    page = client.get(response["Location"])
+    assert b'name="csrfmiddlewaretoken"' in page.content and b'<label for="id_username">' in page.content
+    response = client.post("/sign-in/?next=/", {"username": user.username, "password": PASSWORD, "next": "/"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert client.get("/").status_code == 200
+    assert client.post(reverse("web:sign-out")).status_code == 302
+    assert client.get("/").status_code == 302
+
+
+def test_sign_in_is_throttled_per_user_name(client, user, settings):
+    settings.WEB_SIGN_IN_ATTEMPTS = 3
+    for _ in range(3):
+        page = client.post(reverse("web:sign-in"), {"username": user.username, "password": "wrong"},
+                           REMOTE_ADDR="192.0.2.54")
+        assert b"Please enter a correct username and password" in page.content
+    page = client.post(reverse("web:sign-in"), {"username": user.username, "password": PASSWORD},
+                       REMOTE_ADDR="192.0.2.55")
+    assert page.status_code == 200 and b"Too many failed sign-ins" in page.content
+    assert "_auth_user_id" not in client.session
+
+
+def test_password_change(signed_in, user):
+    new = "a much longer new passphrase"
+    response = signed_in.post(reverse("web:password-change"), {
+        "old_password": PASSWORD, "new_password1": new, "new_password2": new})
+    assert response.status_code == 302 and response["Location"] == reverse("web:password-change-done")
+    user.refresh_from_db()
+    assert user.check_password(new)
+
+
+def test_token_shown_once_then_revoked(signed_in, user, make_user):
+    page = signed_in.post(reverse("web:tokens"), {"name": "ci", "scope": "write"})
+    raw = page.context["created"]["raw"]
+    assert raw.encode() in page.content and token_authenticate(raw).user == user
+    assert raw.encode() not in signed_in.get(reverse("web:tokens")).content
+    token = ApiToken.objects.get(user=user)
+    assert token.scope == "write"
+
+    assert signed_in.post(reverse("web:token-revoke", args=[token.pk])).status_code == 302
+    assert token_authenticate(raw) is None
+    assert b"revoked" in signed_in.get(reverse("web:tokens")).content
+
+    their_token, _ = token_create(user=make_user(), name="theirs")
+    assert signed_in.post(reverse("web:token-revoke", args=[their_token.pk])).status_code == 404
+
+
+def test_token_form_errors(signed_in):
+    page = signed_in.post(reverse("web:tokens"), {"name": "", "scope": "admin"})
+    assert set(page.context["form"].errors) == {"name", "scope"}
+
+
+def test_overview_totals_and_top_links(signed_in, user, django_assert_max_num_queries):
+    busy = link_create(owner=user, url="https://example.com/b", slug=unique_slug())
+    link_create(owner=user, url="https://example.com/q", slug=unique_slug())
+    import_clicks(busy.slug, 4)
+    with django_assert_max_num_queries(7):
+        page = signed_in.get("/")
+    totals = page.context["totals"]
+    assert (totals.links, totals.clicks_today, totals.clicks_7d, totals.clicks_30d) == (2, 4, 4, 4)
+    assert [(link.slug, clicks) for link, clicks in totals.top_links] == [(busy.slug, 4)]
+    assert page.context["chart"]["clicks"] == [4]
+    assert "lag" not in page.context  # staff only
+
+
+def test_overview_for_staff_shows_importer_lag_and_edge_health(client, make_user, edge, settings):
+    client.force_login(make_user(is_staff=True))
+    settings.EDGE_HEALTH_URL = edge.url + "/healthz"
+    page = client.get("/")
+    assert page.context["edge"].ok is True and page.context["lag"].backlog >= 0
+    assert b"healthy" in page.content and b"Click importer" in page.content
+
+    settings.EDGE_HEALTH_URL = "http://127.0.0.1:9/healthz"
+    page = client.get("/")
+    assert page.context["edge"].ok is False and b"unhealthy" in page.content

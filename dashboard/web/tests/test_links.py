@@ -1,0 +1,146 @@
+"""Links pages: list, forms with the service's messages, toggle, delete, export, QR codes."""
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from links.models import Link
+from links.services import link_create
+
+from .conftest import import_clicks, unique_slug
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_pages_need_sign_in(client):
+    for name, args in [("web:overview", []), ("web:link-list", []), ("web:link-create", []), ("web:tokens", []),
+                       ("web:link-detail", ["abc"]), ("web:link-qr", ["abc", "png"])]:
+        response = client.get(reverse(name, args=args))
+        assert response.status_code == 302 and response["Location"].startswith("/sign-in/"), name
+
+
+def test_create_shows_the_same_messages_as_the_api(signed_in, user):
+    taken = link_create(owner=user, url="https://example.com/", slug=unique_slug())
+    api = APIClient()
+    api.force_authenticate(user)
+    for data in [
+        {"url": "ftp://example.com/file", "slug": unique_slug()},
+        {"url": "https://example.com/", "slug": "admin"},
+        {"url": "https://example.com/", "slug": taken.slug},
+        {"url": "https://example.com/", "slug": unique_slug(), "tags": "ok,not ok"},
+    ]:
+        page = signed_in.post(reverse("web:link-create"), {**data, "redirect_status": "302"})
+        assert page.status_code == 200
+        body = api.post("/api/v1/links", {**data, "tags": data.get("tags", "").split(",") if data.get("tags") else []},
+                        format="json").json()
+        (field, messages), = body.items() if "detail" not in body else body["detail"].items()
+        assert page.context["form"].errors[field] == messages, data
+
+
+def test_create_edit_toggle_delete(signed_in, user):
+    slug = unique_slug()
+    response = signed_in.post(reverse("web:link-create"), {
+        "url": "https://example.com/spring", "slug": slug, "title": "Spring", "tags": "news, sale",
+        "redirect_status": "301", "is_active": "on",
+    })
+    assert response.status_code == 302 and response["Location"] == reverse("web:link-detail", args=[slug])
+    link = Link.objects.get(slug=slug)
+    assert (link.owner, link.tags, link.redirect_status, link.is_active) == (user, ["news", "sale"], 301, True)
+
+    edit = reverse("web:link-edit", args=[slug])
+    assert signed_in.get(edit).context["form"].initial["title"] == "Spring"
+    response = signed_in.post(edit, {"url": "https://example.com/summer", "slug": slug, "title": "Summer",
+                                     "tags": "news", "redirect_status": "302", "is_active": "on"})
+    assert response.status_code == 302
+    link.refresh_from_db()
+    assert (link.url, link.title, link.tags, link.redirect_status) == ("https://example.com/summer", "Summer", ["news"], 302)
+
+    signed_in.post(reverse("web:link-toggle", args=[slug]))
+    link.refresh_from_db()
+    assert link.is_active is False
+    signed_in.post(reverse("web:link-toggle", args=[slug]))
+    link.refresh_from_db()
+    assert link.is_active is True
+
+    confirm = signed_in.get(reverse("web:link-delete", args=[slug]))
+    assert b"cannot be undone" in confirm.content and Link.objects.filter(slug=slug).exists()
+    assert signed_in.post(reverse("web:link-delete", args=[slug])).status_code == 302
+    assert not Link.objects.filter(slug=slug).exists()
+
+
+def test_other_peoples_links_are_not_found(signed_in, make_user):
+    theirs = link_create(owner=make_user(), url="https://example.com/", slug=unique_slug())
+    for name in ("web:link-detail", "web:link-edit", "web:link-delete"):
+        assert signed_in.get(reverse(name, args=[theirs.slug])).status_code == 404
+    assert signed_in.post(reverse("web:link-toggle", args=[theirs.slug])).status_code == 404
+    assert signed_in.get(reverse("web:link-list")).context["page"].paginator.count == 0
+
+
+def test_forms_refuse_posts_without_csrf_token(user):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    response = client.post(reverse("web:link-create"), {"url": "https://example.com/", "redirect_status": "302"})
+    assert response.status_code == 403
+    assert not Link.objects.filter(owner=user).exists()
+
+
+def test_list_search_filter_sort_and_query_count(signed_in, user, django_assert_max_num_queries):
+    quiet = link_create(owner=user, url="https://example.com/quiet", slug=unique_slug("q"), tags=["a"])
+    busy = link_create(owner=user, url="https://example.com/busy", slug=unique_slug("b"), title="Busy one", tags=["b"])
+    off = link_create(owner=user, url="https://example.com/off", slug=unique_slug("o"), is_active=False, tags=["a"])
+    for i in range(60):
+        link_create(owner=user, url=f"https://example.com/{i}", tags=["bulk"])
+    import_clicks(busy.slug, 3)
+    import_clicks(quiet.slug, 1)
+
+    def slugs(**params):
+        return [link.slug for link in signed_in.get(reverse("web:link-list"), params).context["page"]]
+
+    with django_assert_max_num_queries(4):  # session, user, count, one page with click totals
+        response = signed_in.get(reverse("web:link-list"))
+    assert response.context["page"].paginator.count == 63 and len(response.context["page"]) == 50
+    assert slugs(q="busy") == [busy.slug]
+    assert slugs(tag="a") == [off.slug, quiet.slug]
+    assert slugs(tag="a", status="disabled") == [off.slug]
+    assert slugs(sort="-clicks")[:2] == [busy.slug, quiet.slug]
+    page = signed_in.get(reverse("web:link-list"), {"sort": "-clicks"})
+    assert b'data-copy="http' in page.content and b">3</td>" in page.content
+
+
+def test_export_is_the_current_filter(signed_in, user):
+    tagged = link_create(owner=user, url="https://example.com/t", slug=unique_slug(), tags=["x", "y"], title="T")
+    link_create(owner=user, url="https://example.com/u", slug=unique_slug())
+    response = signed_in.get(reverse("web:link-export"), {"tag": "x"})
+    assert response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [(row["slug"], row["tags"], row["title"], row["is_active"]) for row in rows] == [
+        (tagged.slug, "x,y", "T", "true")]
+
+
+def test_detail_shows_stats_with_a_bounded_number_of_queries(signed_in, user, django_assert_max_num_queries):
+    link = link_create(owner=user, url="https://example.com/d", slug=unique_slug())
+    import_clicks(link.slug, 2)
+    import_clicks(link.slug, 1, ua="curl/8.0")
+    url = reverse("web:link-detail", args=[link.slug])
+    with django_assert_max_num_queries(7):  # session, user, link, series, breakdowns, totals, recent clicks
+        response = signed_in.get(url)
+    assert response.context["stats"].clicks == 2
+    assert response.context["chart"]["clicks"] == [2]
+    assert len(response.context["recent"]) == 3
+    assert b"news.example.org" in response.content
+    assert signed_in.get(url, {"include_bots": "true", "interval": "hour"}).context["stats"].clicks == 3
+    bad = signed_in.get(url, {"interval": "hour", "from": "2020-01-01T00:00"})
+    assert "interval" in bad.context["errors"] and bad.context["stats"].clicks == 2  # defaults shown instead
+
+
+def test_qr_codes(signed_in, user):
+    link = link_create(owner=user, url="https://example.com/qr", slug=unique_slug())
+    png = signed_in.get(reverse("web:link-qr", args=[link.slug, "png"]), {"download": "1"})
+    assert png["Content-Type"] == "image/png" and png.content.startswith(b"\x89PNG")
+    assert png["Content-Disposition"] == f'attachment; filename="{link.slug}.png"'
+    svg = signed_in.get(reverse("web:link-qr", args=[link.slug, "svg"]))
+    assert svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content

@@ -1,0 +1,265 @@
+"""Dashboard pages. Views stay thin: forms parse, the services of links/ and
+api/ act, the selectors read."""
+import csv
+import io
+
+import segno
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from api import services as token_services
+from api.filters import LinkFilter
+from api.models import ApiToken
+from api.serializers import StatsQuerySerializer
+from clicks.selectors import import_lag, link_stats, link_totals
+from links import selectors, services
+from links.models import Link
+from links.redis import get_redis
+
+from . import forms
+from .models import LinkImport
+from .selectors import edge_health, overview_for
+from .services import CSV_COLUMNS, import_run_chunk, import_upload
+
+BREAKDOWN_TITLES = {
+    "referer_host": "Referrers", "browser": "Browsers", "os": "Operating systems", "device": "Devices",
+    "country": "Countries",
+}
+RECENT_CLICKS = 20
+
+
+def short_url(slug: str) -> str:
+    return settings.EDGE_BASE_URL.rstrip("/") + "/" + slug
+
+
+class SignInView(auth_views.LoginView):
+    template_name = "web/sign_in.html"
+    authentication_form = forms.ThrottledAuthenticationForm
+    redirect_authenticated_user = True
+
+
+def _link_or_404(request, slug: str) -> Link:
+    try:
+        return selectors.link_for(user=request.user, slug=slug)
+    except Link.DoesNotExist:
+        raise Http404("No such link.") from None
+
+
+def _chart(series, *, label: str, interval: str) -> dict:
+    fmt = "%Y-%m-%d %H:00" if interval == "hour" else "%Y-%m-%d"
+    return {"label": label, "labels": [point.bucket.strftime(fmt) for point in series],
+            "clicks": [point.clicks for point in series], "visitors": [point.visitors for point in series]}
+
+
+@login_required
+def overview(request):
+    totals = overview_for(request.user)
+    context = {"totals": totals,
+               "chart": _chart(totals.series, label="Clicks per day (UTC), bots left out", interval="day")}
+    if request.user.is_staff:
+        context["lag"] = import_lag(client=get_redis())
+        context["edge"] = edge_health()
+        context["edge_health_url"] = settings.EDGE_HEALTH_URL
+    return render(request, "web/overview.html", context)
+
+
+def _filtered_links(request) -> tuple[forms.LinkListForm, "QuerySet"]:
+    form = forms.LinkListForm(request.GET)
+    form.is_valid()
+    params = form.cleaned_data
+    links = selectors.links_visible_to(request.user)
+    # Tag and status filter the way the API's `tag` and `is_active` parameters do.
+    status = {"active": "true", "disabled": "false"}.get(params.get("status") or "", "")
+    links = LinkFilter({"tag": params.get("tag") or "", "is_active": status}, queryset=links).qs
+    if params.get("q"):
+        q = params["q"]
+        links = links.filter(Q(slug__icontains=q) | Q(title__icontains=q) | Q(url__icontains=q))
+    return form, selectors.with_click_totals(links).order_by(*form.ordering())
+
+
+@login_required
+def link_list(request):
+    form, links = _filtered_links(request)
+    page = Paginator(links, settings.WEB_LINKS_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "web/link_list.html", {
+        "form": form, "page": page, "query": query.urlencode(), "short_base": short_url(""),
+    })
+
+
+@login_required
+def link_export(request):
+    _, links = _filtered_links(request)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+
+    def rows():
+        writer.writerow([*CSV_COLUMNS, "short_url", "clicks", "created_at"])
+        for link in links.iterator(chunk_size=2000):
+            writer.writerow([
+                link.slug, link.url, link.title, ",".join(link.tags), link.redirect_status,
+                link.expires_at.isoformat() if link.expires_at else "", str(link.forward_query).lower(),
+                str(link.is_active).lower(), short_url(link.slug), link.clicks, link.created_at.isoformat(),
+            ])
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+
+    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="links.csv"'
+    return response
+
+
+@login_required
+def link_create(request):
+    form = forms.LinkForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            link = services.link_create(owner=request.user, **form.service_arguments())
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            messages.success(request, f"Created {short_url(link.slug)}")
+            return redirect("web:link-detail", slug=link.slug)
+    return render(request, "web/link_form.html", {"form": form, "title": "New link"})
+
+
+@login_required
+def link_edit(request, slug: str):
+    link = _link_or_404(request, slug)
+    form = forms.LinkForm(request.POST or None, initial=forms.LinkForm.initial_for(link), editing=True)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.link_update(link=link, **{name: form.cleaned_data[name] for name in form.changed_data})
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            messages.success(request, "Saved.")
+            return redirect("web:link-detail", slug=link.slug)
+    return render(request, "web/link_form.html", {"form": form, "title": f"Edit {slug}", "link": link})
+
+
+@login_required
+@require_POST
+def link_toggle(request, slug: str):
+    link = _link_or_404(request, slug)
+    services.link_update(link=link, is_active=not link.is_active)
+    messages.success(request, f"{link.slug} is now {'active' if link.is_active else 'disabled'}.")
+    return redirect(request.POST.get("next") or reverse("web:link-detail", args=[link.slug]))
+
+
+@login_required
+def link_delete(request, slug: str):
+    link = _link_or_404(request, slug)
+    if request.method == "POST":
+        services.link_delete(link=link)
+        messages.success(request, f"Deleted {slug}.")
+        return redirect("web:link-list")
+    return render(request, "web/link_delete.html", {"link": link})
+
+
+@login_required
+def link_detail(request, slug: str):
+    link = _link_or_404(request, slug)
+    query = StatsQuerySerializer(data=request.GET)
+    if not query.is_valid():
+        errors = query.errors
+        query = StatsQuerySerializer(data={})
+        query.is_valid(raise_exception=True)
+    else:
+        errors = {}
+    params = query.validated_data
+    stats = link_stats(link_ids=[link.pk], start=params["from"], end=params["to"], interval=params["interval"],
+                       include_bots=params["include_bots"], top=10)
+    recent = selectors.clicks_visible_to(request.user, slug=link.slug).order_by("-occurred_at")[:RECENT_CLICKS]
+    what = "clicks" if params["include_bots"] else "clicks, bots left out"
+    return render(request, "web/link_detail.html", {
+        "link": link, "short_url": short_url(link.slug), "stats": stats, "params": params, "errors": errors,
+        "totals": link_totals(link_ids=[link.pk])[link.pk], "recent": recent,
+        "breakdowns": [(BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items()],
+        "chart": _chart(stats.series, label=f"{params['interval'].capitalize()}ly {what}",
+                        interval=params["interval"]),
+    })
+
+
+@login_required
+def link_qr(request, slug: str, kind: str):
+    link = _link_or_404(request, slug)
+    buffer = io.BytesIO()
+    segno.make(short_url(link.slug), error="m").save(buffer, kind=kind, scale=10, border=2)
+    response = HttpResponse(buffer.getvalue(), content_type={"png": "image/png", "svg": "image/svg+xml"}[kind])
+    if request.GET.get("download"):
+        response["Content-Disposition"] = f'attachment; filename="{link.slug}.{kind}"'
+    return response
+
+
+@login_required
+def link_import(request):
+    form = forms.CsvUploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            link_import = import_upload(owner=request.user, filename=upload.name, content=upload.read())
+        except ValidationError as exc:
+            form.add_error("file", exc)
+        else:
+            return redirect("web:link-import-detail", pk=link_import.pk)
+    return render(request, "web/link_import.html", {"form": form, "max_rows": settings.WEB_IMPORT_MAX_ROWS})
+
+
+@login_required
+def link_import_detail(request, pk: int):
+    link_import = get_object_or_404(LinkImport, pk=pk, owner=request.user)
+    rows = link_import.rows
+    valid = [row for row in rows if not row["errors"]]
+    return render(request, "web/link_import_detail.html", {
+        "import": link_import, "columns": CSV_COLUMNS, "valid": len(valid),
+        "error_rows": [row for row in rows if row["errors"]][:500],
+        "preview_rows": [(row["line"], [row["fields"][name] for name in CSV_COLUMNS]) for row in valid[:20]],
+    })
+
+
+@login_required
+@require_POST
+def link_import_run(request, pk: int):
+    link_import = import_run_chunk(link_import=get_object_or_404(LinkImport, pk=pk, owner=request.user))
+    if request.headers.get("Accept") == "application/json":
+        return JsonResponse({"position": link_import.position, "total": link_import.total,
+                             "created": link_import.created, "failed": link_import.failed,
+                             "done": link_import.done})
+    return redirect("web:link-import-detail", pk=link_import.pk)
+
+
+@login_required
+def tokens(request):
+    form = forms.TokenForm(request.POST or None)
+    created = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            token, raw = token_services.token_create(user=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            created = {"token": token, "raw": raw}
+            form = forms.TokenForm()
+    return render(request, "web/tokens.html", {
+        "form": form, "created": created, "tokens": ApiToken.objects.filter(user=request.user),
+    })
+
+
+@login_required
+@require_POST
+def token_revoke(request, pk: int):
+    token = token_services.token_revoke(token=get_object_or_404(ApiToken, pk=pk, user=request.user))
+    messages.success(request, f"Revoked {token}.")
+    return redirect("web:tokens")
