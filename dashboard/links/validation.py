@@ -52,6 +52,18 @@ def validate_target_url(value: str) -> None:
         raise ValidationError("The URL needs a host name.", code="no_host")
     if _same_host(host, parts, settings.EDGE_BASE_URL):
         raise ValidationError("A link cannot point back to this shortener.", code="loop")
+    blocked = _blocked_domain(host.rstrip(".").lower(), settings.LINK_DOMAIN_BLOCKLIST)
+    if blocked:
+        raise ValidationError("Links to %(domain)s are not allowed here.", code="blocked", params={"domain": blocked})
+
+
+def _blocked_domain(host: str, blocklist: list[str]) -> str | None:
+    """The blocklisted domain that host is, or is a subdomain of."""
+    for domain in blocklist:
+        domain = domain.strip(".").lower()
+        if domain and (host == domain or host.endswith("." + domain)):
+            return domain
+    return None
 
 
 def _same_host(host: str, parts, base_url: str) -> bool:

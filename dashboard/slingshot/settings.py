@@ -119,6 +119,8 @@ EDGE_BASE_URL = env.str("EDGE_BASE_URL", default="http://127.0.0.1:%d" % env.int
 
 LINK_URL_MAX_LENGTH = env.int("LINK_URL_MAX_LENGTH", default=2048)
 LINK_SLUG_LENGTH = env.int("LINK_SLUG_LENGTH", default=7)
+# Targets on these domains (and their subdomains) are refused, e.g. "evil.example,spam.example".
+LINK_DOMAIN_BLOCKLIST = env.list("LINK_DOMAIN_BLOCKLIST", default=[])
 # Deliver link changes to Redis from the request that made them, as well as
 # from the publisher process. Off: requests are faster, the publisher alone
 # delivers (within milliseconds, woken by NOTIFY).

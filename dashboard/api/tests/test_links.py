@@ -61,6 +61,15 @@ def test_a_link_back_to_the_edge_is_refused(api, settings):
     assert "point back" in response.json()["url"][0]
 
 
+def test_blocklisted_domains_and_their_subdomains_are_refused(api, settings):
+    settings.LINK_DOMAIN_BLOCKLIST = ["evil.example"]
+    for url in ["https://evil.example/x", "http://WWW.Evil.Example./y"]:
+        response = api.post("/api/v1/links", {"url": url}, format="json")
+        assert response.status_code == 400
+        assert response.json()["url"] == ["Links to evil.example are not allowed here."]
+    assert api.post("/api/v1/links", {"url": "https://notevil.example/"}, format="json").status_code == 201
+
+
 @pytest.mark.parametrize("slug", ["a b", "a/b", "ä", "x" * 65, "api", "Admin", "static", "healthz", "metrics"])
 def test_invalid_or_reserved_slugs_are_400(api, slug):
     response = api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug}, format="json")
