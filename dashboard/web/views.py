@@ -2,6 +2,7 @@
 api/ act, the selectors read."""
 import csv
 import io
+from datetime import datetime, timedelta, timezone
 
 import segno
 from django.conf import settings
@@ -20,14 +21,14 @@ from api import services as token_services
 from api.filters import LinkFilter
 from api.models import ApiToken
 from api.serializers import StatsQuerySerializer
-from clicks.selectors import import_lag, link_stats, link_totals
+from clicks.selectors import INTERVALS, import_lag, link_stats, link_totals
 from links import selectors, services
 from links.models import Link
 from links.redis import get_redis
 
 from . import forms
 from .models import LinkImport
-from .selectors import edge_health, overview_for
+from .selectors import OVERVIEW_DAYS, edge_health, overview_for
 from .services import CSV_COLUMNS, import_run_chunk, import_upload
 
 BREAKDOWN_TITLES = {
@@ -54,17 +55,33 @@ def _link_or_404(request, slug: str) -> Link:
         raise Http404("No such link.") from None
 
 
-def _chart(series, *, label: str, interval: str) -> dict:
+def _chart(series, *, label: str, interval: str, start: datetime, end: datetime) -> dict:
+    """Chart data with a bar for every bucket of [start, end), empty ones too
+    (the series holds only buckets with clicks)."""
+    step = INTERVALS[interval]
+    bucket = start.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    if interval == "day":
+        bucket = bucket.replace(hour=0)
+    by_bucket = {point.bucket: point for point in series}
     fmt = "%Y-%m-%d %H:00" if interval == "hour" else "%Y-%m-%d"
-    return {"label": label, "labels": [point.bucket.strftime(fmt) for point in series],
-            "clicks": [point.clicks for point in series], "visitors": [point.visitors for point in series]}
+    chart = {"label": label, "labels": [], "clicks": [], "visitors": []}
+    while bucket < end:
+        point = by_bucket.get(bucket)
+        chart["labels"].append(bucket.strftime(fmt))
+        chart["clicks"].append(point.clicks if point else 0)
+        chart["visitors"].append(point.visitors if point else 0)
+        bucket += step
+    return chart
 
 
 @login_required
 def overview(request):
-    totals = overview_for(request.user)
-    context = {"totals": totals,
-               "chart": _chart(totals.series, label="Clicks per day (UTC), bots left out", interval="day")}
+    now = datetime.now(timezone.utc)
+    totals = overview_for(request.user, now=now)
+    context = {"totals": totals, "chart": _chart(
+        totals.series, label="Clicks per day (UTC), bots left out", interval="day",
+        start=now - timedelta(days=OVERVIEW_DAYS - 1), end=now,
+    )}
     if request.user.is_staff:
         context["lag"] = import_lag(client=get_redis())
         context["edge"] = edge_health()
@@ -182,13 +199,13 @@ def link_detail(request, slug: str):
     stats = link_stats(link_ids=[link.pk], start=params["from"], end=params["to"], interval=params["interval"],
                        include_bots=params["include_bots"], top=10)
     recent = selectors.clicks_visible_to(request.user, slug=link.slug).order_by("-occurred_at")[:RECENT_CLICKS]
-    what = "clicks" if params["include_bots"] else "clicks, bots left out"
+    what = "" if params["include_bots"] else ", bots left out"
     return render(request, "web/link_detail.html", {
         "link": link, "short_url": short_url(link.slug), "stats": stats, "params": params, "errors": errors,
         "totals": link_totals(link_ids=[link.pk])[link.pk], "recent": recent,
         "breakdowns": [(BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items()],
-        "chart": _chart(stats.series, label=f"{params['interval'].capitalize()}ly {what}",
-                        interval=params["interval"]),
+        "chart": _chart(stats.series, label=f"Clicks per {params['interval']} (UTC){what}",
+                        interval=params["interval"], start=params["from"], end=params["to"]),
     })
 
 

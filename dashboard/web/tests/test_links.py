@@ -129,7 +129,8 @@ def test_detail_shows_stats_with_a_bounded_number_of_queries(signed_in, user, dj
     with django_assert_max_num_queries(7):  # session, user, link, series, breakdowns, totals, recent clicks
         response = signed_in.get(url)
     assert response.context["stats"].clicks == 2
-    assert response.context["chart"]["clicks"] == [2]
+    chart = response.context["chart"]
+    assert len(chart["clicks"]) in (30, 31) and chart["clicks"][-1] == 2 and sum(chart["clicks"]) == 2
     assert len(response.context["recent"]) == 3
     assert b"news.example.org" in response.content
     assert signed_in.get(url, {"include_bots": "true", "interval": "hour"}).context["stats"].clicks == 3

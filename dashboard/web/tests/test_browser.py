@@ -1,0 +1,139 @@
+"""The dashboard in a real browser (Playwright driving Debian's headless
+Chromium) against the real stack: the live Django server, the edge and the
+importer. Screenshots go to .test-artifacts/screenshots/."""
+import re
+import time
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect, sync_playwright
+
+from clicks.selectors import link_totals
+from links.models import Link
+
+from .conftest import FIREFOX, PASSWORD, unique_slug
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCREENSHOTS = Path(__file__).resolve().parents[3] / ".test-artifacts" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    # Playwright's sync API keeps an event loop running in this thread while
+    # it is open; the ORM calls of the tests are still plain synchronous code.
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, live_server, user):
+    context = browser.new_context(base_url=live_server.url, accept_downloads=True, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(15_000)
+    tab = context.new_page()
+    errors = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.goto("/")
+    expect(tab).to_have_url(re.compile(r"/sign-in/"))
+    tab.get_by_label("Username").fill(user.username)
+    tab.get_by_label("Password").fill(PASSWORD)
+    tab.get_by_role("button", name="Sign in").click()
+    expect(tab.get_by_role("heading", name="Overview")).to_be_visible()
+    yield tab
+    context.close()
+    assert errors == [], errors  # no JavaScript errors on any page
+
+
+def import_until_counted(link: Link, clicks: int, timeout: float = 10.0) -> None:
+    """Runs the importer until the edge's clicks have been flushed to the stream and stored."""
+    deadline = time.monotonic() + timeout
+    while link_totals(link_ids=[link.pk])[link.pk].clicks < clicks:
+        assert time.monotonic() < deadline, "the click never reached the rollups"
+        time.sleep(0.05)
+        call_command("import_clicks", "--once", "--consumer", "browser-test")
+
+
+def test_create_follow_import_and_read_the_report(page, edge, settings, tmp_path):
+    settings.EDGE_BASE_URL = edge.url
+    slug = unique_slug("br")
+    page.get_by_role("link", name="Links", exact=True).click()
+    page.get_by_role("button", name="New link").click()
+    page.get_by_label("Target URL").fill("https://example.com/browser-test")
+    page.get_by_label("Slug").fill(slug)
+    page.get_by_label("Title").fill("Browser test")
+    page.get_by_label("Tags").fill("e2e, browser")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("heading", name="Browser test")).to_be_visible()
+    expect(page.locator(".copy a").first).to_have_text(f"{edge.url}/{slug}")
+
+    response = edge.request(f"/{slug}", headers={"User-Agent": FIREFOX, "Referer": "https://news.example.org/"})
+    assert response.status == 302 and response.headers["Location"] == "https://example.com/browser-test"
+    import_until_counted(Link.objects.get(slug=slug), 1)
+
+    page.reload()
+    expect(page.locator("#range-clicks")).to_have_text("1")
+    expect(page.locator("#recent-clicks tbody tr")).to_have_count(1)
+    expect(page.locator(".breakdowns")).to_contain_text("news.example.org")
+    drawn = page.evaluate("""() => {
+        const chart = Chart.getChart(document.querySelector("canvas[data-chart]"));
+        return chart && {type: chart.config.type, clicks: chart.data.datasets[0].data, width: chart.width};
+    }""")
+    assert drawn["type"] == "bar" and drawn["clicks"][-1] == 1 and sum(drawn["clicks"]) == 1 and drawn["width"] > 100
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "link-detail.png", full_page=True)
+
+    for kind, magic in [("png", b"\x89PNG"), ("svg", b"<svg")]:
+        with page.expect_download() as download:
+            page.locator(f"#qr-{kind}").click()
+        saved = tmp_path / download.value.suggested_filename
+        download.value.save_as(saved)
+        assert saved.name == f"{slug}.{kind}" and magic in saved.read_bytes()[:200]
+
+    page.get_by_role("link", name="Links", exact=True).click()
+    row = page.locator("#links tbody tr", has_text=slug)
+    expect(row).to_contain_text("Browser test")
+    expect(row.locator("td.num")).to_have_text("1")
+    page.screenshot(path=SCREENSHOTS / "links-list.png", full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    page.screenshot(path=SCREENSHOTS / "links-list-phone.png", full_page=True)
+
+
+def test_create_and_revoke_a_token(page):
+    page.get_by_role("link", name="API tokens").click()
+    page.get_by_label("Name").fill("deploy script")
+    page.get_by_label("Scope").select_option("write")
+    page.get_by_role("button", name="Create token").click()
+    expect(page.locator("#token-value")).to_have_text(re.compile(r"^ssk_"))
+    row = page.locator("#tokens tbody tr", has_text="deploy script")
+    expect(row).to_contain_text("read-write")
+    expect(row).to_contain_text("active")
+    row.get_by_role("button", name="Revoke deploy script").click()
+    expect(page.locator("#tokens tbody tr", has_text="deploy script")).to_contain_text("revoked")
+    expect(page.locator("#token-value")).to_have_count(0)  # shown once only
+
+
+def test_import_a_csv_with_one_bad_row(page, user):
+    good = [unique_slug("im") for _ in range(2)]
+    csv_text = (f"url,slug,title\nhttps://example.com/a,{good[0]},A\nftp://example.com/b,bad-row,B\n"
+                f"https://example.com/c,{good[1]},C\n")
+    page.get_by_role("link", name="Links", exact=True).click()
+    page.get_by_role("button", name="Import CSV").click()
+    page.get_by_label("CSV file").set_input_files(
+        files=[{"name": "links.csv", "mimeType": "text/csv", "buffer": csv_text.encode()}])
+    page.get_by_role("button", name="Check the file").click()
+    errors = page.locator("#import-errors tbody tr")
+    expect(errors).to_have_count(1)
+    expect(errors).to_contain_text("bad-row")
+    expect(errors).to_contain_text("Only http and https URLs can be shortened.")
+    expect(page.locator("#import-preview tbody tr")).to_have_count(2)
+    page.get_by_role("button", name="Import the valid rows").click()
+    expect(page.locator("#import-status")).to_have_text("Done: 2 links created.")
+    expect(page.locator("#import-progress")).to_have_attribute("value", "3")
+    assert set(Link.objects.filter(owner=user).values_list("slug", flat=True)) == set(good)
