@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run test test-python test-lua lint lock bench bench-import bench-api loadtest
+.PHONY: setup run test test-python test-lua lint lock bench bench-import bench-api bench-dashboard loadtest
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -39,6 +39,10 @@ bench-import: setup
 # Not part of `make test`: link creation at 200/s and stats over 10,000,000 clicks.
 bench-api: setup
 	$(PY) loadtest/bench_api.py
+
+# Not part of `make test`: the dashboard's links list with 100,000 links.
+bench-dashboard: setup
+	$(PY) loadtest/bench_dashboard.py
 
 # Seeds links, runs Locust headless (LOCUST_RUN_TIME, LOCUST_USERS, LOCUST_SPAWN_RATE),
 # waits for the importer and reconciles redirects with stored clicks. Starts the

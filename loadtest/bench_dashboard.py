@@ -1,0 +1,134 @@
+"""Dashboard benchmark: `make bench-dashboard`.
+
+Starts its own PostgreSQL and Redis (devstack.throwaway) and the dashboard
+under gunicorn, gives one user 100,000 links (each with a week of daily click
+rollups, so every row of the page has a click total to add up), signs in, and
+times the links list page as a browser gets it: the first page, a deep page,
+a tag filter, a search and the sort by clicks.
+
+    .venv/bin/python loadtest/bench_dashboard.py [--links 100000] [--requests 50]
+"""
+import argparse
+import http.client
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import devstack  # noqa: E402
+from devstack.throwaway import ThrowawayStack  # noqa: E402
+
+MANAGE = [sys.executable, str(REPO / "dashboard" / "manage.py")]
+
+LINKS_SQL = """
+INSERT INTO links_link (slug, url, owner_id, title, tags, redirect_status, expires_at, forward_query, is_active,
+                        created_at, updated_at)
+SELECT 'b' || i, 'https://example.com/landing/' || i, %(owner)s, 'Campaign link ' || i,
+       ARRAY['tag' || (i %% 20), 'all'], 302, NULL, false, i %% 10 <> 0,
+       now() - make_interval(secs => i * 60), now()
+FROM generate_series(1, %(links)s) i;
+
+INSERT INTO click_rollup_day (link_id, bucket, clicks, human_clicks, visitors, human_visitors)
+SELECT id, bucket, c, h, (c + 1) / 2, (h + 1) / 2
+FROM (SELECT l.id, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - make_interval(days => d) AS bucket,
+             1 + (l.id + d) %% 50 AS c, 1 + (l.id + d) %% 50 - (1 + (l.id + d) %% 50) / 10 AS h
+      FROM links_link l CROSS JOIN generate_series(0, 6) d WHERE l.owner_id = %(owner)s) counts;
+
+VACUUM ANALYZE links_link;
+VACUUM ANALYZE click_rollup_day;
+"""
+
+SESSION = """
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+user = get_user_model().objects.create_user("bench")
+session = SessionStore()
+session.update({SESSION_KEY: str(user.pk), BACKEND_SESSION_KEY: "django.contrib.auth.backends.ModelBackend",
+                HASH_SESSION_KEY: user.get_session_auth_hash()})
+session.save()
+print(user.pk, session.session_key)
+"""
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+def time_page(port: int, session: str, path: str, count: int) -> dict:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Cookie": f"sessionid={session}"}
+
+    def get() -> bytes:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        body = response.read()
+        assert response.status == 200, (path, response.status, body[:300])
+        return body
+
+    get()  # warm the connection, the worker and PostgreSQL's cache
+    timings = []
+    for _ in range(count):
+        started = time.perf_counter()
+        body = get()
+        timings.append(time.perf_counter() - started)
+    conn.close()
+    return {"p50": percentile(timings, 50) * 1000, "p99": percentile(timings, 99) * 1000,
+            "rows": body.count(b"<tr>") - 1}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--links", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=50)
+    args = parser.parse_args()
+
+    stack = ThrowawayStack(prefix="slingshot-bench-dashboard-")
+    gunicorn = None
+    try:
+        stack.start()
+        env = {**os.environ, **stack.environment(), "EDGE_BASE_URL": "http://127.0.0.1:8080"}
+        run = lambda *cmd: subprocess.run([*MANAGE, *cmd], env=env, check=True, capture_output=True, text=True)  # noqa: E731
+        run("migrate", "--no-input")
+        owner, session = run("shell", "-c", SESSION).stdout.split()[-2:]
+        import psycopg
+
+        started = time.monotonic()
+        with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
+            for statement in filter(str.strip, LINKS_SQL.split(";")):
+                conn.execute(statement, {"owner": int(owner), "links": args.links})
+        print(f"{args.links:,} links with 7 days of rollups each, written in {time.monotonic() - started:.0f} s")
+
+        port = devstack.free_port()
+        gunicorn = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "slingshot.wsgi", "--chdir", str(REPO / "dashboard"),
+             "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+            env=env, stdout=subprocess.DEVNULL, stderr=open(stack.root / "gunicorn.log", "ab"),
+        )
+        devstack.wait_for_port(port, process=gunicorn)
+        print(f"gunicorn, one sync worker, on {os.cpu_count()} cores; {args.requests} sequential requests each")
+        for label, path in [
+            ("first page, newest first", "/links/"),
+            ("page 1,000 of 2,000", "/links/?page=1000"),
+            ("tag filter (5,000 links)", "/links/?tag=tag7"),
+            ("search in slug, title and target", "/links/?q=landing/4242"),
+            ("disabled only", "/links/?status=disabled"),
+            ("sorted by clicks", "/links/?sort=-clicks"),
+        ]:
+            timing = time_page(port, session, path, args.requests)
+            print(f"links list, {label}: {timing['rows']} rows, p50 {timing['p50']:.1f} ms, "
+                  f"p99 {timing['p99']:.1f} ms (target < 300 ms)")
+        return 0
+    finally:
+        if gunicorn:
+            gunicorn.terminate()
+            gunicorn.wait(timeout=30)
+        stack.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
