@@ -81,8 +81,8 @@ def children(pid: int) -> list[int]:
 
 
 def millis(text: str) -> float:
-    number, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
-    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    number, unit = re.match(r"([\d.]+)(us|ms|s|m)$", text).groups()
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
 
 
 class Nginx:
@@ -179,12 +179,19 @@ class Bench:
         errors = re.search(r"Socket errors: (.*)", output)
         if errors:
             print(f"  wrk socket errors in {name}: {errors.group(1)}")
+        try:
+            return self.parse(name, output, requests, nginx_cpu, redis_cpu)
+        except (AttributeError, ValueError) as error:
+            raise RuntimeError(f"cannot read wrk's output for {name}:\n{output}") from error
+
+    @staticmethod
+    def parse(name: str, output: str, requests: int, nginx_cpu: float, redis_cpu: float) -> Result:
         return Result(
             name=name,
             requests=requests,
             rps=float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
-            p50_ms=millis(re.search(r"50%\s+(\S+)", output).group(1)),
-            p99_ms=millis(re.search(r"99%\s+(\S+)", output).group(1)),
+            p50_ms=millis(re.search(r"^\s+50%\s+(\S+)", output, re.M).group(1)),
+            p99_ms=millis(re.search(r"^\s+99%\s+(\S+)", output, re.M).group(1)),
             nginx_us=nginx_cpu / requests * 1e6,
             redis_us=redis_cpu / requests * 1e6,
         )

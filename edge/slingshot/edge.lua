@@ -33,8 +33,6 @@ local EXPIRED = outcome("expired")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
 
-local NOT_FOUND_PAGE = "<!doctype html><title>Not found</title><h1>Not found</h1>"
-    .. "<p>There is no link here.</p>"
 local GONE_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1><p>This link has expired.</p>"
 local UNAVAILABLE_PAGE = "<!doctype html><title>Unavailable</title>"
     .. "<h1>Temporarily unavailable</h1><p>Please try again shortly.</p>"
@@ -82,7 +80,10 @@ local function not_found()
     if config.not_found_url then
         return send_to(config.not_found_url)
     end
-    return answer(404, NOT_FOUND_PAGE)
+    -- nginx's own small 404 page: writing a body from Lua costs a flood of
+    -- unknown slugs about a tenth more (make bench, case d).
+    header["Cache-Control"] = config.cache_control
+    return exit(404)
 end
 
 function _M.redirect()

@@ -2,8 +2,9 @@
 --
 -- * Unknown slugs are cached too (for EDGE_NEGATIVE_TTL), so a flood of
 --   random slugs costs one Redis lookup per slug per TTL.
--- * Concurrent misses on one slug share one Redis lookup per worker: the
---   first request fetches, the others wait on a semaphore for its answer.
+-- * Concurrent misses share Redis round trips: those that arrive together
+--   are asked for in one MGET, and a slug already being asked for is not
+--   asked again, so a storm on one slug is one lookup per worker at a time.
 -- * Every worker tails the stream slingshot:link-changes from a timer and
 --   evicts what changed, so a cache hit never asks Redis and a change shows
 --   within EDGE_LINK_CHANGES_INTERVAL. EDGE_CACHE_TTL bounds staleness when
@@ -20,7 +21,9 @@ local log = ngx.log
 local ERR = ngx.ERR
 local WARN = ngx.WARN
 local null = ngx.null
+local sleep = ngx.sleep
 local error = error
+local unpack = unpack
 
 local _M = { _VERSION = "0.2.0" }
 
@@ -40,9 +43,13 @@ local EVICTIONS = "slingshot_edge_cache_evictions_total"
 local MISSING = {}
 
 local cache
--- slug -> { waiters = n, sema = semaphore or nil, value = ..., err = ... }
--- for the lookup in flight.
+-- Misses are looked up in batches: { n, slugs, values, err, waiters, sema,
+-- generation }. slug -> the batch that is looking it up.
 local inflight = {}
+-- The batch still taking misses, if any.
+local open_batch
+local BATCH_MAX = 100
+local wait_timeout
 -- Bumped by every eviction: a lookup that overlapped one is not cached.
 local generation = 0
 -- Where this worker is in the change stream; nil until it has asked, and
@@ -59,6 +66,8 @@ function _M.init_worker()
     if not cache then
         error("link cache: " .. err)
     end
+    -- Long enough for the batch's own connect and read timeouts to end it.
+    wait_timeout = (config.redis_connect_timeout_ms + config.redis_read_timeout_ms) / 1000 + 0.5
     local ok
     ok, err = ngx.timer.at(0, _M.follow_changes)
     if ok then
@@ -69,19 +78,7 @@ function _M.init_worker()
     end
 end
 
-local function fetch(slug)
-    local red, err = redis.connect()
-    if not red then
-        return nil, err
-    end
-    metrics.inc(LOOKUPS)
-    local raw
-    raw, err = red:get(_M.KEY_PREFIX .. slug)
-    if raw == nil then
-        red:close()
-        return nil, "redis get: " .. err
-    end
-    redis.release(red)
+local function decode(slug, raw)
     if raw == null then
         return MISSING
     end
@@ -93,67 +90,126 @@ local function fetch(slug)
     return value
 end
 
-local function lookup(slug)
-    local started = generation
-    local value, err = fetch(slug)
-    if value == nil then
-        metrics.inc(LOOKUP_ERRORS)
+-- Asks Redis for the links of slugs[1..n] in one round trip.
+local function fetch(slugs, n)
+    local red, err = redis.connect()
+    if not red then
         return nil, err
     end
-    if generation == started then
-        if not last_change_id then
-            unsure = true
+    metrics.inc(LOOKUPS, n)
+    local raws
+    if n == 1 then
+        local raw
+        raw, err = red:get(_M.KEY_PREFIX .. slugs[1])
+        raws = raw ~= nil and { raw } or nil
+    else
+        local keys = {}
+        for i = 1, n do
+            keys[i] = _M.KEY_PREFIX .. slugs[i]
         end
-        cache:set(slug, value, value == MISSING and config.negative_ttl or config.cache_ttl)
+        raws, err = red:mget(unpack(keys))
+    end
+    if not raws then
+        red:close()
+        return nil, "redis get: " .. err
+    end
+    redis.release(red)
+    return raws
+end
+
+-- Runs a batch: one Redis round trip for all its slugs, whose results go
+-- to the cache, and to every request waiting for them.
+local function run(batch)
+    local raws, err = fetch(batch.slugs, batch.n)
+    local fresh = generation == batch.generation
+    if not last_change_id and fresh then
+        unsure = true
+    end
+    for i = 1, batch.n do
+        local slug = batch.slugs[i]
+        inflight[slug] = nil
+        if raws then
+            local value = decode(slug, raws[i])
+            batch.values[slug] = value
+            if fresh then
+                cache:set(slug, value, value == MISSING and config.negative_ttl or config.cache_ttl)
+            end
+        end
+    end
+    if not raws then
+        metrics.inc(LOOKUP_ERRORS)
+        batch.err = err
+    end
+    if batch.sema then
+        batch.sema:post(batch.waiters)
+    end
+end
+
+local function result(batch, slug)
+    local value = batch.values[slug]
+    if value == nil then
+        return nil, batch.err
     end
     return value
 end
 
--- Waits for the lookup another request of this worker has in flight.
-local function wait_for(shared)
-    if not shared.sema then
-        shared.sema = semaphore.new()
+-- Looks slug up with the batch its miss joins. The first miss of a batch
+-- lets the event loop turn once, so that the misses arriving with it join,
+-- then asks Redis for all of them at once (MGET); the others wait for it.
+-- A slug already in a batch is not asked again.
+local function lookup(slug)
+    local batch = inflight[slug]
+    if not batch then
+        batch = open_batch
+        if not batch then
+            batch = { n = 1, slugs = { slug }, values = {}, waiters = 0, generation = generation }
+            inflight[slug] = batch
+            open_batch = batch
+            sleep(0)
+            if open_batch == batch then
+                open_batch = nil
+            end
+            run(batch)
+            return result(batch, slug)
+        end
+        batch.n = batch.n + 1
+        batch.slugs[batch.n] = slug
+        inflight[slug] = batch
+        if batch.n >= BATCH_MAX then
+            open_batch = nil
+        end
     end
-    shared.waiters = shared.waiters + 1
-    local timeout = (config.redis_connect_timeout_ms + config.redis_read_timeout_ms) / 1000
-    local ok, err = shared.sema:wait(timeout)
+    if not batch.sema then
+        batch.sema = semaphore.new()
+    end
+    batch.waiters = batch.waiters + 1
+    local ok, err = batch.sema:wait(wait_timeout)
     if not ok then
-        return nil, "waiting for a concurrent lookup: " .. err
+        return nil, "waiting for a lookup in flight: " .. err
     end
-    return shared.value, shared.err
+    return result(batch, slug)
 end
 
 -- Returns the link; false when it is unknown; nil and an error when Redis
 -- could not be asked.
 function _M.get(slug)
     local value = cache:get(slug)
-    if value ~= nil then
-        if value == MISSING then
-            metrics.inc(NEGATIVE_HITS)
-            return false
-        end
-        metrics.inc(HITS)
-        return value
-    end
-    metrics.inc(MISSES)
-    local err
-    local shared = inflight[slug]
-    if shared then
-        value, err = wait_for(shared)
-    else
-        shared = { waiters = 0 }
-        inflight[slug] = shared
+    if value == nil then
+        metrics.inc(MISSES)
+        local err
         value, err = lookup(slug)
-        inflight[slug] = nil
-        if shared.sema then
-            shared.value, shared.err = value, err
-            shared.sema:post(shared.waiters)
+        if value == nil then
+            return nil, err
         end
+    elseif value == MISSING then
+        metrics.inc(NEGATIVE_HITS)
+    else
+        metrics.inc(HITS)
     end
     if value == MISSING then
         return false
     end
-    return value, err
+    return value
 end
 
 local function evict(slug)
