@@ -200,3 +200,14 @@ def test_many_pending_entries_of_a_restarted_consumer_are_each_stored_once():
 
     assert [result.entries for result in batches] == [2, 2, 2, 1]
     assert clicks_for(slug) == 21
+
+
+@pytest.mark.parametrize("privacy, stored", [("anonymise", "198.51.100.0"), ("full", "198.51.100.7"), ("none", None)])
+def test_the_ip_privacy_setting_decides_what_address_is_stored(settings, privacy, stored):
+    settings.CLICK_IP_PRIVACY = privacy
+    slug = "priv" + uuid.uuid4().hex[:6]
+    add_entry([make_click(slug, ip="198.51.100.7")])
+
+    call_command("import_clicks", "--once", "--consumer", "privacy")
+
+    assert list(Click.objects.filter(slug=slug).values_list("ip", flat=True)) == [stored]
