@@ -14,7 +14,6 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from api import services as token_services
@@ -176,7 +175,7 @@ def link_toggle(request, slug: str):
     link = _link_or_404(request, slug)
     services.link_update(link=link, is_active=not link.is_active)
     messages.success(request, f"{link.slug} is now {'active' if link.is_active else 'disabled'}.")
-    return redirect(request.POST.get("next") or reverse("web:link-detail", args=[link.slug]))
+    return redirect("web:link-detail", slug=link.slug)
 
 
 @login_required

@@ -89,3 +89,17 @@ def test_overview_for_staff_shows_importer_lag_and_edge_health(client, make_user
     settings.EDGE_HEALTH_URL = "http://127.0.0.1:9/healthz"
     page = client.get("/")
     assert page.context["edge"].ok is False and b"unhealthy" in page.content
+
+
+def test_sign_in_is_throttled_per_address(client, make_user, settings):
+    settings.WEB_SIGN_IN_ATTEMPTS = 2
+    for _ in range(2):
+        client.post(reverse("web:sign-in"), {"username": make_user().username, "password": "wrong"},
+                    REMOTE_ADDR="192.0.2.77")
+    fresh = make_user()
+    page = client.post(reverse("web:sign-in"), {"username": fresh.username, "password": PASSWORD},
+                       REMOTE_ADDR="192.0.2.77")
+    assert b"Too many failed sign-ins" in page.content
+    response = client.post(reverse("web:sign-in"), {"username": fresh.username, "password": PASSWORD},
+                           REMOTE_ADDR="192.0.2.78")
+    assert response.status_code == 302
