@@ -49,6 +49,8 @@ local inflight = {}
 -- The batch still taking misses, if any.
 local open_batch
 local BATCH_MAX = 100
+local LOOKUPS_IN_FLIGHT = 4
+local slots
 local wait_timeout
 -- Bumped by every eviction: a lookup that overlapped one is not cached.
 local generation = 0
@@ -68,6 +70,7 @@ function _M.init_worker()
     end
     -- Long enough for the batch's own connect and read timeouts to end it.
     wait_timeout = (config.redis_connect_timeout_ms + config.redis_read_timeout_ms) / 1000 + 0.5
+    slots = semaphore.new(LOOKUPS_IN_FLIGHT)
     local ok
     ok, err = ngx.timer.at(0, _M.follow_changes)
     if ok then
@@ -118,9 +121,13 @@ local function fetch(slugs, n)
 end
 
 -- Runs a batch: one Redis round trip for all its slugs, whose results go
--- to the cache, and to every request waiting for them.
-local function run(batch)
-    local raws, err = fetch(batch.slugs, batch.n)
+-- to the cache, and to every request waiting for them. `failed`: do not
+-- ask, only release the waiters with batch.err.
+local function run(batch, failed)
+    local raws, err
+    if not failed then
+        raws, err = fetch(batch.slugs, batch.n)
+    end
     local fresh = generation == batch.generation
     if not last_change_id and fresh then
         unsure = true
@@ -138,7 +145,7 @@ local function run(batch)
     end
     if not raws then
         metrics.inc(LOOKUP_ERRORS)
-        batch.err = err
+        batch.err = batch.err or err
     end
     if batch.sema then
         batch.sema:post(batch.waiters)
@@ -154,9 +161,10 @@ local function result(batch, slug)
 end
 
 -- Looks slug up with the batch its miss joins. The first miss of a batch
--- lets the event loop turn once, so that the misses arriving with it join,
--- then asks Redis for all of them at once (MGET); the others wait for it.
--- A slug already in a batch is not asked again.
+-- lets the event loop turn once, and waits while LOOKUPS_IN_FLIGHT batches
+-- are out, so that the misses arriving meanwhile join; then it asks Redis
+-- for all of them at once (MGET) and the others wait for it. A slug already
+-- in a batch is not asked again.
 local function lookup(slug)
     local batch = inflight[slug]
     if not batch then
@@ -166,10 +174,17 @@ local function lookup(slug)
             inflight[slug] = batch
             open_batch = batch
             sleep(0)
+            local ok, err = slots:wait(wait_timeout)
             if open_batch == batch then
                 open_batch = nil
             end
-            run(batch)
+            if ok then
+                run(batch)
+                slots:post(1)
+            else
+                batch.err = "waiting for Redis to answer other lookups: " .. err
+                run(batch, true)
+            end
             return result(batch, slug)
         end
         batch.n = batch.n + 1
@@ -183,7 +198,7 @@ local function lookup(slug)
         batch.sema = semaphore.new()
     end
     batch.waiters = batch.waiters + 1
-    local ok, err = batch.sema:wait(wait_timeout)
+    local ok, err = batch.sema:wait(wait_timeout * 2)
     if not ok then
         return nil, "waiting for a lookup in flight: " .. err
     end

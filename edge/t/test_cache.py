@@ -109,3 +109,33 @@ def test_a_miss_storm_on_one_slug_is_one_lookup_per_worker(make_edge, private_re
     after = metrics(edge)
     assert delta(before, after, "slingshot_edge_cache_misses_total") >= 90
     assert 1 <= delta(before, after, LOOKUPS) <= 2
+
+
+def test_misses_arriving_together_share_a_round_trip_and_each_gets_its_own_link(make_edge, private_redis):
+    edge = make_edge(workers=2, env={**private_redis.edge_env(), "EDGE_REDIS_READ_TIMEOUT_MS": "5000"})
+    rds = private_redis.client()
+    slugs = [new_slug() for _ in range(60)]
+    for slug in slugs[:50]:  # the last ten are unknown
+        publish(rds, slug, f"https://example.com/{slug}")
+    time.sleep(0.5)
+    before = metrics(edge)
+    stats_before = rds.info("commandstats")
+    rds.execute_command("CLIENT", "PAUSE", 500, "ALL")
+    answers = {}
+
+    def visit(slug: str) -> None:
+        response = http_request(edge.port, f"/{slug}")
+        answers[slug] = (response.status, response.headers.get("Location"))
+
+    visitors = [threading.Thread(target=visit, args=(slug,)) for slug in slugs]
+    for thread in visitors:
+        thread.start()
+    for thread in visitors:
+        thread.join()
+    assert answers == {slug: (302, f"https://example.com/{slug}") for slug in slugs[:50]} | {
+        slug: (404, None) for slug in slugs[50:]}
+    stats = rds.info("commandstats")
+    round_trips = sum(stats.get(f"cmdstat_{c}", {}).get("calls", 0)
+                      - stats_before.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("get", "mget"))
+    assert round_trips <= 10, "misses that waited together were asked for one by one"
+    assert delta(before, metrics(edge), LOOKUPS) == 60
