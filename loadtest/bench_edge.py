@@ -158,7 +158,8 @@ class Bench:
         self.edges = []
 
     def start_edge(self, env: dict[str, str], *, with_ceiling: bool = False) -> Nginx:
-        env = {"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(self.redis_port), "REDIS_PASSWORD": "", **env}
+        chosen = dict(item.split("=", 1) for item in self.args.edge_env)
+        env = {"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(self.redis_port), "REDIS_PASSWORD": "", **chosen, **env}
         edge = Nginx(self.root, env, self.args.workers, with_ceiling=with_ceiling)
         self.edges.append(edge)
         return edge
@@ -215,7 +216,7 @@ class Bench:
         a = self.args
         print(f"nginx {devstack.nginx_binary()} with {a.workers} workers; per case wrk -t{a.threads} "
               f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of a, b, c, d; "
-              f"{os.cpu_count()} CPUs\n")
+              f"{os.cpu_count()} CPUs" + (f"; {' '.join(a.edge_env)}" if a.edge_env else "") + "\n")
         link = orjson.dumps({"url": CEILING_TARGET, "status": 302, "active": True})
         self.redis.set("slingshot:link:bench", link)
         many = [f"m{i:06d}" for i in range(a.miss_slugs)]
@@ -297,6 +298,8 @@ def main() -> int:
     parser.add_argument("--miss-slugs", type=int, default=100_000)
     parser.add_argument("--tiny-cache", type=int, default=1000)
     parser.add_argument("--unknown-slugs", type=int, default=10_000)
+    parser.add_argument("--edge-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an edge setting for every case, e.g. EDGE_CLICKS_PER_ENTRY=500")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         print("wrk is not installed (make setup installs it)", file=sys.stderr)

@@ -6,6 +6,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import orjson
 import redis
 
 import devstack
+from devstack.pytest_plugin import http_request
 
 LINK_KEY_PREFIX = "slingshot:link:"
 CHANGES_STREAM = "slingshot:link-changes"
@@ -88,6 +90,39 @@ def raw_request(port: int, target: bytes, *, method: bytes = b"GET") -> bytes:
         while chunk := sock.recv(65536):
             answer += chunk
     return answer
+
+
+class Traffic:
+    """Visitors asking for one path over and over, each time on a new
+    connection (so that every worker, old or new, gets some), for as long as
+    the `with` block lasts. `served` holds the statuses, `failed` the
+    connections refused or reset."""
+
+    def __init__(self, port: int, path: str, *, visitors: int = 3) -> None:
+        self.port, self.path = port, path
+        self.served: list[int] = []
+        self.failed: list[OSError] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._visit, args=(n,)) for n in range(visitors)]
+
+    def _visit(self, n: int) -> None:
+        while not self._stop.is_set():
+            try:
+                status = http_request(self.port, self.path, headers={"User-Agent": f"visitor-{n}"}).status
+            except OSError as error:
+                self.failed.append(error)
+                continue
+            self.served.append(status)
+
+    def __enter__(self) -> "Traffic":
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
 
 
 class PrivateRedis:

@@ -1,11 +1,8 @@
 """Clicks: buffered per worker, flushed from a timer to the stream."""
-import threading
 import time
 import uuid
 
-from edge_helpers import delta, metrics, publish, stream_clicks, wait_for_clicks
-
-from devstack.pytest_plugin import http_request
+from edge_helpers import Traffic, delta, metrics, publish, stream_clicks, wait_for_clicks
 
 
 def new_slug(letter: str) -> str:
@@ -77,32 +74,18 @@ def test_reload_during_traffic_loses_no_click(make_edge, rds):
     edge = make_edge(workers=2)
     slug = new_slug("r")
     publish(rds, slug)
-    served, failed = [], []
-    stop = threading.Event()
-
-    def visitor(n: int) -> None:
-        while not stop.is_set():
-            try:  # a new connection each time, so both workers, old and new, get some
-                status = http_request(edge.port, f"/{slug}", headers={"User-Agent": f"v{n}"}).status
-            except OSError as error:  # refused or reset while sockets change hands
-                failed.append(error)
-                continue
-            served.append(status)
-
-    visitors = [threading.Thread(target=visitor, args=(n,)) for n in range(4)]
-    for thread in visitors:
-        thread.start()
-    for _ in range(3):
+    with Traffic(edge.port, f"/{slug}", visitors=4) as traffic:
+        for _ in range(3):
+            time.sleep(0.4)
+            edge.reload()
         time.sleep(0.4)
-        edge.reload()
-    time.sleep(0.4)
-    stop.set()
-    for thread in visitors:
-        thread.join()
+    # Connections refused or reset while listening sockets change hands are
+    # not served, so they are no clicks either.
+    served = traffic.served
     assert set(served) == {302}
     assert len(served) > 200
     found = wait_for_clicks(rds, slug, len(served), timeout=10)
-    assert len({click["id"] for click in found}) == len(served) == len(found), (len(failed), len(served))
+    assert len({click["id"] for click in found}) == len(served) == len(found), (len(traffic.failed), len(served))
 
 
 def test_a_full_buffer_drops_and_counts_and_the_rest_arrives(make_edge, private_redis):

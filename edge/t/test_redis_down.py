@@ -1,14 +1,12 @@
 """Redis going away: cached links keep redirecting, the rest get a quick 503,
 and the clicks buffered meanwhile arrive, every one, once Redis is back."""
-import threading
 import time
 import uuid
 
 import pytest
-from edge_helpers import delta, metrics, publish, wait_for_clicks
+from edge_helpers import Traffic, delta, metrics, publish, wait_for_clicks
 
 import devstack
-from devstack.pytest_plugin import http_request
 
 
 def test_redis_down_during_traffic(make_edge, private_redis):
@@ -20,37 +18,27 @@ def test_redis_down_during_traffic(make_edge, private_redis):
     time.sleep(0.5)  # past the change notifications
     assert edge.request("/healthz").status == 200
 
-    served = []
-    stop = threading.Event()
+    with Traffic(edge.port, f"/{cached}") as traffic:
+        time.sleep(0.5)
+        private_redis.stop()
+        down_at = len(traffic.served)
+        time.sleep(0.3)
 
-    def visitor() -> None:
-        while not stop.is_set():
-            served.append(http_request(edge.port, f"/{cached}").status)
+        started = time.monotonic()
+        response = edge.request(f"/{uncached}")
+        assert response.status == 503
+        assert time.monotonic() - started < 1.0
+        assert b"Temporarily unavailable" in response.body
+        health = edge.request("/healthz")
+        assert health.status == 503 and b"redis" in health.body
+        time.sleep(0.7)
+        during = metrics(edge)
+        assert during["slingshot_edge_click_buffer_depth"] > 0
 
-    visitors = [threading.Thread(target=visitor) for _ in range(3)]
-    for thread in visitors:
-        thread.start()
-    time.sleep(0.5)
-    private_redis.stop()
-    down_at = len(served)
-    time.sleep(0.3)
-
-    started = time.monotonic()
-    response = edge.request(f"/{uncached}")
-    assert response.status == 503
-    assert time.monotonic() - started < 1.0
-    assert b"Temporarily unavailable" in response.body
-    health = edge.request("/healthz")
-    assert health.status == 503 and b"redis" in health.body
-    time.sleep(0.7)
-    during = metrics(edge)
-    assert during["slingshot_edge_click_buffer_depth"] > 0
-
-    private_redis.start()
-    time.sleep(0.5)
-    stop.set()
-    for thread in visitors:
-        thread.join()
+        private_redis.start()
+        time.sleep(0.5)
+    served = traffic.served
+    assert traffic.failed == []
     assert set(served) == {302}
     assert len(served) - down_at > 100, "traffic went on while Redis was away"
 
