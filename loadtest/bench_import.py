@@ -106,19 +106,41 @@ def main() -> None:
                         help="clicks' times spread over this many past minutes (a live edge: a few)")
     parser.add_argument("--fast-fsync-off", action="store_true", help="PostgreSQL with fsync=off (not production)")
     parser.add_argument("--only", choices=["enriched", "plain"], help="run one of the two imports")
+    parser.add_argument("--pg-setting", action="append", metavar="NAME=VALUE",
+                        help="PostgreSQL server setting, repeatable (default: shared_buffers=2GB, max_wal_size=4GB, "
+                             "as a production server would have; --pg-setting '' for PostgreSQL's own defaults)")
     parser.add_argument("--skip-selectors", action="store_true", help="do not time the stats selectors")
     parser.add_argument("--profile", action="store_true", help="cProfile the enriched import, top 25 by own time")
     parser.add_argument("--statements", action="store_true", help="time each SQL statement of the import")
     args = parser.parse_args()
+    if args.pg_setting is None:
+        args.pg_setting = ["shared_buffers=2GB", "max_wal_size=4GB"]
+    args.pg_setting = [setting for setting in args.pg_setting if setting]
 
     stack = ThrowawayStack(prefix="slingshot-bench-import-", durable=not args.fast_fsync_off)
     try:
         stack.start()
+        tune_postgres(stack, args.pg_setting)
         os.environ.update({**stack.environment(), "DJANGO_SETTINGS_MODULE": "slingshot.settings",
                            "LOG_LEVEL": "WARNING"})
         run_bench(args)
     finally:
         stack.cleanup()
+
+
+def tune_postgres(stack: ThrowawayStack, settings: list[str]) -> None:
+    """Applies NAME=VALUE server settings (ALTER SYSTEM) and restarts PostgreSQL."""
+    if not settings:
+        return
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(host=str(stack.pg_dir), port=stack.pg_port, user="postgres", dbname="postgres",
+                         autocommit=True) as conn:
+        for setting in settings:
+            name, _, value = setting.partition("=")
+            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value)))
+    stack.restart_postgres()
 
 
 def run_bench(args) -> None:
@@ -140,6 +162,7 @@ def run_bench(args) -> None:
     Link.objects.bulk_create(Link(slug=slug, url=f"https://example.com/{slug}", owner=owner) for slug in slugs)
     client = get_redis()
     durability = "fsync=off" if args.fast_fsync_off else "fsync on, synchronous_commit on"
+    durability += "".join(f", {setting}" for setting in args.pg_setting)
     print(f"bench-import: {args.clicks:,} clicks over {args.spread_minutes:g} minutes, {args.links} links, batches of {args.batch_size} entries, "
           f"PostgreSQL {durability}, Redis appendonly")
 
