@@ -60,8 +60,18 @@ class Edge:
     def request(self, path: str, *, method: str = "GET", headers: dict | None = None) -> "Response":
         return http_request(self.port, path, method=method, headers=headers)
 
+    def mark(self) -> None:
+        """From now on errors() reports only what is logged after this call."""
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+
     def errors(self) -> str:
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        """Error lines logged since the last mark(): the shared edge is marked
+        at the start of every test, so one test's outage is not another's error."""
+        text = ""
+        if self.log_path.exists():
+            with self.log_path.open("rb") as log:
+                log.seek(getattr(self, "_log_offset", 0))
+                text = log.read().decode(errors="replace")
         return "\n".join(line for line in text.splitlines() if "[error]" in line or "[crit]" in line
                          or "[alert]" in line or "[emerg]" in line)
 
@@ -93,11 +103,17 @@ def servers() -> ThrowawayStack:
 
 
 @pytest.fixture(scope="session")
-def edge():
-    """One shared edge with two workers."""
+def _shared_edge():
     running = Edge().start()
     yield running
     running.stop()
+
+
+@pytest.fixture
+def edge(_shared_edge):
+    """One edge with two workers, shared by the whole run."""
+    _shared_edge.mark()
+    return _shared_edge
 
 
 @pytest.fixture
