@@ -71,8 +71,9 @@ function _M.record(slug, details, orphan)
     end
     if exited then
         -- The exit flush has run and no timer runs after it: requests still
-        -- finishing in an old worker write their own clicks.
+        -- finishing in an old worker write their own clicks, and counts.
         _M.flush(true)
+        metrics.sync()
     end
 end
 
