@@ -1,6 +1,5 @@
 import argparse
 import json
-import signal
 import socket
 import sys
 import time
@@ -10,12 +9,13 @@ from datetime import datetime, timezone
 import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError
 
 from clicks.enrichment import Enricher
 from clicks.importer import BatchResult, ClickImporter, ConsumerBusy
 from clicks.selectors import import_lag
 from clicks.services import click_tables_maintain
+from slingshot.commands import ServiceCommand
 from links.redis import get_redis
 
 EXIT_CONSUMER_BUSY = 3
@@ -74,7 +74,7 @@ class Progress:
             self.bar.close()
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = "Import clicks from the Redis stream into PostgreSQL (follows the stream unless --once)."
 
     def add_arguments(self, parser):
@@ -98,15 +98,6 @@ class Command(BaseCommand):
         if lag:
             self.stdout.write(json.dumps(asdict(import_lag(client=get_redis()))))
             return
-        stopping = False
-
-        def stop(signum, frame):
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-
         importer = ClickImporter(
             client=get_redis(), consumer=consumer, batch_size=batch_size, block_ms=block_ms,
             claim_idle_ms=claim_idle_ms,
@@ -135,12 +126,12 @@ class Command(BaseCommand):
             meter(result)
 
         try:
-            while not stopping:
+            while not self.stopping:
                 try:
                     if meter is None:
                         meter = Progress(command=self, client=importer.redis, bar=show_bar and once,
                                          interval=settings.CLICK_IMPORT_LOG_INTERVAL)
-                    total += importer.run(once=once, should_stop=lambda: stopping, report=report,
+                    total += importer.run(once=once, should_stop=lambda: self.stopping, report=report,
                                           every_so_often=maintain)
                     break
                 except ConsumerBusy as exc:
@@ -148,15 +139,7 @@ class Command(BaseCommand):
                 except RETRYABLE as exc:
                     # Redis or PostgreSQL went away: nothing was acknowledged that
                     # was not committed, so retry the same work when it is back.
-                    connection.close()
-                    pause = min(30.0, 0.5 * 2**attempt)
-                    self.stderr.write(
-                        f"import_clicks[{consumer}]: {exc.__class__.__name__}: {str(exc).strip()}; "
-                        f"retrying in {pause:.1f}s"
-                    )
-                    deadline = time.monotonic() + pause
-                    while not stopping and time.monotonic() < deadline:
-                        time.sleep(0.1)
+                    self.retry_later(exc, attempt=attempt, first=0.5, cap=30.0, who=f"import_clicks[{consumer}]")
                     attempt += 1
         finally:
             if meter is not None:

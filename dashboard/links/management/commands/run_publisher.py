@@ -1,15 +1,12 @@
-import signal
-import time
-
 import psycopg
 import redis
-from django.core.management.base import BaseCommand
 from django.db import InterfaceError, OperationalError, connection
 
 from links.publishing import OUTBOX_CHANNEL, deliver_outbox
+from slingshot.commands import ServiceCommand
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
         "Deliver link changes from the outbox to Redis: woken by NOTIFY, polling as a fallback, "
         "retrying with backoff until Redis takes every change."
@@ -19,17 +16,9 @@ class Command(BaseCommand):
         parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls without a NOTIFY")
 
     def handle(self, *args, interval, **options):
-        stopping = False
-
-        def stop(signum, frame):
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
         listener = None
         failures = 0
-        while not stopping:
+        while not self.stopping:
             try:
                 if listener is None or listener.closed:
                     listener = self.listen()
@@ -43,15 +32,10 @@ class Command(BaseCommand):
                 for _ in listener.notifies(timeout=interval, stop_after=1):
                     pass
             except (redis.RedisError, OperationalError, InterfaceError, psycopg.Error) as exc:
-                connection.close()
                 if listener is not None:
                     listener.close()
+                self.retry_later(exc, attempt=failures, first=0.2, cap=5.0, who="run_publisher")
                 failures += 1
-                pause = min(5.0, 0.2 * 2**failures)
-                self.stderr.write(f"run_publisher: {exc.__class__.__name__}: {exc}; retrying in {pause:.1f}s")
-                deadline = time.monotonic() + pause
-                while not stopping and time.monotonic() < deadline:
-                    time.sleep(0.05)
         if listener is not None:
             listener.close()
 

@@ -1,0 +1,39 @@
+"""The base of Slingshot's long-running management commands (import_clicks,
+run_publisher): one way to stop and one way to retry."""
+import signal
+import time
+
+from django.core.management.base import BaseCommand
+from django.db import connection
+
+
+class ServiceCommand(BaseCommand):
+    """SIGTERM and Ctrl-C set `self.stopping`: the command finishes the work
+    in hand and returns. `pause` and `retry_later` wake early when it does."""
+
+    stopping = False
+
+    def execute(self, *args, **options):
+        self.stopping = False
+        previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            return super().execute(*args, **options)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _stop(self, signum, frame) -> None:
+        self.stopping = True
+
+    def pause(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self.stopping and time.monotonic() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
+    def retry_later(self, exc: Exception, *, attempt: int, first: float, cap: float, who: str) -> None:
+        """After a lost connection: drop the database connection, say so, and
+        wait first * 2**attempt seconds (at most cap)."""
+        connection.close()
+        pause = min(cap, first * 2**attempt)
+        self.stderr.write(f"{who}: {exc.__class__.__name__}: {str(exc).strip()}; retrying in {pause:.1f}s")
+        self.pause(pause)
