@@ -115,7 +115,7 @@ def run_dashboard() -> None:
     )
     dashboard_port = port("DASHBOARD_PORT")
     print(
-        f"\n  Dashboard (Django admin): http://127.0.0.1:{dashboard_port}/admin/\n"
+        f"\n  Dashboard:                http://127.0.0.1:{dashboard_port}/  (Django admin: /admin/, API: /api/v1/docs/)\n"
         f"  Edge (short links):       http://127.0.0.1:{port('EDGE_PORT')}/<slug>\n"
         "  Sign in with the admin user above. Ctrl-C stops everything.\n",
         flush=True,
