@@ -82,15 +82,17 @@ def stored_ids(ids: set[str]) -> tuple[int, int]:
         return cursor.fetchone()
 
 
-def rolled_up(slugs: list[str]) -> tuple[int, int]:
-    """Clicks of these links in the hourly and in the daily rollups."""
+def rolled_up(slugs: list[str]) -> tuple[int, int, int]:
+    """Clicks of these links in the hourly rollups, the daily ones and the totals."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT (SELECT coalesce(sum(clicks), 0) FROM click_rollup_hour r JOIN links_link l ON l.id = r.link_id"
             "        WHERE l.slug = ANY(%s)),"
             "       (SELECT coalesce(sum(clicks), 0) FROM click_rollup_day r JOIN links_link l ON l.id = r.link_id"
+            "        WHERE l.slug = ANY(%s)),"
+            "       (SELECT coalesce(sum(clicks), 0) FROM link_click_totals t JOIN links_link l ON l.id = t.link_id"
             "        WHERE l.slug = ANY(%s))",
-            [slugs, slugs],
+            [slugs, slugs, slugs],
         )
         return tuple(int(n) for n in cursor.fetchone())
 
@@ -104,7 +106,7 @@ def wait_until(condition, *, timeout: float = 30.0, what: str) -> None:
 
 def assert_exactly_once(ids: set[str], slugs: list[str]) -> None:
     assert stored_ids(ids) == (len(ids), len(ids))
-    assert rolled_up(slugs) == (len(ids), len(ids))
+    assert rolled_up(slugs) == (len(ids), len(ids), len(ids))
 
 
 def stop(process: subprocess.Popen) -> int:

@@ -275,9 +275,18 @@ ON CONFLICT (link_id, bucket, dimension, value) DO UPDATE SET
     clicks = r.clicks + EXCLUDED.clicks,
     human_clicks = r.human_clicks + EXCLUDED.human_clicks
 """
+_TOTALS = """
+INSERT INTO link_click_totals AS t (link_id, clicks, human_clicks)
+SELECT link_id, sum(clicks), sum(human_clicks)
+FROM batch_breakdown WHERE dimension = 'browser' GROUP BY 1 ORDER BY 1
+ON CONFLICT (link_id) DO UPDATE SET
+    clicks = t.clicks + EXCLUDED.clicks,
+    human_clicks = t.human_clicks + EXCLUDED.human_clicks
+"""
 _ROLLUP_STATEMENTS = [
     _BATCH_VISITORS,
     *(sql.format(g=g, bucket=bucket) for g, bucket in _BUCKET.items() for sql in (_ROLLUP, _BREAKDOWN)),
+    _TOTALS,
 ]
 
 

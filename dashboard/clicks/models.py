@@ -22,3 +22,20 @@ class Click(models.Model):
 
     def __str__(self) -> str:
         return f"{self.slug} at {self.occurred_at:%Y-%m-%d %H:%M:%S}"
+
+
+class LinkClickTotals(models.Model):
+    """A link's all-time clicks (sql/003_link_click_totals.sql), kept by the importer."""
+
+    link = models.OneToOneField(
+        Link, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="click_totals"
+    )
+    clicks = models.BigIntegerField()
+    human_clicks = models.BigIntegerField()
+
+    class Meta:
+        managed = False
+        db_table = "link_click_totals"
+
+    def __str__(self) -> str:
+        return f"{self.link_id}: {self.clicks} clicks"

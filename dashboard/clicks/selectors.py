@@ -102,8 +102,7 @@ def link_totals(*, link_ids: Iterable[int]) -> dict[int, LinkTotals]:
     totals = {link_id: LinkTotals() for link_id in ids}
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT link_id, sum(clicks), sum(human_clicks) FROM click_rollup_day "
-            "WHERE link_id = ANY(%s) GROUP BY link_id",
+            "SELECT link_id, clicks, human_clicks FROM link_click_totals WHERE link_id = ANY(%s)",
             [ids],
         )
         for link_id, clicks, human in cursor.fetchall():

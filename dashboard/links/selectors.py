@@ -4,8 +4,8 @@ import ipaddress
 from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db.models import BigIntegerField, QuerySet
-from django.db.models.expressions import RawSQL
+from django.db.models import BigIntegerField, F, QuerySet
+from django.db.models.functions import Coalesce
 
 from clicks.enrichment import anonymise
 from clicks.models import Click
@@ -21,13 +21,11 @@ def links_visible_to(user: AbstractBaseUser) -> QuerySet[Link]:
 
 
 def with_click_totals(links: QuerySet[Link]) -> QuerySet[Link]:
-    """Annotates `clicks` and `human_clicks`: all-time totals from the daily
-    rollups (docs/rollups.md), so they can be sorted on; PostgreSQL computes
-    them only for the rows a page returns unless asked to order by them."""
-    total = "COALESCE((SELECT sum({column}) FROM click_rollup_day r WHERE r.link_id = links_link.id), 0)"
+    """Annotates `clicks` and `human_clicks`, the all-time totals the importer
+    keeps per link (one LEFT JOIN, so they can be sorted on)."""
     return links.annotate(
-        clicks=RawSQL(total.format(column="clicks"), [], output_field=BigIntegerField()),
-        human_clicks=RawSQL(total.format(column="human_clicks"), [], output_field=BigIntegerField()),
+        clicks=Coalesce(F("click_totals__clicks"), 0, output_field=BigIntegerField()),
+        human_clicks=Coalesce(F("click_totals__human_clicks"), 0, output_field=BigIntegerField()),
     )
 
 
