@@ -21,8 +21,7 @@ sys.path.insert(0, str(REPO))
 
 import devstack  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
-
-MANAGE = [sys.executable, str(REPO / "dashboard" / "manage.py")]
+from loadtest.bench_api import MANAGE, percentile  # noqa: E402
 
 LINKS_SQL = """
 INSERT INTO links_link (slug, url, owner_id, title, tags, redirect_status, expires_at, forward_query, is_active,
@@ -52,11 +51,6 @@ session.update({SESSION_KEY: str(user.pk), BACKEND_SESSION_KEY: "django.contrib.
 session.save()
 print(user.pk, session.session_key)
 """
-
-
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
 
 
 def time_page(port: int, session: str, path: str, count: int) -> dict:
