@@ -2,19 +2,15 @@
 reading the click stream and the edge's /metrics, and a private Redis."""
 import os
 import re
-import shutil
 import socket
-import subprocess
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import orjson
 import redis
 
-import devstack
 from devstack.pytest_plugin import http_request
+from devstack.throwaway import ThrowawayStack
 
 LINK_KEY_PREFIX = "slingshot:link:"
 CHANGES_STREAM = "slingshot:link-changes"
@@ -130,29 +126,21 @@ class PrivateRedis:
     stream), which the test may stop and start."""
 
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="slingshot-redis-"))
-        self.port = devstack.free_port()
-        self.password = "private-redis-password"
-        self.process = None
+        self.stack = ThrowawayStack(prefix="slingshot-redis-", durable=True)
 
     def start(self) -> "PrivateRedis":
-        cmd = devstack.redis_command(self.dir, self.port, password=self.password, durable=True)
-        self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        start_new_session=True)
-        devstack.wait_for_port(self.port, process=self.process)
+        self.stack.start_redis()
         return self
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
+        if self.stack.redis.poll() is None:
+            self.stack.stop_redis()
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, password=self.password)
+        return redis.Redis(port=self.stack.redis_port, password=self.stack.redis_password)
 
     def edge_env(self) -> dict[str, str]:
-        return {"REDIS_PORT": str(self.port), "REDIS_PASSWORD": self.password}
+        return {"REDIS_PORT": str(self.stack.redis_port), "REDIS_PASSWORD": self.stack.redis_password}
 
     def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.stack.cleanup()
