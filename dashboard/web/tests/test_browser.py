@@ -114,6 +114,8 @@ def test_create_and_revoke_a_token(page):
     row = page.locator("#tokens tbody tr", has_text="deploy script")
     expect(row).to_contain_text("read-write")
     expect(row).to_contain_text("active")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "tokens.png", full_page=True)
     row.get_by_role("button", name="Revoke deploy script").click()
     expect(page.locator("#tokens tbody tr", has_text="deploy script")).to_contain_text("revoked")
     expect(page.locator("#token-value")).to_have_count(0)  # shown once only
@@ -133,6 +135,8 @@ def test_import_a_csv_with_one_bad_row(page, user):
     expect(errors).to_contain_text("bad-row")
     expect(errors).to_contain_text("Only http and https URLs can be shortened.")
     expect(page.locator("#import-preview tbody tr")).to_have_count(2)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "import-preview.png", full_page=True)
     page.get_by_role("button", name="Import the valid rows").click()
     expect(page.locator("#import-status")).to_have_text("Done: 2 links created.")
     expect(page.locator("#import-progress")).to_have_attribute("value", "3")
