@@ -78,3 +78,21 @@ def test_someone_elses_import_is_not_found(signed_in, make_user):
     theirs = LinkImport.objects.create(owner=make_user(), filename="x.csv", rows=[])
     assert signed_in.get(reverse("web:link-import-detail", args=[theirs.pk])).status_code == 404
     assert signed_in.post(reverse("web:link-import-run", args=[theirs.pk])).status_code == 404
+
+
+def test_an_export_imports_back_as_it_was(signed_in, user):
+    from datetime import datetime, timezone
+
+    fields = dict(url="https://example.com/r?a=1", slug=unique_slug(), title="Round, trip", tags=["x", "y"],
+                  redirect_status=308, expires_at=datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc),
+                  forward_query=True, is_active=False)
+    link_create(owner=user, **fields)
+    exported = b"".join(signed_in.get(reverse("web:link-export")).streaming_content).decode()
+    Link.objects.filter(owner=user).delete()
+
+    upload(signed_in, exported)
+    link_import = LinkImport.objects.get(owner=user)
+    assert link_import.failed == 0
+    signed_in.post(reverse("web:link-import-run", args=[link_import.pk]))
+    link = Link.objects.get(owner=user)
+    assert {name: getattr(link, name) for name in fields} == fields
