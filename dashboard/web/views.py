@@ -2,6 +2,8 @@
 api/ act, the selectors read."""
 import csv
 import io
+from functools import reduce
+from operator import or_
 from datetime import datetime, timedelta, timezone
 
 import segno
@@ -11,7 +13,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -20,6 +22,7 @@ from api import services as token_services
 from api.filters import LinkFilter
 from api.models import ApiToken
 from api.serializers import StatsQuerySerializer
+from api.views import LinkViewSet
 from clicks.selectors import INTERVALS, import_lag, link_stats, link_totals
 from links import selectors, services
 from links.models import Link
@@ -88,7 +91,7 @@ def overview(request):
     return render(request, "web/overview.html", context)
 
 
-def _filtered_links(request) -> tuple[forms.LinkListForm, "QuerySet"]:
+def _filtered_links(request) -> tuple[forms.LinkListForm, QuerySet[Link]]:
     form = forms.LinkListForm(request.GET)
     form.is_valid()
     params = form.cleaned_data
@@ -96,9 +99,8 @@ def _filtered_links(request) -> tuple[forms.LinkListForm, "QuerySet"]:
     # Tag and status filter the way the API's `tag` and `is_active` parameters do.
     status = {"active": "true", "disabled": "false"}.get(params.get("status") or "", "")
     links = LinkFilter({"tag": params.get("tag") or "", "is_active": status}, queryset=links).qs
-    if params.get("q"):
-        q = params["q"]
-        links = links.filter(Q(slug__icontains=q) | Q(title__icontains=q) | Q(url__icontains=q))
+    for term in (params.get("q") or "").split():  # every word in one of the fields the API searches
+        links = links.filter(reduce(or_, (Q(**{f"{name}__icontains": term}) for name in LinkViewSet.search_fields)))
     return form, selectors.with_click_totals(links).order_by(*form.ordering())
 
 
