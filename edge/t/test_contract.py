@@ -1,5 +1,4 @@
 """A link published by the dashboard is read correctly by the edge (docs/contract.md)."""
-import time
 import uuid
 from datetime import timedelta
 
