@@ -37,8 +37,13 @@ FROM (SELECT l.id, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC
              1 + (l.id + d) %% 50 AS c, 1 + (l.id + d) %% 50 - (1 + (l.id + d) %% 50) / 10 AS h
       FROM links_link l CROSS JOIN generate_series(0, 6) d WHERE l.owner_id = %(owner)s) counts;
 
+-- The all-time totals the importer keeps beside the rollups (docs/rollups.md).
+INSERT INTO link_click_totals (link_id, clicks, human_clicks)
+SELECT link_id, sum(clicks), sum(human_clicks) FROM click_rollup_day GROUP BY link_id;
+
 VACUUM ANALYZE links_link;
 VACUUM ANALYZE click_rollup_day;
+VACUUM ANALYZE link_click_totals;
 """
 
 SESSION = """

@@ -108,7 +108,7 @@ def _filtered_links(request) -> tuple[forms.LinkListForm, QuerySet[Link]]:
 def link_list(request):
     form, links = _filtered_links(request)
     # The page's ids first, then those rows with their click totals: PostgreSQL
-    # would otherwise add up the totals of every row an OFFSET skips too.
+    # would otherwise join the totals of every row an OFFSET skips too.
     page = Paginator(links.values_list("pk", flat=True), settings.WEB_LINKS_PER_PAGE).get_page(request.GET.get("page"))
     rows = links.in_bulk(list(page))
     page.object_list = [rows[pk] for pk in page]
