@@ -101,7 +101,7 @@ def steady_creates(client: Client, *, rate: float, seconds: float, threads: int)
 ROLLUP_SQL = """
 INSERT INTO click_rollup_hour (link_id, bucket, clicks, human_clicks, visitors, human_visitors)
 SELECT %(link)s, h, c, c * 9 / 10, c / 2, c * 9 / 20
-FROM (SELECT h, %(per_hour)s + (extract(epoch FROM h)::bigint / 3600) %% 3 - 1 AS c
+FROM (SELECT h, greatest(0, %(per_hour)s + (extract(epoch FROM h)::bigint / 3600) %% 3 - 1) AS c
       FROM generate_series(%(start)s::timestamptz, %(end)s::timestamptz - interval '1 hour', interval '1 hour') h) hours;
 
 INSERT INTO click_breakdown_hour (link_id, bucket, dimension, value, clicks, human_clicks)
@@ -122,6 +122,9 @@ INSERT INTO click_breakdown_day (link_id, bucket, dimension, value, clicks, huma
 SELECT link_id, date_trunc('day', bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', dimension, value,
        sum(clicks), sum(human_clicks)
 FROM click_breakdown_hour WHERE link_id = %(link)s GROUP BY 1, 2, 3, 4;
+
+INSERT INTO link_click_totals (link_id, clicks, human_clicks)
+SELECT link_id, sum(clicks), sum(human_clicks) FROM click_rollup_day WHERE link_id = %(link)s GROUP BY 1;
 
 ANALYZE click_rollup_hour, click_rollup_day, click_breakdown_hour, click_breakdown_day;
 """

@@ -42,9 +42,12 @@ def token_revoke(*, token: ApiToken) -> ApiToken:
 
 def token_authenticate(raw: str) -> ApiToken | None:
     """The usable token for this secret, or None. Marks it used."""
-    token = ApiToken.objects.select_related("user").filter(digest=token_digest(raw)).first()
+    try:
+        token = ApiToken.objects.select_related("user").get(digest=token_digest(raw))
+    except ApiToken.DoesNotExist:
+        return None
     now = timezone.now()
-    if token is None or not token.is_usable(now) or not token.user.is_active:
+    if not token.is_usable(now) or not token.user.is_active:
         return None
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)

@@ -15,7 +15,7 @@ from links.models import Link
 
 from . import serializers
 from . import services as token_services
-from .exceptions import as_api_error
+from .exceptions import Conflict, as_api_error
 from .filters import LinkFilter
 from .models import ApiToken
 
@@ -33,9 +33,11 @@ def _create_link(request, data) -> Link:
     serializer = serializers.LinkCreateSerializer(data=data)
     serializer.is_valid(raise_exception=True)
     try:
-        return services.link_create(owner=request.user, **serializer.validated_data)
+        link = services.link_create(owner=request.user, **serializer.validated_data)
     except DjangoValidationError as exc:
         raise as_api_error(exc) from None
+    link.clicks = link.human_clicks = 0  # a new link id has no clicks yet
+    return link
 
 
 @extend_schema_view(
@@ -72,7 +74,8 @@ class LinkViewSet(
         return Response(serializers.LinkSerializer(link).data, status=status_code)
 
     def create(self, request, *args, **kwargs):
-        return self._output(_create_link(request, request.data), status.HTTP_201_CREATED)
+        link = _create_link(request, request.data)
+        return Response(serializers.LinkSerializer(link).data, status=status.HTTP_201_CREATED)
 
     def partial_update(self, request, *args, **kwargs):
         link = self.get_object()
@@ -146,19 +149,11 @@ class LinkViewSet(
                 link = _create_link(request, item)
             except ValidationError as exc:
                 results.append({"index": index, "status": exc.status_code, "errors": exc.detail})
-            except Exception as exc:  # noqa: BLE001 - Conflict and other API errors
-                code = getattr(exc, "status_code", None)
-                if code is None:
-                    raise
-                results.append({"index": index, "status": code, "errors": exc.detail})
+            except Conflict as exc:
+                results.append({"index": index, "status": exc.status_code, "errors": exc.detail})
             else:
                 created += 1
-                results.append({"index": index, "status": 201, "link": link})
-        ids = [r["link"].pk for r in results if "link" in r]
-        annotated = {link.pk: link for link in self.get_queryset().filter(pk__in=ids)}
-        for result in results:
-            if "link" in result:
-                result["link"] = serializers.LinkSerializer(annotated[result["link"].pk]).data
+                results.append({"index": index, "status": 201, "link": serializers.LinkSerializer(link).data})
         return Response({"created": created, "failed": len(results) - created, "results": results})
 
 
