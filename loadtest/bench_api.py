@@ -187,6 +187,8 @@ def main() -> int:
         client = Client(port, token)
 
         print(f"gunicorn with {args.workers} sync workers, PostgreSQL and Redis durable, on {os.cpu_count()} cores")
+        # Warm every worker up (imports, connections) at the same rate, unrecorded: the figures are steady state.
+        steady_creates(client, rate=args.rate, seconds=5, threads=args.threads)
         created = steady_creates(client, rate=args.rate, seconds=args.seconds, threads=args.threads)
         print(f"link create at {args.rate:.0f}/s for {args.seconds:.0f} s: {created['ok']}/{created['requests']} "
               f"created ({created['rate']:.0f}/s achieved), p50 {created['p50']:.1f} ms, p99 {created['p99']:.1f} ms, "

@@ -1,3 +1,4 @@
+import copy
 from datetime import timedelta
 
 from django.conf import settings
@@ -23,7 +24,19 @@ LINK_EXAMPLE = {
 }
 
 
-class LinkSerializer(serializers.ModelSerializer):
+class FieldsOnceMixin:
+    """A ModelSerializer works its fields out of the model for every instance,
+    though they depend only on the class: work them out once per class, and
+    give each instance its own copy (fields are bound to their serializer)."""
+
+    def get_fields(self):
+        cls = type(self)
+        if "_fields_once" not in cls.__dict__:
+            cls._fields_once = super().get_fields()
+        return copy.deepcopy(cls._fields_once)
+
+
+class LinkSerializer(FieldsOnceMixin, serializers.ModelSerializer):
     short_url = serializers.SerializerMethodField()
     clicks = serializers.IntegerField(read_only=True, default=0, help_text="Every recorded click.")
     human_clicks = serializers.IntegerField(read_only=True, default=0, help_text="Clicks not flagged as bots.")

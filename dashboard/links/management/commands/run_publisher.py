@@ -1,3 +1,5 @@
+import time
+
 import psycopg
 import redis
 from django.db import InterfaceError, OperationalError, connection
@@ -14,23 +16,28 @@ class Command(ServiceCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls without a NOTIFY")
+        parser.add_argument("--coalesce-ms", type=float, default=20.0,
+                            help="after a NOTIFY, wait this long so changes committed together go out together")
+        parser.add_argument("--log-interval", type=float, default=10.0, help="seconds between progress lines")
 
-    def handle(self, *args, interval, **options):
+    def handle(self, *args, interval, coalesce_ms, log_interval, **options):
         listener = None
         failures = 0
+        published, logged_at = 0, time.monotonic()
         while not self.stopping:
             try:
                 if listener is None or listener.closed:
                     listener = self.listen()
-                delivered = deliver_outbox()
-                if delivered:
-                    self.stdout.write(f"run_publisher: published {delivered} link changes")
+                published += deliver_outbox() or 0
                 if failures:
                     self.stdout.write("run_publisher: Redis and PostgreSQL reachable again")
                 failures = 0
+                if published and time.monotonic() - logged_at >= log_interval:
+                    self.stdout.write(f"run_publisher: published {published} link changes")
+                    published, logged_at = 0, time.monotonic()
                 # Sleep until a change is committed (NOTIFY), or for `interval`.
-                for _ in listener.notifies(timeout=interval, stop_after=1):
-                    pass
+                if any(True for _ in listener.notifies(timeout=interval, stop_after=1)):
+                    self.pause(coalesce_ms / 1000)
             except (redis.RedisError, OperationalError, InterfaceError, psycopg.Error) as exc:
                 if listener is not None:
                     listener.close()
