@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from clicks.models import Click
 from links.models import Link
+from links.selectors import short_url
 from links.validation import validate_slug
 
 from .models import ApiToken
@@ -54,7 +55,7 @@ class LinkSerializer(FieldsOnceMixin, serializers.ModelSerializer):
         }
 
     def get_short_url(self, link: Link) -> str:
-        return settings.EDGE_BASE_URL.rstrip("/") + "/" + link.slug
+        return short_url(link.slug)
 
 
 @extend_schema_serializer(examples=[OpenApiExample("A campaign link", value=LINK_EXAMPLE, request_only=True)])

@@ -3,6 +3,7 @@ own links; staff see everyone's."""
 import ipaddress
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import BigIntegerField, F, QuerySet
 from django.db.models.functions import Coalesce
@@ -11,6 +12,11 @@ from clicks.enrichment import anonymise
 from clicks.models import Click
 
 from .models import Link
+
+
+def short_url(slug: str) -> str:
+    """Where the edge serves a slug."""
+    return settings.EDGE_BASE_URL.rstrip("/") + "/" + slug
 
 
 def links_visible_to(user: AbstractBaseUser) -> QuerySet[Link]:

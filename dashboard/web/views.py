@@ -27,6 +27,7 @@ from clicks.selectors import INTERVALS, import_lag, link_stats, link_totals
 from links import selectors, services
 from links.models import Link
 from links.redis import get_redis
+from links.selectors import short_url
 
 from . import forms
 from .models import LinkImport
@@ -38,10 +39,6 @@ BREAKDOWN_TITLES = {
     "country": "Countries",
 }
 RECENT_CLICKS = 20
-
-
-def short_url(slug: str) -> str:
-    return settings.EDGE_BASE_URL.rstrip("/") + "/" + slug
 
 
 class SignInView(auth_views.LoginView):
