@@ -79,6 +79,10 @@ def test_images_are_pinned_and_the_dashboard_runs_unprivileged():
     dockerfile = (REPO / "dashboard/Dockerfile").read_text()
     assert dockerfile.count("FROM ") >= 2, "multi-stage build"
     assert re.search(r"^USER (?!root)\w+", dockerfile, flags=re.M)
+    # The pages' Chart.js and CSS are built from the lockfile into the image.
+    assert "COPY --from=frontend /frontend/build dashboard/frontend/build" in dockerfile
+    assert (REPO / "dashboard/frontend/package-lock.json").is_file()
+    assert "node_modules" in (REPO / ".dockerignore").read_text()
 
 
 def test_the_loadtest_profile_runs_locust_on_our_locustfile():
