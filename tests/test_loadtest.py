@@ -20,7 +20,7 @@ def test_a_short_load_test_reconciles_every_click(live_server, edge, tmp_path):
         "SLINGSHOT_DASHBOARD_URL": live_server.url,
         "LOCUST_RUN_TIME": "8s", "LOCUST_USERS": "6", "LOCUST_SPAWN_RATE": "6",
         "LOADTEST_LINKS": "300", "LOADTEST_REPORTS": str(tmp_path / "reports"),
-        "LOADTEST_USER_CLASSES": os.environ.get("LOADTEST_USER_CLASSES", "RedirectUser ApiUser"),
+        "LOADTEST_USER_CLASSES": os.environ.get("LOADTEST_USER_CLASSES", "RedirectUser ApiUser DashboardUser"),
     }
     importer = subprocess.Popen(
         [sys.executable, str(REPO / "dashboard" / "manage.py"), "import_clicks", "--consumer", "loadtest-smoke"],
