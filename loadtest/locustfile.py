@@ -9,6 +9,7 @@ Settings (environment):
   SLINGSHOT_SEED_FILE      written by `manage.py seed_loadtest` (default .run/loadtest/seed.json)
   LOCUST_REDIRECT_WEIGHT, LOCUST_API_WEIGHT, LOCUST_DASHBOARD_WEIGHT   user mix (default 8, 1, 1)
   LOCUST_ZIPF_S            popularity skew of the seeded links (default 1.0)
+  LOCUST_REDIRECT_RATE     requests/s per RedirectUser (default 0: as fast as possible)
 """
 import itertools
 import json
@@ -18,7 +19,7 @@ import re
 from bisect import bisect
 from pathlib import Path
 
-from locust import FastHttpUser, HttpUser, between, constant, task
+from locust import FastHttpUser, HttpUser, between, constant, constant_throughput, task
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = json.loads(Path(os.environ.get("SLINGSHOT_SEED_FILE", REPO / ".run" / "loadtest" / "seed.json")).read_text())
@@ -41,7 +42,10 @@ class RedirectUser(FastHttpUser):
 
     host = EDGE_URL
     weight = int(os.environ.get("LOCUST_REDIRECT_WEIGHT", "8"))
-    wait_time = constant(0)
+    # Requests per second per user; 0: as fast as it can (then Locust itself,
+    # on the same cores, becomes the bottleneck and its timings stretch).
+    _rate = float(os.environ.get("LOCUST_REDIRECT_RATE", "0"))
+    wait_time = constant_throughput(_rate) if _rate > 0 else constant(0)
 
     @task
     def follow(self):

@@ -52,6 +52,27 @@ def wait_for(url: str, process: subprocess.Popen | None) -> None:
     devstack.wait_for_port(parts.port or 80, timeout=180, process=process)
 
 
+def percentile(histogram: dict[str, int], pct: float) -> float:
+    """From Locust's response-time histogram (rounded ms -> count)."""
+    points = sorted((float(ms), n) for ms, n in histogram.items())
+    wanted, seen = pct / 100 * sum(n for _, n in points), 0
+    for ms, n in points:
+        seen += n
+        if seen >= wanted:
+            return ms
+    return points[-1][0] if points else 0.0
+
+
+def summary(stats_json: Path) -> str:
+    lines = [f"{'request':<34} {'count':>8} {'failed':>6} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}"]
+    for e in json.loads(stats_json.read_text()):
+        seconds = max(e["last_request_timestamp"] - e["start_time"], 1e-9)
+        lines.append(f"{e['method'] + ' ' + e['name']:<34} {e['num_requests']:>8} {e['num_failures']:>6} "
+                     f"{e['num_requests'] / seconds:>8.1f} {percentile(e['response_times'], 50):>7.0f} "
+                     f"{percentile(e['response_times'], 99):>7.0f}")
+    return "\n".join(lines)
+
+
 def final_counts(stats_json: Path) -> tuple[int, int, int]:
     """(redirects, failed redirects, failed requests of any kind) from Locust's
     final stats. (Its CSV is written on a timer and can miss the last seconds.)"""
@@ -121,6 +142,7 @@ def main() -> int:
         seeded = Link.objects.filter(owner__username="loadtest", tags__contains=["seeded"])
         stored = Click.objects.filter(link__in=seeded, occurred_at__gte=started).count()
         redirected = requests - failed
+        print(summary(reports / "final.json"))
         print(f"locust: {requests} redirects ({failed} failed), {all_failures} failed requests in all; "
               f"reports in {reports}")
         print(f"reconciled: {stored}/{redirected} clicks")
