@@ -151,6 +151,18 @@ def redis_command(datadir: Path, port: int, *, password: str | None = None, dura
     return [shutil.which("redis-server") or "redis-server", str(conf)]
 
 
+# --- the dashboard ---------------------------------------------------------------
+
+def gunicorn_command(port: int, *, workers: int | str = 2, python: str | None = None) -> list[str]:
+    """The dashboard under gunicorn on 127.0.0.1:port, as `make run` starts it."""
+    import sys
+
+    return [
+        python or sys.executable, "-m", "gunicorn", "slingshot.wsgi", "--chdir", str(REPO / "dashboard"),
+        "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+    ]
+
+
 # --- the edge (nginx + Lua) -------------------------------------------------
 
 def nginx_binary() -> str:

@@ -120,12 +120,8 @@ def run_dashboard() -> None:
         "  Sign in with the admin user above. Ctrl-C stops everything.\n",
         flush=True,
     )
-    os.execv(
-        PYTHON,
-        [PYTHON, "-m", "gunicorn", "slingshot.wsgi", "--chdir", str(devstack.REPO / "dashboard"),
-         "--bind", f"127.0.0.1:{dashboard_port}", "--workers", os.environ.get("DASHBOARD_WORKERS", "2"),
-         "--access-logfile", "-"],
-    )
+    command = devstack.gunicorn_command(dashboard_port, workers=os.environ.get("DASHBOARD_WORKERS", "2"))
+    os.execv(PYTHON, [*command, "--access-logfile", "-"])
 
 
 def run_after_migrations(*command: str) -> None:

@@ -7,8 +7,8 @@ import tempfile
 from pathlib import Path
 
 from . import (
-    bootstrap_database, db_owner, free_port, init_postgres, postgres_command, redis_command, wait_for_port,
-    wait_for_postgres,
+    bootstrap_database, db_owner, free_port, gunicorn_command, init_postgres, postgres_command, redis_command,
+    wait_for_port, wait_for_postgres,
 )
 
 
@@ -57,6 +57,14 @@ class ThrowawayStack:
             postgres_command(self.pg_dir, self.pg_port, durable=self.durable), "postgres", **db_owner()
         )
         wait_for_postgres(self.pg_dir, self.pg_port)
+
+    def start_dashboard(self, env: dict[str, str], *, workers: int = 2) -> int:
+        """gunicorn on a free port with this environment; returns the port.
+        It stops with the stack (cleanup)."""
+        port = free_port()
+        process = self._spawn(gunicorn_command(port, workers=workers), "gunicorn", env=env)
+        wait_for_port(port, process=process)
+        return port
 
     def _spawn(self, cmd: list[str], name: str, **popen) -> subprocess.Popen:
         log = open(self.root / f"{name}.log", "ab")

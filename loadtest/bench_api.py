@@ -20,7 +20,6 @@ import http.client
 import json
 import os
 import queue
-import statistics
 import subprocess
 import sys
 import threading
@@ -30,7 +29,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import devstack  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 
 MANAGE = [sys.executable, str(REPO / "dashboard" / "manage.py")]
@@ -165,7 +163,6 @@ def main() -> int:
     args = parser.parse_args()
 
     stack = ThrowawayStack(prefix="slingshot-bench-api-", durable=True)
-    gunicorn = None
     try:
         stack.start()
         env = {**os.environ, **stack.environment(), "API_THROTTLE_RATE": "100000000/min",
@@ -174,13 +171,7 @@ def main() -> int:
         run("migrate", "--no-input")
         run("shell", "-c", "from django.contrib.auth import get_user_model; get_user_model().objects.create_user('bench')")
         token = run("create_api_token", "bench", "--scope", "write").stdout.strip()
-        port = devstack.free_port()
-        gunicorn = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "slingshot.wsgi", "--chdir", str(REPO / "dashboard"),
-             "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers)],
-            env=env, stdout=subprocess.DEVNULL, stderr=open(stack.root / "gunicorn.log", "ab"),
-        )
-        devstack.wait_for_port(port, process=gunicorn)
+        port = stack.start_dashboard(env, workers=args.workers)
         publisher = subprocess.Popen([*MANAGE, "run_publisher"], env=env, stdout=subprocess.DEVNULL,
                                      stderr=open(stack.root / "publisher.log", "ab"))
         stack.processes.append(publisher)
@@ -219,9 +210,6 @@ def main() -> int:
                   f"p99 {timing['p99']:.1f} ms over {args.stats_requests} requests (target < 100 ms)")
         return 0
     finally:
-        if gunicorn:
-            gunicorn.terminate()
-            gunicorn.wait(timeout=30)
         stack.cleanup()
 
 

@@ -19,7 +19,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import devstack  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 from loadtest.bench_api import MANAGE, percentile  # noqa: E402
 
@@ -87,7 +86,6 @@ def main() -> int:
     args = parser.parse_args()
 
     stack = ThrowawayStack(prefix="slingshot-bench-dashboard-")
-    gunicorn = None
     try:
         stack.start()
         env = {**os.environ, **stack.environment(), "EDGE_BASE_URL": "http://127.0.0.1:8080"}
@@ -102,13 +100,7 @@ def main() -> int:
                 conn.execute(statement, {"owner": int(owner), "links": args.links})
         print(f"{args.links:,} links with 7 days of rollups each, written in {time.monotonic() - started:.0f} s")
 
-        port = devstack.free_port()
-        gunicorn = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "slingshot.wsgi", "--chdir", str(REPO / "dashboard"),
-             "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-            env=env, stdout=subprocess.DEVNULL, stderr=open(stack.root / "gunicorn.log", "ab"),
-        )
-        devstack.wait_for_port(port, process=gunicorn)
+        port = stack.start_dashboard(env, workers=1)
         print(f"gunicorn, one sync worker, on {os.cpu_count()} cores; {args.requests} sequential requests each")
         for label, path in [
             ("first page, newest first", "/links/"),
@@ -123,9 +115,6 @@ def main() -> int:
                   f"p99 {timing['p99']:.1f} ms (target < 300 ms)")
         return 0
     finally:
-        if gunicorn:
-            gunicorn.terminate()
-            gunicorn.wait(timeout=30)
         stack.cleanup()
 
 

@@ -26,9 +26,8 @@ def dashboard_url(tmp_path):
     }
     port = devstack.free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "slingshot.wsgi", "--chdir", str(devstack.REPO / "dashboard"),
-         "--bind", f"127.0.0.1:{port}", "--workers", "2"],
-        env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "gunicorn.log", "ab"),
+        devstack.gunicorn_command(port, workers=2), env=env, stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "gunicorn.log", "ab"),
     )
     try:
         devstack.wait_for_port(port, process=server)
