@@ -18,7 +18,12 @@ from devstack.throwaway import ThrowawayStack
 
 SERVERS = ThrowawayStack(prefix="slingshot-test-")
 SERVERS.start()
-os.environ.update(SERVERS.environment())
+os.environ.update(
+    SERVERS.environment(),
+    # Tests see a change in Redis as soon as its transaction commits;
+    # tests/test_publishing.py runs the publisher process on its own.
+    LINK_PUBLISH_INLINE="true",
+)
 atexit.register(SERVERS.cleanup)
 
 

@@ -77,9 +77,6 @@ class ThrowawayStack:
             "SLINGSHOT_ENV_FILE": "",
             "SECRET_KEY": "test-only-secret-key",
             "DATABASE_URL": f"postgres://slingshot:test@127.0.0.1:{self.pg_port}/slingshot",
-            # Tests see a change in Redis as soon as its transaction commits;
-            # tests/test_publishing.py runs the publisher process on its own.
-            "LINK_PUBLISH_INLINE": "true",
             "REDIS_HOST": "127.0.0.1",
             "REDIS_PORT": str(self.redis_port),
             "REDIS_PASSWORD": self.redis_password,
