@@ -91,7 +91,8 @@ class BulkResultSerializer(serializers.Serializer):
 class ClickSerializer(serializers.ModelSerializer):
     class Meta:
         model = Click
-        fields = ["click_id", "occurred_at", "slug", "ip", "user_agent", "referer"]
+        fields = ["click_id", "occurred_at", "slug", "ip", "user_agent", "referer", "referer_host", "browser", "os",
+                  "device", "country", "is_bot"]
 
 
 class StorableDateTimeField(serializers.DateTimeField):

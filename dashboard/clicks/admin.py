@@ -5,7 +5,7 @@ from .models import Click
 
 @admin.register(Click)
 class ClickAdmin(admin.ModelAdmin):
-    list_display = ["occurred_at", "slug", "ip", "user_agent", "referer"]
+    list_display = ["occurred_at", "slug", "ip", "browser", "os", "device", "country", "is_bot", "referer_host"]
     search_fields = ["slug"]
     date_hierarchy = "occurred_at"
     show_full_result_count = False

@@ -4,8 +4,8 @@ from links.models import Link
 
 
 class Click(models.Model):
-    """A row of the partitioned `clicks` table (sql/001_clicks.sql), which the
-    importer fills; Django only reads it."""
+    """A row of the partitioned `clicks` table (sql/001_clicks.sql, 002), which
+    the importer fills; Django only reads it."""
 
     click_id = models.UUIDField(primary_key=True)
     occurred_at = models.DateTimeField()
@@ -14,6 +14,13 @@ class Click(models.Model):
     ip = models.GenericIPAddressField(null=True)
     user_agent = models.TextField()
     referer = models.TextField()
+    # Worked out at import (sql/002_enrichment_orphans_rollups.sql).
+    is_bot = models.BooleanField()
+    browser = models.TextField()
+    os = models.TextField()
+    device = models.TextField()
+    country = models.TextField()
+    referer_host = models.TextField()
 
     class Meta:
         managed = False

@@ -49,6 +49,12 @@ def test_stats_series_breakdowns_and_bot_flag(api, user):
     listed = api.get(f"/api/v1/links/{link.slug}").json()
     assert (listed["clicks"], listed["human_clicks"]) == (4, 3)
 
+    raw = api.get("/api/v1/clicks", {"link": link.slug}).json()["results"]
+    bot = next(click for click in raw if click["is_bot"])
+    assert bot["user_agent"] == GOOGLEBOT and bot["ip"] == "66.249.66.0"
+    firefox = [click for click in raw if click["browser"] == "Firefox"]
+    assert len(firefox) == 3 and {click["referer_host"] for click in firefox} == {"news.example.org", ""}
+
 
 def test_order_by_clicks(api, user):
     quiet = link_create(owner=user, url="https://example.com/q", slug="oq" + uuid.uuid4().hex[:8])
