@@ -34,14 +34,15 @@ class LinkTotals:
     human_clicks: int = 0
 
 
-def _floor(moment: datetime, interval: str) -> datetime:
+def bucket_start(moment: datetime, interval: str) -> datetime:
+    """The start of the UTC hour or day that `moment` falls in."""
     moment = moment.astimezone(timezone.utc)
     moment = moment.replace(minute=0, second=0, microsecond=0)
     return moment.replace(hour=0) if interval == "day" else moment
 
 
 def _ceil(moment: datetime, interval: str) -> datetime:
-    floor = _floor(moment, interval)
+    floor = bucket_start(moment, interval)
     return floor if floor == moment else floor + INTERVALS[interval]
 
 
@@ -61,7 +62,7 @@ def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,
     if start.tzinfo is None or end.tzinfo is None:
         raise ValueError("start and end must be timezone-aware")
     ids = list(link_ids)
-    start, end = _floor(start, interval), _ceil(end, interval)
+    start, end = bucket_start(start, interval), _ceil(end, interval)
     clicks, visitors = ("clicks", "visitors") if include_bots else ("human_clicks", "human_visitors")
     with connection.cursor() as cursor:
         cursor.execute(
@@ -71,7 +72,7 @@ def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,
         )
         series = [Point(bucket=bucket, clicks=int(n), visitors=int(v)) for bucket, n, v in cursor.fetchall()]
 
-        whole_days_from, whole_days_to = _ceil(start, "day"), _floor(end, "day")
+        whole_days_from, whole_days_to = _ceil(start, "day"), bucket_start(end, "day")
         if whole_days_from >= whole_days_to:
             parts = [("hour", start, end)]
         else:

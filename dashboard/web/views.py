@@ -23,7 +23,7 @@ from api.filters import LinkFilter
 from api.models import ApiToken
 from api.serializers import StatsQuerySerializer
 from api.views import LinkViewSet
-from clicks.selectors import INTERVALS, import_lag, link_stats, link_totals
+from clicks.selectors import INTERVALS, bucket_start, import_lag, link_stats, link_totals
 from links import selectors, services
 from links.models import Link
 from links.redis import get_redis
@@ -58,9 +58,7 @@ def _chart(series, *, label: str, interval: str, start: datetime, end: datetime)
     """Chart data with a bar for every bucket of [start, end), empty ones too
     (the series holds only buckets with clicks)."""
     step = INTERVALS[interval]
-    bucket = start.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
-    if interval == "day":
-        bucket = bucket.replace(hour=0)
+    bucket = bucket_start(start, interval)
     by_bucket = {point.bucket: point for point in series}
     fmt = "%Y-%m-%d %H:00" if interval == "hour" else "%Y-%m-%d"
     chart = {"label": label, "labels": [], "clicks": [], "visitors": []}
