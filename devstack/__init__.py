@@ -129,6 +129,11 @@ def bootstrap_database(datadir: Path, port: int, *, role: str, password: str, da
         )
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(database), sql.Identifier(role)))
+    # Extensions need a superuser (sql/004_visitor_sketches.sql); template1
+    # passes them on to databases made later, such as the tests' own.
+    for dbname in ("template1", database):
+        with psycopg.connect(host=str(datadir), port=port, user="postgres", dbname=dbname, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS hll")
 
 
 # --- Redis --------------------------------------------------------------------

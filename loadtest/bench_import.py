@@ -101,7 +101,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clicks", type=int, default=1_000_000)
     parser.add_argument("--links", type=int, default=2000)
-    parser.add_argument("--batch-size", type=int, default=200, help="stream entries per transaction")
+    parser.add_argument("--batch-size", type=int, help="stream entries per transaction (default: the importer's, "
+                        "CLICK_IMPORT_BATCH_ENTRIES)")
     parser.add_argument("--spread-minutes", type=float, default=10.0,
                         help="clicks' times spread over this many past minutes (a live edge: a few)")
     parser.add_argument("--fast-fsync-off", action="store_true", help="PostgreSQL with fsync=off (not production)")
@@ -152,11 +153,15 @@ def run_bench(args) -> None:
     from django.db import connection
 
     from clicks.enrichment import Enricher
-    from clicks.importer import STREAM, ClickImporter
+    from django.conf import settings
+
+    from clicks.importer import STREAM, ClickImporter, tune_gc
     from links.models import Link
     from links.redis import get_redis
 
     call_command("migrate", verbosity=0)
+    args.batch_size = args.batch_size or settings.CLICK_IMPORT_BATCH_ENTRIES
+    tune_gc()  # as import_clicks does
     owner = get_user_model().objects.create_user("bench")
     slugs = [f"bench{i}" for i in range(args.links)]
     Link.objects.bulk_create(Link(slug=slug, url=f"https://example.com/{slug}", owner=owner) for slug in slugs)
@@ -172,7 +177,7 @@ def run_bench(args) -> None:
             continue
         with connection.cursor() as cursor:
             cursor.execute("TRUNCATE clicks, orphan_visits, click_rollup_hour, click_rollup_day, "
-                           "click_breakdown_hour, click_breakdown_day, click_visitors_hour, click_visitors_day")
+                           "click_breakdown_hour, click_breakdown_day, link_click_totals")
         started = time.perf_counter()
         entries = preload(client, clicks=args.clicks, slugs=slugs, seed=seed, stream=STREAM,
                           spread_ms=int(args.spread_minutes * 60_000))
@@ -198,6 +203,17 @@ def run_bench(args) -> None:
 
         started = time.perf_counter()
         if args.statements:
+            copy = ClickImporter._copy
+
+            def timed_copy(cursor, statement, payload):
+                began = time.perf_counter()
+                try:
+                    return copy(cursor, statement, payload)
+                finally:
+                    key = statement[:60]
+                    timings[key] = timings.get(key, 0.0) + time.perf_counter() - began
+
+            importer._copy = timed_copy
             with connection.execute_wrapper(timed):
                 stored = importer.run(once=True)
         else:

@@ -4,9 +4,16 @@ referrer host, country, and the address as the privacy setting allows.
 Each answer is cached by the raw string it comes from (user agents,
 referrers and addresses repeat heavily), and is returned already formatted
 as tab-separated COPY text, so a click costs the importer a few dict look-ups.
+
+A visitor (docs/rollups.md) is the anonymised network and the user agent:
+each fact carries a 64-bit hash of its half, and the importer XORs the two
+(the halves are hashed with different keys, so the result is as good as a
+hash of the pair).
 """
 import ipaddress
 from functools import lru_cache
+from hashlib import blake2b
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from crawlerdetect import CrawlerDetect
@@ -25,6 +32,37 @@ ANONYMISED_PREFIX = {4: 24, 6: 48}
 MOBILE_OS = {"iOS", "Android", "Windows Phone", "BlackBerry OS", "KaiOS", "Symbian OS", "Firefox OS"}
 TABLET_HINTS = ("ipad", "tablet", "kindle", "silk/", "playbook")
 DESKTOP_OS = {"Windows", "Mac OS X", "Linux", "Ubuntu", "Chrome OS", "Fedora", "FreeBSD", "Debian"}
+
+
+class IpFacts(NamedTuple):
+    text: str  # COPY text of ip, country
+    country: str
+    visitor_net: str  # the anonymised network; '' for a missing or malformed address
+    net_hash: int  # half of the visitor hash
+
+
+class AgentFacts(NamedTuple):
+    text: str  # COPY text of user_agent, browser, os, device, is_bot
+    classes: tuple[str, str, str, bool]  # browser, os, device, is_bot
+    orphan_text: str  # COPY text of user_agent, is_bot (orphan visits keep no classes)
+    agent_hash: int  # the other half of the visitor hash
+
+
+class RefererFacts(NamedTuple):
+    text: str  # COPY text of referer, referer_host
+    host: str
+    referer_text: str  # COPY text of referer
+
+
+def _hash64(value: str, key: bytes) -> int:
+    """A signed 64-bit hash (PostgreSQL bigint), stable across processes and hosts."""
+    return int.from_bytes(blake2b(value.encode("utf-8", "replace"), digest_size=8, key=key).digest(),
+                          "little", signed=True)
+
+
+def visitor_hash(visitor_net: str, user_agent: str) -> int:
+    """The visitor of a click: what the importer counts distinct visitors by."""
+    return _hash64(visitor_net, b"net") ^ _hash64(user_agent, b"agent")
 
 
 def copy_text(value: str) -> str:
@@ -76,14 +114,15 @@ def device_class(*, user_agent: str, os_family: str, device_family: str, is_bot:
 
 class Enricher:
     """Turns a click's ip, ua and ref into COPY fields (the *_COLUMNS below)
-    and the values the rollups count. Each method returns (COPY text, values).
+    and the values the rollups count: `ip` returns IpFacts, `agent` AgentFacts,
+    `referer` RefererFacts.
 
     `enabled=False` skips the parsers (every class is 'unknown'); the address
     is still validated and stored as `ip_privacy` says.
     """
 
     # The columns each method's text fills, in order.
-    IP_COLUMNS = ("ip", "visitor_net", "country")
+    IP_COLUMNS = ("ip", "country")
     AGENT_COLUMNS = ("user_agent", "browser", "os", "device", "is_bot")
     REFERER_COLUMNS = ("referer", "referer_host")
 
@@ -99,8 +138,7 @@ class Enricher:
         self.referer = lru_cache(maxsize=cache_size)(self._referer)
         self.country = lru_cache(maxsize=cache_size)(self._country)
 
-    def _ip(self, raw: str) -> tuple[str, str]:
-        """COPY text of IP_COLUMNS, and the country."""
+    def _ip(self, raw: str) -> IpFacts:
         visitor_net = _ipv4_net(raw)
         if visitor_net is not None:  # the common case, without ipaddress's cost
             stored = {"anonymise": visitor_net, "full": raw, "none": "\\N"}[self.ip_privacy]
@@ -108,13 +146,13 @@ class Enricher:
             try:
                 address = ipaddress.ip_address(raw)
             except ValueError:
-                return "\\N\t\t" + UNKNOWN, UNKNOWN
+                return IpFacts("\\N\t" + UNKNOWN, UNKNOWN, "", _hash64("", b"net"))
             if address.version == 6 and address.ipv4_mapped:
                 address = address.ipv4_mapped
             visitor_net = anonymise(address)
             stored = {"anonymise": visitor_net, "full": str(address), "none": "\\N"}[self.ip_privacy]
         country = self.country(visitor_net)
-        return f"{stored}\t{visitor_net}\t{copy_text(country)}", country
+        return IpFacts(f"{stored}\t{copy_text(country)}", country, visitor_net, _hash64(visitor_net, b"net"))
 
     def _country(self, visitor_net: str) -> str:
         """Country of an anonymised network (the geo data has no finer grain)."""
@@ -126,8 +164,7 @@ class Enricher:
             return UNKNOWN
         return code if len(code) == 2 and code.isalpha() else UNKNOWN
 
-    def _agent(self, raw: str) -> tuple[str, tuple[str, str, str, bool]]:
-        """COPY text of AGENT_COLUMNS, and (browser, os, device, is_bot)."""
+    def _agent(self, raw: str) -> AgentFacts:
         user_agent = raw[:UA_MAX].replace("\x00", "")
         browser = os_family = device = UNKNOWN
         is_bot = False
@@ -142,12 +179,14 @@ class Enricher:
             )
             is_bot = is_bot or device == "bot"
             browser, os_family = (UNKNOWN if v == "Other" else v for v in (browser, os_family))
-        fields = (user_agent, browser, os_family, device)
-        text = "\t".join(copy_text(field) for field in fields) + ("\tt" if is_bot else "\tf")
-        return text, (browser, os_family, device, is_bot)
+        bot = "\tt" if is_bot else "\tf"
+        agent_text = copy_text(user_agent)
+        text = "\t".join((agent_text, *(copy_text(field) for field in (browser, os_family, device)))) + bot
+        return AgentFacts(text, (browser, os_family, device, is_bot), agent_text + bot,
+                          _hash64(user_agent, b"agent"))
 
-    def _referer(self, raw: str) -> tuple[str, str]:
-        """COPY text of REFERER_COLUMNS, and the referrer host."""
+    def _referer(self, raw: str) -> RefererFacts:
         referer = raw[:REFERER_MAX].replace("\x00", "")
         host = referer_host(referer) if self.enabled else UNKNOWN
-        return f"{copy_text(referer)}\t{copy_text(host)}", host
+        referer_text = copy_text(referer)
+        return RefererFacts(f"{referer_text}\t{copy_text(host)}", host, referer_text)

@@ -1,32 +1,37 @@
 """Moves clicks from the Redis stream into PostgreSQL (docs/contract.md).
 
 Each batch is read with XREADGROUP (or reclaimed from a dead consumer with
-XAUTOCLAIM), enriched, written in one transaction, and acknowledged only
-after COMMIT:
+XAUTOCLAIM), parsed, enriched and aggregated in a reader thread, written in
+one transaction, and acknowledged only after COMMIT:
 
-1. COPY into a temporary staging table, one text line per click;
-2. INSERT ... ON CONFLICT DO NOTHING into `clicks` (and `orphan_visits`),
-   RETURNING what was new: a batch delivered again after a crash between
-   COMMIT and XACK hits the primary key and is neither stored nor counted twice;
-3. the rollups (docs/rollups.md) from the new clicks only, with
-   INSERT ... SELECT ... GROUP BY ... ON CONFLICT DO UPDATE.
+1. COPY straight into `clicks` and `orphan_visits`. Their primary keys hold
+   the click ids, so a batch delivered again after a crash between COMMIT and
+   XACK fails that COPY; the batch then goes the slow way (COPY into staging
+   tables, INSERT ... ON CONFLICT DO NOTHING RETURNING what was new) and only
+   the new clicks are counted;
+2. the rollups (docs/rollups.md): the batch's counts, aggregated in Python,
+   are COPYed into temporary tables and added with INSERT ... ON CONFLICT DO
+   UPDATE; unique visitors are HyperLogLog sketches (the `hll` extension),
+   whose union is idempotent.
 
 Acknowledged entries are deleted from the stream (XACK + XDEL in one
 MULTI), so the stream only ever holds what is not imported yet.
 """
+import gc
 import json
 import logging
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 import orjson
+import psycopg
 import redis
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 
 from .enrichment import Enricher, copy_text
 
@@ -42,10 +47,15 @@ RECORD_VERSION = b"1"
 MAX_CLICK_AGE = timedelta(days=400)
 MAX_CLICK_SKEW = timedelta(days=1)
 SLUG_MAX = 64
+HOUR_MS = 3_600_000
 
 _CLICK_ID = re.compile(r"[0-9a-fA-F]{32}").fullmatch
-STAGING_COLUMNS = ("click_id", "ts", "slug", "orphan", *Enricher.IP_COLUMNS, *Enricher.AGENT_COLUMNS,
-                   *Enricher.REFERER_COLUMNS)
+# COPY columns; a click's line is built in parse_entry up to link_id, which
+# comes last because it is known only once the batch's slugs are looked up.
+CLICK_COLUMNS = ("click_id", "occurred_at", "slug", *Enricher.IP_COLUMNS, *Enricher.AGENT_COLUMNS,
+                 *Enricher.REFERER_COLUMNS, "link_id")
+ORPHAN_COLUMNS = ("click_id", "occurred_at", "slug", *Enricher.IP_COLUMNS, "user_agent", "is_bot", "referer")
+NULL = "\\N"
 
 
 class BadEntry(ValueError):
@@ -58,22 +68,25 @@ class ConsumerBusy(RuntimeError):
 
 @dataclass
 class Batch:
+    entries: list[tuple[bytes, dict]]  # as read from the stream
     ack_ids: list[bytes] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)  # COPY text of STAGING_COLUMNS, one click each
     dead: list[tuple[bytes, dict, str]] = field(default_factory=list)
+    link_ids: dict[str, int] = field(default_factory=dict)  # of the batch's slugs, at parse time
+    clicks: int = 0  # not orphan visits
+    orphans: int = 0
     first_ms: int | None = None
     last_ms: int | None = None
-    # Clicks that are not orphan visits, counted by what the rollups group on:
-    # (slug, hour since the epoch, (browser, os, device, is_bot), referrer host, country).
-    counts: Counter = field(default_factory=Counter)
+    # COPY data: clicks (CLICK_COLUMNS), orphan visits (ORPHAN_COLUMNS), and
+    # what the rollups add: batch_breakdown and batch_visitors.
+    click_data: bytes = b""
+    orphan_data: bytes = b""
+    breakdown_data: bytes = b""
+    visitor_data: bytes = b""
+    now: datetime | None = None
 
     @property
-    def clicks(self) -> int:
-        return len(self.lines)
-
-    @property
-    def non_orphans(self) -> int:
-        return self.counts.total()
+    def size(self) -> int:
+        return self.clicks + self.orphans
 
 
 def _decode_json(raw: bytes):
@@ -88,9 +101,7 @@ def _decode_json(raw: bytes):
             raise BadEntry(f"clicks field is not JSON: {exc}") from None
 
 
-def parse_entry(fields: dict, *, enricher: Enricher, min_ms: int, max_ms: int) -> tuple[list[str], list[tuple], int, int]:
-    """COPY lines of one stream entry, the rollup keys of its non-orphan
-    clicks, and its first and last ts; raises BadEntry if any of it breaks the contract."""
+def _decode_entry(fields: dict) -> list:
     if fields.get(b"v") != RECORD_VERSION:
         raise BadEntry(f"unknown record version {fields.get(b'v')!r}")
     raw = fields.get(b"clicks")
@@ -99,9 +110,54 @@ def parse_entry(fields: dict, *, enricher: Enricher, min_ms: int, max_ms: int) -
     clicks = _decode_json(raw)
     if not isinstance(clicks, list):
         raise BadEntry("clicks field is not a JSON array")
-    lines, keys = [], []
+    return clicks
+
+
+_second_texts: dict[int, str] = {}
+_MILLIS = [f".{millis:03d}+00" for millis in range(1000)]
+
+
+def _second_text(second: int) -> str:
+    """COPY text of a timestamptz to the second (UTC), cached: clicks come in order."""
+    text = _second_texts.get(second)
+    if text is None:
+        if len(_second_texts) > 100_000:
+            _second_texts.clear()
+        text = _second_texts[second] = datetime.fromtimestamp(second, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return text
+
+
+def _occurred_at(ts: int) -> str:
+    """COPY text of a timestamptz from milliseconds since the epoch."""
+    return _second_text(ts // 1000) + _MILLIS[ts % 1000]
+
+
+@dataclass
+class _Output:
+    """What the clicks of a batch add up to, filled entry by entry."""
+    click_lines: list[str] = field(default_factory=list)
+    orphan_lines: list[str] = field(default_factory=list)
+    visitor_lines: list[str] = field(default_factory=list)
+    # Rollup keys, one of each per counted click: (link_id, hour, (browser,
+    # os, device, is_bot)), (link_id, hour, referrer host), (link_id, hour,
+    # country); the human_* lists again those of the clicks that are not bots.
+    agent_keys: list[tuple] = field(default_factory=list)
+    host_keys: list[tuple] = field(default_factory=list)
+    country_keys: list[tuple] = field(default_factory=list)
+    human_host_keys: list[tuple] = field(default_factory=list)
+    human_country_keys: list[tuple] = field(default_factory=list)
+
+
+def parse_entry(clicks: list, out: _Output, *, enricher: Enricher, link_ids: dict[str, int], min_ms: int,
+                max_ms: int, only: set[str] | None = None) -> tuple[int, int, int, int]:
+    """Adds one stream entry's decoded clicks to `out` (only those whose ids
+    are in `only`, if given). Returns (clicks, orphan visits, first ts, last ts);
+    raises BadEntry, having added nothing, if any of it breaks the contract."""
+    click_lines, orphan_lines, visitor_lines = [], [], []
+    agent_keys, host_keys, country_keys, human_host_keys, human_country_keys = [], [], [], [], []
     first_ms, last_ms = max_ms, min_ms
     ip_facts, agent_facts, referer_facts = enricher.ip, enricher.agent, enricher.referer
+    seconds, millis, second_text = _second_texts, _MILLIS, _second_text
     for obj in clicks:  # the hot loop: a few µs per click
         if type(obj) is not dict:
             raise BadEntry("click is not an object")
@@ -124,153 +180,185 @@ def parse_entry(fields: dict, *, enricher: Enricher, min_ms: int, max_ms: int) -
         ip, ua, ref = obj.get("ip"), obj.get("ua", ""), obj.get("ref", "")
         if type(ua) is not str or type(ref) is not str:
             raise BadEntry("text field is not a string")
-        ip_text, country = ip_facts(ip if type(ip) is str else "")
-        agent_text, agent = agent_facts(ua)
-        referer_text, host = referer_facts(ref)
-        orphan = obj.get("orphan") is True
+        if only is not None:
+            if click_id.lower() not in only:
+                continue
+            only.discard(click_id.lower())  # the edge may have sent a click twice: take it once
+        ip_text, country, _net, net_hash = ip_facts(ip if type(ip) is str else "")
+        agent_text, classes, orphan_agent_text, agent_hash = agent_facts(ua)
+        referer_text, host, bare_referer_text = referer_facts(ref)
+        slug_text = slug
         if "\\" in slug or "\t" in slug or "\n" in slug or "\r" in slug or "\x00" in slug:
-            slug = copy_text(slug.replace("\x00", ""))
-        lines.append(f"{click_id}\t{ts}\t{slug}\t{'t' if orphan else 'f'}\t{ip_text}\t{agent_text}\t{referer_text}\n")
-        if not orphan:
-            keys.append((slug, ts // 3_600_000, agent, host, country))
-    return lines, keys, first_ms, last_ms
+            slug_text = copy_text(slug.replace("\x00", ""))
+        occurred_at = (seconds.get(ts // 1000) or second_text(ts // 1000)) + millis[ts % 1000]
+        if obj.get("orphan") is True:
+            orphan_lines.append(f"{click_id}\t{occurred_at}\t{slug_text}\t{ip_text}\t{orphan_agent_text}\t"
+                                f"{bare_referer_text}\n")
+            continue
+        link_id = link_ids.get(slug)
+        if link_id is None:  # the link is gone: stored, not counted
+            click_lines.append(f"{click_id}\t{occurred_at}\t{slug_text}\t{ip_text}\t{agent_text}\t"
+                               f"{referer_text}\t{NULL}\n")
+            continue
+        click_lines.append(f"{click_id}\t{occurred_at}\t{slug_text}\t{ip_text}\t{agent_text}\t"
+                           f"{referer_text}\t{link_id}\n")
+        hour = ts // HOUR_MS
+        agent_keys.append((link_id, hour, classes))
+        host_key, country_key = (link_id, hour, host), (link_id, hour, country)
+        host_keys.append(host_key)
+        country_keys.append(country_key)
+        if classes[3]:
+            visitor_lines.append(f"{link_id}\t{hour}\t{net_hash ^ agent_hash}\tt\n")
+        else:
+            visitor_lines.append(f"{link_id}\t{hour}\t{net_hash ^ agent_hash}\tf\n")
+            human_host_keys.append(host_key)
+            human_country_keys.append(country_key)
+    out.click_lines += click_lines
+    out.orphan_lines += orphan_lines
+    out.visitor_lines += visitor_lines
+    out.agent_keys += agent_keys
+    out.host_keys += host_keys
+    out.country_keys += country_keys
+    out.human_host_keys += human_host_keys
+    out.human_country_keys += human_country_keys
+    return len(click_lines), len(orphan_lines), first_ms, last_ms
 
 
-def parse_entries(entries: Iterable[tuple[bytes, dict]], *, enricher: Enricher, now: datetime | None = None) -> Batch:
+def parse_entries(entries: list[tuple[bytes, dict]], *, enricher: Enricher,
+                  link_ids: Callable[[list[str]], dict[str, int]], now: datetime | None = None,
+                  only: set[str] | None = None) -> Batch:
+    """Decodes, checks, enriches and aggregates a batch of stream entries into
+    COPY data. `link_ids` looks up the links of the batch's slugs (one query).
+    With `only` (a set of lower-case click ids, used up), only those clicks are taken."""
     now = now or datetime.now(timezone.utc)
     min_ms = int((now - MAX_CLICK_AGE).timestamp() * 1000)
     max_ms = int((now + MAX_CLICK_SKEW).timestamp() * 1000)
-    batch = Batch()
+    batch = Batch(entries=entries, now=now)
+    decoded = []
+    slugs = set()
     for entry_id, fields in entries:
         batch.ack_ids.append(entry_id)
         if not fields:
             continue  # deleted from the stream while pending: nothing to store
         try:
-            lines, keys, first_ms, last_ms = parse_entry(fields, enricher=enricher, min_ms=min_ms, max_ms=max_ms)
+            clicks = _decode_entry(fields)
         except BadEntry as exc:
             batch.dead.append((entry_id, fields, str(exc)))
             continue
-        if lines:
-            batch.lines.extend(lines)
-            batch.counts.update(keys)
+        decoded.append((entry_id, fields, clicks))
+        for obj in clicks:
+            if type(obj) is dict:
+                slug = obj.get("slug")
+                if type(slug) is str and not obj.get("orphan"):
+                    slugs.add(slug)
+    batch.link_ids = link_ids(sorted(slugs)) if slugs else {}
+    out = _Output()
+    for entry_id, fields, clicks in decoded:
+        try:
+            n_clicks, n_orphans, first_ms, last_ms = parse_entry(
+                clicks, out, enricher=enricher, link_ids=batch.link_ids, min_ms=min_ms, max_ms=max_ms, only=only)
+        except BadEntry as exc:
+            batch.dead.append((entry_id, fields, str(exc)))
+            continue
+        if n_clicks or n_orphans:
+            batch.clicks += n_clicks
+            batch.orphans += n_orphans
             batch.first_ms = first_ms if batch.first_ms is None else min(batch.first_ms, first_ms)
             batch.last_ms = last_ms if batch.last_ms is None else max(batch.last_ms, last_ms)
+    batch.click_data = "".join(out.click_lines).encode("utf-8", "replace")
+    batch.orphan_data = "".join(out.orphan_lines).encode("utf-8", "replace")
+    batch.visitor_data = "".join(out.visitor_lines).encode()
+    batch.breakdown_data = breakdown_data(out)
     return batch
 
 
-def breakdown_rows(counts: Counter) -> list[str]:
-    """COPY text of batch_counts: (slug, hour, dimension, value, clicks, human clicks)."""
-    totals: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-    for (slug, hour, (browser, os_family, device, is_bot), host, country), n in counts.items():
-        human = 0 if is_bot else n
-        for dimension, value in (("referer_host", host), ("browser", browser), ("os", os_family),
-                                 ("device", device), ("country", country)):
-            total = totals[slug, hour, dimension, value]
+def breakdown_data(out: _Output) -> bytes:
+    """COPY data of batch_breakdown: (link_id, hour, dimension, value, clicks, human clicks)."""
+    agents = defaultdict(lambda: [0, 0])
+    for (link_id, hour, (browser, os_family, device, is_bot)), n in Counter(out.agent_keys).items():
+        for dimension, value in (("browser", browser), ("os", os_family), ("device", device)):
+            total = agents[link_id, hour, dimension, value]
             total[0] += n
-            total[1] += human
-    return [f"{slug}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{human}\n"
-            for (slug, hour, dimension, value), (n, human) in totals.items()]
+            total[1] += 0 if is_bot else n
+    lines = [f"{link_id}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{human}\n"
+             for (link_id, hour, dimension, value), (n, human) in agents.items()]
+    for dimension, keys, human_keys in (("referer_host", out.host_keys, out.human_host_keys),
+                                        ("country", out.country_keys, out.human_country_keys)):
+        humans = Counter(human_keys)
+        lines += [f"{link_id}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{humans.get(key, 0)}\n"
+                  for key, n in Counter(keys).items() for link_id, hour, value in (key,)]
+    return "".join(lines).encode("utf-8", "replace")
 
 
 # --- SQL of one batch ----------------------------------------------------------
 
+# Once per connection, before its first temporary table: a batch's
+# aggregates are sorted and hashed in memory rather than spilled to disk.
 _TEMP_TABLES = """
-CREATE TEMP TABLE IF NOT EXISTS click_staging (
-    click_id uuid, ts bigint, slug text, orphan boolean,
-    ip inet, visitor_net text, country text,
-    user_agent text, browser text, os text, device text, is_bot boolean,
-    referer text, referer_host text
-) ON COMMIT DELETE ROWS;
-CREATE TEMP TABLE IF NOT EXISTS click_new (click_id uuid, link_id bigint) ON COMMIT DELETE ROWS;
+SET temp_buffers = '64MB';
+SET work_mem = '64MB';
+CREATE TEMP TABLE IF NOT EXISTS click_staging (LIKE clicks) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS orphan_staging (LIKE orphan_visits) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE IF NOT EXISTS batch_breakdown (
     link_id bigint, hour bigint, dimension text, value text, clicks bigint, human_clicks bigint
-) ON COMMIT DELETE ROWS;
-CREATE TEMP TABLE IF NOT EXISTS batch_counts (
-    slug text, hour bigint, dimension text, value text, clicks bigint, human_clicks bigint
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE IF NOT EXISTS batch_visitors (link_id bigint, hour bigint, visitor bigint, is_bot boolean)
     ON COMMIT DELETE ROWS;
 """
-_COPY = f"COPY click_staging ({', '.join(STAGING_COLUMNS)}) FROM STDIN"
-_OCCURRED_AT = "(timestamptz 'epoch' + s.ts * interval '1 millisecond')"
-_INSERT_ORPHANS = f"""
-INSERT INTO orphan_visits (click_id, occurred_at, slug, ip, user_agent, referer, is_bot, country)
-SELECT s.click_id, {_OCCURRED_AT}, s.slug, s.ip, s.user_agent, s.referer, s.is_bot, s.country
-FROM click_staging s WHERE s.orphan
-ON CONFLICT DO NOTHING
-"""
-_INSERT_CLICKS = f"""
-WITH inserted AS (
-    INSERT INTO clicks (click_id, occurred_at, link_id, slug, ip, user_agent, referer,
-                        is_bot, browser, os, device, country, referer_host)
-    SELECT s.click_id, {_OCCURRED_AT}, l.id, s.slug, s.ip, s.user_agent, s.referer,
-           s.is_bot, s.browser, s.os, s.device, s.country, s.referer_host
-    FROM click_staging s LEFT JOIN links_link l ON l.slug = s.slug
-    WHERE NOT s.orphan
-    ON CONFLICT DO NOTHING
-    RETURNING click_id, link_id
-)
-INSERT INTO click_new SELECT click_id, link_id FROM inserted
-"""
-# Only clicks new in this transaction (click_new) of an existing link are
-# counted. When every click of the batch was new (the usual case), the
-# importer has counted them already and sends only the counts (batch_counts);
-# after a redelivery, the new ones are counted here from the staging table.
-_COPY_COUNTS = "COPY batch_counts (slug, hour, dimension, value, clicks, human_clicks) FROM STDIN"
-_BATCH_BREAKDOWN_FROM_COUNTS = """
-INSERT INTO batch_breakdown
-SELECT l.id, b.hour, b.dimension, b.value, b.clicks, b.human_clicks
-FROM batch_counts b JOIN links_link l ON l.slug = b.slug
-"""
-_BATCH_BREAKDOWN = """
-INSERT INTO batch_breakdown
-SELECT n.link_id, s.ts / 3600000, d.dimension, d.value, count(*), count(*) FILTER (WHERE NOT s.is_bot)
-FROM click_new n JOIN click_staging s USING (click_id)
-CROSS JOIN LATERAL (VALUES ('referer_host', s.referer_host), ('browser', s.browser), ('os', s.os),
-                           ('device', s.device), ('country', s.country)) AS d (dimension, value)
-WHERE n.link_id IS NOT NULL
-GROUP BY 1, 2, 3, 4
-"""
-_BATCH_VISITORS = """
-INSERT INTO batch_visitors
-SELECT DISTINCT n.link_id, s.ts / 3600000, hashtextextended(s.visitor_net || ' ' || s.user_agent, 0), s.is_bot
-FROM click_new n JOIN click_staging s USING (click_id)
-WHERE n.link_id IS NOT NULL
-"""
+_LINK_IDS = "SELECT slug, id FROM links_link WHERE slug = ANY(%s)"
+_COPY_CLICKS = f"COPY {{table}} ({', '.join(CLICK_COLUMNS)}) FROM STDIN"
+_COPY_ORPHANS = f"COPY {{table}} ({', '.join(ORPHAN_COLUMNS)}) FROM STDIN"
+_COPY_BREAKDOWN = "COPY batch_breakdown (link_id, hour, dimension, value, clicks, human_clicks) FROM STDIN"
+_COPY_VISITORS = "COPY batch_visitors (link_id, hour, visitor, is_bot) FROM STDIN"
+# The slow way, after a redelivery: what is new comes back.
+_INSERT_NEW_CLICKS = "INSERT INTO clicks SELECT * FROM click_staging ON CONFLICT DO NOTHING RETURNING click_id"
+_INSERT_NEW_ORPHANS = "INSERT INTO orphan_visits SELECT * FROM orphan_staging ON CONFLICT DO NOTHING"
 _BUCKET = {
     "hour": "timestamptz 'epoch' + hour * interval '1 hour'",
     "day": "timestamptz 'epoch' + (hour / 24) * interval '24 hours'",
 }
+# HyperLogLog parameters of the visitor sketches (docs/rollups.md): 2^12
+# registers of 5 bits, exact up to a few hundred visitors, then within ~1.6%.
+HLL = "12, 5"
 # Rows go in key order so that two importers updating the same rollup rows
 # lock them in the same order. Each click is in every dimension once, so the
-# batch's click counts are those of any one dimension.
-_ROLLUP = """
-WITH fresh AS (
-    INSERT INTO click_visitors_{g} (link_id, bucket, visitor, is_bot)
-    SELECT DISTINCT link_id, {bucket}, visitor, is_bot FROM batch_visitors ORDER BY 1, 2, 3
-    ON CONFLICT DO NOTHING
-    RETURNING link_id, bucket, is_bot
-), fresh_counts AS (
-    SELECT link_id, bucket, count(*) AS visitors, count(*) FILTER (WHERE NOT is_bot) AS human_visitors
-    FROM fresh GROUP BY 1, 2
-), click_counts AS (
-    SELECT link_id, {bucket} AS bucket, sum(clicks) AS clicks, sum(human_clicks) AS human_clicks
+# batch's click counts are those of any one dimension. A visitor count never
+# goes down, nor above the clicks.
+_ROLLUP = f"""
+WITH counts AS (
+    SELECT link_id, {{bucket}} AS bucket, sum(clicks) AS clicks, sum(human_clicks) AS human_clicks
     FROM batch_breakdown WHERE dimension = 'browser' GROUP BY 1, 2
+), sketches AS (
+    SELECT link_id, {{bucket}} AS bucket,
+           hll_add_agg(visitor::hll_hashval, {HLL}) AS visitor_sketch,
+           coalesce(hll_add_agg(visitor::hll_hashval, {HLL}) FILTER (WHERE NOT is_bot), hll_empty({HLL}))
+               AS human_visitor_sketch
+    FROM batch_visitors GROUP BY 1, 2
 )
-INSERT INTO click_rollup_{g} AS r (link_id, bucket, clicks, human_clicks, visitors, human_visitors)
-SELECT c.link_id, c.bucket, c.clicks, c.human_clicks, coalesce(f.visitors, 0), coalesce(f.human_visitors, 0)
-FROM click_counts c LEFT JOIN fresh_counts f USING (link_id, bucket)
+INSERT INTO click_rollup_{{g}} AS r (link_id, bucket, clicks, human_clicks, visitors, human_visitors,
+                                   visitor_sketch, human_visitor_sketch)
+SELECT c.link_id, c.bucket, c.clicks, c.human_clicks,
+       least(c.clicks, round(hll_cardinality(s.visitor_sketch))),
+       least(c.human_clicks, round(coalesce(hll_cardinality(s.human_visitor_sketch), 0))),
+       s.visitor_sketch, s.human_visitor_sketch
+FROM counts c JOIN sketches s USING (link_id, bucket)
 ORDER BY 1, 2
 ON CONFLICT (link_id, bucket) DO UPDATE SET
     clicks = r.clicks + EXCLUDED.clicks,
     human_clicks = r.human_clicks + EXCLUDED.human_clicks,
-    visitors = r.visitors + EXCLUDED.visitors,
-    human_visitors = r.human_visitors + EXCLUDED.human_visitors
+    visitor_sketch = hll_union(r.visitor_sketch, EXCLUDED.visitor_sketch),
+    human_visitor_sketch = hll_union(r.human_visitor_sketch, EXCLUDED.human_visitor_sketch),
+    visitors = greatest(r.visitors, least(
+        r.clicks + EXCLUDED.clicks, round(hll_cardinality(hll_union(r.visitor_sketch, EXCLUDED.visitor_sketch))))),
+    human_visitors = greatest(r.human_visitors, least(
+        r.human_clicks + EXCLUDED.human_clicks,
+        round(coalesce(hll_cardinality(hll_union(r.human_visitor_sketch, EXCLUDED.human_visitor_sketch)), 0))))
 """
+# batch_breakdown has a row per link, hour, dimension and value already.
 _BREAKDOWN = """
 INSERT INTO click_breakdown_{g} AS r (link_id, bucket, dimension, value, clicks, human_clicks)
-SELECT link_id, {bucket}, dimension, value, sum(clicks), sum(human_clicks)
-FROM batch_breakdown GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+SELECT link_id, {bucket}, dimension, value, {sum}(clicks), {sum}(human_clicks)
+FROM batch_breakdown {group} ORDER BY 1, 2, 3, 4
 ON CONFLICT (link_id, bucket, dimension, value) DO UPDATE SET
     clicks = r.clicks + EXCLUDED.clicks,
     human_clicks = r.human_clicks + EXCLUDED.human_clicks
@@ -284,8 +372,10 @@ ON CONFLICT (link_id) DO UPDATE SET
     human_clicks = t.human_clicks + EXCLUDED.human_clicks
 """
 _ROLLUP_STATEMENTS = [
-    _BATCH_VISITORS,
-    *(sql.format(g=g, bucket=bucket) for g, bucket in _BUCKET.items() for sql in (_ROLLUP, _BREAKDOWN)),
+    _ROLLUP.format(g="hour", bucket=_BUCKET["hour"]),
+    _BREAKDOWN.format(g="hour", bucket=_BUCKET["hour"], sum="", group=""),
+    _ROLLUP.format(g="day", bucket=_BUCKET["day"]),
+    _BREAKDOWN.format(g="day", bucket=_BUCKET["day"], sum="sum", group="GROUP BY 1, 2, 3, 4"),
     _TOTALS,
 ]
 
@@ -302,6 +392,15 @@ class BatchResult:
     clicks: int
     stored: int
     dead: int
+
+
+def tune_gc() -> None:
+    """For a long-running importer: a batch makes hundreds of thousands of
+    short-lived tuples, and the default collector thresholds would scan the
+    whole heap many times per batch (~15% of the parse). Everything loaded so
+    far (Django, the parsers' regexes) is frozen out of the scans."""
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
 
 
 def lock_key(consumer: str) -> str:
@@ -385,44 +484,75 @@ class ClickImporter:
         cursor.execute("SELECT slingshot_ensure_click_partitions(%s, %s)", [first, months])
         self._months.update(key + i for i in range(months + 1))
 
+    def link_ids(self, slugs: list[str]) -> dict[str, int]:
+        """The links of these slugs now. The reader thread asks this on its
+        own connection while the main thread stores the previous batch: a link
+        deleted in between is still counted for its old id, as if its clicks
+        had come a moment earlier."""
+        with connection.cursor() as cursor:
+            cursor.execute(_LINK_IDS, [slugs])
+            return dict(cursor.fetchall())
+
+    def parse(self, entries: list[tuple[bytes, dict]], *, only: set[str] | None = None,
+              now: datetime | None = None) -> Batch:
+        return parse_entries(entries, enricher=self.enricher, link_ids=self.link_ids, only=only, now=now)
+
     def store(self, batch: Batch) -> Stored:
         """Writes a batch's clicks and their rollups in one transaction."""
-        if not batch.lines:
+        if not batch.size:
             return Stored()
-        payload = "".join(batch.lines).encode("utf-8", "replace")
         with transaction.atomic(), connection.cursor() as cursor:
             if self._temp_tables_for is not connection.connection:
                 cursor.execute(_TEMP_TABLES)
                 self._temp_tables_for = connection.connection
             self._ensure_partitions(cursor, batch)
-            with cursor.copy(_COPY) as copy:
-                copy.write(payload)
-            cursor.execute(_INSERT_ORPHANS)
-            orphans = cursor.rowcount
-            cursor.execute(_INSERT_CLICKS)
-            clicks = cursor.rowcount
-            if clicks == batch.non_orphans:
-                with cursor.copy(_COPY_COUNTS) as copy:
-                    copy.write("".join(breakdown_rows(batch.counts)).encode("utf-8", "replace"))
-                cursor.execute(_BATCH_BREAKDOWN_FROM_COUNTS)
-            else:
-                log.info("batch of %d clicks had %d stored already; counting the new ones in SQL",
-                         batch.non_orphans, batch.non_orphans - clicks)
-                cursor.execute(_BATCH_BREAKDOWN)
+            try:
+                with transaction.atomic():
+                    self._copy(cursor, _COPY_CLICKS.format(table="clicks"), batch.click_data)
+                    self._copy(cursor, _COPY_ORPHANS.format(table="orphan_visits"), batch.orphan_data)
+                stored = Stored(clicks=batch.clicks, orphans=batch.orphans)
+                counted = batch
+            except (IntegrityError, psycopg.errors.UniqueViolation):
+                stored, counted = self._store_new(cursor, batch)
+            self._copy(cursor, _COPY_BREAKDOWN, counted.breakdown_data)
+            self._copy(cursor, _COPY_VISITORS, counted.visitor_data)
             for statement in _ROLLUP_STATEMENTS:
                 cursor.execute(statement)
-            return Stored(clicks=clicks, orphans=orphans)
+            return stored
+
+    def _store_new(self, cursor, batch: Batch) -> tuple[Stored, Batch]:
+        """The slow way, for a batch some of whose clicks are stored already
+        (delivered again after a crash between COMMIT and XACK): stores the
+        new ones, and returns them parsed again to be counted."""
+        self._copy(cursor, _COPY_CLICKS.format(table="click_staging"), batch.click_data)
+        self._copy(cursor, _COPY_ORPHANS.format(table="orphan_staging"), batch.orphan_data)
+        cursor.execute(_INSERT_NEW_CLICKS)
+        new = {row[0].hex for row in cursor.fetchall()}
+        cursor.execute(_INSERT_NEW_ORPHANS)
+        orphans = cursor.rowcount
+        log.info("batch of %d clicks had %d stored already; counting the new ones only",
+                 batch.size, batch.size - len(new) - orphans)
+        # The same slugs' links and clock as the first parse, and no orphans.
+        fresh = parse_entries(batch.entries, enricher=self.enricher, link_ids=lambda slugs: batch.link_ids,
+                              now=batch.now, only=new)
+        return Stored(clicks=fresh.clicks, orphans=orphans), fresh
+
+    @staticmethod
+    def _copy(cursor, statement: str, payload: bytes) -> None:
+        if payload:
+            with cursor.copy(statement) as copy:
+                copy.write(payload)
 
     # --- the loop ----------------------------------------------------------------
 
     def process(self, entries: list[tuple[bytes, dict]], batch: Batch | None = None) -> BatchResult:
         """Stores one batch and acknowledges it."""
-        batch = batch or parse_entries(entries, enricher=self.enricher)
+        batch = batch or self.parse(entries)
         stored = self.store(batch)
         if batch.dead:
             self._dead_letter(batch.dead)
         self._acknowledge(batch.ack_ids)
-        return BatchResult(entries=len(entries), clicks=batch.clicks, stored=stored.clicks + stored.orphans,
+        return BatchResult(entries=len(entries), clicks=batch.size, stored=stored.clicks + stored.orphans,
                            dead=len(batch.dead))
 
     def run(self, *, once: bool, should_stop: Callable[[], bool] = lambda: False,
@@ -445,20 +575,23 @@ class ClickImporter:
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="click-reader") as reader:
                 upcoming = reader.submit(feed.next)
-                while not should_stop():
-                    if every_so_often:
-                        every_so_often()
-                    entries, batch = upcoming.result()
-                    if not entries and feed.drained:
-                        break
-                    upcoming = reader.submit(feed.next)
-                    if entries:
-                        result = self.process(entries, batch)
-                        total += result.stored
-                        report(result)
-                # A batch read ahead and not stored stays pending for this
-                # consumer, which reads it first when it starts again.
-                feed.stopping = True
+                try:
+                    while not should_stop():
+                        if every_so_often:
+                            every_so_often()
+                        entries, batch = upcoming.result()
+                        if not entries and feed.drained:
+                            break
+                        upcoming = reader.submit(feed.next)
+                        if entries:
+                            result = self.process(entries, batch)
+                            total += result.stored
+                            report(result)
+                finally:
+                    # A batch read ahead and not stored stays pending for this
+                    # consumer, which reads it first when it starts again.
+                    feed.stopping = True
+                    reader.submit(feed.close)
         finally:
             self.release_lock()
         return total
@@ -491,5 +624,10 @@ class _Feed:
                 self.start = entries[-1][0].decode() if entries else ">"
             elif not entries and self.once:
                 self.drained = True
-        batch = parse_entries(entries, enricher=importer.enricher) if entries else None
+        batch = importer.parse(entries) if entries else None
         return entries, batch
+
+    @staticmethod
+    def close() -> None:
+        """Closes the reader thread's own database connection."""
+        connection.close()

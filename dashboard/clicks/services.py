@@ -1,8 +1,8 @@
 """Writes around the click tables that are not the import itself: partition
-upkeep, retention, and pruning of visitor sets."""
+upkeep and retention."""
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from django.db import connection, transaction
 
@@ -13,7 +13,6 @@ log = logging.getLogger(__name__)
 class Maintenance:
     partitions_created: int = 0
     partitions_dropped: list[str] = field(default_factory=list)
-    visitor_rows_pruned: int = 0
 
 
 def months_before(moment: datetime, months: int) -> datetime:
@@ -22,12 +21,11 @@ def months_before(moment: datetime, months: int) -> datetime:
     return datetime(index // 12, index % 12 + 1, 1, tzinfo=timezone.utc)
 
 
-def click_tables_maintain(*, now: datetime, months_ahead: int, retention_months: int,
-                          visitor_window_days: int) -> Maintenance:
+def click_tables_maintain(*, now: datetime, months_ahead: int, retention_months: int) -> Maintenance:
     """Creates the month partitions up to `months_ahead` months after `now`;
     with retention_months > 0, drops raw click and orphan partitions of months
     that ended more than retention_months months before the current one (the
-    rollups stay); forgets visitor sets older than visitor_window_days."""
+    rollups stay)."""
     result = Maintenance()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT slingshot_ensure_click_partitions(%s, %s)", [now, months_ahead])
@@ -35,10 +33,6 @@ def click_tables_maintain(*, now: datetime, months_ahead: int, retention_months:
         if retention_months > 0:
             cursor.execute("SELECT slingshot_drop_click_partitions(%s)", [months_before(now, retention_months)])
             result.partitions_dropped = [row[0] for row in cursor.fetchall()]
-        horizon = now - timedelta(days=visitor_window_days)
-        for table in ("click_visitors_hour", "click_visitors_day"):
-            cursor.execute(f"DELETE FROM {table} WHERE bucket < %s", [horizon])
-            result.visitor_rows_pruned += cursor.rowcount
     if result.partitions_created or result.partitions_dropped:
         log.info("click partitions: %d created, dropped %s", result.partitions_created,
                  ", ".join(result.partitions_dropped) or "none")

@@ -7,5 +7,5 @@ from django.db import migrations
 SQL_DIR = Path(__file__).resolve().parent.parent.parent / "sql"
 
 
-def run_sql_file(name: str, reverse_sql: str) -> migrations.RunSQL:
+def run_sql_file(name: str, reverse_sql: str | None) -> migrations.RunSQL:
     return migrations.RunSQL((SQL_DIR / name).read_text(), reverse_sql=reverse_sql)

@@ -1,7 +1,7 @@
 """Enrichment is pure logic over the parsers' own data: no database needed."""
 import pytest
 
-from clicks.enrichment import Enricher, copy_text, device_class, referer_host
+from clicks.enrichment import Enricher, copy_text, device_class, referer_host, visitor_hash
 
 IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 "
           "(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1")
@@ -31,8 +31,9 @@ def fields(text: str) -> list[str]:
     ("anonymise", "not an address", "\\N", ""),
 ])
 def test_ip_privacy(privacy, raw, stored, visitor_net):
-    text, _country = Enricher(ip_privacy=privacy).ip(raw)
-    assert fields(text)[:2] == [stored, visitor_net]
+    facts = Enricher(ip_privacy=privacy).ip(raw)
+    assert fields(facts.text)[0] == stored
+    assert facts.visitor_net == visitor_net
 
 
 def test_an_unknown_privacy_setting_is_refused():
@@ -41,10 +42,11 @@ def test_an_unknown_privacy_setting_is_refused():
 
 
 def test_country_comes_from_the_bundled_data_and_degrades_to_unknown(enricher):
-    assert enricher.ip("8.8.8.8")[1] == "US"
-    assert enricher.ip("2001:4860:4860::8888")[1] == "US"
-    assert enricher.ip("10.1.2.3")[1] == "unknown"
-    assert enricher.ip("")[1] == "unknown"
+    assert enricher.ip("8.8.8.8").country == "US"
+    assert enricher.ip("2001:4860:4860::8888").country == "US"
+    assert enricher.ip("10.1.2.3").country == "unknown"
+    assert enricher.ip("").country == "unknown"
+    assert fields(enricher.ip("8.8.8.8").text) == ["8.8.8.0", "US"]
 
 
 @pytest.mark.parametrize("agent, browser, os_family, device, is_bot", [
@@ -56,16 +58,17 @@ def test_country_comes_from_the_bundled_data_and_degrades_to_unknown(enricher):
     ("", "unknown", "unknown", "unknown", False),
 ])
 def test_user_agents_are_classified(enricher, agent, browser, os_family, device, is_bot):
-    text, values = enricher.agent(agent)
-    assert values == (browser, os_family, device, is_bot)
-    assert fields(text) == [agent, browser, os_family, device, "t" if is_bot else "f"]
+    facts = enricher.agent(agent)
+    assert facts.classes == (browser, os_family, device, is_bot)
+    assert fields(facts.text) == [agent, browser, os_family, device, "t" if is_bot else "f"]
+    assert fields(facts.orphan_text) == [agent, "t" if is_bot else "f"]
 
 
 def test_without_enrichment_everything_is_unknown_but_the_address_is_still_anonymised():
     plain = Enricher(enabled=False)
-    assert plain.agent(GOOGLEBOT)[1] == ("unknown", "unknown", "unknown", False)
-    assert plain.referer("https://t.co/x")[1] == "unknown"
-    assert plain.ip("203.0.113.77") == ("203.0.113.0\t203.0.113.0\tunknown", "unknown")
+    assert plain.agent(GOOGLEBOT).classes == ("unknown", "unknown", "unknown", False)
+    assert plain.referer("https://t.co/x").host == "unknown"
+    assert plain.ip("203.0.113.77")[:3] == ("203.0.113.0\tunknown", "unknown", "203.0.113.0")
 
 
 @pytest.mark.parametrize("referer, host", [
@@ -80,7 +83,7 @@ def test_referer_host(referer, host):
 
 
 def test_text_is_escaped_for_copy_and_cut(enricher):
-    text, _ = enricher.agent("a\tb\\c\nd\x00" + "x" * 600)
+    text = enricher.agent("a\tb\\c\nd\x00" + "x" * 600).text
     assert fields(text)[0] == "a\\tb\\\\c\\nd" + "x" * 504  # cut to 512 characters, then NUL removed
     assert copy_text("plain") == "plain"
 
@@ -92,4 +95,14 @@ def test_android_without_mobile_is_a_tablet():
 
 @pytest.mark.parametrize("raw", ["1.2.3", "1.2.3.256", "01.2.3.4", "1.2.3.4.5", "1.2.3.-4", "١.2.3.4", "1.2.3.4 "])
 def test_malformed_ipv4_is_not_stored(raw):
-    assert Enricher().ip(raw) == ("\\N\t\tunknown", "unknown")
+    assert Enricher().ip(raw)[:3] == ("\\N\tunknown", "unknown", "")
+
+
+def test_a_visitor_is_the_anonymised_network_and_the_agent(enricher):
+    def visitor(ip, agent):
+        return enricher.ip(ip).net_hash ^ enricher.agent(agent).agent_hash
+
+    assert visitor("203.0.113.5", IPHONE) == visitor("203.0.113.77", IPHONE) == visitor_hash("203.0.113.0", IPHONE)
+    assert len({visitor("203.0.113.5", IPHONE), visitor("203.0.114.5", IPHONE), visitor("203.0.113.5", IPAD),
+                visitor("", IPHONE), visitor("", "")}) == 5
+    assert -2**63 <= visitor("203.0.113.5", IPHONE) < 2**63

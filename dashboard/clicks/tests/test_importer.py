@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from clicks.enrichment import Enricher
-from clicks.importer import DEAD_LETTER_STREAM, GROUP, STREAM, ClickImporter, parse_entries
+from clicks.importer import DEAD_LETTER_STREAM, GROUP, STREAM, ClickImporter
 from clicks.models import Click
 from clicks.selectors import import_lag
 from clicks.services import click_tables_maintain, months_before
@@ -54,7 +54,7 @@ def test_a_batch_delivered_twice_is_stored_once():
     entries = get_redis().xreadgroup(GROUP, "twice", {STREAM: ">"})[0][1]
 
     # As if the importer died after COMMIT and before XACK: the same entries again.
-    batch = parse_entries(entries, enricher=ENRICHER)
+    batch = importer.parse(entries)
     assert importer.store(batch).clicks == 50
     assert importer.store(batch).clicks == 0
     assert clicks_for(slug) == 50
@@ -171,9 +171,9 @@ def test_partitions_are_made_ahead_and_old_ones_dropped_while_rollups_stay():
         cursor.execute("INSERT INTO click_rollup_day VALUES (-1, %s, 5, 5, 1, 1)", [old])
     old_name = f"y{old:%Y}m{old:%m}"
 
-    kept = click_tables_maintain(now=now, months_ahead=2, retention_months=0, visitor_window_days=7)
+    kept = click_tables_maintain(now=now, months_ahead=2, retention_months=0)
     assert kept.partitions_dropped == []
-    result = click_tables_maintain(now=now, months_ahead=2, retention_months=12, visitor_window_days=7)
+    result = click_tables_maintain(now=now, months_ahead=2, retention_months=12)
 
     assert f"clicks_{old_name}" in result.partitions_dropped
     assert f"orphan_visits_{old_name}" in result.partitions_dropped

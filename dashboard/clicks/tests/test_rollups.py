@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from clicks.enrichment import Enricher
-from clicks.importer import ClickImporter, parse_entries
+from clicks.importer import ClickImporter
 from clicks.selectors import LinkTotals, Point, link_stats, link_totals
 from links.models import Link
 from links.redis import get_redis
@@ -46,7 +46,7 @@ def importer() -> ClickImporter:
 
 
 def store(importer: ClickImporter, entries) -> int:
-    stored = importer.store(parse_entries(entries, enricher=ENRICHER))
+    stored = importer.store(importer.parse(entries))
     return stored.clicks + stored.orphans
 
 

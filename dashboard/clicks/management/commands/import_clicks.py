@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import InterfaceError, OperationalError
 
 from clicks.enrichment import Enricher
-from clicks.importer import BatchResult, ClickImporter, ConsumerBusy
+from clicks.importer import BatchResult, ClickImporter, ConsumerBusy, tune_gc
 from clicks.selectors import import_lag
 from clicks.services import click_tables_maintain
 from slingshot.commands import ServiceCommand
@@ -103,6 +103,7 @@ class Command(ServiceCommand):
             claim_idle_ms=claim_idle_ms,
             enricher=Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH),
         )
+        tune_gc()
         maintenance_due = 0.0
 
         def maintain():
@@ -111,7 +112,6 @@ class Command(ServiceCommand):
                 click_tables_maintain(
                     now=datetime.now(timezone.utc), months_ahead=settings.CLICK_PARTITIONS_AHEAD,
                     retention_months=settings.CLICK_RETENTION_MONTHS,
-                    visitor_window_days=settings.CLICK_VISITOR_WINDOW_DAYS,
                 )
                 maintenance_due = time.monotonic() + MAINTENANCE_EVERY
 
