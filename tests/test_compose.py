@@ -52,7 +52,7 @@ def test_redis_keeps_an_append_only_file_and_services_wait_for_health():
 
 def test_no_secret_has_a_default():
     text = (REPO / "docker-compose.yml").read_text()
-    for secret in ("SECRET_KEY", "POSTGRES_PASSWORD", "REDIS_PASSWORD"):
+    for secret in ("SECRET_KEY", "POSTGRES_PASSWORD", "POSTGRES_SUPERUSER_PASSWORD", "REDIS_PASSWORD"):
         assert re.search(r"\$\{%s:\?" % secret, text), secret
         assert not re.search(r"\$\{%s:-" % secret, text), secret
 
@@ -83,6 +83,20 @@ def test_images_are_pinned_and_the_dashboard_runs_unprivileged():
     assert "COPY --from=frontend /frontend/build dashboard/frontend/build" in dockerfile
     assert (REPO / "dashboard/frontend/package-lock.json").is_file()
     assert "node_modules" in (REPO / ".dockerignore").read_text()
+
+
+def test_postgres_has_the_hll_extension_and_the_application_is_no_superuser():
+    postgres = SERVICES["postgres"]
+    assert postgres["build"]["context"] == "./sql"
+    dockerfile = (REPO / "sql" / postgres["build"]["dockerfile"]).read_text()
+    assert "postgresql-15-hll" in dockerfile and "/docker-entrypoint-initdb.d/" in dockerfile
+    init = (REPO / "sql/docker-init.sh").read_text()
+    assert "CREATE EXTENSION IF NOT EXISTS hll" in init and "NOSUPERUSER" in init
+    environment = postgres["environment"]
+    assert environment["POSTGRES_USER"] != environment["SLINGSHOT_DB_USER"]
+    url = SERVICES["dashboard"]["environment"]["DATABASE_URL"]
+    assert url.startswith(f"postgres://{environment['SLINGSHOT_DB_USER']}:")
+    assert "POSTGRES_SUPERUSER_PASSWORD" not in str(SERVICES["dashboard"]["environment"])
 
 
 def test_the_loadtest_profile_runs_locust_on_our_locustfile():
