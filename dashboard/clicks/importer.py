@@ -50,8 +50,7 @@ SLUG_MAX = 64
 HOUR_MS = 3_600_000
 
 _CLICK_ID = re.compile(r"[0-9a-fA-F]{32}").fullmatch
-# COPY columns; a click's line is built in parse_entry up to link_id, which
-# comes last because it is known only once the batch's slugs are looked up.
+# COPY columns of the lines parse_entry builds.
 CLICK_COLUMNS = ("click_id", "occurred_at", "slug", *Enricher.IP_COLUMNS, *Enricher.AGENT_COLUMNS,
                  *Enricher.REFERER_COLUMNS, "link_id")
 ORPHAN_COLUMNS = ("click_id", "occurred_at", "slug", *Enricher.IP_COLUMNS, "user_agent", "is_bot", "referer")
@@ -125,11 +124,6 @@ def _second_text(second: int) -> str:
             _second_texts.clear()
         text = _second_texts[second] = datetime.fromtimestamp(second, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     return text
-
-
-def _occurred_at(ts: int) -> str:
-    """COPY text of a timestamptz from milliseconds since the epoch."""
-    return _second_text(ts // 1000) + _MILLIS[ts % 1000]
 
 
 @dataclass
@@ -253,7 +247,9 @@ def parse_entries(entries: list[tuple[bytes, dict]], *, enricher: Enricher,
                     slugs.add(slug)
     batch.link_ids = link_ids(sorted(slugs)) if slugs else {}
     out = _Output()
-    for entry_id, fields, clicks in decoded:
+    decoded.reverse()
+    while decoded:  # each entry's decoded clicks are let go as soon as they are parsed
+        entry_id, fields, clicks = decoded.pop()
         try:
             n_clicks, n_orphans, first_ms, last_ms = parse_entry(
                 clicks, out, enricher=enricher, link_ids=batch.link_ids, min_ms=min_ms, max_ms=max_ms, only=only)

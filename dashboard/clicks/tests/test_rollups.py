@@ -102,6 +102,22 @@ def test_daily_visitors_are_distinct_over_the_day(traffic):
     assert human.series == [Point(bucket=DAY, clicks=4, visitors=2)]
 
 
+def test_many_visitors_are_estimated_closely_and_a_redelivery_adds_none(link, importer):
+    # 3,000 clicks by 2,000 visitors (distinct /24s), a third of them twice:
+    # past the 320 a sketch counts exactly, so an estimate within 5%.
+    visitors = [f"10.{n // 256}.{n % 256}.7" for n in range(2000)]
+    clicks = [click(link.slug, TEN + timedelta(seconds=n), visitors[n % 2000], CHROME) for n in range(3000)]
+    entries = [entry(clicks[at:at + 100]) for at in range(0, 3000, 100)]
+    assert store(importer, entries[:20]) == 2000
+    assert store(importer, entries) == 1000  # the first 20 entries again, with 10 new ones
+    stats = link_stats(link_ids=[link.pk], start=TEN, end=ELEVEN, interval="hour")
+    [point] = stats.series
+    assert point.clicks == 3000
+    assert 1900 <= point.visitors <= 2100
+    assert store(importer, entries) == 0
+    assert link_stats(link_ids=[link.pk], start=TEN, end=ELEVEN, interval="hour").series == [point]
+
+
 def test_breakdowns_over_whole_days_and_partial_ends_agree(traffic):
     wide = link_stats(link_ids=[traffic.pk], start=DAY - timedelta(hours=12), end=DAY + timedelta(days=1, hours=5),
                       interval="hour", include_bots=True)
