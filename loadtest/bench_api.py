@@ -124,6 +124,10 @@ FROM click_breakdown_hour WHERE link_id = %(link)s GROUP BY 1, 2, 3, 4;
 INSERT INTO link_click_totals (link_id, clicks, human_clicks)
 SELECT link_id, sum(clicks), sum(human_clicks) FROM click_rollup_day WHERE link_id = %(link)s GROUP BY 1;
 
+-- The day rows above hold these hours: mark them folded (docs/rollups.md).
+UPDATE click_day_fold
+SET folded_before = greatest(folded_before, (SELECT max(bucket) + interval '1 hour' FROM click_rollup_hour));
+
 ANALYZE click_rollup_hour, click_rollup_day, click_breakdown_hour, click_breakdown_day;
 """
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import orjson
@@ -21,7 +21,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 import devstack
-from clicks.importer import DEAD_LETTER_STREAM, GROUP, STREAM, lock_key
+from clicks.importer import DEAD_LETTER_STREAM, GROUP, STREAM, fold_days, lock_key
 from clicks.tests.streams import empty_streams  # noqa: F401 (autouse fixture)
 from links.models import Link
 from links.redis import get_redis
@@ -105,8 +105,14 @@ def wait_until(condition, *, timeout: float = 30.0, what: str) -> None:
 
 
 def assert_exactly_once(ids: set[str], slugs: list[str]) -> None:
+    """Stored once, and counted once in the hour rollups and the totals; then,
+    the recent hours folded into the day rollups (twice, which must change
+    nothing), counted once there too."""
     assert stored_ids(ids) == (len(ids), len(ids))
-    assert rolled_up(slugs) == (len(ids), len(ids), len(ids))
+    assert rolled_up(slugs)[::2] == (len(ids), len(ids))
+    for _ in range(2):
+        fold_days(until=datetime.now(timezone.utc) + timedelta(hours=1))
+        assert rolled_up(slugs) == (len(ids), len(ids), len(ids))
 
 
 def stop(process: subprocess.Popen) -> int:

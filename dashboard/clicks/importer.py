@@ -309,35 +309,24 @@ _COPY_VISITORS = "COPY batch_visitors (link_id, hour, visitor, is_bot) FROM STDI
 # The slow way, after a redelivery: what is new comes back.
 _INSERT_NEW_CLICKS = "INSERT INTO clicks SELECT * FROM click_staging ON CONFLICT DO NOTHING RETURNING click_id"
 _INSERT_NEW_ORPHANS = "INSERT INTO orphan_visits SELECT * FROM orphan_staging ON CONFLICT DO NOTHING"
-_BUCKET = {
-    "hour": "timestamptz 'epoch' + hour * interval '1 hour'",
-    "day": "timestamptz 'epoch' + (hour / 24) * interval '24 hours'",
-}
+_HOUR_BUCKET = "timestamptz 'epoch' + hour * interval '1 hour'"
+_DAY_BUCKET = "timestamptz 'epoch' + (hour / 24) * interval '24 hours'"
 # HyperLogLog parameters of the visitor sketches (docs/rollups.md): 2^12
 # registers of 5 bits, exact up to a few hundred visitors, then within ~1.6%.
 HLL = "12, 5"
+
+# Adding to the rollups, from a source of (link_id, bucket, clicks,
+# human_clicks, visitor_sketch, human_visitor_sketch) rows, one per key.
 # Rows go in key order so that two importers updating the same rollup rows
-# lock them in the same order. Each click is in every dimension once, so the
-# batch's click counts are those of any one dimension. A visitor count never
-# goes down, nor above the clicks.
-_ROLLUP = f"""
-WITH counts AS (
-    SELECT link_id, {{bucket}} AS bucket, sum(clicks) AS clicks, sum(human_clicks) AS human_clicks
-    FROM batch_breakdown WHERE dimension = 'browser' GROUP BY 1, 2
-), sketches AS (
-    SELECT link_id, {{bucket}} AS bucket,
-           hll_add_agg(visitor::hll_hashval, {HLL}) AS visitor_sketch,
-           coalesce(hll_add_agg(visitor::hll_hashval, {HLL}) FILTER (WHERE NOT is_bot), hll_empty({HLL}))
-               AS human_visitor_sketch
-    FROM batch_visitors GROUP BY 1, 2
-)
-INSERT INTO click_rollup_{{g}} AS r (link_id, bucket, clicks, human_clicks, visitors, human_visitors,
+# lock them in the same order. A visitor count never goes down, nor above the clicks.
+_ADD_ROLLUP = """
+INSERT INTO click_rollup_{g} AS r (link_id, bucket, clicks, human_clicks, visitors, human_visitors,
                                    visitor_sketch, human_visitor_sketch)
-SELECT c.link_id, c.bucket, c.clicks, c.human_clicks,
-       least(c.clicks, round(hll_cardinality(s.visitor_sketch))),
-       least(c.human_clicks, round(coalesce(hll_cardinality(s.human_visitor_sketch), 0))),
-       s.visitor_sketch, s.human_visitor_sketch
-FROM counts c JOIN sketches s USING (link_id, bucket)
+SELECT link_id, bucket, clicks, human_clicks,
+       least(clicks, round(hll_cardinality(visitor_sketch))),
+       least(human_clicks, round(coalesce(hll_cardinality(human_visitor_sketch), 0))),
+       visitor_sketch, human_visitor_sketch
+FROM ({source}) s (link_id, bucket, clicks, human_clicks, visitor_sketch, human_visitor_sketch)
 ORDER BY 1, 2
 ON CONFLICT (link_id, bucket) DO UPDATE SET
     clicks = r.clicks + EXCLUDED.clicks,
@@ -350,15 +339,41 @@ ON CONFLICT (link_id, bucket) DO UPDATE SET
         r.human_clicks + EXCLUDED.human_clicks,
         round(coalesce(hll_cardinality(hll_union(r.human_visitor_sketch, EXCLUDED.human_visitor_sketch)), 0))))
 """
-# batch_breakdown has a row per link, hour, dimension and value already.
-_BREAKDOWN = """
+# ... from a source of (link_id, bucket, dimension, value, clicks, human_clicks), one per key.
+_ADD_BREAKDOWN = """
 INSERT INTO click_breakdown_{g} AS r (link_id, bucket, dimension, value, clicks, human_clicks)
-SELECT link_id, {bucket}, dimension, value, {sum}(clicks), {sum}(human_clicks)
-FROM batch_breakdown {group} ORDER BY 1, 2, 3, 4
+SELECT * FROM ({source}) s ORDER BY 1, 2, 3, 4
 ON CONFLICT (link_id, bucket, dimension, value) DO UPDATE SET
     clicks = r.clicks + EXCLUDED.clicks,
     human_clicks = r.human_clicks + EXCLUDED.human_clicks
 """
+
+# A batch's rollup rows, from its temporary tables; `{late}` keeps the hours
+# (since the epoch) of every click, or only those before the day fold's
+# `folded_before` (the late clicks, which the day tables take directly).
+# Each click is in every dimension once, so the batch's click counts are
+# those of any one dimension.
+_BATCH_ROLLUP = f"""
+WITH counts AS (
+    SELECT link_id, {{bucket}} AS bucket, sum(clicks) AS clicks, sum(human_clicks) AS human_clicks
+    FROM batch_breakdown WHERE dimension = 'browser' AND {{late}} GROUP BY 1, 2
+), sketches AS (
+    SELECT link_id, {{bucket}} AS bucket,
+           hll_add_agg(visitor::hll_hashval, {HLL}) AS visitor_sketch,
+           coalesce(hll_add_agg(visitor::hll_hashval, {HLL}) FILTER (WHERE NOT is_bot), hll_empty({HLL}))
+               AS human_visitor_sketch
+    FROM batch_visitors WHERE {{late}} GROUP BY 1, 2
+)
+SELECT c.link_id, c.bucket, c.clicks, c.human_clicks, s.visitor_sketch, s.human_visitor_sketch
+FROM counts c JOIN sketches s USING (link_id, bucket)
+"""
+_BATCH_BREAKDOWN = """
+SELECT link_id, {bucket}, dimension, value, sum(clicks), sum(human_clicks)
+FROM batch_breakdown WHERE {late} GROUP BY 1, 2, 3, 4
+"""
+# FOR SHARE: a fold waits for this transaction, or this one sees where the
+# fold got to (docs/rollups.md).
+_LATE = ("hour < (SELECT extract(epoch FROM folded_before) / 3600 FROM click_day_fold FOR SHARE)")
 _TOTALS = """
 INSERT INTO link_click_totals AS t (link_id, clicks, human_clicks)
 SELECT link_id, sum(clicks), sum(human_clicks)
@@ -368,12 +383,55 @@ ON CONFLICT (link_id) DO UPDATE SET
     human_clicks = t.human_clicks + EXCLUDED.human_clicks
 """
 _ROLLUP_STATEMENTS = [
-    _ROLLUP.format(g="hour", bucket=_BUCKET["hour"]),
-    _BREAKDOWN.format(g="hour", bucket=_BUCKET["hour"], sum="", group=""),
-    _ROLLUP.format(g="day", bucket=_BUCKET["day"]),
-    _BREAKDOWN.format(g="day", bucket=_BUCKET["day"], sum="sum", group="GROUP BY 1, 2, 3, 4"),
+    _ADD_ROLLUP.format(g="hour", source=_BATCH_ROLLUP.format(bucket=_HOUR_BUCKET, late="true")),
+    # batch_breakdown has a row per link, hour, dimension and value already.
+    _ADD_BREAKDOWN.format(g="hour", source=f"SELECT link_id, {_HOUR_BUCKET}, dimension, value, clicks, "
+                                           "human_clicks FROM batch_breakdown"),
+    _ADD_ROLLUP.format(g="day", source=_BATCH_ROLLUP.format(bucket=_DAY_BUCKET, late=_LATE)),
+    _ADD_BREAKDOWN.format(g="day", source=_BATCH_BREAKDOWN.format(bucket=_DAY_BUCKET, late=_LATE)),
     _TOTALS,
 ]
+
+# The day fold: the hours in [folded_before, %(until)s) added to the day tables.
+DAY_OF_BUCKET = "date_trunc('day', bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+_FOLDED_HOURS = "bucket >= %(since)s AND bucket < %(until)s"
+_FOLD_STATEMENTS = [
+    _ADD_ROLLUP.format(g="day", source=f"""
+        SELECT link_id, {DAY_OF_BUCKET}, sum(clicks), sum(human_clicks), hll_union_agg(visitor_sketch),
+               hll_union_agg(human_visitor_sketch)
+        FROM click_rollup_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2"""),
+    _ADD_BREAKDOWN.format(g="day", source=f"""
+        SELECT link_id, {DAY_OF_BUCKET}, dimension, value, sum(clicks), sum(human_clicks)
+        FROM click_breakdown_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2, 3, 4"""),
+    "UPDATE click_day_fold SET folded_before = %(until)s",
+]
+
+
+# How long after an hour ends import_clicks folds it: the clicks of an hour
+# come in within seconds, and any that come later still count (as late clicks).
+FOLD_AFTER = timedelta(minutes=10)
+
+
+def fold_days(*, until: datetime) -> tuple[datetime, datetime]:
+    """Adds the closed hours before `until` (rounded down to the hour) that
+    are not in the day tables yet; returns the hours folded, [since, until),
+    empty if there were none. One transaction; safe to run from several
+    importers at once."""
+    until = until.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT folded_before FROM click_day_fold")
+        since = cursor.fetchone()[0]
+        if since >= until:
+            return since, since
+        with transaction.atomic():
+            cursor.execute("SELECT folded_before FROM click_day_fold FOR UPDATE")
+            since = cursor.fetchone()[0]
+            if since >= until:
+                return since, since
+            for statement in _FOLD_STATEMENTS:
+                cursor.execute(statement, {"since": since, "until": until})
+    log.info("folded the hours from %s to %s into the day rollups", since, until)
+    return since, until
 
 
 @dataclass

@@ -8,10 +8,13 @@ from typing import Literal
 import redis
 from django.db import connection
 
-from .importer import GROUP, STREAM
+from .importer import DAY_OF_BUCKET, GROUP, STREAM
 
 DIMENSIONS = ("referer_host", "browser", "os", "device", "country")
 INTERVALS = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
+# The first hour from %s on that is not in the day tables yet; a scalar
+# subquery, so that PostgreSQL can use it as an index bound.
+_NOT_FOLDED = "greatest(%s, (SELECT folded_before FROM click_day_fold))"
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,9 @@ def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,
 
     Two queries, each reading at most one rollup row per bucket (and per value
     for breakdowns), which are taken from the day table for whole days and
-    from the hour table only for the partial days at either end."""
+    from the hour table only for the partial days at either end, and for the
+    hours not folded into the day tables yet (docs/rollups.md: the last hour
+    or so)."""
     if interval not in INTERVALS:
         raise ValueError(f"interval must be one of {sorted(INTERVALS)}, not {interval!r}")
     if start.tzinfo is None or end.tzinfo is None:
@@ -64,24 +69,46 @@ def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,
     ids = list(link_ids)
     start, end = bucket_start(start, interval), _ceil(end, interval)
     clicks, visitors = ("clicks", "visitors") if include_bots else ("human_clicks", "human_visitors")
+    sketch = "visitor_sketch" if include_bots else "human_visitor_sketch"
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT bucket, sum({clicks}), sum({visitors}) FROM click_rollup_{interval} "
-            "WHERE link_id = ANY(%s) AND bucket >= %s AND bucket < %s GROUP BY bucket ORDER BY bucket",
-            [ids, start, end],
-        )
+        if interval == "hour":
+            cursor.execute(
+                f"SELECT bucket, sum({clicks}), sum({visitors}) FROM click_rollup_hour "
+                "WHERE link_id = ANY(%s) AND bucket >= %s AND bucket < %s GROUP BY bucket ORDER BY bucket",
+                [ids, start, end],
+            )
+        else:
+            # A day's row, and its hours not folded yet: their clicks add up,
+            # their visitors are the union of the sketches.
+            cursor.execute(
+                f"WITH parts AS ("
+                f" SELECT link_id, bucket, {clicks} AS clicks, {visitors} AS visitors, {sketch} AS sketch"
+                f" FROM click_rollup_day WHERE link_id = ANY(%s) AND bucket >= %s AND bucket < %s"
+                f" UNION ALL"
+                f" SELECT link_id, {DAY_OF_BUCKET}, {clicks}, {visitors}, {sketch}"
+                f" FROM click_rollup_hour WHERE link_id = ANY(%s) AND bucket >= {_NOT_FOLDED} AND bucket < %s"
+                f"), per_link AS ("
+                f" SELECT bucket, sum(clicks) AS clicks, CASE WHEN count(*) = 1 THEN max(visitors) ELSE greatest("
+                f"  max(visitors), least(sum(clicks), round(coalesce(hll_cardinality(hll_union_agg(sketch)), 0))))"
+                f"  END AS visitors"
+                f" FROM parts GROUP BY link_id, bucket"
+                f") SELECT bucket, sum(clicks), sum(visitors) FROM per_link GROUP BY bucket ORDER BY bucket",
+                [ids, start, end, ids, start, end],
+            )
         series = [Point(bucket=bucket, clicks=int(n), visitors=int(v)) for bucket, n, v in cursor.fetchall()]
 
         whole_days_from, whole_days_to = _ceil(start, "day"), bucket_start(end, "day")
         if whole_days_from >= whole_days_to:
-            parts = [("hour", start, end)]
+            parts = [("click_breakdown_hour", "", start, end)]
         else:
-            parts = [("hour", start, whole_days_from), ("day", whole_days_from, whole_days_to),
-                     ("hour", whole_days_to, end)]
+            parts = [("click_breakdown_hour", "", start, whole_days_from),
+                     ("click_breakdown_day", "", whole_days_from, whole_days_to),
+                     ("click_breakdown_hour", _NOT_FOLDED, whole_days_from, whole_days_to),
+                     ("click_breakdown_hour", "", whole_days_to, end)]
         union = " UNION ALL ".join(
-            f"SELECT dimension, value, {clicks} AS clicks FROM click_breakdown_{table} "
-            "WHERE link_id = ANY(%s) AND bucket >= %s AND bucket < %s"
-            for table, _, _ in parts
+            f"SELECT dimension, value, {clicks} AS clicks FROM {tables} "
+            f"WHERE link_id = ANY(%s) AND bucket >= {floor or '%s'} AND bucket < %s"
+            for tables, floor, _, _ in parts
         )
         cursor.execute(
             f"SELECT dimension, value, total FROM ("
@@ -89,7 +116,7 @@ def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,
             f"  row_number() OVER (PARTITION BY dimension ORDER BY sum(clicks) DESC, value) AS rank"
             f" FROM ({union}) parts GROUP BY dimension, value HAVING sum(clicks) > 0"
             f") ranked WHERE %s::bigint IS NULL OR rank <= %s ORDER BY dimension, total DESC, value",
-            [arg for _, lo, hi in parts for arg in (ids, lo, hi)] + [top, top],
+            [arg for _, _, lo, hi in parts for arg in (ids, lo, hi)] + [top, top],
         )
         breakdowns: dict[str, list[tuple[str, int]]] = {dimension: [] for dimension in DIMENSIONS}
         for dimension, value, total in cursor.fetchall():

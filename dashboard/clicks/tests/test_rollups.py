@@ -8,8 +8,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from clicks.enrichment import Enricher
-from clicks.importer import ClickImporter
-from clicks.selectors import LinkTotals, Point, link_stats, link_totals
+from clicks.importer import ClickImporter, fold_days
+from clicks.selectors import LinkTotals, Point, bucket_start, link_stats, link_totals
 from links.models import Link
 from links.redis import get_redis
 
@@ -116,6 +116,62 @@ def test_many_visitors_are_estimated_closely_and_a_redelivery_adds_none(link, im
     assert 1900 <= point.visitors <= 2100
     assert store(importer, entries) == 0
     assert link_stats(link_ids=[link.pk], start=TEN, end=ELEVEN, interval="hour").series == [point]
+
+
+def test_days_folded_from_closed_hours_read_the_same_and_late_clicks_count_once(traffic, importer):
+    def stats():
+        around = dict(link_ids=[traffic.pk], start=DAY - timedelta(days=1), end=DAY + timedelta(days=1),
+                      include_bots=True)
+        return link_stats(interval="day", **around), link_stats(interval="hour", **around)
+
+    def day_tables():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT clicks, visitors FROM click_rollup_day WHERE link_id = %s", [traffic.pk])
+            rollup = cursor.fetchall()
+            cursor.execute("SELECT sum(clicks) FROM click_breakdown_day WHERE link_id = %s AND dimension = 'os'",
+                           [traffic.pk])
+            return rollup, cursor.fetchone()[0]
+
+    before = stats()
+    assert before[0].series == [Point(bucket=DAY, clicks=6, visitors=3)]
+    fold_days(until=datetime.now(timezone.utc))
+    assert stats() == before
+    assert day_tables() == ([(6, 3)], 6)
+    # A click for an hour folded already goes to the day tables itself.
+    late = click(traffic.slug, TEN + timedelta(minutes=30), "192.0.2.1", IPHONE, "https://t.co/x")
+    assert store(importer, [entry([late])]) == 1
+    assert fold_days(until=datetime.now(timezone.utc))[0] == fold_days(until=datetime.now(timezone.utc))[1]
+    day, hour = stats()
+    assert day.series == [Point(bucket=DAY, clicks=7, visitors=4)]
+    assert day.breakdowns == hour.breakdowns and ("t.co", 1) in day.breakdowns["referer_host"]
+    assert day_tables() == ([(7, 4)], 7)
+
+
+@pytest.fixture
+def current_hour_not_folded():
+    """The fold's mark at the start of this hour, as import_clicks leaves it
+    between folds; put back afterwards (other tests' links are not read here)."""
+    hour = bucket_start(datetime.now(timezone.utc), "hour")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT folded_before FROM click_day_fold")
+        mark = cursor.fetchone()[0]
+        cursor.execute("UPDATE click_day_fold SET folded_before = %s", [hour])
+    yield hour
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE click_day_fold SET folded_before = %s", [mark])
+
+
+def test_hours_not_folded_yet_count_in_their_day(link, importer, current_hour_not_folded):
+    at = current_hour_not_folded + timedelta(seconds=1)
+    assert store(importer, [entry([click(link.slug, at, "203.0.113.5", CHROME)])]) == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM click_rollup_day WHERE link_id = %s", [link.pk])
+        assert cursor.fetchone()[0] == 0
+    around = dict(link_ids=[link.pk], start=at - timedelta(days=1), end=at + timedelta(days=1))
+    day = link_stats(interval="day", **around)
+    assert day.series == [Point(bucket=bucket_start(at, "day"), clicks=1, visitors=1)]
+    assert day.breakdowns == link_stats(interval="hour", **around).breakdowns
+    assert day.breakdowns["browser"] == [("Chrome", 1)]
 
 
 def test_breakdowns_over_whole_days_and_partial_ends_agree(traffic):

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import InterfaceError, OperationalError
 
 from clicks.enrichment import Enricher
-from clicks.importer import BatchResult, ClickImporter, ConsumerBusy, tune_gc
+from clicks.importer import FOLD_AFTER, BatchResult, ClickImporter, ConsumerBusy, fold_days, tune_gc
 from clicks.selectors import import_lag
 from clicks.services import click_tables_maintain
 from slingshot.commands import ServiceCommand
@@ -114,6 +114,7 @@ class Command(ServiceCommand):
                     retention_months=settings.CLICK_RETENTION_MONTHS,
                 )
                 maintenance_due = time.monotonic() + MAINTENANCE_EVERY
+            fold_days(until=datetime.now(timezone.utc) - FOLD_AFTER)
 
         show_bar = progress if progress is not None else (once and sys.stderr.isatty())
         meter = None
