@@ -38,12 +38,12 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import devstack  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
+from procstat import children, cpu_seconds  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 WRK_SCRIPT = HERE / "bench_edge.wrk.lua"
 TARGETS = {"b": 0.90, "c": 0.50, "d": 0.85}
 CEILING_TARGET = "https://example.com/landing"
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -55,29 +55,6 @@ class Result:
     p99_ms: float
     nginx_us: float
     redis_us: float
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / CLOCK_TICKS
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def millis(text: str) -> float:

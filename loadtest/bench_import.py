@@ -4,9 +4,10 @@ Starts its own PostgreSQL and Redis (durable, as in production: fsync on,
 Redis append-only), preloads the click stream in the edge's exact format
 (docs/contract.md: ~100 clicks per entry, a realistic mix of browsers, bots,
 referrers, addresses and some orphan visits), and times `ClickImporter`
-draining it, with enrichment off and then on. Prints clicks/s.
+draining it, with enrichment off and then on. Prints clicks/s over the whole
+import, and sustained (from the first commit to the last).
 
-    .venv/bin/python loadtest/bench_import.py [--clicks 1000000] [--batch-size 200] [--profile]
+    .venv/bin/python loadtest/bench_import.py [--clicks 2000000] [--batch-size 2000] [--statements] [--profile]
 """
 import argparse
 import os
@@ -21,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
 from devstack.throwaway import ThrowawayStack  # noqa: E402
+from procstat import CLOCK_TICKS, children, cpu_seconds  # noqa: E402
 
 BROWSERS = [
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36",
@@ -100,7 +102,7 @@ def preload(client, *, clicks: int, slugs: list[str], seed: int, stream: str, sp
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clicks", type=int, default=1_000_000)
+    parser.add_argument("--clicks", type=int, default=2_000_000)
     parser.add_argument("--links", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, help="stream entries per transaction (default: the importer's, "
                         "CLICK_IMPORT_BATCH_ENTRIES)")
@@ -125,9 +127,59 @@ def main() -> None:
         tune_postgres(stack, args.pg_setting)
         os.environ.update({**stack.environment(), "DJANGO_SETTINGS_MODULE": "slingshot.settings",
                            "LOG_LEVEL": "WARNING"})
-        run_bench(args)
+        run_bench(args, stack)
     finally:
         stack.cleanup()
+
+
+class CpuMeter:
+    """CPU seconds spent by PostgreSQL (every process, including backends
+    that have exited, which their postmaster has reaped), Redis, and the
+    importer (this process: its main thread and its reader thread), between
+    start() and stop()."""
+
+    def __init__(self, stack: ThrowawayStack):
+        self.stack = stack
+
+    def _postgres(self) -> float:
+        postmaster = self.stack.postgres.pid
+        fields = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
+        reaped = (int(fields[13]) + int(fields[14])) / CLOCK_TICKS  # cutime, cstime
+        return cpu_seconds([postmaster, *children(postmaster)]) + reaped
+
+    def _sample(self) -> dict[str, float]:
+        return {"postgres": self._postgres(), "redis": cpu_seconds([self.stack.redis.pid]),
+                "importer": cpu_seconds([os.getpid()])}
+
+    def start(self) -> None:
+        self.before, self.started = self._sample(), time.perf_counter()
+
+    def stop(self) -> str:
+        wall = time.perf_counter() - self.started
+        after = self._sample()
+        spent = {name: after[name] - self.before.get(name, 0.0) for name in after}
+        spent = {name: seconds for name, seconds in spent.items() if seconds >= 0.05}
+        parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in sorted(spent.items(), key=lambda i: -i[1]))
+        return (f"CPU seconds over {wall:.1f}s: {parts}; {sum(spent.values()) / wall:.2f} of "
+                f"{os.cpu_count()} cores busy")
+
+
+class Commits:
+    """When each batch was committed, and how many clicks it stored."""
+
+    def __init__(self):
+        self.times: list[float] = []
+        self.stored: list[int] = []
+
+    def append_result(self, result) -> None:
+        self.times.append(time.perf_counter())
+        self.stored.append(result.stored)
+
+    def sustained(self) -> float:
+        """Clicks stored per second between the first commit and the last."""
+        if len(self.times) < 2:
+            return float("nan")
+        return sum(self.stored[1:]) / (self.times[-1] - self.times[0])
 
 
 def tune_postgres(stack: ThrowawayStack, settings: list[str]) -> None:
@@ -145,7 +197,7 @@ def tune_postgres(stack: ThrowawayStack, settings: list[str]) -> None:
     stack.restart_postgres()
 
 
-def run_bench(args) -> None:
+def run_bench(args, stack: ThrowawayStack) -> None:
     import django
 
     django.setup()
@@ -203,6 +255,9 @@ def run_bench(args) -> None:
                 key = " ".join(sql.split())[:60]
                 timings[key] = timings.get(key, 0.0) + time.perf_counter() - began
 
+        commits = Commits()
+        meter = CpuMeter(stack)
+        meter.start()
         started = time.perf_counter()
         if args.statements:
             copy = ClickImporter._copy
@@ -217,17 +272,18 @@ def run_bench(args) -> None:
 
             importer._copy = timed_copy
             with connection.execute_wrapper(timed):
-                stored = importer.run(once=True)
+                stored = importer.run(once=True, report=commits.append_result)
                 fold_started = time.perf_counter()
                 fold_days(until=datetime.now(timezone.utc) + timedelta(hours=2))
         else:
-            stored = importer.run(once=True)
+            stored = importer.run(once=True, report=commits.append_result)
             # The day tables are folded from the hours later on; timed here,
             # all of it at once, so that the figure is the whole cost.
             fold_started = time.perf_counter()
             fold_days(until=datetime.now(timezone.utc) + timedelta(hours=2))
         elapsed = time.perf_counter() - started
         fold_seconds = time.perf_counter() - fold_started
+        cpu = meter.stop()
         for key, seconds in sorted(timings.items(), key=lambda item: -item[1])[:12]:
             print(f"    {seconds:6.2f}s  {key}")
         if profiler:
@@ -243,6 +299,10 @@ def run_bench(args) -> None:
         print(f"  {name:9} import: {stored:,} clicks in {elapsed:.1f}s = {stored / elapsed:,.0f} clicks/s "
               f"({rolled_up:,} in rollups, stream left {client.xlen(STREAM)}; "
               f"folding the day tables took {fold_seconds:.2f}s of it)")
+        print(f"  {name:9} sustained: {commits.sustained():,.0f} clicks/s from the first batch's commit to the "
+              f"last's ({len(commits.times)} batches; the first batch is read and parsed before anything "
+              f"overlaps, and a live importer does that once)")
+        print(f"  {name:9} {cpu}")
     if not args.skip_selectors:
         bench_selectors(Link.objects.create(slug="bench-stats", url="https://example.com/", owner=owner).pk)
     connection.close()
