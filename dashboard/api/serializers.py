@@ -89,6 +89,8 @@ class BulkResultSerializer(serializers.Serializer):
 
 
 class ClickSerializer(serializers.ModelSerializer):
+    user_agent = serializers.CharField(source="agent.user_agent", read_only=True)
+
     class Meta:
         model = Click
         fields = ["click_id", "occurred_at", "slug", "ip", "user_agent", "referer", "referer_host", "browser", "os",

@@ -42,7 +42,7 @@ class IpFacts(NamedTuple):
 
 
 class AgentFacts(NamedTuple):
-    text: str  # COPY text of user_agent, browser, os, device, is_bot
+    text: str  # COPY text of browser, os, device, is_bot (the agent itself is stored once, by id)
     classes: tuple[str, str, str, bool]  # browser, os, device, is_bot
     orphan_text: str  # COPY text of user_agent, is_bot (orphan visits keep no classes)
     agent_hash: int  # the other half of the visitor hash
@@ -88,6 +88,12 @@ def _ipv4_net(raw: str) -> str | None:
     return f"{parts[0]}.{parts[1]}.{parts[2]}.0"
 
 
+def stored_user_agent(raw: str) -> str:
+    """A User-Agent header as stored: cut to UA_MAX characters, without NUL
+    (which PostgreSQL's text refuses) or lone surrogates (not UTF-8)."""
+    return raw[:UA_MAX].replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
 def referer_host(referer: str) -> str:
     """Lower-case host of a Referer header; '' when there is none, 'unknown' when it has no host."""
     if not referer:
@@ -123,7 +129,7 @@ class Enricher:
 
     # The columns each method's text fills, in order.
     IP_COLUMNS = ("ip", "country")
-    AGENT_COLUMNS = ("user_agent", "browser", "os", "device", "is_bot")
+    AGENT_COLUMNS = ("browser", "os", "device", "is_bot")
     REFERER_COLUMNS = ("referer", "referer_host")
 
     def __init__(self, *, ip_privacy: str = "anonymise", enabled: bool = True, cache_size: int = CACHE_SIZE):
@@ -165,7 +171,7 @@ class Enricher:
         return code if len(code) == 2 and code.isalpha() else UNKNOWN
 
     def _agent(self, raw: str) -> AgentFacts:
-        user_agent = raw[:UA_MAX].replace("\x00", "")
+        user_agent = stored_user_agent(raw)
         browser = os_family = device = UNKNOWN
         is_bot = False
         if self.enabled and user_agent:
@@ -181,7 +187,7 @@ class Enricher:
             browser, os_family = (UNKNOWN if v == "Other" else v for v in (browser, os_family))
         bot = "\tt" if is_bot else "\tf"
         agent_text = copy_text(user_agent)
-        text = "\t".join((agent_text, *(copy_text(field) for field in (browser, os_family, device)))) + bot
+        text = "\t".join(copy_text(field) for field in (browser, os_family, device)) + bot
         return AgentFacts(text, (browser, os_family, device, is_bot), agent_text + bot,
                           _hash64(user_agent, b"agent"))
 

@@ -33,7 +33,7 @@ import psycopg
 import redis
 from django.db import IntegrityError, connection, transaction
 
-from .enrichment import Enricher, copy_text
+from .enrichment import Enricher, copy_text, stored_user_agent
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ HOUR_MS = 3_600_000
 
 _CLICK_ID = re.compile(r"[0-9a-fA-F]{32}").fullmatch
 # COPY columns of the lines parse_entry builds.
-CLICK_COLUMNS = ("click_id", "occurred_at", "slug", *Enricher.IP_COLUMNS, *Enricher.AGENT_COLUMNS,
+CLICK_COLUMNS = ("click_id", "occurred_at", "slug", *Enricher.IP_COLUMNS, "user_agent_id", *Enricher.AGENT_COLUMNS,
                  *Enricher.REFERER_COLUMNS, "link_id")
 ORPHAN_COLUMNS = ("click_id", "occurred_at", "slug", *Enricher.IP_COLUMNS, "user_agent", "is_bot", "referer")
 NULL = "\\N"
@@ -63,6 +63,29 @@ class BadEntry(ValueError):
 
 class ConsumerBusy(RuntimeError):
     """Another importer runs with the same consumer name."""
+
+
+class AgentIds:
+    """Ids of user agents in `user_agents` (sql/006_user_agents.sql), as COPY
+    text, by the `ua` of a click as the edge sent it. Cached; `add` makes and
+    looks up the ones not cached yet, in one round trip or two. For one
+    thread: the reader's, or the main thread's for a redelivered batch."""
+
+    def __init__(self, lookup: Callable[[list[str]], dict[str, int]], *, max_size: int = 100_000):
+        self.lookup = lookup  # stored user agents -> their ids, adding those missing
+        self.max_size = max_size
+        self.known: dict[str, str] = {}
+
+    def start_batch(self) -> dict[str, str]:
+        """The cache, emptied first if it has grown too big: a batch adds to it what it misses."""
+        if len(self.known) > self.max_size:
+            self.known = {}
+        return self.known
+
+    def add(self, raws: set[str]) -> None:
+        stored = {raw: stored_user_agent(raw) for raw in raws}
+        ids = self.lookup(sorted(set(stored.values())))
+        self.known.update((raw, str(ids[agent])) for raw, agent in stored.items())
 
 
 @dataclass
@@ -142,8 +165,9 @@ class _Output:
     human_country_keys: list[tuple] = field(default_factory=list)
 
 
-def parse_entry(clicks: list, out: _Output, *, enricher: Enricher, link_ids: dict[str, int], min_ms: int,
-                max_ms: int, only: set[str] | None = None) -> tuple[int, int, int, int]:
+def parse_entry(clicks: list, out: _Output, *, enricher: Enricher, link_ids: dict[str, int],
+                agent_ids: dict[str, str], min_ms: int, max_ms: int,
+                only: set[str] | None = None) -> tuple[int, int, int, int]:
     """Adds one stream entry's decoded clicks to `out` (only those whose ids
     are in `only`, if given). Returns (clicks, orphan visits, first ts, last ts);
     raises BadEntry, having added nothing, if any of it breaks the contract."""
@@ -191,10 +215,10 @@ def parse_entry(clicks: list, out: _Output, *, enricher: Enricher, link_ids: dic
             continue
         link_id = link_ids.get(slug)
         if link_id is None:  # the link is gone: stored, not counted
-            click_lines.append(f"{click_id}\t{occurred_at}\t{slug_text}\t{ip_text}\t{agent_text}\t"
-                               f"{referer_text}\t{NULL}\n")
+            click_lines.append(f"{click_id}\t{occurred_at}\t{slug_text}\t{ip_text}\t{agent_ids[ua]}\t"
+                               f"{agent_text}\t{referer_text}\t{NULL}\n")
             continue
-        click_lines.append(f"{click_id}\t{occurred_at}\t{slug_text}\t{ip_text}\t{agent_text}\t"
+        click_lines.append(f"{click_id}\t{occurred_at}\t{slug_text}\t{ip_text}\t{agent_ids[ua]}\t{agent_text}\t"
                            f"{referer_text}\t{link_id}\n")
         hour = ts // HOUR_MS
         agent_keys.append((link_id, hour, classes))
@@ -219,10 +243,11 @@ def parse_entry(clicks: list, out: _Output, *, enricher: Enricher, link_ids: dic
 
 
 def parse_entries(entries: list[tuple[bytes, dict]], *, enricher: Enricher,
-                  link_ids: Callable[[list[str]], dict[str, int]], now: datetime | None = None,
-                  only: set[str] | None = None) -> Batch:
+                  link_ids: Callable[[list[str]], dict[str, int]], agent_ids: AgentIds,
+                  now: datetime | None = None, only: set[str] | None = None) -> Batch:
     """Decodes, checks, enriches and aggregates a batch of stream entries into
-    COPY data. `link_ids` looks up the links of the batch's slugs (one query).
+    COPY data. `link_ids` looks up the links of the batch's slugs (one query),
+    `agent_ids` the ids of its user agents not seen before.
     With `only` (a set of lower-case click ids, used up), only those clicks are taken."""
     now = now or datetime.now(timezone.utc)
     min_ms = int((now - MAX_CLICK_AGE).timestamp() * 1000)
@@ -230,6 +255,7 @@ def parse_entries(entries: list[tuple[bytes, dict]], *, enricher: Enricher,
     batch = Batch(entries=entries, now=now)
     decoded = []
     slugs = set()
+    known_agents, new_agents = agent_ids.start_batch(), set()
     for entry_id, fields in entries:
         batch.ack_ids.append(entry_id)
         if not fields:
@@ -241,18 +267,23 @@ def parse_entries(entries: list[tuple[bytes, dict]], *, enricher: Enricher,
             continue
         decoded.append((entry_id, fields, clicks))
         for obj in clicks:
-            if type(obj) is dict:
-                slug = obj.get("slug")
-                if type(slug) is str and not obj.get("orphan"):
+            if type(obj) is dict and obj.get("orphan") is not True:
+                slug, ua = obj.get("slug"), obj.get("ua", "")
+                if type(slug) is str:
                     slugs.add(slug)
+                if type(ua) is str and ua not in known_agents:
+                    new_agents.add(ua)
     batch.link_ids = link_ids(sorted(slugs)) if slugs else {}
+    if new_agents:
+        agent_ids.add(new_agents)
     out = _Output()
     decoded.reverse()
     while decoded:  # each entry's decoded clicks are let go as soon as they are parsed
         entry_id, fields, clicks = decoded.pop()
         try:
             n_clicks, n_orphans, first_ms, last_ms = parse_entry(
-                clicks, out, enricher=enricher, link_ids=batch.link_ids, min_ms=min_ms, max_ms=max_ms, only=only)
+                clicks, out, enricher=enricher, link_ids=batch.link_ids, agent_ids=known_agents, min_ms=min_ms,
+                max_ms=max_ms, only=only)
         except BadEntry as exc:
             batch.dead.append((entry_id, fields, str(exc)))
             continue
@@ -302,6 +333,11 @@ CREATE TEMP TABLE IF NOT EXISTS batch_visitors (link_id bigint, hour bigint, vis
     ON COMMIT DELETE ROWS;
 """
 _LINK_IDS = "SELECT slug, id FROM links_link WHERE slug = ANY(%s)"
+_AGENT_IDS = "SELECT user_agent, id FROM user_agents WHERE user_agent = ANY(%s)"
+# Sorted, so that two importers adding the same agents wait for each other
+# rather than deadlock; a row another one added first is left as it is.
+_ADD_AGENTS = ("INSERT INTO user_agents (user_agent) SELECT a FROM unnest(%s::text[]) a ORDER BY a "
+               "ON CONFLICT (user_agent) DO NOTHING")
 _COPY_CLICKS = f"COPY {{table}} ({', '.join(CLICK_COLUMNS)}) FROM STDIN"
 _COPY_ORPHANS = f"COPY {{table}} ({', '.join(ORPHAN_COLUMNS)}) FROM STDIN"
 _COPY_BREAKDOWN = "COPY batch_breakdown (link_id, hour, dimension, value, clicks, human_clicks) FROM STDIN"
@@ -472,6 +508,7 @@ class ClickImporter:
         self.claim_idle_ms = claim_idle_ms
         self._months: set[int] = set()
         self._temp_tables_for = None
+        self.agent_ids = AgentIds(self.user_agent_ids)
 
     # --- Redis ---------------------------------------------------------------
 
@@ -547,9 +584,27 @@ class ClickImporter:
             cursor.execute(_LINK_IDS, [slugs])
             return dict(cursor.fetchall())
 
+    def user_agent_ids(self, agents: list[str]) -> dict[str, int]:
+        """The ids of these user agents (as stored), adding those not in
+        `user_agents` yet. Asked by the reader thread on its own connection,
+        which commits the new agents before the batch that uses them (and
+        from within the batch's transaction for a redelivered batch, if they
+        have left the cache since)."""
+        with connection.cursor() as cursor:
+            cursor.execute(_AGENT_IDS, [agents])
+            ids = dict(cursor.fetchall())
+            missing = [agent for agent in agents if agent not in ids]
+            if missing:
+                # Looked up first, so that agents already there use no identity values.
+                cursor.execute(_ADD_AGENTS, [missing])
+                cursor.execute(_AGENT_IDS, [missing])
+                ids.update(cursor.fetchall())
+        return ids
+
     def parse(self, entries: list[tuple[bytes, dict]], *, only: set[str] | None = None,
               now: datetime | None = None) -> Batch:
-        return parse_entries(entries, enricher=self.enricher, link_ids=self.link_ids, only=only, now=now)
+        return parse_entries(entries, enricher=self.enricher, link_ids=self.link_ids, agent_ids=self.agent_ids,
+                             only=only, now=now)
 
     def store(self, batch: Batch) -> Stored:
         """Writes a batch's clicks and their rollups in one transaction."""
@@ -587,7 +642,9 @@ class ClickImporter:
         log.info("batch of %d clicks had %d stored already; counting the new ones only",
                  batch.size, batch.size - len(new) - orphans)
         # The same slugs' links and clock as the first parse, and no orphans.
+        # Its own agent cache: the reader thread's is in use by the next batch.
         fresh = parse_entries(batch.entries, enricher=self.enricher, link_ids=lambda slugs: batch.link_ids,
+                              agent_ids=AgentIds(self.user_agent_ids),
                               now=batch.now, only=new)
         return Stored(clicks=fresh.clicks, orphans=orphans), fresh
 

@@ -3,6 +3,20 @@ from django.db import models
 from links.models import Link
 
 
+class UserAgent(models.Model):
+    """A user agent seen in clicks, stored once (sql/006_user_agents.sql); the importer adds them."""
+
+    id = models.AutoField(primary_key=True)
+    user_agent = models.TextField(unique=True)
+
+    class Meta:
+        managed = False
+        db_table = "user_agents"
+
+    def __str__(self) -> str:
+        return self.user_agent
+
+
 class Click(models.Model):
     """A row of the partitioned `clicks` table (sql/001_clicks.sql, 002), which
     the importer fills; Django only reads it."""
@@ -12,7 +26,8 @@ class Click(models.Model):
     link = models.ForeignKey(Link, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
     slug = models.CharField(max_length=64)
     ip = models.GenericIPAddressField(null=True)
-    user_agent = models.TextField()
+    agent = models.ForeignKey(UserAgent, on_delete=models.DO_NOTHING, db_column="user_agent_id",
+                              db_constraint=False, related_name="+")
     referer = models.TextField()
     # Worked out at import (sql/002_enrichment_orphans_rollups.sql).
     is_bot = models.BooleanField()
@@ -26,6 +41,10 @@ class Click(models.Model):
         managed = False
         db_table = "clicks"
         ordering = ["-occurred_at"]
+
+    @property
+    def user_agent(self) -> str:
+        return self.agent.user_agent
 
     def __str__(self) -> str:
         return f"{self.slug} at {self.occurred_at:%Y-%m-%d %H:%M:%S}"

@@ -44,7 +44,7 @@ def clicks_visible_to(
     user: AbstractBaseUser, *, slug: str | None = None, ip: str | None = None,
     start: datetime | None = None, end: datetime | None = None,
 ) -> QuerySet[Click]:
-    clicks = Click.objects.all()
+    clicks = Click.objects.select_related("agent")
     if not user.is_staff:
         clicks = clicks.filter(link__owner=user)
     if slug:

@@ -15,9 +15,10 @@ def insert_clicks(link, rows):
     with connection.cursor() as cursor:
         cursor.execute("SELECT slingshot_ensure_click_partitions(%s, 1)", [T0 - timedelta(days=1)])
         for offset, ip, ua in rows:
+            cursor.execute("INSERT INTO user_agents (user_agent) VALUES (%s) ON CONFLICT DO NOTHING", [ua])
             cursor.execute(
-                "INSERT INTO clicks (click_id, occurred_at, link_id, slug, ip, user_agent, referer) "
-                "VALUES (%s, %s, %s, %s, %s, %s, '')",
+                "INSERT INTO clicks (click_id, occurred_at, link_id, slug, ip, user_agent_id, referer) "
+                "SELECT %s, %s, %s, %s, %s, id, '' FROM user_agents WHERE user_agent = %s",
                 [uuid.uuid4(), T0 + timedelta(minutes=offset), link.pk, link.slug, ip, ua],
             )
 

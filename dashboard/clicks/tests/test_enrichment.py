@@ -1,7 +1,7 @@
 """Enrichment is pure logic over the parsers' own data: no database needed."""
 import pytest
 
-from clicks.enrichment import Enricher, copy_text, device_class, referer_host, visitor_hash
+from clicks.enrichment import Enricher, copy_text, device_class, referer_host, stored_user_agent, visitor_hash
 
 IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 "
           "(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1")
@@ -60,7 +60,7 @@ def test_country_comes_from_the_bundled_data_and_degrades_to_unknown(enricher):
 def test_user_agents_are_classified(enricher, agent, browser, os_family, device, is_bot):
     facts = enricher.agent(agent)
     assert facts.classes == (browser, os_family, device, is_bot)
-    assert fields(facts.text) == [agent, browser, os_family, device, "t" if is_bot else "f"]
+    assert fields(facts.text) == [browser, os_family, device, "t" if is_bot else "f"]
     assert fields(facts.orphan_text) == [agent, "t" if is_bot else "f"]
 
 
@@ -83,8 +83,9 @@ def test_referer_host(referer, host):
 
 
 def test_text_is_escaped_for_copy_and_cut(enricher):
-    text = enricher.agent("a\tb\\c\nd\x00" + "x" * 600).text
+    text = enricher.agent("a\tb\\c\nd\x00" + "x" * 600).orphan_text
     assert fields(text)[0] == "a\\tb\\\\c\\nd" + "x" * 504  # cut to 512 characters, then NUL removed
+    assert stored_user_agent("a\x00b" + "\udcff" + "x" * 600) == "ab?" + "x" * 508  # as clicks reference it
     assert copy_text("plain") == "plain"
 
 

@@ -113,7 +113,7 @@ def test_invalid_utf8_in_a_header_does_not_cost_the_entry():
 
     call_command("import_clicks", "--once", "--consumer", "utf-test")
 
-    agents = sorted(Click.objects.filter(slug=slug).values_list("user_agent", flat=True))
+    agents = sorted(Click.objects.filter(slug=slug).values_list("agent__user_agent", flat=True))
     assert agents == ["bad \ufffd\ufffd bytes", "pytest"]
 
 
