@@ -12,7 +12,6 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import orjson
 import psycopg
 import pytest
 import redis
@@ -21,6 +20,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 import devstack
+from clicks.clickstream import encode_lines
 from clicks.importer import DEAD_LETTER_STREAM, GROUP, STREAM, fold_days, lock_key
 from clicks.tests.streams import empty_streams  # noqa: F401 (autouse fixture)
 from links.models import Link
@@ -41,21 +41,21 @@ def slugs() -> list[str]:
 
 
 def produce(client: redis.Redis, slugs: list[str], *, entries: int) -> set[str]:
-    """XADDs entries as the edge writes them; returns the click ids."""
+    """XADDs entries as the edge writes them (record format 2); returns the click ids."""
     prefix = uuid.uuid4().hex[:16]
     now_ms = int(time.time() * 1000)
     ids = set()
     pipe = client.pipeline(transaction=False)
     for entry in range(entries):
+        first = entry * CLICKS_PER_ENTRY
         clicks = []
         for n in range(CLICKS_PER_ENTRY):
-            click_id = f"{prefix}{entry * CLICKS_PER_ENTRY + n:016x}"
-            ids.add(click_id)
-            clicks.append({"id": click_id, "ts": now_ms - n * 1000, "slug": slugs[n % len(slugs)],
+            ids.add(f"{prefix}{first + n:016x}")
+            clicks.append({"ts": now_ms - n * 1000, "slug": slugs[n % len(slugs)],
                            "ip": f"198.51.100.{n % 200}", "ua": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Firefox/128.0"
                            if n % 10 else "Googlebot/2.1 (+http://www.google.com/bot.html)",
                            "ref": "https://news.example/" if n % 3 else ""})
-        pipe.xadd(STREAM, {"v": "1", "clicks": orjson.dumps(clicks)})
+        pipe.xadd(STREAM, {"v": "2", "clicks": encode_lines(prefix, first, clicks)})
     pipe.execute()
     return ids
 

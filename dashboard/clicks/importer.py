@@ -18,9 +18,7 @@ Acknowledged entries are deleted from the stream (XACK + XDEL in one
 MULTI), so the stream only ever holds what is not imported yet.
 """
 import gc
-import json
 import logging
-import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -28,11 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-import orjson
 import psycopg
 import redis
 from django.db import IntegrityError, connection, transaction
 
+from .clickstream import BadEntry, decode_entry
 from .enrichment import Enricher, copy_text, stored_user_agent
 
 log = logging.getLogger(__name__)
@@ -40,7 +38,6 @@ log = logging.getLogger(__name__)
 STREAM = "slingshot:clicks"
 GROUP = "importers"
 DEAD_LETTER_STREAM = "slingshot:clicks:dead"
-RECORD_VERSION = b"1"
 
 # Clicks this far from the importer's clock are refused: a wild timestamp
 # would otherwise create a partition decades away.
@@ -49,16 +46,11 @@ MAX_CLICK_SKEW = timedelta(days=1)
 SLUG_MAX = 64
 HOUR_MS = 3_600_000
 
-_CLICK_ID = re.compile(r"[0-9a-fA-F]{32}").fullmatch
 # COPY columns of the lines parse_entry builds.
 CLICK_COLUMNS = ("click_id", "occurred_at", "slug", *Enricher.IP_COLUMNS, "user_agent_id", *Enricher.AGENT_COLUMNS,
                  *Enricher.REFERER_COLUMNS, "link_id")
 ORPHAN_COLUMNS = ("click_id", "occurred_at", "slug", *Enricher.IP_COLUMNS, "user_agent", "is_bot", "referer")
 NULL = "\\N"
-
-
-class BadEntry(ValueError):
-    """A stream entry that breaks the contract; it goes to the dead-letter stream."""
 
 
 class ConsumerBusy(RuntimeError):
@@ -111,30 +103,6 @@ class Batch:
         return self.clicks + self.orphans
 
 
-def _decode_json(raw: bytes):
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        # The edge passes header bytes through as they came; invalid UTF-8
-        # is replaced rather than costing the whole entry.
-        try:
-            return json.loads(raw.decode("utf-8", "replace"))
-        except ValueError as exc:
-            raise BadEntry(f"clicks field is not JSON: {exc}") from None
-
-
-def _decode_entry(fields: dict) -> list:
-    if fields.get(b"v") != RECORD_VERSION:
-        raise BadEntry(f"unknown record version {fields.get(b'v')!r}")
-    raw = fields.get(b"clicks")
-    if raw is None:
-        raise BadEntry("entry has no clicks field")
-    clicks = _decode_json(raw)
-    if not isinstance(clicks, list):
-        raise BadEntry("clicks field is not a JSON array")
-    return clicks
-
-
 _second_texts: dict[int, str] = {}
 _MILLIS = [f".{millis:03d}+00" for millis in range(1000)]
 
@@ -168,48 +136,36 @@ class _Output:
 def parse_entry(clicks: list, out: _Output, *, enricher: Enricher, link_ids: dict[str, int],
                 agent_ids: dict[str, str], min_ms: int, max_ms: int,
                 only: set[str] | None = None) -> tuple[int, int, int, int]:
-    """Adds one stream entry's decoded clicks to `out` (only those whose ids
-    are in `only`, if given). Returns (clicks, orphan visits, first ts, last ts);
-    raises BadEntry, having added nothing, if any of it breaks the contract."""
+    """Adds one stream entry's click rows (clickstream.decode_entry) to `out`
+    (only those whose ids are in `only`, if given). Returns (clicks, orphan
+    visits, first ts, last ts); raises BadEntry, having added nothing, if any
+    of it breaks the contract."""
     click_lines, orphan_lines, visitor_lines = [], [], []
     agent_keys, host_keys, country_keys, human_host_keys, human_country_keys = [], [], [], [], []
     first_ms, last_ms = max_ms, min_ms
     ip_facts, agent_facts, referer_facts = enricher.ip, enricher.agent, enricher.referer
     seconds, millis, second_text = _second_texts, _MILLIS, _second_text
-    for obj in clicks:  # the hot loop: a few µs per click
-        if type(obj) is not dict:
-            raise BadEntry("click is not an object")
-        try:
-            click_id, ts, slug = obj["id"], obj["ts"], obj["slug"]
-        except KeyError as missing:
-            raise BadEntry(f"click has no {missing.args[0]!r}") from None
-        if type(click_id) is not str or not _CLICK_ID(click_id):
-            raise BadEntry("click id is not 32 hex digits")
-        if type(ts) is not int:
-            raise BadEntry("click ts is not an integer")
+    for click_id, ts, slug, ip, ua, ref, orphan in clicks:  # the hot loop: a few µs per click
         if not min_ms <= ts <= max_ms:
             raise BadEntry("click ts is out of range")
         if ts < first_ms:
             first_ms = ts
         if ts > last_ms:
             last_ms = ts
-        if type(slug) is not str or not 1 <= len(slug) <= SLUG_MAX:
-            raise BadEntry("click slug is not a string of 1 to 64 characters")
-        ip, ua, ref = obj.get("ip"), obj.get("ua", ""), obj.get("ref", "")
-        if type(ua) is not str or type(ref) is not str:
-            raise BadEntry("text field is not a string")
+        if not 1 <= len(slug) <= SLUG_MAX:
+            raise BadEntry("click slug is not 1 to 64 characters")
         if only is not None:
-            if click_id.lower() not in only:
+            if click_id not in only:
                 continue
-            only.discard(click_id.lower())  # the edge may have sent a click twice: take it once
-        ip_text, country, _net, net_hash = ip_facts(ip if type(ip) is str else "")
+            only.discard(click_id)  # the edge may have sent a click twice: take it once
+        ip_text, country, _net, net_hash = ip_facts(ip)
         agent_text, classes, orphan_agent_text, agent_hash = agent_facts(ua)
         referer_text, host, bare_referer_text = referer_facts(ref)
         slug_text = slug
         if "\\" in slug or "\t" in slug or "\n" in slug or "\r" in slug or "\x00" in slug:
             slug_text = copy_text(slug.replace("\x00", ""))
         occurred_at = (seconds.get(ts // 1000) or second_text(ts // 1000)) + millis[ts % 1000]
-        if obj.get("orphan") is True:
+        if orphan:
             orphan_lines.append(f"{click_id}\t{occurred_at}\t{slug_text}\t{ip_text}\t{orphan_agent_text}\t"
                                 f"{bare_referer_text}\n")
             continue
@@ -261,17 +217,15 @@ def parse_entries(entries: list[tuple[bytes, dict]], *, enricher: Enricher,
         if not fields:
             continue  # deleted from the stream while pending: nothing to store
         try:
-            clicks = _decode_entry(fields)
+            clicks = decode_entry(fields)
         except BadEntry as exc:
             batch.dead.append((entry_id, fields, str(exc)))
             continue
         decoded.append((entry_id, fields, clicks))
-        for obj in clicks:
-            if type(obj) is dict and obj.get("orphan") is not True:
-                slug, ua = obj.get("slug"), obj.get("ua", "")
-                if type(slug) is str:
-                    slugs.add(slug)
-                if type(ua) is str and ua not in known_agents:
+        for _id, _ts, slug, _ip, ua, _ref, orphan in clicks:
+            if not orphan:
+                slugs.add(slug)
+                if ua not in known_agents:
                     new_agents.add(ua)
     batch.link_ids = link_ids(sorted(slugs)) if slugs else {}
     if new_agents:

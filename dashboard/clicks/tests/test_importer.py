@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from clicks.enrichment import Enricher
+from clicks.clickstream import encode_lines
 from clicks.importer import DEAD_LETTER_STREAM, GROUP, STREAM, ClickImporter
 from clicks.models import Click
 from clicks.selectors import import_lag
@@ -39,7 +40,9 @@ def make_click(slug: str, **overrides) -> dict:
 
 
 def add_entry(clicks: list) -> bytes:
-    return get_redis().xadd(STREAM, {"v": "1", "clicks": orjson.dumps(clicks)})
+    """An entry as the edge writes it (record format 2): the clicks' ids come
+    from a prefix of the entry's own."""
+    return get_redis().xadd(STREAM, {"v": "2", "clicks": encode_lines(uuid.uuid4().hex[:16], 0, clicks)})
 
 
 def clicks_for(slug: str) -> int:
@@ -102,6 +105,35 @@ def test_a_poisoned_entry_goes_to_the_dead_letter_stream_and_its_batch_is_import
     assert any("not JSON" in reason for reason in reasons)
     assert any("ts is not an integer" in reason for reason in reasons)
     assert any("record version" in reason for reason in reasons)
+    assert get_redis().xpending(STREAM, GROUP)["pending"] == 0
+
+
+def test_poisoned_entries_of_format_2_go_to_the_dead_letter_stream_and_the_rest_is_imported():
+    slug = "dl2" + uuid.uuid4().hex[:6]
+    good = encode_lines("00000000000000aa", 7, [make_click(slug), make_click(slug, orphan=True)])
+    poisoned = [
+        good[:-1],                                    # the last line feed missing
+        good.replace(b"\n0\n", b"\n2\n", 1),         # an orphan flag that is not 0 or 1
+        good.replace(b"00000000000000aa", b"xyz", 1),  # an id prefix that is not hex
+        b"00000000000000aa\n7\n" + b"a\n0\n",          # half a click
+        encode_lines("00000000000000aa", 7, [make_click(slug, ts=1)]).replace(b".001\n", b",001\n"),
+    ]
+    for payload in poisoned:
+        get_redis().xadd(STREAM, {"v": "2", "clicks": payload})
+    get_redis().xadd(STREAM, {"v": "2", "clicks": good})
+
+    call_command("import_clicks", "--once", "--consumer", "dlq2-test")
+
+    ids = {str(click_id) for click_id in Click.objects.filter(slug=slug).values_list("click_id", flat=True)}
+    assert ids == {"00000000-0000-00aa-0000-000000000007"}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT click_id::text FROM orphan_visits WHERE slug = %s", [slug])
+        assert cursor.fetchall() == [("00000000-0000-00aa-0000-000000000008",)]
+    dead = get_redis().xrange(DEAD_LETTER_STREAM)
+    assert [fields[b"clicks"] for _, fields in dead] == poisoned
+    reasons = " | ".join(fields[b"reason"].decode() for _, fields in dead)
+    for expected in ("six lines a click", "orphan flag", "prefix", "Unix seconds"):
+        assert expected in reasons
     assert get_redis().xpending(STREAM, GROUP)["pending"] == 0
 
 
