@@ -40,6 +40,9 @@ import devstack  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "edge" / "t"))
+from edge_helpers import decode_clicks  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 WRK_SCRIPT = HERE / "bench_edge.wrk.lua"
 TARGETS = {"b": 0.90, "c": 0.50, "d": 0.85}
@@ -181,7 +184,7 @@ class Bench:
             if not entries:
                 return total, len(ids)
             for _, fields in entries:
-                clicks = orjson.loads(fields[b"clicks"])
+                clicks = decode_clicks(fields)
                 total += len(clicks)
                 ids.update(click["id"] for click in clicks)
             last = entries[-1][0].decode()

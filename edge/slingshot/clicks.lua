@@ -1,6 +1,7 @@
 -- Click recording: buffered per worker, appended to the Redis stream from a
 -- timer, several clicks per stream entry (docs/contract.md). The request
--- only appends to a Lua table; it never waits for Redis.
+-- only appends to a Lua table; it never waits for Redis, nor reads the
+-- clock: nginx puts the time in the click's details.
 local config = require("slingshot.config")
 local redis = require("slingshot.redis")
 local clickbuf = require("slingshot.clickbuf")
@@ -13,13 +14,12 @@ local WARN = ngx.WARN
 local now = ngx.now
 local sleep = ngx.sleep
 local min = math.min
-local floor = math.floor
 local io_open = io.open
 local type = type
 local tostring = tostring
 local error = error
 
-local _M = { _VERSION = "0.2.0" }
+local _M = { _VERSION = "0.3.0" }
 
 _M.STREAM = "slingshot:clicks"
 local FIELDS = clickbuf.FIELDS
@@ -31,10 +31,14 @@ local DROPPED = "slingshot_edge_clicks_dropped_total"
 local DEPTH = "slingshot_edge_click_buffer_depth"
 local ERRORS = 'slingshot_edge_redis_errors_total{op="clicks"}'
 
+-- Clicks not yet turned into payloads, FIELDS slots each, numbered
+-- seq - depth + 1 .. seq.
 local buffer, depth = {}, 0
+local seq = 0
+-- Payloads being written or waiting to be written again, and their clicks.
+local unsent, unsent_clicks = {}, 0
 local reported_depth = 0
 local prefix
-local seq = 0
 local flushing = false
 local failures, retry_at = 0, 0
 local exited = false
@@ -51,19 +55,17 @@ end
 
 -- Buffers a click on `slug`: `details` is the request's $slingshot_click
 -- (nginx.conf), `orphan` marks a visit to a slug without a link. Only
--- appends to the buffer; the click object is built when it is flushed.
+-- appends to the buffer; the payload is put together when it is flushed.
 function _M.record(slug, details, orphan)
-    if depth >= config.click_buffer_max then
+    if depth + unsent_clicks >= config.click_buffer_max then
         metrics.inc(DROPPED)
         return
     end
     seq = seq + 1
     local at = depth * FIELDS
-    buffer[at + 1] = seq
-    buffer[at + 2] = slug
-    buffer[at + 3] = floor(now() * 1000)
-    buffer[at + 4] = details
-    buffer[at + 5] = orphan
+    buffer[at + 1] = slug
+    buffer[at + 2] = details
+    buffer[at + 3] = orphan
     depth = depth + 1
     metrics.inc(BUFFERED)
     if orphan then
@@ -77,35 +79,14 @@ function _M.record(slug, details, orphan)
     end
 end
 
--- Put a batch that could not be written back in front of what arrived since,
--- keeping at most EDGE_CLICK_BUFFER_MAX clicks.
-local function requeue(batch, count)
-    local limit = config.click_buffer_max
-    local kept = count < limit and count or limit
-    local arrived = depth < limit - kept and depth or limit - kept
-    local merged = {}
-    for i = 1, kept * FIELDS do
-        merged[i] = batch[i]
-    end
-    local offset = kept * FIELDS
-    for i = 1, arrived * FIELDS do
-        merged[offset + i] = buffer[i]
-    end
-    if count + depth > kept + arrived then
-        metrics.inc(DROPPED, count + depth - kept - arrived)
-    end
-    buffer, depth = merged, kept + arrived
-end
-
-local function write(batch, count)
-    local payloads = clickbuf.payloads(prefix, batch, count, config.clicks_per_entry)
+local function write(payloads)
     local red, err = redis.connect()
     if not red then
         return nil, err
     end
     red:init_pipeline(#payloads)
     for i = 1, #payloads do
-        red:xadd(_M.STREAM, "*", "v", "1", "clicks", payloads[i])
+        red:xadd(_M.STREAM, "*", "v", "2", "clicks", payloads[i])
     end
     local results
     results, err = red:commit_pipeline()
@@ -125,16 +106,18 @@ local function write(batch, count)
 end
 
 local function report_depth()
-    if depth ~= reported_depth then
-        metrics.inc(DEPTH, depth - reported_depth)
-        reported_depth = depth
+    local waiting = depth + unsent_clicks
+    if waiting ~= reported_depth then
+        metrics.inc(DEPTH, waiting - reported_depth)
+        reported_depth = waiting
     end
 end
 
--- Timer handler, also run once more when the worker exits (premature). A
--- batch that fails is requeued whole and retried with exponential backoff up
--- to EDGE_CLICK_RETRY_MAX seconds; if part of it had reached the stream, the
--- importer drops the repeats by click id.
+-- Timer handler, also run once more when the worker exits (premature).
+-- Payloads that fail are kept as they are (the same click ids) and written
+-- again with exponential backoff up to EDGE_CLICK_RETRY_MAX seconds; if
+-- part of them had reached the stream, the importer drops the repeats by
+-- click id. Meanwhile clicks keep buffering up to EDGE_CLICK_BUFFER_MAX.
 function _M.flush(premature)
     if premature then
         exited = true
@@ -142,27 +125,32 @@ function _M.flush(premature)
             sleep(0.01)  -- the exit flush must not skip what the running one left
         end
     end
-    if flushing or depth == 0 or (not premature and now() < retry_at) then
+    if flushing or depth + unsent_clicks == 0 or (not premature and now() < retry_at) then
         return report_depth()
     end
     flushing = true
-    local batch, count = buffer, depth
-    buffer, depth = {}, 0
-    local ok, err = write(batch, count)
+    if depth > 0 then
+        clickbuf.payloads(prefix, seq - depth + 1, buffer, depth, config.clicks_per_entry, unsent)
+        unsent_clicks = unsent_clicks + depth
+        buffer, depth = {}, 0
+    end
+    local ok, err = write(unsent)
+    local count = unsent_clicks
     if ok then
         metrics.inc(FLUSHED, count)
+        unsent, unsent_clicks = {}, 0
         failures, retry_at = 0, 0
     elseif premature then
         log(ERR, "click flush at exit failed, ", count, " clicks lost: ", err)
         metrics.inc(ERRORS)
         metrics.inc(DROPPED, count)
+        unsent, unsent_clicks = {}, 0
     else
         failures = failures + 1
         local delay = min(config.click_retry_max, config.click_flush_interval * 2 ^ failures)
         retry_at = now() + delay
         log(WARN, "click flush of ", count, " clicks failed (retry in ", delay, " s): ", err)
         metrics.inc(ERRORS)
-        requeue(batch, count)
     end
     flushing = false
     return report_depth()

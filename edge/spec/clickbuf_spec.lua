@@ -1,6 +1,25 @@
 package.path = "./?.lua;" .. package.path
-local cjson = require("cjson")
 local clickbuf = require("slingshot.clickbuf")
+
+-- Splits a payload the way docs/contract.md reads it.
+local function parse(payload)
+    local lines = {}
+    for line in (payload):gmatch("([^\n]*)\n") do
+        lines[#lines + 1] = line
+    end
+    assert.equal(payload, table.concat(lines, "\n") .. "\n")
+    local clicks = {}
+    for i = 3, #lines, 6 do
+        clicks[#clicks + 1] = { slug = lines[i], orphan = lines[i + 1], msec = lines[i + 2],
+            ip = lines[i + 3], ua = lines[i + 4], ref = lines[i + 5] }
+    end
+    assert.equal(0, (#lines - 2) % 6)
+    return lines[1], tonumber(lines[2], 16), clicks
+end
+
+local function details(ip, ua, ref)
+    return "1763800000.123\n" .. ip .. "\n" .. ua .. "\n" .. ref
+end
 
 describe("clickbuf", function()
     it("makes 32-hex-digit ids from a prefix and a counter", function()
@@ -11,64 +30,66 @@ describe("clickbuf", function()
         assert.equal(prefix .. "001fffffffffffff", clickbuf.click_id(prefix, 2 ^ 53 - 1))
     end)
 
-    local function details(ip, ua, ref)
-        return ip .. '","ua":"' .. ua .. '"\n,"ref":"' .. ref
-    end
-
-    it("builds contract click objects from the details nginx joins", function()
-        local buffer = { 7, "abc", 1763800000123, details("10.0.0.1", "curl/8.0", ""), false,
-            8, "gone", 1763800000004, details("::1", "ua", "https://r.example/?a=1"), true }
-        assert.same({ id = "00000000000000aa0000000000000007", ts = 1763800000123, slug = "abc",
-            ip = "10.0.0.1", ua = "curl/8.0", ref = "" },
-            cjson.decode(clickbuf.click_json("00000000000000aa", buffer, 1)))
-        assert.same({ id = "00000000000000aa0000000000000008", ts = 1763800000004, slug = "gone",
-            ip = "::1", ua = "ua", ref = "https://r.example/?a=1", orphan = true },
-            cjson.decode(clickbuf.click_json("00000000000000aa", buffer, 6)))
+    it("writes each click's slug, kind and details a line each, as they are", function()
+        local tricky = 'say "hi"\\ \1\t","ref":"spoof \255'
+        local buffer = { "abc", details("10.0.0.1", "curl/8.0", ""), false,
+            "gone", details("::1", tricky, "https://r.example/?a=1"), true }
+        local out = clickbuf.payloads("00000000000000aa", 2 ^ 40 + 7, buffer, 2, 100, {})
+        assert.equal(1, #out)
+        local prefix, first, clicks = parse(out[1])
+        assert.equal("00000000000000aa", prefix)
+        assert.equal(2 ^ 40 + 7, first)
+        assert.same({
+            { slug = "abc", orphan = "0", msec = "1763800000.123", ip = "10.0.0.1", ua = "curl/8.0",
+              ref = "" },
+            { slug = "gone", orphan = "1", msec = "1763800000.123", ip = "::1", ua = tricky,
+              ref = "https://r.example/?a=1" },
+        }, clicks)
     end)
 
-    it("cuts long headers", function()
-        local long = details("::1", string.rep("u", 600), string.rep("r", 2000))
-        local buffer = { 1, "s", 1, long, true }
-        local click = cjson.decode(clickbuf.click_json("0000000000000000", buffer, 1))
-        assert.equal(string.rep("u", 512), click.ua)
-        assert.equal(string.rep("r", 1024), click.ref)
-        assert.is_true(click.orphan)
+    it("cuts long headers, and leaves everything else alone", function()
+        local chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+            .. "Chrome/131.0.0.0 Safari/537.36"
+        for _, case in ipairs({
+            { "::1", string.rep("u", 600), string.rep("r", 2000), 512, 1024 },
+            { "::1", string.rep("u", 512), string.rep("r", 1024), 512, 1024 },
+            { "::1", string.rep("u", 513), "", 512, 0 },
+            { "2001:db8::1", "", string.rep("r", 1025), 0, 1024 },
+            { "192.0.2.1", chrome, string.rep("r", 900), #chrome, 900 },
+            { "::1", string.rep("\226\156\147", 200), "", 512, 0 },
+        }) do
+            local buffer = { "s", details(case[1], case[2], case[3]), false }
+            local payload = clickbuf.payloads("0000000000000000", 1, buffer, 1, 100, {})[1]
+            local _, _, clicks = parse(payload)
+            local click = clicks[1]
+            assert.equal(case[1], click.ip)
+            assert.equal(case[4], #click.ua)
+            assert.equal(case[5], #click.ref)
+            assert.equal(case[2]:sub(1, case[4]), click.ua)
+            assert.equal(case[3]:sub(1, case[5]), click.ref)
+            assert.equal("1763800000.123", click.msec)
+        end
     end)
 
-    it("escapes what JSON needs escaped and keeps the JSON valid UTF-8", function()
-        local tricky = 'say "hi"\\ \1\t","ref":"spoof'
-        local buffer = { 1, "s", 1500, details("::1", tricky, "caf\195\169 \233t\195"), false }
-        local click = cjson.decode(clickbuf.click_json("0000000000000000", buffer, 1))
-        assert.equal(tricky, click.ua)
-        assert.equal("caf\195\169 \239\191\189t\239\191\189", click.ref)
-        assert.equal(1500, click.ts)
-    end)
-
-    it("replaces bytes that are not UTF-8", function()
-        local bad = "\239\191\189"
-        assert.equal("plain", clickbuf.valid_utf8("plain"))
-        local fine = "\226\156\147 \240\159\152\128"
-        assert.equal(fine, clickbuf.valid_utf8(fine))
-        assert.equal("a" .. bad .. "b", clickbuf.valid_utf8("a\255b"))
-        assert.equal(bad .. bad, clickbuf.valid_utf8("\192\175"))          -- overlong "/"
-        assert.equal(bad .. bad .. bad, clickbuf.valid_utf8("\237\160\128")) -- a surrogate
-        assert.equal("x" .. bad .. bad, clickbuf.valid_utf8("x\226\156"))  -- cut short
-    end)
-
-    it("splits clicks into entries of at most per_entry", function()
+    it("splits clicks into entries of at most per_entry, numbered from their first", function()
         local buffer = {}
         for i = 1, 7 do
             local at = (i - 1) * clickbuf.FIELDS
-            buffer[at + 1], buffer[at + 2], buffer[at + 3] = i, "s" .. i, 1000
-            buffer[at + 4], buffer[at + 5] = details("::1", "", ""), false
+            buffer[at + 1], buffer[at + 2], buffer[at + 3] = "s" .. i, details("::1", "", ""), false
         end
-        local payloads = clickbuf.payloads("0000000000000000", buffer, 7, 3)
-        assert.equal(3, #payloads)
-        local seen = {}
-        for _, payload in ipairs(payloads) do
-            for _, click in ipairs(cjson.decode(payload)) do seen[#seen + 1] = click.slug end
+        local held = { "an earlier payload" }
+        local payloads = clickbuf.payloads("0000000000000000", 41, buffer, 7, 3, held)
+        assert.equal(held, payloads)
+        assert.equal(4, #payloads)
+        assert.equal("an earlier payload", payloads[1])
+        local seen, firsts = {}, {}
+        for i = 2, 4 do
+            local _, first, clicks = parse(payloads[i])
+            firsts[#firsts + 1] = first
+            for _, click in ipairs(clicks) do seen[#seen + 1] = click.slug end
         end
+        assert.same({ 41, 44, 47 }, firsts)
         assert.same({ "s1", "s2", "s3", "s4", "s5", "s6", "s7" }, seen)
-        assert.equal(2, #clickbuf.payloads("0000000000000000", buffer, 4, 3))
+        assert.equal(2, #clickbuf.payloads("0000000000000000", 1, buffer, 4, 3, {}))
     end)
 end)

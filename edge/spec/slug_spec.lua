@@ -27,9 +27,19 @@ describe("slug.from_path", function()
 end)
 
 describe("slug.alphabet", function()
-    it("turns characters and ranges into a pattern of what is refused", function()
-        assert.equal("[^A-Za-z0-9%_%-]", slug.alphabet("A-Za-z0-9_-"))
-        assert.equal("[^%-a]", slug.alphabet("-a"))
+    local function allowed(set)
+        local chars = {}
+        for b = 0, 255 do
+            if set[b] then chars[#chars + 1] = string.char(b) end
+        end
+        return table.concat(chars)
+    end
+
+    it("turns characters and ranges into the set of bytes allowed", function()
+        assert.equal("-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz",
+            allowed(slug.alphabet("A-Za-z0-9_-")))
+        assert.equal("-a", allowed(slug.alphabet("-a")))
+        assert.equal("-.3456z", allowed(slug.alphabet("3-6.-z")))
     end)
 
     it("refuses alphabets a path cannot carry", function()
