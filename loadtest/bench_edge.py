@@ -58,6 +58,7 @@ class Result:
     p99_ms: float
     nginx_us: float
     redis_us: float
+    instructions: float | None  # nginx's, per request, user + kernel; None without perf
 
 
 def millis(text: str) -> float:
@@ -69,7 +70,7 @@ class Nginx:
     """One nginx running the production nginx.conf as devstack renders it,
     plus (with_ceiling) a server on its own port that only does `return 302`."""
 
-    def __init__(self, root: Path, env: dict[str, str], workers: int, *, with_ceiling: bool) -> None:
+    def __init__(self, root: Path, env: dict[str, str], workers: int, *, with_ceiling: bool, pin: bool) -> None:
         prefix = root / f"nginx-{len(list(root.glob('nginx-*')))}"
         self.port, self.ceiling_port = devstack.free_port(), devstack.free_port()
         conf_path = devstack.render_edge_conf(prefix, self.port)
@@ -84,8 +85,11 @@ class Nginx:
             )
             end = conf.rstrip().rfind("}")
             conf_path.write_text(conf[:end] + ceiling + conf[end:])
+        command = devstack.edge_command(prefix, workers=workers)
+        if pin:
+            command[-1] += " worker_cpu_affinity auto;"
         self.process = subprocess.Popen(
-            devstack.edge_command(prefix, workers=workers), env={**os.environ, **env},
+            command, env={**os.environ, **env},
             stdout=open(prefix / "stderr.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True,
         )
         devstack.wait_for_port(self.port, process=self.process)
@@ -137,7 +141,7 @@ class Bench:
         chosen = dict(item.split("=", 1) for item in self.args.edge_env)
         env = {"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(self.stack.redis_port),
                "REDIS_PASSWORD": self.stack.redis_password, **chosen, **env}
-        edge = Nginx(self.root, env, self.args.workers, with_ceiling=with_ceiling)
+        edge = Nginx(self.root, env, self.args.workers, with_ceiling=with_ceiling, pin=self.args.pin)
         self.edges.append(edge)
         return edge
 
@@ -146,24 +150,28 @@ class Bench:
         path_file.write_text("\n".join(paths) + "\n")
         redis_pids = [self.redis_process.pid]
         nginx_before, redis_before = cpu_seconds(pids), cpu_seconds(redis_pids)
+        pin = ["taskset", "-c", str(self.args.wrk_cpu)] if self.args.pin else []
+        counter = self.start_perf(pids)
         output = subprocess.run(
-            ["wrk", "-t", str(self.args.threads), "-c", str(self.args.connections), "-d", f"{duration}s",
+            [*pin, "wrk", "-t", str(self.args.threads), "-c", str(self.args.connections), "-d", f"{duration}s",
              "--latency", "-s", str(WRK_SCRIPT), f"http://127.0.0.1:{port}", "--", str(path_file)],
             check=True, capture_output=True, text=True,
         ).stdout
         nginx_cpu = cpu_seconds(pids) - nginx_before
         redis_cpu = cpu_seconds(redis_pids) - redis_before
+        instructions = self.stop_perf(counter)
         requests = int(re.search(r"(\d+) requests in", output).group(1))
         errors = re.search(r"Socket errors: (.*)", output)
         if errors:
             print(f"  wrk socket errors in {name}: {errors.group(1)}")
         try:
-            return self.parse(name, output, requests, nginx_cpu, redis_cpu)
+            return self.parse(name, output, requests, nginx_cpu, redis_cpu, instructions)
         except (AttributeError, ValueError) as error:
             raise RuntimeError(f"cannot read wrk's output for {name}:\n{output}") from error
 
     @staticmethod
-    def parse(name: str, output: str, requests: int, nginx_cpu: float, redis_cpu: float) -> Result:
+    def parse(name: str, output: str, requests: int, nginx_cpu: float, redis_cpu: float,
+              instructions: float | None) -> Result:
         return Result(
             name=name,
             requests=requests,
@@ -172,7 +180,37 @@ class Bench:
             p99_ms=millis(re.search(r"^\s+99%\s+(\S+)", output, re.M).group(1)),
             nginx_us=nginx_cpu / requests * 1e6,
             redis_us=redis_cpu / requests * 1e6,
+            instructions=None if instructions is None else instructions / requests,
         )
+
+    def start_perf(self, pids: list[int]) -> subprocess.Popen | None:
+        """Counts the instructions nginx runs (`perf stat`), if perf can here:
+        unlike CPU time, the count hardly moves with what else shares the cores."""
+        if not self.args.perf:
+            return None
+        out = self.root / "perf.csv"
+        counter = subprocess.Popen(
+            ["perf", "stat", "-x", ",", "-e", "instructions:u,instructions:k", "-o", str(out),
+             "-p", ",".join(map(str, pids))],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        time.sleep(0.1)  # attached before the first request
+        return counter
+
+    def stop_perf(self, counter: subprocess.Popen | None) -> float | None:
+        if counter is None:
+            return None
+        counter.send_signal(signal.SIGINT)
+        counter.wait(timeout=10)
+        total = 0
+        for line in (self.root / "perf.csv").read_text().splitlines():
+            fields = line.split(",")
+            if len(fields) > 2 and fields[2].startswith("instructions"):
+                if not fields[0].isdigit():  # "<not supported>": no counters in this VM
+                    self.args.perf = False
+                    return None
+                total += int(fields[0])
+        return total
 
     def clicks_in_stream(self) -> tuple[int, int]:
         total, ids = 0, set()
@@ -193,7 +231,10 @@ class Bench:
         a = self.args
         print(f"nginx {devstack.nginx_binary()} with {a.workers} workers; per case wrk -t{a.threads} "
               f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of a, b, c, d; "
-              f"{os.cpu_count()} CPUs" + (f"; {' '.join(a.edge_env)}" if a.edge_env else "") + "\n")
+              f"{os.cpu_count()} CPUs"
+              + (f"; nginx workers pinned one per CPU (worker_cpu_affinity auto), wrk to CPU {a.wrk_cpu}"
+                 if a.pin else "; nothing pinned")
+              + (f"; {' '.join(a.edge_env)}" if a.edge_env else "") + "\n")
         link = orjson.dumps({"url": CEILING_TARGET, "status": 302, "active": True})
         self.redis.set("slingshot:link:bench", link)
         many = [f"m{i:06d}" for i in range(a.miss_slugs)]
@@ -238,7 +279,9 @@ class Bench:
 
         print(f"\nmedians over {a.rounds} rounds; ratio = req/s over the ceiling's req/s in the same round")
         print(f"{'case':<32} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} {'target':>7} "
-              f"{'CPU us/req':>10} {'(nginx':>7} {'redis)':>7}")
+              f"{'CPU us/req':>10} {'(nginx':>7} {'redis)':>7} {'CPU ratio':>9}"
+              + (f" {'instr/req':>9} {'ratio':>6}" if a.perf else ""))
+        ceiling_instructions = [results["a"].instructions for results in rounds]
         missed = []
         for key in "abcd":
             runs = [results[key] for results in rounds]
@@ -248,9 +291,18 @@ class Bench:
             if target is not None and ratio < target:
                 missed.append(key)
             nginx_us, redis_us = median(r.nginx_us for r in runs), median(r.redis_us for r in runs)
+            # The ceiling's CPU per request over this case's, round by round.
+            cpu_ratio = median((results["a"].nginx_us + results["a"].redis_us) / (r.nginx_us + r.redis_us)
+                               for r, results in zip(runs, rounds))
+            counted = [r.instructions for r in runs]
+            instructions = ""
+            if None not in counted and None not in ceiling_instructions:
+                instructions = (f" {median(counted):>9.0f} "
+                                f"{median(c / r for c, r in zip(ceiling_instructions, counted)):>6.2f}")
             print(f"{LABELS[key]:<32} {median(r.rps for r in runs):>8.0f} {median(r.p50_ms for r in runs):>7.2f} "
                   f"{median(r.p99_ms for r in runs):>7.2f} {ratio:>6.2f} {mark:>7} "
-                  f"{median(r.nginx_us + r.redis_us for r in runs):>10.1f} {nginx_us:>7.1f} {redis_us:>7.1f}")
+                  f"{median(r.nginx_us + r.redis_us for r in runs):>10.1f} {nginx_us:>7.1f} {redis_us:>7.1f}"
+                  f" {cpu_ratio:>9.2f}" + instructions)
             print("    per round: " + "  ".join(f"{r.rps:.0f} req/s ({r.rps / results['a'].rps:.2f})"
                                           for r, results in zip(runs, rounds)))
         print("\nclicks check:", "OK, every click of (b) is in the stream once" if clicks_ok else "FAILED")
@@ -274,12 +326,21 @@ def main() -> int:
     parser.add_argument("--miss-slugs", type=int, default=100_000)
     parser.add_argument("--tiny-cache", type=int, default=1000)
     parser.add_argument("--unknown-slugs", type=int, default=10_000)
+    parser.add_argument("--pin", action="store_true",
+                        help="pin the nginx workers one per CPU (worker_cpu_affinity auto) and wrk to --wrk-cpu; "
+                             "on 2 CPUs this lowers every case's throughput, the ceiling's too")
+    parser.add_argument("--wrk-cpu", type=int, default=0, help="the CPU wrk is pinned to")
+    parser.add_argument("--no-perf", dest="perf", action="store_false",
+                        help="skip counting nginx's instructions with perf stat")
     parser.add_argument("--edge-env", action="append", default=[], metavar="NAME=VALUE",
                         help="an edge setting for every case, e.g. EDGE_CLICKS_PER_ENTRY=500")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         print("wrk is not installed (make setup installs it)", file=sys.stderr)
         return 2
+    if args.perf and not shutil.which("perf"):
+        print("perf is not installed (Debian: linux-perf): no instruction counts")
+        args.perf = False
     bench = Bench(args)
     try:
         return bench.run()
