@@ -17,7 +17,7 @@ and the medians are reported, each ratio against the ceiling of its own
 round, so load from elsewhere on the machine hits both sides alike. Checks
 that every click of (b) reached the stream: clicks in the stream == redirects
 served (the edge's own counter; wrk does not count the responses still in
-flight when it stops). Takes about two minutes.
+flight when it stops). Takes about three minutes.
 """
 import argparse
 import os
@@ -322,7 +322,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--duration", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--miss-slugs", type=int, default=100_000)
     parser.add_argument("--tiny-cache", type=int, default=1000)
     parser.add_argument("--unknown-slugs", type=int, default=10_000)
