@@ -41,7 +41,7 @@ from devstack.throwaway import ThrowawayStack  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "edge" / "t"))
-from edge_helpers import decode_clicks  # noqa: E402
+from click_stream import decode_clicks  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 WRK_SCRIPT = HERE / "bench_edge.wrk.lua"
