@@ -1,7 +1,11 @@
 -- The per-worker link cache: an lrucache in front of Redis.
 --
 -- * Unknown slugs are cached too (for EDGE_NEGATIVE_TTL), so a flood of
---   random slugs costs one Redis lookup per slug per TTL.
+--   random slugs costs one Redis lookup per slug per TTL. Once that entry
+--   has expired the slug is still answered as unknown, at once, while a
+--   timer asks Redis again: a bot probing the same unknown slugs never
+--   waits on Redis, nor does a wave of them expiring together cost each
+--   request a wait for a lookup.
 -- * Concurrent misses share Redis round trips: those that arrive together
 --   are asked for in one MGET, and a slug already being asked for is not
 --   asked again, so a storm on one slug is one lookup per worker at a time.
@@ -27,6 +31,8 @@ local log = ngx.log
 local ERR = ngx.ERR
 local WARN = ngx.WARN
 local null = ngx.null
+local timer_at = ngx.timer.at
+local pairs = pairs
 local error = error
 local unpack = unpack
 
@@ -55,6 +61,10 @@ local recent = {}
 local inflight = {}
 -- The batch still taking misses, if any.
 local open_batch
+-- Unknown slugs whose negative entry expired, to be asked again by the
+-- refresh_unknown timer (running while `refreshing`).
+local to_refresh = {}
+local refreshing = false
 local BATCH_MAX = 100
 -- One batch out at a time per worker: the misses that arrive meanwhile all
 -- join the next one. With four out, a storm of misses took nearly three
@@ -145,7 +155,9 @@ local function run(batch, failed)
     end
     for i = 1, batch.n do
         local slug = batch.slugs[i]
-        inflight[slug] = nil
+        if inflight[slug] == batch then
+            inflight[slug] = nil
+        end
         if raws then
             local value = decode(slug, raws[i])
             batch.values[slug] = value
@@ -218,13 +230,77 @@ local function lookup(slug)
     return result(batch, slug)
 end
 
+-- Asks Redis again for the unknown slugs in to_refresh, a batch at a time,
+-- with the same slot as the lookups of requests.
+local function refresh_queued()
+    while true do
+        local batch = { n = 0, slugs = {}, values = {}, waiters = 0, generation = generation }
+        for slug in pairs(to_refresh) do
+            batch.n = batch.n + 1
+            batch.slugs[batch.n] = slug
+            if batch.n == BATCH_MAX then
+                break
+            end
+        end
+        if batch.n == 0 then
+            return
+        end
+        local ok, err = slots:wait(wait_timeout)
+        if not ok then
+            return nil, "waiting for Redis to answer other lookups: " .. err
+        end
+        run(batch)
+        slots:post(1)
+        -- Out of the set only now, so that visits meanwhile do not queue
+        -- them again; if Redis failed them, their next visit does.
+        for i = 1, batch.n do
+            to_refresh[batch.slugs[i]] = nil
+        end
+    end
+end
+
+-- Timer handler. Whatever stops it, the set is left empty, so that the
+-- next visits queue their slugs and start it again.
+local function refresh_unknown(premature)
+    if not premature then
+        local ok, done, err = pcall(refresh_queued)
+        if not ok or err then
+            log(WARN, "refreshing unknown slugs: ", ok and err or done)
+        end
+    end
+    clear_table(to_refresh)
+    refreshing = false
+end
+
+local function refresh_later(slug)
+    if to_refresh[slug] then
+        return
+    end
+    to_refresh[slug] = true
+    if not refreshing then
+        local ok, err = timer_at(0, refresh_unknown)
+        if not ok then
+            to_refresh[slug] = nil
+            log(WARN, "refreshing unknown slugs: ", err)
+            return
+        end
+        refreshing = true
+    end
+end
+
 -- Returns the link; false when it is unknown; nil and an error when Redis
 -- could not be asked.
 function _M.get(slug)
     local value = recent[slug]
     if value == nil then
-        value = cache:get(slug)
-        recent[slug] = value
+        local stale
+        value, stale = cache:get(slug)
+        if value ~= nil then
+            recent[slug] = value
+        elseif stale == MISSING then
+            refresh_later(slug)
+            value = MISSING
+        end
     end
     if value == nil then
         metrics.inc(MISSES)

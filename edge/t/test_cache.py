@@ -83,6 +83,28 @@ def test_unknown_slugs_cost_one_lookup_per_worker_per_negative_ttl(make_edge):
     assert 1 <= delta(after, metrics(edge), LOOKUPS) <= 2
 
 
+def test_an_expired_unknown_slug_is_answered_at_once_and_asked_again_in_the_background(make_edge, private_redis):
+    edge = make_edge(workers=1, env={**private_redis.edge_env(), "EDGE_NEGATIVE_TTL": "0.5",
+                                     "EDGE_REDIS_READ_TIMEOUT_MS": "5000"})
+    rds = private_redis.client()
+    slug = new_slug()
+    assert edge.request(f"/{slug}").status == 404  # looked up: unknown
+    # The link appears without a change notification (as if it were missed),
+    # and the negative entry expires; Redis then holds every command a while.
+    rds.set(f"slingshot:link:{slug}", b'{"url": "https://example.com/late", "status": 302, "active": true}')
+    time.sleep(0.6)
+    rds.execute_command("CLIENT", "PAUSE", 800, "ALL")
+    started = time.monotonic()
+    assert edge.request(f"/{slug}").status == 404  # the expired answer, without waiting for Redis
+    assert edge.request(f"/{slug}").status == 404
+    assert time.monotonic() - started < 0.4
+    deadline = time.monotonic() + 3
+    while edge.request(f"/{slug}").status != 302:  # the refresh found the link
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert edge.request(f"/{slug}").headers["Location"] == "https://example.com/late"
+
+
 def test_a_miss_storm_on_one_slug_is_one_lookup_per_worker(make_edge, private_redis):
     edge = make_edge(workers=2, env={**private_redis.edge_env(), "EDGE_REDIS_READ_TIMEOUT_MS": "5000"})
     rds = private_redis.client()
