@@ -42,11 +42,6 @@ function _M.hex_prefix(bytes)
     return concat(out)
 end
 
--- A 32-hex-digit click id: the worker prefix and a 64-bit counter.
-function _M.click_id(prefix, seq)
-    return prefix .. format("%016x", seq)
-end
-
 -- Details with the User-Agent cut to UA_MAX bytes and the Referer to
 -- REFERER_MAX, which bounds what a click costs the stream. A character cut
 -- in half is the importer's to replace.

@@ -22,12 +22,8 @@ local function details(ip, ua, ref)
 end
 
 describe("clickbuf", function()
-    it("makes 32-hex-digit ids from a prefix and a counter", function()
-        local prefix = clickbuf.hex_prefix("\0\1\254\255abcd")
-        assert.equal("0001feff61626364", prefix)
-        assert.equal(prefix .. "0000000000000001", clickbuf.click_id(prefix, 1))
-        assert.equal(prefix .. "0000000100000000", clickbuf.click_id(prefix, 2 ^ 32))
-        assert.equal(prefix .. "001fffffffffffff", clickbuf.click_id(prefix, 2 ^ 53 - 1))
+    it("makes the 16-hex-digit id prefix from random bytes", function()
+        assert.equal("0001feff61626364", clickbuf.hex_prefix("\0\1\254\255abcd"))
     end)
 
     it("writes each click's slug, kind and details a line each, as they are", function()
