@@ -1,6 +1,7 @@
 """The click stream's record formats (docs/contract.md, "Clicks"), read into
 rows the importer parses: (id, ts, slug, ip, ua, ref, orphan), with ts in
-Unix milliseconds and every text a str.
+Unix milliseconds and every text a str as it came (the enricher cuts what it
+stores, clicks.enrichment.UA_MAX and REFERER_MAX).
 
 Format 2 is what the edge writes: lines, so that it copies every value as
 nginx hands it over, with nothing to escape. Format 1, a JSON array of click
@@ -12,8 +13,6 @@ import re
 
 import orjson
 
-UA_MAX = 512
-REFERER_MAX = 1024
 CLICK_LINES = 6  # slug, orphan flag, time, address, User-Agent, Referer
 
 _HEX = re.compile(r"[0-9a-f]{16}\n[0-9a-f]{1,16}").fullmatch
@@ -63,18 +62,13 @@ def decode_lines(raw: bytes) -> list[tuple]:
         raise BadEntry("click orphan flag is not 0 or 1")
     if not _TIMES("\n".join(times) + "\n"):
         raise BadEntry("click time is not Unix seconds with three decimals")
-    agents, referers = lines[6::CLICK_LINES], lines[7::CLICK_LINES]
-    if max(map(len, agents)) > UA_MAX:
-        agents = [agent[:UA_MAX] for agent in agents]
-    if max(map(len, referers)) > REFERER_MAX:
-        referers = [referer[:REFERER_MAX] for referer in referers]
     return list(zip(
         [f"{prefix}{n:016x}" for n in range(number, number + count)],
         [int(time.replace(".", "")) for time in times],
         lines[2::CLICK_LINES],
         lines[5::CLICK_LINES],
-        agents,
-        referers,
+        lines[6::CLICK_LINES],
+        lines[7::CLICK_LINES],
         [flag == "1" for flag in orphans],
     ))
 
@@ -110,7 +104,7 @@ def decode_json(raw: bytes) -> list[tuple]:
         ip, ua, ref = obj.get("ip"), obj.get("ua", ""), obj.get("ref", "")
         if type(ua) is not str or type(ref) is not str:
             raise BadEntry("text field is not a string")
-        rows.append((click_id.lower(), ts, slug, ip if type(ip) is str else "", ua[:UA_MAX], ref[:REFERER_MAX],
+        rows.append((click_id.lower(), ts, slug, ip if type(ip) is str else "", ua, ref,
                      obj.get("orphan") is True))
     return rows
 

@@ -137,6 +137,16 @@ def test_poisoned_entries_of_format_2_go_to_the_dead_letter_stream_and_the_rest_
     assert get_redis().xpending(STREAM, GROUP)["pending"] == 0
 
 
+def test_headers_past_the_limits_are_stored_cut():
+    slug = "cut" + uuid.uuid4().hex[:6]
+    add_entry([make_click(slug, ua="u" * 600, ref="https://r.example/" + "r" * 2000)])
+
+    call_command("import_clicks", "--once", "--consumer", "cut-test")
+
+    click = Click.objects.select_related("agent").get(slug=slug)
+    assert (len(click.user_agent), len(click.referer)) == (512, 1024)
+
+
 def test_invalid_utf8_in_a_header_does_not_cost_the_entry():
     slug = "utf" + uuid.uuid4().hex[:6]
     good = make_click(slug)
