@@ -9,15 +9,19 @@ each case:
   b  cached redirects, click logging on
   c  every request a cache miss served from Redis (many slugs, tiny lrucache)
   d  unknown slugs (negatively cached; each visit is an orphan click)
+  e  for reference, the floor of any Lua handler: content_by_lua that only
+     calls ngx.redirect to a constant URL, on the ceiling's server
 
 For each it prints requests/s, p50 and p99 latency, the ratio to (a), and
 the server CPU time per request (nginx master and workers plus Redis, from
-/proc before and after). The cases run in rounds (a, b, c, d, a, b, ...)
-and the medians are reported, each ratio against the ceiling of its own
-round, so load from elsewhere on the machine hits both sides alike. Checks
+/proc before and after). The cases run in rounds, each case between two
+runs of the ceiling (a, b, a, c, a, d, a, e, then the next round's a), and the
+medians are reported, each ratio against the mean of the two ceiling runs
+around it: load from elsewhere on the machine, which on a shared VM comes
+and goes within seconds, hits both sides of a ratio alike. Checks
 that every click of (b) reached the stream: clicks in the stream == redirects
 served (the edge's own counter; wrk does not count the responses still in
-flight when it stops). Takes about three minutes.
+flight when it stops). Takes about four minutes.
 """
 import argparse
 import os
@@ -47,6 +51,7 @@ HERE = Path(__file__).resolve().parent
 WRK_SCRIPT = HERE / "bench_edge.wrk.lua"
 TARGETS = {"b": 0.90, "c": 0.50, "d": 0.85}
 CEILING_TARGET = "https://example.com/landing"
+LUA_FLOOR_PATH = "/lua-floor"
 
 
 @dataclass
@@ -68,7 +73,8 @@ def millis(text: str) -> float:
 
 class Nginx:
     """One nginx running the production nginx.conf as devstack renders it,
-    plus (with_ceiling) a server on its own port that only does `return 302`."""
+    plus (with_ceiling) a server on its own port that only does `return 302`,
+    and at LUA_FLOOR_PATH only an ngx.redirect from Lua."""
 
     def __init__(self, root: Path, env: dict[str, str], workers: int, *, with_ceiling: bool, pin: bool) -> None:
         prefix = root / f"nginx-{len(list(root.glob('nginx-*')))}"
@@ -81,6 +87,9 @@ class Nginx:
                 f"        listen 127.0.0.1:{self.ceiling_port} reuseport;\n"
                 '        add_header Cache-Control "private, no-store" always;\n'
                 f"        location / {{ return 302 {CEILING_TARGET}; }}\n"
+                f"        location = {LUA_FLOOR_PATH} {{\n"
+                f'            content_by_lua_block {{ ngx.redirect("{CEILING_TARGET}", 302) }}\n'
+                "        }\n"
                 "    }\n"
             )
             end = conf.rstrip().rfind("}")
@@ -125,7 +134,8 @@ class Nginx:
 SERVED = 'slingshot_edge_requests_total{outcome="redirect"}'
 LOOKUPS = "slingshot_edge_redis_lookups_total"
 LABELS = {"a": "a ceiling: return 302, no Lua", "b": "b cached redirect + click",
-          "c": "c cache miss, Redis GET + click", "d": "d unknown slug: 404 + orphan"}
+          "c": "c cache miss, Redis GET + click", "d": "d unknown slug: 404 + orphan",
+          "e": "e Lua floor: ngx.redirect only"}
 
 
 class Bench:
@@ -230,7 +240,7 @@ class Bench:
     def run(self) -> int:
         a = self.args
         print(f"nginx {devstack.nginx_binary()} with {a.workers} workers; per case wrk -t{a.threads} "
-              f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of a, b, c, d; "
+              f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of a b a c a d a e; "
               f"{os.cpu_count()} CPUs"
               + (f"; nginx workers pinned one per CPU (worker_cpu_affinity auto), wrk to CPU {a.wrk_cpu}"
                  if a.pin else "; nothing pinned")
@@ -250,61 +260,79 @@ class Bench:
             "b": (main, main.port, ["/bench"]),
             "c": (tiny, tiny.port, ["/" + slug for slug in many]),
             "d": (main, main.port, [f"/u{i:06d}" for i in range(a.unknown_slugs)]),
+            "e": (main, main.ceiling_port, [LUA_FLOOR_PATH]),
         }
         for key, (edge, port, paths) in cases.items():
             self.wrk(f"{key}-warmup", port, paths, a.warmup, edge.pids())
 
-        rounds, clicks_ok = [], True
-        for number in range(1, a.rounds + 1):
-            results = {}
-            for key, (edge, port, paths) in cases.items():
-                before = edge.drain()
-                self.redis.delete("slingshot:clicks")
-                results[key] = self.wrk(key, port, paths, a.duration, edge.pids())
-                after = edge.drain()
-                if key == "b":
-                    served = after[SERVED] - before[SERVED]
-                    clicks, distinct = self.clicks_in_stream()
-                    ok = clicks == distinct == served
-                    clicks_ok = clicks_ok and ok
-                    print(f"round {number} (b): {served:.0f} redirects served, wrk counted {results[key].requests}; "
-                          f"{clicks} clicks in the stream, {distinct} distinct ids: {'OK' if ok else 'MISMATCH'}")
-                if key == "c":
-                    lookups = after[LOOKUPS] - before[LOOKUPS]
-                    print(f"round {number} (c): {lookups:.0f} slugs looked up in Redis for the "
-                          f"{results[key].requests} responses wrk counted (the tiny cache holds a few)")
-            rounds.append(results)
-            dropped = main.metrics()["slingshot_edge_clicks_dropped_total"]
-            clicks_ok = clicks_ok and dropped == 0
+        # a b a c a d a e | a b ... | a: every case between two ceilings.
+        round_order = "abacadae"
+        order = [key for _ in range(a.rounds) for key in round_order] + ["a"]
+        runs, clicks_ok = [], True
+        for index, key in enumerate(order):
+            number = index // len(round_order) + 1
+            edge, port, paths = cases[key]
+            before = edge.drain()
+            self.redis.delete("slingshot:clicks")
+            result = self.wrk(key, port, paths, a.duration, edge.pids())
+            runs.append(result)
+            after = edge.drain()
+            if key == "b":
+                served = after[SERVED] - before[SERVED]
+                clicks, distinct = self.clicks_in_stream()
+                ok = clicks == distinct == served
+                clicks_ok = clicks_ok and ok
+                print(f"round {number} (b): {served:.0f} redirects served, wrk counted {result.requests}; "
+                      f"{clicks} clicks in the stream, {distinct} distinct ids: {'OK' if ok else 'MISMATCH'}")
+            if key == "c":
+                lookups = after[LOOKUPS] - before[LOOKUPS]
+                print(f"round {number} (c): {lookups:.0f} slugs looked up in Redis for the "
+                      f"{result.requests} responses wrk counted (the tiny cache holds a few)")
+        dropped = main.metrics()["slingshot_edge_clicks_dropped_total"]
+        clicks_ok = clicks_ok and dropped == 0
 
-        print(f"\nmedians over {a.rounds} rounds; ratio = req/s over the ceiling's req/s in the same round")
+        # Each case's run with the ceiling measured either side of it: (run, rps, CPU us, instructions).
+        by_case: dict[str, list[tuple[Result, float, float, float | None]]] = {key: [] for key in LABELS}
+        for index, key in enumerate(order):
+            run = runs[index]
+            if key == "a":
+                if index + 1 < len(order):  # every ceiling run but the last, each against itself
+                    by_case[key].append((run, run.rps, run.nginx_us + run.redis_us, run.instructions))
+                continue
+            around = (runs[index - 1], runs[index + 1])
+            counts = [c.instructions for c in around]
+            by_case[key].append((run, sum(c.rps for c in around) / 2,
+                                 sum(c.nginx_us + c.redis_us for c in around) / 2,
+                                 None if None in counts else sum(counts) / 2))
+
+        print(f"\nmedians over {a.rounds} rounds; ratio = req/s over the mean req/s of the ceiling runs "
+              "just before and after")
         print(f"{'case':<32} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} {'target':>7} "
               f"{'CPU us/req':>10} {'(nginx':>7} {'redis)':>7} {'CPU ratio':>9}"
               + (f" {'instr/req':>9} {'ratio':>6}" if a.perf else ""))
-        ceiling_instructions = [results["a"].instructions for results in rounds]
         missed = []
-        for key in "abcd":
-            runs = [results[key] for results in rounds]
-            ratio = median(results[key].rps / results["a"].rps for results in rounds)
+        for key in LABELS:
+            measured = by_case[key]
+            case_runs = [run for run, _, _, _ in measured]
+            ratio = median(run.rps / ceiling_rps for run, ceiling_rps, _, _ in measured)
             target = TARGETS.get(key)
             mark = "" if target is None else f">={target:.2f}"
             if target is not None and ratio < target:
                 missed.append(key)
-            nginx_us, redis_us = median(r.nginx_us for r in runs), median(r.redis_us for r in runs)
+            nginx_us, redis_us = median(r.nginx_us for r in case_runs), median(r.redis_us for r in case_runs)
             # The ceiling's CPU per request over this case's, round by round.
-            cpu_ratio = median((results["a"].nginx_us + results["a"].redis_us) / (r.nginx_us + r.redis_us)
-                               for r, results in zip(runs, rounds))
-            counted = [r.instructions for r in runs]
+            cpu_ratio = median(ceiling_us / (run.nginx_us + run.redis_us) for run, _, ceiling_us, _ in measured)
             instructions = ""
-            if None not in counted and None not in ceiling_instructions:
-                instructions = (f" {median(counted):>9.0f} "
-                                f"{median(c / r for c, r in zip(ceiling_instructions, counted)):>6.2f}")
-            print(f"{LABELS[key]:<32} {median(r.rps for r in runs):>8.0f} {median(r.p50_ms for r in runs):>7.2f} "
-                  f"{median(r.p99_ms for r in runs):>7.2f} {ratio:>6.2f} {mark:>7} "
-                  f"{median(r.nginx_us + r.redis_us for r in runs):>10.1f} {nginx_us:>7.1f} {redis_us:>7.1f}"
+            if all(run.instructions is not None and count is not None for run, _, _, count in measured):
+                instructions = (f" {median(r.instructions for r in case_runs):>9.0f} "
+                                f"{median(count / run.instructions for run, _, _, count in measured):>6.2f}")
+            rps = median(r.rps for r in case_runs)
+            print(f"{LABELS[key]:<32} {rps:>8.0f} {median(r.p50_ms for r in case_runs):>7.2f} "
+                  f"{median(r.p99_ms for r in case_runs):>7.2f} {ratio:>6.2f} {mark:>7} "
+                  f"{median(r.nginx_us + r.redis_us for r in case_runs):>10.1f} {nginx_us:>7.1f} {redis_us:>7.1f}"
                   f" {cpu_ratio:>9.2f}" + instructions)
-            print("    per round: " + "  ".join(f"{r.rps:.0f} req/s ({r.rps / results['a'].rps:.2f})"
-                                          for r, results in zip(runs, rounds)))
+            print(f"    per {'run' if key == 'a' else 'round'}: " + "  ".join(f"{run.rps:.0f} req/s ({run.rps / ceiling_rps:.2f})"
+                                          for run, ceiling_rps, _, _ in measured))
         print("\nclicks check:", "OK, every click of (b) is in the stream once" if clicks_ok else "FAILED")
         print("targets:", "all met" if not missed else "missed by " + ", ".join(missed))
         return 0 if clicks_ok else 1
