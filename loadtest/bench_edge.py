@@ -66,6 +66,18 @@ class Result:
     instructions: float | None  # nginx's, per request, user + kernel; None without perf
 
 
+def mean_of(first: Result, second: Result) -> Result:
+    """The ceiling a case is measured against: the mean of the runs around it."""
+    counts = (first.instructions, second.instructions)
+    return Result(
+        name=first.name, requests=(first.requests + second.requests) // 2,
+        rps=(first.rps + second.rps) / 2, p50_ms=(first.p50_ms + second.p50_ms) / 2,
+        p99_ms=(first.p99_ms + second.p99_ms) / 2, nginx_us=(first.nginx_us + second.nginx_us) / 2,
+        redis_us=(first.redis_us + second.redis_us) / 2,
+        instructions=None if None in counts else sum(counts) / 2,
+    )
+
+
 def millis(text: str) -> float:
     number, unit = re.match(r"([\d.]+)(us|ms|s|m)$", text).groups()
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
@@ -291,19 +303,14 @@ class Bench:
         dropped = main.metrics()["slingshot_edge_clicks_dropped_total"]
         clicks_ok = clicks_ok and dropped == 0
 
-        # Each case's run with the ceiling measured either side of it: (run, rps, CPU us, instructions).
-        by_case: dict[str, list[tuple[Result, float, float, float | None]]] = {key: [] for key in LABELS}
+        # Each run with its ceiling: the mean of the ceiling runs either side
+        # of it; a ceiling run (but the last) is its own.
+        by_case: dict[str, list[tuple[Result, Result]]] = {key: [] for key in LABELS}
         for index, key in enumerate(order):
-            run = runs[index]
-            if key == "a":
-                if index + 1 < len(order):  # every ceiling run but the last, each against itself
-                    by_case[key].append((run, run.rps, run.nginx_us + run.redis_us, run.instructions))
-                continue
-            around = (runs[index - 1], runs[index + 1])
-            counts = [c.instructions for c in around]
-            by_case[key].append((run, sum(c.rps for c in around) / 2,
-                                 sum(c.nginx_us + c.redis_us for c in around) / 2,
-                                 None if None in counts else sum(counts) / 2))
+            if key != "a":
+                by_case[key].append((runs[index], mean_of(runs[index - 1], runs[index + 1])))
+            elif index + 1 < len(order):
+                by_case[key].append((runs[index], runs[index]))
 
         print(f"\nmedians over {a.rounds} rounds; ratio = req/s over the mean req/s of the ceiling runs "
               "just before and after")
@@ -313,26 +320,30 @@ class Bench:
         missed = []
         for key in LABELS:
             measured = by_case[key]
-            case_runs = [run for run, _, _, _ in measured]
-            ratio = median(run.rps / ceiling_rps for run, ceiling_rps, _, _ in measured)
+            case_runs = [run for run, _ in measured]
+            ratio = median(run.rps / ceiling.rps for run, ceiling in measured)
             target = TARGETS.get(key)
             mark = "" if target is None else f">={target:.2f}"
             if target is not None and ratio < target:
                 missed.append(key)
             nginx_us, redis_us = median(r.nginx_us for r in case_runs), median(r.redis_us for r in case_runs)
             # The ceiling's CPU per request over this case's, round by round.
-            cpu_ratio = median(ceiling_us / (run.nginx_us + run.redis_us) for run, _, ceiling_us, _ in measured)
+            cpu_ratio = median((ceiling.nginx_us + ceiling.redis_us) / (run.nginx_us + run.redis_us)
+                               for run, ceiling in measured)
             instructions = ""
-            if all(run.instructions is not None and count is not None for run, _, _, count in measured):
+            if all(None not in (run.instructions, ceiling.instructions) for run, ceiling in measured):
                 instructions = (f" {median(r.instructions for r in case_runs):>9.0f} "
-                                f"{median(count / run.instructions for run, _, _, count in measured):>6.2f}")
+                                f"{median(ceiling.instructions / run.instructions for run, ceiling in measured):>6.2f}")
             rps = median(r.rps for r in case_runs)
             print(f"{LABELS[key]:<32} {rps:>8.0f} {median(r.p50_ms for r in case_runs):>7.2f} "
                   f"{median(r.p99_ms for r in case_runs):>7.2f} {ratio:>6.2f} {mark:>7} "
                   f"{median(r.nginx_us + r.redis_us for r in case_runs):>10.1f} {nginx_us:>7.1f} {redis_us:>7.1f}"
                   f" {cpu_ratio:>9.2f}" + instructions)
-            print(f"    per {'run' if key == 'a' else 'round'}: " + "  ".join(f"{run.rps:.0f} req/s ({run.rps / ceiling_rps:.2f})"
-                                          for run, ceiling_rps, _, _ in measured))
+            if key == "a":
+                print("    per run: " + "  ".join(f"{run.rps:.0f}" for run in case_runs))
+            else:
+                print("    per round: " + "  ".join(f"{run.rps:.0f} req/s ({run.rps / ceiling.rps:.2f})"
+                                              for run, ceiling in measured))
         print("\nclicks check:", "OK, every click of (b) is in the stream once" if clicks_ok else "FAILED")
         print("targets:", "all met" if not missed else "missed by " + ", ".join(missed))
         return 0 if clicks_ok else 1
