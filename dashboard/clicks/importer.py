@@ -124,13 +124,11 @@ class _Output:
     orphan_lines: list[str] = field(default_factory=list)
     visitor_lines: list[str] = field(default_factory=list)
     # Rollup keys, one of each per counted click: (link_id, hour, (browser,
-    # os, device, is_bot)), (link_id, hour, referrer host), (link_id, hour,
-    # country); the human_* lists again those of the clicks that are not bots.
+    # os, device, is_bot)), (link_id, hour, referrer host, is_bot) and
+    # (link_id, hour, country, is_bot).
     agent_keys: list[tuple] = field(default_factory=list)
     host_keys: list[tuple] = field(default_factory=list)
     country_keys: list[tuple] = field(default_factory=list)
-    human_host_keys: list[tuple] = field(default_factory=list)
-    human_country_keys: list[tuple] = field(default_factory=list)
 
 
 def parse_entry(clicks: list, out: _Output, *, enricher: Enricher, link_ids: dict[str, int],
@@ -141,7 +139,7 @@ def parse_entry(clicks: list, out: _Output, *, enricher: Enricher, link_ids: dic
     visits, first ts, last ts); raises BadEntry, having added nothing, if any
     of it breaks the contract."""
     click_lines, orphan_lines, visitor_lines = [], [], []
-    agent_keys, host_keys, country_keys, human_host_keys, human_country_keys = [], [], [], [], []
+    agent_keys, host_keys, country_keys = [], [], []
     first_ms, last_ms = max_ms, min_ms
     ip_facts, agent_facts, referer_facts = enricher.ip, enricher.agent, enricher.referer
     seconds, millis, second_text = _second_texts, _MILLIS, _second_text
@@ -177,24 +175,17 @@ def parse_entry(clicks: list, out: _Output, *, enricher: Enricher, link_ids: dic
         click_lines.append(f"{click_id}\t{occurred_at}\t{slug_text}\t{ip_text}\t{agent_ids[ua]}\t{agent_text}\t"
                            f"{referer_text}\t{link_id}\n")
         hour = ts // HOUR_MS
+        is_bot = classes[3]
         agent_keys.append((link_id, hour, classes))
-        host_key, country_key = (link_id, hour, host), (link_id, hour, country)
-        host_keys.append(host_key)
-        country_keys.append(country_key)
-        if classes[3]:
-            visitor_lines.append(f"{link_id}\t{hour}\t{net_hash ^ agent_hash}\tt\n")
-        else:
-            visitor_lines.append(f"{link_id}\t{hour}\t{net_hash ^ agent_hash}\tf\n")
-            human_host_keys.append(host_key)
-            human_country_keys.append(country_key)
+        host_keys.append((link_id, hour, host, is_bot))
+        country_keys.append((link_id, hour, country, is_bot))
+        visitor_lines.append(f"{link_id}\t{hour}\t{net_hash ^ agent_hash}\t{'t' if is_bot else 'f'}\n")
     out.click_lines += click_lines
     out.orphan_lines += orphan_lines
     out.visitor_lines += visitor_lines
     out.agent_keys += agent_keys
     out.host_keys += host_keys
     out.country_keys += country_keys
-    out.human_host_keys += human_host_keys
-    out.human_country_keys += human_country_keys
     return len(click_lines), len(orphan_lines), first_ms, last_ms
 
 
@@ -255,20 +246,21 @@ def parse_entries(entries: list[tuple[bytes, dict]], *, enricher: Enricher,
 
 def breakdown_data(out: _Output) -> bytes:
     """COPY data of batch_breakdown: (link_id, hour, dimension, value, clicks, human clicks)."""
-    agents = defaultdict(lambda: [0, 0])
+    totals = defaultdict(lambda: [0, 0])
     for (link_id, hour, (browser, os_family, device, is_bot)), n in Counter(out.agent_keys).items():
         for dimension, value in (("browser", browser), ("os", os_family), ("device", device)):
-            total = agents[link_id, hour, dimension, value]
+            total = totals[link_id, hour, dimension, value]
             total[0] += n
-            total[1] += 0 if is_bot else n
-    lines = [f"{link_id}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{human}\n"
-             for (link_id, hour, dimension, value), (n, human) in agents.items()]
-    for dimension, keys, human_keys in (("referer_host", out.host_keys, out.human_host_keys),
-                                        ("country", out.country_keys, out.human_country_keys)):
-        humans = Counter(human_keys)
-        lines += [f"{link_id}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{humans.get(key, 0)}\n"
-                  for key, n in Counter(keys).items() for link_id, hour, value in (key,)]
-    return "".join(lines).encode("utf-8", "replace")
+            if not is_bot:
+                total[1] += n
+    for dimension, keys in (("referer_host", out.host_keys), ("country", out.country_keys)):
+        for (link_id, hour, value, is_bot), n in Counter(keys).items():
+            total = totals[link_id, hour, dimension, value]
+            total[0] += n
+            if not is_bot:
+                total[1] += n
+    return "".join(f"{link_id}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{human}\n"
+                   for (link_id, hour, dimension, value), (n, human) in totals.items()).encode("utf-8", "replace")
 
 
 # --- SQL of one batch ----------------------------------------------------------
