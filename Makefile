@@ -32,7 +32,7 @@ lock:
 	{ echo '# Pinned from requirements.in with `make lock`; install with `make setup`.'; \
 	  $(VENV)/bin/pip freeze --exclude-editable; } > requirements.txt
 
-# Not part of `make test`: preloads 2,000,000 clicks and times the importer.
+# Not part of `make test`: preloads 3,000,000 clicks and times the importer.
 bench-import: setup
 	$(PY) loadtest/bench_import.py
 

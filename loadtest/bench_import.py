@@ -7,11 +7,13 @@ referrers, addresses and some orphan visits), and times `ClickImporter`
 draining it, with enrichment off and then on. Prints clicks/s over the whole
 import, and sustained (from the first commit to the last).
 
-    .venv/bin/python loadtest/bench_import.py [--clicks 2000000] [--batch-size 2000] [--statements] [--profile]
+    .venv/bin/python loadtest/bench_import.py [--clicks 3000000] [--batch-size 3000] [--shuffled-times]
+                                              [--statements] [--profile]
 """
 import argparse
 import os
 import random
+import resource
 import sys
 import time
 import uuid
@@ -55,10 +57,15 @@ def user_agents(rng: random.Random) -> list[str]:
     return agents
 
 
-def preload(client, *, clicks: int, slugs: list[str], seed: int, stream: str, spread_ms: int) -> int:
+def preload(client, *, clicks: int, slugs: list[str], seed: int, stream: str, spread_ms: int,
+            shuffled_times: bool = False) -> int:
     """XADDs `clicks` clicks as the edge does (record format 2, 100 a stream
     entry); links are picked with a Zipf-like skew, times spread over the last
-    `spread_ms` milliseconds."""
+    `spread_ms` milliseconds. In the order the edge writes them: each click
+    stamped when it was served, and later clicks later in the stream, give or
+    take a flush interval (0.1 s) between workers. `shuffled_times`: every
+    click at a random time of the spread instead, which no edge writes (the
+    raw clicks' link index then takes each row at a random place)."""
     from clicks.clickstream import encode_lines
 
     rng = random.Random(seed)
@@ -83,7 +90,8 @@ def preload(client, *, clicks: int, slugs: list[str], seed: int, stream: str, sp
         for i in range(size):
             orphan = rng.random() < 0.02
             click = {
-                "ts": now_ms - rng.randint(0, spread_ms),
+                "ts": (now_ms - rng.randint(0, spread_ms)) if shuffled_times else
+                      (now_ms - spread_ms + counter * spread_ms // clicks - rng.randint(0, 100)),
                 "slug": f"nolink{rng.randint(0, 999)}" if orphan else slug_pick[i],
                 "ip": rng.choice(addresses),
                 "ua": agent_pick[i],
@@ -103,12 +111,14 @@ def preload(client, *, clicks: int, slugs: list[str], seed: int, stream: str, sp
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clicks", type=int, default=2_000_000)
+    parser.add_argument("--clicks", type=int, default=3_000_000)
     parser.add_argument("--links", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, help="stream entries per transaction (default: the importer's, "
                         "CLICK_IMPORT_BATCH_ENTRIES)")
     parser.add_argument("--spread-minutes", type=float, default=10.0,
                         help="clicks' times spread over this many past minutes (a live edge: a few)")
+    parser.add_argument("--shuffled-times", action="store_true",
+                        help="clicks at random times of the spread, not in the order an edge writes them")
     parser.add_argument("--fast-fsync-off", action="store_true", help="PostgreSQL with fsync=off (not production)")
     parser.add_argument("--only", choices=["enriched", "plain"], help="run one of the two imports")
     parser.add_argument("--pg-setting", action="append", metavar="NAME=VALUE",
@@ -222,8 +232,9 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     client = get_redis()
     durability = "fsync=off" if args.fast_fsync_off else "fsync on, synchronous_commit on"
     durability += "".join(f", {setting}" for setting in args.pg_setting)
-    print(f"bench-import: {args.clicks:,} clicks over {args.spread_minutes:g} minutes, {args.links} links, batches of {args.batch_size} entries, "
-          f"PostgreSQL {durability}, Redis appendonly")
+    print(f"bench-import: {args.clicks:,} clicks over {args.spread_minutes:g} minutes "
+          f"({'at shuffled times' if args.shuffled_times else 'in the order an edge writes them'}), "
+          f"{args.links} links, batches of {args.batch_size} entries, PostgreSQL {durability}, Redis appendonly")
 
     runs = [("plain", False), ("enriched", True)]
     for seed, (name, enabled) in enumerate(runs):
@@ -235,7 +246,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             cursor.execute("UPDATE click_day_fold SET folded_before = '1970-01-01 00:00+00'")
         started = time.perf_counter()
         entries = preload(client, clicks=args.clicks, slugs=slugs, seed=seed, stream=STREAM,
-                          spread_ms=int(args.spread_minutes * 60_000))
+                          spread_ms=int(args.spread_minutes * 60_000), shuffled_times=args.shuffled_times)
         print(f"  preloaded {entries:,} entries in {time.perf_counter() - started:.1f}s "
               f"({client.info('memory')['used_memory_human']} in Redis)")
         importer = ClickImporter(client=client, consumer=f"bench-{name}", batch_size=args.batch_size,
@@ -303,7 +314,8 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         print(f"  {name:9} sustained: {commits.sustained():,.0f} clicks/s from the first batch's commit to the "
               f"last's ({len(commits.times)} batches; the first batch is read and parsed before anything "
               f"overlaps, and a live importer does that once)")
-        print(f"  {name:9} {cpu}")
+        print(f"  {name:9} {cpu}; this process (the importer) peaked at "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB resident")
     if not args.skip_selectors:
         bench_selectors(Link.objects.create(slug="bench-stats", url="https://example.com/", owner=owner).pk)
     connection.close()
