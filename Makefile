@@ -18,7 +18,7 @@ lint:
 	cd edge && luacheck --no-color .
 
 test-lua:
-	cd edge && busted --output=TAP spec
+	cd edge && busted --lua=luajit --output=TAP spec
 
 test-python:
 	$(VENV)/bin/pytest

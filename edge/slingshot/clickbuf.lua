@@ -1,37 +1,50 @@
--- Pure helpers for the click buffer: ids, and the payloads of the stream
--- entries (docs/contract.md, record format 2). No ngx here, so busted
--- tests it directly.
+-- The click buffer of a worker, and the payloads of its stream entries
+-- (docs/contract.md, record format 2). Pure: LuaJIT's FFI, no ngx, so
+-- busted tests it directly (under LuaJIT).
 --
--- A worker's buffer is one flat array, FIELDS slots per click:
---   slug, details, orphan
+-- Clicks are written straight into byte chunks the way the stream carries
+-- them, one entry after another:
+--   <id prefix>\n<first click's number, hex>\n     (an entry's header)
+--   <slug>\n<0 or 1>\n<details>\n                  (each of its clicks)
 -- where `details` is nginx's $slingshot_click (nginx.conf): the request's
--- time, address, User-Agent and Referer, a line each:
---   <msec>\n<address>\n<User-Agent>\n<Referer>
--- nginx refuses a header value holding a line feed, an address or a time
--- cannot hold one, and neither can a slug (slug.lua), so a payload is those
--- values as they came, a line each: nothing to escape or check byte by
--- byte when a timer flushes the buffer, and nothing a header could inject.
--- Clicks are numbered in the order they were buffered; a payload names its
--- first click's number, and the importer counts on from there.
+-- time, address, User-Agent and Referer, a line each. nginx refuses a header
+-- value holding a line feed, an address or a time cannot hold one, and
+-- neither can a slug (slug.lua), so a click is those values as they came:
+-- nothing to escape, and nothing a header could inject. A request copies its
+-- click's bytes from nginx's memory into the chunk and makes no Lua string
+-- of them: the Lua strings, their interning and their garbage cost a cached
+-- redirect more than everything else it does in Lua (README, "Benchmarks").
+-- Each entry lies within one chunk, so `take` makes one string an entry.
+local ffi = require("ffi")
+
+local ffi_new = ffi.new
+local ffi_copy = ffi.copy
+local ffi_string = ffi.string
 local format = string.format
 local byte = string.byte
 local find = string.find
 local sub = string.sub
 local concat = table.concat
 local min = math.min
+local setmetatable = setmetatable
+local error = error
 
-local _M = { _VERSION = "0.3.0" }
+local _M = { _VERSION = "0.4.0" }
 
-_M.FIELDS = 3
 _M.UA_MAX = 512
 _M.REFERER_MAX = 1024
-
-local LINK_CLICK = "\n0\n"
-local ORPHAN_VISIT = "\n1\n"
 -- The time (14 bytes), the shortest address (2) and three line feeds: no
 -- field of details up to this long needs cutting, which spares most clicks
 -- looking for the fields.
-local CHECK_ABOVE = 19 + _M.UA_MAX
+_M.CHECK_ABOVE = 19 + _M.UA_MAX
+_M.CHUNK_SIZE = 1024 * 1024
+
+local LF = 10
+local LINK_CLICK = byte("0")
+local ORPHAN_VISIT = byte("1")
+-- The longest click a chunk must hold: a slug of 64, its kind, and details
+-- cut down to the time, an IPv6 address, User-Agent and Referer.
+local CLICK_MAX = 64 + 3 + 14 + 1 + 45 + 1 + _M.UA_MAX + 1 + _M.REFERER_MAX + 1
 
 -- 16 hex digits from 8 random bytes: the per-worker half of every click id.
 function _M.hex_prefix(bytes)
@@ -46,7 +59,7 @@ end
 -- REFERER_MAX, which bounds what a click costs the stream. A character cut
 -- in half is the importer's to replace.
 function _M.cut_details(details)
-    if #details <= CHECK_ABOVE then
+    if #details <= _M.CHECK_ABOVE then
         return details
     end
     local ip_end = find(details, "\n", find(details, "\n", 1, true) + 1, true)
@@ -58,34 +71,101 @@ function _M.cut_details(details)
         .. sub(details, ua_end + 1, ua_end + _M.REFERER_MAX)
 end
 
--- Turns `count` clicks of a buffer, numbered from `first_seq`, into stream
--- entry payloads of at most `per_entry` clicks each, appended to `out`.
-function _M.payloads(prefix, first_seq, buffer, count, per_entry, out)
-    local entries = #out
-    local fields = _M.FIELDS
-    local cut = _M.cut_details
-    local parts = {}
-    local done = 0
-    while done < count do
-        local size = min(per_entry, count - done)
-        parts[1] = prefix
-        parts[2] = "\n"
-        parts[3] = format("%x", first_seq + done)
-        parts[4] = "\n"
-        local n = 4
-        local first = done * fields
-        for i = first + 1, first + size * fields, fields do
-            parts[n + 1] = buffer[i]
-            parts[n + 2] = buffer[i + 2] and ORPHAN_VISIT or LINK_CLICK
-            parts[n + 3] = cut(buffer[i + 1])
-            parts[n + 4] = "\n"
-            n = n + 4
-        end
-        entries = entries + 1
-        out[entries] = concat(parts, "", 1, n)
-        done = done + size
+local Buffer = {}
+Buffer.__index = Buffer
+
+-- A buffer whose clicks are numbered from 1, with `prefix` as the id prefix
+-- of its entries, at most `per_entry` clicks an entry.
+function _M.new(prefix, per_entry, chunk_size)
+    chunk_size = chunk_size or _M.CHUNK_SIZE
+    if chunk_size < 2 * CLICK_MAX + 64 then
+        error("click buffer chunks must hold a few clicks, got " .. chunk_size .. " bytes")
     end
-    return out
+    return setmetatable({
+        prefix = prefix,
+        per_entry = per_entry,
+        chunk_size = chunk_size,
+        chunks = {},     -- allocated once, reused after every take
+        chunk = nil,     -- the chunk being written, chunks[used]
+        used = 0,
+        pos = 0,         -- bytes of it written
+        entries = 0,     -- entries since the last take: chunk number, start, stop
+        entry_chunk = {}, entry_start = {}, entry_stop = {},
+        in_entry = per_entry,  -- clicks in the last entry; per_entry: open a new one
+        seq = 0,         -- the last click's number
+        count = 0,       -- clicks since the last take
+    }, Buffer)
+end
+
+-- Ends the last entry and starts one for a click of `need` bytes, in a new
+-- chunk if this one has no room for it.
+function Buffer:open(need)
+    local entries = self.entries
+    if entries > 0 then
+        self.entry_stop[entries] = self.pos
+    end
+    local header = self.prefix .. "\n" .. format("%x", self.seq + 1) .. "\n"
+    if self.chunk == nil or self.pos + #header + need > self.chunk_size then
+        local used = self.used + 1
+        local chunk = self.chunks[used]
+        if not chunk then
+            chunk = ffi_new("uint8_t[?]", self.chunk_size)
+            self.chunks[used] = chunk
+        end
+        self.used, self.chunk, self.pos = used, chunk, 0
+    end
+    entries = entries + 1
+    self.entries = entries
+    self.entry_chunk[entries] = self.used
+    self.entry_start[entries] = self.pos
+    ffi_copy(self.chunk + self.pos, header, #header)
+    self.pos = self.pos + #header
+    self.in_entry = 0
+end
+
+-- Appends a click on `slug`, an orphan visit if `orphan`, whose details are
+-- `len` bytes at `details` (a pointer, or a Lua string), which must be cut
+-- already if longer than CHECK_ABOVE (cut_details). Returns its number.
+function Buffer:add(slug, orphan, details, len)
+    local slug_len = #slug
+    local need = slug_len + len + 4
+    if self.in_entry >= self.per_entry or self.pos + need > self.chunk_size then
+        self:open(need)
+    end
+    local at = self.chunk + self.pos
+    ffi_copy(at, slug, slug_len)
+    at[slug_len] = LF
+    at[slug_len + 1] = orphan and ORPHAN_VISIT or LINK_CLICK
+    at[slug_len + 2] = LF
+    ffi_copy(at + slug_len + 3, details, len)
+    at[need - 1] = LF
+    self.pos = self.pos + need
+    self.in_entry = self.in_entry + 1
+    self.count = self.count + 1
+    local seq = self.seq + 1
+    self.seq = seq
+    return seq
+end
+
+-- Appends the payloads of every click since the last take to `out`, and
+-- empties the buffer. Returns `out` and how many clicks it took.
+function Buffer:take(out)
+    local entries, count = self.entries, self.count
+    if entries == 0 then
+        return out, 0
+    end
+    self.entry_stop[entries] = self.pos
+    local n = #out
+    local chunks, chunk_of, starts, stops = self.chunks, self.entry_chunk, self.entry_start,
+        self.entry_stop
+    for i = 1, entries do
+        n = n + 1
+        out[n] = ffi_string(chunks[chunk_of[i]] + starts[i], stops[i] - starts[i])
+    end
+    self.entries, self.count = 0, 0
+    self.used, self.chunk, self.pos = 0, nil, 0
+    self.in_entry = self.per_entry
+    return out, count
 end
 
 return _M

@@ -1,11 +1,13 @@
 -- Click recording: buffered per worker, appended to the Redis stream from a
 -- timer, several clicks per stream entry (docs/contract.md). The request
--- only appends to a Lua table; it never waits for Redis, nor reads the
--- clock: nginx puts the time in the click's details.
+-- only copies its click into the buffer (clickbuf.lua); it never waits for
+-- Redis, nor reads the clock: nginx puts the time in the click's details.
 local config = require("slingshot.config")
 local redis = require("slingshot.redis")
 local clickbuf = require("slingshot.clickbuf")
+local nginxvar = require("slingshot.nginxvar")
 local metrics = require("slingshot.metrics")
+local ffi = require("ffi")
 
 local ngx = ngx
 local log = ngx.log
@@ -18,11 +20,11 @@ local io_open = io.open
 local type = type
 local tostring = tostring
 local error = error
+local ffi_string = ffi.string
 
-local _M = { _VERSION = "0.3.0" }
+local _M = { _VERSION = "0.4.0" }
 
 _M.STREAM = "slingshot:clicks"
-local FIELDS = clickbuf.FIELDS
 
 local BUFFERED = "slingshot_edge_clicks_buffered_total"
 local ORPHANS = "slingshot_edge_clicks_orphan_total"
@@ -31,14 +33,17 @@ local DROPPED = "slingshot_edge_clicks_dropped_total"
 local DEPTH = "slingshot_edge_click_buffer_depth"
 local ERRORS = 'slingshot_edge_redis_errors_total{op="clicks"}'
 
--- Clicks not yet turned into payloads, FIELDS slots each, numbered
--- seq - depth + 1 .. seq.
-local buffer, depth = {}, 0
-local seq = 0
+local CHECK_ABOVE = clickbuf.CHECK_ABOVE
+local cut_details = clickbuf.cut_details
+-- The request's click details as nginx.conf joins them; empty for HEAD.
+local details = nginxvar.reader("slingshot_click")
+
+-- Clicks not yet turned into payloads (a clickbuf buffer), and how many.
+local buffer
+local depth = 0
 -- Payloads being written or waiting to be written again, and their clicks.
 local unsent, unsent_clicks = {}, 0
 local reported_depth = 0
-local prefix
 local flushing = false
 local failures, retry_at = 0, 0
 local exited = false
@@ -53,19 +58,23 @@ local function random_prefix()
     return clickbuf.hex_prefix(bytes)
 end
 
--- Buffers a click on `slug`: `details` is the request's $slingshot_click
--- (nginx.conf), `orphan` marks a visit to a slug without a link. Only
--- appends to the buffer; the payload is put together when it is flushed.
-function _M.record(slug, details, orphan)
+-- Buffers the current request's click on `slug`; `orphan` marks a visit to
+-- a slug without a link. A HEAD request, whose details nginx leaves empty,
+-- is no click. Only copies into the buffer; the flush makes the payloads.
+function _M.record(slug, orphan)
+    local at, len = details()
+    if not len or len == 0 then
+        return
+    end
     if depth + unsent_clicks >= config.click_buffer_max then
         metrics.inc(DROPPED)
         return
     end
-    seq = seq + 1
-    local at = depth * FIELDS
-    buffer[at + 1] = slug
-    buffer[at + 2] = details
-    buffer[at + 3] = orphan
+    if len > CHECK_ABOVE then
+        at = cut_details(ffi_string(at, len))
+        len = #at
+    end
+    buffer:add(slug, orphan, at, len)
     depth = depth + 1
     metrics.inc(BUFFERED)
     if orphan then
@@ -130,9 +139,9 @@ function _M.flush(premature)
     end
     flushing = true
     if depth > 0 then
-        clickbuf.payloads(prefix, seq - depth + 1, buffer, depth, config.clicks_per_entry, unsent)
+        buffer:take(unsent)
         unsent_clicks = unsent_clicks + depth
-        buffer, depth = {}, 0
+        depth = 0
     end
     local ok, err = write(unsent)
     local count = unsent_clicks
@@ -157,7 +166,7 @@ function _M.flush(premature)
 end
 
 function _M.init_worker()
-    prefix = random_prefix()
+    buffer = clickbuf.new(random_prefix(), config.clicks_per_entry)
 end
 
 return _M

@@ -105,13 +105,9 @@ function _M.redirect()
         log(ERR, "slug ", slug, ": ", err)
         return answer(503, UNAVAILABLE_PAGE)
     end
-    -- What a click records, joined by nginx; "" for HEAD, which is no click.
-    local click = var.slingshot_click
     if not value then
         metrics.inc(NOT_FOUND)
-        if click ~= "" then
-            clicks.record(slug, click, true)
-        end
+        clicks.record(slug, true)  -- an orphan visit (none for HEAD)
         return not_found()
     end
     local state = link.state(value, value.expires_at and time())
@@ -122,9 +118,7 @@ function _M.redirect()
         metrics.inc(EXPIRED)
         return answer(410, GONE_PAGE)
     end
-    if click ~= "" then
-        clicks.record(slug, click, false)
-    end
+    clicks.record(slug, false)
     metrics.inc(REDIRECTED)
     -- Reading a variable costs as much as the rest of a hit: only when used.
     return send_to(link.target(value, value.forward_query and var.args), value.status)

@@ -21,6 +21,12 @@ local function details(ip, ua, ref)
     return "1763800000.123\n" .. ip .. "\n" .. ua .. "\n" .. ref
 end
 
+-- Adds a click the way clicks.lua does: details cut first if they are long.
+local function add(buffer, slug, orphan, text)
+    local cut = clickbuf.cut_details(text)
+    return buffer:add(slug, orphan, cut, #cut)
+end
+
 describe("clickbuf", function()
     it("makes the 16-hex-digit id prefix from random bytes", function()
         assert.equal("0001feff61626364", clickbuf.hex_prefix("\0\1\254\255abcd"))
@@ -28,19 +34,33 @@ describe("clickbuf", function()
 
     it("writes each click's slug, kind and details a line each, as they are", function()
         local tricky = 'say "hi"\\ \1\t","ref":"spoof \255'
-        local buffer = { "abc", details("10.0.0.1", "curl/8.0", ""), false,
-            "gone", details("::1", tricky, "https://r.example/?a=1"), true }
-        local out = clickbuf.payloads("00000000000000aa", 2 ^ 40 + 7, buffer, 2, 100, {})
+        local buffer = clickbuf.new("00000000000000aa", 100)
+        assert.equal(1, add(buffer, "abc", false, details("10.0.0.1", "curl/8.0", "")))
+        assert.equal(2, add(buffer, "gone", true, details("::1", tricky, "https://r.example/?a=1")))
+        local out, count = buffer:take({})
         assert.equal(1, #out)
+        assert.equal(2, count)
         local prefix, first, clicks = parse(out[1])
         assert.equal("00000000000000aa", prefix)
-        assert.equal(2 ^ 40 + 7, first)
+        assert.equal(1, first)
         assert.same({
             { slug = "abc", orphan = "0", msec = "1763800000.123", ip = "10.0.0.1", ua = "curl/8.0",
               ref = "" },
             { slug = "gone", orphan = "1", msec = "1763800000.123", ip = "::1", ua = tricky,
               ref = "https://r.example/?a=1" },
         }, clicks)
+    end)
+
+    it("copies details from a pointer to nginx's memory, not only from strings", function()
+        local ffi = require("ffi")
+        local text = details("192.0.2.7", "Mozilla/5.0", "https://a.example/")
+        local bytes = ffi.new("char[?]", #text)
+        ffi.copy(bytes, text, #text)
+        local buffer = clickbuf.new("0000000000000000", 100)
+        buffer:add("s", false, bytes, #text)
+        local _, _, clicks = parse(buffer:take({})[1])
+        assert.same({ slug = "s", orphan = "0", msec = "1763800000.123", ip = "192.0.2.7",
+            ua = "Mozilla/5.0", ref = "https://a.example/" }, clicks[1])
     end)
 
     it("cuts long headers, and leaves everything else alone", function()
@@ -54,9 +74,9 @@ describe("clickbuf", function()
             { "192.0.2.1", chrome, string.rep("r", 900), #chrome, 900 },
             { "::1", string.rep("\226\156\147", 200), "", 512, 0 },
         }) do
-            local buffer = { "s", details(case[1], case[2], case[3]), false }
-            local payload = clickbuf.payloads("0000000000000000", 1, buffer, 1, 100, {})[1]
-            local _, _, clicks = parse(payload)
+            local buffer = clickbuf.new("0000000000000000", 100)
+            add(buffer, "s", false, details(case[1], case[2], case[3]))
+            local _, _, clicks = parse(buffer:take({})[1])
             local click = clicks[1]
             assert.equal(case[1], click.ip)
             assert.equal(case[4], #click.ua)
@@ -67,15 +87,15 @@ describe("clickbuf", function()
         end
     end)
 
-    it("splits clicks into entries of at most per_entry, numbered from their first", function()
-        local buffer = {}
+    it("splits clicks into entries of at most per_entry, numbered on across takes", function()
+        local buffer = clickbuf.new("0000000000000000", 3)
         for i = 1, 7 do
-            local at = (i - 1) * clickbuf.FIELDS
-            buffer[at + 1], buffer[at + 2], buffer[at + 3] = "s" .. i, details("::1", "", ""), false
+            add(buffer, "s" .. i, false, details("::1", "", ""))
         end
         local held = { "an earlier payload" }
-        local payloads = clickbuf.payloads("0000000000000000", 41, buffer, 7, 3, held)
+        local payloads, count = buffer:take(held)
         assert.equal(held, payloads)
+        assert.equal(7, count)
         assert.equal(4, #payloads)
         assert.equal("an earlier payload", payloads[1])
         local seen, firsts = {}, {}
@@ -84,8 +104,54 @@ describe("clickbuf", function()
             firsts[#firsts + 1] = first
             for _, click in ipairs(clicks) do seen[#seen + 1] = click.slug end
         end
-        assert.same({ 41, 44, 47 }, firsts)
+        assert.same({ 1, 4, 7 }, firsts)
         assert.same({ "s1", "s2", "s3", "s4", "s5", "s6", "s7" }, seen)
-        assert.equal(2, #clickbuf.payloads("0000000000000000", 1, buffer, 4, 3, {}))
+        -- Empty after a take; the next clicks go on from 8 in a new entry.
+        assert.same({}, (buffer:take({})))
+        add(buffer, "s8", true, details("::1", "", ""))
+        local _, first, clicks = parse(buffer:take({})[1])
+        assert.equal(8, first)
+        assert.equal("s8", clicks[1].slug)
+    end)
+
+    it("starts a new chunk when one is full, and reuses the chunks after a take", function()
+        local chunk_size = 8192
+        local buffer = clickbuf.new("0123456789abcdef", 1000, chunk_size)
+        local ua = string.rep("a", 400)
+        local n = 100  -- about 430 bytes each: five chunks
+        for i = 1, n do
+            local text = details("203.0.113.9", ua, "https://r.example/" .. i)
+            add(buffer, "slug" .. i, i % 2 == 0, text)
+        end
+        assert.is_true(buffer.used >= 5)
+        local chunks = #buffer.chunks
+        local payloads, count = buffer:take({})
+        assert.equal(n, count)
+        assert.equal(buffer.used, 0)
+        local numbers, i = {}, 0
+        for _, payload in ipairs(payloads) do
+            assert.is_true(#payload <= chunk_size)
+            local prefix, first, clicks = parse(payload)
+            assert.equal("0123456789abcdef", prefix)
+            numbers[#numbers + 1] = first
+            for _, click in ipairs(clicks) do
+                i = i + 1
+                assert.equal("slug" .. i, click.slug)
+                assert.equal(i % 2 == 0 and "1" or "0", click.orphan)
+                assert.equal(ua, click.ua)
+                assert.equal("https://r.example/" .. i, click.ref)
+            end
+        end
+        assert.equal(n, i)
+        assert.equal(#payloads, #numbers)
+        for _ = 1, n do
+            add(buffer, "again", false, details("203.0.113.9", ua, ""))
+        end
+        assert.equal(chunks, #buffer.chunks)
+        assert.equal(n, select(2, buffer:take({})))
+    end)
+
+    it("refuses chunks too small for the longest click", function()
+        assert.has_error(function() clickbuf.new("0000000000000000", 100, 1024) end)
     end)
 end)
