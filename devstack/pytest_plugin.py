@@ -9,6 +9,7 @@ import http.client
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -30,7 +31,9 @@ atexit.register(SERVERS.cleanup)
 class Edge:
     """An nginx running the top-level nginx.conf against the test Redis."""
 
-    def __init__(self, *, workers: int = 2, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *, workers: int = 2, env: dict[str, str] | None = None,
+                 edit_conf: Callable[[str], str] | None = None) -> None:
+        self.edit_conf = edit_conf  # changes the rendered nginx.conf, for tests of a broken one
         self.port = devstack.free_port()
         self.prefix = SERVERS.root / f"nginx-{self.port}"
         self.workers = workers
@@ -43,7 +46,9 @@ class Edge:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> "Edge":
-        devstack.render_edge_conf(self.prefix, self.port)
+        conf = devstack.render_edge_conf(self.prefix, self.port)
+        if self.edit_conf:
+            conf.write_text(self.edit_conf(conf.read_text()))
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             devstack.edge_command(self.prefix, workers=self.workers),

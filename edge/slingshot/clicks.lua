@@ -47,6 +47,7 @@ local reported_depth = 0
 local flushing = false
 local failures, retry_at = 0, 0
 local exited = false
+local warned_unset = false
 
 local function random_prefix()
     local f, err = io_open("/dev/urandom", "rb")
@@ -63,7 +64,14 @@ end
 -- is no click. Only copies into the buffer; the flush makes the payloads.
 function _M.record(slug, orphan)
     local at, len = details()
-    if not len or len == 0 then
+    if not at then
+        if not warned_unset then
+            log(ERR, "$slingshot_click is not set (nginx.conf lacks its map): ",
+                "clicks are not recorded")
+            warned_unset = true
+        end
+        return
+    elseif len == 0 then
         return
     end
     if depth + unsent_clicks >= config.click_buffer_max then

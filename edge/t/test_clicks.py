@@ -1,4 +1,5 @@
 """Clicks: buffered per worker, flushed from a timer to the stream."""
+import re
 import time
 import uuid
 
@@ -123,3 +124,22 @@ def test_headers_with_quotes_or_bytes_that_are_not_utf8_arrive_as_valid_json(edg
     assert sorted(click["ua"] for click in found) == sorted(
         ['say "hi" \\ ok', "caf\ufffd", '","ref":"spoofed', "ünïcödé"])
     assert all(click["ref"] == "" for click in found)
+
+
+def test_an_nginx_conf_without_the_click_map_still_redirects_and_says_clicks_are_lost(make_edge, rds):
+    def without_map(conf: str) -> str:
+        edited = re.sub(r"\n    map \$request_method \$slingshot_click \{.*?\n    \}\n", "\n", conf, flags=re.S)
+        assert edited != conf
+        return edited
+
+    edge = make_edge(edit_conf=without_map)
+    slug = new_slug("m")
+    publish(rds, slug)
+    before = metrics(edge)
+    for _ in range(5):
+        assert edge.request(f"/{slug}").status == 302
+    after = metrics(edge)
+    assert delta(before, after, "slingshot_edge_clicks_buffered_total") == 0
+    assert "$slingshot_click is not set" in edge.errors()
+    time.sleep(0.3)
+    assert stream_clicks(rds, slug) == []
