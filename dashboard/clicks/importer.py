@@ -681,7 +681,17 @@ class _Feed:
                 self.start = entries[-1][0].decode() if entries else ">"
             elif not entries and self.once:
                 self.drained = True
-        batch = importer.parse(entries) if entries else None
+        batch = None
+        if entries:
+            # What a parse makes holds no reference cycles, and is freed by
+            # reference counting once its batch is stored; scans of it by the
+            # cyclic collector while it grows cost the parse 10 - 20%. The
+            # collector runs again between batches.
+            gc.disable()
+            try:
+                batch = importer.parse(entries)
+            finally:
+                gc.enable()
         return entries, batch
 
     @staticmethod
