@@ -38,9 +38,8 @@ local cut_details = clickbuf.cut_details
 -- The request's click details as nginx.conf joins them; empty for HEAD.
 local details = nginxvar.reader("slingshot_click")
 
--- Clicks not yet turned into payloads (a clickbuf buffer), and how many.
+-- Clicks not yet turned into payloads (a clickbuf buffer; buffer.count of them).
 local buffer
-local depth = 0
 -- Payloads being written or waiting to be written again, and their clicks.
 local unsent, unsent_clicks = {}, 0
 local reported_depth = 0
@@ -74,7 +73,7 @@ function _M.record(slug, orphan)
     elseif len == 0 then
         return
     end
-    if depth + unsent_clicks >= config.click_buffer_max then
+    if buffer.count + unsent_clicks >= config.click_buffer_max then
         metrics.inc(DROPPED)
         return
     end
@@ -83,7 +82,6 @@ function _M.record(slug, orphan)
         len = #at
     end
     buffer:add(slug, orphan, at, len)
-    depth = depth + 1
     metrics.inc(BUFFERED)
     if orphan then
         metrics.inc(ORPHANS)
@@ -123,7 +121,7 @@ local function write(payloads)
 end
 
 local function report_depth()
-    local waiting = depth + unsent_clicks
+    local waiting = buffer.count + unsent_clicks
     if waiting ~= reported_depth then
         metrics.inc(DEPTH, waiting - reported_depth)
         reported_depth = waiting
@@ -142,15 +140,12 @@ function _M.flush(premature)
             sleep(0.01)  -- the exit flush must not skip what the running one left
         end
     end
-    if flushing or depth + unsent_clicks == 0 or (not premature and now() < retry_at) then
+    if flushing or buffer.count + unsent_clicks == 0 or (not premature and now() < retry_at) then
         return report_depth()
     end
     flushing = true
-    if depth > 0 then
-        buffer:take(unsent)
-        unsent_clicks = unsent_clicks + depth
-        depth = 0
-    end
+    local _, taken = buffer:take(unsent)
+    unsent_clicks = unsent_clicks + taken
     local ok, err = write(unsent)
     local count = unsent_clicks
     if ok then
