@@ -47,6 +47,9 @@ from procstat import children, cpu_seconds  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "edge" / "t"))
 from click_stream import decode_clicks  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dashboard"))
+from slingshot.contract import CLICKS_STREAM, link_key  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 WRK_SCRIPT = HERE / "bench_edge.wrk.lua"
 TARGETS = {"b": 0.90, "c": 0.50, "d": 0.85}
@@ -238,7 +241,7 @@ class Bench:
         total, ids = 0, set()
         last = "-"
         while True:
-            entries = self.redis.xrange("slingshot:clicks", min=last, count=5000)
+            entries = self.redis.xrange(CLICKS_STREAM, min=last, count=5000)
             if last != "-":
                 entries = entries[1:]
             if not entries:
@@ -257,12 +260,11 @@ class Bench:
               + (f"; nginx workers pinned one per CPU (worker_cpu_affinity auto), wrk to CPU {a.wrk_cpu}"
                  if a.pin else "; nothing pinned")
               + (f"; {' '.join(a.edge_env)}" if a.edge_env else "") + "\n")
-        link = orjson.dumps({"url": CEILING_TARGET, "status": 302, "active": True})
-        self.redis.set("slingshot:link:bench", link)
+        self.redis.set(link_key("bench"), orjson.dumps({"id": 1, "url": CEILING_TARGET, "status": 302, "active": True}))
         many = [f"m{i:06d}" for i in range(a.miss_slugs)]
         pipe = self.redis.pipeline(transaction=False)
-        for slug in many:
-            pipe.set(f"slingshot:link:{slug}", link)
+        for number, slug in enumerate(many, start=2):
+            pipe.set(link_key(slug), orjson.dumps({"id": number, "url": CEILING_TARGET, "status": 302, "active": True}))
         pipe.execute()
 
         main = self.start_edge({}, with_ceiling=True)
@@ -285,7 +287,7 @@ class Bench:
             number = index // len(round_order) + 1
             edge, port, paths = cases[key]
             before = edge.drain()
-            self.redis.delete("slingshot:clicks")
+            self.redis.delete(CLICKS_STREAM)
             result = self.wrk(key, port, paths, a.duration, edge.pids())
             runs.append(result)
             after = edge.drain()

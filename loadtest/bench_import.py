@@ -57,21 +57,21 @@ def user_agents(rng: random.Random) -> list[str]:
     return agents
 
 
-def preload(client, *, clicks: int, slugs: list[str], seed: int, stream: str, spread_ms: int,
+def preload(client, *, clicks: int, links: list[tuple[str, int]], seed: int, stream: str, spread_ms: int,
             shuffled_times: bool = False) -> int:
-    """XADDs `clicks` clicks as the edge does (record format 2, 100 a stream
-    entry); links are picked with a Zipf-like skew, times spread over the last
+    """XADDs `clicks` clicks as the edge does (100 a stream entry) on these
+    links (slug, id), and 2% orphan visits; links are picked with a Zipf-like skew, times spread over the last
     `spread_ms` milliseconds. In the order the edge writes them: each click
     stamped when it was served, and later clicks later in the stream, give or
     take a flush interval (0.1 s) between workers. `shuffled_times`: every
     click at a random time of the spread instead, which no edge writes (the
     raw clicks' link index then takes each row at a random place)."""
-    from clicks.clickstream import encode_lines
+    from clicks.records import encode_entry
 
     rng = random.Random(seed)
     agents = user_agents(rng)
     weights = [1 / (rank + 1) ** 0.8 for rank in range(len(agents))]
-    slug_weights = [1 / (rank + 1) for rank in range(len(slugs))]
+    link_weights = [1 / (rank + 1) for rank in range(len(links))]
     addresses = [f"{rng.randint(1, 223)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
                  for _ in range(60_000)]
     addresses += [f"2a0{rng.randint(0, 9)}:{rng.randint(0, 0xffff):x}::{rng.randint(1, 0xffff):x}"
@@ -84,7 +84,7 @@ def preload(client, *, clicks: int, slugs: list[str], seed: int, stream: str, sp
     while counter < clicks:
         size = min(100, clicks - counter)
         agent_pick = rng.choices(agents, weights, k=size)
-        slug_pick = rng.choices(slugs, slug_weights, k=size)
+        link_pick = rng.choices(links, link_weights, k=size)
         batch = []
         first = counter
         for i in range(size):
@@ -92,16 +92,15 @@ def preload(client, *, clicks: int, slugs: list[str], seed: int, stream: str, sp
             click = {
                 "ts": (now_ms - rng.randint(0, spread_ms)) if shuffled_times else
                       (now_ms - spread_ms + counter * spread_ms // clicks - rng.randint(0, 100)),
-                "slug": f"nolink{rng.randint(0, 999)}" if orphan else slug_pick[i],
+                "slug": f"nolink{rng.randint(0, 999)}" if orphan else link_pick[i][0],
+                "link": None if orphan else link_pick[i][1],
                 "ip": rng.choice(addresses),
                 "ua": agent_pick[i],
                 "ref": rng.choice(REFERERS),
             }
-            if orphan:
-                click["orphan"] = True
             batch.append(click)
             counter += 1
-        pipe.xadd(stream, {"v": "2", "clicks": encode_lines(prefix, first, batch)})
+        pipe.xadd(stream, encode_entry(prefix, first, batch))
         entries += 1
         if entries % 500 == 0:
             pipe.execute()
@@ -216,19 +215,23 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from clicks.enrichment import Enricher
     from django.conf import settings
 
-    from clicks.importer import STREAM, ClickImporter, fold_days, tune_gc
+    from clicks.batch import BatchMaker
+    from clicks.enrichment import Enricher
+    from clicks.importer import ClickImporter, tune_gc
+    from clicks.rollups import fold_days
+    from clicks.stream import ClickStream
     from links.models import Link
     from links.redis import get_redis
+    from slingshot.contract import CLICKS_STREAM as STREAM
 
     call_command("migrate", verbosity=0)
     args.batch_size = args.batch_size or settings.CLICK_IMPORT_BATCH_ENTRIES
     tune_gc()  # as import_clicks does
     owner = get_user_model().objects.create_user("bench")
-    slugs = [f"bench{i}" for i in range(args.links)]
-    Link.objects.bulk_create(Link(slug=slug, url=f"https://example.com/{slug}", owner=owner) for slug in slugs)
+    links = [(link.slug, link.pk) for link in Link.objects.bulk_create(
+        Link(slug=f"bench{i}", url=f"https://example.com/{i}", owner=owner) for i in range(args.links))]
     client = get_redis()
     durability = "fsync=off" if args.fast_fsync_off else "fsync on, synchronous_commit on"
     durability += "".join(f", {setting}" for setting in args.pg_setting)
@@ -245,12 +248,13 @@ def run_bench(args, stack: ThrowawayStack) -> None:
                            "click_breakdown_hour, click_breakdown_day, link_click_totals")
             cursor.execute("UPDATE click_day_fold SET folded_before = '1970-01-01 00:00+00'")
         started = time.perf_counter()
-        entries = preload(client, clicks=args.clicks, slugs=slugs, seed=seed, stream=STREAM,
+        entries = preload(client, clicks=args.clicks, links=links, seed=seed, stream=STREAM,
                           spread_ms=int(args.spread_minutes * 60_000), shuffled_times=args.shuffled_times)
         print(f"  preloaded {entries:,} entries in {time.perf_counter() - started:.1f}s "
               f"({client.info('memory')['used_memory_human']} in Redis)")
-        importer = ClickImporter(client=client, consumer=f"bench-{name}", batch_size=args.batch_size,
-                                 enricher=Enricher(enabled=enabled))
+        importer = ClickImporter(
+            stream=ClickStream(client, consumer=f"bench-{name}", batch_size=args.batch_size),
+            maker=BatchMaker(Enricher(enabled=enabled)))
         profiler = None
         if args.profile and enabled:
             import cProfile

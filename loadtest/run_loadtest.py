@@ -83,7 +83,7 @@ def final_counts(stats_json: Path) -> tuple[int, int, int]:
 
 
 def wait_for_import(*, timeout: float) -> None:
-    from clicks.selectors import import_lag
+    from clicks.stream import import_lag
     from links.redis import get_redis
 
     deadline = time.monotonic() + timeout

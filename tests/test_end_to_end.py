@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from clicks.importer import STREAM
+from slingshot.contract import CLICKS_STREAM as STREAM
 from clicks.models import Click
 from links import services
 from links.redis import get_redis

@@ -66,7 +66,7 @@ def test_links_created_while_redis_is_down_redirect_once_it_is_back(servers, mak
 
 
 def test_publish_links_check_finds_every_difference_and_all_repairs(django_user_model, capsys):
-    from links.publishing import link_key
+    from slingshot.contract import link_key
     from links.redis import get_redis
     from links.services import link_create
 
@@ -91,7 +91,7 @@ def test_publish_links_check_finds_every_difference_and_all_repairs(django_user_
 
 
 def test_the_publisher_delivers_on_notify_within_milliseconds(publisher, settings, django_user_model):
-    from links.publishing import link_key
+    from slingshot.contract import link_key
     from links.redis import get_redis
     from links.services import link_create
 

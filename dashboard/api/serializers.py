@@ -9,7 +9,7 @@ from rest_framework import serializers
 from clicks.models import Click
 from links.models import Link
 from links.selectors import short_url
-from links.validation import validate_slug
+from links.slugs import PATTERN as SLUG_PATTERN, validate_slug
 
 from .models import ApiToken
 
@@ -124,7 +124,7 @@ class TimeRangeSerializer(serializers.Serializer):
 
 
 class ClickQuerySerializer(TimeRangeSerializer):
-    link = serializers.RegexField(r"^[A-Za-z0-9_-]{1,64}$", required=False, help_text="Slug of one of your links.")
+    link = serializers.RegexField(rf"^{SLUG_PATTERN}$", required=False, help_text="Slug of one of your links.")
     ip = serializers.IPAddressField(required=False)
 
 

@@ -10,7 +10,7 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
 from clicks.selectors import link_stats
-from links import selectors, services
+from links import selectors, services, slugs
 from links.models import Link
 
 from . import serializers
@@ -19,7 +19,6 @@ from .exceptions import Conflict, as_api_error
 from .filters import LinkFilter
 from .models import ApiToken
 
-SLUG_REGEX = r"[A-Za-z0-9_-]{1,64}"
 
 
 @extend_schema(exclude=True)
@@ -58,7 +57,7 @@ class LinkViewSet(
 ):
     serializer_class = serializers.LinkSerializer
     lookup_field = "slug"
-    lookup_value_regex = SLUG_REGEX
+    lookup_value_regex = slugs.PATTERN
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     filter_backends = [DjangoFilterBackend, filters.SearchFilter, filters.OrderingFilter]
     filterset_class = LinkFilter

@@ -1,14 +1,10 @@
-"""What the importer adds to a click: browser, OS, device class, bot flag,
-referrer host, country, and the address as the privacy setting allows.
+"""What the importer learns about a click: browser, OS, device class and bot
+flag from its User-Agent, the referrer's host, the country of its address,
+and the address as CLICK_IP_PRIVACY allows it to be kept.
 
-Each answer is cached by the raw string it comes from (user agents,
-referrers and addresses repeat heavily), and is returned already formatted
-as tab-separated COPY text, so a click costs the importer a few dict look-ups.
-
-A visitor (docs/rollups.md) is the anonymised network and the user agent:
-each fact carries a 64-bit hash of its half, and the importer XORs the two
-(the halves are hashed with different keys, so the result is as good as a
-hash of the pair).
+Each answer is cached by the raw string it comes from: user agents,
+referrers and addresses repeat heavily. Facts only; how a click is stored is
+the batch's business (batch.py).
 """
 import ipaddress
 from functools import lru_cache
@@ -35,41 +31,30 @@ DESKTOP_OS = {"Windows", "Mac OS X", "Linux", "Ubuntu", "Chrome OS", "Fedora", "
 
 
 class IpFacts(NamedTuple):
-    text: str  # COPY text of ip, country
-    country: str
-    visitor_net: str  # the anonymised network; '' for a missing or malformed address
-    net_hash: int  # half of the visitor hash
+    stored: str | None  # what CLICK_IP_PRIVACY keeps of the address; None: nothing
+    country: str  # ISO 3166 alpha-2, or 'unknown'
+    network: str  # the anonymised network; '' for a missing or malformed address
+    network_hash: int  # half of the visitor (docs/rollups.md)
 
 
 class AgentFacts(NamedTuple):
-    text: str  # COPY text of browser, os, device, is_bot (the agent itself is stored once, by id)
-    classes: tuple[str, str, str, bool]  # browser, os, device, is_bot
-    orphan_text: str  # COPY text of user_agent, is_bot (orphan visits keep no classes)
-    agent_hash: int  # the other half of the visitor hash
+    user_agent: str  # as stored: cut to UA_MAX, without NUL or lone surrogates
+    browser: str
+    os: str
+    device: str  # desktop, mobile, tablet, bot, unknown
+    is_bot: bool
+    agent_hash: int  # the user agent's id (user_agents.id) and the other half of the visitor
 
 
 class RefererFacts(NamedTuple):
-    text: str  # COPY text of referer, referer_host
-    host: str
-    referer_text: str  # COPY text of referer
+    referer: str  # as stored: cut to REFERER_MAX, without NUL
+    host: str  # lower-case host; '' for no Referer, 'unknown' for one without a host
 
 
-def _hash64(value: str, key: bytes) -> int:
-    """A signed 64-bit hash (PostgreSQL bigint), stable across processes and hosts."""
+def hash64(value: str, key: bytes) -> int:
+    """A signed 64-bit hash (a PostgreSQL bigint), stable across processes and hosts."""
     return int.from_bytes(blake2b(value.encode("utf-8", "replace"), digest_size=8, key=key).digest(),
                           "little", signed=True)
-
-
-def visitor_hash(visitor_net: str, user_agent: str) -> int:
-    """The visitor of a click: what the importer counts distinct visitors by."""
-    return _hash64(visitor_net, b"net") ^ _hash64(user_agent, b"agent")
-
-
-def copy_text(value: str) -> str:
-    """`value` escaped for PostgreSQL's COPY text format."""
-    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
-        value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    return value
 
 
 def anonymise(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
@@ -77,13 +62,14 @@ def anonymise(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     return str(network.network_address)
 
 
-def _ipv4_net(raw: str) -> str | None:
+def _ipv4_network(raw: str) -> str | None:
     """The anonymised /24 of a dotted-quad IPv4 address, or None if raw is not one."""
     parts = raw.split(".")
     if len(parts) != 4:
         return None
     for part in parts:
-        if not (part.isdigit() and part.isascii() and len(part) <= 3) or int(part) > 255 or (part[0] == "0" and part != "0"):
+        if not (part.isdigit() and part.isascii() and len(part) <= 3) or int(part) > 255 or (
+                part[0] == "0" and part != "0"):
             return None
     return f"{parts[0]}.{parts[1]}.{parts[2]}.0"
 
@@ -95,7 +81,6 @@ def stored_user_agent(raw: str) -> str:
 
 
 def referer_host(referer: str) -> str:
-    """Lower-case host of a Referer header; '' when there is none, 'unknown' when it has no host."""
     if not referer:
         return ""
     try:
@@ -119,18 +104,12 @@ def device_class(*, user_agent: str, os_family: str, device_family: str, is_bot:
 
 
 class Enricher:
-    """Turns a click's ip, ua and ref into COPY fields (the *_COLUMNS below)
-    and the values the rollups count: `ip` returns IpFacts, `agent` AgentFacts,
-    `referer` RefererFacts.
+    """`ip`, `agent` and `referer` answer IpFacts, AgentFacts and
+    RefererFacts for a click's raw values, cached.
 
     `enabled=False` skips the parsers (every class is 'unknown'); the address
-    is still validated and stored as `ip_privacy` says.
+    is still checked and kept as `ip_privacy` says.
     """
-
-    # The columns each method's text fills, in order.
-    IP_COLUMNS = ("ip", "country")
-    AGENT_COLUMNS = ("browser", "os", "device", "is_bot")
-    REFERER_COLUMNS = ("referer", "referer_host")
 
     def __init__(self, *, ip_privacy: str = "anonymise", enabled: bool = True, cache_size: int = CACHE_SIZE):
         if ip_privacy not in IP_PRIVACY_CHOICES:
@@ -142,30 +121,29 @@ class Enricher:
         self.ip = lru_cache(maxsize=cache_size)(self._ip)
         self.agent = lru_cache(maxsize=cache_size)(self._agent)
         self.referer = lru_cache(maxsize=cache_size)(self._referer)
-        self.country = lru_cache(maxsize=cache_size)(self._country)
+        self._country = lru_cache(maxsize=cache_size)(self._lookup_country)
 
     def _ip(self, raw: str) -> IpFacts:
-        visitor_net = _ipv4_net(raw)
-        if visitor_net is not None:  # the common case, without ipaddress's cost
-            stored = {"anonymise": visitor_net, "full": raw, "none": "\\N"}[self.ip_privacy]
+        network = _ipv4_network(raw)
+        if network is not None:  # the common case, without ipaddress's cost
+            address = raw
         else:
             try:
-                address = ipaddress.ip_address(raw)
+                parsed = ipaddress.ip_address(raw)
             except ValueError:
-                return IpFacts("\\N\t" + UNKNOWN, UNKNOWN, "", _hash64("", b"net"))
-            if address.version == 6 and address.ipv4_mapped:
-                address = address.ipv4_mapped
-            visitor_net = anonymise(address)
-            stored = {"anonymise": visitor_net, "full": str(address), "none": "\\N"}[self.ip_privacy]
-        country = self.country(visitor_net)
-        return IpFacts(f"{stored}\t{copy_text(country)}", country, visitor_net, _hash64(visitor_net, b"net"))
+                return IpFacts(None, UNKNOWN, "", hash64("", b"net"))
+            if parsed.version == 6 and parsed.ipv4_mapped:
+                parsed = parsed.ipv4_mapped
+            network, address = anonymise(parsed), str(parsed)
+        stored = {"anonymise": network, "full": address, "none": None}[self.ip_privacy]
+        return IpFacts(stored, self._country(network), network, hash64(network, b"net"))
 
-    def _country(self, visitor_net: str) -> str:
+    def _lookup_country(self, network: str) -> str:
         """Country of an anonymised network (the geo data has no finer grain)."""
         if self._geo is None:
             return UNKNOWN
         try:
-            code = self._geo.lookup(visitor_net).country_code
+            code = self._geo.lookup(network).country_code
         except Exception:  # a data problem in the geo library must not cost the click
             return UNKNOWN
         return code if len(code) == 2 and code.isalpha() else UNKNOWN
@@ -185,14 +163,8 @@ class Enricher:
             )
             is_bot = is_bot or device == "bot"
             browser, os_family = (UNKNOWN if v == "Other" else v for v in (browser, os_family))
-        bot = "\tt" if is_bot else "\tf"
-        agent_text = copy_text(user_agent)
-        text = "\t".join(copy_text(field) for field in (browser, os_family, device)) + bot
-        return AgentFacts(text, (browser, os_family, device, is_bot), agent_text + bot,
-                          _hash64(user_agent, b"agent"))
+        return AgentFacts(user_agent, browser, os_family, device, is_bot, hash64(user_agent, b"agent"))
 
     def _referer(self, raw: str) -> RefererFacts:
         referer = raw[:REFERER_MAX].replace("\x00", "")
-        host = referer_host(referer) if self.enabled else UNKNOWN
-        referer_text = copy_text(referer)
-        return RefererFacts(f"{referer_text}\t{copy_text(host)}", host, referer_text)
+        return RefererFacts(referer, referer_host(referer) if self.enabled else UNKNOWN)

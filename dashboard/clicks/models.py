@@ -4,10 +4,11 @@ from links.models import Link
 
 
 class UserAgent(models.Model):
-    """A user agent seen in clicks, stored once (sql/006_user_agents.sql); the importer adds them."""
+    """A user agent seen in clicks, stored once under a hash of itself
+    (sql/clicks.sql); the importer adds them."""
 
-    id = models.AutoField(primary_key=True)
-    user_agent = models.TextField(unique=True)
+    id = models.BigIntegerField(primary_key=True)
+    user_agent = models.TextField()
 
     class Meta:
         managed = False
@@ -18,18 +19,18 @@ class UserAgent(models.Model):
 
 
 class Click(models.Model):
-    """A row of the partitioned `clicks` table (sql/001_clicks.sql, 002), which
-    the importer fills; Django only reads it."""
+    """A row of the partitioned `clicks` table (sql/clicks.sql), which the
+    importer fills; Django only reads it."""
 
     click_id = models.UUIDField(primary_key=True)
     occurred_at = models.DateTimeField()
-    link = models.ForeignKey(Link, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    link = models.ForeignKey(Link, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
     slug = models.CharField(max_length=64)
     ip = models.GenericIPAddressField(null=True)
     agent = models.ForeignKey(UserAgent, on_delete=models.DO_NOTHING, db_column="user_agent_id",
                               db_constraint=False, related_name="+")
     referer = models.TextField()
-    # Worked out at import (sql/002_enrichment_orphans_rollups.sql).
+    # Worked out at import (clicks/enrichment.py).
     is_bot = models.BooleanField()
     browser = models.TextField()
     os = models.TextField()
@@ -51,7 +52,7 @@ class Click(models.Model):
 
 
 class LinkClickTotals(models.Model):
-    """A link's all-time clicks (sql/003_link_click_totals.sql), kept by the importer."""
+    """A link's all-time clicks (sql/rollups.sql), kept by the importer."""
 
     link = models.OneToOneField(
         Link, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="click_totals"

@@ -1,20 +1,14 @@
-"""Reads of click statistics, from the rollups only (docs/rollups.md), and
-of the importer's backlog."""
+"""Reads of click statistics, from the rollups only (docs/rollups.md)."""
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
-import redis
 from django.db import connection
 
-from .importer import DAY_OF_BUCKET, GROUP, STREAM
+from .rollups import DAY_OF_BUCKET, DIMENSIONS, NOT_FOLDED
 
-DIMENSIONS = ("referer_host", "browser", "os", "device", "country")
 INTERVALS = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
-# The first hour from %s on that is not in the day tables yet; a scalar
-# subquery, so that PostgreSQL can use it as an index bound.
-_NOT_FOLDED = "greatest(%s, (SELECT folded_before FROM click_day_fold))"
 
 
 @dataclass(frozen=True)
@@ -86,7 +80,7 @@ def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,
                 f" FROM click_rollup_day WHERE link_id = ANY(%s) AND bucket >= %s AND bucket < %s"
                 f" UNION ALL"
                 f" SELECT link_id, {DAY_OF_BUCKET}, {clicks}, {visitors}, {sketch}"
-                f" FROM click_rollup_hour WHERE link_id = ANY(%s) AND bucket >= {_NOT_FOLDED} AND bucket < %s"
+                f" FROM click_rollup_hour WHERE link_id = ANY(%s) AND bucket >= {NOT_FOLDED} AND bucket < %s"
                 f"), per_link AS ("
                 f" SELECT bucket, sum(clicks) AS clicks, CASE WHEN count(*) = 1 THEN max(visitors) ELSE greatest("
                 f"  max(visitors), least(sum(clicks), round(coalesce(hll_cardinality(hll_union_agg(sketch)), 0))))"
@@ -103,7 +97,7 @@ def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,
         else:
             parts = [("click_breakdown_hour", "", start, whole_days_from),
                      ("click_breakdown_day", "", whole_days_from, whole_days_to),
-                     ("click_breakdown_hour", _NOT_FOLDED, whole_days_from, whole_days_to),
+                     ("click_breakdown_hour", NOT_FOLDED, whole_days_from, whole_days_to),
                      ("click_breakdown_hour", "", whole_days_to, end)]
         union = " UNION ALL ".join(
             f"SELECT dimension, value, {clicks} AS clicks FROM {tables} "
@@ -136,32 +130,3 @@ def link_totals(*, link_ids: Iterable[int]) -> dict[int, LinkTotals]:
         for link_id, clicks, human in cursor.fetchall():
             totals[link_id] = LinkTotals(clicks=int(clicks), human_clicks=int(human))
     return totals
-
-
-@dataclass(frozen=True)
-class ImportLag:
-    backlog: int  # entries in the stream not yet acknowledged (read or not)
-    pending: int  # of which read by a consumer and not yet acknowledged
-    oldest_age_seconds: float  # age of the oldest entry not yet acknowledged; 0 when none
-    consumers: dict[str, int] = field(default_factory=dict)  # consumer -> its pending entries
-
-
-def import_lag(*, client: redis.Redis, now: datetime | None = None) -> ImportLag:
-    """The importer deletes what it acknowledges, so the stream's length is its backlog."""
-    now = now or datetime.now(timezone.utc)
-    pipe = client.pipeline(transaction=False)
-    pipe.xlen(STREAM)
-    pipe.xrange(STREAM, count=1)
-    pipe.xinfo_consumers(STREAM, GROUP)
-    try:
-        backlog, first, consumers = pipe.execute()
-    except redis.ResponseError:  # no stream or no group yet: nothing to import
-        return ImportLag(backlog=0, pending=0, oldest_age_seconds=0.0)
-    oldest = 0.0
-    if first:
-        first_ms = int(first[0][0].split(b"-")[0])
-        oldest = max(0.0, now.timestamp() - first_ms / 1000)
-    by_name = {
-        (c["name"].decode() if isinstance(c["name"], bytes) else c["name"]): int(c["pending"]) for c in consumers
-    }
-    return ImportLag(backlog=backlog, pending=sum(by_name.values()), oldest_age_seconds=oldest, consumers=by_name)

@@ -4,13 +4,18 @@ from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.utils import timezone
 
-from .validation import REDIRECT_STATUSES, SLUG_MAX_LENGTH, validate_slug, validate_tags, validate_target_url
+from . import slugs
+from .validation import REDIRECT_STATUSES, validate_tags, validate_target_url
 
 
 class Link(models.Model):
-    slug = models.CharField(max_length=SLUG_MAX_LENGTH, unique=True, validators=[validate_slug])
+    """A short link; its table is in sql/links.sql."""
+
+    slug = models.CharField(max_length=slugs.MAX_LENGTH, unique=True, validators=[slugs.validate_slug])
     url = models.TextField("target URL", validators=[validate_target_url])
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="links")
+    # Indexed by link_owner_created, which starts with it.
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="links",
+                              db_index=False)
     title = models.CharField(max_length=200, blank=True)
     tags = ArrayField(models.CharField(max_length=50), default=list, blank=True, size=20, validators=[validate_tags])
     redirect_status = models.PositiveSmallIntegerField(
@@ -24,12 +29,15 @@ class Link(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["owner", "-created_at"]), GinIndex(fields=["tags"], name="link_tags_gin")]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="link_owner_created"),
+            GinIndex(fields=["tags"], name="link_tags_gin"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(redirect_status__in=REDIRECT_STATUSES), name="link_redirect_status_valid"
             ),
-            models.CheckConstraint(condition=models.Q(slug__regex=r"^[A-Za-z0-9_-]{1,64}$"), name="link_slug_shape"),
+            models.CheckConstraint(condition=models.Q(slug__regex=rf"^{slugs.PATTERN}$"), name="link_slug_shape"),
         ]
 
     def __str__(self) -> str:
@@ -42,7 +50,7 @@ class LinkOutbox(models.Model):
     them once Redis has taken the change (links/publishing.py)."""
 
     id = models.BigAutoField(primary_key=True)
-    slug = models.CharField(max_length=64)
+    slug = models.CharField(max_length=slugs.MAX_LENGTH)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -50,3 +58,35 @@ class LinkOutbox(models.Model):
 
     def __str__(self) -> str:
         return f"outbox #{self.id}: {self.slug}"
+
+
+class LinkImport(models.Model):
+    """A CSV file of links, checked row by row when uploaded and then created
+    in chunks (links/imports.py). `rows` holds, per CSV row, its line number,
+    its fields as read, and its errors ({field: [message]}, empty when the
+    row is valid); `position` is how many rows have been through the import."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="link_imports")
+    filename = models.CharField(max_length=255)
+    rows = models.JSONField(default=list)
+    position = models.PositiveIntegerField(default=0)
+    created = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.filename} ({len(self.rows)} rows)"
+
+    @property
+    def total(self) -> int:
+        return len(self.rows)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for row in self.rows if row["errors"])
+
+    @property
+    def done(self) -> bool:
+        return self.position >= len(self.rows)

@@ -15,27 +15,24 @@ from collections.abc import Iterable
 import redis
 from django.db import connection, transaction
 
+from slingshot.contract import LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key
+
 from .models import Link, LinkOutbox
 from .redis import get_redis
 
 log = logging.getLogger(__name__)
 
-LINK_KEY_PREFIX = "slingshot:link:"
-CHANGES_STREAM = "slingshot:link-changes"
-CHANGES_MAXLEN = 100_000
 OUTBOX_BATCH = 500
 OUTBOX_CHANNEL = "slingshot_link_outbox"  # NOTIFY'd by every change
 # One deliverer at a time keeps Redis writes in commit order.
 _DELIVERY_LOCK = 0x51_1D_0B_0C
 
 
-def link_key(slug: str) -> str:
-    return LINK_KEY_PREFIX + slug
-
-
 def link_payload(link: Link) -> str:
+    """The value of the link's key (docs/contract.md, "Links")."""
     return json.dumps(
         {
+            "id": link.pk,
             "url": link.url,
             "status": link.redirect_status,
             "active": link.is_active,
@@ -60,7 +57,7 @@ def publish_slugs(slugs: Iterable[str]) -> int:
             pipe.delete(link_key(slug))
         else:
             pipe.set(link_key(slug), link_payload(link))
-        pipe.xadd(CHANGES_STREAM, {"slug": slug}, maxlen=CHANGES_MAXLEN, approximate=True)
+        pipe.xadd(LINK_CHANGES_STREAM, {"slug": slug}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
     pipe.execute()
     return len(slugs)
 
@@ -90,7 +87,3 @@ def deliver_after_commit() -> None:
         deliver_outbox()
     except redis.RedisError as exc:
         log.warning("Redis unavailable, link changes wait in the outbox for the publisher: %s", exc)
-
-
-def pending_count() -> int:
-    return LinkOutbox.objects.count()

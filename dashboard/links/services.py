@@ -1,7 +1,5 @@
 """Writes to links. Every change goes through here so it is validated the
 same way and published to Redis once the transaction has committed."""
-import secrets
-import string
 from datetime import datetime
 
 from django.conf import settings
@@ -9,23 +7,17 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
+from . import slugs
+from clicks.services import clicks_delete_for_link
+
 from .models import Link, LinkOutbox
 from .publishing import OUTBOX_CHANNEL, deliver_after_commit
-from .validation import RESERVED_SLUGS
 
-SLUG_ALPHABET = string.ascii_letters + string.digits
 _SLUG_ATTEMPTS = 10
 
 EDITABLE_FIELDS = frozenset(
     {"slug", "url", "title", "tags", "redirect_status", "expires_at", "forward_query", "is_active"}
 )
-
-
-def generate_slug(length: int | None = None) -> str:
-    while True:
-        slug = "".join(secrets.choice(SLUG_ALPHABET) for _ in range(length or settings.LINK_SLUG_LENGTH))
-        if slug.lower() not in RESERVED_SLUGS:
-            return slug
 
 
 def _publish(slug: str) -> None:
@@ -58,7 +50,7 @@ def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
                 raise
             if not regenerate_slug:
                 raise ValidationError({"slug": ValidationError("Link with this Slug already exists.", code="unique")})
-            link.slug = generate_slug()
+            link.slug = slugs.generate_slug(settings.LINK_SLUG_LENGTH)
     raise IntegrityError("could not find a free slug after %d attempts" % _SLUG_ATTEMPTS)
 
 
@@ -76,7 +68,7 @@ def link_create(
     is_active: bool = True,
 ) -> Link:
     link = Link(
-        slug=slug or generate_slug(),
+        slug=slug or slugs.generate_slug(settings.LINK_SLUG_LENGTH),
         owner=owner,
         url=url,
         title=title,
@@ -110,6 +102,10 @@ def link_update(*, link: Link, **changes) -> Link:
 
 @transaction.atomic
 def link_delete(*, link: Link) -> None:
-    slug = link.slug
+    """Deletes the link with its clicks, rollups and totals. Deleting the
+    row first waits for any import holding the link (importer.py), so
+    that clicks it was storing go too."""
+    slug, link_id = link.slug, link.pk
     link.delete()
+    clicks_delete_for_link(link_id=link_id)
     _publish(slug)

@@ -5,22 +5,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-SLUG_MAX_LENGTH = 64
-SLUG_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,%d}" % SLUG_MAX_LENGTH)
-RESERVED_SLUGS = frozenset({"api", "admin", "static", "healthz", "metrics", "favicon.ico", "robots.txt"})
 REDIRECT_STATUSES = (301, 302, 307, 308)
 _UNSAFE_URL_CHARS = re.compile(r"[\x00-\x20\x7f]")
-
-
-def validate_slug(value: str) -> None:
-    if not SLUG_PATTERN.fullmatch(value):
-        raise ValidationError(
-            "Use 1 to %(max)d characters: letters, digits, '-' and '_'.",
-            code="invalid_slug",
-            params={"max": SLUG_MAX_LENGTH},
-        )
-    if value.lower() in RESERVED_SLUGS:
-        raise ValidationError("'%(slug)s' is reserved.", code="reserved_slug", params={"slug": value})
 
 
 TAG_PATTERN = re.compile(r"[\w.-]{1,50}")

@@ -13,7 +13,7 @@ from django.db import transaction
 from links.services import link_create
 
 from .forms import LinkForm
-from .models import LinkImport
+from links.models import LinkImport
 
 CSV_COLUMNS = ["slug", "url", "title", "tags", "redirect_status", "expires_at", "forward_query", "is_active"]
 _DEFAULTS = {"redirect_status": "302", "is_active": "true"}

@@ -1,10 +1,12 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path, reverse_lazy
 
+from links import slugs
+
 from . import views
 
 app_name = "web"
-SLUG = r"(?P<slug>[A-Za-z0-9_-]{1,64})"
+SLUG = rf"(?P<slug>{slugs.PATTERN})"
 
 urlpatterns = [
     path("", views.overview, name="overview"),

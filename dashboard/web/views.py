@@ -23,14 +23,14 @@ from api.filters import LinkFilter
 from api.models import ApiToken
 from api.serializers import StatsQuerySerializer
 from api.views import LinkViewSet
-from clicks.selectors import INTERVALS, bucket_start, import_lag, link_stats, link_totals
+from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals
+from clicks.stream import import_lag
 from links import selectors, services
-from links.models import Link
+from links.models import Link, LinkImport
 from links.redis import get_redis
 from links.selectors import short_url
 
 from . import forms
-from .models import LinkImport
 from .selectors import OVERVIEW_DAYS, edge_health, overview_for
 from .services import CSV_COLUMNS, import_run_chunk, import_upload
 

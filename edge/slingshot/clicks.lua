@@ -7,6 +7,7 @@ local redis = require("slingshot.redis")
 local clickbuf = require("slingshot.clickbuf")
 local nginxvar = require("slingshot.nginxvar")
 local metrics = require("slingshot.metrics")
+local contract = require("slingshot.contract")
 local ffi = require("ffi")
 
 local ngx = ngx
@@ -24,14 +25,15 @@ local ffi_string = ffi.string
 
 local _M = { _VERSION = "0.4.0" }
 
-_M.STREAM = "slingshot:clicks"
+local STREAM = contract.CLICKS_STREAM
+local VERSION = contract.CLICK_RECORD_VERSION
 
-local BUFFERED = "slingshot_edge_clicks_buffered_total"
-local ORPHANS = "slingshot_edge_clicks_orphan_total"
-local FLUSHED = "slingshot_edge_clicks_flushed_total"
-local DROPPED = "slingshot_edge_clicks_dropped_total"
-local DEPTH = "slingshot_edge_click_buffer_depth"
-local ERRORS = 'slingshot_edge_redis_errors_total{op="clicks"}'
+local BUFFERED = metrics.CLICKS_BUFFERED
+local ORPHANS = metrics.CLICKS_ORPHAN
+local FLUSHED = metrics.CLICKS_FLUSHED
+local DROPPED = metrics.CLICKS_DROPPED
+local DEPTH = metrics.CLICK_BUFFER_DEPTH
+local ERRORS = metrics.labelled(metrics.REDIS_ERRORS, "op", "clicks")
 
 local CHECK_ABOVE = clickbuf.CHECK_ABOVE
 local cut_details = clickbuf.cut_details
@@ -58,10 +60,11 @@ local function random_prefix()
     return clickbuf.hex_prefix(bytes)
 end
 
--- Buffers the current request's click on `slug`; `orphan` marks a visit to
--- a slug without a link. A HEAD request, whose details nginx leaves empty,
--- is no click. Only copies into the buffer; the flush makes the payloads.
-function _M.record(slug, orphan)
+-- Buffers the current request's click on `slug`, served by the link whose
+-- id is `link_id` (a string of digits), or an orphan visit (a slug without
+-- a link) when `link_id` is "". A HEAD request, whose details nginx leaves
+-- empty, is no click. Only copies into the buffer; the flush makes the payloads.
+function _M.record(slug, link_id)
     local at, len = details()
     if not at then
         if not warned_unset then
@@ -81,9 +84,9 @@ function _M.record(slug, orphan)
         at = cut_details(ffi_string(at, len))
         len = #at
     end
-    buffer:add(slug, orphan, at, len)
+    buffer:add(slug, link_id, at, len)
     metrics.inc(BUFFERED)
-    if orphan then
+    if link_id == "" then
         metrics.inc(ORPHANS)
     end
     if exited then
@@ -101,7 +104,7 @@ local function write(payloads)
     end
     red:init_pipeline(#payloads)
     for i = 1, #payloads do
-        red:xadd(_M.STREAM, "*", "v", "2", "clicks", payloads[i])
+        red:xadd(STREAM, "*", "v", VERSION, "clicks", payloads[i])
     end
     local results
     results, err = red:commit_pipeline()

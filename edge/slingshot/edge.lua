@@ -23,7 +23,7 @@ local ERR = ngx.ERR
 local _M = { _VERSION = "0.2.0" }
 
 local function outcome(name)
-    return 'slingshot_edge_requests_total{outcome="' .. name .. '"}'
+    return metrics.labelled(metrics.REQUESTS, "outcome", name)
 end
 local REDIRECTED = outcome("redirect")
 local NOT_FOUND = outcome("not_found")
@@ -107,7 +107,7 @@ function _M.redirect()
     end
     if not value then
         metrics.inc(NOT_FOUND)
-        clicks.record(slug, true)  -- an orphan visit (none for HEAD)
+        clicks.record(slug, "")  -- an orphan visit (none for HEAD)
         return not_found()
     end
     local state = link.state(value, value.expires_at and time())
@@ -118,7 +118,7 @@ function _M.redirect()
         metrics.inc(EXPIRED)
         return answer(410, GONE_PAGE)
     end
-    clicks.record(slug, false)
+    clicks.record(slug, value.id)
     metrics.inc(REDIRECTED)
     -- Reading a variable costs as much as the rest of a hit: only when used.
     return send_to(link.target(value, value.forward_query and var.args), value.status)

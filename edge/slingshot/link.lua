@@ -7,6 +7,7 @@ local find = string.find
 local gsub = string.gsub
 local byte = string.byte
 local format = string.format
+local floor = math.floor
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -24,6 +25,10 @@ function _M.decode(raw)
     if type(value) ~= "table" then
         return nil, "link value is not a JSON object"
     end
+    local id = value.id
+    if type(id) ~= "number" or id < 1 or id ~= floor(id) or id >= 2 ^ 53 then
+        return nil, "link id is not a positive integer"
+    end
     local url = value.url
     if not _M.safe_url(url) then
         return nil, "link url is missing or unsafe"
@@ -39,6 +44,8 @@ function _M.decode(raw)
         expires_at = nil
     end
     return {
+        -- As the click records it (clickbuf.lua): the digits, made once here.
+        id = format("%d", id),
         url = url,
         status = status,
         active = value.active ~= false,

@@ -25,6 +25,7 @@ local config = require("slingshot.config")
 local redis = require("slingshot.redis")
 local link = require("slingshot.link")
 local metrics = require("slingshot.metrics")
+local contract = require("slingshot.contract")
 
 local ngx = ngx
 local log = ngx.log
@@ -38,17 +39,17 @@ local unpack = unpack
 
 local _M = { _VERSION = "0.2.0" }
 
-_M.KEY_PREFIX = "slingshot:link:"
-_M.CHANGES = "slingshot:link-changes"
+local KEY_PREFIX = contract.LINK_KEY_PREFIX
+local CHANGES = contract.LINK_CHANGES_STREAM
 local CHANGES_BATCH = 1000
 
-local HITS = "slingshot_edge_cache_hits_total"
-local NEGATIVE_HITS = "slingshot_edge_cache_negative_hits_total"
-local MISSES = "slingshot_edge_cache_misses_total"
-local LOOKUPS = "slingshot_edge_redis_lookups_total"
-local LOOKUP_ERRORS = 'slingshot_edge_redis_errors_total{op="lookup"}'
-local CHANGES_ERRORS = 'slingshot_edge_redis_errors_total{op="changes"}'
-local EVICTIONS = "slingshot_edge_cache_evictions_total"
+local HITS = metrics.CACHE_HITS
+local NEGATIVE_HITS = metrics.CACHE_NEGATIVE_HITS
+local MISSES = metrics.CACHE_MISSES
+local LOOKUPS = metrics.REDIS_LOOKUPS
+local LOOKUP_ERRORS = metrics.labelled(metrics.REDIS_ERRORS, "op", "lookup")
+local CHANGES_ERRORS = metrics.labelled(metrics.REDIS_ERRORS, "op", "changes")
+local EVICTIONS = metrics.CACHE_EVICTIONS
 
 -- Cached in place of a link that does not exist.
 local MISSING = {}
@@ -124,12 +125,12 @@ local function fetch(slugs, n)
     local raws
     if n == 1 then
         local raw
-        raw, err = red:get(_M.KEY_PREFIX .. slugs[1])
+        raw, err = red:get(KEY_PREFIX .. slugs[1])
         raws = raw ~= nil and { raw } or nil
     else
         local keys = {}
         for i = 1, n do
-            keys[i] = _M.KEY_PREFIX .. slugs[i]
+            keys[i] = KEY_PREFIX .. slugs[i]
         end
         raws, err = red:mget(unpack(keys))
     end
@@ -332,7 +333,7 @@ local function read_changes(red)
     if not last_change_id then
         -- Start at the end of the stream. Anything cached before this worker
         -- knew where the end was may have missed a change: forget it all.
-        local newest, err = red:xrevrange(_M.CHANGES, "+", "-", "COUNT", 1)
+        local newest, err = red:xrevrange(CHANGES, "+", "-", "COUNT", 1)
         if not newest then
             return nil, "redis xrevrange: " .. err
         end
@@ -345,7 +346,7 @@ local function read_changes(red)
         end
         return 0
     end
-    local res, err = red:xread("COUNT", CHANGES_BATCH, "STREAMS", _M.CHANGES, last_change_id)
+    local res, err = red:xread("COUNT", CHANGES_BATCH, "STREAMS", CHANGES, last_change_id)
     if not res then
         return nil, "redis xread: " .. err
     end

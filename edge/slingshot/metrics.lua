@@ -18,40 +18,49 @@ local _M = { _VERSION = "0.1.0" }
 
 _M.DICT = "slingshot_metrics"
 
--- name, type, help, and the label sets that always exist (shown as 0).
+-- The families every module counts into, by name.
+_M.REQUESTS = "slingshot_edge_requests_total"
+_M.CACHE_HITS = "slingshot_edge_cache_hits_total"
+_M.CACHE_NEGATIVE_HITS = "slingshot_edge_cache_negative_hits_total"
+_M.CACHE_MISSES = "slingshot_edge_cache_misses_total"
+_M.CACHE_EVICTIONS = "slingshot_edge_cache_evictions_total"
+_M.REDIS_LOOKUPS = "slingshot_edge_redis_lookups_total"
+_M.REDIS_ERRORS = "slingshot_edge_redis_errors_total"
+_M.CLICKS_BUFFERED = "slingshot_edge_clicks_buffered_total"
+_M.CLICKS_ORPHAN = "slingshot_edge_clicks_orphan_total"
+_M.CLICKS_FLUSHED = "slingshot_edge_clicks_flushed_total"
+_M.CLICKS_DROPPED = "slingshot_edge_clicks_dropped_total"
+_M.CLICK_BUFFER_DEPTH = "slingshot_edge_click_buffer_depth"
+
+-- The series of `family` with one label, e.g. labelled(REQUESTS, "outcome", "redirect").
+function _M.labelled(family, label, value)
+    return family .. "{" .. label .. '="' .. value .. '"}'
+end
+
+_M.OUTCOMES = { "redirect", "not_found", "invalid_slug", "disabled", "expired", "unavailable",
+    "root" }
+_M.REDIS_OPS = { "lookup", "clicks", "changes" }
+
+-- name, type, help, and the label name and values that always exist (shown as 0).
 local FAMILIES = {
-    { "slingshot_edge_requests_total", "counter", "Requests by outcome.",
-        { 'outcome="redirect"', 'outcome="not_found"', 'outcome="invalid_slug"',
-          'outcome="disabled"', 'outcome="expired"', 'outcome="unavailable"',
-          'outcome="root"' } },
-    { "slingshot_edge_cache_hits_total", "counter", "Links answered from the worker cache." },
-    { "slingshot_edge_cache_negative_hits_total", "counter",
-        "Unknown slugs answered from the worker cache." },
-    { "slingshot_edge_cache_misses_total", "counter",
-        "Lookups the worker cache could not answer." },
-    { "slingshot_edge_redis_lookups_total", "counter", "Link lookups sent to Redis." },
-    { "slingshot_edge_redis_errors_total", "counter", "Redis calls that failed, by purpose.",
-        { 'op="lookup"', 'op="clicks"', 'op="changes"' } },
-    { "slingshot_edge_cache_evictions_total", "counter",
-        "Cached links dropped because the link changed." },
-    { "slingshot_edge_clicks_buffered_total", "counter", "Clicks put in a worker buffer." },
-    { "slingshot_edge_clicks_orphan_total", "counter", "Buffered clicks that are orphan visits." },
-    { "slingshot_edge_clicks_flushed_total", "counter", "Clicks written to the stream." },
-    { "slingshot_edge_clicks_dropped_total", "counter",
+    { _M.REQUESTS, "counter", "Requests by outcome.", "outcome", _M.OUTCOMES },
+    { _M.CACHE_HITS, "counter", "Links answered from the worker cache." },
+    { _M.CACHE_NEGATIVE_HITS, "counter", "Unknown slugs answered from the worker cache." },
+    { _M.CACHE_MISSES, "counter", "Lookups the worker cache could not answer." },
+    { _M.REDIS_LOOKUPS, "counter", "Link lookups sent to Redis." },
+    { _M.REDIS_ERRORS, "counter", "Redis calls that failed, by purpose.", "op", _M.REDIS_OPS },
+    { _M.CACHE_EVICTIONS, "counter", "Cached links dropped because the link changed." },
+    { _M.CLICKS_BUFFERED, "counter", "Clicks put in a worker buffer." },
+    { _M.CLICKS_ORPHAN, "counter", "Buffered clicks that are orphan visits." },
+    { _M.CLICKS_FLUSHED, "counter", "Clicks written to the stream." },
+    { _M.CLICKS_DROPPED, "counter",
         "Clicks lost because a buffer was full or Redis was away at exit." },
-    { "slingshot_edge_click_buffer_depth", "gauge", "Clicks waiting in worker buffers." },
+    { _M.CLICK_BUFFER_DEPTH, "gauge", "Clicks waiting in worker buffers." },
 }
 
 local pending = {}
 
-local function series(family, labels)
-    if labels then
-        return family .. "{" .. labels .. "}"
-    end
-    return family
-end
-
--- Adds n (default 1) to a series, e.g. inc('slingshot_edge_cache_hits_total').
+-- Adds n (default 1) to a series, e.g. inc(CACHE_HITS).
 function _M.inc(key, n)
     pending[key] = (pending[key] or 0) + (n or 1)
 end
@@ -63,8 +72,13 @@ function _M.init()
         error("lua_shared_dict " .. _M.DICT .. " is missing from nginx.conf")
     end
     for _, family in ipairs(FAMILIES) do
-        for _, labels in ipairs(family[4] or { false }) do
-            dict:add(series(family[1], labels or nil), 0)
+        local name, label, values = family[1], family[4], family[5]
+        if label then
+            for _, value in ipairs(values) do
+                dict:add(_M.labelled(name, label, value), 0)
+            end
+        else
+            dict:add(name, 0)
         end
     end
 end

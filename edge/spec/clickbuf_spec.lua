@@ -10,7 +10,7 @@ local function parse(payload)
     assert.equal(payload, table.concat(lines, "\n") .. "\n")
     local clicks = {}
     for i = 3, #lines, 6 do
-        clicks[#clicks + 1] = { slug = lines[i], orphan = lines[i + 1], msec = lines[i + 2],
+        clicks[#clicks + 1] = { slug = lines[i], link = lines[i + 1], msec = lines[i + 2],
             ip = lines[i + 3], ua = lines[i + 4], ref = lines[i + 5] }
     end
     assert.equal(0, (#lines - 2) % 6)
@@ -22,9 +22,9 @@ local function details(ip, ua, ref)
 end
 
 -- Adds a click the way clicks.lua does: details cut first if they are long.
-local function add(buffer, slug, orphan, text)
+local function add(buffer, slug, link_id, text)
     local cut = clickbuf.cut_details(text)
-    return buffer:add(slug, orphan, cut, #cut)
+    return buffer:add(slug, link_id, cut, #cut)
 end
 
 describe("clickbuf", function()
@@ -32,11 +32,11 @@ describe("clickbuf", function()
         assert.equal("0001feff61626364", clickbuf.hex_prefix("\0\1\254\255abcd"))
     end)
 
-    it("writes each click's slug, kind and details a line each, as they are", function()
+    it("writes each click's slug, link id and details a line each, as they are", function()
         local tricky = 'say "hi"\\ \1\t","ref":"spoof \255'
         local buffer = clickbuf.new("00000000000000aa", 100)
-        assert.equal(1, add(buffer, "abc", false, details("10.0.0.1", "curl/8.0", "")))
-        assert.equal(2, add(buffer, "gone", true, details("::1", tricky, "https://r.example/?a=1")))
+        assert.equal(1, add(buffer, "abc", "7", details("10.0.0.1", "curl/8.0", "")))
+        assert.equal(2, add(buffer, "gone", "", details("::1", tricky, "https://r.example/?a=1")))
         local out, count = buffer:take({})
         assert.equal(1, #out)
         assert.equal(2, count)
@@ -44,9 +44,9 @@ describe("clickbuf", function()
         assert.equal("00000000000000aa", prefix)
         assert.equal(1, first)
         assert.same({
-            { slug = "abc", orphan = "0", msec = "1763800000.123", ip = "10.0.0.1", ua = "curl/8.0",
+            { slug = "abc", link = "7", msec = "1763800000.123", ip = "10.0.0.1", ua = "curl/8.0",
               ref = "" },
-            { slug = "gone", orphan = "1", msec = "1763800000.123", ip = "::1", ua = tricky,
+            { slug = "gone", link = "", msec = "1763800000.123", ip = "::1", ua = tricky,
               ref = "https://r.example/?a=1" },
         }, clicks)
     end)
@@ -57,9 +57,9 @@ describe("clickbuf", function()
         local bytes = ffi.new("char[?]", #text)
         ffi.copy(bytes, text, #text)
         local buffer = clickbuf.new("0000000000000000", 100)
-        buffer:add("s", false, bytes, #text)
+        buffer:add("s", "123456789", bytes, #text)
         local _, _, clicks = parse(buffer:take({})[1])
-        assert.same({ slug = "s", orphan = "0", msec = "1763800000.123", ip = "192.0.2.7",
+        assert.same({ slug = "s", link = "123456789", msec = "1763800000.123", ip = "192.0.2.7",
             ua = "Mozilla/5.0", ref = "https://a.example/" }, clicks[1])
     end)
 
@@ -75,7 +75,7 @@ describe("clickbuf", function()
             { "::1", string.rep("\226\156\147", 200), "", 512, 0 },
         }) do
             local buffer = clickbuf.new("0000000000000000", 100)
-            add(buffer, "s", false, details(case[1], case[2], case[3]))
+            add(buffer, "s", "1", details(case[1], case[2], case[3]))
             local _, _, clicks = parse(buffer:take({})[1])
             local click = clicks[1]
             assert.equal(case[1], click.ip)
@@ -90,7 +90,7 @@ describe("clickbuf", function()
     it("splits clicks into entries of at most per_entry, numbered on across takes", function()
         local buffer = clickbuf.new("0000000000000000", 3)
         for i = 1, 7 do
-            add(buffer, "s" .. i, false, details("::1", "", ""))
+            add(buffer, "s" .. i, "1", details("::1", "", ""))
         end
         local held = { "an earlier payload" }
         local payloads, count = buffer:take(held)
@@ -108,7 +108,7 @@ describe("clickbuf", function()
         assert.same({ "s1", "s2", "s3", "s4", "s5", "s6", "s7" }, seen)
         -- Empty after a take; the next clicks go on from 8 in a new entry.
         assert.same({}, (buffer:take({})))
-        add(buffer, "s8", true, details("::1", "", ""))
+        add(buffer, "s8", "", details("::1", "", ""))
         local _, first, clicks = parse(buffer:take({})[1])
         assert.equal(8, first)
         assert.equal("s8", clicks[1].slug)
@@ -121,7 +121,7 @@ describe("clickbuf", function()
         local n = 100  -- about 430 bytes each: five chunks
         for i = 1, n do
             local text = details("203.0.113.9", ua, "https://r.example/" .. i)
-            add(buffer, "slug" .. i, i % 2 == 0, text)
+            add(buffer, "slug" .. i, i % 2 == 0 and "" or tostring(i), text)
         end
         assert.is_true(buffer.used >= 5)
         local chunks = #buffer.chunks
@@ -137,7 +137,7 @@ describe("clickbuf", function()
             for _, click in ipairs(clicks) do
                 i = i + 1
                 assert.equal("slug" .. i, click.slug)
-                assert.equal(i % 2 == 0 and "1" or "0", click.orphan)
+                assert.equal(i % 2 == 0 and "" or tostring(i), click.link)
                 assert.equal(ua, click.ua)
                 assert.equal("https://r.example/" .. i, click.ref)
             end
@@ -145,7 +145,7 @@ describe("clickbuf", function()
         assert.equal(n, i)
         assert.equal(#payloads, #numbers)
         for _ = 1, n do
-            add(buffer, "again", false, details("203.0.113.9", ua, ""))
+            add(buffer, "again", "1", details("203.0.113.9", ua, ""))
         end
         assert.equal(chunks, #buffer.chunks)
         assert.equal(n, select(2, buffer:take({})))

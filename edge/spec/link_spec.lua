@@ -3,14 +3,15 @@ local link = require("slingshot.link")
 
 describe("link.decode", function()
     it("reads every contract field", function()
-        local value = assert(link.decode('{"url":"https://e.com/a","status":308,"active":false,'
-            .. '"expires_at":1700000000,"forward_query":true,"future":1}'))
-        assert.same({ url = "https://e.com/a", status = 308, active = false,
+        local value = assert(link.decode('{"id":42,"url":"https://e.com/a","status":308,'
+            .. '"active":false,"expires_at":1700000000,"forward_query":true,"future":1}'))
+        assert.same({ id = "42", url = "https://e.com/a", status = 308, active = false,
             expires_at = 1700000000, forward_query = true }, value)
     end)
 
     it("defaults status to 302 and active to true", function()
-        local value = assert(link.decode('{"url":"http://e.com/"}'))
+        local value = assert(link.decode('{"id":9007199254740991,"url":"http://e.com/"}'))
+        assert.equal("9007199254740991", value.id)
         assert.equal(302, value.status)
         assert.is_true(value.active)
         assert.is_nil(value.expires_at)
@@ -18,9 +19,12 @@ describe("link.decode", function()
     end)
 
     it("refuses values that break the contract", function()
-        for _, raw in ipairs({ "not json", "[]", "{}", '{"url":"javascript:alert(1)"}',
-                '{"url":"https://e.com/\\r\\nX: y"}', '{"url":"https://e.com/ a"}',
-                '{"url":"https://e.com/","status":200}' }) do
+        for _, raw in ipairs({ "not json", "[]", "{}", '{"id":1,"url":"javascript:alert(1)"}',
+                '{"id":1,"url":"https://e.com/\\r\\nX: y"}', '{"id":1,"url":"https://e.com/ a"}',
+                '{"id":1,"url":"https://e.com/","status":200}', '{"url":"https://e.com/"}',
+                '{"id":"1","url":"https://e.com/"}', '{"id":0,"url":"https://e.com/"}',
+                '{"id":1.5,"url":"https://e.com/"}',
+                '{"id":9007199254740992,"url":"https://e.com/"}' }) do
             local value, err = link.decode(raw)
             assert.is_nil(value, raw)
             assert.is_string(err)

@@ -5,6 +5,7 @@ import re
 import socket
 import threading
 import time
+import zlib
 
 import orjson
 import redis
@@ -12,10 +13,7 @@ import redis
 from click_stream import decode_clicks
 from devstack.pytest_plugin import http_request
 from devstack.throwaway import ThrowawayStack
-
-LINK_KEY_PREFIX = "slingshot:link:"
-CHANGES_STREAM = "slingshot:link-changes"
-CLICKS_STREAM = "slingshot:clicks"
+from slingshot.contract import CLICKS_STREAM, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key
 
 
 def session_redis() -> redis.Redis:
@@ -23,15 +21,23 @@ def session_redis() -> redis.Redis:
     return redis.Redis(port=int(os.environ["REDIS_PORT"]), password=os.environ["REDIS_PASSWORD"])
 
 
+def link_id(slug: str) -> int:
+    """The id these tests give the link of a slug they publish."""
+    return zlib.crc32(slug.encode()) + 1
+
+
 def publish(client: redis.Redis, slug: str, url: str | None = "https://example.com/", **fields) -> None:
-    """What the dashboard's publisher does: the value (or its deletion) and a
-    change notification, in one MULTI."""
+    """A link value (or its deletion) and its change notification in one
+    MULTI, as docs/contract.md has it, for the tests of the edge alone. The
+    tests of the dashboard and edge together (test_contract.py,
+    tests/test_publishing.py) go through the real publisher."""
     pipe = client.pipeline(transaction=True)
     if url is None:
-        pipe.delete(LINK_KEY_PREFIX + slug)
+        pipe.delete(link_key(slug))
     else:
-        pipe.set(LINK_KEY_PREFIX + slug, orjson.dumps({"url": url, "status": 302, "active": True, **fields}))
-    pipe.xadd(CHANGES_STREAM, {"slug": slug}, maxlen=100_000, approximate=True)
+        value = {"id": link_id(slug), "url": url, "status": 302, "active": True, **fields}
+        pipe.set(link_key(slug), orjson.dumps(value))
+    pipe.xadd(LINK_CHANGES_STREAM, {"slug": slug}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
     pipe.execute()
 
 

@@ -91,7 +91,7 @@ def test_an_expired_unknown_slug_is_answered_at_once_and_asked_again_in_the_back
     assert edge.request(f"/{slug}").status == 404  # looked up: unknown
     # The link appears without a change notification (as if it were missed),
     # and the negative entry expires; Redis then holds every command a while.
-    rds.set(f"slingshot:link:{slug}", b'{"url": "https://example.com/late", "status": 302, "active": true}')
+    rds.set(f"slingshot:link:{slug}", b'{"id": 7, "url": "https://example.com/late", "status": 302, "active": true}')
     time.sleep(0.6)
     rds.execute_command("CLIENT", "PAUSE", 800, "ALL")
     started = time.monotonic()

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from links import services
-from links.publishing import link_key
+from slingshot.contract import link_key
 from links.redis import get_redis
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,7 +71,7 @@ def test_unknown_and_malformed_slugs_are_404(edge):
 def test_a_value_that_breaks_the_contract_is_answered_as_unknown(make_edge):
     edge = make_edge()  # its own, since it logs the refusal as an error
     slug = "bad" + uuid.uuid4().hex[:8]
-    get_redis().set(link_key(slug), '{"url": "javascript:alert(1)"}')
+    get_redis().set(link_key(slug), '{"id": 1, "url": "javascript:alert(1)"}')
     assert edge.request(f"/{slug}").status == 404
     assert "link url is missing or unsafe" in edge.errors()
 

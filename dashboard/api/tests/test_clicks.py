@@ -4,6 +4,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from django.db import connection
 
+from clicks.enrichment import hash64
 from links.services import link_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -15,11 +16,13 @@ def insert_clicks(link, rows):
     with connection.cursor() as cursor:
         cursor.execute("SELECT slingshot_ensure_click_partitions(%s, 1)", [T0 - timedelta(days=1)])
         for offset, ip, ua in rows:
-            cursor.execute("INSERT INTO user_agents (user_agent) VALUES (%s) ON CONFLICT DO NOTHING", [ua])
+            agent = hash64(ua, b"agent")
+            cursor.execute("INSERT INTO user_agents VALUES (%s, %s) ON CONFLICT DO NOTHING", [agent, ua])
             cursor.execute(
-                "INSERT INTO clicks (click_id, occurred_at, link_id, slug, ip, user_agent_id, referer) "
-                "SELECT %s, %s, %s, %s, %s, id, '' FROM user_agents WHERE user_agent = %s",
-                [uuid.uuid4(), T0 + timedelta(minutes=offset), link.pk, link.slug, ip, ua],
+                "INSERT INTO clicks (click_id, occurred_at, link_id, slug, ip, user_agent_id, is_bot, country, "
+                "browser, os, device, referer, referer_host) "
+                "VALUES (%s, %s, %s, %s, %s, %s, false, 'unknown', 'unknown', 'unknown', 'unknown', '', '')",
+                [uuid.uuid4(), T0 + timedelta(minutes=offset), link.pk, link.slug, ip, agent],
             )
 
 

@@ -2,12 +2,10 @@
 import uuid
 from datetime import datetime, timedelta, timezone
 
-import orjson
 import pytest
 from django.core.management import call_command
 
-from clicks.importer import STREAM
-from links.redis import get_redis
+from clicks.tests.streams import add_entry
 from links.services import link_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -16,12 +14,9 @@ FIREFOX = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:120.0) Gecko/20100101 Fi
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 
 
-def import_clicks(slug, clicks):
-    entries = [
-        {"id": uuid.uuid4().hex, "ts": int(ts.timestamp() * 1000), "slug": slug, "ip": ip, "ua": ua, "ref": ref}
-        for ts, ip, ua, ref in clicks
-    ]
-    get_redis().xadd(STREAM, {"v": "1", "clicks": orjson.dumps(entries)})
+def import_clicks(link, clicks):
+    add_entry([{"ts": int(ts.timestamp() * 1000), "slug": link.slug, "link": link.pk, "ip": ip, "ua": ua, "ref": ref}
+               for ts, ip, ua, ref in clicks])
     call_command("import_clicks", "--once", "--consumer", "stats-test")
 
 
@@ -29,7 +24,7 @@ def test_stats_series_breakdowns_and_bot_flag(api, user):
     link = link_create(owner=user, url="https://example.com/", slug="st" + uuid.uuid4().hex[:8])
     now = datetime.now(timezone.utc).replace(minute=30, second=0, microsecond=0)
     earlier = now - timedelta(hours=3)
-    import_clicks(link.slug, [
+    import_clicks(link, [
         (earlier, "198.51.100.1", FIREFOX, "https://news.example.org/a"),
         (earlier, "198.51.100.2", FIREFOX, "https://news.example.org/b"),
         (now, "198.51.100.3", FIREFOX, ""),
@@ -60,8 +55,8 @@ def test_order_by_clicks(api, user):
     quiet = link_create(owner=user, url="https://example.com/q", slug="oq" + uuid.uuid4().hex[:8])
     busy = link_create(owner=user, url="https://example.com/b", slug="ob" + uuid.uuid4().hex[:8])
     now = datetime.now(timezone.utc)
-    import_clicks(busy.slug, [(now, "198.51.100.9", FIREFOX, "")] * 3)
-    import_clicks(quiet.slug, [(now, "198.51.100.9", FIREFOX, "")])
+    import_clicks(busy, [(now, "198.51.100.9", FIREFOX, "")] * 3)
+    import_clicks(quiet, [(now, "198.51.100.9", FIREFOX, "")])
     slugs = [link["slug"] for link in api.get("/api/v1/links", {"ordering": "-clicks"}).json()["results"]]
     assert slugs.index(busy.slug) < slugs.index(quiet.slug)
 

@@ -2,16 +2,16 @@
 import uuid
 from datetime import datetime, timedelta, timezone
 
-import orjson
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from clicks.enrichment import Enricher
-from clicks.importer import ClickImporter, fold_days
+from clicks.importer import ClickImporter
+from clicks.rollups import fold_days
 from clicks.selectors import LinkTotals, Point, bucket_start, link_stats, link_totals
+from clicks.tests.streams import entry, importer as make_importer
+from links import services
 from links.models import Link
-from links.redis import get_redis
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,16 +21,12 @@ IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/60
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 DAY = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
 TEN, ELEVEN = DAY + timedelta(hours=10), DAY + timedelta(hours=11)
-ENRICHER = Enricher()
 
 
-def click(slug: str, at: datetime, ip: str, ua: str, ref: str = "", **extra) -> dict:
-    return {"id": uuid.uuid4().hex, "ts": int(at.timestamp() * 1000), "slug": slug, "ip": ip, "ua": ua,
-            "ref": ref, **extra}
-
-
-def entry(clicks: list[dict]) -> tuple[bytes, dict]:
-    return uuid.uuid4().hex.encode(), {b"v": b"1", b"clicks": orjson.dumps(clicks)}
+def click(link: Link | str, at: datetime, ip: str, ua: str, ref: str = "") -> dict:
+    """A click on a link, or an orphan visit to a slug that has none."""
+    slug, link_id = (link, None) if isinstance(link, str) else (link.slug, link.pk)
+    return {"ts": int(at.timestamp() * 1000), "slug": slug, "link": link_id, "ip": ip, "ua": ua, "ref": ref}
 
 
 @pytest.fixture
@@ -42,19 +38,18 @@ def link() -> Link:
 
 @pytest.fixture
 def importer() -> ClickImporter:
-    return ClickImporter(client=get_redis(), consumer="rollups", enricher=ENRICHER)
+    return make_importer("rollups")
 
 
 def store(importer: ClickImporter, entries) -> int:
-    stored = importer.store(importer.parse(entries))
-    return stored.clicks + stored.orphans
+    return importer.store(importer.maker.make(entries))
 
 
 @pytest.fixture
 def traffic(link, importer):
     """Hour 10: a Chrome visitor from Google twice, an iPhone visitor once.
     Hour 11: the Chrome visitor (another address in the same /24) again, Googlebot twice."""
-    slug = link.slug
+    slug = link
     hour_ten = entry([
         click(slug, TEN + timedelta(minutes=1), "203.0.113.5", CHROME, "https://www.google.com/"),
         click(slug, TEN + timedelta(minutes=2), "203.0.113.5", CHROME, "https://www.google.com/"),
@@ -106,7 +101,7 @@ def test_many_visitors_are_estimated_closely_and_a_redelivery_adds_none(link, im
     # 3,000 clicks by 2,000 visitors (distinct /24s), a third of them twice:
     # past the 320 a sketch counts exactly, so an estimate within 5%.
     visitors = [f"10.{n // 256}.{n % 256}.7" for n in range(2000)]
-    clicks = [click(link.slug, TEN + timedelta(seconds=n), visitors[n % 2000], CHROME) for n in range(3000)]
+    clicks = [click(link, TEN + timedelta(seconds=n), visitors[n % 2000], CHROME) for n in range(3000)]
     entries = [entry(clicks[at:at + 100]) for at in range(0, 3000, 100)]
     assert store(importer, entries[:20]) == 2000
     assert store(importer, entries) == 1000  # the first 20 entries again, with 10 new ones
@@ -138,7 +133,7 @@ def test_days_folded_from_closed_hours_read_the_same_and_late_clicks_count_once(
     assert stats() == before
     assert day_tables() == ([(6, 3)], 6)
     # A click for an hour folded already goes to the day tables itself.
-    late = click(traffic.slug, TEN + timedelta(minutes=30), "192.0.2.1", IPHONE, "https://t.co/x")
+    late = click(traffic, TEN + timedelta(minutes=30), "192.0.2.1", IPHONE, "https://t.co/x")
     assert store(importer, [entry([late])]) == 1
     assert fold_days(until=datetime.now(timezone.utc))[0] == fold_days(until=datetime.now(timezone.utc))[1]
     day, hour = stats()
@@ -163,7 +158,7 @@ def current_hour_not_folded():
 
 def test_hours_not_folded_yet_count_in_their_day(link, importer, current_hour_not_folded):
     at = current_hour_not_folded + timedelta(seconds=1)
-    assert store(importer, [entry([click(link.slug, at, "203.0.113.5", CHROME)])]) == 1
+    assert store(importer, [entry([click(link, at, "203.0.113.5", CHROME)])]) == 1
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM click_rollup_day WHERE link_id = %s", [link.pk])
         assert cursor.fetchone()[0] == 0
@@ -201,8 +196,8 @@ def test_stats_refuse_naive_datetimes_and_unknown_intervals(traffic):
 
 def test_orphan_visits_are_stored_apart_with_their_slug(importer, link):
     orphan_slug = "gone" + uuid.uuid4().hex[:6]
-    visit = click(orphan_slug, TEN, "203.0.113.5", GOOGLEBOT, orphan=True)
-    assert store(importer, [entry([visit, click(link.slug, TEN, "203.0.113.5", CHROME)])]) == 2
+    visit = click(orphan_slug, TEN, "203.0.113.5", GOOGLEBOT)
+    assert store(importer, [entry([visit, click(link, TEN, "203.0.113.5", CHROME)])]) == 2
     with connection.cursor() as cursor:
         cursor.execute("SELECT slug, ip::text, is_bot, country FROM orphan_visits WHERE click_id = %s", [visit["id"]])
         assert cursor.fetchall() == [(orphan_slug, "203.0.113.0/32", True, "unknown")]
@@ -211,9 +206,16 @@ def test_orphan_visits_are_stored_apart_with_their_slug(importer, link):
     assert link_totals(link_ids=[link.pk])[link.pk] == LinkTotals(clicks=1, human_clicks=1)
 
 
-def test_clicks_of_a_slug_without_link_are_stored_but_not_rolled_up(importer):
-    slug = "nolink" + uuid.uuid4().hex[:6]
-    assert store(importer, [entry([click(slug, TEN, "203.0.113.5", CHROME)])]) == 1
+def test_clicks_of_a_link_deleted_before_they_are_imported_are_dropped(importer, link):
+    kept = Link.objects.create(slug="k" + uuid.uuid4().hex[:10], url="https://example.com/", owner=link.owner)
+    stored = entry([click(link, TEN, "203.0.113.5", CHROME)])
+    assert store(importer, [stored]) == 1
+    waiting = entry([click(link, TEN, "203.0.113.6", CHROME), click(kept, TEN, "203.0.113.6", CHROME)])
+    services.link_delete(link=link)
+
+    assert store(importer, [waiting, stored]) == 1
     with connection.cursor() as cursor:
-        cursor.execute("SELECT link_id, browser, os, device, referer_host FROM clicks WHERE slug = %s", [slug])
-        assert cursor.fetchall() == [(None, "Chrome", "Windows", "desktop", "")]
+        for table in ("clicks", "click_rollup_hour", "click_breakdown_hour", "link_click_totals"):
+            cursor.execute(f"SELECT link_id, count(*) FROM {table} WHERE link_id IN (%s, %s) GROUP BY 1",
+                           [link.pk, kept.pk])
+            assert cursor.fetchall() == [(kept.pk, 1 if table != "click_breakdown_hour" else 5)], table

@@ -8,8 +8,8 @@ from django.core.exceptions import ValidationError
 
 from links import services
 from links.models import Link
-from links.publishing import CHANGES_STREAM, link_key
 from links.redis import get_redis
+from slingshot.contract import LINK_CHANGES_STREAM, link_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,15 +31,15 @@ def published(slug: str):
 def test_create_publishes_every_field_after_commit(owner):
     slug = fresh_slug()
     expires = datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
-    services.link_create(
+    link = services.link_create(
         owner=owner, url="https://example.com/a", slug=slug, redirect_status=308,
         expires_at=expires, forward_query=True, is_active=False,
     )
     assert published(slug) == {
-        "url": "https://example.com/a", "status": 308, "active": False,
+        "id": link.pk, "url": "https://example.com/a", "status": 308, "active": False,
         "expires_at": int(expires.timestamp()), "forward_query": True,
     }
-    changes = get_redis().xrevrange(CHANGES_STREAM, count=1)
+    changes = get_redis().xrevrange(LINK_CHANGES_STREAM, count=1)
     assert changes[0][1] == {b"slug": slug.encode()}
 
 

@@ -1,13 +1,11 @@
 import uuid
 from datetime import datetime, timezone
 
-import orjson
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from clicks.importer import STREAM
-from links.redis import get_redis
+from clicks.tests.streams import add_entry
 
 FIREFOX = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:120.0) Gecko/20100101 Firefox/120.0"
 PASSWORD = "correct horse battery staple"
@@ -36,10 +34,9 @@ def unique_slug(prefix: str = "w") -> str:
     return prefix + uuid.uuid4().hex[:8]
 
 
-def import_clicks(slug: str, count: int = 1, *, ua: str = FIREFOX, when: datetime | None = None) -> None:
-    """Clicks through the real importer, as the edge would have recorded them."""
+def import_clicks(link, count: int = 1, *, ua: str = FIREFOX, when: datetime | None = None) -> None:
+    """Clicks on a link through the real importer, as the edge would have recorded them."""
     ts = int((when or datetime.now(timezone.utc)).timestamp() * 1000)
-    entries = [{"id": uuid.uuid4().hex, "ts": ts, "slug": slug, "ip": "198.51.100.7", "ua": ua,
-                "ref": "https://news.example.org/post"} for _ in range(count)]
-    get_redis().xadd(STREAM, {"v": "1", "clicks": orjson.dumps(entries)})
+    add_entry([{"ts": ts, "slug": link.slug, "link": link.pk, "ip": "198.51.100.7", "ua": ua,
+                "ref": "https://news.example.org/post"} for _ in range(count)])
     call_command("import_clicks", "--once", "--consumer", "web-test")

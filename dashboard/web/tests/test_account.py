@@ -68,7 +68,7 @@ def test_token_form_errors(signed_in):
 def test_overview_totals_and_top_links(signed_in, user, django_assert_max_num_queries):
     busy = link_create(owner=user, url="https://example.com/b", slug=unique_slug())
     link_create(owner=user, url="https://example.com/q", slug=unique_slug())
-    import_clicks(busy.slug, 4)
+    import_clicks(busy, 4)
     with django_assert_max_num_queries(7):
         page = signed_in.get("/")
     totals = page.context["totals"]

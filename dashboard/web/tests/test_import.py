@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from links.models import Link
 from links.services import link_create
-from web.models import LinkImport
+from links.models import LinkImport
 
 from .conftest import unique_slug
 

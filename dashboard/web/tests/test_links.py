@@ -94,8 +94,8 @@ def test_list_search_filter_sort_and_query_count(signed_in, user, django_assert_
     off = link_create(owner=user, url="https://example.com/off", slug=unique_slug("o"), is_active=False, tags=["a"])
     for i in range(60):
         link_create(owner=user, url=f"https://example.com/{i}", tags=["bulk"])
-    import_clicks(busy.slug, 3)
-    import_clicks(quiet.slug, 1)
+    import_clicks(busy, 3)
+    import_clicks(quiet, 1)
 
     def slugs(**params):
         return [link.slug for link in signed_in.get(reverse("web:link-list"), params).context["page"]]
@@ -123,8 +123,8 @@ def test_export_is_the_current_filter(signed_in, user):
 
 def test_detail_shows_stats_with_a_bounded_number_of_queries(signed_in, user, django_assert_max_num_queries):
     link = link_create(owner=user, url="https://example.com/d", slug=unique_slug())
-    import_clicks(link.slug, 2)
-    import_clicks(link.slug, 1, ua="curl/8.0")
+    import_clicks(link, 2)
+    import_clicks(link, 1, ua="curl/8.0")
     url = reverse("web:link-detail", args=[link.slug])
     with django_assert_max_num_queries(7):  # session, user, link, series, breakdowns, totals, recent clicks
         response = signed_in.get(url)

@@ -6,21 +6,28 @@ import time
 from dataclasses import asdict
 from datetime import datetime, timezone
 
+import psycopg
 import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import InterfaceError, OperationalError
 
+from clicks.batch import BatchMaker
 from clicks.enrichment import Enricher
-from clicks.importer import FOLD_AFTER, BatchResult, ClickImporter, ConsumerBusy, fold_days, tune_gc
-from clicks.selectors import import_lag
-from clicks.services import click_tables_maintain
-from slingshot.commands import ServiceCommand
+from clicks.importer import BatchResult, ClickImporter, ConsumerBusy, tune_gc
+from clicks.partitions import click_tables_maintain
+from clicks.rollups import FOLD_AFTER, fold_days
+from clicks.stream import ClickStream, import_lag
 from links.redis import get_redis
+from slingshot.commands import ServiceCommand
 
 EXIT_CONSUMER_BUSY = 3
 MAINTENANCE_EVERY = 24 * 3600.0
-RETRYABLE = (redis.ConnectionError, redis.TimeoutError, OperationalError, InterfaceError)
+# A connection lost at any point: nothing is acknowledged before its COMMIT,
+# so the same work is done again, and a batch stored twice counts once.
+# psycopg's own errors reach here from COPY, which Django does not wrap.
+RETRYABLE = (redis.ConnectionError, redis.TimeoutError, OperationalError, InterfaceError,
+             psycopg.OperationalError, psycopg.InterfaceError)
 
 
 class Progress:
@@ -81,12 +88,11 @@ class Command(ServiceCommand):
         parser.add_argument("--once", action="store_true", help="drain what is in the stream now, then exit")
         parser.add_argument(
             "--consumer",
-            default=socket.gethostname(),
-            help="consumer name in the group (default: host name); keep it stable across restarts, "
-                 "and give every importer running at once its own",
+            help="consumer name in the group (default: the host name, or <host name>-once with --once); keep it "
+                 "stable across restarts, and give every importer running at once its own",
         )
         parser.add_argument("--batch-size", type=int, default=settings.CLICK_IMPORT_BATCH_ENTRIES,
-                            help="stream entries per transaction (the edge puts ~100 clicks in one)")
+                            help="stream entries per transaction (the edge puts up to 100 clicks in one)")
         parser.add_argument("--block-ms", type=int, default=1000, help="how long a read waits for new entries")
         parser.add_argument("--claim-idle-ms", type=int, default=settings.CLICK_IMPORT_CLAIM_IDLE_MS,
                             help="take over entries another consumer left pending this long")
@@ -98,11 +104,13 @@ class Command(ServiceCommand):
         if lag:
             self.stdout.write(json.dumps(asdict(import_lag(client=get_redis()))))
             return
-        importer = ClickImporter(
-            client=get_redis(), consumer=consumer, batch_size=batch_size, block_ms=block_ms,
-            claim_idle_ms=claim_idle_ms,
-            enricher=Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH),
-        )
+        if batch_size < 1 or block_ms < 0 or claim_idle_ms < 1:
+            raise CommandError("--batch-size and --claim-idle-ms must be positive, --block-ms not negative")
+        # A drain by hand beside a following importer must not take its name.
+        consumer = consumer or socket.gethostname() + ("-once" if once else "")
+        stream = ClickStream(get_redis(), consumer=consumer, batch_size=batch_size, claim_idle_ms=claim_idle_ms)
+        maker = BatchMaker(Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH))
+        importer = ClickImporter(stream=stream, maker=maker, block_ms=block_ms)
         tune_gc()
         maintenance_due = 0.0
 
@@ -130,16 +138,16 @@ class Command(ServiceCommand):
             while not self.stopping:
                 try:
                     if meter is None:
-                        meter = Progress(command=self, client=importer.redis, bar=show_bar and once,
+                        meter = Progress(command=self, client=stream.redis, bar=show_bar and once,
                                          interval=settings.CLICK_IMPORT_LOG_INTERVAL)
                     total += importer.run(once=once, should_stop=lambda: self.stopping, report=report,
                                           every_so_often=maintain)
+                    if once:
+                        stream.leave()
                     break
                 except ConsumerBusy as exc:
                     raise CommandError(f"import_clicks: {exc}; exiting", returncode=EXIT_CONSUMER_BUSY) from None
                 except RETRYABLE as exc:
-                    # Redis or PostgreSQL went away: nothing was acknowledged that
-                    # was not committed, so retry the same work when it is back.
                     self.retry_later(exc, attempt=attempt, first=0.5, cap=30.0, who=f"import_clicks[{consumer}]")
                     attempt += 1
         finally:
@@ -148,4 +156,3 @@ class Command(ServiceCommand):
         if once:
             counts = meter.totals
             self.stdout.write(f"imported {total} clicks ({counts['clicks']} read, {counts['dead']} dead entries)")
-

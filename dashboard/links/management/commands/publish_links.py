@@ -3,8 +3,9 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from links.models import Link
-from links.publishing import LINK_KEY_PREFIX, link_key, link_payload, publish_slugs
+from links.publishing import link_payload, publish_slugs
 from links.redis import get_redis
+from slingshot.contract import LINK_KEY_PREFIX, link_key
 
 CHUNK = 1000
 

@@ -1,0 +1,232 @@
+"""The rollups (docs/rollups.md): every statement that adds to them, folds
+them or deletes from them, and the bucket expressions the selectors read
+them with. The tables are in sql/rollups.sql.
+
+A batch reaches the rollups through two temporary tables: `batch_breakdown`
+(clicks per link, hour, dimension and value) and `batch_visitors` (a row per
+click: link, hour, visitor hash, bot). `add_batch` adds them to the hour
+tables, to the day tables for hours already folded, and to the totals.
+"""
+import logging
+from collections import Counter, defaultdict
+from datetime import datetime, timedelta, timezone
+
+from django.db import connection, transaction
+
+log = logging.getLogger(__name__)
+
+# Every counted click adds one to exactly one value of each.
+DIMENSIONS = ("referer_host", "browser", "os", "device", "country")
+# HyperLogLog parameters of the visitor sketches: 2^12 registers of 5 bits.
+HLL = "12, 5"
+HOUR_MS = 3_600_000
+# How long after an hour ends it is folded into the day tables: the clicks of
+# an hour come in within seconds, and any that come later still count (late clicks).
+FOLD_AFTER = timedelta(minutes=10)
+
+# --- what the selectors read with -------------------------------------------------
+
+# The UTC day of an hour row's bucket.
+DAY_OF_BUCKET = "date_trunc('day', bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+# The first hour from %s on that is not in the day tables yet; a scalar
+# subquery, so that PostgreSQL can use it as an index bound.
+NOT_FOLDED = "greatest(%s, (SELECT folded_before FROM click_day_fold))"
+
+# --- a batch ---------------------------------------------------------------------
+
+TEMP_TABLES = """
+CREATE TEMP TABLE IF NOT EXISTS batch_breakdown (
+    link_id bigint, hour bigint, dimension text, value text, clicks bigint, human_clicks bigint
+) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS batch_visitors (link_id bigint, hour bigint, visitor bigint, is_bot boolean)
+    ON COMMIT DELETE ROWS;
+"""
+COPY_BREAKDOWN = "COPY batch_breakdown (link_id, hour, dimension, value, clicks, human_clicks) FROM STDIN"
+COPY_VISITORS = "COPY batch_visitors (link_id, hour, visitor, is_bot) FROM STDIN"
+
+
+def copy_text(value: str) -> str:
+    """`value` escaped for PostgreSQL's COPY text format."""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return value
+
+
+def breakdown_rows(agent_keys: list[tuple], host_keys: list[tuple], country_keys: list[tuple]) -> bytes:
+    """COPY text of batch_breakdown from a key per counted click:
+    (link, hour, (browser, os, device, is_bot)), (link, hour, referrer host,
+    is_bot) and (link, hour, country, is_bot)."""
+    totals = defaultdict(lambda: [0, 0])
+    for (link, hour, (browser, os_family, device, is_bot)), n in Counter(agent_keys).items():
+        for dimension, value in (("browser", browser), ("os", os_family), ("device", device)):
+            total = totals[link, hour, dimension, value]
+            total[0] += n
+            if not is_bot:
+                total[1] += n
+    for dimension, keys in (("referer_host", host_keys), ("country", country_keys)):
+        for (link, hour, value, is_bot), n in Counter(keys).items():
+            total = totals[link, hour, dimension, value]
+            total[0] += n
+            if not is_bot:
+                total[1] += n
+    return "".join(f"{link}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{human}\n"
+                   for (link, hour, dimension, value), (n, human) in totals.items()).encode("utf-8", "replace")
+
+
+# batch_breakdown from the rows of a data-modifying CTE `new` with a click's
+# link_id, occurred_at, is_bot and a column per dimension: what the importer
+# counts when only some of a batch's clicks were new (importer.py).
+BREAKDOWN_OF_NEW = f"""
+INSERT INTO batch_breakdown (link_id, hour, dimension, value, clicks, human_clicks)
+SELECT link_id, floor(extract(epoch FROM occurred_at) / 3600)::bigint, d.dimension, d.value,
+       count(*), count(*) FILTER (WHERE NOT is_bot)
+FROM new, LATERAL (VALUES {", ".join(f"('{dimension}', {dimension})" for dimension in DIMENSIONS)})
+    d (dimension, value)
+GROUP BY 1, 2, 3, 4
+"""
+
+_HOUR_BUCKET = "timestamptz 'epoch' + hour * interval '1 hour'"
+_DAY_BUCKET = "timestamptz 'epoch' + (hour / 24) * interval '24 hours'"
+
+# Adding to the rollups, from a source of (link_id, bucket, clicks,
+# human_clicks, visitor_sketch, human_visitor_sketch) rows, one per key.
+# Rows go in key order so that two importers updating the same rollup rows
+# lock them in the same order. A visitor count never goes down, nor above the clicks.
+_ADD_ROLLUP = """
+INSERT INTO click_rollup_{g} AS r (link_id, bucket, clicks, human_clicks, visitors, human_visitors,
+                                   visitor_sketch, human_visitor_sketch)
+SELECT link_id, bucket, clicks, human_clicks,
+       least(clicks, round(hll_cardinality(visitor_sketch))),
+       least(human_clicks, round(coalesce(hll_cardinality(human_visitor_sketch), 0))),
+       visitor_sketch, human_visitor_sketch
+FROM ({source}) s (link_id, bucket, clicks, human_clicks, visitor_sketch, human_visitor_sketch)
+ORDER BY 1, 2
+ON CONFLICT (link_id, bucket) DO UPDATE SET
+    clicks = r.clicks + EXCLUDED.clicks,
+    human_clicks = r.human_clicks + EXCLUDED.human_clicks,
+    visitor_sketch = hll_union(r.visitor_sketch, EXCLUDED.visitor_sketch),
+    human_visitor_sketch = hll_union(r.human_visitor_sketch, EXCLUDED.human_visitor_sketch),
+    visitors = greatest(r.visitors, least(
+        r.clicks + EXCLUDED.clicks, round(hll_cardinality(hll_union(r.visitor_sketch, EXCLUDED.visitor_sketch))))),
+    human_visitors = greatest(r.human_visitors, least(
+        r.human_clicks + EXCLUDED.human_clicks,
+        round(coalesce(hll_cardinality(hll_union(r.human_visitor_sketch, EXCLUDED.human_visitor_sketch)), 0))))
+"""
+# ... from a source of (link_id, bucket, dimension, value, clicks, human_clicks), one per key.
+_ADD_BREAKDOWN = """
+INSERT INTO click_breakdown_{g} AS r (link_id, bucket, dimension, value, clicks, human_clicks)
+SELECT * FROM ({source}) s ORDER BY 1, 2, 3, 4
+ON CONFLICT (link_id, bucket, dimension, value) DO UPDATE SET
+    clicks = r.clicks + EXCLUDED.clicks,
+    human_clicks = r.human_clicks + EXCLUDED.human_clicks
+"""
+
+# A batch's rollup rows, from its temporary tables; `{late}` keeps every
+# hour, or only the hours before the day fold's mark (late clicks, which the
+# day tables take directly). Every click is in each dimension once, so the
+# clicks of one dimension are the batch's clicks. The join keeps only the
+# buckets with clicks counted now: the visitors of clicks that were stored
+# already are in the sketches already, and adding them again changes nothing.
+_BATCH_ROLLUP = f"""
+WITH counts AS (
+    SELECT link_id, {{bucket}} AS bucket, sum(clicks) AS clicks, sum(human_clicks) AS human_clicks
+    FROM batch_breakdown WHERE dimension = 'browser' AND {{late}} GROUP BY 1, 2
+), sketches AS (
+    SELECT link_id, {{bucket}} AS bucket,
+           hll_add_agg(visitor::hll_hashval, {HLL}) AS visitor_sketch,
+           coalesce(hll_add_agg(visitor::hll_hashval, {HLL}) FILTER (WHERE NOT is_bot), hll_empty({HLL}))
+               AS human_visitor_sketch
+    FROM batch_visitors WHERE {{late}} GROUP BY 1, 2
+)
+SELECT c.link_id, c.bucket, c.clicks, c.human_clicks, s.visitor_sketch, s.human_visitor_sketch
+FROM counts c JOIN sketches s USING (link_id, bucket)
+"""
+_BATCH_BREAKDOWN = """
+SELECT link_id, {bucket}, dimension, value, sum(clicks), sum(human_clicks)
+FROM batch_breakdown WHERE {late} GROUP BY 1, 2, 3, 4
+"""
+# FOR SHARE: a fold waits for this transaction, or this one sees where the
+# fold got to (docs/rollups.md, "Exactly once").
+_LATE = "hour < (SELECT extract(epoch FROM folded_before) / 3600 FROM click_day_fold FOR SHARE)"
+_TOTALS = """
+INSERT INTO link_click_totals AS t (link_id, clicks, human_clicks)
+SELECT link_id, sum(clicks), sum(human_clicks)
+FROM batch_breakdown WHERE dimension = 'browser' GROUP BY 1 ORDER BY 1
+ON CONFLICT (link_id) DO UPDATE SET
+    clicks = t.clicks + EXCLUDED.clicks,
+    human_clicks = t.human_clicks + EXCLUDED.human_clicks
+"""
+_BATCH_STATEMENTS = [
+    _ADD_ROLLUP.format(g="hour", source=_BATCH_ROLLUP.format(bucket=_HOUR_BUCKET, late="true")),
+    # batch_breakdown has a row per link, hour, dimension and value already.
+    _ADD_BREAKDOWN.format(g="hour", source=f"SELECT link_id, {_HOUR_BUCKET}, dimension, value, clicks, "
+                                           "human_clicks FROM batch_breakdown"),
+    _ADD_ROLLUP.format(g="day", source=_BATCH_ROLLUP.format(bucket=_DAY_BUCKET, late=_LATE)),
+    _ADD_BREAKDOWN.format(g="day", source=_BATCH_BREAKDOWN.format(bucket=_DAY_BUCKET, late=_LATE)),
+    _TOTALS,
+]
+
+
+def add_batch(cursor) -> None:
+    """Adds what batch_breakdown and batch_visitors hold, in the caller's transaction."""
+    for statement in _BATCH_STATEMENTS:
+        cursor.execute(statement)
+
+
+# --- the day fold --------------------------------------------------------------
+
+_FOLDED_HOURS = "bucket >= %(since)s AND bucket < %(until)s"
+# The links whose hours are folded, locked against deletion until the fold
+# commits: a link deleted first has no hour rows left to fold, and one
+# deleted after loses the day rows made from them (link_delete_rollups).
+_LOCK_FOLDED_LINKS = f"""
+SELECT id FROM links_link
+WHERE id IN (SELECT DISTINCT link_id FROM click_rollup_hour WHERE {_FOLDED_HOURS})
+ORDER BY id FOR KEY SHARE
+"""
+_FOLD_STATEMENTS = [
+    _LOCK_FOLDED_LINKS,
+    _ADD_ROLLUP.format(g="day", source=f"""
+        SELECT link_id, {DAY_OF_BUCKET}, sum(clicks), sum(human_clicks), hll_union_agg(visitor_sketch),
+               hll_union_agg(human_visitor_sketch)
+        FROM click_rollup_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2"""),
+    _ADD_BREAKDOWN.format(g="day", source=f"""
+        SELECT link_id, {DAY_OF_BUCKET}, dimension, value, sum(clicks), sum(human_clicks)
+        FROM click_breakdown_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2, 3, 4"""),
+    "UPDATE click_day_fold SET folded_before = %(until)s",
+]
+
+
+def fold_days(*, until: datetime) -> tuple[datetime, datetime]:
+    """Adds the closed hours before `until` (rounded down to the hour) that
+    are not in the day tables yet; returns the hours folded, [since, until),
+    empty if there were none. One transaction; safe to run from several
+    importers at once."""
+    until = until.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT folded_before FROM click_day_fold")
+        since = cursor.fetchone()[0]
+        if since >= until:
+            return since, since
+        with transaction.atomic():
+            cursor.execute("SELECT folded_before FROM click_day_fold FOR UPDATE")
+            since = cursor.fetchone()[0]
+            if since >= until:
+                return since, since
+            for statement in _FOLD_STATEMENTS:
+                cursor.execute(statement, {"since": since, "until": until})
+    log.info("folded the hours from %s to %s into the day rollups", since, until)
+    return since, until
+
+
+# --- a link deleted -------------------------------------------------------------
+
+_LINK_TABLES = ("click_rollup_hour", "click_rollup_day", "click_breakdown_hour", "click_breakdown_day",
+                "link_click_totals")
+
+
+def link_delete_rollups(cursor, link_id: int) -> None:
+    """Deletes a link's rollups and totals, in the caller's transaction,
+    which must have deleted (and so locked) the link first."""
+    for table in _LINK_TABLES:
+        cursor.execute(f"DELETE FROM {table} WHERE link_id = %s", [link_id])

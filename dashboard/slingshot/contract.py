@@ -1,0 +1,23 @@
+"""The names the dashboard and the edge share in Redis (docs/contract.md).
+
+Every tier takes them from here (the edge from `edge/slingshot/contract.lua`);
+`edge/t/test_contract.py` holds both against the document.
+"""
+
+LINK_KEY_PREFIX = "slingshot:link:"
+LINK_CHANGES_STREAM = "slingshot:link-changes"
+# Change notifications are only hints to evict a cached copy: the stream is capped.
+LINK_CHANGES_MAXLEN = 100_000
+
+CLICKS_STREAM = "slingshot:clicks"
+CLICKS_GROUP = "importers"
+DEAD_LETTER_STREAM = "slingshot:clicks:dead"
+# The `v` field of a click entry: the record format the importer reads.
+CLICK_RECORD_VERSION = "3"
+
+# Paths the edge answers itself (nginx.conf's `location =` blocks): never slugs.
+EDGE_PATHS = ("healthz", "metrics")
+
+
+def link_key(slug: str) -> str:
+    return LINK_KEY_PREFIX + slug

@@ -1,0 +1,12 @@
+-- The names the edge shares with the dashboard in Redis (docs/contract.md).
+-- dashboard/slingshot/contract.py holds the same names for the dashboard and
+-- the importer; edge/t/test_contract.py checks both against the document.
+local _M = { _VERSION = "0.1.0" }
+
+_M.LINK_KEY_PREFIX = "slingshot:link:"
+_M.LINK_CHANGES_STREAM = "slingshot:link-changes"
+_M.CLICKS_STREAM = "slingshot:clicks"
+-- The `v` field of the click entries this edge writes.
+_M.CLICK_RECORD_VERSION = "3"
+
+return _M

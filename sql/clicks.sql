@@ -1,0 +1,125 @@
+-- Raw clicks, orphan visits and the user agents they were made with. The
+-- importer (dashboard/clicks/importer.py) writes them; nothing else does.
+-- Applied by dashboard/clicks/migrations/0001_initial.py, with rollups.sql.
+
+-- A redirect the edge served, with what the importer learnt about it
+-- (dashboard/clicks/enrichment.py). Partitioned by month (UTC), so that
+-- CLICK_RETENTION_MONTHS drops whole months.
+--
+-- The primary key holds the click id, and is what makes the import exactly
+-- once: a click delivered twice has the same id and time. click_id leads,
+-- so the ids of one edge worker (a fixed prefix and a counter) land next to
+-- each other in the index. A click belongs to the link that served it, and
+-- goes when that link is deleted (links.services.link_delete).
+CREATE TABLE clicks (
+    click_id      uuid        NOT NULL,
+    occurred_at   timestamptz NOT NULL,
+    link_id       bigint      NOT NULL,
+    user_agent_id bigint      NOT NULL,
+    is_bot        boolean     NOT NULL,
+    slug          text        NOT NULL,  -- as asked for, which the link may since have changed
+    ip            inet,                  -- as CLICK_IP_PRIVACY keeps it: anonymised, whole, or not at all
+    country       text        NOT NULL,  -- ISO 3166 alpha-2, or 'unknown'
+    browser       text        NOT NULL,
+    os            text        NOT NULL,
+    device        text        NOT NULL,  -- desktop, mobile, tablet, bot, unknown
+    referer       text        NOT NULL,
+    referer_host  text        NOT NULL,  -- '' for no Referer, 'unknown' for one without a host
+    PRIMARY KEY (click_id, occurred_at)
+) PARTITION BY RANGE (occurred_at);
+
+CREATE INDEX clicks_link_time ON clicks (link_id, occurred_at);
+
+-- A visit to a well-formed slug that has no link (the edge records no link
+-- for it), with the slug asked for. Partitioned like `clicks` so the same
+-- retention drops them.
+CREATE TABLE orphan_visits (
+    click_id    uuid        NOT NULL,
+    occurred_at timestamptz NOT NULL,
+    is_bot      boolean     NOT NULL,
+    slug        text        NOT NULL,
+    ip          inet,
+    country     text        NOT NULL,
+    user_agent  text        NOT NULL,
+    referer     text        NOT NULL,
+    PRIMARY KEY (click_id, occurred_at)
+) PARTITION BY RANGE (occurred_at);
+
+CREATE INDEX orphan_visits_slug_time ON orphan_visits (slug, occurred_at);
+
+-- Each user agent once, referenced from clicks by its id, which is a 64-bit
+-- hash of it (clicks.enrichment.AgentFacts.agent_hash): the importer knows
+-- an agent's id without asking, and adds the agents new to it with each
+-- batch. The user agent is about half the bytes of a click, and a few
+-- thousand agents make most of the traffic. Never pruned: retention drops
+-- click partitions, not agents.
+CREATE TABLE user_agents (
+    id         bigint PRIMARY KEY,
+    user_agent text   NOT NULL
+);
+
+-- The month partitions of a table partitioned by occurred_at that cover
+-- [from_ts, from_ts + months_ahead months], named <table>_yYYYYmMM, if
+-- missing; returns how many it created. Safe to call often.
+CREATE FUNCTION slingshot_ensure_month_partitions(parent text, from_ts timestamptz, months_ahead integer)
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    month_start timestamp := date_trunc('month', from_ts AT TIME ZONE 'UTC');
+    created     integer := 0;
+    part_name   text;
+BEGIN
+    FOR i IN 0..months_ahead LOOP
+        part_name := format('%s_y%sm%s', parent, to_char(month_start, 'YYYY'), to_char(month_start, 'MM'));
+        IF to_regclass(part_name) IS NULL THEN
+            EXECUTE format(
+                'CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
+                part_name, parent,
+                month_start AT TIME ZONE 'UTC',
+                (month_start + interval '1 month') AT TIME ZONE 'UTC'
+            );
+            created := created + 1;
+        END IF;
+        month_start := month_start + interval '1 month';
+    END LOOP;
+    RETURN created;
+END;
+$$;
+
+-- The partitions of both raw tables.
+CREATE FUNCTION slingshot_ensure_click_partitions(from_ts timestamptz, months_ahead integer)
+RETURNS integer
+LANGUAGE sql
+AS $$
+    SELECT slingshot_ensure_month_partitions('clicks', from_ts, months_ahead)
+         + slingshot_ensure_month_partitions('orphan_visits', from_ts, months_ahead);
+$$;
+
+-- Drops the partitions of both raw tables for months that ended at or
+-- before `before`; returns their names. Rollups are not touched.
+CREATE FUNCTION slingshot_drop_click_partitions(before timestamptz)
+RETURNS SETOF text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    part record;
+BEGIN
+    FOR part IN
+        SELECT c.relname,
+               to_timestamp(substring(c.relname from '_y(\d{4}m\d{2})$'), 'YYYY"m"MM') AT TIME ZONE 'UTC' AS month_start
+        FROM pg_inherits i
+        JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent IN ('clicks'::regclass, 'orphan_visits'::regclass)
+          AND c.relname ~ '_y\d{4}m\d{2}$'
+        ORDER BY 1
+    LOOP
+        IF (part.month_start AT TIME ZONE 'UTC' + interval '1 month') AT TIME ZONE 'UTC' <= before THEN
+            EXECUTE format('DROP TABLE %I', part.relname);
+            RETURN NEXT part.relname;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+SELECT slingshot_ensure_click_partitions(now() - interval '1 month', 3);
