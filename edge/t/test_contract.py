@@ -1,16 +1,72 @@
-"""A link published by the dashboard is read correctly by the edge (docs/contract.md)."""
+"""The contract (docs/contract.md): both tiers use the names it gives, and a
+link published by the dashboard is read correctly by the edge."""
+import re
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from links import services
-from slingshot.contract import link_key
+from links import services, slugs
 from links.redis import get_redis
+from slingshot import contract
+from slingshot.contract import link_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+REPO = Path(__file__).resolve().parent.parent.parent
+DOC = (REPO / "docs" / "contract.md").read_text()
+
+
+def lua_constants(module: str) -> dict[str, str]:
+    """The `_M.NAME = "value"` and `_M.NAME = number` lines of an edge module."""
+    text = (REPO / "edge" / "slingshot" / f"{module}.lua").read_text()
+    return {name: value.strip('"') for name, value in re.findall(r'^_M\.(\w+) = ("[^"]*"|\d+)$', text, flags=re.M)}
+
+
+def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
+    edge = lua_constants("contract")
+    assert edge == {
+        "LINK_KEY_PREFIX": contract.LINK_KEY_PREFIX, "LINK_CHANGES_STREAM": contract.LINK_CHANGES_STREAM,
+        "CLICKS_STREAM": contract.CLICKS_STREAM, "CLICK_RECORD_VERSION": contract.CLICK_RECORD_VERSION,
+    }
+    keys = dict(re.findall(r"^\| (.+?) \| (stream|string \(JSON\)|consumer group) \|", DOC, flags=re.M))
+    assert keys == {
+        f"`{contract.LINK_KEY_PREFIX}<slug>`": "string (JSON)",
+        f"`{contract.LINK_CHANGES_STREAM}`": "stream",
+        f"`{contract.CLICKS_STREAM}`": "stream",
+        f"consumer group `{contract.CLICKS_GROUP}` on `{contract.CLICKS_STREAM}`": "consumer group",
+        f"`{contract.DEAD_LETTER_STREAM}`": "stream",
+    }
+    assert f"| `v` | record format version, `{contract.CLICK_RECORD_VERSION}` |" in DOC
+    assert f"### Record format {contract.CLICK_RECORD_VERSION}" in DOC
+    assert f"MAXLEN ~ {contract.LINK_CHANGES_MAXLEN}" in DOC
+
+
+def test_the_slug_rule_is_the_same_in_the_document_the_dashboard_and_the_edge():
+    edge = lua_constants("slug")
+    assert (edge["DEFAULT_ALPHABET"], int(edge["MIN_LENGTH"]), int(edge["MAX_LENGTH"])) == (
+        slugs.ALPHABET, slugs.MIN_LENGTH, slugs.MAX_LENGTH)
+    assert f"A slug is {slugs.MIN_LENGTH} to {slugs.MAX_LENGTH} characters of `[{slugs.ALPHABET}]`" in " ".join(
+        DOC.split())
+    nginx_paths = set(re.findall(r"^\s*location = /([\w.-]+)", (REPO / "nginx.conf").read_text(), flags=re.M))
+    assert nginx_paths == set(contract.EDGE_PATHS)
+    for path in contract.EDGE_PATHS:
+        assert f"`{path}`" in DOC
+    assert set(contract.EDGE_PATHS) | {"new", "import", "admin", "api", "static"} <= slugs.reserved()
+
+
+def test_every_slug_the_dashboard_accepts_the_edge_serves(edge):
+    owner = get_user_model().objects.create_user("contract-" + uuid.uuid4().hex[:8])
+    every_character = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+    chosen = ["Q", "-" + uuid.uuid4().hex[:8], every_character[:32] + uuid.uuid4().hex,
+              uuid.uuid4().hex[:8] + every_character[32:]]
+    links = [services.link_create(owner=owner, url=f"https://example.com/{slug}", slug=slug) for slug in chosen]
+    links += [services.link_create(owner=owner, url="https://example.com/generated") for _ in range(20)]
+    for link in links:
+        assert edge.request(f"/{link.slug}").status == 302, link.slug
 
 
 @pytest.fixture
