@@ -375,8 +375,8 @@ function _M.follow_changes(premature)
         return
     end
     tailing = true
+    local count
     local red, err = redis.connect()
-    local count = 0
     if red then
         repeat
             count, err = read_changes(red)

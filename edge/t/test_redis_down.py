@@ -55,6 +55,30 @@ def test_redis_down_during_traffic(make_edge, private_redis):
     assert edge.request("/healthz").status == 200
 
 
+def test_a_worker_cut_off_from_the_change_feed_drops_its_cache_when_redis_is_back(make_edge, private_redis):
+    # One worker, so that the cached copy is the one asked again.
+    edge = make_edge(workers=1, env={**private_redis.edge_env(), "EDGE_CACHE_TTL": "300"})
+    client = private_redis.client()
+    slug = "f" + uuid.uuid4().hex[:10]
+    publish(client, slug, "https://example.com/before")
+    assert edge.request(f"/{slug}").headers["Location"] == "https://example.com/before"
+    before = metrics(edge)
+
+    private_redis.stop()
+    wait = time.monotonic() + 5
+    while delta(before, metrics(edge), 'slingshot_edge_redis_errors_total{op="changes"}') < 1:
+        assert time.monotonic() < wait, "the failed reads of the change feed were not counted"
+    private_redis.start()
+    # Changed while the worker could not follow the feed, as a change whose
+    # notification was lost would be: no entry in the change stream.
+    client.set(f"slingshot:link:{slug}", b'{"id": 1, "url": "https://example.com/after"}')
+
+    wait = time.monotonic() + 5
+    while edge.request(f"/{slug}").headers["Location"] != "https://example.com/after":
+        assert time.monotonic() < wait, "the cache held a copy from before the outage"
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("where", ["refused", "blackholed"])
 def test_an_unreachable_redis_answers_503_quickly(make_edge, where):
     # refused: nothing listens on the port; blackholed: a non-routable address,
