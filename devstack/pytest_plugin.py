@@ -9,6 +9,8 @@ import http.client
 import os
 import signal
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,8 +23,8 @@ SERVERS = ThrowawayStack(prefix="slingshot-test-")
 SERVERS.start()
 os.environ.update(
     SERVERS.environment(),
-    # Tests see a change in Redis as soon as its transaction commits;
-    # tests/test_publishing.py runs the publisher process on its own.
+    # Tests see a change in Redis as soon as its transaction commits; those
+    # of the way a change travels in production take `through_publisher`.
     LINK_PUBLISH_INLINE="true",
 )
 atexit.register(SERVERS.cleanup)
@@ -139,3 +141,41 @@ def make_edge():
     yield factory
     for running in started:
         running.stop()
+
+
+@pytest.fixture(scope="session")
+def publisher_process(django_db_setup, django_db_blocker):
+    """The real publisher (`manage.py run_publisher`) on the test database,
+    for the whole run. Its fallback poll is a minute: a change reaches Redis
+    through the outbox and NOTIFY, or not in time for any test."""
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        db = connection.settings_dict
+        env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/"
+                                             f"{db['NAME']}"}
+        process = subprocess.Popen(
+            [sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), "run_publisher", "--interval", "60"],
+            env=env, stdout=open(SERVERS.root / "publisher.log", "ab"), stderr=subprocess.STDOUT,
+        )
+        SERVERS.processes.append(process)
+        deadline = time.monotonic() + 30
+        with connection.cursor() as cursor:
+            while True:
+                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %%'")
+                if cursor.fetchone()[0]:
+                    break
+                assert process.poll() is None and time.monotonic() < deadline, "the publisher did not start"
+                time.sleep(0.02)
+        connection.close()
+    yield process
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def through_publisher(publisher_process, settings):
+    """Link changes go the production way: outbox, NOTIFY, the publisher
+    process, Redis; the request that makes one does not deliver it."""
+    settings.LINK_PUBLISH_INLINE = False
+    return publisher_process

@@ -90,17 +90,18 @@ def test_publish_links_check_finds_every_difference_and_all_repairs(django_user_
     assert "PostgreSQL and Redis agree" in capsys.readouterr().out
 
 
-def test_the_publisher_delivers_on_notify_within_milliseconds(publisher, settings, django_user_model):
-    from slingshot.contract import link_key
+def test_the_publisher_is_woken_by_notify_not_by_its_poll(through_publisher, django_user_model):
+    """The publisher polls once a minute here: only a NOTIFY can wake it in
+    time. It takes milliseconds; the bound leaves room for a busy machine."""
     from links.redis import get_redis
     from links.services import link_create
+    from slingshot.contract import link_key
 
-    settings.LINK_PUBLISH_INLINE = False
     owner = django_user_model.objects.create_user("notify")
-    time.sleep(1.2)  # let the publisher settle into waiting for a NOTIFY
-    slug = "nt" + uuid.uuid4().hex[:8]
-    link_create(owner=owner, url="https://example.com/notified", slug=slug)
-    created = time.monotonic()
-    while get_redis().get(link_key(slug)) is None:
-        assert time.monotonic() - created < 0.5, "not delivered within 0.5 s (the fallback poll is 1 s)"
-        time.sleep(0.005)
+    for _ in range(3):
+        slug = "nt" + uuid.uuid4().hex[:8]
+        link_create(owner=owner, url="https://example.com/notified", slug=slug)
+        created = time.monotonic()
+        while get_redis().get(link_key(slug)) is None:
+            assert time.monotonic() - created < 2, "not delivered within 2 s"
+            time.sleep(0.005)

@@ -119,8 +119,11 @@ class ClickImporter:
         added_agents = []
         with transaction.atomic(), connection.cursor() as cursor:
             if self._session_for is not connection.connection:
+                # A new connection, after a lost one: what the last transaction
+                # seemed to make (a partition) may have been rolled back with it.
                 cursor.execute(_SESSION)
                 self._session_for = connection.connection
+                self._partitions = MonthPartitions()
             self._partitions.ensure(cursor, batch.first_ms, batch.last_ms)
             cursor.execute(_LOCK_LINKS, [sorted(batch.link_ids)])
             live = [row[0] for row in cursor.fetchall()]

@@ -5,6 +5,7 @@ import re
 import socket
 import threading
 import time
+import uuid
 import zlib
 
 import orjson
@@ -56,6 +57,39 @@ def wait_for_clicks(client: redis.Redis, slug: str, count: int, timeout: float =
         time.sleep(0.05)
     time.sleep(0.2)
     return stream_clicks(client, slug)
+
+
+def wait_until(condition, *, timeout: float = 5.0, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+EVICTIONS = "slingshot_edge_cache_evictions_total"
+
+
+def following(edge, client: redis.Redis) -> float:
+    """Waits until every worker of the edge follows the change stream: a
+    notification published now is read (and evicted for) by all of them. A
+    worker that has just started begins at the stream's end, and would miss
+    a change published before it got there. Returns the evictions so far."""
+    deadline = time.monotonic() + 10
+    while True:
+        before = metrics(edge).get(EVICTIONS, 0)
+        publish(client, "following-" + uuid.uuid4().hex[:8], None)
+        settle = time.monotonic() + 1
+        while time.monotonic() < settle:
+            now = metrics(edge).get(EVICTIONS, 0)
+            if now - before >= edge.workers:
+                return now
+        assert time.monotonic() < deadline, "the edge's workers do not follow the change stream"
+
+
+def wait_for_notifications(edge, count: int) -> None:
+    """Waits until the edge's workers have read `count` change notifications
+    in all since it started (each worker evicts a slug for each one it reads)."""
+    wait_until(lambda: metrics(edge).get(EVICTIONS, 0) >= count, what=f"{count} change notifications read")
 
 
 _SAMPLE = re.compile(r"^([a-z_]+(?:\{[^}]*\})?) (\S+)$")

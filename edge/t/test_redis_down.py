@@ -4,7 +4,7 @@ import time
 import uuid
 
 import pytest
-from edge_helpers import Traffic, delta, metrics, publish, wait_for_clicks
+from edge_helpers import Traffic, delta, following, metrics, publish, wait_for_clicks, wait_for_notifications
 
 import devstack
 
@@ -13,9 +13,10 @@ def test_redis_down_during_traffic(make_edge, private_redis):
     edge = make_edge(workers=2, env={**private_redis.edge_env(), "EDGE_CLICK_RETRY_MAX": "0.5"})
     client = private_redis.client()
     cached, uncached = "d" + uuid.uuid4().hex[:10], "u" + uuid.uuid4().hex[:10]
+    seen = following(edge, client)
     publish(client, cached)
     publish(client, uncached)
-    time.sleep(0.5)  # past the change notifications
+    wait_for_notifications(edge, seen + 2 * 2)
     assert edge.request("/healthz").status == 200
 
     with Traffic(edge.port, f"/{cached}") as traffic:

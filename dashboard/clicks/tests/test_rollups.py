@@ -9,11 +9,11 @@ from django.db import connection
 from clicks.importer import ClickImporter
 from clicks.rollups import fold_days
 from clicks.selectors import LinkTotals, Point, bucket_start, link_stats, link_totals
-from clicks.tests.streams import entry, importer as make_importer
+from clicks.tests.streams import entry, fresh_rollups, importer as make_importer
 from links import services
 from links.models import Link
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_rollups")]
 
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
 IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 "
@@ -129,6 +129,7 @@ def test_days_folded_from_closed_hours_read_the_same_and_late_clicks_count_once(
 
     before = stats()
     assert before[0].series == [Point(bucket=DAY, clicks=6, visitors=3)]
+    assert day_tables() == ([], None), "nothing folded yet"
     fold_days(until=datetime.now(timezone.utc))
     assert stats() == before
     assert day_tables() == ([(6, 3)], 6)

@@ -66,19 +66,26 @@ class Progress:
     def log_window(self) -> None:
         elapsed = max(time.monotonic() - self.since, 1e-9)
         window = self.window
-        lag = import_lag(client=self.client)
+        try:
+            lag = import_lag(client=self.client)
+            backlog = (f"lag {lag.backlog} entries ({lag.pending} pending), "
+                       f"oldest {lag.oldest_age_seconds:.1f}s")
+        except redis.RedisError as exc:
+            backlog = f"lag unknown ({exc.__class__.__name__})"
         self.command.stdout.write(
             f"import_clicks: {window['batches']} batches, {window['entries']} entries, {window['clicks']} clicks "
             f"({window['stored']} new, {window['dead']} dead entries) in {elapsed:.1f}s, "
-            f"{window['clicks'] / elapsed:,.0f} clicks/s; lag {lag.backlog} entries "
-            f"({lag.pending} pending), oldest {lag.oldest_age_seconds:.1f}s"
+            f"{window['clicks'] / elapsed:,.0f} clicks/s; {backlog}"
         )
         self.window = dict.fromkeys(window, 0)
         self.since = time.monotonic()
 
     def close(self) -> None:
+        """At the end: the bar closed, or the last window's line logged."""
         if self.bar is not None:
             self.bar.close()
+        elif self.window["batches"]:
+            self.log_window()
 
 
 class Command(ServiceCommand):
@@ -147,7 +154,11 @@ class Command(ServiceCommand):
                     break
                 except ConsumerBusy as exc:
                     raise CommandError(f"import_clicks: {exc}; exiting", returncode=EXIT_CONSUMER_BUSY) from None
-                except RETRYABLE as exc:
+                except (*RETRYABLE, redis.ResponseError) as exc:
+                    # A Redis that came back without the consumer group (an
+                    # older snapshot) gets it again, from the stream's start.
+                    if isinstance(exc, redis.ResponseError) and "NOGROUP" not in str(exc):
+                        raise
                     self.retry_later(exc, attempt=attempt, first=0.5, cap=30.0, who=f"import_clicks[{consumer}]")
                     attempt += 1
         finally:

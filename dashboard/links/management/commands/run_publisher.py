@@ -35,8 +35,7 @@ class Command(ServiceCommand):
                 if published and time.monotonic() - logged_at >= log_interval:
                     self.stdout.write(f"run_publisher: published {published} link changes")
                     published, logged_at = 0, time.monotonic()
-                # Sleep until a change is committed (NOTIFY), or for `interval`.
-                if any(True for _ in listener.notifies(timeout=interval, stop_after=1)):
+                if self.wait_for_notify(listener, interval):
                     self.pause(coalesce_ms / 1000)
             except (redis.RedisError, OperationalError, InterfaceError, psycopg.Error) as exc:
                 if listener is not None:
@@ -45,6 +44,15 @@ class Command(ServiceCommand):
                 failures += 1
         if listener is not None:
             listener.close()
+
+    def wait_for_notify(self, listener: psycopg.Connection, seconds: float) -> bool:
+        """Sleeps until a change is committed (NOTIFY), for at most `seconds`,
+        waking at least twice a second to see whether it should stop."""
+        deadline = time.monotonic() + seconds
+        while not self.stopping and (left := deadline - time.monotonic()) > 0:
+            if any(True for _ in listener.notifies(timeout=min(left, 0.5), stop_after=1)):
+                return True
+        return False
 
     def listen(self) -> psycopg.Connection:
         db = connection.settings_dict
