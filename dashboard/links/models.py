@@ -1,11 +1,12 @@
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.utils import timezone
 
 from . import slugs
-from .validation import REDIRECT_STATUSES, validate_tags, validate_target_url
+from .validation import REDIRECT_STATUSES, normalise_target, validate_tags, validate_target_url
 
 
 class Link(models.Model):
@@ -42,6 +43,14 @@ class Link(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def clean(self) -> None:
+        """The target as normalise_target writes it: every way a link is
+        made or changed (services, admin) runs full_clean, and so this."""
+        try:
+            self.url = normalise_target(self.url)
+        except ValidationError:
+            pass  # the field's own validator has said why
 
 
 class LinkOutbox(models.Model):

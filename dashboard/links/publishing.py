@@ -13,12 +13,14 @@ import logging
 from collections.abc import Iterable
 
 import redis
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
 from slingshot.contract import LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key
 
 from .models import Link, LinkOutbox
 from .redis import get_redis
+from .validation import normalise_target
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +31,21 @@ _DELIVERY_LOCK = 0x51_1D_0B_0C
 
 
 def link_payload(link: Link) -> str:
-    """The value of the link's key (docs/contract.md, "Links")."""
+    """The value of the link's key (docs/contract.md, "Links"). A target the
+    rules refuse now (a domain blocklisted since, say) is published
+    disabled: the edge answers it as unknown."""
+    url, servable = link.url, True
+    try:
+        url = normalise_target(link.url)
+    except ValidationError as exc:
+        log.warning("link %s is published disabled, its target is refused now: %s", link.slug, "; ".join(exc.messages))
+        servable = False
     return json.dumps(
         {
             "id": link.pk,
-            "url": link.url,
+            "url": url,
             "status": link.redirect_status,
-            "active": link.is_active,
+            "active": link.is_active and servable,
             "expires_at": int(link.expires_at.timestamp()) if link.expires_at else None,
             "forward_query": link.forward_query,
         },

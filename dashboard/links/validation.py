@@ -1,12 +1,18 @@
-"""Rules for what a link may hold. The edge trusts these (docs/contract.md)."""
+"""Rules for what a link may hold. The edge trusts these (docs/contract.md):
+a target that passes `normalise_target` is ASCII, has nothing a header could
+be split on, and is served by the edge as it is."""
+import ipaddress
 import re
-from urllib.parse import urlsplit
+import socket
+import unicodedata
+from urllib.parse import quote, urlsplit, urlunsplit
 
+import idna
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
 REDIRECT_STATUSES = (301, 302, 307, 308)
-_UNSAFE_URL_CHARS = re.compile(r"[\x00-\x20\x7f]")
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 TAG_PATTERN = re.compile(r"[\w.-]{1,50}")
@@ -21,26 +27,145 @@ def validate_tags(value: list[str]) -> None:
             )
 
 
-def validate_target_url(value: str) -> None:
-    limit = settings.LINK_URL_MAX_LENGTH
-    if len(value) > limit:
-        raise ValidationError("The URL is longer than %(limit)d characters.", code="too_long", params={"limit": limit})
-    if _UNSAFE_URL_CHARS.search(value):
-        raise ValidationError("The URL must not contain spaces or control characters.", code="unsafe")
-    parts = urlsplit(value)
-    if parts.scheme.lower() not in ("http", "https"):
-        raise ValidationError("Only http and https URLs can be shortened.", code="scheme")
-    try:
-        host = parts.hostname
-    except ValueError:
-        host = None
+def _refuse(message: str, code: str, **params) -> ValidationError:
+    return ValidationError(message, code=code, params=params or None)
+
+
+def _visible(value: str) -> bool:
+    """No control, format (bidi overrides, zero-width characters, BOM), line,
+    paragraph or space separator characters anywhere."""
+    return not any(unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Zs") for char in value)
+
+
+# RFC 3986: what may stay as it is in each part; anything else (non-ASCII
+# characters, quotes, angle brackets...) is percent-encoded as UTF-8.
+_PATH_SAFE = "/:@!$&'()*+,;=-._~%"
+_QUERY_SAFE = _PATH_SAFE + "?"
+_NUMERIC_HOST = re.compile(r"[0-9a-fx.]+")
+_HOST_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
+
+
+def _ascii_host(host: str) -> str:
+    """The host in lower case, IDN labels as punycode (IDNA 2008 with UTS 46)."""
+    host = host.rstrip(".")
     if not host:
-        raise ValidationError("The URL needs a host name.", code="no_host")
-    if _same_host(host, parts, settings.EDGE_BASE_URL):
-        raise ValidationError("A link cannot point back to this shortener.", code="loop")
-    blocked = _blocked_domain(host.rstrip(".").lower(), settings.LINK_DOMAIN_BLOCKLIST)
+        raise _refuse("The URL needs a host name.", "no_host")
+    if host.isascii():
+        host = host.lower()
+        labels = host.split(".")
+        if len(host) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in labels):
+            raise _refuse("%(host)s is not a valid host name.", "invalid_host", host=host)
+        return host
+    try:
+        return idna.encode(host, uts46=True, transitional=False).decode("ascii")
+    except idna.IDNAError as exc:
+        raise _refuse("%(host)s is not a valid host name: %(reason)s.", "invalid_host", host=host,
+                      reason=exc) from None
+
+
+def _ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a host names in any spelling browsers accept (`127.1`,
+    `2130706433`, `0x7f000001`, `[::ffff:127.0.0.1]`), or None for a name."""
+    if host.startswith("["):
+        try:
+            address = ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            address = None
+        if address is None or address.scope_id:  # a zone only means something on the host that wrote it
+            raise _refuse("%(host)s is not a valid IPv6 address.", "invalid_host", host=host)
+        return address
+    last = host.rsplit(".", 1)[-1]
+    if _NUMERIC_HOST.fullmatch(host) and (last.isdigit() or last.startswith("0x")):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            raise _refuse("%(host)s is not a valid IPv4 address.", "invalid_host", host=host) from None
+    return None
+
+
+def _points_back(host: str, address) -> bool:
+    """Whether the host is this machine or the edge itself, whatever the port."""
+    if address is not None:
+        mapped = getattr(address, "ipv4_mapped", None) or address
+        return mapped.is_loopback or mapped.is_unspecified
+    return host == "localhost" or host.endswith(".localhost") or host in edge_hosts()
+
+
+def _host_and_port(netloc: str) -> tuple[str, int | None]:
+    if netloc.startswith("["):
+        end = netloc.find("]") + 1
+        if not end:
+            raise _refuse("The URL's host is not valid.", "invalid_host")
+        host, rest = netloc[:end], netloc[end:]
+    else:
+        host, colon, port = netloc.partition(":")
+        rest = colon + port
+    if rest in ("", ":"):
+        return host, None
+    digits = rest[1:]
+    if rest[0] != ":" or not (digits.isascii() and digits.isdigit()) or not 1 <= int(digits) <= 65535:
+        raise _refuse("The URL's port is not a number from 1 to 65535.", "port")
+    return host, int(digits)
+
+
+def edge_hosts() -> set[str]:
+    """The host names the edge answers on (EDGE_BASE_URL), as normalise_target writes hosts."""
+    host = urlsplit(settings.EDGE_BASE_URL).hostname or ""
+    try:
+        return {_ascii_host(host)}
+    except ValidationError:
+        return {host.lower()}
+
+
+def normalise_target(value: str) -> str:
+    """The target URL as the link keeps it and the edge sends it, or a
+    ValidationError saying what is wrong with it.
+
+    Surrounding spaces go; the scheme and host are lower-cased, an IDN host
+    becomes punycode, an IPv4 address in any spelling becomes dotted, a
+    default port goes, and non-ASCII characters of the path, query and
+    fragment are percent-encoded, so the result is ASCII. Refused: schemes
+    other than http and https, credentials, invalid ports, control, bidi and
+    invisible characters, hosts that are this machine or the edge itself in
+    any spelling and with any port (a redirect loop), blocklisted domains,
+    and URLs longer than LINK_URL_MAX_LENGTH."""
+    if not isinstance(value, str):
+        raise _refuse("Enter a URL.", "invalid")
+    value = value.strip(" \t\r\n")
+    if not _visible(value):
+        raise _refuse("The URL must not contain spaces or control characters, nor invisible or direction-changing ones.", "unsafe")
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        raise _refuse("The URL's host is not valid.", "invalid_host") from None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        raise _refuse("Only http and https URLs can be shortened.", "scheme")
+    if "@" in parts.netloc:
+        raise _refuse("The URL must not carry a user name or password.", "credentials")
+    raw_host, port = _host_and_port(parts.netloc)
+    host = raw_host if raw_host.startswith("[") else _ascii_host(raw_host)
+    address = _ip_of(host)
+    if isinstance(address, ipaddress.IPv4Address):
+        host = str(address)
+    elif address is not None:
+        host = f"[{address.compressed}]"
+    if _points_back(host, address):
+        raise _refuse("A link cannot point back to this shortener or this machine.", "loop")
+    blocked = _blocked_domain(host, settings.LINK_DOMAIN_BLOCKLIST)
     if blocked:
-        raise ValidationError("Links to %(domain)s are not allowed here.", code="blocked", params={"domain": blocked})
+        raise _refuse("Links to %(domain)s are not allowed here.", "blocked", domain=blocked)
+    netloc = host if port in (None, DEFAULT_PORTS[scheme]) else f"{host}:{port}"
+    normalised = urlunsplit((scheme, netloc, quote(parts.path, safe=_PATH_SAFE),
+                             quote(parts.query, safe=_QUERY_SAFE), quote(parts.fragment, safe=_QUERY_SAFE)))
+    limit = settings.LINK_URL_MAX_LENGTH
+    if len(normalised) > limit:
+        raise _refuse("The URL is longer than %(limit)d characters.", "too_long", limit=limit)
+    return normalised
+
+
+def validate_target_url(value: str) -> None:
+    normalise_target(value)
 
 
 def _blocked_domain(host: str, blocklist: list[str]) -> str | None:
@@ -50,17 +175,3 @@ def _blocked_domain(host: str, blocklist: list[str]) -> str | None:
         if domain and (host == domain or host.endswith("." + domain)):
             return domain
     return None
-
-
-def _same_host(host: str, parts, base_url: str) -> bool:
-    edge = urlsplit(base_url)
-    try:
-        return host.lower() == (edge.hostname or "").lower() and (parts.port or _default_port(parts.scheme)) == (
-            edge.port or _default_port(edge.scheme)
-        )
-    except ValueError:
-        return False
-
-
-def _default_port(scheme: str) -> int:
-    return 443 if scheme.lower() == "https" else 80

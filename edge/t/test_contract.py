@@ -116,6 +116,17 @@ def test_disabled_link_is_404_and_expired_link_is_410(edge, owner):
     assert edge.request(f"/{later.slug}").status == 302
 
 
+@pytest.mark.parametrize("typed", [
+    "HTTPS://EXAMPLE.COM/Case", "https://Bücher.example/straße?q=ä#frag", "http://134744072/dotted",
+    "https://example.com:443/default-port", 'https://example.com/"quotes"<and>{braces}',
+])
+def test_the_edge_serves_every_target_as_the_dashboard_keeps_it(edge, owner, typed):
+    link = create(owner, url=typed)
+    assert link.url.isascii() and link.url != typed
+    response = edge.request(f"/{link.slug}")
+    assert (response.status, response.headers["Location"]) == (302, link.url)
+
+
 def test_unknown_and_malformed_slugs_are_404(edge):
     assert edge.request("/no-such-" + uuid.uuid4().hex[:8]).status == 404
     for path in ["/", "/a/b", "/semi;colon", "/" + "x" * 65, "/%E2%9C%93", "/a%2Fb"]:
