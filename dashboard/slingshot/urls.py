@@ -6,3 +6,8 @@ urlpatterns = [
     path("api/v1/", include("api.urls")),
     path("", include("web.urls")),
 ]
+
+handler400 = "slingshot.errors.bad_request"
+handler403 = "slingshot.errors.permission_denied"
+handler404 = "slingshot.errors.page_not_found"
+handler500 = "slingshot.errors.server_error"

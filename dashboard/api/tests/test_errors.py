@@ -1,0 +1,38 @@
+"""Whatever goes wrong, the API answers JSON with the right status."""
+import json
+
+import pytest
+from django.test import RequestFactory
+
+from slingshot.errors import server_error
+
+pytestmark = pytest.mark.django_db
+
+
+def test_json_nested_too_deeply_is_a_400(api):
+    deep = '{"links": ' + "[" * 5000 + "]" * 5000 + "}"
+    response = api.post("/api/v1/links/bulk", deep, content_type="application/json")
+    assert response.status_code == 400
+    assert "nested too deeply" in response.json()["detail"]
+
+
+def test_a_body_over_the_limit_is_a_json_400(api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = api.post("/api/v1/links", json.dumps({"url": "https://example.com/" + "a" * 2000}),
+                        content_type="application/json")
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+
+
+def test_an_unknown_api_path_is_a_json_404(api):
+    response = api.get("/api/v2/nothing")
+    assert (response.status_code, response["Content-Type"]) == (404, "application/json")
+
+
+def test_an_error_in_the_api_is_a_json_500_and_elsewhere_a_page():
+    factory = RequestFactory()
+    api = server_error(factory.get("/api/v1/links"))
+    assert (api.status_code, api["Content-Type"], json.loads(api.content)["detail"][:14]) == (
+        500, "application/json", "Internal error")
+    page = server_error(factory.get("/links/"))
+    assert page.status_code == 500 and page["Content-Type"].startswith("text/html")
