@@ -12,9 +12,9 @@
 -- neither can a slug (slug.lua), so a click is those values as they came:
 -- nothing to escape, and nothing a header could inject. A request copies its
 -- click's bytes from nginx's memory into the chunk and makes no Lua string
--- of them: the Lua strings, their interning and their garbage cost a cached
--- redirect more than everything else it does in Lua (README, "Benchmarks").
--- Each entry lies within one chunk, so `take` makes one string an entry.
+-- of them: a string per click, interned and then collected, would be the
+-- biggest cost of a cached redirect in Lua. Each entry lies within one
+-- chunk, so `take` makes one string an entry.
 local ffi = require("ffi")
 
 local ffi_new = ffi.new

@@ -1,7 +1,7 @@
 -- Edge settings, read once from the environment.
 --
 -- Every variable named here must also be declared with an `env NAME;` line in
--- nginx.conf, or nginx hides it from the Lua VM. README.md lists them all.
+-- nginx.conf, or nginx hides it from the Lua VM. docs/configuration.md lists them all.
 local slug = require("slingshot.slug")
 local link = require("slingshot.link")
 local cidr = require("slingshot.cidr")

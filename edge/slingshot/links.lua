@@ -15,9 +15,8 @@
 --   notifications are missed (docs/contract.md).
 -- * In front of the lrucache, a plain table holds what was answered since
 --   that timer last ran: a hit there skips the lrucache's bookkeeping (its
---   LRU queue and TTL check go through the FFI, which costs a cached
---   redirect about 1,500 instructions more). The timer empties it, and
---   evictions reach it too.
+--   LRU queue and TTL check, which go through the FFI). The timer empties
+--   it, and evictions reach it too.
 local lrucache = require("resty.lrucache")
 local clear_table = require("table.clear")
 local semaphore = require("ngx.semaphore")
@@ -68,9 +67,8 @@ local to_refresh = {}
 local refreshing = false
 local BATCH_MAX = 100
 -- One batch out at a time per worker: the misses that arrive meanwhile all
--- join the next one. With four out, a storm of misses took nearly three
--- times as many round trips a lookup (4 slugs an MGET instead of 12) and a
--- quarter more CPU a miss (make bench, case c).
+-- join the next one, so a storm of misses costs few round trips, each with
+-- many slugs.
 local LOOKUPS_IN_FLIGHT = 1
 local slots
 local wait_timeout

@@ -56,8 +56,7 @@ local DEFAULT_ALLOWED = assert(_M.alphabet(_M.DEFAULT_ALPHABET))
 
 -- `path` is the normalised request URI, e.g. "/abc"; `allowed` a set from
 -- _M.alphabet. Returns the slug, or nil when the path cannot be a slug.
--- A byte at a time, which LuaJIT compiles (a Lua pattern it cannot, and
--- that cost five times as much).
+-- A byte at a time, which LuaJIT compiles (a Lua pattern it cannot).
 function _M.from_path(path, min_length, max_length, allowed)
     local n = #path
     if n < (min_length or _M.MIN_LENGTH) + 1 or n > (max_length or _M.MAX_LENGTH) + 1 then
