@@ -1,12 +1,11 @@
 import copy
-from datetime import timedelta
 
 from django.conf import settings
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
 from rest_framework import serializers
 
 from clicks.models import Click
+from clicks.selectors import INTERVALS, stats_range
 from links.models import Link
 from links.selectors import short_url
 from links.slugs import PATTERN as SLUG_PATTERN, validate_slug
@@ -97,24 +96,54 @@ class ClickSerializer(serializers.ModelSerializer):
                   "device", "country", "is_bot"]
 
 
-class StorableDateTimeField(serializers.DateTimeField):
-    """A time PostgreSQL can store: offsets within ±15:59."""
+class LinkOrderingField(serializers.CharField):
+    """Fields to sort links by, separated by commas, each with '-' for descending."""
 
-    def to_internal_value(self, value):
-        parsed = super().to_internal_value(value)
-        offset = parsed.utcoffset()
-        if offset is not None and abs(offset) > timedelta(hours=15, minutes=59):
-            self.fail("invalid", format="ISO 8601 with an offset within ±15:59")
-        return parsed
+    FIELDS = ["created_at", "clicks"]
+
+    def to_internal_value(self, data):
+        keys = [key.strip() for key in super().to_internal_value(data).split(",") if key.strip()]
+        unknown = [key for key in keys if key.removeprefix("-") not in self.FIELDS]
+        if unknown:
+            raise serializers.ValidationError(
+                f"Cannot order by {', '.join(unknown)}: use {' or '.join(self.FIELDS)}, '-' first for descending."
+            )
+        return keys
+
+
+class LinkQuerySerializer(serializers.Serializer):
+    """The query parameters of the link list, as links.selectors.link_search
+    takes them. A parameter given empty (`tag=` from a form) is as if left out."""
+
+    search = serializers.CharField(
+        source="query", required=False, default="", allow_blank=True, trim_whitespace=False,
+        help_text="Words that must each appear in the slug, title or target URL (case aside), separated by "
+        "spaces or commas; a phrase in quotes is one word.",
+    )
+    tag = serializers.CharField(required=False, help_text="Links with this tag.")
+    is_active = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="Only active links (true) or disabled ones (false).",
+    )
+    created_after = serializers.DateTimeField(required=False, help_text="Created at or after this time.")
+    created_before = serializers.DateTimeField(required=False, help_text="Created before this time.")
+    ordering = LinkOrderingField(
+        required=False, default="-created_at",
+        help_text="Which field to use when ordering the results: created_at or clicks, '-' first for descending "
+        "(default -created_at); several separated by commas.",
+    )
+
+    def to_internal_value(self, data):
+        return super().to_internal_value({name: value for name, value in data.items() if value.strip() != ""})
 
 
 class TimeRangeSerializer(serializers.Serializer):
-    """`from` and `to` query parameters (Python keywords, hence get_fields)."""
+    """`from` and `to` query parameters (Python keywords, hence get_fields).
+    Times come out in UTC (USE_TZ), whatever offset they were given with."""
 
     def get_fields(self):
         fields = super().get_fields()
-        fields["from"] = StorableDateTimeField(required=False, help_text="From this time (inclusive).")
-        fields["to"] = StorableDateTimeField(required=False, help_text="Up to this time (exclusive).")
+        fields["from"] = serializers.DateTimeField(required=False, help_text="From this time (inclusive).")
+        fields["to"] = serializers.DateTimeField(required=False, help_text="Up to this time (exclusive).")
         return fields
 
     def validate(self, attrs):
@@ -129,25 +158,16 @@ class ClickQuerySerializer(TimeRangeSerializer):
 
 
 class StatsQuerySerializer(TimeRangeSerializer):
-    interval = serializers.ChoiceField(choices=["hour", "day"], default="day")
+    """The range of a stats request; its defaults and limits are
+    clicks.selectors.stats_range's, and `validated_data` is its StatsRange."""
+
+    interval = serializers.ChoiceField(choices=list(INTERVALS), default="day")
     include_bots = serializers.BooleanField(default=False, help_text="Count clicks flagged as bots too.")
 
-    MAX_POINTS = 2000
-    DEFAULT_SPAN = {"hour": timedelta(hours=48), "day": timedelta(days=30)}
-    STEP = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
-
     def validate(self, attrs):
-        attrs = super().validate(attrs)
-        interval = attrs["interval"]
-        attrs["to"] = attrs.get("to") or timezone.now()
-        attrs["from"] = attrs.get("from") or attrs["to"] - self.DEFAULT_SPAN[interval]
-        if attrs["from"] >= attrs["to"]:
-            raise serializers.ValidationError({"to": "Must be after 'from'."})
-        if (attrs["to"] - attrs["from"]) / self.STEP[interval] > self.MAX_POINTS:
-            raise serializers.ValidationError(
-                {"interval": f"At most {self.MAX_POINTS} points: use a shorter range or interval=day."}
-            )
-        return attrs
+        # stats_range's ValidationError names the parameters; DRF answers it as a 400.
+        return stats_range(start=attrs.get("from"), end=attrs.get("to"), interval=attrs["interval"],
+                           include_bots=attrs["include_bots"])
 
 
 class StatsPointSerializer(serializers.Serializer):

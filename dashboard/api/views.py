@@ -1,10 +1,8 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
-from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import filters, mixins, status, viewsets
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
@@ -15,10 +13,10 @@ from links.models import Link
 
 from . import serializers
 from . import services as token_services
-from .exceptions import Conflict, as_api_error
-from .filters import LinkFilter
+from .exceptions import as_api_error
 from .models import ApiToken
 
+BULK_STATUS = {services.Outcome.CREATED: 201, services.Outcome.INVALID: 400, services.Outcome.SLUG_TAKEN: 409}
 
 
 @extend_schema(exclude=True)
@@ -28,19 +26,14 @@ def not_found(request, *args, **kwargs):
     raise NotFound()
 
 
-def _create_link(request, data) -> Link:
-    serializer = serializers.LinkCreateSerializer(data=data)
-    serializer.is_valid(raise_exception=True)
-    try:
-        link = services.link_create(owner=request.user, **serializer.validated_data)
-    except DjangoValidationError as exc:
-        raise as_api_error(exc) from None
+def _new_link_data(link: Link) -> dict:
     link.clicks = link.human_clicks = 0  # a new link id has no clicks yet
-    return link
+    return serializers.LinkSerializer(link).data
 
 
 @extend_schema_view(
-    list=extend_schema(summary="List your links", description="Paginated; search in slug, title and target."),
+    list=extend_schema(summary="List your links", description="Paginated; search in slug, title and target.",
+                       parameters=[serializers.LinkQuerySerializer]),
     retrieve=extend_schema(summary="One link"),
     create=extend_schema(
         summary="Create a link", request=serializers.LinkCreateSerializer,
@@ -59,13 +52,12 @@ class LinkViewSet(
     lookup_field = "slug"
     lookup_value_regex = slugs.PATTERN
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
-    filter_backends = [DjangoFilterBackend, filters.SearchFilter, filters.OrderingFilter]
-    filterset_class = LinkFilter
-    search_fields = ["slug", "title", "url"]
-    ordering_fields = ["created_at", "clicks"]
-    ordering = ["-created_at"]
 
     def get_queryset(self):
+        if self.action == "list":
+            query = serializers.LinkQuerySerializer(data=self.request.query_params)
+            query.is_valid(raise_exception=True)
+            return selectors.link_search(user=self.request.user, **query.validated_data)
         return selectors.with_click_totals(selectors.links_visible_to(self.request.user))
 
     def _output(self, link: Link, status_code=status.HTTP_200_OK) -> Response:
@@ -73,8 +65,13 @@ class LinkViewSet(
         return Response(serializers.LinkSerializer(link).data, status=status_code)
 
     def create(self, request, *args, **kwargs):
-        link = _create_link(request, request.data)
-        return Response(serializers.LinkSerializer(link).data, status=status.HTTP_201_CREATED)
+        serializer = serializers.LinkCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            link = services.link_create(owner=request.user, **serializer.validated_data)
+        except DjangoValidationError as exc:
+            raise as_api_error(exc) from None
+        return Response(_new_link_data(link), status=status.HTTP_201_CREATED)
 
     def partial_update(self, request, *args, **kwargs):
         link = self.get_object()
@@ -112,14 +109,12 @@ class LinkViewSet(
         link = self.get_object()
         query = serializers.StatsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        params = query.validated_data
-        stats = link_stats(
-            link_ids=[link.pk], start=params["from"], end=params["to"], interval=params["interval"],
-            include_bots=params["include_bots"],
-        )
+        span = query.validated_data
+        stats = link_stats(link_ids=[link.pk], start=span.start, end=span.end, interval=span.interval,
+                           include_bots=span.include_bots)
         body = {
-            "slug": link.slug, "interval": params["interval"], "include_bots": params["include_bots"],
-            "from": params["from"], "to": params["to"], "clicks": stats.clicks,
+            "slug": link.slug, "interval": span.interval, "include_bots": span.include_bots,
+            "from": span.start, "to": span.end, "clicks": stats.clicks,
             "series": [vars(point) for point in stats.series],
             "breakdowns": {
                 dimension: [{"value": value, "clicks": clicks} for value, clicks in items]
@@ -142,17 +137,22 @@ class LinkViewSet(
     def bulk(self, request):
         body = serializers.BulkCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        results, created = [], 0
-        for index, item in enumerate(body.validated_data["links"]):
-            try:
-                link = _create_link(request, item)
-            except ValidationError as exc:
-                results.append({"index": index, "status": exc.status_code, "errors": exc.detail})
-            except Conflict as exc:
-                results.append({"index": index, "status": exc.status_code, "errors": exc.detail})
+        links = body.validated_data["links"]
+        results: list[dict] = [{"index": index} for index in range(len(links))]
+        items, indexes = [], []
+        for index, data in enumerate(links):
+            item = serializers.LinkCreateSerializer(data=data)
+            if item.is_valid():
+                items.append(item.validated_data)
+                indexes.append(index)
             else:
-                created += 1
-                results.append({"index": index, "status": 201, "link": serializers.LinkSerializer(link).data})
+                results[index].update(status=400, errors=item.errors)
+        for index, result in zip(indexes, services.link_bulk_create(owner=request.user, items=items)):
+            if result.link:
+                results[index].update(status=201, link=_new_link_data(result.link))
+            else:
+                results[index].update(status=BULK_STATUS[result.outcome], errors=result.errors)
+        created = sum(result["status"] == 201 for result in results)
         return Response({"created": created, "failed": len(results) - created, "results": results})
 
 

@@ -4,11 +4,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
+from django.core.exceptions import ValidationError
 from django.db import connection
 
 from .rollups import DAY_OF_BUCKET, DIMENSIONS, NOT_FOLDED
 
 INTERVALS = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
+STATS_DEFAULT_SPAN = {"hour": timedelta(hours=48), "day": timedelta(days=30)}
+STATS_MAX_POINTS = 2000
+# PostgreSQL keeps time zone offsets within ±15:59; Python accepts up to ±23:59.
+MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,53 @@ def bucket_start(moment: datetime, interval: str) -> datetime:
 def _ceil(moment: datetime, interval: str) -> datetime:
     floor = bucket_start(moment, interval)
     return floor if floor == moment else floor + INTERVALS[interval]
+
+
+def storable_offset(moment: datetime) -> bool:
+    """Whether PostgreSQL takes this time's UTC offset (naive times have none)."""
+    offset = moment.utcoffset()
+    return offset is None or abs(offset) <= MAX_UTC_OFFSET
+
+
+@dataclass(frozen=True)
+class StatsRange:
+    start: datetime
+    end: datetime
+    interval: Literal["hour", "day"]
+    include_bots: bool
+
+
+def stats_range(*, start: datetime | None = None, end: datetime | None = None, interval: str = "day",
+                include_bots: bool = False) -> StatsRange:
+    """The range of a stats request (link_stats' arguments), with defaults:
+    up to now, from STATS_DEFAULT_SPAN before the end. Raises ValidationError
+    with a message per parameter, named as the API and the link page name
+    them (`from`, `to`, `interval`), for a range that is empty, that has more
+    than STATS_MAX_POINTS buckets, or that PostgreSQL or Python cannot hold
+    once rounded to whole buckets."""
+    if interval not in INTERVALS:
+        raise ValidationError({"interval": f"Use one of {', '.join(INTERVALS)}."})
+    out_of_range = "Out of range: buckets must fall between 0001-01-01 and 9999-12-31 (UTC)."
+    for name, moment in (("from", start), ("to", end)):
+        if moment is not None and not storable_offset(moment):
+            raise ValidationError({name: "The UTC offset must be within ±15:59."})
+    end = end or datetime.now(timezone.utc)
+    try:
+        _ceil(end, interval)
+        start = start or end - STATS_DEFAULT_SPAN[interval]
+    except OverflowError:
+        raise ValidationError({"to": out_of_range}) from None
+    try:
+        bucket_start(start, interval)
+    except OverflowError:
+        raise ValidationError({"from": out_of_range}) from None
+    if start >= end:
+        raise ValidationError({"to": "Must be after 'from'."})
+    if (end - start) / INTERVALS[interval] > STATS_MAX_POINTS:
+        raise ValidationError(
+            {"interval": f"At most {STATS_MAX_POINTS} points: use a shorter range or interval=day."}
+        )
+    return StatsRange(start=start, end=end, interval=interval, include_bots=include_bots)
 
 
 def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,

@@ -1,12 +1,17 @@
 """Reads of links, with the visibility rule in one place: people see their
 own links; staff see everyone's."""
 import ipaddress
+from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import reduce
+from operator import or_
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db.models import BigIntegerField, F, QuerySet
+from django.db import connection
+from django.db.models import BigIntegerField, F, Q, QuerySet
 from django.db.models.functions import Coalesce
+from rest_framework.filters import search_smart_split
 
 from clicks.enrichment import anonymise
 from clicks.models import Click
@@ -33,6 +38,51 @@ def with_click_totals(links: QuerySet[Link]) -> QuerySet[Link]:
         clicks=Coalesce(F("click_totals__clicks"), 0, output_field=BigIntegerField()),
         human_clicks=Coalesce(F("click_totals__human_clicks"), 0, output_field=BigIntegerField()),
     )
+
+
+SEARCH_FIELDS = ("slug", "title", "url")
+# What link_search sorts by; each also descending, with a leading '-'.
+ORDERING_FIELDS = ("created_at", "clicks", "slug")
+
+
+def link_search(
+    *, user: AbstractBaseUser, query: str = "", tag: str | None = None, is_active: bool | None = None,
+    created_after: datetime | None = None, created_before: datetime | None = None,
+    ordering: str | Sequence[str] = ("-created_at",),
+) -> QuerySet[Link]:
+    """The links the user sees, with their click totals (with_click_totals).
+
+    `query` is split into words as the API's `search` parameter documents
+    it: spaces and commas separate words, a quoted phrase is one word
+    (rest_framework.filters.search_smart_split). Every word must appear in
+    the slug, title or target URL, case aside. `tag`, `is_active` and the
+    creation range [created_after, created_before) filter when given.
+    `ordering` takes ORDERING_FIELDS, '-' for descending, and raises
+    ValueError for anything else; ties go by id, in the first key's direction."""
+    keys = [ordering] if isinstance(ordering, str) else list(ordering or ("-created_at",))
+    unknown = [key for key in keys if key.removeprefix("-") not in ORDERING_FIELDS]
+    if unknown:
+        raise ValueError(f"cannot order links by {', '.join(unknown)}")
+    links = links_visible_to(user)
+    for word in search_smart_split(query):
+        links = links.filter(reduce(or_, (Q(**{f"{name}__icontains": word}) for name in SEARCH_FIELDS)))
+    if tag:
+        links = links.filter(tags__contains=[tag])
+    if is_active is not None:
+        links = links.filter(is_active=is_active)
+    if created_after:
+        links = links.filter(created_at__gte=created_after)
+    if created_before:
+        links = links.filter(created_at__lt=created_before)
+    return with_click_totals(links).order_by(*keys, "-id" if keys[0].startswith("-") else "id")
+
+
+def taken_slugs(*, slugs: Iterable[str]) -> set[str]:
+    """Those of the slugs that a link has, whoever owns it; one query."""
+    with connection.cursor() as cursor:
+        # = ANY(array): one parameter, however many slugs (IN would take one each).
+        cursor.execute(f"SELECT slug FROM {Link._meta.db_table} WHERE slug = ANY(%s)", [list(set(slugs))])
+        return {slug for (slug,) in cursor.fetchall()}
 
 
 def link_for(*, user: AbstractBaseUser, slug: str) -> Link:

@@ -1,13 +1,18 @@
 """Writes to links. Every change goes through here so it is validated the
 same way and published to Redis once the transaction has committed."""
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, connection, transaction
 
 from . import slugs
+from clicks.selectors import storable_offset
 from clicks.services import clicks_delete_for_link
 
 from .models import Link, LinkOutbox
@@ -18,6 +23,7 @@ _SLUG_ATTEMPTS = 10
 EDITABLE_FIELDS = frozenset(
     {"slug", "url", "title", "tags", "redirect_status", "expires_at", "forward_query", "is_active"}
 )
+SLUG_TAKEN_MESSAGE = "Link with this Slug already exists."
 
 
 def _publish(slug: str) -> None:
@@ -31,10 +37,13 @@ def _publish(slug: str) -> None:
 
 
 def _validate(link: Link) -> None:
-    # Field validators only: the owner comes from the caller, the check
-    # constraints repeat the field validators, and a taken slug is found by
-    # the unique index itself (_save), which a concurrent insert cannot race.
+    # Field validators, and an expiry PostgreSQL can store: the owner comes
+    # from the caller, the check constraints repeat the field validators, and
+    # a taken slug is found by the unique index itself (_save), which a
+    # concurrent insert cannot race.
     link.full_clean(exclude=["owner"], validate_unique=False, validate_constraints=False)
+    if link.expires_at is not None and not storable_offset(link.expires_at):
+        raise ValidationError({"expires_at": "The UTC offset must be within ±15:59."})
 
 
 def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
@@ -49,9 +58,39 @@ def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
             if not Link.objects.filter(slug=link.slug).exclude(pk=link.pk).exists():
                 raise
             if not regenerate_slug:
-                raise ValidationError({"slug": ValidationError("Link with this Slug already exists.", code="unique")})
+                raise ValidationError({"slug": ValidationError(SLUG_TAKEN_MESSAGE, code="unique")})
             link.slug = slugs.generate_slug(settings.LINK_SLUG_LENGTH)
     raise IntegrityError("could not find a free slug after %d attempts" % _SLUG_ATTEMPTS)
+
+
+def link_validate(
+    *,
+    url: str,
+    slug: str | None = None,
+    title: str = "",
+    tags: list[str] | None = None,
+    redirect_status: int = 302,
+    expires_at: datetime | None = None,
+    forward_query: bool = False,
+    is_active: bool = True,
+) -> Link:
+    """The link link_create would save, unsaved and without an owner, after
+    the same checks; raises ValidationError with messages per field. Reads
+    no table, so whether a slug is taken is left to the save (or to
+    links.selectors.taken_slugs, asked beforehand for many slugs at once).
+    Without a slug, one is generated."""
+    link = Link(
+        slug=slug or slugs.generate_slug(settings.LINK_SLUG_LENGTH),
+        url=url,
+        title=title,
+        tags=list(tags or []),
+        redirect_status=redirect_status,
+        expires_at=expires_at,
+        forward_query=forward_query,
+        is_active=is_active,
+    )
+    _validate(link)
+    return link
 
 
 @transaction.atomic
@@ -67,21 +106,43 @@ def link_create(
     forward_query: bool = False,
     is_active: bool = True,
 ) -> Link:
-    link = Link(
-        slug=slug or slugs.generate_slug(settings.LINK_SLUG_LENGTH),
-        owner=owner,
-        url=url,
-        title=title,
-        tags=list(tags or []),
-        redirect_status=redirect_status,
-        expires_at=expires_at,
-        forward_query=forward_query,
-        is_active=is_active,
-    )
-    _validate(link)
+    link = link_validate(url=url, slug=slug, title=title, tags=tags, redirect_status=redirect_status,
+                         expires_at=expires_at, forward_query=forward_query, is_active=is_active)
+    link.owner = owner
     _save(link, regenerate_slug=not slug)
     _publish(link.slug)
     return link
+
+
+class Outcome(enum.StrEnum):
+    CREATED = "created"
+    INVALID = "invalid"
+    SLUG_TAKEN = "slug_taken"
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    outcome: Outcome
+    link: Link | None = None  # the new link, when CREATED
+    errors: dict[str, list[str]] = field(default_factory=dict)  # messages per field otherwise
+
+
+@transaction.atomic
+def link_bulk_create(*, owner: AbstractBaseUser, items: Iterable[Mapping[str, Any]]) -> list[BulkResult]:
+    """Creates a link for each item (link_create's arguments but the owner),
+    each in its own savepoint, so an item refused leaves the others be. One
+    result per item, in their order; all the links commit together."""
+    results = []
+    for arguments in items:
+        try:
+            link = link_create(owner=owner, **arguments)
+        except ValidationError as exc:
+            errors = exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.messages}
+            taken = any(error.code == "unique" for error in getattr(exc, "error_dict", {}).get("slug", []))
+            results.append(BulkResult(outcome=Outcome.SLUG_TAKEN if taken else Outcome.INVALID, errors=errors))
+        else:
+            results.append(BulkResult(outcome=Outcome.CREATED, link=link))
+    return results
 
 
 @transaction.atomic

@@ -171,6 +171,7 @@ WEB_LINKS_PER_PAGE = env.int("WEB_LINKS_PER_PAGE", default=50)
 WEB_SIGN_IN_ATTEMPTS = env.int("WEB_SIGN_IN_ATTEMPTS", default=10)  # failures per address or user name...
 WEB_SIGN_IN_WINDOW = env.int("WEB_SIGN_IN_WINDOW", default=900)  # ...within this many seconds
 WEB_IMPORT_MAX_ROWS = env.int("WEB_IMPORT_MAX_ROWS", default=10_000)
+WEB_IMPORT_MAX_BYTES = env.int("WEB_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)  # larger CSV uploads are refused
 WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
 
 # Click importer (clicks/, docs/rollups.md).

@@ -1,12 +1,17 @@
 """Forms parse and type what people type. The rules of links and tokens stay
-in their services (links/services.py, api/services.py); a service's
-ValidationError is shown on the form with add_service_errors."""
+in their services (links/services.py, api/services.py) and selectors
+(clicks.selectors.stats_range); a service's ValidationError is shown on the
+form with add_service_errors."""
 from django import forms
+from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.postgres.forms import SimpleArrayField
 from django.core.exceptions import ValidationError
+from django.template.defaultfilters import filesizeformat
 
 from api.models import ApiToken
+from clicks.selectors import INTERVALS, StatsRange, stats_range
+from links.imports import CSV_COLUMNS
 from links.models import Link
 
 from . import throttling
@@ -79,10 +84,11 @@ class LinkForm(forms.Form):
 
 
 class LinkListForm(forms.Form):
-    SORTS = {
-        "-created": ("-created_at", "-id"), "created": ("created_at", "id"),
-        "-clicks": ("-clicks", "-id"), "clicks": ("clicks", "id"), "slug": ("slug",),
-    }
+    """The links page's filters, as links.selectors.link_search takes them.
+    A value that does not parse is left out."""
+
+    SORTS = {"-created": "-created_at", "created": "created_at", "-clicks": "-clicks", "clicks": "clicks",
+             "slug": "slug"}
     STATUSES = [("", "Any status"), ("active", "Active"), ("disabled", "Disabled")]
 
     q = forms.CharField(label="Search", required=False, widget=forms.SearchInput(
@@ -94,15 +100,64 @@ class LinkListForm(forms.Form):
         ("slug", "Slug"),
     ])
 
-    def ordering(self) -> tuple[str, ...]:
-        return self.SORTS[self.cleaned_data.get("sort") or "-created"]
+    def search_arguments(self) -> dict:
+        self.is_valid()
+        data = self.cleaned_data
+        return {
+            "query": data.get("q") or "", "tag": data.get("tag") or None,
+            "is_active": {"active": True, "disabled": False}.get(data.get("status") or ""),
+            "ordering": self.SORTS[data.get("sort") or "-created"],
+        }
+
+
+class StatsRangeForm(forms.Form):
+    """The link page's stats range; its defaults and limits are
+    clicks.selectors.stats_range's, and `span` is its StatsRange."""
+
+    interval = forms.ChoiceField(choices=[(name, name) for name in INTERVALS], required=False)
+    include_bots = forms.BooleanField(required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # `from` is a Python keyword, so these two cannot be class attributes.
+        self.fields["from"] = forms.DateTimeField(required=False)
+        self.fields["to"] = forms.DateTimeField(required=False)
+        self.span: StatsRange | None = None
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            try:
+                self.span = stats_range(start=data.get("from"), end=data.get("to"),
+                                        interval=data.get("interval") or "day", include_bots=data["include_bots"])
+            except ValidationError as exc:
+                self.add_error(None, exc)
+        return data
 
 
 class CsvUploadForm(forms.Form):
-    file = forms.FileField(
-        label="CSV file", help_text="A header row with at least `url`; optional: slug, title, tags, "
-        "redirect_status, expires_at, forward_query, is_active (the columns of the export).",
-    )
+    file = forms.FileField(label="CSV file")
+
+    def __init__(self, *args, too_large: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.too_large = too_large
+        self.max_bytes = settings.WEB_IMPORT_MAX_BYTES
+        field = self.fields["file"]
+        field.required = not too_large  # a file cut off by UploadLimitHandler is absent, not missing
+        field.help_text = (
+            f"A header row with at least `url`; optional: {', '.join(name for name in CSV_COLUMNS if name != 'url')} "
+            f"(the columns of the export). Up to {filesizeformat(self.max_bytes)} and "
+            f"{settings.WEB_IMPORT_MAX_ROWS:,} rows. A cell that begins with a single quote followed by "
+            "=, +, -, @, a tab or a carriage return loses that quote: the export adds it so that spreadsheets "
+            "show such values instead of running them as formulas."
+        )
+
+    def clean_file(self):
+        upload = self.cleaned_data.get("file")
+        if self.too_large or (upload and upload.size > self.max_bytes):
+            raise ValidationError("The file is larger than %(max)s: split it.", code="too_large",
+                                  params={"max": filesizeformat(self.max_bytes)})
+        return upload
 
 
 class TokenForm(forms.ModelForm):

@@ -1,9 +1,6 @@
 """Dashboard pages. Views stay thin: forms parse, the services of links/ and
 api/ act, the selectors read."""
-import csv
 import io
-from functools import reduce
-from operator import or_
 from datetime import datetime, timedelta, timezone
 
 import segno
@@ -13,26 +10,23 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from api import services as token_services
-from api.filters import LinkFilter
 from api.models import ApiToken
-from api.serializers import StatsQuerySerializer
-from api.views import LinkViewSet
-from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals
+from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals, stats_range
 from clicks.stream import import_lag
-from links import selectors, services
+from links import imports, selectors, services
 from links.models import Link, LinkImport
 from links.redis import get_redis
 from links.selectors import short_url
 
 from . import forms
 from .selectors import OVERVIEW_DAYS, edge_health, overview_for
-from .services import CSV_COLUMNS, import_run_chunk, import_upload
+from .uploads import UploadLimitHandler
 
 BREAKDOWN_TITLES = {
     "referer_host": "Referrers", "browser": "Browsers", "os": "Operating systems", "device": "Devices",
@@ -86,22 +80,10 @@ def overview(request):
     return render(request, "web/overview.html", context)
 
 
-def _filtered_links(request) -> tuple[forms.LinkListForm, QuerySet[Link]]:
-    form = forms.LinkListForm(request.GET)
-    form.is_valid()
-    params = form.cleaned_data
-    links = selectors.links_visible_to(request.user)
-    # Tag and status filter the way the API's `tag` and `is_active` parameters do.
-    status = {"active": "true", "disabled": "false"}.get(params.get("status") or "", "")
-    links = LinkFilter({"tag": params.get("tag") or "", "is_active": status}, queryset=links).qs
-    for term in (params.get("q") or "").split():  # every word in one of the fields the API searches
-        links = links.filter(reduce(or_, (Q(**{f"{name}__icontains": term}) for name in LinkViewSet.search_fields)))
-    return form, selectors.with_click_totals(links).order_by(*form.ordering())
-
-
 @login_required
 def link_list(request):
-    form, links = _filtered_links(request)
+    form = forms.LinkListForm(request.GET)
+    links = selectors.link_search(user=request.user, **form.search_arguments())
     # The page's ids first, then those rows with their click totals: PostgreSQL
     # would otherwise join the totals of every row an OFFSET skips too.
     page = Paginator(links.values_list("pk", flat=True), settings.WEB_LINKS_PER_PAGE).get_page(request.GET.get("page"))
@@ -116,23 +98,9 @@ def link_list(request):
 
 @login_required
 def link_export(request):
-    _, links = _filtered_links(request)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-
-    def rows():
-        writer.writerow([*CSV_COLUMNS, "short_url", "clicks", "created_at"])
-        for link in links.iterator(chunk_size=2000):
-            writer.writerow([
-                link.slug, link.url, link.title, ",".join(link.tags), link.redirect_status,
-                link.expires_at.isoformat() if link.expires_at else "", str(link.forward_query).lower(),
-                str(link.is_active).lower(), short_url(link.slug), link.clicks, link.created_at.isoformat(),
-            ])
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-
-    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    links = selectors.link_search(user=request.user, **forms.LinkListForm(request.GET).search_arguments())
+    response = StreamingHttpResponse(imports.export_lines(links.iterator(chunk_size=2000)),
+                                     content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="links.csv"'
     return response
 
@@ -188,24 +156,18 @@ def link_delete(request, slug: str):
 @login_required
 def link_detail(request, slug: str):
     link = _link_or_404(request, slug)
-    query = StatsQuerySerializer(data=request.GET)
-    if not query.is_valid():
-        errors = query.errors
-        query = StatsQuerySerializer(data={})
-        query.is_valid(raise_exception=True)
-    else:
-        errors = {}
-    params = query.validated_data
-    stats = link_stats(link_ids=[link.pk], start=params["from"], end=params["to"], interval=params["interval"],
-                       include_bots=params["include_bots"], top=10)
+    form = forms.StatsRangeForm(request.GET)
+    span = form.span if form.is_valid() else stats_range()  # the defaults, below the form's errors
+    stats = link_stats(link_ids=[link.pk], start=span.start, end=span.end, interval=span.interval,
+                       include_bots=span.include_bots, top=10)
     recent = selectors.clicks_visible_to(request.user, slug=link.slug).order_by("-occurred_at")[:RECENT_CLICKS]
-    what = "" if params["include_bots"] else ", bots left out"
+    what = "" if span.include_bots else ", bots left out"
     return render(request, "web/link_detail.html", {
-        "link": link, "short_url": short_url(link.slug), "stats": stats, "params": params, "errors": errors,
+        "link": link, "short_url": short_url(link.slug), "stats": stats, "span": span, "errors": form.errors,
         "totals": link_totals(link_ids=[link.pk])[link.pk], "recent": recent,
         "breakdowns": [(BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items()],
-        "chart": _chart(stats.series, label=f"Clicks per {params['interval']} (UTC){what}",
-                        interval=params["interval"], start=params["from"], end=params["to"]),
+        "chart": _chart(stats.series, label=f"Clicks per {span.interval} (UTC){what}",
+                        interval=span.interval, start=span.start, end=span.end),
     })
 
 
@@ -220,18 +182,28 @@ def link_qr(request, slug: str, kind: str):
     return response
 
 
+@csrf_exempt  # checked by _link_import, once the upload handler is in place
 @login_required
 def link_import(request):
-    form = forms.CsvUploadForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
+    limit = UploadLimitHandler(request, max_bytes=settings.WEB_IMPORT_MAX_BYTES)
+    request.upload_handlers.insert(0, limit)
+    return _link_import(request, limit)
+
+
+@csrf_protect
+def _link_import(request, limit: UploadLimitHandler):
+    if request.method != "POST":
+        return render(request, "web/link_import.html", {"form": forms.CsvUploadForm()})
+    form = forms.CsvUploadForm(request.POST, request.FILES, too_large="file" in limit.too_large)
+    if form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            link_import = import_upload(owner=request.user, filename=upload.name, content=upload.read())
+            link_import = imports.import_upload(owner=request.user, filename=upload.name, content=upload.read())
         except ValidationError as exc:
             form.add_error("file", exc)
         else:
             return redirect("web:link-import-detail", pk=link_import.pk)
-    return render(request, "web/link_import.html", {"form": form, "max_rows": settings.WEB_IMPORT_MAX_ROWS})
+    return render(request, "web/link_import.html", {"form": form})
 
 
 @login_required
@@ -240,16 +212,16 @@ def link_import_detail(request, pk: int):
     rows = link_import.rows
     valid = [row for row in rows if not row["errors"]]
     return render(request, "web/link_import_detail.html", {
-        "import": link_import, "columns": CSV_COLUMNS, "valid": len(valid),
+        "import": link_import, "columns": imports.CSV_COLUMNS, "valid": len(valid),
         "error_rows": [row for row in rows if row["errors"]][:500],
-        "preview_rows": [(row["line"], [row["fields"][name] for name in CSV_COLUMNS]) for row in valid[:20]],
+        "preview_rows": [(row["line"], [row["fields"][name] for name in imports.CSV_COLUMNS]) for row in valid[:20]],
     })
 
 
 @login_required
 @require_POST
 def link_import_run(request, pk: int):
-    link_import = import_run_chunk(link_import=get_object_or_404(LinkImport, pk=pk, owner=request.user))
+    link_import = imports.import_run_chunk(link_import=get_object_or_404(LinkImport, pk=pk, owner=request.user))
     if request.headers.get("Accept") == "application/json":
         return JsonResponse({"position": link_import.position, "total": link_import.total,
                              "created": link_import.created, "failed": link_import.failed,

@@ -187,3 +187,67 @@ def test_concurrent_generated_slugs_never_collide(user, settings):
     assert errors == []
     slugs = list(Link.objects.filter(owner=user).values_list("slug", flat=True))
     assert len(slugs) == 320 == len(set(slugs))
+
+
+def test_list_parameters_parse_in_the_api_and_filter_in_the_selector(api, user):
+    now = timezone.now()
+    spring = link_create(owner=user, url="https://example.com/spring", slug=fresh_slug("s"), title="Spring sale",
+                         tags=["sale"])
+    summer = link_create(owner=user, url="https://example.com/summer", slug=fresh_slug("u"), title="Summer sale",
+                         tags=["sale"], is_active=False)
+    Link.objects.filter(pk=summer.pk).update(created_at=now - timedelta(days=2))
+
+    def slugs(**params):
+        response = api.get("/api/v1/links", params)
+        assert response.status_code == 200, response.content
+        return [link["slug"] for link in response.json()["results"]]
+
+    assert slugs(search='"spring sale"') == [spring.slug]
+    assert slugs(search="sale,summer") == [summer.slug]  # commas separate words too
+    assert slugs(search="sale", ordering="created_at") == [summer.slug, spring.slug]
+    assert slugs(search="", tag="", is_active="", created_after="", ordering="") == [spring.slug, summer.slug]
+    assert slugs(is_active="false") == [summer.slug] and slugs(is_active="true", tag="sale") == [spring.slug]
+    assert slugs(created_before=(now - timedelta(days=1)).isoformat()) == [summer.slug]
+    assert slugs(ordering="-clicks,created_at") == [summer.slug, spring.slug]
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"ordering": "title"}, "ordering"), ({"ordering": "clicks,-url"}, "ordering"),
+    ({"is_active": "maybe"}, "is_active"), ({"created_after": "yesterday"}, "created_after"),
+    ({"created_before": "0001-01-01T00:00:00+01:00"}, "created_before"),
+    ({"search": "a\x00b"}, "search"), ({"page": "9"}, "detail"),
+])
+def test_bad_list_parameters_are_400_with_a_message(api, params, field):
+    response = api.get("/api/v1/links", params)
+    assert response.status_code in (400, 404) and field in response.json(), response.content
+
+
+def test_bulk_create_items_of_the_wrong_shape_or_repeated(api, user):
+    slug = fresh_slug()
+    items = [
+        {"url": "https://example.com/1", "slug": slug},
+        {"url": "https://example.com/2", "slug": slug},
+        {"url": "https://example.com/3", "tags": "not a list"},
+        {"url": "https://example.com/4", "redirect_status": 303},
+        {"url": "https://example.com/5", "title": "last"},
+    ]
+    body = api.post("/api/v1/links/bulk", {"links": items}, format="json").json()
+    assert [(r["index"], r["status"]) for r in body["results"]] == [(0, 201), (1, 409), (2, 400), (3, 400), (4, 201)]
+    assert body["results"][1]["errors"] == {"slug": ["Link with this Slug already exists."]}
+    assert "tags" in body["results"][2]["errors"]
+    assert body["results"][3]["errors"] == {"redirect_status": ['"303" is not a valid choice.']}
+    assert (body["created"], body["failed"]) == (2, 3)
+    assert body["results"][4]["link"]["clicks"] == 0
+    assert set(Link.objects.filter(owner=user).values_list("url", flat=True)) == {
+        "https://example.com/1", "https://example.com/5"}
+
+
+def test_times_with_any_offset_are_taken_in_utc(api):
+    # PostgreSQL refuses offsets beyond ±15:59; the API's times arrive in UTC.
+    response = api.post("/api/v1/links", {"url": "https://example.com/", "expires_at": "2030-01-01T00:00:00+16:00"},
+                        format="json")
+    assert response.status_code == 201 and response.json()["expires_at"] == "2029-12-31T08:00:00Z"
+    slug = response.json()["slug"]
+    response = api.patch(f"/api/v1/links/{slug}", {"expires_at": "2030-01-01T00:00:00-16:30"}, format="json")
+    assert response.status_code == 200 and response.json()["expires_at"] == "2030-01-01T16:30:00Z"
+    assert api.get("/api/v1/links", {"created_before": "2000-01-01T00:00:00+16:00"}).json()["count"] == 0

@@ -16,6 +16,10 @@ def test_schema_describes_every_endpoint_with_errors(client):
     assert "409" in paths["/api/v1/links"]["post"]["responses"]
     assert schema["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer"}
     assert paths["/api/v1/links"]["post"]["requestBody"]["content"]["application/json"]["examples"]
+    listed = {parameter["name"] for parameter in paths["/api/v1/links"]["get"]["parameters"]}
+    assert listed == {"search", "tag", "is_active", "created_after", "created_before", "ordering", "page"}
+    assert {parameter["name"] for parameter in paths["/api/v1/links/{slug}/stats"]["get"]["parameters"]} == {
+        "slug", "from", "to", "interval", "include_bots"}
 
 
 def test_interactive_docs_work_offline(client):

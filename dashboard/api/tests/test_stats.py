@@ -61,13 +61,39 @@ def test_order_by_clicks(api, user):
     assert slugs.index(busy.slug) < slugs.index(quiet.slug)
 
 
-@pytest.mark.parametrize("params", [
-    {"interval": "minute"}, {"from": "2030-01-02T00:00:00Z", "to": "2030-01-01T00:00:00Z"},
-    {"interval": "hour", "from": "2020-01-01T00:00:00Z", "to": "2021-01-01T00:00:00Z"}, {"include_bots": "maybe"},
+@pytest.mark.parametrize("params, field", [
+    ({"interval": "minute"}, "interval"), ({"from": "2030-01-02T00:00:00Z", "to": "2030-01-01T00:00:00Z"}, "to"),
+    ({"interval": "hour", "from": "2020-01-01T00:00:00Z", "to": "2021-01-01T00:00:00Z"}, "interval"),
+    ({"include_bots": "maybe"}, "include_bots"),
+    ({"interval": "hour", "to": "9999-12-31T23:30:00Z"}, "to"),  # its hour ends in the year 10000
+    ({"to": "9999-12-31T00:00:01Z"}, "to"),
+    ({"to": "0001-01-10T00:00:00Z"}, "to"),  # the default 30 days before it
+    ({"from": "0001-01-01T00:00:00+01:00", "to": "0001-01-02T00:00:00Z"}, "from"),
 ])
-def test_bad_stats_queries_are_400(api, user, params):
+def test_bad_stats_queries_are_400(api, user, params, field):
     link = link_create(owner=user, url="https://example.com/", slug="sb" + uuid.uuid4().hex[:8])
-    assert api.get(f"/api/v1/links/{link.slug}/stats", params).status_code == 400
+    response = api.get(f"/api/v1/links/{link.slug}/stats", params)
+    assert response.status_code == 400 and list(response.json()) == [field], response.content
+
+
+def test_stats_ranges_default_and_reach_the_ends_of_the_calendar(api, user):
+    link = link_create(owner=user, url="https://example.com/", slug="sr" + uuid.uuid4().hex[:8])
+
+    def span(**params):
+        response = api.get(f"/api/v1/links/{link.slug}/stats", params)
+        assert response.status_code == 200, response.content
+        body = response.json()
+        return datetime.fromisoformat(body["from"]), datetime.fromisoformat(body["to"])
+
+    start, end = span()
+    assert end - start == timedelta(days=30) and abs(end - datetime.now(timezone.utc)) < timedelta(minutes=5)
+    start, end = span(interval="hour", to="2030-06-01T12:00:00+02:00")
+    assert (start, end) == (datetime(2030, 5, 30, 10, tzinfo=timezone.utc),
+                            datetime(2030, 6, 1, 10, tzinfo=timezone.utc))
+    assert span(interval="hour", to="9999-12-31T23:00:00Z")[0] == datetime(9999, 12, 29, 23, tzinfo=timezone.utc)
+    assert span(**{"from": "0001-01-01T00:00:00Z", "to": "0001-01-02T00:00:00Z"})[1].year == 1
+    start, _ = span(**{"from": "2030-01-01T00:00:00+16:00", "to": "2030-01-02T00:00:00Z"})
+    assert start == datetime(2029, 12, 31, 8, tzinfo=timezone.utc)
 
 
 def test_stats_of_another_users_link_are_404(api, make_user):

@@ -1,6 +1,6 @@
 import json
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -107,3 +107,37 @@ def test_a_taken_slug_is_refused(owner):
     with pytest.raises(ValidationError) as caught:
         services.link_create(owner=owner, url="https://example.org/", slug=slug)
     assert "already exists" in str(caught.value)
+
+
+def test_link_validate_checks_like_link_create_without_a_query(owner, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        link = services.link_validate(url="https://example.com/", tags=["a"], redirect_status=308)
+        assert link.pk is None and len(link.slug) == 7 and link.tags == ["a"]
+        with pytest.raises(ValidationError) as caught:
+            services.link_validate(url="ftp://example.com/", slug="admin", tags=["no tag"], redirect_status=303)
+    assert set(caught.value.message_dict) == {"url", "slug", "tags", "redirect_status"}
+    expires = datetime(2030, 1, 1, tzinfo=timezone(timedelta(hours=16)))  # PostgreSQL keeps offsets within ±15:59
+    with pytest.raises(ValidationError) as caught:
+        services.link_create(owner=owner, url="https://example.com/", expires_at=expires)
+    assert caught.value.message_dict == {"expires_at": ["The UTC offset must be within ±15:59."]}
+
+
+def test_bulk_create_gives_each_item_its_outcome_in_its_own_savepoint(owner):
+    taken = services.link_create(owner=owner, url="https://example.com/", slug=fresh_slug())
+    repeated = fresh_slug()
+    results = services.link_bulk_create(owner=owner, items=[
+        {"url": "https://example.com/1", "slug": repeated, "tags": ["a"]},
+        {"url": "javascript:alert(1)"},
+        {"url": "https://example.com/3", "slug": taken.slug},
+        {"url": "https://example.com/4", "slug": repeated},
+        {"url": "https://example.com/5"},
+    ])
+    assert [result.outcome for result in results] == [
+        services.Outcome.CREATED, services.Outcome.INVALID, services.Outcome.SLUG_TAKEN, services.Outcome.SLUG_TAKEN,
+        services.Outcome.CREATED]
+    assert results[1].errors == {"url": ["Only http and https URLs can be shortened."]} and results[1].link is None
+    assert results[2].errors == results[3].errors == {"slug": [services.SLUG_TAKEN_MESSAGE]}
+    created = {result.link.slug for result in results if result.link}
+    assert set(Link.objects.filter(owner=owner).exclude(pk=taken.pk).values_list("slug", flat=True)) == created
+    assert all(published(slug) for slug in created)  # each published once the batch committed
+    assert services.link_bulk_create(owner=owner, items=[]) == []

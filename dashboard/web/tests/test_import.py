@@ -1,4 +1,10 @@
 """Bulk import from CSV: every row checked on upload, then created in chunks."""
+import csv
+import io
+import time
+import urllib.request
+from datetime import datetime, timezone
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
@@ -12,8 +18,9 @@ from .conftest import unique_slug
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def upload(client, text: str, name: str = "links.csv"):
-    return client.post(reverse("web:link-import"), {"file": SimpleUploadedFile(name, text.encode(), "text/csv")})
+def upload(client, content: str | bytes, name: str = "links.csv"):
+    content = content.encode() if isinstance(content, str) else content
+    return client.post(reverse("web:link-import"), {"file": SimpleUploadedFile(name, content, "text/csv")})
 
 
 def test_upload_checks_every_row_then_imports_in_chunks(signed_in, user, settings):
@@ -68,6 +75,8 @@ def test_a_row_refused_at_import_time_gets_its_error(signed_in, user, make_user)
 @pytest.mark.parametrize("content, message", [
     ("slug,title\nabc,x\n", "The first row must name the columns, one of them `url`."),
     ("url\n", "The file has no rows below its header."),
+    ("url,title\nhttps://example.com/,a\x00b\n", "The file holds null characters: save it as CSV text in UTF-8."),
+    ("url\nhttps://example.com/\n".encode("utf-16"), "The file is not UTF-8 text."),
 ])
 def test_files_that_are_not_link_lists_are_refused(signed_in, content, message):
     response = upload(signed_in, content)
@@ -81,8 +90,6 @@ def test_someone_elses_import_is_not_found(signed_in, make_user):
 
 
 def test_an_export_imports_back_as_it_was(signed_in, user):
-    from datetime import datetime, timezone
-
     fields = dict(url="https://example.com/r?a=1", slug=unique_slug(), title="Round, trip", tags=["x", "y"],
                   redirect_status=308, expires_at=datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc),
                   forward_query=True, is_active=False)
@@ -96,3 +103,132 @@ def test_an_export_imports_back_as_it_was(signed_in, user):
     signed_in.post(reverse("web:link-import-run", args=[link_import.pk]))
     link = Link.objects.get(owner=user)
     assert {name: getattr(link, name) for name in fields} == fields
+
+
+def test_a_10000_row_file_is_checked_at_once(signed_in, user, make_user, django_assert_max_num_queries):
+    taken = link_create(owner=make_user(), url="https://example.com/", slug=unique_slug())
+    prefix = unique_slug("k")
+    rows = [f"https://example.com/{i},{prefix}-{i},Row {i},\"a,b\",302,,false,true" for i in range(10_000)]
+    bad = {  # line number (the header is line 1) -> (row, errors)
+        2: ("ftp://example.com/0,,,,,,,", {"url": ["Only http and https URLs can be shortened."]}),
+        101: (f"https://example.com/99,{taken.slug},,,,,,", {"slug": ["Link with this Slug already exists."]}),
+        1002: (f"https://example.com/1000,{prefix}-5,,,,,,",
+               {"slug": ["This slug appears on an earlier row of the file."]}),
+        5001: ("https://example.com/4999,admin,,,,,,", {"slug": ["'admin' is reserved."]}),
+        7001: ("https://example.com/6999,,,,999,,,", {"redirect_status": ["Value 999 is not a valid choice."]}),
+        8001: ("https://example.com/7999,,,,,next week,,", {"expires_at": [
+            "Enter a date and time as 2030-01-31T12:00:00Z (ISO 8601; UTC unless an offset is given)."]}),
+        9001: ("https://example.com/8999,,,bad tag!,,,,", {"tags": [
+            "Tags are 1 to 50 letters, digits, '.', '-' or '_': 'bad tag!' is not."]}),
+        10001: ("https://example.com/9999,,,,,,,maybe", {"is_active": ["Use true or false."]}),
+    }
+    for line, (row, _) in bad.items():
+        rows[line - 2] = row
+    text = "\n".join(["url,slug,title,tags,redirect_status,expires_at,forward_query,is_active", *rows])
+
+    started = time.perf_counter()
+    # session, user, the file's taken slugs, the import's row (and a savepoint or two around it)
+    with django_assert_max_num_queries(6):
+        response = upload(signed_in, text)
+    print(f"\n10,000-row upload checked in {time.perf_counter() - started:.2f} s")
+
+    link_import = LinkImport.objects.get(owner=user)
+    assert response.status_code == 302 and link_import.total == 10_000
+    assert {row["line"]: row["errors"] for row in link_import.rows if row["errors"]} == {
+        line: errors for line, (_, errors) in bad.items()}
+    assert not Link.objects.filter(owner=user).exists()
+    page = signed_in.get(reverse("web:link-import-detail", args=[link_import.pk]))
+    assert page.context["valid"] == 10_000 - len(bad)
+
+
+def test_a_file_over_the_size_limit_is_a_form_error(signed_in, user, settings):
+    settings.WEB_IMPORT_MAX_BYTES = 100_000
+    big = "url\n" + "".join(f"https://example.com/{i:020d}\n" for i in range(5_000))  # ~200 kB
+    response = upload(signed_in, big)
+    assert response.status_code == 200
+    assert response.context["form"].errors["file"] == ["The file is larger than 97.7\xa0KB: split it."]
+    assert not response.wsgi_request.FILES  # dropped while it was read, not kept whole and refused after
+    assert not LinkImport.objects.filter(owner=user).exists()
+    assert upload(signed_in, big[:90_000].rsplit("\n", 1)[0]).status_code == 302  # under the limit
+
+
+def test_a_large_upload_to_the_live_server_gets_an_answer(live_server, user, settings):
+    """A real HTTP request: the body is read to its end and answered with the
+    form's error, not a reset connection, whatever Django's in-memory limits."""
+    from django.test import Client
+    from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
+
+    session = Client()
+    session.force_login(user)
+    csrf = "a" * 32  # a CSRF secret of our own, as cookie and as form field
+    content = b"url\n" + b"https://example.com/a-long-enough-path-to-fill-the-file\n" * 200_000  # 11 MB
+    assert len(content) > max(settings.WEB_IMPORT_MAX_BYTES, settings.FILE_UPLOAD_MAX_MEMORY_SIZE,
+                              settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    body = encode_multipart(BOUNDARY, {"csrfmiddlewaretoken": csrf,
+                                       "file": SimpleUploadedFile("big.csv", content, "text/csv")})
+    request = urllib.request.Request(live_server.url + reverse("web:link-import"), data=body, method="POST", headers={
+        "Content-Type": MULTIPART_CONTENT, "Cookie": f"sessionid={session.cookies['sessionid'].value}; csrftoken={csrf}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        assert response.status == 200
+        assert "The file is larger than 5.0\xa0MB: split it." in response.read().decode()
+    assert not LinkImport.objects.filter(owner=user).exists()
+
+
+def test_the_upload_still_needs_its_csrf_token(user):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    assert upload(client, "url\nhttps://example.com/\n").status_code == 403
+    assert not LinkImport.objects.filter(owner=user).exists()
+
+
+def test_cells_that_cannot_be_read_get_their_errors(signed_in, user):
+    text = "\n".join([
+        "url,title,redirect_status,expires_at,forward_query,is_active",
+        ",no url,,,,",
+        "https://example.com/2,,three,,,",
+        "https://example.com/3,,,2030-01-02T00:00:00+16:00,,",
+        "https://example.com/4,,,,perhaps,",
+        "https://example.com/5,fine,301,2030-01-02,YES,Off",
+    ])
+    upload(signed_in, text)
+    link_import = LinkImport.objects.get(owner=user)
+    assert [row["errors"] for row in link_import.rows] == [
+        {"url": ["This field is required."]},
+        {"redirect_status": ["Enter a whole number."]},
+        {"expires_at": ["The UTC offset must be within ±15:59."]},
+        {"forward_query": ["Use true or false."]},
+        {},
+    ]
+    signed_in.post(reverse("web:link-import-run", args=[link_import.pk]))
+    link = Link.objects.get(owner=user)
+    assert (link.title, link.redirect_status, link.forward_query, link.is_active) == ("fine", 301, True, False)
+    assert link.expires_at == datetime(2030, 1, 2, tzinfo=timezone.utc)
+
+
+def test_the_export_neutralises_formulas_and_imports_back(signed_in, user):
+    typed = {  # title -> what the export's cell holds
+        "=HYPERLINK(\"https://evil.example\",\"click\")": "'=HYPERLINK(\"https://evil.example\",\"click\")",
+        "+1+2": "'+1+2", "-3": "'-3", "@SUM(A1)": "'@SUM(A1)", "\tcmd": "'\tcmd", "\rcmd": "'\rcmd",
+        "'=already quoted": "''=already quoted", "it's fine": "it's fine", "'plain": "'plain",
+    }
+    slugs = {}
+    for i, title in enumerate(typed):
+        slug = f"-{unique_slug()}" if i == 0 else unique_slug()
+        slugs[slug] = title
+        link_create(owner=user, url=f"https://example.com/{i}", slug=slug, title=title, tags=["-minus", "x"])
+    exported = b"".join(signed_in.get(reverse("web:link-export")).streaming_content).decode()
+    cells = {row["slug"]: row for row in csv.DictReader(io.StringIO(exported, newline=""))}
+    assert {cells["'" + slug if slug.startswith("-") else slug]["title"] for slug in slugs} == set(typed.values())
+    assert {row["tags"] for row in cells.values()} == {"'-minus,x"}
+    for row in cells.values():  # nothing a spreadsheet would run
+        assert not any(value.startswith(("=", "+", "-", "@", "\t", "\r")) for value in row.values()), row
+
+    Link.objects.filter(owner=user).delete()
+    upload(signed_in, exported)
+    link_import = LinkImport.objects.get(owner=user)
+    assert link_import.failed == 0
+    signed_in.post(reverse("web:link-import-run", args=[link_import.pk]))
+    assert {link.slug: link.title for link in Link.objects.filter(owner=user)} == slugs
+    assert {tuple(link.tags) for link in Link.objects.filter(owner=user)} == {("-minus", "x")}

@@ -1,6 +1,7 @@
 """Links pages: list, forms with the service's messages, toggle, delete, export, QR codes."""
 import csv
 import io
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.urls import reverse
@@ -145,3 +146,63 @@ def test_qr_codes(signed_in, user):
     assert png["Content-Disposition"] == f'attachment; filename="{link.slug}.png"'
     svg = signed_in.get(reverse("web:link-qr", args=[link.slug, "svg"]))
     assert svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content
+
+
+def test_list_filters_cost_no_more_queries(signed_in, user, django_assert_max_num_queries):
+    for i in range(70):
+        link_create(owner=user, url=f"https://example.com/spring/{i}", title=f"Spring sale {i}", tags=["sale"],
+                    is_active=i % 5 != 0)
+    link_create(owner=user, url="https://example.com/winter", title="Winter sale", tags=["sale"])
+    params = {"q": '"spring sale" example.com', "tag": "sale", "status": "active", "sort": "-clicks", "page": "2"}
+    with django_assert_max_num_queries(5):  # session, user, count, the page's ids, its rows with click totals
+        response = signed_in.get(reverse("web:link-list"), params)
+    page = response.context["page"]
+    assert (page.paginator.count, page.number, len(page)) == (56, 2, 6)
+    assert all(link.title.startswith("Spring sale") and link.is_active for link in page)
+
+
+def test_bad_list_parameters_are_left_out(signed_in, user):
+    link_create(owner=user, url="https://example.com/", slug=unique_slug())
+    response = signed_in.get(reverse("web:link-list"), {"sort": "nonsense", "status": "maybe", "q": "a\x00b"})
+    assert response.status_code == 200 and response.context["page"].paginator.count == 1
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"interval": "hour", "to": "9999-12-31T23:30:00Z"}, "to"),  # its bucket ends in the year 10000
+    ({"to": "9999-12-31T12:00:00Z"}, "to"),
+    ({"from": "0001-01-01T00:00:00+01:00", "to": "0001-01-02T00:00:00Z"}, "from"),
+    ({"to": "0001-01-03T00:00:00Z"}, "to"),  # thirty days before it
+    ({"from": "2030-01-01T00:00:00+16:00", "to": "2030-01-02T00:00:00Z"}, "from"),
+    ({"from": "2030-01-02T00:00", "to": "2030-01-01T00:00"}, "to"),
+    ({"interval": "minute"}, "interval"),
+    ({"from": "yesterday"}, "from"),
+])
+def test_detail_refuses_ranges_it_cannot_show(signed_in, user, params, field):
+    link = link_create(owner=user, url="https://example.com/d", slug=unique_slug())
+    response = signed_in.get(reverse("web:link-detail", args=[link.slug]), params)
+    assert response.status_code == 200 and list(response.context["errors"]) == [field]
+    span = response.context["span"]  # the defaults instead
+    assert (span.interval, span.end - span.start) == ("day", timedelta(days=30))
+    assert f"{field}: ".encode() in response.content
+
+
+def test_detail_range_as_asked(signed_in, user):
+    link = link_create(owner=user, url="https://example.com/d", slug=unique_slug())
+    response = signed_in.get(reverse("web:link-detail", args=[link.slug]), {
+        "interval": "hour", "from": "2030-01-01T00:00", "to": "2030-01-02T12:00", "include_bots": "true"})
+    span = response.context["span"]
+    assert response.context["errors"] == {}
+    assert (span.start, span.end, span.interval, span.include_bots) == (
+        datetime(2030, 1, 1, tzinfo=timezone.utc), datetime(2030, 1, 2, 12, tzinfo=timezone.utc), "hour", True)
+    assert len(response.context["chart"]["labels"]) == 36
+    hours = signed_in.get(reverse("web:link-detail", args=[link.slug]), {"interval": "hour"}).context["span"]
+    assert hours.end - hours.start == timedelta(hours=48)
+
+
+def test_an_expiry_postgresql_cannot_store_is_a_form_error(signed_in, user):
+    response = signed_in.post(reverse("web:link-create"), {
+        "url": "https://example.com/", "slug": unique_slug(), "redirect_status": "302",
+        "expires_at": "2030-01-01T00:00:00+16:00"})
+    assert response.status_code == 200
+    assert response.context["form"].errors["expires_at"] == ["The UTC offset must be within ±15:59."]
+    assert not Link.objects.filter(owner=user).exists()

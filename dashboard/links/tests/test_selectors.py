@@ -1,0 +1,65 @@
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from links import selectors
+from links.models import Link
+from links.services import link_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def make_user(**extra):
+    return get_user_model().objects.create_user("sel-" + uuid.uuid4().hex[:8], **extra)
+
+
+def fresh_slug(prefix: str = "l") -> str:
+    return prefix + uuid.uuid4().hex[:10]
+
+
+def test_link_search_words_filters_and_order(django_assert_num_queries):
+    owner, other = make_user(), make_user()
+    now = timezone.now()
+    spring = link_create(owner=owner, url="https://shop.example/spring", slug=fresh_slug("sp"), title="Spring Sale",
+                         tags=["sale", "2030"])
+    summer = link_create(owner=owner, url="https://shop.example/summer", slug=fresh_slug("su"), title="Summer sale",
+                         tags=["sale"], is_active=False)
+    blog = link_create(owner=owner, url="https://blog.example/post", slug=fresh_slug("bl"), title="A post")
+    theirs = link_create(owner=other, url="https://shop.example/theirs", slug=fresh_slug("th"), title="Sale")
+    for age, link in enumerate([spring, summer, blog, theirs]):
+        Link.objects.filter(pk=link.pk).update(created_at=now - timedelta(days=age))
+
+    def slugs(**arguments):
+        return [link.slug for link in selectors.link_search(user=owner, **arguments)]
+
+    assert slugs() == [spring.slug, summer.slug, blog.slug]  # newest first, only the owner's
+    assert slugs(query="SALE shop.example") == [spring.slug, summer.slug]
+    assert slugs(query='"spring sale"') == [spring.slug] and slugs(query='"sale spring"') == []
+    assert slugs(query="sale,summer") == [summer.slug]
+    assert slugs(query=blog.slug[2:6]) == [blog.slug]  # slugs are searched too
+    assert slugs(tag="sale", is_active=True) == [spring.slug]
+    assert slugs(is_active=False) == [summer.slug]
+    assert slugs(created_after=now - timedelta(days=1, hours=1), created_before=now - timedelta(hours=1)) == [
+        summer.slug]
+    assert slugs(ordering="created_at") == [blog.slug, summer.slug, spring.slug]
+    assert slugs(ordering=["slug"]) == sorted([spring.slug, summer.slug, blog.slug])
+    staff = make_user(is_staff=True)
+    assert {link.slug for link in selectors.link_search(user=staff, query="sale")} >= {spring.slug, theirs.slug}
+
+    with django_assert_num_queries(1):  # the click totals come in the same query
+        links = list(selectors.link_search(user=owner, ordering=["-clicks", "slug"]))
+    assert [link.clicks for link in links] == [0, 0, 0] and links[0].human_clicks == 0
+
+    with pytest.raises(ValueError, match="cannot order links by title"):
+        selectors.link_search(user=owner, ordering=["title"])
+
+
+def test_taken_slugs_is_one_query_whoever_owns_them(django_assert_num_queries):
+    mine = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
+    theirs = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
+    asked = [mine.slug, theirs.slug, mine.slug.upper(), fresh_slug(), *(fresh_slug() for _ in range(70_000))]
+    with django_assert_num_queries(1):
+        assert selectors.taken_slugs(slugs=asked) == {mine.slug, theirs.slug}
