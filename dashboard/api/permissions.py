@@ -3,6 +3,16 @@ from rest_framework import permissions
 from .models import ApiToken
 
 
+class SignedInSession(permissions.BasePermission):
+    """Tokens are managed from a signed-in session: a token, even a write
+    one, can neither make nor revoke tokens."""
+
+    message = "API tokens are managed from a signed-in session (the dashboard's API tokens page), not with a token."
+
+    def has_permission(self, request, view):
+        return not isinstance(request.auth, ApiToken)
+
+
 class TokenScope(permissions.BasePermission):
     """A read-only token may only read."""
 

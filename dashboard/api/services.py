@@ -4,6 +4,7 @@ import secrets
 from datetime import datetime, timedelta
 
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,6 +24,8 @@ def token_digest(raw: str) -> str:
 def token_create(
     *, user: AbstractBaseUser, name: str, scope: str = ApiToken.Scope.READ, expires_at: datetime | None = None
 ) -> tuple[ApiToken, str]:
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationError({"expires_at": ValidationError("An expiry must be in the future.", code="past")})
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(
         user=user, name=name, scope=scope, expires_at=expires_at, prefix=raw[: len(TOKEN_PREFIX) + 6],

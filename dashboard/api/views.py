@@ -3,7 +3,7 @@ from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_v
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
 from rest_framework.exceptions import NotFound
-from rest_framework.permissions import AllowAny
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
@@ -15,6 +15,7 @@ from . import serializers
 from . import services as token_services
 from .exceptions import as_api_error
 from .models import ApiToken
+from .permissions import SignedInSession
 
 BULK_STATUS = {services.Outcome.CREATED: 201, services.Outcome.INVALID: 400, services.Outcome.SLUG_TAKEN: 409}
 
@@ -193,6 +194,7 @@ class TokenViewSet(
     viewsets.GenericViewSet,
 ):
     serializer_class = serializers.TokenSerializer
+    permission_classes = [IsAuthenticated, SignedInSession]
 
     def get_queryset(self):
         return ApiToken.objects.filter(user=self.request.user)

@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from links.selectors import clicks_visible_to
+
 from .models import Click
 
 
@@ -9,6 +11,9 @@ class ClickAdmin(admin.ModelAdmin):
     search_fields = ["slug"]
     date_hierarchy = "occurred_at"
     show_full_result_count = False
+
+    def get_queryset(self, request):
+        return clicks_visible_to(request.user)
 
     def has_add_permission(self, request):
         return False

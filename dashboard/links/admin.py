@@ -2,11 +2,14 @@ from django.contrib import admin
 
 from . import services
 from .models import Link
+from .selectors import links_visible_to
 
 
 @admin.register(Link)
 class LinkAdmin(admin.ModelAdmin):
-    """The admin edits links through the services, so every change is published."""
+    """The admin edits links through the services, so every change is
+    published, and shows each person the links the API and the pages show
+    them: the model permissions staff are given apply to those only."""
 
     list_display = ["slug", "url", "owner", "is_active", "redirect_status", "created_at"]
     list_filter = ["is_active", "redirect_status"]
@@ -24,6 +27,9 @@ class LinkAdmin(admin.ModelAdmin):
         else:
             created = services.link_create(owner=request.user, **data)
             obj.pk, obj.slug, obj.owner = created.pk, created.slug, created.owner
+
+    def get_queryset(self, request):
+        return links_visible_to(request.user).select_related("owner")
 
     def delete_model(self, request, obj):
         services.link_delete(link=obj)

@@ -1,5 +1,8 @@
-"""Reads of links, with the visibility rule in one place: people see their
-own links; staff see everyone's."""
+"""Reads of links, with the rule of who sees what in one place
+(`links_visible_to`; docs/api.md, "Who may do what"): people see their own
+links, with their clicks; superusers see everyone's. The staff flag opens
+the Django admin and the operational figures of the overview, and shows no
+one else's link."""
 import ipaddress
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -24,9 +27,20 @@ def short_url(slug: str) -> str:
     return settings.EDGE_BASE_URL.rstrip("/") + "/" + slug
 
 
+def sees_every_link(user: AbstractBaseUser) -> bool:
+    return user.is_active and user.is_superuser
+
+
+def sees_operations(user: AbstractBaseUser) -> bool:
+    """The importer's backlog and the edge's health, on the overview."""
+    return user.is_active and (user.is_staff or user.is_superuser)
+
+
 def links_visible_to(user: AbstractBaseUser) -> QuerySet[Link]:
+    """The links a person may read and, with the API's write scope or in the
+    pages and the admin, change."""
     links = Link.objects.all()
-    if not user.is_staff:
+    if not sees_every_link(user):
         links = links.filter(owner=user)
     return links
 
@@ -95,7 +109,7 @@ def clicks_visible_to(
     start: datetime | None = None, end: datetime | None = None,
 ) -> QuerySet[Click]:
     clicks = Click.objects.select_related("agent")
-    if not user.is_staff:
+    if not sees_every_link(user):
         clicks = clicks.filter(link__owner=user)
     if slug:
         clicks = clicks.filter(link__in=links_visible_to(user).filter(slug=slug))

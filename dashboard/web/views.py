@@ -73,7 +73,8 @@ def overview(request):
         totals.series, label="Clicks per day (UTC), bots left out", interval="day",
         start=now - timedelta(days=OVERVIEW_DAYS - 1), end=now,
     )}
-    if request.user.is_staff:
+    if selectors.sees_operations(request.user):
+        context["operations"] = True
         context["lag"] = import_lag(client=get_redis())
         context["edge"] = edge_health()
         context["edge_health_url"] = settings.EDGE_HEALTH_URL

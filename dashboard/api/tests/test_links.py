@@ -96,10 +96,18 @@ def test_another_users_link_is_404_for_every_method(api, make_user):
     assert Link.objects.get(pk=theirs.pk).title == ""
 
 
-def test_staff_see_every_link(client_for, make_user):
+def test_superusers_see_every_link_and_staff_only_their_own(client_for, make_user):
     theirs = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
     staff = client_for(make_user(is_staff=True))
-    assert staff.get(f"/api/v1/links/{theirs.slug}").status_code == 200
+    for response in (staff.get(f"/api/v1/links/{theirs.slug}"), staff.get(f"/api/v1/links/{theirs.slug}/stats"),
+                     staff.patch(f"/api/v1/links/{theirs.slug}", {"title": "mine now"}, format="json"),
+                     staff.delete(f"/api/v1/links/{theirs.slug}")):
+        assert response.status_code == 404
+    assert theirs.slug not in [link["slug"] for link in staff.get("/api/v1/links").json()["results"]]
+    boss = client_for(make_user(is_staff=True, is_superuser=True))
+    assert boss.get(f"/api/v1/links/{theirs.slug}").status_code == 200
+    assert boss.patch(f"/api/v1/links/{theirs.slug}", {"title": "checked"}, format="json").status_code == 200
+    assert Link.objects.get(pk=theirs.pk).title == "checked"
 
 
 def test_partial_update_and_delete(api):

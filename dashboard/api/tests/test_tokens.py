@@ -19,6 +19,14 @@ def bearer(raw):
     return client
 
 
+@pytest.fixture
+def session(user):
+    """The API as the signed-in dashboard (or its browsable API) uses it."""
+    client = APIClient()
+    client.force_authenticate(user=user)
+    return client
+
+
 def test_a_read_only_token_reads_but_cannot_write(client_for, user):
     reader = client_for(user, scope="read")
     assert reader.get("/api/v1/links").status_code == 200
@@ -36,32 +44,50 @@ def test_bad_credentials_are_401(header):
     assert response["WWW-Authenticate"].startswith("Bearer")
 
 
-def test_revoked_and_expired_tokens_are_401(user):
+def test_revoked_and_expired_tokens_are_401(user, session):
     token, raw = token_create(user=user, name="soon revoked", scope="write")
     assert bearer(raw).get("/api/v1/links").status_code == 200
-    assert bearer(raw).delete(f"/api/v1/tokens/{token.pk}").status_code == 204
+    assert session.delete(f"/api/v1/tokens/{token.pk}").status_code == 204
     assert bearer(raw).get("/api/v1/links").status_code == 401
-    _, expired = token_create(user=user, name="old", expires_at=timezone.now() - timedelta(seconds=1))
+    soon, expired = token_create(user=user, name="old", expires_at=timezone.now() + timedelta(seconds=60))
+    assert bearer(expired).get("/api/v1/links").status_code == 200
+    ApiToken.objects.filter(pk=soon.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert bearer(expired).get("/api/v1/links").status_code == 401
 
 
-def test_a_token_is_shown_once_and_stored_hashed(api):
-    response = api.post("/api/v1/tokens", {"name": "ci", "scope": "read"}, format="json")
+def test_tokens_are_managed_from_a_session_not_with_a_token(api, session):
+    for response in (api.get("/api/v1/tokens"), api.post("/api/v1/tokens", {"name": "more"}, format="json")):
+        assert response.status_code == 403
+        assert "signed-in session" in response.json()["detail"]
+    assert not ApiToken.objects.filter(name="more").exists()
+    assert session.post("/api/v1/tokens", {"name": "more"}, format="json").status_code == 201
+
+
+@pytest.mark.parametrize("expires_at", [timezone.now() - timedelta(days=1), timezone.now()])
+def test_a_token_must_expire_in_the_future(session, expires_at):
+    response = session.post("/api/v1/tokens", {"name": "past", "expires_at": expires_at.isoformat()}, format="json")
+    assert response.status_code == 400
+    assert response.json()["expires_at"] == ["An expiry must be in the future."]
+    assert not ApiToken.objects.filter(name="past").exists()
+
+
+def test_a_token_is_shown_once_and_stored_hashed(session):
+    response = session.post("/api/v1/tokens", {"name": "ci", "scope": "read"}, format="json")
     assert response.status_code == 201
     raw = response.json()["token"]
     stored = ApiToken.objects.get(pk=response.json()["id"])
     assert stored.digest == token_digest(raw) and raw not in stored.digest
-    listing = api.get("/api/v1/tokens").json()["results"]
+    listing = session.get("/api/v1/tokens").json()["results"]
     assert all("token" not in item for item in listing)
-    assert "token" not in api.get(f"/api/v1/tokens/{stored.pk}").json()
+    assert "token" not in session.get(f"/api/v1/tokens/{stored.pk}").json()
     assert bearer(raw).get("/api/v1/links").status_code == 200
     assert ApiToken.objects.get(pk=stored.pk).last_used_at is not None
 
 
-def test_tokens_of_others_are_invisible(api, make_user):
+def test_tokens_of_others_are_invisible(session, make_user):
     theirs, _ = token_create(user=make_user(), name="theirs")
-    assert api.get(f"/api/v1/tokens/{theirs.pk}").status_code == 404
-    assert api.delete(f"/api/v1/tokens/{theirs.pk}").status_code == 404
+    assert session.get(f"/api/v1/tokens/{theirs.pk}").status_code == 404
+    assert session.delete(f"/api/v1/tokens/{theirs.pk}").status_code == 404
     assert ApiToken.objects.get(pk=theirs.pk).revoked_at is None
 
 
