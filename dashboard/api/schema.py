@@ -10,7 +10,7 @@ ERROR_SCHEMA = {
 _MESSAGES = {
     "400": "Invalid input: a message per field.",
     "401": "No credentials, or an invalid, expired or revoked token.",
-    "403": "A read-only token tried to write.",
+    "403": "A read-only token tried to write, or a token tried to manage tokens (that takes a signed-in session).",
     "404": "No such object among yours.",
     "409": "The slug is taken.",
     "429": "Too many requests; see Retry-After.",
@@ -26,7 +26,7 @@ def add_error_responses(result, generator, request, public):
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             codes = ["401", "429", "404"]
-            if method in ("post", "patch", "put", "delete"):
+            if method in ("post", "patch", "put", "delete") or path.startswith("/api/v1/tokens"):
                 codes.append("403")
             if operation.get("parameters") or operation.get("requestBody"):
                 codes.append("400")
