@@ -7,6 +7,7 @@ always win. Secrets have no default: without `.run/env` or the variables,
 Django refuses to start.
 """
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -26,6 +27,12 @@ DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# How many reverse proxies stand in front of the dashboard, each appending the
+# address it was connected from to X-Forwarded-For. 0: X-Forwarded-For is
+# ignored, the connection's address is the client's. The rule is in
+# slingshot/proxies.py; sign-in throttling and the API's throttle use it.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -38,6 +45,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "links",
     "clicks",
     "api",
@@ -53,6 +61,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as axes requires
 ]
 
 ROOT_URLCONF = "slingshot.urls"
@@ -75,6 +84,26 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+
+# Sign-in throttling (slingshot/signin.py): axes' backend first, so that a
+# locked-out client's password is not even checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failures of one user name from one address before that pair is locked out...
+SIGN_IN_FAILURE_LIMIT = env.int("SIGN_IN_FAILURE_LIMIT", default=5)
+# ...and from one address whatever the user names, before the address is.
+SIGN_IN_ADDRESS_FAILURE_LIMIT = env.int("SIGN_IN_ADDRESS_FAILURE_LIMIT", default=30)
+# A lockout ends this long after the last failure, which each failure restarts.
+SIGN_IN_COOLOFF_MINUTES = env.int("SIGN_IN_COOLOFF_MINUTES", default=15)
+AXES_HANDLER = "slingshot.signin.SignInAttempts"  # in PostgreSQL: works while Redis is down
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_FAILURE_LIMIT = SIGN_IN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=SIGN_IN_COOLOFF_MINUTES)
+AXES_CLIENT_IP_CALLABLE = "slingshot.proxies.client_address"
+AXES_LOCKOUT_CALLABLE = "slingshot.signin.lockout_response"
+AXES_DISABLE_ACCESS_LOG = True  # throttling needs the failures only, not a record of every sign-in
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -134,6 +163,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated", "api.permissions.TokenScope"],
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenOrUserRateThrottle"],
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -166,8 +196,6 @@ LOGOUT_REDIRECT_URL = "web:sign-in"
 STATICFILES_DIRS = [DASHBOARD_DIR / "frontend" / "build"]
 EDGE_HEALTH_URL = env.str("EDGE_HEALTH_URL", default=EDGE_BASE_URL.rstrip("/") + "/healthz")
 WEB_LINKS_PER_PAGE = env.int("WEB_LINKS_PER_PAGE", default=50)
-WEB_SIGN_IN_ATTEMPTS = env.int("WEB_SIGN_IN_ATTEMPTS", default=10)  # failures per address or user name...
-WEB_SIGN_IN_WINDOW = env.int("WEB_SIGN_IN_WINDOW", default=900)  # ...within this many seconds
 WEB_IMPORT_MAX_ROWS = env.int("WEB_IMPORT_MAX_ROWS", default=10_000)
 WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
 

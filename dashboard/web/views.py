@@ -42,8 +42,9 @@ RECENT_CLICKS = 20
 
 
 class SignInView(auth_views.LoginView):
+    """Django's sign-in; django-axes throttles it like every other way to
+    sign in (slingshot/signin.py)."""
     template_name = "web/sign_in.html"
-    authentication_form = forms.ThrottledAuthenticationForm
     redirect_authenticated_user = True
 
 
