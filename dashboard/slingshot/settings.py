@@ -11,8 +11,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 DASHBOARD_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = DASHBOARD_DIR.parent
@@ -127,20 +125,13 @@ REDIS_PORT = env.int("REDIS_PORT", default=6379)
 REDIS_PASSWORD = env.str("REDIS_PASSWORD", default=None) or None
 REDIS_DB = env.int("REDIS_DB", default=0)
 
-# Django's cache (API throttle counters) lives in Redis, shared by every worker.
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": "redis://%s:%d/%d" % (REDIS_HOST, REDIS_PORT, REDIS_DB),
-        "KEY_PREFIX": "slingshot:cache",
-        "OPTIONS": {
-            "password": REDIS_PASSWORD,
-            "socket_connect_timeout": 1,
-            "socket_timeout": 1,
-            "retry": Retry(NoBackoff(), 0),
-        },
-    }
-}
+# What a request or a scrape asks Redis (the API throttle, the overview's
+# import lag, /healthz) gives up after this many seconds to connect and as
+# many for the reply; after a failure, requests skip Redis for
+# REDIS_REQUEST_COOLDOWN seconds (links/redis.py). Nothing uses Django's
+# cache, which stays its default, in each process's memory.
+REDIS_REQUEST_TIMEOUT = env.float("REDIS_REQUEST_TIMEOUT", default=0.25)
+REDIS_REQUEST_COOLDOWN = env.float("REDIS_REQUEST_COOLDOWN", default=5.0)
 
 # Where short links are served; used for short URLs and to refuse targets
 # that would loop back to the edge.

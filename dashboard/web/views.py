@@ -27,7 +27,7 @@ from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals
 from clicks.stream import import_lag
 from links import selectors, services
 from links.models import Link, LinkImport
-from links.redis import get_redis
+from links.redis import RedisUnavailable, quick_call
 from links.selectors import short_url
 
 from . import forms
@@ -81,7 +81,10 @@ def overview(request):
         start=now - timedelta(days=OVERVIEW_DAYS - 1), end=now,
     )}
     if request.user.is_staff:
-        context["lag"] = import_lag(client=get_redis())
+        try:
+            context["lag"] = quick_call(lambda client: import_lag(client=client), what="import lag")
+        except RedisUnavailable as exc:
+            context["lag_error"] = str(exc)
         context["edge"] = edge_health()
         context["edge_health_url"] = settings.EDGE_HEALTH_URL
     return render(request, "web/overview.html", context)

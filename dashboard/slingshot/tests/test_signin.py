@@ -5,6 +5,8 @@ import uuid
 import pytest
 from django.contrib.auth import get_user_model
 
+from links.redis import get_quick_redis
+
 PASSWORD = "correct horse battery staple"
 LOCKED = b"Too many failed sign-ins from your address"
 ATTACKER, ELSEWHERE = "198.51.100.66", "203.0.113.9"
@@ -95,6 +97,18 @@ def test_behind_one_trusted_proxy_the_address_it_appended_counts(client, staff, 
     assert forged.status_code == 429
     # ...and another client behind the same proxy is not locked out.
     assert signed_in(sign_in(client, "admin", staff.username, PASSWORD, proxy, HTTP_X_FORWARDED_FOR=ELSEWHERE), "admin")
+
+
+def test_throttling_goes_on_while_redis_is_unreachable(client, staff, settings):
+    settings.REDIS_PORT = 9  # nothing listens there
+    get_quick_redis.cache_clear()
+    try:
+        for _ in range(settings.SIGN_IN_FAILURE_LIMIT):
+            sign_in(client, "dashboard", staff.username, "wrong", ATTACKER)
+        assert sign_in(client, "dashboard", staff.username, PASSWORD, ATTACKER).status_code == 429
+        assert signed_in(sign_in(client, "dashboard", staff.username, PASSWORD, ELSEWHERE), "dashboard")
+    finally:
+        get_quick_redis.cache_clear()
 
 
 def test_a_malformed_forwarded_address_is_no_error(client, staff, settings):
