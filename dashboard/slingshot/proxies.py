@@ -7,8 +7,8 @@ of which appends the address it was connected from, the client is the Nth
 address from the right of X-Forwarded-For: everything left of it was sent by
 the client and proves nothing. This is Django REST framework's rule with
 NUM_PROXIES (settings.py sets it from the same variable), so sign-in
-throttling (django-axes) and the API's per-address throttle see the same
-address.
+throttling (django-axes), the API's per-address throttle and the /metrics
+allow-list all see the same address.
 """
 import ipaddress
 

@@ -6,6 +6,7 @@ from a second terminal with nothing to export. Real environment variables
 always win. Secrets have no default: without `.run/env` or the variables,
 Django refuses to start.
 """
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -29,7 +30,8 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # How many reverse proxies stand in front of the dashboard, each appending the
 # address it was connected from to X-Forwarded-For. 0: X-Forwarded-For is
 # ignored, the connection's address is the client's. The rule is in
-# slingshot/proxies.py; sign-in throttling and the API's throttle use it.
+# slingshot/proxies.py; sign-in throttling, the API's throttle and the
+# /metrics allow-list all use it.
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 
 # Served over HTTPS only (TLS ended by the proxy in front, which must set
@@ -67,6 +69,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "slingshot.metrics.RequestMetricsMiddleware",  # first: it times all the others
+    "slingshot.operators.OperatorEndpointsMiddleware",  # /healthz and /metrics
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -224,6 +228,28 @@ CONTENT_SECURITY_POLICY = {
         "frame-ancestors": [NONE],
     },
 }
+
+# Prometheus metrics (slingshot/metrics.py). /metrics answers these networks
+# only (the client address as slingshot/proxies.py finds it), others get 403.
+DASHBOARD_METRICS_ALLOW = [
+    ipaddress.ip_network(network, strict=False)
+    for network in env.list("DASHBOARD_METRICS_ALLOW", default=["127.0.0.1/32", "::1/128"])
+]
+# prometheus_client's multiprocess mode, which it turns on itself when this
+# variable is in the environment: every gunicorn worker writes its counts to
+# files in this folder, and a scrape of /metrics, whichever worker answers
+# it, adds them all up. gunicorn empties it when it starts with
+# `--config dashboard/gunicorn.conf.py`, as docker-compose.yml runs it.
+# Give it to the dashboard only: another process sharing the folder
+# would add its own counts to the dashboard's. Unset, each worker keeps its
+# own counts, and a scrape sees those of the one worker that answered it.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+# The importer's and the publisher's metrics, each on its own HTTP port
+# (`--metrics-port`); off while unset.
+IMPORTER_METRICS_PORT = env.int("IMPORTER_METRICS_PORT", default=None)
+IMPORTER_METRICS_ADDRESS = env.str("IMPORTER_METRICS_ADDRESS", default="127.0.0.1")
+PUBLISHER_METRICS_PORT = env.int("PUBLISHER_METRICS_PORT", default=None)
+PUBLISHER_METRICS_ADDRESS = env.str("PUBLISHER_METRICS_ADDRESS", default="127.0.0.1")
 
 # Click importer (clicks/, docs/rollups.md).
 CLICK_IP_PRIVACY = env.str("CLICK_IP_PRIVACY", default="anonymise")  # anonymise | full | none

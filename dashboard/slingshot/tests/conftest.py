@@ -8,6 +8,8 @@ from django.db import connection
 
 import devstack
 
+GUNICORN_CONF = devstack.REPO / "dashboard" / "gunicorn.conf.py"
+
 
 def database_url() -> str:
     """The test database, for a dashboard process of a test's own."""
@@ -17,7 +19,7 @@ def database_url() -> str:
 
 @pytest.fixture
 def make_dashboard(tmp_path):
-    """Starts the dashboard under gunicorn, as `make run` and the container do, with
+    """Starts the dashboard under gunicorn, as docker-compose.yml does, with
     these settings on top of the test run's; stops it after the test."""
     started = []
 
@@ -25,7 +27,7 @@ def make_dashboard(tmp_path):
         port = devstack.free_port()
         log = open(tmp_path / f"gunicorn-{port}.log", "ab")
         process = subprocess.Popen(
-            devstack.gunicorn_command(port, workers=workers),
+            [*devstack.gunicorn_command(port, workers=workers), "--config", str(GUNICORN_CONF)],
             env={**os.environ, "DATABASE_URL": database_url(), **(env or {})},
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )

@@ -1,6 +1,6 @@
 """Requests while Redis hangs (SIGSTOP) or is gone: the API and the pages
-answer within a second, and the circuit breaker of links/redis.py keeps the
-cost to one short timeout now and then."""
+answer within a second, /healthz says what is wrong, and the circuit breaker
+of links/redis.py keeps the cost to one short timeout now and then."""
 import signal
 import time
 import uuid
@@ -10,11 +10,14 @@ import redis
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
+import devstack
 from api.services import token_create
 from devstack.pytest_plugin import SERVERS
 from devstack.throwaway import ThrowawayStack
 from links.redis import CircuitBreaker, RedisUnavailable, breaker, get_quick_redis
 from links.services import link_create
+
+from .conftest import request
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -122,6 +125,35 @@ def test_the_overview_shows_the_import_lag_once_redis_answers_again(visitor, fro
     settings.REDIS_REQUEST_COOLDOWN = 0.1  # the probe that closes the breaker comes sooner
     wait_until(lambda: client.get("/").context.get("lag") is not None, what="the overview to show the lag")
     assert not breaker.is_open
+
+
+def test_healthz(client):
+    response = client.get("/healthz")
+    assert (response.status_code, response.content) == (200, b"ok\n")
+    assert response["Content-Type"].startswith("text/plain")
+
+
+def test_healthz_answers_503_within_a_second_while_redis_hangs(client, frozen_redis):
+    for _ in range(2):  # the health check asks Redis every time, breaker or not
+        response, took = timed(lambda: client.get("/healthz"))
+        assert response.status_code == 503 and response.content == b"redis: TimeoutError\n"
+        assert took < BUDGET
+
+
+def test_healthz_answers_503_without_secrets_while_redis_is_down(client, gone_redis, settings):
+    response, took = timed(lambda: client.get("/healthz"))
+    assert response.status_code == 503 and response.content == b"redis: ConnectionError\n"
+    assert took < BUDGET
+    assert settings.REDIS_PASSWORD.encode() not in response.content
+
+
+def test_healthz_names_postgresql_when_it_does_not_answer(make_dashboard):
+    nowhere = f"postgres://slingshot:not-the-password@127.0.0.1:{devstack.free_port()}/slingshot"
+    port = make_dashboard({"DATABASE_URL": nowhere}, workers=1)
+    request(port, "/healthz")  # the first waits for the worker to boot
+    response, took = timed(lambda: request(port, "/healthz"))
+    assert (response.status, response.body) == (503, b"postgresql: OperationalError\n")
+    assert took < BUDGET
 
 
 # --- the circuit breaker alone, on a clock of its own -----------------------------------

@@ -82,3 +82,7 @@ def test_tls_behind_a_proxy(make_dashboard):
     cookie = secure.headers["Set-Cookie"]
     assert cookie.startswith("csrftoken=") and "; Secure" in cookie
     assert "default-src 'self'" in secure.headers["Content-Security-Policy"]
+
+    # Health checks come over plain HTTP, by whatever name reaches the container.
+    health = request(port, "/healthz", headers={"Host": "dashboard:8000"})
+    assert (health.status, health.body) == (200, b"ok\n")
