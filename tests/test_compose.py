@@ -110,3 +110,32 @@ def test_the_loadtest_profile_runs_locust_on_our_locustfile():
         if name.startswith("SLINGSHOT_"):
             assert f'"{name}"' in locustfile, name
     assert "seed_loadtest" in SERVICES["seed"]["command"]
+
+
+def _health_url(service: dict) -> str:
+    test = service["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "python", "-c"] and "urlopen(" in test[3], test
+    return re.search(r"urlopen\('([^']+)'", test[3]).group(1)
+
+
+def test_health_checks_use_each_services_own_endpoint():
+    assert _health_url(SERVICES["dashboard"]) == "http://127.0.0.1:8000/healthz"
+    for name, setting in (("importer", "IMPORTER_METRICS_PORT"), ("publisher", "PUBLISHER_METRICS_PORT")):
+        port = SERVICES[name]["environment"][setting]
+        assert _health_url(SERVICES[name]) == f"http://127.0.0.1:{port}/metrics", name
+        # The health check runs inside the container: the loopback default reaches it.
+        assert SERVICES[name]["environment"][setting.removesuffix("PORT") + "ADDRESS"].endswith(":-127.0.0.1}"), name
+    assert "--metrics-port" not in " ".join(SERVICES["importer"]["command"])  # the setting, not a second copy
+
+
+def test_the_dashboard_counts_in_one_metrics_folder_that_gunicorn_empties():
+    dashboard = SERVICES["dashboard"]
+    command = dashboard["command"]
+    assert command[command.index("--config") + 1] == "dashboard/gunicorn.conf.py"
+    assert (REPO / "dashboard/gunicorn.conf.py").is_file()
+    assert command[command.index("--chdir") + 1] == "dashboard"
+    assert dashboard["environment"]["PROMETHEUS_MULTIPROC_DIR"].startswith("/")
+    # Another process in the same folder would add its counts to the dashboard's.
+    for name, service in SERVICES.items():
+        if name != "dashboard":
+            assert "PROMETHEUS_MULTIPROC_DIR" not in (service.get("environment") or {}), name

@@ -1,11 +1,11 @@
 import logging
 import time
 
-import redis
 from django.conf import settings
 from rest_framework.throttling import BaseThrottle
 
-from links.redis import get_redis
+from links.redis import RedisUnavailable, quick_call
+from slingshot.proxies import client_address
 
 from .models import ApiToken
 
@@ -22,17 +22,21 @@ def parse_rate(rate: str) -> tuple[int, int]:
 
 class TokenOrUserRateThrottle(BaseThrottle):
     """API_THROTTLE_RATE requests per token; session requests share one
-    budget per user, anonymous ones one per address. A fixed window counted
-    with one INCR in Redis, shared by every worker and cheap at any rate.
-    While Redis is unreachable requests are let through, so the API keeps
-    working (link changes wait in the outbox)."""
+    budget per user, anonymous ones one per address (the address sign-in
+    throttling sees, slingshot/proxies.py). A fixed window counted with one
+    INCR in Redis, shared by every worker and cheap at any rate.
+
+    While Redis is unreachable or slow, requests are let through, so the API
+    keeps working (link changes wait in the outbox): the counters go through
+    links.redis.quick_call, which gives up within a fraction of a second and
+    then skips Redis for a few seconds."""
 
     def ident(self, request) -> str:
         if isinstance(request.auth, ApiToken):
             return f"token-{request.auth.pk}"
         if request.user and request.user.is_authenticated:
             return f"user-{request.user.pk}"
-        return f"addr-{self.get_ident(request)}"
+        return f"addr-{client_address(request)}"
 
     def allow_request(self, request, view) -> bool:
         limit, period = parse_rate(settings.API_THROTTLE_RATE)
@@ -40,15 +44,18 @@ class TokenOrUserRateThrottle(BaseThrottle):
         window = int(now // period)
         self.retry_after = period - (now % period)
         key = f"slingshot:throttle:{self.ident(request)}:{period}:{window}"
-        try:
-            pipe = get_redis().pipeline(transaction=False)
+
+        def count(client) -> int:
+            pipe = client.pipeline(transaction=False)
             pipe.incr(key)
             pipe.expire(key, period + 1)
-            count = pipe.execute()[0]
-        except redis.RedisError as exc:
-            log.warning("throttle counters unavailable, request let through: %s", exc)
+            return pipe.execute()[0]
+
+        try:
+            return quick_call(count, what="API throttle") <= limit
+        except RedisUnavailable as exc:
+            log.debug("request let through: %s", exc)
             return True
-        return count <= limit
 
     def wait(self) -> float:
         return self.retry_after

@@ -50,6 +50,7 @@ class LinkViewSet(
     mixins.DestroyModelMixin, viewsets.GenericViewSet,
 ):
     serializer_class = serializers.LinkSerializer
+    queryset = Link.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows
     lookup_field = "slug"
     lookup_value_regex = slugs.PATTERN
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
@@ -195,6 +196,7 @@ class TokenViewSet(
 ):
     serializer_class = serializers.TokenSerializer
     permission_classes = [IsAuthenticated, SignedInSession]
+    queryset = ApiToken.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows
 
     def get_queryset(self):
         return ApiToken.objects.filter(user=self.request.user)

@@ -6,12 +6,13 @@ from a second terminal with nothing to export. Real environment variables
 always win. Secrets have no default: without `.run/env` or the variables,
 Django refuses to start.
 """
+import ipaddress
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import environ
-from redis.backoff import NoBackoff
-from redis.retry import Retry
+from csp.constants import NONE, SELF
 
 DASHBOARD_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = DASHBOARD_DIR.parent
@@ -26,6 +27,27 @@ DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# How many reverse proxies stand in front of the dashboard, each appending the
+# address it was connected from to X-Forwarded-For. 0: X-Forwarded-For is
+# ignored, the connection's address is the client's. The rule is in
+# slingshot/proxies.py; sign-in throttling, the API's throttle and the
+# /metrics allow-list all use it.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+
+# Served over HTTPS only (TLS ended by the proxy in front, which must set
+# X-Forwarded-Proto, or by the server itself): plain-HTTP requests are
+# redirected, cookies are sent over HTTPS only, and browsers are told by HSTS
+# to use nothing else for SECURE_HSTS_SECONDS. SECURE_HSTS_PRELOAD asks to
+# be put in the browsers' preload list too: set it once you mean to submit
+# the domain (`manage.py check --deploy` warns until then).
+HTTPS_ONLY = env.bool("HTTPS_ONLY", default=False)
+SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS_ONLY
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 86400 if HTTPS_ONLY else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# Only a proxy we trust may say the request came over HTTPS.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT else None
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -37,6 +59,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "links",
     "clicks",
     "api",
@@ -44,14 +68,18 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "slingshot.metrics.RequestMetricsMiddleware",  # first: it times all the others
+    "slingshot.operators.OperatorEndpointsMiddleware",  # /healthz and /metrics
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as axes requires
 ]
 
 ROOT_URLCONF = "slingshot.urls"
@@ -75,6 +103,26 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 
+# Sign-in throttling (slingshot/signin.py): axes' backend first, so that a
+# locked-out client's password is not even checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failures of one user name from one address before that pair is locked out...
+SIGN_IN_FAILURE_LIMIT = env.int("SIGN_IN_FAILURE_LIMIT", default=5)
+# ...and from one address whatever the user names, before the address is.
+SIGN_IN_ADDRESS_FAILURE_LIMIT = env.int("SIGN_IN_ADDRESS_FAILURE_LIMIT", default=30)
+# A lockout ends this long after the last failure, which each failure restarts.
+SIGN_IN_COOLOFF_MINUTES = env.int("SIGN_IN_COOLOFF_MINUTES", default=15)
+AXES_HANDLER = "slingshot.signin.SignInAttempts"  # in PostgreSQL: works while Redis is down
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_FAILURE_LIMIT = SIGN_IN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=SIGN_IN_COOLOFF_MINUTES)
+AXES_CLIENT_IP_CALLABLE = "slingshot.proxies.client_address"
+AXES_LOCKOUT_CALLABLE = "slingshot.signin.lockout_response"
+AXES_DISABLE_ACCESS_LOG = True  # throttling needs the failures only, not a record of every sign-in
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -97,20 +145,13 @@ REDIS_PORT = env.int("REDIS_PORT", default=6379)
 REDIS_PASSWORD = env.str("REDIS_PASSWORD", default=None) or None
 REDIS_DB = env.int("REDIS_DB", default=0)
 
-# Django's cache (API throttle counters) lives in Redis, shared by every worker.
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": "redis://%s:%d/%d" % (REDIS_HOST, REDIS_PORT, REDIS_DB),
-        "KEY_PREFIX": "slingshot:cache",
-        "OPTIONS": {
-            "password": REDIS_PASSWORD,
-            "socket_connect_timeout": 1,
-            "socket_timeout": 1,
-            "retry": Retry(NoBackoff(), 0),
-        },
-    }
-}
+# What a request or a scrape asks Redis (the API throttle, the overview's
+# import lag, /healthz) gives up after this many seconds to connect and as
+# many for the reply; after a failure, requests skip Redis for
+# REDIS_REQUEST_COOLDOWN seconds (links/redis.py). Nothing uses Django's
+# cache, which stays its default, in each process's memory.
+REDIS_REQUEST_TIMEOUT = env.float("REDIS_REQUEST_TIMEOUT", default=0.25)
+REDIS_REQUEST_COOLDOWN = env.float("REDIS_REQUEST_COOLDOWN", default=5.0)
 
 # Where short links are served; used for short URLs and to refuse targets
 # that would loop back to the edge.
@@ -135,6 +176,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenOrUserRateThrottle"],
     "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser", "rest_framework.parsers.FormParser",
                                "rest_framework.parsers.MultiPartParser"],
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -167,11 +209,49 @@ LOGOUT_REDIRECT_URL = "web:sign-in"
 STATICFILES_DIRS = [DASHBOARD_DIR / "frontend" / "build"]
 EDGE_HEALTH_URL = env.str("EDGE_HEALTH_URL", default=EDGE_BASE_URL.rstrip("/") + "/healthz")
 WEB_LINKS_PER_PAGE = env.int("WEB_LINKS_PER_PAGE", default=50)
-WEB_SIGN_IN_ATTEMPTS = env.int("WEB_SIGN_IN_ATTEMPTS", default=10)  # failures per address or user name...
-WEB_SIGN_IN_WINDOW = env.int("WEB_SIGN_IN_WINDOW", default=900)  # ...within this many seconds
 WEB_IMPORT_MAX_ROWS = env.int("WEB_IMPORT_MAX_ROWS", default=10_000)
 WEB_IMPORT_MAX_BYTES = env.int("WEB_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)  # larger CSV uploads are refused
 WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
+
+# Content-Security-Policy (django-csp) of every page: everything the dashboard
+# loads is its own, nothing inline. The API's docs pages add what they need
+# (api/docs.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],  # data: for Pico's and Swagger UI's icons and the empty favicon
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
+
+# Prometheus metrics (slingshot/metrics.py). /metrics answers these networks
+# only (the client address as slingshot/proxies.py finds it), others get 403.
+DASHBOARD_METRICS_ALLOW = [
+    ipaddress.ip_network(network, strict=False)
+    for network in env.list("DASHBOARD_METRICS_ALLOW", default=["127.0.0.1/32", "::1/128"])
+]
+# prometheus_client's multiprocess mode, which it turns on itself when this
+# variable is in the environment: every gunicorn worker writes its counts to
+# files in this folder, and a scrape of /metrics, whichever worker answers
+# it, adds them all up. gunicorn empties it when it starts with
+# `--config dashboard/gunicorn.conf.py`, as docker-compose.yml runs it.
+# Give it to the dashboard only: another process sharing the folder
+# would add its own counts to the dashboard's. Unset, each worker keeps its
+# own counts, and a scrape sees those of the one worker that answered it.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+# The importer's and the publisher's metrics, each on its own HTTP port
+# (`--metrics-port`); off while unset.
+IMPORTER_METRICS_PORT = env.int("IMPORTER_METRICS_PORT", default=None)
+IMPORTER_METRICS_ADDRESS = env.str("IMPORTER_METRICS_ADDRESS", default="127.0.0.1")
+PUBLISHER_METRICS_PORT = env.int("PUBLISHER_METRICS_PORT", default=None)
+PUBLISHER_METRICS_ADDRESS = env.str("PUBLISHER_METRICS_ADDRESS", default="127.0.0.1")
 
 # Click importer (clicks/, docs/rollups.md).
 CLICK_IP_PRIVACY = env.str("CLICK_IP_PRIVACY", default="anonymise")  # anonymise | full | none

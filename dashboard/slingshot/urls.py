@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.urls import include, path
 
+# /healthz and /metrics are answered ahead of URL routing, by
+# slingshot.operators.OperatorEndpointsMiddleware.
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("api.urls")),

@@ -4,7 +4,6 @@ in their services (links/services.py, api/services.py) and selectors
 form with add_service_errors."""
 from django import forms
 from django.conf import settings
-from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.postgres.forms import SimpleArrayField
 from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
@@ -14,8 +13,6 @@ from clicks.selectors import INTERVALS, StatsRange, stats_range
 from links.imports import CSV_COLUMNS
 from links.models import Link
 
-from . import throttling
-
 
 def add_service_errors(form: forms.Form, error: ValidationError) -> None:
     """Puts each message of a service's ValidationError on its field, or on
@@ -23,24 +20,6 @@ def add_service_errors(form: forms.Form, error: ValidationError) -> None:
     for field, messages in error.message_dict.items():
         for message in messages:
             form.add_error(field if field in form.fields else None, message)
-
-
-class ThrottledAuthenticationForm(AuthenticationForm):
-    """Django's sign-in form, refusing to check passwords once an address or
-    a user name has failed too often (web/throttling.py)."""
-
-    def clean(self):
-        address = self.request.META.get("REMOTE_ADDR", "") if self.request else ""
-        username = self.cleaned_data.get("username") or ""
-        if throttling.sign_in_blocked(address=address, username=username):
-            raise ValidationError(
-                "Too many failed sign-ins. Wait a few minutes and try again.", code="throttled"
-            )
-        try:
-            return super().clean()
-        except ValidationError:
-            throttling.sign_in_failed(address=address, username=username)
-            raise
 
 
 class DateTimeInput(forms.DateTimeInput):

@@ -21,7 +21,7 @@ from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals, s
 from clicks.stream import import_lag
 from links import imports, selectors, services
 from links.models import Link, LinkImport
-from links.redis import get_redis
+from links.redis import RedisUnavailable, quick_call
 from links.selectors import short_url
 
 from . import forms
@@ -36,8 +36,9 @@ RECENT_CLICKS = 20
 
 
 class SignInView(auth_views.LoginView):
+    """Django's sign-in; django-axes throttles it like every other way to
+    sign in (slingshot/signin.py)."""
     template_name = "web/sign_in.html"
-    authentication_form = forms.ThrottledAuthenticationForm
     redirect_authenticated_user = True
 
 
@@ -75,7 +76,10 @@ def overview(request):
     )}
     if selectors.sees_operations(request.user):
         context["operations"] = True
-        context["lag"] = import_lag(client=get_redis())
+        try:
+            context["lag"] = quick_call(lambda client: import_lag(client=client), what="import lag")
+        except RedisUnavailable as exc:
+            context["lag_error"] = str(exc)
         context["edge"] = edge_health()
         context["edge_health_url"] = settings.EDGE_HEALTH_URL
     return render(request, "web/overview.html", context)

@@ -15,11 +15,13 @@ from django.db import InterfaceError, OperationalError
 from clicks.batch import BatchMaker
 from clicks.enrichment import Enricher
 from clicks.importer import BatchResult, ClickImporter, ConsumerBusy, tune_gc
+from clicks.metrics import ImporterMetrics
 from clicks.partitions import click_tables_maintain
 from clicks.rollups import FOLD_AFTER, fold_days
 from clicks.stream import ClickStream, import_lag
 from links.redis import get_redis
 from slingshot.commands import ServiceCommand
+from slingshot.metrics import add_metrics_arguments, serve_metrics
 
 EXIT_CONSUMER_BUSY = 3
 MAINTENANCE_EVERY = 24 * 3600.0
@@ -106,8 +108,11 @@ class Command(ServiceCommand):
         parser.add_argument("--lag", action="store_true", help="print the import lag as JSON and exit")
         parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                             help="progress bar (default: with --once on a terminal)")
+        add_metrics_arguments(parser, port=settings.IMPORTER_METRICS_PORT, address=settings.IMPORTER_METRICS_ADDRESS,
+                              setting="IMPORTER_METRICS_PORT")
 
-    def handle(self, *args, once, consumer, batch_size, block_ms, claim_idle_ms, lag, progress, **options):
+    def handle(self, *args, once, consumer, batch_size, block_ms, claim_idle_ms, lag, progress, metrics_port,
+               metrics_address, **options):
         if lag:
             self.stdout.write(json.dumps(asdict(import_lag(client=get_redis()))))
             return
@@ -118,6 +123,8 @@ class Command(ServiceCommand):
         stream = ClickStream(get_redis(), consumer=consumer, batch_size=batch_size, claim_idle_ms=claim_idle_ms)
         maker = BatchMaker(Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH))
         importer = ClickImporter(stream=stream, maker=maker, block_ms=block_ms)
+        metrics = ImporterMetrics()
+        serve_metrics(metrics.registry, port=metrics_port, address=metrics_address, who="import_clicks")
         tune_gc()
         maintenance_due = 0.0
 
@@ -140,6 +147,7 @@ class Command(ServiceCommand):
             nonlocal attempt
             attempt = 0
             meter(result)
+            metrics.batch_done(result)
 
         try:
             while not self.stopping:
@@ -159,6 +167,7 @@ class Command(ServiceCommand):
                     # older snapshot) gets it again, from the stream's start.
                     if isinstance(exc, redis.ResponseError) and "NOGROUP" not in str(exc):
                         raise
+                    metrics.retries.inc()
                     self.retry_later(exc, attempt=attempt, first=0.5, cap=30.0, who=f"import_clicks[{consumer}]")
                     attempt += 1
         finally:

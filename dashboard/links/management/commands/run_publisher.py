@@ -2,10 +2,13 @@ import time
 
 import psycopg
 import redis
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
+from links.metrics import PublisherMetrics
 from links.publishing import OUTBOX_CHANNEL, deliver_outbox
 from slingshot.commands import ServiceCommand
+from slingshot.metrics import add_metrics_arguments, serve_metrics
 
 
 class Command(ServiceCommand):
@@ -19,8 +22,12 @@ class Command(ServiceCommand):
         parser.add_argument("--coalesce-ms", type=float, default=20.0,
                             help="after a NOTIFY, wait this long so changes committed together go out together")
         parser.add_argument("--log-interval", type=float, default=10.0, help="seconds between progress lines")
+        add_metrics_arguments(parser, port=settings.PUBLISHER_METRICS_PORT,
+                              address=settings.PUBLISHER_METRICS_ADDRESS, setting="PUBLISHER_METRICS_PORT")
 
-    def handle(self, *args, interval, coalesce_ms, log_interval, **options):
+    def handle(self, *args, interval, coalesce_ms, log_interval, metrics_port, metrics_address, **options):
+        metrics = PublisherMetrics()
+        serve_metrics(metrics.registry, port=metrics_port, address=metrics_address, who="run_publisher")
         listener = None
         failures = 0
         published, logged_at = 0, time.monotonic()
@@ -28,7 +35,9 @@ class Command(ServiceCommand):
             try:
                 if listener is None or listener.closed:
                     listener = self.listen()
-                published += deliver_outbox() or 0
+                delivered = deliver_outbox() or 0
+                metrics.published.inc(delivered)
+                published += delivered
                 if failures:
                     self.stdout.write("run_publisher: Redis and PostgreSQL reachable again")
                 failures = 0
@@ -40,6 +49,7 @@ class Command(ServiceCommand):
             except (redis.RedisError, OperationalError, InterfaceError, psycopg.Error) as exc:
                 if listener is not None:
                     listener.close()
+                metrics.retries.inc()
                 self.retry_later(exc, attempt=failures, first=0.2, cap=5.0, who="run_publisher")
                 failures += 1
         if listener is not None:

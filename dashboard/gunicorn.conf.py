@@ -1,0 +1,34 @@
+"""gunicorn's settings for the dashboard, given with
+`--config dashboard/gunicorn.conf.py` (docker-compose.yml's dashboard does).
+
+Only the two hooks prometheus_client's multiprocess mode needs when
+PROMETHEUS_MULTIPROC_DIR is set (settings.py): the folder is emptied of the
+counts of an earlier run when gunicorn starts, and a worker that exits has
+its live gauges removed (the dashboard has none today; its counters and
+histograms keep the counts of workers gone, as they must).
+"""
+import os
+from pathlib import Path
+
+
+def _metrics_dir() -> str:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "slingshot.settings")
+    from django.conf import settings
+
+    return settings.PROMETHEUS_MULTIPROC_DIR
+
+
+def on_starting(server):
+    directory = _metrics_dir()
+    if directory:
+        folder = Path(directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.glob("*.db"):  # prometheus_client's files only, whatever else the folder holds
+            stale.unlink()
+
+
+def child_exit(server, worker):
+    if _metrics_dir():
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
