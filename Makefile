@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run test test-python test-lua lint lock bench bench-import bench-api bench-dashboard loadtest
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard loadtest
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,9 +8,23 @@ PY := $(VENV)/bin/python
 setup:
 	bin/setup
 
+# The whole stack in the foreground under supervisord (devstack/stack.py):
+# each program's output prefixed with its name, any program that dies started
+# again, Ctrl-C stops them all in order. SLINGSHOT_RUN_DIR (default .run) and
+# DASHBOARD_PORT, EDGE_PORT, POSTGRES_PORT, REDIS_PORT choose where.
 run: setup
-	$(PY) -m devstack prepare
-	$(VENV)/bin/honcho --procfile Procfile --env .run/env --app-root . start
+	$(PY) -m devstack run
+
+# For a running `make run`, from another terminal: every program's state;
+# the logs as they grow; any supervisorctl command, e.g. ARGS='restart importer'.
+status:
+	@$(PY) -m devstack ctl status
+
+logs:
+	tail -n 20 -F $${SLINGSHOT_RUN_DIR:-.run}/logs/*.log
+
+ctl:
+	@$(PY) -m devstack ctl $(ARGS)
 
 test: setup lint test-lua test-python
 
