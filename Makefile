@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard loadtest
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard loadtest stack-faults
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -57,6 +57,12 @@ bench-api: setup
 # Not part of `make test`: the dashboard's links list with 100,000 links.
 bench-dashboard: setup
 	$(PY) loadtest/bench_dashboard.py
+
+# Not part of `make test`: a fresh `make run` stack, each of its processes
+# killed with SIGKILL in turn under traffic; prints how long each took to come
+# back and the redirects served against the clicks stored.
+stack-faults: setup
+	$(PY) loadtest/stack_faults.py
 
 # Seeds links, runs Locust headless (LOCUST_RUN_TIME, LOCUST_USERS, LOCUST_SPAWN_RATE),
 # waits for the importer and reconciles redirects with stored clicks. Starts the
