@@ -17,6 +17,7 @@ On a terminal the runner makes itself the terminal's foreground process
 group while it runs, so that Ctrl-C reaches it alone, not make nor make's
 shell: the stack then stops in order, and `make run` ends with status 0.
 """
+import configparser
 import http.client
 import os
 import pwd
@@ -252,6 +253,8 @@ def banner(run: Path, env: dict[str, str]) -> str:
 
 
 def supervise(run: Path, env: dict[str, str], stop: "StopSignals") -> int:
+    # Should supervisord die, its programs become the runner's children, to be stopped in order.
+    devstack.become_subreaper()
     say("starting supervisord")
     supervisord = subprocess.Popen(
         [PYTHON, "-m", "supervisor.supervisord", "-c", str(CONF)], env=env, cwd=devstack.REPO,
@@ -260,28 +263,94 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals") -> int:
     stop.forward_to(supervisord)
     started = time.monotonic()
     announced = stopping_said = False
+    pids: dict[str, int] = {}
+    asked_at = 0.0
     while True:
         try:
             code = supervisord.wait(timeout=0.25)
             break
         except subprocess.TimeoutExpired:
             pass
+        reap_adopted(supervisord.pid)
         if stop.requested and not stopping_said:
             say("stopping: the edge first (its workers write their clicks to Redis), then the dashboard, the "
                 "publisher and the importer, then PostgreSQL, and Redis last")
             stopping_said = True
-        elif not announced and not stop.requested:
-            if all_running(env):
+        elif not stop.requested and time.monotonic() - asked_at >= 1.0:
+            asked_at = time.monotonic()
+            pids = program_pids(env) or pids
+            if not announced and pids and all_running(env):
                 print(banner(run, env), flush=True)
                 announced = True
-            elif time.monotonic() - started > READY_TIMEOUT:
+            elif not announced and time.monotonic() - started > READY_TIMEOUT:
                 say(f"!!! not every program is RUNNING after {READY_TIMEOUT:.0f}s: see `make status`")
                 announced = True
     if stop.requested and code == 0:
         say("the stack has stopped")
         return 0
-    say(f"supervisord exited with status {code}; see {run / 'logs' / 'supervisord.log'}")
-    return code or 1
+    say(f"!!! supervisord exited unexpectedly (status {code}; see {run / 'logs' / 'supervisord.log'}): "
+        "stopping the programs it left, in its order")
+    stop_in_order(pids)
+    say("stopped; `make run` starts the stack again")
+    return 1
+
+
+def program_pids(env: dict[str, str]) -> dict[str, int]:
+    """Each running program's pid, as supervisord last said ({} while it cannot say)."""
+    try:
+        return {info["name"]: info["pid"] for info in supervisor_rpc(env).supervisor.getAllProcessInfo()
+                if info["pid"]}
+    except (OSError, xmlrpc.client.Error, http.client.HTTPException):
+        return {}
+
+
+def reap_adopted(supervisord: int) -> None:
+    """Collects the exited processes the runner adopted as a subreaper (a
+    master whose keep_group died, say), leaving supervisord to Popen."""
+    me = str(os.getpid())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == supervisord:
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2:].split()[1] == me:
+            try:
+                os.waitpid(int(entry.name), os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def stop_in_order(pids: dict[str, int]) -> None:
+    """What supervisord does on SIGTERM, for programs it left behind: each
+    gets its stopsignal, highest priority first, and is waited for up to its
+    stopwaitsecs (devstack/supervisord.conf), then killed."""
+    conf = configparser.RawConfigParser()
+    conf.read(CONF)
+    programs = []
+    for section in conf.sections():
+        kind, _, name = section.partition(":")
+        if kind in ("program", "eventlistener") and name in pids:
+            options = conf[section]
+            programs.append((int(options.get("priority", "999")), name, options.get("stopsignal", "TERM"),
+                             float(options.get("stopwaitsecs", "10"))))
+    for _, name, signame, wait in sorted(programs, reverse=True):
+        pid = pids[name]
+        try:
+            os.kill(pid, signal.Signals[f"SIG{signame}"])
+        except ProcessLookupError:
+            continue
+        deadline = time.monotonic() + wait
+        while devstack.group_members(pid) and time.monotonic() < deadline:
+            devstack.reap_children()
+            time.sleep(0.05)
+        if devstack.group_members(pid):
+            os.killpg(pid, signal.SIGKILL)
+            say(f"{name} (pid {pid}) killed after {wait:.0f}s")
+        else:
+            say(f"stopped {name} (pid {pid})")
+        devstack.reap_children()
 
 
 class StopSignals:

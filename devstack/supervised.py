@@ -64,6 +64,10 @@ class SupervisedStack:
         it), until every program is RUNNING."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
+        if self._terminal is not None:  # started before: again, on a new terminal
+            self._reader.join(timeout=10)
+            os.close(self._terminal)
+        self.exit_status = None
         make = shutil.which("make") or "make"
         pid, terminal = pty.fork()
         if pid == 0:  # the child: a session leader with the terminal as its own

@@ -171,9 +171,8 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-def test_a_run_directory_from_an_older_checkout_is_refused_with_advice(stack):
-    """An old database's migration history (the schema was since rewritten
-    as one 0001_initial per app) stops `make run` with what to do instead."""
+def execute_while_stopped(stack: SupervisedStack, sql: str) -> None:
+    """One statement in the stack's database, with the stack stopped."""
     if not stack.exited():
         stack.interrupt()
         stack.wait_exit(timeout=180)
@@ -183,17 +182,43 @@ def test_a_run_directory_from_an_older_checkout_is_refused_with_advice(stack):
     try:
         devstack.wait_for_postgres(datadir, port, process=server)
         with psycopg.connect(stack.secrets["DATABASE_URL"], autocommit=True) as conn:
-            conn.execute("INSERT INTO django_migrations (app, name, applied) "
-                         "VALUES ('clicks', '0009_user_agent_model', now())")
+            conn.execute(sql)
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=60)
+
+
+def test_a_run_directory_from_an_older_checkout_is_refused_with_advice(stack):
+    """An old database's migration history (the schema was since rewritten
+    as one 0001_initial per app) stops `make run` with what to do instead."""
+    execute_while_stopped(stack, "INSERT INTO django_migrations (app, name, applied) "
+                                 "VALUES ('clicks', '0009_user_agent_model', now())")
     result = subprocess.run([sys.executable, "-m", "devstack", "prepare"], cwd=devstack.REPO, env=stack.env,
                             capture_output=True, text=True, timeout=180)
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert "Traceback" not in output
     assert "clicks.0009_user_agent_model" in output and f"rm -rf {stack.run}" in output
+
+
+def test_when_supervisord_itself_dies_its_programs_are_stopped_in_order(stack):
+    execute_while_stopped(stack, "DELETE FROM django_migrations WHERE name = '0009_user_agent_model'")
+    stack.start()
+    pids = {info["name"]: info["pid"] for info in stack.rpc().supervisor.getAllProcessInfo()}
+    pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"))
+    supervisord = int((stack.run / "supervisord.pid").read_text())
+    before = len(stack.console())
+    os.kill(supervisord, signal.SIGKILL)
+    assert stack.wait_exit(timeout=180) == 2  # make's status for a recipe that failed
+
+    console = stack.console()[before:]
+    assert "supervisord exited unexpectedly" in console
+    # The edge before Redis: its workers' clicks reach Redis. (The console, whose
+    # events came from supervisord, has ended by itself.)
+    stopped = re.findall(r"devstack: stopped (\w+) \(pid", console)
+    assert tuple(name for name in stopped if name != "console") == STOP_ORDER, console
+    for name, pid in pids.items():
+        assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"{name} (pid {pid}) still runs"
 
 
 def test_the_console_prints_whole_lines_with_the_program_in_front(tmp_path):
