@@ -152,7 +152,7 @@ def redis_command(datadir: Path, port: int, *, password: str | None = None, dura
     With appendfsync "everysec" a write Redis has acknowledged can still be
     lost, up to about a second of them, if the machine stops or Redis is
     killed while an fsync is late; "always" fsyncs before acknowledging
-    (the local stack, devstack/stack.py)."""
+    (the local stack, devstack/programs.py)."""
     datadir.mkdir(parents=True, exist_ok=True)
     lines = [
         f"port {port}", "bind 127.0.0.1", f'dir "{datadir}"', 'save ""', "daemonize no", "loglevel warning",

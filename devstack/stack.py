@@ -240,13 +240,15 @@ def all_running(env: dict[str, str]) -> bool:
 
 def banner(run: Path, env: dict[str, str]) -> str:
     shown = os.path.relpath(run) if str(run).startswith(os.getcwd()) else str(run)
+    # manage.py reads .run/env by itself; another run directory's env file must be named.
+    manage = "" if run == devstack.REPO / ".run" else f"SLINGSHOT_ENV_FILE={shown}/env "
     return (
         "\n"
         f"  Slingshot is running (run directory {shown}):\n"
         f"    Dashboard:    http://127.0.0.1:{env['DASHBOARD_PORT']}/   (admin: /admin/, API: /api/v1/docs/)\n"
         f"    Short links:  http://127.0.0.1:{env['EDGE_PORT']}/<slug>\n"
         f"    Logs:         {shown}/logs/<program>.log, or `make logs`; state: `make status`\n"
-        "    Lost the admin password? `.venv/bin/python dashboard/manage.py changepassword <user>` "
+        f"    Lost the admin password? `{manage}.venv/bin/python dashboard/manage.py changepassword <user>` "
         "while the stack runs.\n"
         "  Ctrl-C stops everything, the edge first so that its buffered clicks reach Redis.\n"
     )
