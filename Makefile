@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run test test-python test-lua lint lock bench bench-import bench-api bench-dashboard loadtest
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard loadtest stack-faults
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,9 +8,23 @@ PY := $(VENV)/bin/python
 setup:
 	bin/setup
 
+# The whole stack in the foreground under supervisord (devstack/stack.py):
+# each program's output prefixed with its name, any program that dies started
+# again, Ctrl-C stops them all in order. SLINGSHOT_RUN_DIR (default .run) and
+# DASHBOARD_PORT, EDGE_PORT, POSTGRES_PORT, REDIS_PORT choose where.
 run: setup
-	$(PY) -m devstack prepare
-	$(VENV)/bin/honcho --procfile Procfile --env .run/env --app-root . start
+	$(PY) -m devstack run
+
+# For a running `make run`, from another terminal: every program's state;
+# the logs as they grow; any supervisorctl command, e.g. ARGS='restart importer'.
+status:
+	@$(PY) -m devstack ctl status
+
+logs:
+	tail -n 20 -F $${SLINGSHOT_RUN_DIR:-.run}/logs/*.log
+
+ctl:
+	@$(PY) -m devstack ctl $(ARGS)
 
 test: setup lint test-lua test-python
 
@@ -43,6 +57,12 @@ bench-api: setup
 # Not part of `make test`: the dashboard's links list with 100,000 links.
 bench-dashboard: setup
 	$(PY) loadtest/bench_dashboard.py
+
+# Not part of `make test`: a fresh `make run` stack, each of its processes
+# killed with SIGKILL in turn under traffic; prints how long each took to come
+# back and the redirects served against the clicks stored.
+stack-faults: setup
+	$(PY) loadtest/stack_faults.py
 
 # Seeds links, runs Locust headless (LOCUST_RUN_TIME, LOCUST_USERS, LOCUST_SPAWN_RATE),
 # waits for the importer and reconciles redirects with stored clicks. Starts the

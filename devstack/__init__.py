@@ -1,10 +1,13 @@
 """How Slingshot's servers are started on one machine without Docker.
 
-One place that knows how to run PostgreSQL, Redis and the edge nginx, used
-by `make run` (through the Procfile, `python -m devstack SERVICE`) and by the
-test suites, which start their own throwaway copies on free ports.
+One place that knows how to run PostgreSQL, Redis, the edge nginx and the
+dashboard, used by `make run` (devstack/stack.py puts them under supervisord,
+whose programs are `python -m devstack PROGRAM`) and by the test suites,
+which start their own throwaway copies on free ports.
 """
+import ctypes
 import os
+import signal
 import pwd
 import re
 import shutil
@@ -100,9 +103,12 @@ def postgres_command(datadir: Path, port: int, *, durable: bool = True) -> list[
     return cmd
 
 
-def wait_for_postgres(datadir: Path, port: int, *, timeout: float = 60.0) -> None:
+def wait_for_postgres(datadir: Path, port: int, *, timeout: float = 60.0,
+                      process: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout
     while True:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"PostgreSQL exited with {process.returncode} before it was ready")
         result = subprocess.run(
             [str(pg_bindir() / "pg_isready"), "-h", str(datadir), "-p", str(port), "-U", "postgres", "-q"]
         )
@@ -138,15 +144,21 @@ def bootstrap_database(datadir: Path, port: int, *, role: str, password: str, da
 
 # --- Redis --------------------------------------------------------------------
 
-def redis_command(datadir: Path, port: int, *, password: str | None = None, durable: bool = True) -> list[str]:
+def redis_command(datadir: Path, port: int, *, password: str | None = None, durable: bool = True,
+                  appendfsync: str = "everysec") -> list[str]:
     """Writes datadir/redis.conf (mode 0600: it holds the password, which
-    therefore never shows in `ps`) and returns the command that uses it."""
+    therefore never shows in `ps`) and returns the command that uses it.
+
+    With appendfsync "everysec" a write Redis has acknowledged can still be
+    lost, up to about a second of them, if the machine stops or Redis is
+    killed while an fsync is late; "always" fsyncs before acknowledging
+    (the local stack, devstack/programs.py)."""
     datadir.mkdir(parents=True, exist_ok=True)
     lines = [
         f"port {port}", "bind 127.0.0.1", f'dir "{datadir}"', 'save ""', "daemonize no", "loglevel warning",
         # Clicks not yet imported live only here: AOF keeps them across a restart.
         "appendonly yes" if durable else "appendonly no",
-        "appendfsync everysec",
+        f"appendfsync {appendfsync}",
     ]
     if password:
         lines.append(f"requirepass {password}")
@@ -158,13 +170,19 @@ def redis_command(datadir: Path, port: int, *, password: str | None = None, dura
 
 # --- the dashboard ---------------------------------------------------------------
 
-def gunicorn_command(port: int, *, workers: int | str = 2, python: str | None = None) -> list[str]:
-    """The dashboard under gunicorn on 127.0.0.1:port, as `make run` starts it."""
+def gunicorn_command(port: int, *, workers: int | str = 2, python: str | None = None,
+                     control_socket: Path | None = None) -> list[str]:
+    """The dashboard under gunicorn on 127.0.0.1:port, as `make run` starts it.
+
+    gunicorn's control socket defaults to one path in the home directory,
+    which every gunicorn on the machine would share: it goes where asked
+    (the local stack's run directory), or nowhere."""
     import sys
 
+    control = ["--control-socket", str(control_socket)] if control_socket else ["--no-control-socket"]
     return [
         python or sys.executable, "-m", "gunicorn", "slingshot.wsgi", "--chdir", str(REPO / "dashboard"),
-        "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+        "--bind", f"127.0.0.1:{port}", "--workers", str(workers), *control,
     ]
 
 
@@ -204,3 +222,95 @@ def edge_command(prefix: Path, *, workers: int | str = 2) -> list[str]:
         nginx_binary(), "-p", f"{prefix}/", "-c", str(prefix / "conf" / "nginx.conf"),
         "-g", f"daemon off; worker_processes {workers};",
     ]
+
+
+# --- process groups ---------------------------------------------------------
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option: int, value: int) -> None:
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
+
+
+def die_with_parent(sig: int):
+    """A preexec_fn: the child gets `sig` when the process that started it
+    dies, so it is never left behind. Python runs preexec_fn after any
+    user change (Popen's user=), which would otherwise clear the setting.
+    Start such children from the main thread: the kernel sends the signal
+    when the thread that forked them ends."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        _prctl(PR_SET_PDEATHSIG, sig)
+        if os.getppid() != parent:  # the parent died before prctl ran
+            os.kill(os.getpid(), sig)
+
+    return preexec
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants (workers whose master died) become this
+    process's children, so it can reap them."""
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group `pgid`, from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def reap_children() -> None:
+    """Collects exited children without waiting (a subreaper inherits them)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def finish_group(pgid: int, sig: int, *, timeout: float, log) -> bool:
+    """Sends `sig` to what is left of process group `pgid` and waits until it
+    has emptied; SIGKILL after `timeout` seconds. Returns False if it had to
+    kill. `log` takes one line of text."""
+    members = group_members(pgid)
+    if not members:
+        return True
+    log(f"{len(members)} process(es) of group {pgid} still running ({', '.join(map(str, members))}): "
+        f"sending {signal.Signals(sig).name} and waiting for them to finish")
+    started = time.monotonic()
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return True
+    while group_members(pgid):
+        reap_children()
+        if time.monotonic() - started > timeout:
+            log(f"group {pgid} still running after {timeout:.0f}s: killing it (SIGKILL)")
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return False
+        time.sleep(0.02)
+    reap_children()
+    log(f"group {pgid} finished in {time.monotonic() - started:.2f}s")
+    return True

@@ -2,7 +2,7 @@
 
 Targets the stack named by SLINGSHOT_EDGE_URL and SLINGSHOT_DASHBOARD_URL
 (its database reached through DATABASE_URL, or `.run/env`); without them it
-starts the local stack (`make run`'s Procfile) and stops it afterwards.
+starts the local stack (`make run`'s `python -m devstack run`) and stops it afterwards.
 
 Locust reads its own LOCUST_RUN_TIME, LOCUST_USERS and LOCUST_SPAWN_RATE;
 defaults here are 60s, 50 users, 10 users/s. Reports (HTML and CSV) go to
@@ -38,13 +38,11 @@ DEFAULTS = {
 
 def start_local_stack() -> subprocess.Popen:
     subprocess.run([sys.executable, "-m", "devstack", "prepare"], cwd=REPO, check=True)
-    honcho = subprocess.Popen(
-        [str(REPO / ".venv" / "bin" / "honcho"), "--procfile", "Procfile", "--env", ".run/env", "--app-root", ".",
-         "start"],
+    return subprocess.Popen(
+        [sys.executable, "-m", "devstack", "run"],
         cwd=REPO, start_new_session=True, stdout=open(REPO / ".run" / "loadtest-stack.log", "ab"),
         stderr=subprocess.STDOUT,
     )
-    return honcho
 
 
 def wait_for(url: str, process: subprocess.Popen | None) -> None:
@@ -105,9 +103,9 @@ def main() -> int:
     reports.mkdir(parents=True, exist_ok=True)
     stack = None
     if not (os.environ.get("SLINGSHOT_EDGE_URL") and os.environ.get("SLINGSHOT_DASHBOARD_URL")):
-        print("starting the local stack (make run's Procfile)", flush=True)
+        print("starting the local stack (make run)", flush=True)
         stack = start_local_stack()
-        from devstack.__main__ import read_env_file
+        from devstack.stack import read_env_file
 
         env = read_env_file()
         os.environ.setdefault("SLINGSHOT_EDGE_URL", f"http://127.0.0.1:{env['EDGE_PORT']}")
@@ -124,9 +122,6 @@ def main() -> int:
         from clicks.models import Click
         from links.models import Link
 
-        if stack:
-            # The dashboard process migrates; wait until it has.
-            devstack_wait_migrated()
         seed_file = reports.parent / "seed.json"
         call_command("seed_loadtest", "--links", os.environ.get("LOADTEST_LINKS", "10000"), "--out", str(seed_file))
         started = datetime.now(timezone.utc) - timedelta(seconds=1)
@@ -155,12 +150,6 @@ def main() -> int:
         if stack:
             os.killpg(stack.pid, signal.SIGINT)
             stack.wait(timeout=60)
-
-
-def devstack_wait_migrated() -> None:
-    from devstack.__main__ import MANAGE, wait_until
-
-    wait_until([*MANAGE, "migrate", "--check"], "the database migrations")
 
 
 if __name__ == "__main__":

@@ -102,6 +102,9 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+# A kept connection is checked before a request uses it: after PostgreSQL
+# restarts, a worker's first request would otherwise fail on the dead one.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 # Sign-in throttling (slingshot/signin.py): axes' backend first, so that a
 # locked-out client's password is not even checked.

@@ -1,32 +1,48 @@
+import os
 import secrets
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+RECOVERY = "Lost its password? `manage.py changepassword {name}` sets a new one."
 
 
 class Command(BaseCommand):
     help = (
-        "Create the first admin: from SLINGSHOT_ADMIN_USER / SLINGSHOT_ADMIN_PASSWORD if given, "
-        "else 'admin' with a generated password printed once. Does nothing if a superuser exists."
+        "Create the first admin user, once. Its name: --username, else SLINGSHOT_ADMIN_USER, else 'admin'. "
+        "Its password: SLINGSHOT_ADMIN_PASSWORD from the environment (never an argument, which `ps` shows), "
+        "else a generated one-time password printed once. Does nothing if that user exists, nor, when no "
+        "name is given, if any superuser exists."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--username", default="")
-        parser.add_argument("--password", default="")
+        parser.add_argument("--username", default="", help="default: SLINGSHOT_ADMIN_USER, else 'admin'")
 
-    def handle(self, *args, username, password, **options):
+    def handle(self, *args, username, **options):
         User = get_user_model()
-        if username and password:
-            if User.objects.filter(username=username).exists():
-                self.stdout.write(f"admin user {username!r} already exists")
+        named = username or os.environ.get("SLINGSHOT_ADMIN_USER", "")
+        password = os.environ.get("SLINGSHOT_ADMIN_PASSWORD", "")
+        if named:
+            if User.objects.filter(username=named).exists():
+                self.stdout.write(f"admin user {named!r} exists already. {RECOVERY.format(name=named)}")
                 return
-            User.objects.create_superuser(username=username, password=password)
-            self.stdout.write(f"created admin user {username!r} with the password you set")
-            return
-        if User.objects.filter(is_superuser=True).exists():
-            self.stdout.write("an admin user exists already")
+        else:
+            existing = User.objects.filter(is_superuser=True).order_by("pk").values_list("username", flat=True)
+            if existing:
+                self.stdout.write(f"admin user {existing[0]!r} exists already. {RECOVERY.format(name=existing[0])}")
+                return
+            named = "admin"
+        if password:
+            try:
+                validate_password(password, User(username=named))
+            except ValidationError as exc:
+                raise CommandError("SLINGSHOT_ADMIN_PASSWORD is refused: " + " ".join(exc.messages)) from None
+            User.objects.create_superuser(username=named, password=password)
+            self.stdout.write(f"created admin user {named!r} with the password in SLINGSHOT_ADMIN_PASSWORD")
             return
         password = secrets.token_urlsafe(12)
-        User.objects.create_superuser(username="admin", password=password)
-        self.stdout.write(f"created admin user 'admin' with one-time password: {password}")
-        self.stdout.write("(shown only now: change it after signing in)")
+        User.objects.create_superuser(username=named, password=password)
+        self.stdout.write(f"created admin user {named!r} with one-time password: {password}")
+        self.stdout.write(f"(shown only now: change it after signing in. {RECOVERY.format(name=named)})")

@@ -1,0 +1,168 @@
+"""The whole `make run` stack, started for a test or a measurement: in a
+directory of its own, on free ports, as `make run` starts it on a terminal
+(a pseudo-terminal here, so that Ctrl-C is a real one), and driven through
+supervisord's XML-RPC interface. tests/test_stack.py and
+loadtest/stack_faults.py use it; devstack/faults.py kills its processes.
+"""
+import os
+import pty
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import devstack
+from devstack.stack import all_running, read_env_file, supervisor_rpc
+
+# What the stack needs from the environment that starts it; the rest (a test
+# run's DATABASE_URL, say) stays out.
+PASSED_ON = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PG_BINDIR", "NGINX_BIN")
+
+
+def wait_until(condition, *, timeout: float, what: str, interval: float = 0.05):
+    """Polls `condition` until it returns something true, which it returns."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f}s")
+        time.sleep(interval)
+
+
+class SupervisedStack:
+    def __init__(self, root: Path, *, env: dict[str, str] | None = None) -> None:
+        self.root = root
+        self.run = root / "run"
+        self.ports = {name: devstack.free_port() for name in ("DASHBOARD_PORT", "EDGE_PORT", "POSTGRES_PORT",
+                                                              "REDIS_PORT")}
+        self.env = {
+            **{name: os.environ[name] for name in PASSED_ON if name in os.environ},
+            "TERM": "dumb",
+            "SLINGSHOT_RUN_DIR": str(self.run),
+            **{name: str(number) for name, number in self.ports.items()},
+            **(env or {}),
+        }
+        self.console_path = root / "console.log"
+        self.pid = None
+        self.exit_status = None
+        self._terminal = None
+        self._reader = None
+
+    @property
+    def edge_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['EDGE_PORT']}"
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['DASHBOARD_PORT']}"
+
+    def start(self, *, timeout: float = 240.0) -> "SupervisedStack":
+        """`make run` on a pseudo-terminal (setup skipped: the caller has done
+        it), until every program is RUNNING."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
+        if self._terminal is not None:  # started before: again, on a new terminal
+            self._reader.join(timeout=10)
+            os.close(self._terminal)
+        self.exit_status = None
+        make = shutil.which("make") or "make"
+        pid, terminal = pty.fork()
+        if pid == 0:  # the child: a session leader with the terminal as its own
+            try:
+                os.chdir(devstack.REPO)
+                os.execve(make, [make, "--no-print-directory", "-o", "setup", "run"], self.env)
+            finally:
+                os._exit(127)
+        self.pid, self._terminal = pid, terminal
+        self._reader = threading.Thread(target=self._read_terminal, daemon=True)
+        self._reader.start()
+        wait_until(lambda: self.exited() or self.all_running(), timeout=timeout, what="every program RUNNING")
+        if self.exit_status is not None:
+            raise RuntimeError(f"make run exited with {self.exit_status}:\n{self.console()[-3000:]}")
+        return self
+
+    def _read_terminal(self) -> None:
+        with open(self.console_path, "ab") as out:
+            while True:
+                try:
+                    data = os.read(self._terminal, 65536)
+                except OSError:  # EIO: every process that had the terminal has gone
+                    return
+                if not data:
+                    return
+                out.write(data.replace(b"\r\n", b"\n"))
+                out.flush()
+
+    def console(self) -> str:
+        """Everything `make run` has printed so far."""
+        return self.console_path.read_text(errors="replace") if self.console_path.exists() else ""
+
+    def exited(self) -> bool:
+        if self.exit_status is None and self.pid is not None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.exit_status = os.waitstatus_to_exitcode(status)
+        return self.exit_status is not None
+
+    # --- supervisord --------------------------------------------------------------
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        return read_env_file(self.run)
+
+    def rpc(self):
+        """A new client each time: one whose request failed cannot send another."""
+        return supervisor_rpc({**self.secrets, "SLINGSHOT_RUN_DIR": str(self.run)})
+
+    def info(self, name: str) -> dict:
+        return self.rpc().supervisor.getProcessInfo(name)
+
+    def all_running(self) -> bool:
+        return (self.run / "env").exists() and all_running({**self.secrets, "SLINGSHOT_RUN_DIR": str(self.run)})
+
+    def master_pid(self, program: str) -> int | None:
+        """nginx's or gunicorn's master, which devstack's keep_group starts;
+        None between two masters."""
+        try:
+            return int((self.run / f"{program}-master.pid").read_text())
+        except (OSError, ValueError):
+            return None
+
+    # --- stopping -------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """Ctrl-C on the terminal."""
+        os.write(self._terminal, b"\x03")
+
+    def wait_exit(self, *, timeout: float) -> int:
+        wait_until(self.exited, timeout=timeout, what="make run to exit")
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+        return self.exit_status
+
+    def cleanup(self, *, remove: bool = True) -> None:
+        """Stops whatever still runs (a test that failed half-way), then
+        removes the directory unless told to keep it."""
+        if self.pid is not None and not self.exited():
+            self.interrupt()
+            try:
+                self.wait_exit(timeout=120)
+            except TimeoutError:
+                os.kill(self.pid, signal.SIGKILL)
+                self.wait_exit(timeout=10)
+        # The runner's end stops supervisord (die_with_parent), which stops the programs.
+        pidfile = self.run / "supervisord.pid"
+        if pidfile.exists():
+            try:
+                pid = int(pidfile.read_text())
+                wait_until(lambda: not Path(f"/proc/{pid}").exists(), timeout=120, what="supervisord to exit")
+            except (ValueError, TimeoutError):
+                pass
+        if self._terminal is not None:
+            os.close(self._terminal)
+            self._terminal = None
+        if remove:
+            shutil.rmtree(self.root, ignore_errors=True)

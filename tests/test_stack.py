@@ -1,0 +1,238 @@
+"""The supervised local stack, `make run`, against real processes: one stack
+started as a person starts it (make, on a terminal), in a temporary
+directory on free ports, shared by the tests below in this order: its
+processes killed one by one under traffic, a forgotten password reset, a
+program that cannot start, Ctrl-C. `pytest -s` prints the figures.
+"""
+import http.cookiejar
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import devstack
+from devstack.console import Console
+from devstack.faults import FAULTS, FaultRun
+from devstack.stack import SECRETS
+from devstack.supervised import SupervisedStack, wait_until
+
+ADMIN = "ops"
+STOP_ORDER = ("edge", "dashboard", "publisher", "importer", "postgres", "redis")
+
+
+@pytest.fixture(scope="module")
+def stack():
+    # Not pytest's tmp_path: PostgreSQL runs as `postgres`, which cannot enter it.
+    root = Path(tempfile.mkdtemp(prefix="slingshot-stack-"))
+    running = SupervisedStack(root, env={"SLINGSHOT_ADMIN_USER": ADMIN,
+                                         "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)})
+    try:
+        yield running.start()
+    finally:
+        running.cleanup()
+
+
+def manage(stack: SupervisedStack, *args: str, **run) -> subprocess.CompletedProcess:
+    """manage.py against the stack, the way its README tells a person to run it."""
+    env = {**stack.env, "SLINGSHOT_ENV_FILE": str(stack.run / "env")}
+    return subprocess.run([sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), *args], env=env,
+                          capture_output=True, text=True, timeout=120, **run)
+
+
+def test_no_secret_is_on_any_command_line(stack):
+    secret_values = [stack.secrets[name] for name in SECRETS] + [stack.env["SLINGSHOT_ADMIN_PASSWORD"]]
+    command_lines = "\n".join(_command_lines())
+    assert stack.run.as_posix() in command_lines  # the stack's processes are among them
+    for value in secret_values:
+        assert value not in command_lines
+    assert (stack.run / "env").stat().st_mode & 0o777 == 0o600
+    assert (stack.run / "redis" / "redis.conf").stat().st_mode & 0o777 == 0o600
+    # gunicorn's control socket is the stack's own, not one shared by the machine.
+    wait_until((stack.run / "gunicorn.ctl").is_socket, timeout=60, what="gunicorn's control socket")
+
+
+def _command_lines() -> list[str]:
+    """What `ps` shows of every process: its arguments."""
+    lines = []
+    for entry in Path("/proc").iterdir():
+        try:
+            lines.append(entry.joinpath("cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue
+    return lines
+
+
+def test_each_process_killed_comes_back_and_every_redirect_is_stored(stack):
+    run = FaultRun(stack, admin=ADMIN, log=lambda line: print(line, flush=True))
+    report = run.run(FAULTS)
+    print("\n" + report.table(), flush=True)
+
+    assert [r.program for r in report.recoveries] == list(FAULTS)
+    for recovery in report.recoveries:
+        assert recovery.back_after < 60, recovery
+        assert recovery.dashboard_errors == 0, recovery
+    # The cached link kept redirecting through every fault but the edge's own restart.
+    assert report.failures_outside_edge == []
+    assert report.served["faults"] > 1000
+    assert report.stored == report.served
+    # Each crash was reported with the program's log file.
+    console = stack.console()
+    for program in FAULTS:
+        assert f"{program} (pid " in console and f"{stack.run}/logs/{program}.log" in console, program
+
+
+def test_a_lost_admin_password_is_replaced_with_changepassword(stack):
+    new_password = secrets.token_urlsafe(16)
+    # No terminal: Django's getpass falls back to standard input.
+    result = manage(stack, "changepassword", ADMIN, input=f"{new_password}\n{new_password}\n",
+                    start_new_session=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Password changed successfully for user '{ADMIN}'" in result.stdout
+    assert sign_in(stack, ADMIN, new_password)
+    assert not sign_in(stack, ADMIN, stack.env["SLINGSHOT_ADMIN_PASSWORD"])
+
+
+def sign_in(stack: SupervisedStack, username: str, password: str) -> bool:
+    """The dashboard's sign-in form, as a browser fills it in."""
+    jar = http.cookiejar.CookieJar()
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
+    url = f"{stack.dashboard_url}/sign-in/"
+    page = opener.open(url, timeout=10).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": username, "password": password})
+    try:
+        opener.open(urllib.request.Request(url, data=form.encode(), headers={"Referer": url}), timeout=10)
+    except urllib.error.HTTPError as exc:
+        return exc.code == 302  # signed in: sent on to the overview
+    return False  # the form again, with its error
+
+
+def test_a_program_that_keeps_failing_to_start_is_left_fatal_and_reported(stack):
+    rpc = stack.rpc()
+    port = int(stack.secrets["REDIS_PORT"])
+    rpc.supervisor.stopProcess("redis")
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("127.0.0.1", port))
+    squatter.listen()
+    try:
+        rpc.supervisor.startProcess("redis", False)
+        wait_until(lambda: stack.info("redis")["statename"] == "FATAL", timeout=60, what="redis FATAL")
+        wait_until(lambda: "redis is FATAL" in stack.console(), timeout=10, what="the console's report")
+    finally:
+        squatter.close()
+    report = next(line for line in stack.console().splitlines() if "redis is FATAL" in line)
+    assert f"{stack.run}/logs/redis.log" in report and "make ctl ARGS='start redis'" in report
+    assert "Address already in use" in (stack.run / "logs" / "redis.log").read_text()
+    # What the report says to do, once the port is free again.
+    result = subprocess.run([sys.executable, "-m", "devstack", "ctl", "start", "redis"], cwd=devstack.REPO,
+                            env={**stack.env}, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert stack.info("redis")["statename"] == "RUNNING"
+
+
+def test_ctrl_c_stops_everything_in_order_and_make_exits_0(stack):
+    pids = {info["name"]: info["pid"] for info in stack.rpc().supervisor.getAllProcessInfo()}
+    pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"))
+    before = len(stack.console())
+    stack.interrupt()
+    assert stack.wait_exit(timeout=180) == 0
+
+    console = stack.console()[before:]
+    assert "Traceback" not in console, console
+    assert "make: ***" not in console
+    stopped = re.findall(r"INFO stopped: (\w+) \(exit status 0\)", console)
+    assert tuple(name for name in stopped if name in STOP_ORDER) == STOP_ORDER, console[-3000:]
+    assert "click flush at exit failed" not in console
+    for name, pid in pids.items():
+        assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"{name} (pid {pid}) still runs"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def execute_while_stopped(stack: SupervisedStack, sql: str) -> None:
+    """One statement in the stack's database, with the stack stopped."""
+    if not stack.exited():
+        stack.interrupt()
+        stack.wait_exit(timeout=180)
+    datadir, port = stack.run / "pg", int(stack.secrets["POSTGRES_PORT"])
+    server = subprocess.Popen(devstack.postgres_command(datadir, port), cwd="/", stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, **devstack.db_owner())
+    try:
+        devstack.wait_for_postgres(datadir, port, process=server)
+        with psycopg.connect(stack.secrets["DATABASE_URL"], autocommit=True) as conn:
+            conn.execute(sql)
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+
+
+def test_a_run_directory_from_an_older_checkout_is_refused_with_advice(stack):
+    """An old database's migration history (the schema was since rewritten
+    as one 0001_initial per app) stops `make run` with what to do instead."""
+    execute_while_stopped(stack, "INSERT INTO django_migrations (app, name, applied) "
+                                 "VALUES ('clicks', '0009_user_agent_model', now())")
+    result = subprocess.run([sys.executable, "-m", "devstack", "prepare"], cwd=devstack.REPO, env=stack.env,
+                            capture_output=True, text=True, timeout=180)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "Traceback" not in output
+    assert "clicks.0009_user_agent_model" in output and f"rm -rf {stack.run}" in output
+
+
+def test_when_supervisord_itself_dies_its_programs_are_stopped_in_order(stack):
+    execute_while_stopped(stack, "DELETE FROM django_migrations WHERE name = '0009_user_agent_model'")
+    stack.start()
+    pids = {info["name"]: info["pid"] for info in stack.rpc().supervisor.getAllProcessInfo()}
+    pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"))
+    supervisord = int((stack.run / "supervisord.pid").read_text())
+    before = len(stack.console())
+    os.kill(supervisord, signal.SIGKILL)
+    assert stack.wait_exit(timeout=180) == 2  # make's status for a recipe that failed
+
+    console = stack.console()[before:]
+    assert "supervisord exited unexpectedly" in console
+    # The edge before Redis: its workers' clicks reach Redis. (The console, whose
+    # events came from supervisord, has ended by itself.)
+    stopped = re.findall(r"devstack: stopped (\w+) \(pid", console)
+    assert tuple(name for name in stopped if name != "console") == STOP_ORDER, console
+    for name, pid in pids.items():
+        assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"{name} (pid {pid}) still runs"
+
+
+def test_the_console_prints_whole_lines_with_the_program_in_front(tmp_path):
+    out = tmp_path / "out.txt"
+    with out.open("w") as stream:
+        console = Console(out=stream, logs_dir="/run/logs")
+        console.output("importer", "stdout", "gr\u00fc".encode()[:-1])  # cut inside a character
+        console.output("importer", "stdout", "gr\u00fc".encode()[-1:] + b"n\nnext")
+        console.output("edge", "stdout", b"other\n")
+        console.state("PROCESS_STATE_EXITED", {"processname": "importer", "expected": "0", "pid": "7"})
+        console.state("PROCESS_STATE_FATAL", {"processname": "edge"})
+    lines = [line.split(" ", 1)[1] for line in out.read_text().splitlines()]
+    assert lines[0] == "importer   | gr\u00fcn"
+    assert lines[1] == "edge       | other"
+    assert lines[2] == "importer   | next"  # the unfinished line, printed when its program exits
+    assert "importer (pid 7) exited unexpectedly" in lines[3] and "/run/logs/importer.log" in lines[3]
+    assert "edge is FATAL" in lines[4] and "make ctl ARGS='start edge'" in lines[4]
