@@ -143,11 +143,12 @@ def make_edge():
         running.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def publisher_process(django_db_setup, django_db_blocker):
     """The real publisher (`manage.py run_publisher`) on the test database,
-    for the whole run. Its fallback poll is a minute: a change reaches Redis
-    through the outbox and NOTIFY, or not in time for any test."""
+    for the tests of one module: tests elsewhere run publishers of their own.
+    Its fallback poll is a minute: a change reaches Redis through the outbox
+    and NOTIFY, or not in time for any test."""
     from django.db import connection
 
     with django_db_blocker.unblock():

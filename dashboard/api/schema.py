@@ -35,4 +35,7 @@ def add_error_responses(result, generator, request, public):
             responses = operation.setdefault("responses", {})
             for code in codes:
                 responses.setdefault(code, _error(code))
+            # The HTTP server's own answer, before the API sees the request.
+            responses.setdefault("414", {"description": "The request line is longer than the server takes (4,094 "
+                                                        "bytes): too many or too long query parameters."})
     return result

@@ -1,7 +1,7 @@
 import copy
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from clicks.models import Click
@@ -9,7 +9,9 @@ from clicks.selectors import INTERVALS, stats_range
 from links.models import Link
 from links.selectors import short_url
 from links.slugs import PATTERN as SLUG_PATTERN, validate_slug
+from links.validation import validate_target_url
 
+from .fields import StrictCharField, StrictJSONMixin
 from .models import ApiToken
 
 LINK_EXAMPLE = {
@@ -36,7 +38,15 @@ class FieldsOnceMixin:
         return copy.deepcopy(cls._fields_once)
 
 
-class LinkSerializer(FieldsOnceMixin, serializers.ModelSerializer):
+@extend_schema_field({"type": "string", "format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]",
+                      "maxLength": settings.LINK_URL_MAX_LENGTH})
+class TargetURLField(StrictCharField):
+    """A link's target; links.validation.normalise_target has the rules."""
+
+
+class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializer):
+    url = TargetURLField(validators=[validate_target_url], help_text="Absolute http or https URL the short link "
+                         "redirects to; kept as links.validation.normalise_target writes it (ASCII).")
     short_url = serializers.SerializerMethodField()
     clicks = serializers.IntegerField(read_only=True, default=0, help_text="Every recorded click.")
     human_clicks = serializers.IntegerField(read_only=True, default=0, help_text="Clicks not flagged as bots.")
@@ -50,7 +60,7 @@ class LinkSerializer(FieldsOnceMixin, serializers.ModelSerializer):
         read_only_fields = ["created_at"]
         extra_kwargs = {
             "slug": {"required": False, "validators": [validate_slug], "help_text": "Generated when left out."},
-            "url": {"help_text": "Absolute http or https URL the short link redirects to."},
+            "tags": {"help_text": "Up to 20 tags of 1 to 50 letters, digits, '.', '-' or '_'."},
         }
 
     def get_short_url(self, link: Link) -> str:
@@ -63,13 +73,13 @@ class LinkCreateSerializer(LinkSerializer):
 
 
 class LinkUpdateSerializer(LinkSerializer):
-    class Meta(LinkSerializer.Meta):
-        extra_kwargs = {**LinkSerializer.Meta.extra_kwargs, "url": {"required": False}}
+    url = TargetURLField(required=False, validators=[validate_target_url], help_text=LinkSerializer._declared_fields[
+        "url"].help_text)
 
 
 class BulkCreateSerializer(serializers.Serializer):
     links = serializers.ListField(
-        child=serializers.DictField(), allow_empty=False, max_length=settings.API_BULK_MAX,
+        child=serializers.DictField(), min_length=1, max_length=settings.API_BULK_MAX,
         help_text=f"Up to {settings.API_BULK_MAX} links, each as for creating one.",
     )
 
@@ -96,13 +106,18 @@ class ClickSerializer(serializers.ModelSerializer):
                   "device", "country", "is_bot"]
 
 
+ORDERING_FIELDS = ["created_at", "clicks"]
+_ORDER_KEY = f"-?(?:{'|'.join(ORDERING_FIELDS)})"
+
+
+@extend_schema_field({"type": "string", "pattern": f"^{_ORDER_KEY}(?:,{_ORDER_KEY})*$"})
 class LinkOrderingField(serializers.CharField):
     """Fields to sort links by, separated by commas, each with '-' for descending."""
 
-    FIELDS = ["created_at", "clicks"]
+    FIELDS = ORDERING_FIELDS
 
     def to_internal_value(self, data):
-        keys = [key.strip() for key in super().to_internal_value(data).split(",") if key.strip()]
+        keys = super().to_internal_value(data).split(",")
         unknown = [key for key in keys if key.removeprefix("-") not in self.FIELDS]
         if unknown:
             raise serializers.ValidationError(
@@ -111,9 +126,21 @@ class LinkOrderingField(serializers.CharField):
         return keys
 
 
-class LinkQuerySerializer(serializers.Serializer):
+class QueryParameters(serializers.Serializer):
+    """Query parameters, which are strings: one given empty is a 400 unless
+    the parameter may be blank, as its schema says (leave it out instead)."""
+
+    def to_internal_value(self, data):
+        empty = [name for name, value in data.items()
+                 if value == "" and name in self.fields and not getattr(self.fields[name], "allow_blank", False)]
+        if empty:
+            raise serializers.ValidationError({name: ["Leave the parameter out rather than empty."] for name in empty})
+        return super().to_internal_value(data)
+
+
+class LinkQuerySerializer(QueryParameters):
     """The query parameters of the link list, as links.selectors.link_search
-    takes them. A parameter given empty (`tag=` from a form) is as if left out."""
+    takes them."""
 
     search = serializers.CharField(
         source="query", required=False, default="", allow_blank=True, trim_whitespace=False,
@@ -127,16 +154,13 @@ class LinkQuerySerializer(serializers.Serializer):
     created_after = serializers.DateTimeField(required=False, help_text="Created at or after this time.")
     created_before = serializers.DateTimeField(required=False, help_text="Created before this time.")
     ordering = LinkOrderingField(
-        required=False, default="-created_at",
+        required=False, default="-created_at", trim_whitespace=False,
         help_text="Which field to use when ordering the results: created_at or clicks, '-' first for descending "
         "(default -created_at); several separated by commas.",
     )
 
-    def to_internal_value(self, data):
-        return super().to_internal_value({name: value for name, value in data.items() if value.strip() != ""})
 
-
-class TimeRangeSerializer(serializers.Serializer):
+class TimeRangeSerializer(QueryParameters):
     """`from` and `to` query parameters (Python keywords, hence get_fields).
     Times come out in UTC (USE_TZ), whatever offset they were given with."""
 
@@ -152,9 +176,15 @@ class TimeRangeSerializer(serializers.Serializer):
         return attrs
 
 
+@extend_schema_field({"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]})
+class AddressField(serializers.IPAddressField):
+    pass
+
+
 class ClickQuerySerializer(TimeRangeSerializer):
     link = serializers.RegexField(rf"^{SLUG_PATTERN}$", required=False, help_text="Slug of one of your links.")
-    ip = serializers.IPAddressField(required=False)
+    ip = AddressField(required=False, help_text="An IPv4 or IPv6 address: clicks from it, or from its network "
+                      "where addresses are stored anonymised.")
 
 
 class StatsQuerySerializer(TimeRangeSerializer):
@@ -204,7 +234,7 @@ class StatsSerializer(serializers.Serializer):
         return fields
 
 
-class TokenSerializer(serializers.ModelSerializer):
+class TokenSerializer(StrictJSONMixin, serializers.ModelSerializer):
     class Meta:
         model = ApiToken
         fields = ["id", "name", "prefix", "scope", "created_at", "expires_at", "last_used_at", "revoked_at"]

@@ -199,7 +199,8 @@ class TokenViewSet(
     queryset = ApiToken.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows
 
     def get_queryset(self):
-        return ApiToken.objects.filter(user=self.request.user)
+        """A revoked token is gone from the API; the dashboard's tokens page still lists it."""
+        return ApiToken.objects.filter(user=self.request.user, revoked_at__isnull=True)
 
     @extend_schema(
         summary="Create a token", responses={201: serializers.TokenCreatedSerializer},
@@ -214,7 +215,8 @@ class TokenViewSet(
         token.token = raw
         return Response(serializers.TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(summary="Revoke a token", description="The token stops working at once; it stays listed.")
+    @extend_schema(summary="Revoke a token", description="The token stops working at once, and is gone from the "
+                   "API; the dashboard's tokens page lists it as revoked.")
     def destroy(self, request, *args, **kwargs):
         token_services.token_revoke(token=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)

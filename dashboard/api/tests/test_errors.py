@@ -36,3 +36,23 @@ def test_an_error_in_the_api_is_a_json_500_and_elsewhere_a_page():
         500, "application/json", "Internal error")
     page = server_error(factory.get("/links/"))
     assert page.status_code == 500 and page["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"url": "https://example.com/", "slug": 7}, "slug"),
+    ({"url": "https://example.com/", "is_active": "true"}, "is_active"),
+    ({"url": "https://example.com/", "forward_query": 1}, "forward_query"),
+    ({"url": "https://example.com/", "redirect_status": "302"}, "redirect_status"),
+    ({"url": "https://example.com/", "tags": ["ok", 5]}, "tags"),
+    ({"url": "https://example.com/", "tags": "sale"}, "tags"),
+    ({"url": ["https://example.com/"]}, "url"),
+    ({"url": "https://example.com/", "max_visits": 3}, "max_visits"),
+])
+def test_fields_take_the_json_type_their_schema_says_and_unknown_fields_are_named(api, body, field):
+    response = api.post("/api/v1/links", body, format="json")
+    assert response.status_code == 400 and field in response.json(), response.content
+
+
+def test_the_api_takes_json_only(api):
+    response = api.post("/api/v1/links", {"url": "https://example.com/form"})  # multipart, as a browser form would
+    assert response.status_code == 415

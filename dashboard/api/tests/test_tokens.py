@@ -126,3 +126,14 @@ def test_create_api_token_for_an_unknown_user_fails():
 
     with pytest.raises(CommandError, match="no user named"):
         call_command("create_api_token", "nobody-here")
+
+
+def test_a_revoked_token_is_gone_from_the_api_and_listed_as_revoked_on_the_page(user, session, client):
+    token, _ = token_create(user=user, name="gone", scope="read")
+    assert session.delete(f"/api/v1/tokens/{token.pk}").status_code == 204
+    assert session.get(f"/api/v1/tokens/{token.pk}").status_code == 404
+    assert "gone" not in [item["name"] for item in session.get("/api/v1/tokens").json()["results"]]
+    assert session.delete(f"/api/v1/tokens/{token.pk}").status_code == 404
+    client.force_login(user)
+    page = client.get("/tokens/").content.decode()
+    assert "gone" in page and "revoked" in page.lower()

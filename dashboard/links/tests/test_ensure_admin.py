@@ -3,12 +3,19 @@ import io
 import re
 
 import pytest
-from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth import authenticate as django_authenticate
+from django.contrib.auth import get_user_model
+from django.test import RequestFactory
 from django.core.management import CommandError, call_command
 
 pytestmark = pytest.mark.django_db
 
 User = get_user_model()
+
+
+def authenticate(**credentials):
+    """Signs in as the sign-in page does: through every backend, axes' included."""
+    return django_authenticate(RequestFactory().post("/sign-in/"), **credentials)
 
 
 def ensure_admin(*args: str) -> str:
