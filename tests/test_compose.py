@@ -43,8 +43,11 @@ def test_edge_environment_names_are_declared_in_nginx_conf():
 
 
 def test_redis_keeps_an_append_only_file_and_services_wait_for_health():
-    command = SERVICES["redis"]["command"]
-    assert command[command.index("--appendonly") + 1] == "yes"
+    command = " ".join(SERVICES["redis"]["command"])
+    assert "--appendonly yes --appendfsync always" in command
+    # The password reaches Redis through a file, never its command line (ps).
+    assert "requirepass" not in command.split("redis-server", 1)[1]
+    assert "$$REDIS_PASSWORD" in command and SERVICES["redis"]["environment"]["REDIS_PASSWORD"]
     for name in ("postgres", "redis"):
         assert "healthcheck" in SERVICES[name]
     assert SERVICES["dashboard"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"

@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from slingshot.contract import LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key
 
 from .models import Link, LinkOutbox
-from .redis import get_redis
+from .redis import RedisUnavailable, get_redis, quick_call
 from .validation import normalise_target
 
 log = logging.getLogger(__name__)
@@ -53,14 +53,14 @@ def link_payload(link: Link) -> str:
     )
 
 
-def publish_slugs(slugs: Iterable[str]) -> int:
+def publish_slugs(slugs: Iterable[str], *, client: redis.Redis | None = None) -> int:
     """Makes Redis agree with PostgreSQL about these slugs (write or delete),
     with one change notification each, in one MULTI/EXEC."""
     slugs = list(dict.fromkeys(slugs))
     if not slugs:
         return 0
     links = {link.slug: link for link in Link.objects.filter(slug__in=slugs)}
-    pipe = get_redis().pipeline(transaction=True)
+    pipe = (client or get_redis()).pipeline(transaction=True)
     for slug in slugs:
         link = links.get(slug)
         if link is None:
@@ -72,7 +72,7 @@ def publish_slugs(slugs: Iterable[str]) -> int:
     return len(slugs)
 
 
-def deliver_outbox(*, batch: int = OUTBOX_BATCH) -> int | None:
+def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = None) -> int | None:
     """Publishes the outbox in id order and empties it. Returns how many rows
     were delivered, or None if another process is delivering right now.
     Redis errors propagate; undelivered rows stay for the next attempt."""
@@ -86,14 +86,16 @@ def deliver_outbox(*, batch: int = OUTBOX_BATCH) -> int | None:
             rows = list(LinkOutbox.objects.order_by("id").values_list("id", "slug")[:batch])
             if not rows:
                 return delivered
-            publish_slugs(slug for _, slug in rows)
+            publish_slugs((slug for _, slug in rows), client=client)
             LinkOutbox.objects.filter(id__lte=rows[-1][0]).delete()
             delivered += len(rows)
 
 
 def deliver_after_commit() -> None:
-    """The fast path, run by transaction.on_commit: publish now if Redis is up."""
+    """The fast path, run by transaction.on_commit: publish now if Redis
+    answers at once (the request's own quick client and breaker), else leave
+    the change in the outbox for the publisher."""
     try:
-        deliver_outbox()
-    except redis.RedisError as exc:
-        log.warning("Redis unavailable, link changes wait in the outbox for the publisher: %s", exc)
+        quick_call(lambda client: deliver_outbox(client=client), what="link publishing")
+    except RedisUnavailable as exc:
+        log.warning("link changes wait in the outbox for the publisher: %s", exc)

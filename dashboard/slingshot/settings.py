@@ -105,6 +105,10 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=
 # A kept connection is checked before a request uses it: after PostgreSQL
 # restarts, a worker's first request would otherwise fail on the dead one.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A PostgreSQL that does not answer fails a new connection after this many
+# seconds, rather than holding the request (and /healthz) until the client gives up.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT",
+                                                                                      default=5))
 
 # Sign-in throttling (slingshot/signin.py): axes' backend first, so that a
 # locked-out client's password is not even checked.
