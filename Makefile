@@ -28,8 +28,12 @@ ctl:
 
 test: setup lint test-lua test-python
 
+# Lua with luacheck (edge/.luacheckrc), Python with ruff (ruff.toml): its
+# rules, and the formatting it would give.
 lint:
 	cd edge && luacheck --no-color .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test-lua:
 	cd edge && busted --lua=luajit --output=TAP spec
@@ -37,7 +41,7 @@ test-lua:
 test-python:
 	$(VENV)/bin/pytest
 
-# The edge against a bare-nginx ceiling (README "Benchmarks"); not in `test`.
+# The edge against a bare-nginx ceiling (docs/benchmarks.md); not in `test`.
 bench: setup
 	$(PY) loadtest/bench_edge.py $(BENCH_ARGS)
 

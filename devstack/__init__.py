@@ -5,12 +5,13 @@ dashboard, used by `make run` (devstack/stack.py puts them under supervisord,
 whose programs are `python -m devstack PROGRAM`) and by the test suites,
 which start their own throwaway copies on free ports.
 """
+import contextlib
 import ctypes
 import os
-import signal
 import pwd
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -305,10 +306,8 @@ def finish_group(pgid: int, sig: int, *, timeout: float, log) -> bool:
         reap_children()
         if time.monotonic() - started > timeout:
             log(f"group {pgid} still running after {timeout:.0f}s: killing it (SIGKILL)")
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             return False
         time.sleep(0.02)
     reap_children()

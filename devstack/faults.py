@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 import devstack
@@ -171,7 +172,7 @@ class FaultRun:
                 "SELECT l.slug, count(c.*) FROM links_link l LEFT JOIN clicks c ON c.link_id = l.id "
                 "GROUP BY l.slug"
             ).fetchall()
-        return {slug: count for slug, count in rows}
+        return dict(rows)
 
     def stored_or_empty(self) -> dict[str, int]:
         try:
@@ -279,10 +280,8 @@ class FaultRun:
             stored = self.stored_or_empty()
             return stored if all(stored.get(slug, 0) >= n for slug, n in wanted.items()) else None
 
-        try:
+        with suppress(TimeoutError):  # the report shows the difference
             wait_until(drained, timeout=drain_timeout, what="every served redirect stored", interval=0.5)
-        except TimeoutError:
-            pass  # the report shows the difference
         self.wait_import_lag_zero()
         self.report.stored = {slug: n for slug, n in self.stored().items() if slug in wanted}
         return self.report

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 import xmlrpc.client
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import devstack
@@ -318,10 +318,8 @@ def reap_adopted(supervisord: int) -> None:
         except OSError:
             continue
         if stat[stat.rindex(")") + 2:].split()[1] == me:
-            try:
+            with suppress(ChildProcessError):
                 os.waitpid(int(entry.name), os.WNOHANG)
-            except ChildProcessError:
-                pass
 
 
 def stop_in_order(pids: dict[str, int]) -> None:

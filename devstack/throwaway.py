@@ -7,8 +7,15 @@ import tempfile
 from pathlib import Path
 
 from . import (
-    bootstrap_database, db_owner, free_port, gunicorn_command, init_postgres, postgres_command, redis_command,
-    wait_for_port, wait_for_postgres,
+    bootstrap_database,
+    db_owner,
+    free_port,
+    gunicorn_command,
+    init_postgres,
+    postgres_command,
+    redis_command,
+    wait_for_port,
+    wait_for_postgres,
 )
 
 

@@ -33,16 +33,17 @@ import sys
 import time
 import urllib.request
 from dataclasses import dataclass
-from statistics import median
 from pathlib import Path
+from statistics import median
 
 import orjson
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from procstat import children, cpu_seconds  # noqa: E402
+
 import devstack  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
-from procstat import children, cpu_seconds  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "edge" / "t"))
 from click_stream import decode_clicks  # noqa: E402

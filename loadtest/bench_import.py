@@ -23,8 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
-from devstack.throwaway import ThrowawayStack  # noqa: E402
 from procstat import CLOCK_TICKS, children, cpu_seconds  # noqa: E402
+
+from devstack.throwaway import ThrowawayStack  # noqa: E402
 
 BROWSERS = [
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36",
@@ -211,11 +212,10 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
-
-    from django.conf import settings
 
     from clicks.batch import BatchMaker
     from clicks.enrichment import Enricher
@@ -263,7 +263,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             profiler.enable()
         timings: dict[str, float] = {}
 
-        def timed(execute, sql, params, many, context):
+        def timed(execute, sql, params, many, context, timings=timings):
             began = time.perf_counter()
             try:
                 return execute(sql, params, many, context)
@@ -278,7 +278,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         if args.statements:
             copy = ClickImporter._copy
 
-            def timed_copy(cursor, statement, payload):
+            def timed_copy(cursor, statement, payload, copy=copy, timings=timings):
                 began = time.perf_counter()
                 try:
                     return copy(cursor, statement, payload)

@@ -6,10 +6,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from slingshot.contract import CLICKS_STREAM as STREAM
 from clicks.models import Click
 from links import services
 from links.redis import get_redis
+from slingshot.contract import CLICKS_STREAM as STREAM
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

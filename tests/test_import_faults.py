@@ -25,7 +25,9 @@ from clicks.rollups import fold_days
 from clicks.tests.streams import empty_streams, entry_fields  # noqa: F401 (autouse fixture)
 from links.models import Link
 from links.redis import get_redis
-from slingshot.contract import CLICKS_GROUP as GROUP, CLICKS_STREAM as STREAM, DEAD_LETTER_STREAM
+from slingshot.contract import CLICKS_GROUP as GROUP
+from slingshot.contract import CLICKS_STREAM as STREAM
+from slingshot.contract import DEAD_LETTER_STREAM
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -240,7 +242,7 @@ def test_the_importers_connection_terminated_again_and_again(tmp_path, links):
         terminated = []
         for _ in range(5):
             before = stored_ids(ids)[0]
-            wait_until(lambda: stored_ids(ids)[0] > before, what="the import to go on")
+            wait_until(lambda before=before: stored_ids(ids)[0] > before, what="the import to go on")
             with connection.cursor() as cursor:
                 cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                                "WHERE application_name = 'importer-under-fire'")

@@ -66,9 +66,9 @@ def test_links_created_while_redis_is_down_redirect_once_it_is_back(servers, mak
 
 
 def test_publish_links_check_finds_every_difference_and_all_repairs(django_user_model, capsys):
-    from slingshot.contract import link_key
     from links.redis import get_redis
     from links.services import link_create
+    from slingshot.contract import link_key
 
     owner = django_user_model.objects.create_user("check")
     a, b = (link_create(owner=owner, url="https://example.com/", slug="ck" + uuid.uuid4().hex[:8]) for _ in range(2))

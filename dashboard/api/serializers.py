@@ -8,7 +8,8 @@ from clicks.models import Click
 from clicks.selectors import INTERVALS, stats_range
 from links.models import Link
 from links.selectors import short_url
-from links.slugs import PATTERN as SLUG_PATTERN, validate_slug
+from links.slugs import PATTERN as SLUG_PATTERN
+from links.slugs import validate_slug
 from links.validation import validate_target_url
 
 from .fields import StrictCharField, StrictJSONMixin

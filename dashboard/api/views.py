@@ -3,8 +3,8 @@ from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_v
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
 from rest_framework.exceptions import NotFound
-from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.pagination import CursorPagination
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
 from clicks.selectors import link_stats
@@ -149,7 +149,7 @@ class LinkViewSet(
                 indexes.append(index)
             else:
                 results[index].update(status=400, errors=item.errors)
-        for index, result in zip(indexes, services.link_bulk_create(owner=request.user, items=items)):
+        for index, result in zip(indexes, services.link_bulk_create(owner=request.user, items=items), strict=True):
             if result.link:
                 results[index].update(status=201, link=_new_link_data(result.link))
             else:

@@ -43,12 +43,12 @@ class Click(models.Model):
         db_table = "clicks"
         ordering = ["-occurred_at"]
 
+    def __str__(self) -> str:
+        return f"{self.slug} at {self.occurred_at:%Y-%m-%d %H:%M:%S}"
+
     @property
     def user_agent(self) -> str:
         return self.agent.user_agent
-
-    def __str__(self) -> str:
-        return f"{self.slug} at {self.occurred_at:%Y-%m-%d %H:%M:%S}"
 
 
 class LinkClickTotals(models.Model):

@@ -69,6 +69,7 @@ def decode_entry(fields: dict) -> list[tuple]:
         lines[5::CLICK_LINES],
         lines[6::CLICK_LINES],
         lines[7::CLICK_LINES],
+        strict=True,
     ))
 
 

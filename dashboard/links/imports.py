@@ -150,7 +150,7 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes) -> 
         raise ValidationError("The file has no rows below its header.", code="empty")
 
     taken, claimed = taken_slugs(slugs=(slug for slug in slugs if slug)), set()
-    for row, slug in zip(rows, slugs):
+    for row, slug in zip(rows, slugs, strict=True):
         if slug in taken:
             row["errors"] = {"slug": [SLUG_TAKEN_MESSAGE]}
         elif slug in claimed:
@@ -176,7 +176,7 @@ def import_run_chunk(*, link_import: LinkImport, size: int | None = None) -> Lin
         if arguments is not None:
             pending.append(row)
             items.append(arguments)
-    for row, result in zip(pending, link_bulk_create(owner=link_import.owner, items=items)):
+    for row, result in zip(pending, link_bulk_create(owner=link_import.owner, items=items), strict=True):
         row["errors"] = result.errors
         link_import.created += result.outcome is Outcome.CREATED
     link_import.position = end

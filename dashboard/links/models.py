@@ -1,7 +1,9 @@
+from contextlib import suppress
+
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -47,10 +49,8 @@ class Link(models.Model):
     def clean(self) -> None:
         """The target as normalise_target writes it: every way a link is
         made or changed (services, admin) runs full_clean, and so this."""
-        try:
+        with suppress(ValidationError):  # the field's own validator has said why
             self.url = normalise_target(self.url)
-        except ValidationError:
-            pass  # the field's own validator has said why
 
 
 class LinkOutbox(models.Model):

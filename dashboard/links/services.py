@@ -11,10 +11,10 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, connection, transaction
 
-from . import slugs
 from clicks.selectors import storable_offset
 from clicks.services import clicks_delete_for_link
 
+from . import slugs
 from .models import Link, LinkOutbox
 from .publishing import OUTBOX_CHANNEL, deliver_after_commit
 
@@ -58,9 +58,9 @@ def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
             if not Link.objects.filter(slug=link.slug).exclude(pk=link.pk).exists():
                 raise
             if not regenerate_slug:
-                raise ValidationError({"slug": ValidationError(SLUG_TAKEN_MESSAGE, code="unique")})
+                raise ValidationError({"slug": ValidationError(SLUG_TAKEN_MESSAGE, code="unique")}) from None
             link.slug = slugs.generate_slug(settings.LINK_SLUG_LENGTH)
-    raise IntegrityError("could not find a free slug after %d attempts" % _SLUG_ATTEMPTS)
+    raise IntegrityError(f"could not find a free slug after {_SLUG_ATTEMPTS} attempts")
 
 
 def link_validate(
@@ -149,7 +149,7 @@ def link_bulk_create(*, owner: AbstractBaseUser, items: Iterable[Mapping[str, An
 def link_update(*, link: Link, **changes) -> Link:
     unknown = set(changes) - EDITABLE_FIELDS
     if unknown:
-        raise TypeError("not editable: %s" % ", ".join(sorted(unknown)))
+        raise TypeError("not editable: " + ", ".join(sorted(unknown)))
     old_slug = Link.objects.select_for_update().values_list("slug", flat=True).get(pk=link.pk)
     for name, value in changes.items():
         setattr(link, name, value)

@@ -16,7 +16,13 @@ from django.conf import settings
 from django.core.management import CommandError
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import (
-    CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess,
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
     start_http_server,
 )
 from prometheus_client.core import GaugeMetricFamily

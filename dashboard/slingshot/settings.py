@@ -162,7 +162,7 @@ REDIS_REQUEST_COOLDOWN = env.float("REDIS_REQUEST_COOLDOWN", default=5.0)
 
 # Where short links are served; used for short URLs and to refuse targets
 # that would loop back to the edge.
-EDGE_BASE_URL = env.str("EDGE_BASE_URL", default="http://127.0.0.1:%d" % env.int("EDGE_PORT", default=8080))
+EDGE_BASE_URL = env.str("EDGE_BASE_URL", default="http://127.0.0.1:{}".format(env.int("EDGE_PORT", default=8080)))
 
 LINK_URL_MAX_LENGTH = env.int("LINK_URL_MAX_LENGTH", default=2048)
 LINK_SLUG_LENGTH = env.int("LINK_SLUG_LENGTH", default=7)

@@ -1,5 +1,4 @@
 import pytest
-
 from edge_helpers import PrivateRedis, session_redis
 
 

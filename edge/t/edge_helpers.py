@@ -10,8 +10,8 @@ import zlib
 
 import orjson
 import redis
-
 from click_stream import decode_clicks
+
 from devstack.pytest_plugin import http_request
 from devstack.throwaway import ThrowawayStack
 from slingshot.contract import CLICKS_STREAM, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key

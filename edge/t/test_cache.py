@@ -9,9 +9,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from edge_helpers import delta, following, metrics, publish, wait_for_notifications, wait_until
 
-from links import services
-
 from devstack.pytest_plugin import http_request
+from links import services
 
 LOOKUPS = "slingshot_edge_redis_lookups_total"
 
@@ -187,8 +186,7 @@ def test_misses_arriving_together_share_a_round_trip_and_each_gets_its_own_link(
         thread.start()
     for thread in visitors:
         thread.join()
-    assert answers == {slug: (302, f"https://example.com/{slug}") for slug in slugs[:50]} | {
-        slug: (404, None) for slug in slugs[50:]}
+    assert answers == {slug: (302, f"https://example.com/{slug}") for slug in slugs[:50]} | dict.fromkeys(slugs[50:], (404, None))
     stats = rds.info("commandstats")
     round_trips = sum(stats.get(f"cmdstat_{c}", {}).get("calls", 0)
                       - stats_before.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("get", "mget"))

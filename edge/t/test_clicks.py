@@ -4,7 +4,15 @@ import time
 import uuid
 
 from edge_helpers import (
-    Traffic, delta, following, metrics, publish, stream_clicks, wait_for_clicks, wait_for_notifications, wait_until,
+    Traffic,
+    delta,
+    following,
+    metrics,
+    publish,
+    stream_clicks,
+    wait_for_clicks,
+    wait_for_notifications,
+    wait_until,
 )
 
 
@@ -88,7 +96,7 @@ def test_reload_during_traffic_loses_no_click(make_edge, rds):
             before = workers_seen()
             edge.reload()
             # The new workers serve, and their clicks arrive.
-            wait_until(lambda: len(workers_seen() - before) == 2, what="clicks from both new workers")
+            wait_until(lambda before=before: len(workers_seen() - before) == 2, what="clicks from both new workers")
     # Connections refused or reset while listening sockets change hands are
     # not served, so they are no clicks either.
     served = traffic.served

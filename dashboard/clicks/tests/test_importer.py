@@ -18,7 +18,9 @@ from clicks.tests.streams import add_entry, empty_streams, entry_fields, importe
 from links import services
 from links.models import Link
 from links.redis import get_redis
-from slingshot.contract import CLICKS_GROUP as GROUP, CLICKS_STREAM as STREAM, DEAD_LETTER_STREAM
+from slingshot.contract import CLICKS_GROUP as GROUP
+from slingshot.contract import CLICKS_STREAM as STREAM
+from slingshot.contract import DEAD_LETTER_STREAM
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,8 @@ from django.db import connection
 from clicks.importer import ClickImporter
 from clicks.rollups import fold_days
 from clicks.selectors import LinkTotals, Point, bucket_start, link_stats, link_totals
-from clicks.tests.streams import entry, fresh_rollups, importer as make_importer
+from clicks.tests.streams import entry
+from clicks.tests.streams import importer as make_importer
 from links import services
 from links.models import Link
 

@@ -5,8 +5,8 @@ import re
 import pytest
 from django.contrib.auth import authenticate as django_authenticate
 from django.contrib.auth import get_user_model
-from django.test import RequestFactory
 from django.core.management import CommandError, call_command
+from django.test import RequestFactory
 
 pytestmark = pytest.mark.django_db
 

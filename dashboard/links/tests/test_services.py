@@ -47,10 +47,9 @@ def test_nothing_is_published_when_the_transaction_rolls_back(owner):
     from django.db import transaction
 
     slug = fresh_slug()
-    with pytest.raises(RuntimeError):
-        with transaction.atomic():
-            services.link_create(owner=owner, url="https://example.com/", slug=slug)
-            raise RuntimeError("rolled back")
+    with pytest.raises(RuntimeError), transaction.atomic():
+        services.link_create(owner=owner, url="https://example.com/", slug=slug)
+        raise RuntimeError("rolled back")
     assert published(slug) is None
     assert not Link.objects.filter(slug=slug).exists()
 

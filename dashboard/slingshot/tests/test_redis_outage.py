@@ -102,7 +102,7 @@ def assert_everything_answers_in_time(client, api) -> None:
         assert response.status_code == 200 and response.json()["count"] == 1, response.content
         assert took < BUDGET, f"API: {took:.2f}s (round {round_})"
         for path in ("/", "/links/"):
-            response, took = timed(lambda: client.get(path))
+            response, took = timed(lambda path=path: client.get(path))
             assert response.status_code == 200, (path, response.status_code)
             assert took < BUDGET, f"{path}: {took:.2f}s (round {round_})"
         overview = client.get("/")

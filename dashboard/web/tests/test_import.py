@@ -9,9 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from links.models import Link
+from links.models import Link, LinkImport
 from links.services import link_create
-from links.models import LinkImport
 
 from .conftest import unique_slug
 

@@ -46,9 +46,9 @@ class Command(BaseCommand):
         client = get_redis()
         seen = set()
         links = Link.objects.order_by("id").iterator(chunk_size=CHUNK)
-        while chunk := [link for _, link in zip(range(CHUNK), links)]:
+        while chunk := [link for _, link in zip(range(CHUNK), links, strict=False)]:
             values = client.mget([link_key(link.slug) for link in chunk])
-            for link, raw in zip(chunk, values):
+            for link, raw in zip(chunk, values, strict=True):
                 seen.add(link.slug)
                 if raw is None:
                     yield f"missing in Redis: {link.slug}"
