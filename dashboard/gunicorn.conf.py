@@ -7,6 +7,7 @@ counts of an earlier run when gunicorn starts, and a worker that exits has
 its live gauges removed (the dashboard has none today; its counters and
 histograms keep the counts of workers gone, as they must).
 """
+
 import os
 from pathlib import Path
 

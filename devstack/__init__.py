@@ -5,6 +5,7 @@ dashboard, used by `make run` (devstack/stack.py puts them under supervisord,
 whose programs are `python -m devstack PROGRAM`) and by the test suites,
 which start their own throwaway copies on free ports.
 """
+
 import contextlib
 import ctypes
 import os
@@ -43,6 +44,7 @@ def wait_for_port(port: int, *, timeout: float = 30.0, process: subprocess.Popen
 
 # --- PostgreSQL -------------------------------------------------------------
 
+
 def pg_bindir() -> Path:
     configured = os.environ.get("PG_BINDIR")
     if configured:
@@ -80,8 +82,16 @@ def init_postgres(datadir: Path) -> bool:
     _give_to_db_owner(datadir)
     subprocess.run(
         [
-            str(pg_bindir() / "initdb"), "-D", str(datadir), "-U", "postgres", "-E", "UTF8",
-            "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256",
+            str(pg_bindir() / "initdb"),
+            "-D",
+            str(datadir),
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
         ],
         check=True,
         stdout=subprocess.DEVNULL,
@@ -96,16 +106,26 @@ def postgres_command(datadir: Path, port: int, *, durable: bool = True) -> list[
     # (and root) may: unix_socket_permissions=0700. Applications use TCP with
     # a password.
     cmd = [
-        str(pg_bindir() / "postgres"), "-D", str(datadir), "-p", str(port), "-k", str(datadir),
-        "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_permissions=0700",
+        str(pg_bindir() / "postgres"),
+        "-D",
+        str(datadir),
+        "-p",
+        str(port),
+        "-k",
+        str(datadir),
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "unix_socket_permissions=0700",
     ]
     if not durable:  # throwaway test clusters
         cmd += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
     return cmd
 
 
-def wait_for_postgres(datadir: Path, port: int, *, timeout: float = 60.0,
-                      process: subprocess.Popen | None = None) -> None:
+def wait_for_postgres(
+    datadir: Path, port: int, *, timeout: float = 60.0, process: subprocess.Popen | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if process is not None and process.poll() is not None:
@@ -120,8 +140,9 @@ def wait_for_postgres(datadir: Path, port: int, *, timeout: float = 60.0,
         time.sleep(0.1)
 
 
-def bootstrap_database(datadir: Path, port: int, *, role: str, password: str, database: str,
-                       createdb: bool = False) -> None:
+def bootstrap_database(
+    datadir: Path, port: int, *, role: str, password: str, database: str, createdb: bool = False
+) -> None:
     """Creates the application's role (no superuser) and database, if missing."""
     import psycopg
     from psycopg import sql
@@ -145,8 +166,10 @@ def bootstrap_database(datadir: Path, port: int, *, role: str, password: str, da
 
 # --- Redis --------------------------------------------------------------------
 
-def redis_command(datadir: Path, port: int, *, password: str | None = None, durable: bool = True,
-                  appendfsync: str = "everysec") -> list[str]:
+
+def redis_command(
+    datadir: Path, port: int, *, password: str | None = None, durable: bool = True, appendfsync: str = "everysec"
+) -> list[str]:
     """Writes datadir/redis.conf (mode 0600: it holds the password, which
     therefore never shows in `ps`) and returns the command that uses it.
 
@@ -156,7 +179,12 @@ def redis_command(datadir: Path, port: int, *, password: str | None = None, dura
     (the local stack, devstack/programs.py)."""
     datadir.mkdir(parents=True, exist_ok=True)
     lines = [
-        f"port {port}", "bind 127.0.0.1", f'dir "{datadir}"', 'save ""', "daemonize no", "loglevel warning",
+        f"port {port}",
+        "bind 127.0.0.1",
+        f'dir "{datadir}"',
+        'save ""',
+        "daemonize no",
+        "loglevel warning",
         # Clicks not yet imported live only here: AOF keeps them across a restart.
         "appendonly yes" if durable else "appendonly no",
         f"appendfsync {appendfsync}",
@@ -171,8 +199,10 @@ def redis_command(datadir: Path, port: int, *, password: str | None = None, dura
 
 # --- the dashboard ---------------------------------------------------------------
 
-def gunicorn_command(port: int, *, workers: int | str = 2, python: str | None = None,
-                     control_socket: Path | None = None) -> list[str]:
+
+def gunicorn_command(
+    port: int, *, workers: int | str = 2, python: str | None = None, control_socket: Path | None = None
+) -> list[str]:
     """The dashboard under gunicorn on 127.0.0.1:port, as `make run` starts it.
 
     gunicorn's control socket defaults to one path in the home directory,
@@ -182,12 +212,22 @@ def gunicorn_command(port: int, *, workers: int | str = 2, python: str | None = 
 
     control = ["--control-socket", str(control_socket)] if control_socket else ["--no-control-socket"]
     return [
-        python or sys.executable, "-m", "gunicorn", "slingshot.wsgi", "--chdir", str(REPO / "dashboard"),
-        "--bind", f"127.0.0.1:{port}", "--workers", str(workers), *control,
+        python or sys.executable,
+        "-m",
+        "gunicorn",
+        "slingshot.wsgi",
+        "--chdir",
+        str(REPO / "dashboard"),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        *control,
     ]
 
 
 # --- the edge (nginx + Lua) -------------------------------------------------
+
 
 def nginx_binary() -> str:
     return os.environ.get("NGINX_BIN") or shutil.which("openresty") or shutil.which("nginx") or "/usr/sbin/nginx"
@@ -220,8 +260,13 @@ def render_edge_conf(prefix: Path, port: int, *, listen_host: str = "127.0.0.1")
 
 def edge_command(prefix: Path, *, workers: int | str = 2) -> list[str]:
     return [
-        nginx_binary(), "-p", f"{prefix}/", "-c", str(prefix / "conf" / "nginx.conf"),
-        "-g", f"daemon off; worker_processes {workers};",
+        nginx_binary(),
+        "-p",
+        f"{prefix}/",
+        "-c",
+        str(prefix / "conf" / "nginx.conf"),
+        "-g",
+        f"daemon off; worker_processes {workers};",
     ]
 
 
@@ -271,7 +316,7 @@ def group_members(pgid: int) -> list[int]:
         except OSError:
             continue
         # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if fields[0] != "Z" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
@@ -295,8 +340,10 @@ def finish_group(pgid: int, sig: int, *, timeout: float, log) -> bool:
     members = group_members(pgid)
     if not members:
         return True
-    log(f"{len(members)} process(es) of group {pgid} still running ({', '.join(map(str, members))}): "
-        f"sending {signal.Signals(sig).name} and waiting for them to finish")
+    log(
+        f"{len(members)} process(es) of group {pgid} still running ({', '.join(map(str, members))}): "
+        f"sending {signal.Signals(sig).name} and waiting for them to finish"
+    )
     started = time.monotonic()
     try:
         os.killpg(pgid, sig)

@@ -10,6 +10,7 @@
 The run directory is SLINGSHOT_RUN_DIR (default .run/); ports come from
 DASHBOARD_PORT, EDGE_PORT, POSTGRES_PORT and REDIS_PORT.
 """
+
 import sys
 
 from devstack.programs import PROGRAMS

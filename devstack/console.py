@@ -9,6 +9,7 @@ asked to or when supervisord gives up on it (FATAL), naming its log file.
 Its stdout is the event protocol; what it prints goes to stderr, which
 supervisord.conf sends to supervisord's own stdout: the terminal.
 """
+
 import os
 import signal
 import sys
@@ -57,18 +58,27 @@ class Console:
                 exits.append(now)
                 while exits and now - exits[0] > CRASH_WINDOW:
                     exits.popleft()
-                self.line("supervisor", f"{LOUD} {name} (pid {headers.get('pid')}) exited unexpectedly "
-                          f"({len(exits)} time(s) in the last {CRASH_WINDOW:.0f}s); supervisord starts it again. "
-                          f"Its log: {self.log_file(name)}")
+                self.line(
+                    "supervisor",
+                    f"{LOUD} {name} (pid {headers.get('pid')}) exited unexpectedly "
+                    f"({len(exits)} time(s) in the last {CRASH_WINDOW:.0f}s); supervisord starts it again. "
+                    f"Its log: {self.log_file(name)}",
+                )
         elif event == "PROCESS_STATE_BACKOFF":
             self.flush_partial(name)
-            self.line("supervisor", f"{LOUD} {name} failed to start (attempt {headers.get('tries')}); "
-                      f"supervisord tries again after a pause. Its log: {self.log_file(name)}")
+            self.line(
+                "supervisor",
+                f"{LOUD} {name} failed to start (attempt {headers.get('tries')}); "
+                f"supervisord tries again after a pause. Its log: {self.log_file(name)}",
+            )
         elif event == "PROCESS_STATE_FATAL":
             self.flush_partial(name)
-            self.line("supervisor", f"{LOUD} {name} is FATAL: it kept failing to start and supervisord gave up on "
-                      f"it. Its log: {self.log_file(name)}. Once the cause is fixed: "
-                      f"make ctl ARGS='start {name}'")
+            self.line(
+                "supervisor",
+                f"{LOUD} {name} is FATAL: it kept failing to start and supervisord gave up on "
+                f"it. Its log: {self.log_file(name)}. Once the cause is fixed: "
+                f"make ctl ARGS='start {name}'",
+            )
 
 
 def tokens(line: bytes) -> dict[str, str]:

@@ -5,6 +5,7 @@ served became one click stored in PostgreSQL.
 
 Used by tests/test_stack.py and loadtest/stack_faults.py (`make stack-faults`).
 """
+
 import http.client
 import json
 import os
@@ -26,8 +27,9 @@ FAULTS = ("importer", "publisher", "dashboard", "edge", "redis", "postgres")
 MAIN_SLUG = "faults"
 
 
-def request(port: int, path: str, *, method: str = "GET", body: dict | None = None,
-            token: str | None = None) -> tuple[int, bytes]:
+def request(
+    port: int, path: str, *, method: str = "GET", body: dict | None = None, token: str | None = None
+) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
         headers = {"Content-Type": "application/json"} if body is not None else {}
@@ -117,11 +119,15 @@ class Report:
     failures_outside_edge: list[str] = field(default_factory=list)
 
     def table(self) -> str:
-        lines = [f"{'killed (-9)':<12} {'back after':>10} {'RUNNING after':>13} {'edge errors':>11} "
-                 f"{'API errors after':>16}  back means"]
+        lines = [
+            f"{'killed (-9)':<12} {'back after':>10} {'RUNNING after':>13} {'edge errors':>11} "
+            f"{'API errors after':>16}  back means"
+        ]
         for r in self.recoveries:
-            lines.append(f"{r.program:<12} {r.back_after:>9.2f}s {r.running_after:>12.2f}s {r.edge_errors:>11} "
-                         f"{r.dashboard_errors:>16}  {r.how}")
+            lines.append(
+                f"{r.program:<12} {r.back_after:>9.2f}s {r.running_after:>12.2f}s {r.edge_errors:>11} "
+                f"{r.dashboard_errors:>16}  {r.how}"
+            )
         lines.append("")
         for slug in sorted(self.served):
             lines.append(f"/{slug}: redirects served {self.served[slug]}, clicks stored {self.stored.get(slug, 0)}")
@@ -134,12 +140,28 @@ class FaultRun:
     def __init__(self, stack: SupervisedStack, *, admin: str, rate: float = 300.0, log=print) -> None:
         self.stack = stack
         self.log = log
-        self.env = {**stack.env, **stack.secrets, "SLINGSHOT_ENV_FILE": str(stack.run / "env"),
-                    "DJANGO_SETTINGS_MODULE": "slingshot.settings"}
+        self.env = {
+            **stack.env,
+            **stack.secrets,
+            "SLINGSHOT_ENV_FILE": str(stack.run / "env"),
+            "DJANGO_SETTINGS_MODULE": "slingshot.settings",
+        }
         self.token = subprocess.run(
-            [sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), "create_api_token", admin,
-             "--scope", "write", "--name", "faults"],
-            env=self.env, check=True, capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                str(devstack.REPO / "dashboard" / "manage.py"),
+                "create_api_token",
+                admin,
+                "--scope",
+                "write",
+                "--name",
+                "faults",
+            ],
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
         ).stdout.strip()
         self.edge_port = stack.ports["EDGE_PORT"]
         self.dashboard_port = stack.ports["DASHBOARD_PORT"]
@@ -150,8 +172,13 @@ class FaultRun:
     # --- links and clicks ----------------------------------------------------------
 
     def create_link(self, slug: str) -> None:
-        status, body = request(self.dashboard_port, "/api/v1/links", method="POST", token=self.token,
-                               body={"url": f"https://example.com/{slug}", "slug": slug})
+        status, body = request(
+            self.dashboard_port,
+            "/api/v1/links",
+            method="POST",
+            token=self.token,
+            body={"url": f"https://example.com/{slug}", "slug": slug},
+        )
         if status != 201:
             raise AssertionError(f"creating /{slug}: HTTP {status} {body[:300]!r}")
 
@@ -169,8 +196,7 @@ class FaultRun:
 
         with psycopg.connect(self.env["DATABASE_URL"], connect_timeout=5) as conn:
             rows = conn.execute(
-                "SELECT l.slug, count(c.*) FROM links_link l LEFT JOIN clicks c ON c.link_id = l.id "
-                "GROUP BY l.slug"
+                "SELECT l.slug, count(c.*) FROM links_link l LEFT JOIN clicks c ON c.link_id = l.id GROUP BY l.slug"
             ).fetchall()
         return dict(rows)
 
@@ -188,21 +214,35 @@ class FaultRun:
             slug = "probe-importer"
             before = self.stored()[slug]
             wait_until(lambda: self.redirects(slug), timeout=30, what="a visit to the importer's probe link")
-            wait_until(lambda: self.stored_or_empty().get(slug, 0) > before, timeout=120,
-                       what="the importer storing a click made after its restart", interval=0.1)
+            wait_until(
+                lambda: self.stored_or_empty().get(slug, 0) > before,
+                timeout=120,
+                what="the importer storing a click made after its restart",
+                interval=0.1,
+            )
             return "a click made after the kill is in PostgreSQL"
         if program == "publisher":
             self.create_link("probe-publisher")
-            wait_until(lambda: self.redirects("probe-publisher"), timeout=120, interval=0.1,
-                       what="a link created after the publisher's restart to redirect")
+            wait_until(
+                lambda: self.redirects("probe-publisher"),
+                timeout=120,
+                interval=0.1,
+                what="a link created after the publisher's restart to redirect",
+            )
             return "a link created after the kill redirects at the edge"
         if program == "dashboard":
-            wait_until(lambda: self.stack.master_pid("dashboard") not in (None, killed_pid) and self.api_answers(),
-                       timeout=120, what="a new gunicorn master to answer the API")
+            wait_until(
+                lambda: self.stack.master_pid("dashboard") not in (None, killed_pid) and self.api_answers(),
+                timeout=120,
+                what="a new gunicorn master to answer the API",
+            )
             return "a new gunicorn master answers the API"
         if program == "edge":
-            wait_until(lambda: self.stack.master_pid("edge") not in (None, killed_pid) and self.redirects(MAIN_SLUG),
-                       timeout=120, what="a new nginx master to redirect")
+            wait_until(
+                lambda: self.stack.master_pid("edge") not in (None, killed_pid) and self.redirects(MAIN_SLUG),
+                timeout=120,
+                what="a new nginx master to redirect",
+            )
             return "a new nginx master redirects"
         if program == "redis":
             wait_until(self.redis_answers, timeout=120, what="Redis to answer")
@@ -222,8 +262,12 @@ class FaultRun:
         import redis
 
         try:
-            return redis.Redis(port=int(self.env["REDIS_PORT"]), password=self.env["REDIS_PASSWORD"],
-                               socket_timeout=1, socket_connect_timeout=1).ping()
+            return redis.Redis(
+                port=int(self.env["REDIS_PORT"]),
+                password=self.env["REDIS_PASSWORD"],
+                socket_timeout=1,
+                socket_connect_timeout=1,
+            ).ping()
         except redis.RedisError:
             return False
 
@@ -242,8 +286,11 @@ class FaultRun:
         how = self.back(program, pid)
         back_after = time.monotonic() - killed_at
         # A new supervised process (for the edge and the dashboard, a new keep_group).
-        wait_until(lambda: (info := self.stack.info(program))["statename"] == "RUNNING"
-                   and info["pid"] != old_supervised, timeout=120, what=f"{program} RUNNING again")
+        wait_until(
+            lambda: (info := self.stack.info(program))["statename"] == "RUNNING" and info["pid"] != old_supervised,
+            timeout=120,
+            what=f"{program} RUNNING again",
+        )
         running_after = time.monotonic() - killed_at
         # Visitors keep clicking for a while on what came back.
         settle_until = time.monotonic() + 2.0
@@ -254,8 +301,10 @@ class FaultRun:
         recovery = Recovery(program, pid, back_after, running_after, len(errors), api_errors, how)
         if program != "edge":
             self.report.failures_outside_edge += [f"{program}: {what}" for what in errors]
-        self.log(f"killed {program} (pid {pid}): back after {back_after:.2f}s ({how}), RUNNING after "
-                 f"{running_after:.2f}s, {len(errors)} failed visits meanwhile, {api_errors} failed API requests after")
+        self.log(
+            f"killed {program} (pid {pid}): back after {back_after:.2f}s ({how}), RUNNING after "
+            f"{running_after:.2f}s, {len(errors)} failed visits meanwhile, {api_errors} failed API requests after"
+        )
         return recovery
 
     def run(self, faults=FAULTS, *, drain_timeout: float = 180.0) -> Report:
@@ -293,7 +342,10 @@ class FaultRun:
         def caught_up():
             result = subprocess.run(
                 [sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), "import_clicks", "--lag"],
-                env=self.env, capture_output=True, text=True, timeout=60,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=60,
             )
             if result.returncode != 0:
                 return False

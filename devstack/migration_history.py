@@ -7,6 +7,7 @@ rewritten as one `0001_initial` per app): `migrate` would then take the
 old tables for the new ones. Prints those migrations, one `app.name` a
 line, and exits 2 if there are any; devstack/stack.py says what to do.
 """
+
 import sys
 from pathlib import Path
 
@@ -27,7 +28,8 @@ def foreign_migrations() -> list[str]:
     dashboard = DASHBOARD.resolve()
     ours = {config.label for config in apps.get_app_configs() if dashboard in Path(config.path).resolve().parents}
     unknown = sorted(
-        f"{app}.{name}" for app, name in loader.applied_migrations
+        f"{app}.{name}"
+        for app, name in loader.applied_migrations
         if app in ours and (app, name) not in loader.disk_migrations
     )
     if unknown:

@@ -11,6 +11,7 @@ written to Redis), so those two run under `keep_group`, which stays the
 master's parent and makes such orphans finish before it exits and
 supervisord starts a new master.
 """
+
 import os
 import pwd
 import signal
@@ -43,8 +44,16 @@ def describe_exit(code: int) -> str:
     return f"exited with status {code}"
 
 
-def keep_group(command: list[str], *, what: str, stop_signal: int, leftover_signal: int, drain_timeout: float,
-               leader_file: Path, **popen) -> int:
+def keep_group(
+    command: list[str],
+    *,
+    what: str,
+    stop_signal: int,
+    leftover_signal: int,
+    drain_timeout: float,
+    leader_file: Path,
+    **popen,
+) -> int:
     """Runs `command` as the leader of a process group of its own and waits
     for it. supervisord's stop signal (any of TERM, INT, QUIT, HUP) is passed
     on as `stop_signal`; if this process dies, the kernel sends the leader
@@ -77,8 +86,10 @@ def keep_group(command: list[str], *, what: str, stop_signal: int, leftover_sign
         leader.send_signal(stop_signal)
     code = leader.wait()
     if not stopping:
-        log(f"{what} (pid {leader.pid}) {describe_exit(code)}; finishing its process group, then exiting "
-            "so that supervisord starts it again")
+        log(
+            f"{what} (pid {leader.pid}) {describe_exit(code)}; finishing its process group, then exiting "
+            "so that supervisord starts it again"
+        )
     finished = devstack.finish_group(leader.pid, leftover_signal, timeout=drain_timeout, log=log)
     leader_file.unlink(missing_ok=True)
     if not finished:
@@ -107,8 +118,9 @@ def redis() -> None:
     # Every acknowledged write is on disk (appendfsync always): the clicks
     # the edge has written here are its only copy until the importer has
     # stored them.
-    command = devstack.redis_command(run_dir() / "redis", port("REDIS_PORT"),
-                                     password=os.environ.get("REDIS_PASSWORD"), appendfsync="always")
+    command = devstack.redis_command(
+        run_dir() / "redis", port("REDIS_PORT"), password=os.environ.get("REDIS_PASSWORD"), appendfsync="always"
+    )
     os.execv(command[0], command)
 
 
@@ -117,22 +129,34 @@ def edge() -> None:
     devstack.render_edge_conf(prefix, port("EDGE_PORT"))
     # SIGQUIT is nginx's graceful stop: each worker finishes its requests and
     # writes its buffered clicks to Redis before it exits.
-    sys.exit(keep_group(
-        devstack.edge_command(prefix, workers=os.environ.get("EDGE_WORKERS", "auto")), what="nginx master",
-        stop_signal=signal.SIGQUIT, leftover_signal=signal.SIGQUIT,
-        drain_timeout=float(os.environ.get("EDGE_DRAIN_TIMEOUT", "30")), leader_file=run_dir() / "edge-master.pid",
-    ))
+    sys.exit(
+        keep_group(
+            devstack.edge_command(prefix, workers=os.environ.get("EDGE_WORKERS", "auto")),
+            what="nginx master",
+            stop_signal=signal.SIGQUIT,
+            leftover_signal=signal.SIGQUIT,
+            drain_timeout=float(os.environ.get("EDGE_DRAIN_TIMEOUT", "30")),
+            leader_file=run_dir() / "edge-master.pid",
+        )
+    )
 
 
 def dashboard() -> None:
     run = run_dir()
-    command = devstack.gunicorn_command(port("DASHBOARD_PORT"), workers=os.environ.get("DASHBOARD_WORKERS", "2"),
-                                        control_socket=run / "gunicorn.ctl")
+    command = devstack.gunicorn_command(
+        port("DASHBOARD_PORT"), workers=os.environ.get("DASHBOARD_WORKERS", "2"), control_socket=run / "gunicorn.ctl"
+    )
     # SIGTERM is gunicorn's graceful stop, for its master and its workers alike.
-    sys.exit(keep_group(
-        [*command, "--access-logfile", "-"], what="gunicorn master", stop_signal=signal.SIGTERM,
-        leftover_signal=signal.SIGTERM, drain_timeout=35.0, leader_file=run / "dashboard-master.pid",
-    ))
+    sys.exit(
+        keep_group(
+            [*command, "--access-logfile", "-"],
+            what="gunicorn master",
+            stop_signal=signal.SIGTERM,
+            leftover_signal=signal.SIGTERM,
+            drain_timeout=35.0,
+            leader_file=run / "dashboard-master.pid",
+        )
+    )
 
 
 def importer() -> None:

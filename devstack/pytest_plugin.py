@@ -4,6 +4,7 @@ They start when pytest loads this plugin, before pytest-django reads the
 Django settings, on free ports in a temporary folder, and are removed when
 the run ends. Tests get nginx edges from the `edge` fixtures below.
 """
+
 import atexit
 import http.client
 import os
@@ -33,8 +34,9 @@ atexit.register(SERVERS.cleanup)
 class Edge:
     """An nginx running the top-level nginx.conf against the test Redis."""
 
-    def __init__(self, *, workers: int = 2, env: dict[str, str] | None = None,
-                 edit_conf: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, *, workers: int = 2, env: dict[str, str] | None = None, edit_conf: Callable[[str], str] | None = None
+    ) -> None:
         self.edit_conf = edit_conf  # changes the rendered nginx.conf, for tests of a broken one
         self.port = devstack.free_port()
         self.prefix = SERVERS.root / f"nginx-{self.port}"
@@ -54,7 +56,10 @@ class Edge:
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             devstack.edge_command(self.prefix, workers=self.workers),
-            env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         SERVERS.processes.append(self.process)
         devstack.wait_for_port(self.port, process=self.process)
@@ -84,8 +89,11 @@ class Edge:
             with self.log_path.open("rb") as log:
                 log.seek(getattr(self, "_log_offset", 0))
                 text = log.read().decode(errors="replace")
-        return "\n".join(line for line in text.splitlines() if "[error]" in line or "[crit]" in line
-                         or "[alert]" in line or "[emerg]" in line)
+        return "\n".join(
+            line
+            for line in text.splitlines()
+            if "[error]" in line or "[crit]" in line or "[alert]" in line or "[emerg]" in line
+        )
 
 
 @dataclass
@@ -153,11 +161,15 @@ def publisher_process(django_db_setup, django_db_blocker):
 
     with django_db_blocker.unblock():
         db = connection.settings_dict
-        env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/"
-                                             f"{db['NAME']}"}
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        }
         process = subprocess.Popen(
             [sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), "run_publisher", "--interval", "60"],
-            env=env, stdout=open(SERVERS.root / "publisher.log", "ab"), stderr=subprocess.STDOUT,
+            env=env,
+            stdout=open(SERVERS.root / "publisher.log", "ab"),
+            stderr=subprocess.STDOUT,
         )
         SERVERS.processes.append(process)
         deadline = time.monotonic() + 30

@@ -17,6 +17,7 @@ On a terminal the runner makes itself the terminal's foreground process
 group while it runs, so that Ctrl-C reaches it alone, not make nor make's
 shell: the stack then stops in order, and `make run` ends with status 0.
 """
+
 import configparser
 import http.client
 import os
@@ -49,6 +50,7 @@ class Interrupted(Exception):
 
 
 # --- the run directory -----------------------------------------------------------
+
 
 def env_file(run: Path) -> Path:
     return run / "env"
@@ -114,6 +116,7 @@ def ports_in_use(ports: dict[str, int]) -> list[str]:
 
 # --- prepare: the one-time work -----------------------------------------------------
 
+
 def say(text: str) -> None:
     print(f"devstack: {text}", flush=True)
 
@@ -121,8 +124,15 @@ def say(text: str) -> None:
 def step(command: list[str], *, env: dict[str, str], what: str, capture: bool = False) -> str:
     """Runs one preparation command in a session of its own (Ctrl-C reaches
     the runner, which stops it with SIGTERM); raises StackError if it fails."""
-    child = subprocess.Popen(command, env=env, cwd=devstack.REPO, start_new_session=True, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE if capture else None, text=True)
+    child = subprocess.Popen(
+        command,
+        env=env,
+        cwd=devstack.REPO,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if capture else None,
+        text=True,
+    )
     try:
         output, _ = child.communicate()
     except BaseException:
@@ -143,8 +153,13 @@ def temporary_postgres(run: Path, env: dict[str, str]):
     log_path = run / "logs" / "postgres.log"
     with open(log_path, "ab") as log:
         server = subprocess.Popen(
-            devstack.postgres_command(datadir, pg_port), stdout=log, stderr=subprocess.STDOUT, cwd="/",
-            start_new_session=True, preexec_fn=devstack.die_with_parent(signal.SIGINT), **devstack.db_owner(),
+            devstack.postgres_command(datadir, pg_port),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd="/",
+            start_new_session=True,
+            preexec_fn=devstack.die_with_parent(signal.SIGINT),
+            **devstack.db_owner(),
         )
     try:
         try:
@@ -167,13 +182,17 @@ def prepare(run: Path) -> dict[str, str]:
     """Everything that runs once before supervision; returns the stack's environment."""
     running = supervisord_pid(run)
     if running:
-        raise StackError(f"a stack already runs from {run} (supervisord pid {running}): see `make status`; "
-                         "stop it with Ctrl-C in its terminal or `make ctl ARGS=shutdown`")
+        raise StackError(
+            f"a stack already runs from {run} (supervisord pid {running}): see `make status`; "
+            "stop it with Ctrl-C in its terminal or `make ctl ARGS=shutdown`"
+        )
     ports = {name: port(name) for name in PORT_DEFAULTS}
     busy = ports_in_use(ports)
     if busy:
-        raise StackError(f"in use by another program: {', '.join(busy)}. Stop that program or choose other "
-                         f"ports, e.g. `{busy[0].split('=')[0]}={ports[busy[0].split('=')[0]] + 1} make run`")
+        raise StackError(
+            f"in use by another program: {', '.join(busy)}. Stop that program or choose other "
+            f"ports, e.g. `{busy[0].split('=')[0]}={ports[busy[0].split('=')[0]] + 1} make run`"
+        )
     run.mkdir(parents=True, exist_ok=True)
     run.chmod(0o755)  # the postgres user must reach run/pg
     (run / "logs").mkdir(exist_ok=True)
@@ -195,14 +214,23 @@ def prepare(run: Path) -> dict[str, str]:
         say(f"created a PostgreSQL cluster in {run / 'pg'}")
     with temporary_postgres(run, env):
         try:
-            devstack.bootstrap_database(run / "pg", ports["POSTGRES_PORT"], role="slingshot",
-                                        password=values["POSTGRES_PASSWORD"], database="slingshot")
+            devstack.bootstrap_database(
+                run / "pg",
+                ports["POSTGRES_PORT"],
+                role="slingshot",
+                password=values["POSTGRES_PASSWORD"],
+                database="slingshot",
+            )
         except Exception as exc:  # psycopg's errors, told as they are
-            hint = " (the hll extension comes with Debian's postgresql-15-hll; bin/setup installs it)" \
-                if "hll" in str(exc) else ""
+            hint = (
+                " (the hll extension comes with Debian's postgresql-15-hll; bin/setup installs it)"
+                if "hll" in str(exc)
+                else ""
+            )
             raise StackError(f"setting up the database failed: {str(exc).strip()}{hint}") from None
-        foreign = step([PYTHON, "-m", "devstack.migration_history"], env=env, capture=True,
-                       what="checking the migration history").splitlines()
+        foreign = step(
+            [PYTHON, "-m", "devstack.migration_history"], env=env, capture=True, what="checking the migration history"
+        ).splitlines()
         if foreign:
             raise StackError(
                 f"the database in {run / 'pg'} was made by another version of Slingshot: it has migrations this "
@@ -221,11 +249,13 @@ def prepare(run: Path) -> dict[str, str]:
 
 # --- supervision ----------------------------------------------------------------------
 
+
 def supervisor_rpc(env: dict[str, str]):
     from supervisor.xmlrpc import SupervisorTransport
 
-    transport = SupervisorTransport(env["SUPERVISOR_USERNAME"], env["SUPERVISOR_PASSWORD"],
-                                    f"unix://{env['SLINGSHOT_RUN_DIR']}/supervisor.sock")
+    transport = SupervisorTransport(
+        env["SUPERVISOR_USERNAME"], env["SUPERVISOR_PASSWORD"], f"unix://{env['SLINGSHOT_RUN_DIR']}/supervisor.sock"
+    )
     return xmlrpc.client.ServerProxy("http://127.0.0.1", transport=transport)
 
 
@@ -259,8 +289,12 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals") -> int:
     devstack.become_subreaper()
     say("starting supervisord")
     supervisord = subprocess.Popen(
-        [PYTHON, "-m", "supervisor.supervisord", "-c", str(CONF)], env=env, cwd=devstack.REPO,
-        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=devstack.die_with_parent(signal.SIGTERM),
+        [PYTHON, "-m", "supervisor.supervisord", "-c", str(CONF)],
+        env=env,
+        cwd=devstack.REPO,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=devstack.die_with_parent(signal.SIGTERM),
     )
     stop.forward_to(supervisord)
     started = time.monotonic()
@@ -275,8 +309,10 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals") -> int:
             pass
         reap_adopted(supervisord.pid)
         if stop.requested and not stopping_said:
-            say("stopping: the edge first (its workers write their clicks to Redis), then the dashboard, the "
-                "publisher and the importer, then PostgreSQL, and Redis last")
+            say(
+                "stopping: the edge first (its workers write their clicks to Redis), then the dashboard, the "
+                "publisher and the importer, then PostgreSQL, and Redis last"
+            )
             stopping_said = True
         elif not stop.requested and time.monotonic() - asked_at >= 1.0:
             asked_at = time.monotonic()
@@ -290,8 +326,10 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals") -> int:
     if stop.requested and code == 0:
         say("the stack has stopped")
         return 0
-    say(f"!!! supervisord exited unexpectedly (status {code}; see {run / 'logs' / 'supervisord.log'}): "
-        "stopping the programs it left, in its order")
+    say(
+        f"!!! supervisord exited unexpectedly (status {code}; see {run / 'logs' / 'supervisord.log'}): "
+        "stopping the programs it left, in its order"
+    )
     stop_in_order(pids)
     say("stopped; `make run` starts the stack again")
     return 1
@@ -300,8 +338,7 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals") -> int:
 def program_pids(env: dict[str, str]) -> dict[str, int]:
     """Each running program's pid, as supervisord last said ({} while it cannot say)."""
     try:
-        return {info["name"]: info["pid"] for info in supervisor_rpc(env).supervisor.getAllProcessInfo()
-                if info["pid"]}
+        return {info["name"]: info["pid"] for info in supervisor_rpc(env).supervisor.getAllProcessInfo() if info["pid"]}
     except (OSError, xmlrpc.client.Error, http.client.HTTPException):
         return {}
 
@@ -317,7 +354,7 @@ def reap_adopted(supervisord: int) -> None:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if stat[stat.rindex(")") + 2:].split()[1] == me:
+        if stat[stat.rindex(")") + 2 :].split()[1] == me:
             with suppress(ChildProcessError):
                 os.waitpid(int(entry.name), os.WNOHANG)
 
@@ -333,8 +370,14 @@ def stop_in_order(pids: dict[str, int]) -> None:
         kind, _, name = section.partition(":")
         if kind in ("program", "eventlistener") and name in pids:
             options = conf[section]
-            programs.append((int(options.get("priority", "999")), name, options.get("stopsignal", "TERM"),
-                             float(options.get("stopwaitsecs", "10"))))
+            programs.append(
+                (
+                    int(options.get("priority", "999")),
+                    name,
+                    options.get("stopsignal", "TERM"),
+                    float(options.get("stopwaitsecs", "10")),
+                )
+            )
     for _, name, signame, wait in sorted(programs, reverse=True):
         pid = pids[name]
         try:
@@ -446,5 +489,6 @@ def main_ctl(args: list[str]) -> int:
     if not env_file(run).exists():
         say(f"no stack has been prepared in {run}: `make run` first")
         return 1
-    return subprocess.call([PYTHON, "-m", "supervisor.supervisorctl", "-c", str(CONF), *args],
-                           env=stack_environment(run))
+    return subprocess.call(
+        [PYTHON, "-m", "supervisor.supervisorctl", "-c", str(CONF), *args], env=stack_environment(run)
+    )

@@ -4,6 +4,7 @@ directory of its own, on free ports, as `make run` starts it on a terminal
 supervisord's XML-RPC interface. tests/test_stack.py and
 loadtest/stack_faults.py use it; devstack/faults.py kills its processes.
 """
+
 import os
 import pty
 import shutil
@@ -36,8 +37,9 @@ class SupervisedStack:
     def __init__(self, root: Path, *, env: dict[str, str] | None = None) -> None:
         self.root = root
         self.run = root / "run"
-        self.ports = {name: devstack.free_port() for name in ("DASHBOARD_PORT", "EDGE_PORT", "POSTGRES_PORT",
-                                                              "REDIS_PORT")}
+        self.ports = {
+            name: devstack.free_port() for name in ("DASHBOARD_PORT", "EDGE_PORT", "POSTGRES_PORT", "REDIS_PORT")
+        }
         self.env = {
             **{name: os.environ[name] for name in PASSED_ON if name in os.environ},
             "TERM": "dumb",

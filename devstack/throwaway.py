@@ -1,5 +1,6 @@
 """Throwaway PostgreSQL and Redis, for the tests (devstack/pytest_plugin.py)
 and the benchmarks (loadtest/)."""
+
 import shutil
 import signal
 import subprocess

@@ -15,6 +15,7 @@ include delivering every new link to Redis.
 
     .venv/bin/python loadtest/bench_api.py [--rate 200] [--seconds 30] [--clicks 10000000]
 """
+
 import argparse
 import http.client
 import json
@@ -91,9 +92,15 @@ def steady_creates(client: Client, *, rate: float, seconds: float, threads: int)
     for thread in pool:
         thread.join()
     achieved = len(latencies) / (time.monotonic() - start)
-    return {"requests": total, "ok": len(latencies), "failures": failures[:5], "rate": achieved,
-            "p50": percentile(latencies, 50) * 1000, "p99": percentile(latencies, 99) * 1000,
-            "max": max(latencies) * 1000}
+    return {
+        "requests": total,
+        "ok": len(latencies),
+        "failures": failures[:5],
+        "rate": achieved,
+        "p50": percentile(latencies, 50) * 1000,
+        "p99": percentile(latencies, 99) * 1000,
+        "max": max(latencies) * 1000,
+    }
 
 
 ROLLUP_SQL = """
@@ -138,8 +145,12 @@ def load_rollups(database_url: str, *, link_id: int, clicks: int) -> None:
     hours = 365 * 24
     with psycopg.connect(database_url) as conn:
         end = conn.execute("SELECT date_trunc('hour', now()) + interval '1 hour'").fetchone()[0]
-        params = {"link": link_id, "per_hour": round(clicks / hours), "start": end.replace(year=end.year - 1),
-                  "end": end}
+        params = {
+            "link": link_id,
+            "per_hour": round(clicks / hours),
+            "start": end.replace(year=end.year - 1),
+            "end": end,
+        }
         for statement in filter(str.strip, ROLLUP_SQL.split(";")):
             conn.execute(statement, params)
 
@@ -152,8 +163,11 @@ def time_requests(client: Client, path: str, count: int) -> dict:
         status, body = client.request("GET", path)
         timings.append(time.perf_counter() - started)
         assert status == 200, (status, body[:300])
-    return {"p50": percentile(timings, 50) * 1000, "p99": percentile(timings, 99) * 1000,
-            "points": len(json.loads(body)["series"])}
+    return {
+        "p50": percentile(timings, 50) * 1000,
+        "p99": percentile(timings, 99) * 1000,
+        "points": len(json.loads(body)["series"]),
+    }
 
 
 def main() -> int:
@@ -169,15 +183,27 @@ def main() -> int:
     stack = ThrowawayStack(prefix="slingshot-bench-api-", durable=True)
     try:
         stack.start()
-        env = {**os.environ, **stack.environment(), "API_THROTTLE_RATE": "100000000/min",
-               "EDGE_BASE_URL": "http://127.0.0.1:8080"}
+        env = {
+            **os.environ,
+            **stack.environment(),
+            "API_THROTTLE_RATE": "100000000/min",
+            "EDGE_BASE_URL": "http://127.0.0.1:8080",
+        }
         run = lambda *cmd: subprocess.run([*MANAGE, *cmd], env=env, check=True, capture_output=True, text=True)  # noqa: E731
         run("migrate", "--no-input")
-        run("shell", "-c", "from django.contrib.auth import get_user_model; get_user_model().objects.create_user('bench')")
+        run(
+            "shell",
+            "-c",
+            "from django.contrib.auth import get_user_model; get_user_model().objects.create_user('bench')",
+        )
         token = run("create_api_token", "bench", "--scope", "write").stdout.strip()
         port = stack.start_dashboard(env, workers=args.workers)
-        publisher = subprocess.Popen([*MANAGE, "run_publisher"], env=env, stdout=subprocess.DEVNULL,
-                                     stderr=open(stack.root / "publisher.log", "ab"))
+        publisher = subprocess.Popen(
+            [*MANAGE, "run_publisher"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(stack.root / "publisher.log", "ab"),
+        )
         stack.processes.append(publisher)
         client = Client(port, token)
 
@@ -185,12 +211,16 @@ def main() -> int:
         # Warm every worker up (imports, connections) at the same rate, unrecorded: the figures are steady state.
         steady_creates(client, rate=args.rate, seconds=5, threads=args.threads)
         created = steady_creates(client, rate=args.rate, seconds=args.seconds, threads=args.threads)
-        print(f"link create at {args.rate:.0f}/s for {args.seconds:.0f} s: {created['ok']}/{created['requests']} "
-              f"created ({created['rate']:.0f}/s achieved), p50 {created['p50']:.1f} ms, p99 {created['p99']:.1f} ms, "
-              f"max {created['max']:.1f} ms (target p99 < 50 ms)"
-              + (f"; failures e.g. {created['failures']}" if created["failures"] else ""))
+        print(
+            f"link create at {args.rate:.0f}/s for {args.seconds:.0f} s: {created['ok']}/{created['requests']} "
+            f"created ({created['rate']:.0f}/s achieved), p50 {created['p50']:.1f} ms, p99 {created['p99']:.1f} ms, "
+            f"max {created['max']:.1f} ms (target p99 < 50 ms)"
+            + (f"; failures e.g. {created['failures']}" if created["failures"] else "")
+        )
 
-        status, body = client.request("POST", "/api/v1/links", {"url": "https://example.com/popular", "slug": "popular"})
+        status, body = client.request(
+            "POST", "/api/v1/links", {"url": "https://example.com/popular", "slug": "popular"}
+        )
         assert status == 201, body
         database_url = env["DATABASE_URL"]
         import psycopg
@@ -204,14 +234,25 @@ def main() -> int:
         for label, query in [
             ("last 30 days by day (default)", ""),
             ("last 48 hours by hour", "?interval=hour"),
-            ("a whole year by day", "?interval=day&from=" + time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(time.time() - 366 * 86400))),
-            ("last 80 days by hour", "?interval=hour&from=" + time.strftime(
-                "%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 80 * 86400))),
-            ("a whole year by day, bots included", "?interval=day&include_bots=true&from=" + time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(time.time() - 366 * 86400))),
+            (
+                "a whole year by day",
+                "?interval=day&from=" + time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(time.time() - 366 * 86400)),
+            ),
+            (
+                "last 80 days by hour",
+                "?interval=hour&from=" + time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 80 * 86400)),
+            ),
+            (
+                "a whole year by day, bots included",
+                "?interval=day&include_bots=true&from="
+                + time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(time.time() - 366 * 86400)),
+            ),
         ]:
             timing = time_requests(client, f"/api/v1/links/popular/stats{query}", args.stats_requests)
-            print(f"stats, {label}: {timing['points']} points, p50 {timing['p50']:.1f} ms, "
-                  f"p99 {timing['p99']:.1f} ms over {args.stats_requests} requests (target < 100 ms)")
+            print(
+                f"stats, {label}: {timing['points']} points, p50 {timing['p50']:.1f} ms, "
+                f"p99 {timing['p99']:.1f} ms over {args.stats_requests} requests (target < 100 ms)"
+            )
         return 0
     finally:
         stack.cleanup()

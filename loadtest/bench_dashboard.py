@@ -8,6 +8,7 @@ a tag filter, a search and the sort by clicks.
 
     .venv/bin/python loadtest/bench_dashboard.py [--links 100000] [--requests 50]
 """
+
 import argparse
 import http.client
 import os
@@ -75,8 +76,11 @@ def time_page(port: int, session: str, path: str, count: int) -> dict:
         body = get()
         timings.append(time.perf_counter() - started)
     conn.close()
-    return {"p50": percentile(timings, 50) * 1000, "p99": percentile(timings, 99) * 1000,
-            "rows": body.count(b"<tr>") - 1}
+    return {
+        "p50": percentile(timings, 50) * 1000,
+        "p99": percentile(timings, 99) * 1000,
+        "rows": body.count(b"<tr>") - 1,
+    }
 
 
 def main() -> int:
@@ -111,8 +115,10 @@ def main() -> int:
             ("sorted by clicks", "/links/?sort=-clicks"),
         ]:
             timing = time_page(port, session, path, args.requests)
-            print(f"links list, {label}: {timing['rows']} rows, p50 {timing['p50']:.1f} ms, "
-                  f"p99 {timing['p99']:.1f} ms (target < 300 ms)")
+            print(
+                f"links list, {label}: {timing['rows']} rows, p50 {timing['p50']:.1f} ms, "
+                f"p99 {timing['p99']:.1f} ms (target < 300 ms)"
+            )
         return 0
     finally:
         stack.cleanup()

@@ -23,6 +23,7 @@ that every click of (b) reached the stream: clicks in the stream == redirects
 served (the edge's own counter; wrk does not count the responses still in
 flight when it stops). Takes about four minutes.
 """
+
 import argparse
 import os
 import re
@@ -74,9 +75,12 @@ def mean_of(first: Result, second: Result) -> Result:
     """The ceiling a case is measured against: the mean of the runs around it."""
     counts = (first.instructions, second.instructions)
     return Result(
-        name=first.name, requests=(first.requests + second.requests) // 2,
-        rps=(first.rps + second.rps) / 2, p50_ms=(first.p50_ms + second.p50_ms) / 2,
-        p99_ms=(first.p99_ms + second.p99_ms) / 2, nginx_us=(first.nginx_us + second.nginx_us) / 2,
+        name=first.name,
+        requests=(first.requests + second.requests) // 2,
+        rps=(first.rps + second.rps) / 2,
+        p50_ms=(first.p50_ms + second.p50_ms) / 2,
+        p99_ms=(first.p99_ms + second.p99_ms) / 2,
+        nginx_us=(first.nginx_us + second.nginx_us) / 2,
         redis_us=(first.redis_us + second.redis_us) / 2,
         instructions=None if None in counts else sum(counts) / 2,
     )
@@ -114,8 +118,11 @@ class Nginx:
         if pin:
             command[-1] += " worker_cpu_affinity auto;"
         self.process = subprocess.Popen(
-            command, env={**os.environ, **env},
-            stdout=open(prefix / "stderr.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True,
+            command,
+            env={**os.environ, **env},
+            stdout=open(prefix / "stderr.log", "ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         devstack.wait_for_port(self.port, process=self.process)
         if with_ceiling:
@@ -130,7 +137,8 @@ class Nginx:
             text = response.read().decode()
         return {
             line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines() if line and not line.startswith("#")
+            for line in text.splitlines()
+            if line and not line.startswith("#")
         }
 
     def drain(self) -> dict[str, float]:
@@ -149,9 +157,13 @@ class Nginx:
 
 SERVED = 'slingshot_edge_requests_total{outcome="redirect"}'
 LOOKUPS = "slingshot_edge_redis_lookups_total"
-LABELS = {"a": "a ceiling: return 302, no Lua", "b": "b cached redirect + click",
-          "c": "c cache miss, Redis GET + click", "d": "d unknown slug: 404 + orphan",
-          "e": "e Lua floor: ngx.redirect only"}
+LABELS = {
+    "a": "a ceiling: return 302, no Lua",
+    "b": "b cached redirect + click",
+    "c": "c cache miss, Redis GET + click",
+    "d": "d unknown slug: 404 + orphan",
+    "e": "e Lua floor: ngx.redirect only",
+}
 
 
 class Bench:
@@ -165,8 +177,13 @@ class Bench:
 
     def start_edge(self, env: dict[str, str], *, with_ceiling: bool = False) -> Nginx:
         chosen = dict(item.split("=", 1) for item in self.args.edge_env)
-        env = {"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(self.stack.redis_port),
-               "REDIS_PASSWORD": self.stack.redis_password, **chosen, **env}
+        env = {
+            "REDIS_HOST": "127.0.0.1",
+            "REDIS_PORT": str(self.stack.redis_port),
+            "REDIS_PASSWORD": self.stack.redis_password,
+            **chosen,
+            **env,
+        }
         edge = Nginx(self.root, env, self.args.workers, with_ceiling=with_ceiling, pin=self.args.pin)
         self.edges.append(edge)
         return edge
@@ -179,9 +196,25 @@ class Bench:
         pin = ["taskset", "-c", str(self.args.wrk_cpu)] if self.args.pin else []
         counter = self.start_perf(pids)
         output = subprocess.run(
-            [*pin, "wrk", "-t", str(self.args.threads), "-c", str(self.args.connections), "-d", f"{duration}s",
-             "--latency", "-s", str(WRK_SCRIPT), f"http://127.0.0.1:{port}", "--", str(path_file)],
-            check=True, capture_output=True, text=True,
+            [
+                *pin,
+                "wrk",
+                "-t",
+                str(self.args.threads),
+                "-c",
+                str(self.args.connections),
+                "-d",
+                f"{duration}s",
+                "--latency",
+                "-s",
+                str(WRK_SCRIPT),
+                f"http://127.0.0.1:{port}",
+                "--",
+                str(path_file),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         nginx_cpu = cpu_seconds(pids) - nginx_before
         redis_cpu = cpu_seconds(redis_pids) - redis_before
@@ -196,8 +229,9 @@ class Bench:
             raise RuntimeError(f"cannot read wrk's output for {name}:\n{output}") from error
 
     @staticmethod
-    def parse(name: str, output: str, requests: int, nginx_cpu: float, redis_cpu: float,
-              instructions: float | None) -> Result:
+    def parse(
+        name: str, output: str, requests: int, nginx_cpu: float, redis_cpu: float, instructions: float | None
+    ) -> Result:
         return Result(
             name=name,
             requests=requests,
@@ -216,9 +250,20 @@ class Bench:
             return None
         out = self.root / "perf.csv"
         counter = subprocess.Popen(
-            ["perf", "stat", "-x", ",", "-e", "instructions:u,instructions:k", "-o", str(out),
-             "-p", ",".join(map(str, pids))],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                "perf",
+                "stat",
+                "-x",
+                ",",
+                "-e",
+                "instructions:u,instructions:k",
+                "-o",
+                str(out),
+                "-p",
+                ",".join(map(str, pids)),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         time.sleep(0.1)  # attached before the first request
         return counter
@@ -255,12 +300,18 @@ class Bench:
 
     def run(self) -> int:
         a = self.args
-        print(f"nginx {devstack.nginx_binary()} with {a.workers} workers; per case wrk -t{a.threads} "
-              f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of a b a c a d a e; "
-              f"{os.cpu_count()} CPUs"
-              + (f"; nginx workers pinned one per CPU (worker_cpu_affinity auto), wrk to CPU {a.wrk_cpu}"
-                 if a.pin else "; nothing pinned")
-              + (f"; {' '.join(a.edge_env)}" if a.edge_env else "") + "\n")
+        print(
+            f"nginx {devstack.nginx_binary()} with {a.workers} workers; per case wrk -t{a.threads} "
+            f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of a b a c a d a e; "
+            f"{os.cpu_count()} CPUs"
+            + (
+                f"; nginx workers pinned one per CPU (worker_cpu_affinity auto), wrk to CPU {a.wrk_cpu}"
+                if a.pin
+                else "; nothing pinned"
+            )
+            + (f"; {' '.join(a.edge_env)}" if a.edge_env else "")
+            + "\n"
+        )
         self.redis.set(link_key("bench"), orjson.dumps({"id": 1, "url": CEILING_TARGET, "status": 302, "active": True}))
         many = [f"m{i:06d}" for i in range(a.miss_slugs)]
         pipe = self.redis.pipeline(transaction=False)
@@ -297,12 +348,16 @@ class Bench:
                 clicks, distinct = self.clicks_in_stream()
                 ok = clicks == distinct == served
                 clicks_ok = clicks_ok and ok
-                print(f"round {number} (b): {served:.0f} redirects served, wrk counted {result.requests}; "
-                      f"{clicks} clicks in the stream, {distinct} distinct ids: {'OK' if ok else 'MISMATCH'}")
+                print(
+                    f"round {number} (b): {served:.0f} redirects served, wrk counted {result.requests}; "
+                    f"{clicks} clicks in the stream, {distinct} distinct ids: {'OK' if ok else 'MISMATCH'}"
+                )
             if key == "c":
                 lookups = after[LOOKUPS] - before[LOOKUPS]
-                print(f"round {number} (c): {lookups:.0f} slugs looked up in Redis for the "
-                      f"{result.requests} responses wrk counted (the tiny cache holds a few)")
+                print(
+                    f"round {number} (c): {lookups:.0f} slugs looked up in Redis for the "
+                    f"{result.requests} responses wrk counted (the tiny cache holds a few)"
+                )
         dropped = main.metrics()["slingshot_edge_clicks_dropped_total"]
         clicks_ok = clicks_ok and dropped == 0
 
@@ -315,11 +370,15 @@ class Bench:
             elif index + 1 < len(order):
                 by_case[key].append((runs[index], runs[index]))
 
-        print(f"\nmedians over {a.rounds} rounds; ratio = req/s over the mean req/s of the ceiling runs "
-              "just before and after")
-        print(f"{'case':<32} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} {'target':>7} "
-              f"{'CPU us/req':>10} {'(nginx':>7} {'redis)':>7} {'CPU ratio':>9}"
-              + (f" {'instr/req':>9} {'ratio':>6}" if a.perf else ""))
+        print(
+            f"\nmedians over {a.rounds} rounds; ratio = req/s over the mean req/s of the ceiling runs "
+            "just before and after"
+        )
+        print(
+            f"{'case':<32} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} {'target':>7} "
+            f"{'CPU us/req':>10} {'(nginx':>7} {'redis)':>7} {'CPU ratio':>9}"
+            + (f" {'instr/req':>9} {'ratio':>6}" if a.perf else "")
+        )
         missed = []
         for key in LABELS:
             measured = by_case[key]
@@ -331,22 +390,29 @@ class Bench:
                 missed.append(key)
             nginx_us, redis_us = median(r.nginx_us for r in case_runs), median(r.redis_us for r in case_runs)
             # The ceiling's CPU per request over this case's, round by round.
-            cpu_ratio = median((ceiling.nginx_us + ceiling.redis_us) / (run.nginx_us + run.redis_us)
-                               for run, ceiling in measured)
+            cpu_ratio = median(
+                (ceiling.nginx_us + ceiling.redis_us) / (run.nginx_us + run.redis_us) for run, ceiling in measured
+            )
             instructions = ""
             if all(None not in (run.instructions, ceiling.instructions) for run, ceiling in measured):
-                instructions = (f" {median(r.instructions for r in case_runs):>9.0f} "
-                                f"{median(ceiling.instructions / run.instructions for run, ceiling in measured):>6.2f}")
+                instructions = (
+                    f" {median(r.instructions for r in case_runs):>9.0f} "
+                    f"{median(ceiling.instructions / run.instructions for run, ceiling in measured):>6.2f}"
+                )
             rps = median(r.rps for r in case_runs)
-            print(f"{LABELS[key]:<32} {rps:>8.0f} {median(r.p50_ms for r in case_runs):>7.2f} "
-                  f"{median(r.p99_ms for r in case_runs):>7.2f} {ratio:>6.2f} {mark:>7} "
-                  f"{median(r.nginx_us + r.redis_us for r in case_runs):>10.1f} {nginx_us:>7.1f} {redis_us:>7.1f}"
-                  f" {cpu_ratio:>9.2f}" + instructions)
+            print(
+                f"{LABELS[key]:<32} {rps:>8.0f} {median(r.p50_ms for r in case_runs):>7.2f} "
+                f"{median(r.p99_ms for r in case_runs):>7.2f} {ratio:>6.2f} {mark:>7} "
+                f"{median(r.nginx_us + r.redis_us for r in case_runs):>10.1f} {nginx_us:>7.1f} {redis_us:>7.1f}"
+                f" {cpu_ratio:>9.2f}" + instructions
+            )
             if key == "a":
                 print("    per run: " + "  ".join(f"{run.rps:.0f}" for run in case_runs))
             else:
-                print("    per round: " + "  ".join(f"{run.rps:.0f} req/s ({run.rps / ceiling.rps:.2f})"
-                                              for run, ceiling in measured))
+                print(
+                    "    per round: "
+                    + "  ".join(f"{run.rps:.0f} req/s ({run.rps / ceiling.rps:.2f})" for run, ceiling in measured)
+                )
         print("\nclicks check:", "OK, every click of (b) is in the stream once" if clicks_ok else "FAILED")
         print("targets:", "all met" if not missed else "missed by " + ", ".join(missed))
         return 0 if clicks_ok else 1
@@ -368,14 +434,23 @@ def main() -> int:
     parser.add_argument("--miss-slugs", type=int, default=100_000)
     parser.add_argument("--tiny-cache", type=int, default=1000)
     parser.add_argument("--unknown-slugs", type=int, default=10_000)
-    parser.add_argument("--pin", action="store_true",
-                        help="pin the nginx workers one per CPU (worker_cpu_affinity auto) and wrk to --wrk-cpu; "
-                             "on 2 CPUs this lowers every case's throughput, the ceiling's too")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin the nginx workers one per CPU (worker_cpu_affinity auto) and wrk to --wrk-cpu; "
+        "on 2 CPUs this lowers every case's throughput, the ceiling's too",
+    )
     parser.add_argument("--wrk-cpu", type=int, default=0, help="the CPU wrk is pinned to")
-    parser.add_argument("--no-perf", dest="perf", action="store_false",
-                        help="skip counting nginx's instructions with perf stat")
-    parser.add_argument("--edge-env", action="append", default=[], metavar="NAME=VALUE",
-                        help="an edge setting for every case, e.g. EDGE_CLICKS_PER_ENTRY=500")
+    parser.add_argument(
+        "--no-perf", dest="perf", action="store_false", help="skip counting nginx's instructions with perf stat"
+    )
+    parser.add_argument(
+        "--edge-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an edge setting for every case, e.g. EDGE_CLICKS_PER_ENTRY=500",
+    )
     args = parser.parse_args()
     if not shutil.which("wrk"):
         print("wrk is not installed (make setup installs it)", file=sys.stderr)

@@ -10,6 +10,7 @@ import, and sustained (from the first commit to the last).
     .venv/bin/python loadtest/bench_import.py [--clicks 3000000] [--batch-size 3000] [--shuffled-times]
                                               [--statements] [--profile]
 """
+
 import argparse
 import os
 import random
@@ -45,9 +46,18 @@ BOTS = [
     "curl/8.{v}.0",
     "python-requests/2.3{v}.0",
 ]
-REFERERS = ["", "", "", "https://www.google.com/", "https://t.co/abc", "https://news.ycombinator.com/item?id=1",
-            "https://www.facebook.com/", "https://mail.example.org/inbox", "android-app://com.slack/",
-            "https://www.reddit.com/r/programming/comments/xyz/"]
+REFERERS = [
+    "",
+    "",
+    "",
+    "https://www.google.com/",
+    "https://t.co/abc",
+    "https://news.ycombinator.com/item?id=1",
+    "https://www.facebook.com/",
+    "https://mail.example.org/inbox",
+    "android-app://com.slack/",
+    "https://www.reddit.com/r/programming/comments/xyz/",
+]
 
 
 def user_agents(rng: random.Random) -> list[str]:
@@ -58,8 +68,16 @@ def user_agents(rng: random.Random) -> list[str]:
     return agents
 
 
-def preload(client, *, clicks: int, links: list[tuple[str, int]], seed: int, stream: str, spread_ms: int,
-            shuffled_times: bool = False) -> int:
+def preload(
+    client,
+    *,
+    clicks: int,
+    links: list[tuple[str, int]],
+    seed: int,
+    stream: str,
+    spread_ms: int,
+    shuffled_times: bool = False,
+) -> int:
     """XADDs `clicks` clicks as the edge does (100 a stream entry) on these
     links (slug, id), and 2% orphan visits; links are picked with a Zipf-like skew, times spread over the last
     `spread_ms` milliseconds. In the order the edge writes them: each click
@@ -73,10 +91,13 @@ def preload(client, *, clicks: int, links: list[tuple[str, int]], seed: int, str
     agents = user_agents(rng)
     weights = [1 / (rank + 1) ** 0.8 for rank in range(len(agents))]
     link_weights = [1 / (rank + 1) for rank in range(len(links))]
-    addresses = [f"{rng.randint(1, 223)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
-                 for _ in range(60_000)]
-    addresses += [f"2a0{rng.randint(0, 9)}:{rng.randint(0, 0xffff):x}::{rng.randint(1, 0xffff):x}"
-                  for _ in range(6_000)]
+    addresses = [
+        f"{rng.randint(1, 223)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+        for _ in range(60_000)
+    ]
+    addresses += [
+        f"2a0{rng.randint(0, 9)}:{rng.randint(0, 0xFFFF):x}::{rng.randint(1, 0xFFFF):x}" for _ in range(6_000)
+    ]
     now_ms = int(time.time() * 1000)
     prefix = uuid.uuid4().hex[:16]
     pipe = client.pipeline(transaction=False)
@@ -91,8 +112,9 @@ def preload(client, *, clicks: int, links: list[tuple[str, int]], seed: int, str
         for i in range(size):
             orphan = rng.random() < 0.02
             click = {
-                "ts": (now_ms - rng.randint(0, spread_ms)) if shuffled_times else
-                      (now_ms - spread_ms + counter * spread_ms // clicks - rng.randint(0, 100)),
+                "ts": (now_ms - rng.randint(0, spread_ms))
+                if shuffled_times
+                else (now_ms - spread_ms + counter * spread_ms // clicks - rng.randint(0, 100)),
                 "slug": f"nolink{rng.randint(0, 999)}" if orphan else link_pick[i][0],
                 "link": None if orphan else link_pick[i][1],
                 "ip": rng.choice(addresses),
@@ -113,17 +135,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clicks", type=int, default=3_000_000)
     parser.add_argument("--links", type=int, default=2000)
-    parser.add_argument("--batch-size", type=int, help="stream entries per transaction (default: the importer's, "
-                        "CLICK_IMPORT_BATCH_ENTRIES)")
-    parser.add_argument("--spread-minutes", type=float, default=10.0,
-                        help="clicks' times spread over this many past minutes (a live edge: a few)")
-    parser.add_argument("--shuffled-times", action="store_true",
-                        help="clicks at random times of the spread, not in the order an edge writes them")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        help="stream entries per transaction (default: the importer's, CLICK_IMPORT_BATCH_ENTRIES)",
+    )
+    parser.add_argument(
+        "--spread-minutes",
+        type=float,
+        default=10.0,
+        help="clicks' times spread over this many past minutes (a live edge: a few)",
+    )
+    parser.add_argument(
+        "--shuffled-times",
+        action="store_true",
+        help="clicks at random times of the spread, not in the order an edge writes them",
+    )
     parser.add_argument("--fast-fsync-off", action="store_true", help="PostgreSQL with fsync=off (not production)")
     parser.add_argument("--only", choices=["enriched", "plain"], help="run one of the two imports")
-    parser.add_argument("--pg-setting", action="append", metavar="NAME=VALUE",
-                        help="PostgreSQL server setting, repeatable (default: shared_buffers=2GB, max_wal_size=4GB, "
-                             "as a production server would have; --pg-setting '' for PostgreSQL's own defaults)")
+    parser.add_argument(
+        "--pg-setting",
+        action="append",
+        metavar="NAME=VALUE",
+        help="PostgreSQL server setting, repeatable (default: shared_buffers=2GB, max_wal_size=4GB, "
+        "as a production server would have; --pg-setting '' for PostgreSQL's own defaults)",
+    )
     parser.add_argument("--skip-selectors", action="store_true", help="do not time the stats selectors")
     parser.add_argument("--profile", action="store_true", help="cProfile the enriched import, top 25 by own time")
     parser.add_argument("--statements", action="store_true", help="time each SQL statement of the import")
@@ -136,8 +172,9 @@ def main() -> None:
     try:
         stack.start()
         tune_postgres(stack, args.pg_setting)
-        os.environ.update({**stack.environment(), "DJANGO_SETTINGS_MODULE": "slingshot.settings",
-                           "LOG_LEVEL": "WARNING"})
+        os.environ.update(
+            {**stack.environment(), "DJANGO_SETTINGS_MODULE": "slingshot.settings", "LOG_LEVEL": "WARNING"}
+        )
         run_bench(args, stack)
     finally:
         stack.cleanup()
@@ -159,8 +196,11 @@ class CpuMeter:
         return cpu_seconds([postmaster, *children(postmaster)]) + reaped
 
     def _sample(self) -> dict[str, float]:
-        return {"postgres": self._postgres(), "redis": cpu_seconds([self.stack.redis.pid]),
-                "importer": cpu_seconds([os.getpid()])}
+        return {
+            "postgres": self._postgres(),
+            "redis": cpu_seconds([self.stack.redis.pid]),
+            "importer": cpu_seconds([os.getpid()]),
+        }
 
     def start(self) -> None:
         self.before, self.started = self._sample(), time.perf_counter()
@@ -171,8 +211,7 @@ class CpuMeter:
         spent = {name: after[name] - self.before.get(name, 0.0) for name in after}
         spent = {name: seconds for name, seconds in spent.items() if seconds >= 0.05}
         parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in sorted(spent.items(), key=lambda i: -i[1]))
-        return (f"CPU seconds over {wall:.1f}s: {parts}; {sum(spent.values()) / wall:.2f} of "
-                f"{os.cpu_count()} cores busy")
+        return f"CPU seconds over {wall:.1f}s: {parts}; {sum(spent.values()) / wall:.2f} of {os.cpu_count()} cores busy"
 
 
 class Commits:
@@ -200,8 +239,9 @@ def tune_postgres(stack: ThrowawayStack, settings: list[str]) -> None:
     import psycopg
     from psycopg import sql
 
-    with psycopg.connect(host=str(stack.pg_dir), port=stack.pg_port, user="postgres", dbname="postgres",
-                         autocommit=True) as conn:
+    with psycopg.connect(
+        host=str(stack.pg_dir), port=stack.pg_port, user="postgres", dbname="postgres", autocommit=True
+    ) as conn:
         for setting in settings:
             name, _, value = setting.partition("=")
             conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value)))
@@ -230,31 +270,49 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     args.batch_size = args.batch_size or settings.CLICK_IMPORT_BATCH_ENTRIES
     tune_gc()  # as import_clicks does
     owner = get_user_model().objects.create_user("bench")
-    links = [(link.slug, link.pk) for link in Link.objects.bulk_create(
-        Link(slug=f"bench{i}", url=f"https://example.com/{i}", owner=owner) for i in range(args.links))]
+    links = [
+        (link.slug, link.pk)
+        for link in Link.objects.bulk_create(
+            Link(slug=f"bench{i}", url=f"https://example.com/{i}", owner=owner) for i in range(args.links)
+        )
+    ]
     client = get_redis()
     durability = "fsync=off" if args.fast_fsync_off else "fsync on, synchronous_commit on"
     durability += "".join(f", {setting}" for setting in args.pg_setting)
-    print(f"bench-import: {args.clicks:,} clicks over {args.spread_minutes:g} minutes "
-          f"({'at shuffled times' if args.shuffled_times else 'in the order an edge writes them'}), "
-          f"{args.links} links, batches of {args.batch_size} entries, PostgreSQL {durability}, Redis appendonly")
+    print(
+        f"bench-import: {args.clicks:,} clicks over {args.spread_minutes:g} minutes "
+        f"({'at shuffled times' if args.shuffled_times else 'in the order an edge writes them'}), "
+        f"{args.links} links, batches of {args.batch_size} entries, PostgreSQL {durability}, Redis appendonly"
+    )
 
     runs = [("plain", False), ("enriched", True)]
     for seed, (name, enabled) in enumerate(runs):
         if args.only and args.only != name:
             continue
         with connection.cursor() as cursor:
-            cursor.execute("TRUNCATE clicks, orphan_visits, click_rollup_hour, click_rollup_day, "
-                           "click_breakdown_hour, click_breakdown_day, link_click_totals")
+            cursor.execute(
+                "TRUNCATE clicks, orphan_visits, click_rollup_hour, click_rollup_day, "
+                "click_breakdown_hour, click_breakdown_day, link_click_totals"
+            )
             cursor.execute("UPDATE click_day_fold SET folded_before = '1970-01-01 00:00+00'")
         started = time.perf_counter()
-        entries = preload(client, clicks=args.clicks, links=links, seed=seed, stream=STREAM,
-                          spread_ms=int(args.spread_minutes * 60_000), shuffled_times=args.shuffled_times)
-        print(f"  preloaded {entries:,} entries in {time.perf_counter() - started:.1f}s "
-              f"({client.info('memory')['used_memory_human']} in Redis)")
+        entries = preload(
+            client,
+            clicks=args.clicks,
+            links=links,
+            seed=seed,
+            stream=STREAM,
+            spread_ms=int(args.spread_minutes * 60_000),
+            shuffled_times=args.shuffled_times,
+        )
+        print(
+            f"  preloaded {entries:,} entries in {time.perf_counter() - started:.1f}s "
+            f"({client.info('memory')['used_memory_human']} in Redis)"
+        )
         importer = ClickImporter(
             stream=ClickStream(client, consumer=f"bench-{name}", batch_size=args.batch_size),
-            maker=BatchMaker(Enricher(enabled=enabled)))
+            maker=BatchMaker(Enricher(enabled=enabled)),
+        )
         profiler = None
         if args.profile and enabled:
             import cProfile
@@ -308,18 +366,26 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
         with connection.cursor() as cursor:
-            cursor.execute("SELECT (SELECT count(*) FROM clicks) + (SELECT count(*) FROM orphan_visits),"
-                           " (SELECT coalesce(sum(clicks), 0) FROM click_rollup_day)")
+            cursor.execute(
+                "SELECT (SELECT count(*) FROM clicks) + (SELECT count(*) FROM orphan_visits),"
+                " (SELECT coalesce(sum(clicks), 0) FROM click_rollup_day)"
+            )
             rows, rolled_up = cursor.fetchone()
         assert rows == stored == args.clicks, (rows, stored)
-        print(f"  {name:9} import: {stored:,} clicks in {elapsed:.1f}s = {stored / elapsed:,.0f} clicks/s "
-              f"({rolled_up:,} in rollups, stream left {client.xlen(STREAM)}; "
-              f"folding the day tables took {fold_seconds:.2f}s of it)")
-        print(f"  {name:9} sustained: {commits.sustained():,.0f} clicks/s from the first batch's commit to the "
-              f"last's ({len(commits.times)} batches; the first batch is read and parsed before anything "
-              f"overlaps, and a live importer does that once)")
-        print(f"  {name:9} {cpu}; this process (the importer) peaked at "
-              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB resident")
+        print(
+            f"  {name:9} import: {stored:,} clicks in {elapsed:.1f}s = {stored / elapsed:,.0f} clicks/s "
+            f"({rolled_up:,} in rollups, stream left {client.xlen(STREAM)}; "
+            f"folding the day tables took {fold_seconds:.2f}s of it)"
+        )
+        print(
+            f"  {name:9} sustained: {commits.sustained():,.0f} clicks/s from the first batch's commit to the "
+            f"last's ({len(commits.times)} batches; the first batch is read and parsed before anything "
+            f"overlaps, and a live importer does that once)"
+        )
+        print(
+            f"  {name:9} {cpu}; this process (the importer) peaked at "
+            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB resident"
+        )
     if not args.skip_selectors:
         bench_selectors(Link.objects.create(slug="bench-stats", url="https://example.com/", owner=owner).pk)
     connection.close()
@@ -340,8 +406,7 @@ def bench_selectors(link_id: int) -> None:
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO click_rollup_hour SELECT %s, b, 1142, 1000, 900, 800 FROM {hours} b", [link_id])
-        cursor.execute(f"INSERT INTO click_rollup_day SELECT %s, b, 27400, 24000, 9000, 8000 FROM {days} b",
-                       [link_id])
+        cursor.execute(f"INSERT INTO click_rollup_day SELECT %s, b, 27400, 24000, 9000, 8000 FROM {days} b", [link_id])
         for table, series in (("click_breakdown_hour", hours), ("click_breakdown_day", days)):
             for dimension, count in values.items():
                 cursor.execute(
@@ -356,15 +421,19 @@ def bench_selectors(link_id: int) -> None:
     connection.set_autocommit(True)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE click_rollup_hour, click_rollup_day, click_breakdown_hour, click_breakdown_day")
-    print(f"  selectors, one link with {total:,} clicks over a year (rollups written in "
-          f"{time.perf_counter() - started:.1f}s):")
+    print(
+        f"  selectors, one link with {total:,} clicks over a year (rollups written in "
+        f"{time.perf_counter() - started:.1f}s):"
+    )
     now = datetime.now(timezone.utc)
     cases = [
         ("link_stats a year by day", dict(start=now - timedelta(days=365), end=now, interval="day")),
         ("link_stats 30 days by hour", dict(start=now - timedelta(days=30), end=now, interval="hour")),
         ("link_stats a year by hour", dict(start=now - timedelta(days=365), end=now, interval="hour")),
-        ("link_stats 48 hours by hour, bots", dict(start=now - timedelta(hours=48), end=now, interval="hour",
-                                                   include_bots=True)),
+        (
+            "link_stats 48 hours by hour, bots",
+            dict(start=now - timedelta(hours=48), end=now, interval="hour", include_bots=True),
+        ),
     ]
     for name, kwargs in cases:
         timings = []

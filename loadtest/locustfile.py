@@ -11,6 +11,7 @@ Settings (environment):
   LOCUST_ZIPF_S            popularity skew of the seeded links (default 1.0)
   LOCUST_REDIRECT_RATE     requests/s per RedirectUser (default 0: as fast as possible)
 """
+
 import itertools
 import json
 import os
@@ -69,8 +70,12 @@ class ApiUser(FastHttpUser):
 
     @task(2)
     def create(self):
-        self.client.post("/api/v1/links", json={"url": f"https://example.com/api/{random.getrandbits(64):x}"},
-                         headers=self.headers, name="/api/v1/links [create]")
+        self.client.post(
+            "/api/v1/links",
+            json={"url": f"https://example.com/api/{random.getrandbits(64):x}"},
+            headers=self.headers,
+            name="/api/v1/links [create]",
+        )
 
     @task(3)
     def list_links(self):
@@ -79,8 +84,9 @@ class ApiUser(FastHttpUser):
     @task(3)
     def stats(self):
         slug, _ = popular_link()
-        self.client.get(f"/api/v1/links/{slug}/stats?interval=hour", headers=self.headers,
-                        name="/api/v1/links/[slug]/stats")
+        self.client.get(
+            f"/api/v1/links/{slug}/stats?interval=hour", headers=self.headers, name="/api/v1/links/[slug]/stats"
+        )
 
 
 class DashboardUser(HttpUser):
@@ -97,9 +103,14 @@ class DashboardUser(HttpUser):
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
         with self.client.post(
             self.login_path,
-            data={"username": SEED["username"], "password": SEED["password"],
-                  "csrfmiddlewaretoken": token.group(1) if token else ""},
-            headers={"Referer": DASHBOARD_URL + self.login_path}, name="sign in", catch_response=True,
+            data={
+                "username": SEED["username"],
+                "password": SEED["password"],
+                "csrfmiddlewaretoken": token.group(1) if token else "",
+            },
+            headers={"Referer": DASHBOARD_URL + self.login_path},
+            name="sign in",
+            catch_response=True,
         ) as response:
             if self.login_path in response.url:
                 response.failure("still on the sign-in page: sign-in failed")
@@ -112,4 +123,3 @@ class DashboardUser(HttpUser):
     def link_detail(self):
         slug, _ = popular_link()
         self.client.get(f"{self.list_path}{slug}/", name="link detail")
-

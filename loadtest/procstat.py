@@ -1,5 +1,6 @@
 """CPU time of processes and threads, from /proc (Linux), for the
 benchmarks' per-process accounting."""
+
 import os
 from pathlib import Path
 

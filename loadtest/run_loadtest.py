@@ -12,6 +12,7 @@ classes (e.g. "RedirectUser ApiUser"; default all). The run passes when every
 redirect Locust counted is one click stored in PostgreSQL: it prints
 `reconciled: N/N clicks` and exits 1 on any difference or failed request.
 """
+
 import json
 import os
 import signal
@@ -29,7 +30,9 @@ import devstack  # noqa: E402
 
 REDIRECT_NAME = "/[slug]"
 DEFAULTS = {
-    "LOCUST_RUN_TIME": "60s", "LOCUST_USERS": "50", "LOCUST_SPAWN_RATE": "10",
+    "LOCUST_RUN_TIME": "60s",
+    "LOCUST_USERS": "50",
+    "LOCUST_SPAWN_RATE": "10",
     # Users finish the request they are in when the time is up: one killed
     # mid-request would reach the edge (a click) without Locust counting it.
     "LOCUST_STOP_TIMEOUT": "10",
@@ -40,7 +43,9 @@ def start_local_stack() -> subprocess.Popen:
     subprocess.run([sys.executable, "-m", "devstack", "prepare"], cwd=REPO, check=True)
     return subprocess.Popen(
         [sys.executable, "-m", "devstack", "run"],
-        cwd=REPO, start_new_session=True, stdout=open(REPO / ".run" / "loadtest-stack.log", "ab"),
+        cwd=REPO,
+        start_new_session=True,
+        stdout=open(REPO / ".run" / "loadtest-stack.log", "ab"),
         stderr=subprocess.STDOUT,
     )
 
@@ -65,9 +70,11 @@ def summary(stats_json: Path) -> str:
     lines = [f"{'request':<34} {'count':>8} {'failed':>6} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}"]
     for e in json.loads(stats_json.read_text()):
         seconds = max(e["last_request_timestamp"] - e["start_time"], 1e-9)
-        lines.append(f"{e['method'] + ' ' + e['name']:<34} {e['num_requests']:>8} {e['num_failures']:>6} "
-                     f"{e['num_requests'] / seconds:>8.1f} {percentile(e['response_times'], 50):>7.0f} "
-                     f"{percentile(e['response_times'], 99):>7.0f}")
+        lines.append(
+            f"{e['method'] + ' ' + e['name']:<34} {e['num_requests']:>8} {e['num_failures']:>6} "
+            f"{e['num_requests'] / seconds:>8.1f} {percentile(e['response_times'], 50):>7.0f} "
+            f"{percentile(e['response_times'], 99):>7.0f}"
+        )
     return "\n".join(lines)
 
 
@@ -76,8 +83,11 @@ def final_counts(stats_json: Path) -> tuple[int, int, int]:
     final stats. (Its CSV is written on a timer and can miss the last seconds.)"""
     entries = json.loads(stats_json.read_text())
     redirects = [e for e in entries if e["name"] == REDIRECT_NAME]
-    return (sum(e["num_requests"] for e in redirects), sum(e["num_failures"] for e in redirects),
-            sum(e["num_failures"] for e in entries))
+    return (
+        sum(e["num_requests"] for e in redirects),
+        sum(e["num_failures"] for e in redirects),
+        sum(e["num_failures"] for e in entries),
+    )
 
 
 def wait_for_import(*, timeout: float) -> None:
@@ -126,11 +136,22 @@ def main() -> int:
         call_command("seed_loadtest", "--links", os.environ.get("LOADTEST_LINKS", "10000"), "--out", str(seed_file))
         started = datetime.now(timezone.utc) - timedelta(seconds=1)
         locust = subprocess.run(
-            [str(REPO / ".venv" / "bin" / "locust"), "-f", str(REPO / "loadtest" / "locustfile.py"), "--headless",
-             "--html", str(reports / "report.html"), "--csv", str(reports / "locust"), "--only-summary",
-             "--json-file", str(reports / "final"),
-             *os.environ.get("LOADTEST_USER_CLASSES", "").split()],
-            env={**os.environ, "SLINGSHOT_SEED_FILE": str(seed_file)}, cwd=REPO,
+            [
+                str(REPO / ".venv" / "bin" / "locust"),
+                "-f",
+                str(REPO / "loadtest" / "locustfile.py"),
+                "--headless",
+                "--html",
+                str(reports / "report.html"),
+                "--csv",
+                str(reports / "locust"),
+                "--only-summary",
+                "--json-file",
+                str(reports / "final"),
+                *os.environ.get("LOADTEST_USER_CLASSES", "").split(),
+            ],
+            env={**os.environ, "SLINGSHOT_SEED_FILE": str(seed_file)},
+            cwd=REPO,
         )
         requests, failed, all_failures = final_counts(reports / "final.json")
         wait_for_import(timeout=float(os.environ.get("LOADTEST_DRAIN_TIMEOUT", "120")))
@@ -138,13 +159,18 @@ def main() -> int:
         stored = Click.objects.filter(link__in=seeded, occurred_at__gte=started).count()
         redirected = requests - failed
         print(summary(reports / "final.json"))
-        print(f"locust: {requests} redirects ({failed} failed), {all_failures} failed requests in all; "
-              f"reports in {reports}")
+        print(
+            f"locust: {requests} redirects ({failed} failed), {all_failures} failed requests in all; "
+            f"reports in {reports}"
+        )
         print(f"reconciled: {stored}/{redirected} clicks")
         ok = stored == redirected and all_failures == 0 and locust.returncode == 0 and redirected > 0
         if not ok:
-            print("load test FAILED: " + ("clicks do not match redirects" if stored != redirected
-                                          else "there were failed requests"), file=sys.stderr)
+            print(
+                "load test FAILED: "
+                + ("clicks do not match redirects" if stored != redirected else "there were failed requests"),
+                file=sys.stderr,
+            )
         return 0 if ok else 1
     finally:
         if stack:

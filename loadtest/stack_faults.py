@@ -11,6 +11,7 @@ stack with Ctrl-C (on its pseudo-terminal) at the end.
 Exits 1 if any redirect was not stored (or stored twice), or if visitors saw
 an error during any fault but the edge's own restart.
 """
+
 import os
 import secrets
 import sys
@@ -26,22 +27,31 @@ from devstack.supervised import SupervisedStack  # noqa: E402
 
 def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="slingshot-faults-"))
-    stack = SupervisedStack(root, env={"SLINGSHOT_ADMIN_USER": "faults",
-                                       "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)})
+    stack = SupervisedStack(
+        root, env={"SLINGSHOT_ADMIN_USER": "faults", "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)}
+    )
     ok = False
     try:
         print(f"starting `make run` in {root} (ports {stack.ports})", flush=True)
         stack.start()
-        run = FaultRun(stack, admin="faults", rate=float(os.environ.get("STACK_FAULTS_RATE", "300")),
-                       log=lambda line: print(line, flush=True))
+        run = FaultRun(
+            stack,
+            admin="faults",
+            rate=float(os.environ.get("STACK_FAULTS_RATE", "300")),
+            log=lambda line: print(line, flush=True),
+        )
         report = run.run()
         print()
         print(report.table())
         stack.interrupt()
         status = stack.wait_exit(timeout=180)
         print(f"\nCtrl-C: make run exited with status {status}")
-        ok = (report.served == report.stored and not report.failures_outside_edge and status == 0
-              and not any(r.dashboard_errors for r in report.recoveries))
+        ok = (
+            report.served == report.stored
+            and not report.failures_outside_edge
+            and status == 0
+            and not any(r.dashboard_errors for r in report.recoveries)
+        )
         if report.failures_outside_edge:
             print("failed visits outside the edge's own restart:", *report.failures_outside_edge[:20], sep="\n  ")
         if not ok:

@@ -1,6 +1,7 @@
 """The importer's and the publisher's metrics, scraped from the real
 processes (`manage.py import_clicks` / `run_publisher --metrics-port`),
 while they work and while Redis is gone."""
+
 import os
 import signal
 import socket
@@ -34,8 +35,12 @@ def scrape(port: int) -> dict[str, float]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as response:
         assert response.status == 200
         text = response.read().decode()
-    return {sample.name: sample.value for family in text_string_to_metric_families(text)
-            for sample in family.samples if not sample.name.endswith("_created")}
+    return {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if not sample.name.endswith("_created")
+    }
 
 
 def wait_for_metrics(port: int, condition, *, timeout: float = 30.0, what: str) -> dict[str, float]:
@@ -63,8 +68,18 @@ def private_redis():
 
 def test_the_importer_counts_what_it_does(tmp_path, links):  # noqa: F811 (links: the fixture)
     port = devstack.free_port()
-    importer = spawn_importer(tmp_path, "--consumer", "metrics", "--batch-size", "5", "--block-ms", "100",
-                              "--metrics-port", str(port), name="importer")
+    importer = spawn_importer(
+        tmp_path,
+        "--consumer",
+        "metrics",
+        "--batch-size",
+        "5",
+        "--block-ms",
+        "100",
+        "--metrics-port",
+        str(port),
+        name="importer",
+    )
     try:
         devstack.wait_for_port(port, process=importer)
         idle = scrape(port)
@@ -74,10 +89,15 @@ def test_the_importer_counts_what_it_does(tmp_path, links):  # noqa: F811 (links
         ids = produce(client, links, entries=20)
         client.xadd(CLICKS_STREAM, {"v": "3", "clicks": b"not-hex\n1\nx\n\n1.000\n::1\n\n\n"})
         # A scrape may come between a batch's counters: wait for the last of them.
-        done = wait_for_metrics(port, lambda m: m["slingshot_importer_entries_total"] == 21
-                                and m["slingshot_importer_dead_letters_total"] == 1
-                                and m["slingshot_importer_clicks_stored_total"] == len(ids),
-                                what="every entry to be imported")
+        done = wait_for_metrics(
+            port,
+            lambda m: (
+                m["slingshot_importer_entries_total"] == 21
+                and m["slingshot_importer_dead_letters_total"] == 1
+                and m["slingshot_importer_clicks_stored_total"] == len(ids)
+            ),
+            what="every entry to be imported",
+        )
         assert done["slingshot_importer_clicks_read_total"] == len(ids)
         assert client.xlen(DEAD_LETTER_STREAM) == 1
         assert done["slingshot_importer_batches_total"] >= 21 / 5
@@ -95,8 +115,15 @@ def test_the_importer_reports_a_backlog_and_redis_going_away(tmp_path, private_r
     redis_env = {"REDIS_PORT": str(private_redis.redis_port), "REDIS_PASSWORD": private_redis.redis_password}
     client = redis.Redis(port=private_redis.redis_port, password=private_redis.redis_password)
     client.xadd(CLICKS_STREAM, {"v": "3", "clicks": b"queued before the importer joined"})
-    importer = spawn_importer(tmp_path, "--consumer", "outage", "--block-ms", "100", name="importer",
-                              env={**redis_env, "IMPORTER_METRICS_PORT": str(port)})
+    importer = spawn_importer(
+        tmp_path,
+        "--consumer",
+        "outage",
+        "--block-ms",
+        "100",
+        name="importer",
+        env={**redis_env, "IMPORTER_METRICS_PORT": str(port)},
+    )
     try:
         devstack.wait_for_port(port, process=importer)
         wait_for_metrics(port, lambda m: m["slingshot_importer_dead_letters_total"] == 1, what="the entry")
@@ -128,15 +155,23 @@ def test_a_metrics_port_in_use_is_a_clear_error():
         call_command("run_publisher", "--metrics-port", "70000")
 
 
-def test_the_publisher_reports_its_outbox_retries_and_deliveries(tmp_path, private_redis, settings,
-                                                                 django_user_model):
+def test_the_publisher_reports_its_outbox_retries_and_deliveries(tmp_path, private_redis, settings, django_user_model):
     settings.LINK_PUBLISH_INLINE = False  # the publisher process alone delivers
     port = devstack.free_port()
-    env = {**os.environ, "DATABASE_URL": database_url(), "PUBLISHER_METRICS_PORT": str(port),
-           "REDIS_PORT": str(private_redis.redis_port), "REDIS_PASSWORD": private_redis.redis_password}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "PUBLISHER_METRICS_PORT": str(port),
+        "REDIS_PORT": str(private_redis.redis_port),
+        "REDIS_PASSWORD": private_redis.redis_password,
+    }
     log = open(tmp_path / "publisher.log", "wb")
-    publisher = subprocess.Popen([sys.executable, str(REPO / "dashboard" / "manage.py"), "run_publisher"],
-                                 env=env, stdout=log, stderr=subprocess.STDOUT)
+    publisher = subprocess.Popen(
+        [sys.executable, str(REPO / "dashboard" / "manage.py"), "run_publisher"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         devstack.wait_for_port(port, process=publisher)
         start = scrape(port)
@@ -147,14 +182,22 @@ def test_the_publisher_reports_its_outbox_retries_and_deliveries(tmp_path, priva
         slugs = [f"pm{uuid.uuid4().hex[:8]}" for _ in range(3)]
         for slug in slugs:
             link_create(owner=owner, url="https://example.com/metrics", slug=slug)
-        waiting = wait_for_metrics(port, lambda m: m["slingshot_publisher_retries_total"] >= 1
-                                   and m["slingshot_publisher_outbox_depth"] == 3, what="the publisher to retry")
+        waiting = wait_for_metrics(
+            port,
+            lambda m: m["slingshot_publisher_retries_total"] >= 1 and m["slingshot_publisher_outbox_depth"] == 3,
+            what="the publisher to retry",
+        )
         assert waiting["slingshot_publisher_changes_published_total"] == 0
 
         private_redis.start_redis()
         # The rows leave the outbox as their delivery commits; they are counted once it returns.
-        wait_for_metrics(port, lambda m: m["slingshot_publisher_outbox_depth"] == 0
-                         and m["slingshot_publisher_changes_published_total"] == 3, what="the outbox to empty")
+        wait_for_metrics(
+            port,
+            lambda m: (
+                m["slingshot_publisher_outbox_depth"] == 0 and m["slingshot_publisher_changes_published_total"] == 3
+            ),
+            what="the outbox to empty",
+        )
         assert LinkOutbox.objects.count() == 0
         assert stop(publisher) == 0
     finally:

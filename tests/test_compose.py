@@ -1,4 +1,5 @@
 """No Docker engine runs here, so docker-compose.yml is checked statically."""
+
 import re
 from pathlib import Path
 

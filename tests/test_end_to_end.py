@@ -1,4 +1,5 @@
 """The walking skeleton end to end: service → Redis → edge → stream → importer → PostgreSQL."""
+
 import time
 import uuid
 

@@ -2,6 +2,7 @@
 runs as its own process (`manage.py import_clicks`), something breaks, and
 in the end every click produced is stored exactly once and counted once in
 the rollups."""
+
 import os
 import re
 import signal
@@ -52,10 +53,18 @@ def produce(client: redis.Redis, links: list[Link], *, entries: int) -> set[str]
         clicks = []
         for n in range(CLICKS_PER_ENTRY):
             link = links[n % len(links)]
-            clicks.append({"ts": now_ms - n * 1000, "slug": link.slug, "link": link.pk,
-                           "ip": f"198.51.100.{n % 200}", "ua": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Firefox/128.0"
-                           if n % 10 else "Googlebot/2.1 (+http://www.google.com/bot.html)",
-                           "ref": "https://news.example/" if n % 3 else ""})
+            clicks.append(
+                {
+                    "ts": now_ms - n * 1000,
+                    "slug": link.slug,
+                    "link": link.pk,
+                    "ip": f"198.51.100.{n % 200}",
+                    "ua": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Firefox/128.0"
+                    if n % 10
+                    else "Googlebot/2.1 (+http://www.google.com/bot.html)",
+                    "ref": "https://news.example/" if n % 3 else "",
+                }
+            )
         pipe.xadd(STREAM, entry_fields(clicks, prefix=prefix, first=entry * CLICKS_PER_ENTRY))
         ids.update(click["id"] for click in clicks)
     pipe.execute()
@@ -72,15 +81,18 @@ def spawn_importer(tmp_path: Path, *args: str, name: str, env: dict | None = Non
     out = open(tmp_path / f"{name}.log", "wb")
     return subprocess.Popen(
         [sys.executable, str(REPO / "dashboard" / "manage.py"), "import_clicks", *args],
-        env=environment, stdout=out, stderr=subprocess.STDOUT,
+        env=environment,
+        stdout=out,
+        stderr=subprocess.STDOUT,
     )
 
 
 def stored_ids(ids: set[str]) -> tuple[int, int]:
     """(rows, distinct click ids) of these clicks in PostgreSQL."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*), count(DISTINCT click_id) FROM clicks WHERE click_id = ANY(%s::uuid[])",
-                       [list(ids)])
+        cursor.execute(
+            "SELECT count(*), count(DISTINCT click_id) FROM clicks WHERE click_id = ANY(%s::uuid[])", [list(ids)]
+        )
         return cursor.fetchone()
 
 
@@ -142,8 +154,10 @@ def test_two_importers_share_the_stream(tmp_path, links):
     client = get_redis()
     first = spawn_importer(tmp_path, "--consumer", "pair-a", "--batch-size", "5", "--block-ms", "100", name="a")
     second = spawn_importer(tmp_path, "--consumer", "pair-b", "--batch-size", "5", "--block-ms", "100", name="b")
-    wait_until(lambda: len(client.xinfo_consumers(STREAM, GROUP)) >= 2 if client.exists(STREAM) else False,
-               what="both consumers to join the group")
+    wait_until(
+        lambda: len(client.xinfo_consumers(STREAM, GROUP)) >= 2 if client.exists(STREAM) else False,
+        what="both consumers to join the group",
+    )
 
     ids = produce(client, links, entries=300)
     wait_until(lambda: stored_ids(ids)[0] == len(ids), what="every click")
@@ -180,8 +194,17 @@ def test_redis_killed_mid_import_forgets_acknowledgements_and_every_click_is_sto
         if snapshot == "with the group":
             client.xgroup_create(STREAM, GROUP, id="0")
         client.save()
-        importer = spawn_importer(tmp_path, "--consumer", "redis-kill", "--batch-size", "5", "--block-ms", "100",
-                                  name="importer", env={"REDIS_PORT": str(port), "REDIS_PASSWORD": ""})
+        importer = spawn_importer(
+            tmp_path,
+            "--consumer",
+            "redis-kill",
+            "--batch-size",
+            "5",
+            "--block-ms",
+            "100",
+            name="importer",
+            env={"REDIS_PORT": str(port), "REDIS_PASSWORD": ""},
+        )
         wait_until(lambda: client.xlen(STREAM) < 590, what="some batches stored and acknowledged")
 
         server.kill()
@@ -209,8 +232,9 @@ def test_redis_killed_mid_import_forgets_acknowledgements_and_every_click_is_sto
 def test_postgres_restarted_mid_import(tmp_path, links, servers):
     client = get_redis()
     ids = produce(client, links, entries=600)
-    importer = spawn_importer(tmp_path, "--consumer", "pg-restart", "--batch-size", "5", "--block-ms", "100",
-                              name="importer")
+    importer = spawn_importer(
+        tmp_path, "--consumer", "pg-restart", "--batch-size", "5", "--block-ms", "100", name="importer"
+    )
     try:
         wait_until(lambda: stored_ids(ids)[0] > 0, what="the first batch")
         connection.close()
@@ -236,16 +260,27 @@ def test_the_importers_connection_terminated_again_and_again(tmp_path, links):
     ids = produce(client, links, entries=1000)
     url = database_url() + "?application_name=importer-under-fire"
     # Small batches: more transactions, so the import outlasts the faults.
-    importer = spawn_importer(tmp_path, "--consumer", "under-fire", "--batch-size", "1", "--block-ms", "100",
-                              name="importer", env={"DATABASE_URL": url})
+    importer = spawn_importer(
+        tmp_path,
+        "--consumer",
+        "under-fire",
+        "--batch-size",
+        "1",
+        "--block-ms",
+        "100",
+        name="importer",
+        env={"DATABASE_URL": url},
+    )
     try:
         terminated = []
         for _ in range(5):
             before = stored_ids(ids)[0]
             wait_until(lambda before=before: stored_ids(ids)[0] > before, what="the import to go on")
             with connection.cursor() as cursor:
-                cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                               "WHERE application_name = 'importer-under-fire'")
+                cursor.execute(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE application_name = 'importer-under-fire'"
+                )
                 assert cursor.fetchone()[0] == 1
             terminated.append(stored_ids(ids)[0])
         assert max(terminated) < len(ids), "every termination must hit while clicks are still to be stored"

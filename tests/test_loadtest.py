@@ -1,4 +1,5 @@
 """A short `make loadtest` run against a throwaway stack: every redirect is one stored click."""
+
 import os
 import subprocess
 import sys
@@ -18,17 +19,27 @@ def test_a_short_load_test_reconciles_every_click(live_server, edge, tmp_path):
         "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         "SLINGSHOT_EDGE_URL": edge.url,
         "SLINGSHOT_DASHBOARD_URL": live_server.url,
-        "LOCUST_RUN_TIME": "8s", "LOCUST_USERS": "6", "LOCUST_SPAWN_RATE": "6",
-        "LOADTEST_LINKS": "300", "LOADTEST_REPORTS": str(tmp_path / "reports"),
+        "LOCUST_RUN_TIME": "8s",
+        "LOCUST_USERS": "6",
+        "LOCUST_SPAWN_RATE": "6",
+        "LOADTEST_LINKS": "300",
+        "LOADTEST_REPORTS": str(tmp_path / "reports"),
         "LOADTEST_USER_CLASSES": os.environ.get("LOADTEST_USER_CLASSES", "RedirectUser ApiUser DashboardUser"),
     }
     importer = subprocess.Popen(
         [sys.executable, str(REPO / "dashboard" / "manage.py"), "import_clicks", "--consumer", "loadtest-smoke"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
-        result = subprocess.run([sys.executable, str(REPO / "loadtest" / "run_loadtest.py")], env=env,
-                                capture_output=True, text=True, timeout=240)
+        result = subprocess.run(
+            [sys.executable, str(REPO / "loadtest" / "run_loadtest.py")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
     finally:
         importer.terminate()
         importer.wait(timeout=30)

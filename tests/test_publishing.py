@@ -1,4 +1,5 @@
 """Publishing never loses a change: links changed while Redis is down reach it when it returns."""
+
 import os
 import subprocess
 import sys
@@ -26,7 +27,10 @@ def publisher():
     }
     process = subprocess.Popen(
         [sys.executable, str(REPO / "dashboard" / "manage.py"), "run_publisher", "--interval", "1"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     yield process
     process.terminate()

@@ -1,6 +1,7 @@
 """The schema in sql/ is what the migrations apply, and for the tables of
 Django models it is exactly what Django itself would make of the models, so
 that later migrations made from the models apply to it."""
+
 import pytest
 from django.apps import apps
 from django.db import connection
@@ -15,15 +16,22 @@ def describe(schema: str, table: str) -> dict:
         cursor.execute(
             "SELECT column_name, data_type, udt_name, character_maximum_length, is_nullable, column_default,"
             " is_identity FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
-            " ORDER BY column_name", [schema, table])
+            " ORDER BY column_name",
+            [schema, table],
+        )
         columns = cursor.fetchall()
         cursor.execute(
             "SELECT conname, contype, pg_get_constraintdef(c.oid) FROM pg_constraint c"
             " JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace"
-            " WHERE n.nspname = %s AND t.relname = %s ORDER BY 1", [schema, table])
+            " WHERE n.nspname = %s AND t.relname = %s ORDER BY 1",
+            [schema, table],
+        )
         constraints = cursor.fetchall()
-        cursor.execute("SELECT indexname, replace(indexdef, %s, '') FROM pg_indexes"
-                       " WHERE schemaname = %s AND tablename = %s ORDER BY 1", [schema + ".", schema, table])
+        cursor.execute(
+            "SELECT indexname, replace(indexdef, %s, '') FROM pg_indexes"
+            " WHERE schemaname = %s AND tablename = %s ORDER BY 1",
+            [schema + ".", schema, table],
+        )
         indexes = cursor.fetchall()
     return {"columns": columns, "constraints": constraints, "indexes": indexes}
 
@@ -43,9 +51,22 @@ def test_the_tables_of_django_models_are_what_django_would_make():
 
 def test_the_raw_tables_are_there_with_their_functions():
     with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass(t) IS NOT NULL FROM unnest(%s::text[]) t", [[
-            "clicks", "orphan_visits", "user_agents", "click_rollup_hour", "click_rollup_day",
-            "click_breakdown_hour", "click_breakdown_day", "link_click_totals", "click_day_fold"]])
+        cursor.execute(
+            "SELECT to_regclass(t) IS NOT NULL FROM unnest(%s::text[]) t",
+            [
+                [
+                    "clicks",
+                    "orphan_visits",
+                    "user_agents",
+                    "click_rollup_hour",
+                    "click_rollup_day",
+                    "click_breakdown_hour",
+                    "click_breakdown_day",
+                    "link_click_totals",
+                    "click_day_fold",
+                ]
+            ],
+        )
         assert all(row[0] for row in cursor.fetchall())
         cursor.execute("SELECT slingshot_ensure_click_partitions(now(), 0)")
         assert cursor.fetchone()[0] == 0  # the migration made the current month's already

@@ -4,6 +4,7 @@ directory on free ports, shared by the tests below in this order: its
 processes killed one by one under traffic, a forgotten password reset, a
 program that cannot start, Ctrl-C. `pytest -s` prints the figures.
 """
+
 import http.cookiejar
 import os
 import re
@@ -35,8 +36,9 @@ STOP_ORDER = ("edge", "dashboard", "publisher", "importer", "postgres", "redis")
 def stack():
     # Not pytest's tmp_path: PostgreSQL runs as `postgres`, which cannot enter it.
     root = Path(tempfile.mkdtemp(prefix="slingshot-stack-"))
-    running = SupervisedStack(root, env={"SLINGSHOT_ADMIN_USER": ADMIN,
-                                         "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)})
+    running = SupervisedStack(
+        root, env={"SLINGSHOT_ADMIN_USER": ADMIN, "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)}
+    )
     try:
         yield running.start()
     finally:
@@ -46,8 +48,14 @@ def stack():
 def manage(stack: SupervisedStack, *args: str, **run) -> subprocess.CompletedProcess:
     """manage.py against the stack, the way its README tells a person to run it."""
     env = {**stack.env, "SLINGSHOT_ENV_FILE": str(stack.run / "env")}
-    return subprocess.run([sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), *args], env=env,
-                          capture_output=True, text=True, timeout=120, **run)
+    return subprocess.run(
+        [sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **run,
+    )
 
 
 def test_no_secret_is_on_any_command_line(stack):
@@ -95,8 +103,7 @@ def test_each_process_killed_comes_back_and_every_redirect_is_stored(stack):
 def test_a_lost_admin_password_is_replaced_with_changepassword(stack):
     new_password = secrets.token_urlsafe(16)
     # No terminal: Django's getpass falls back to standard input.
-    result = manage(stack, "changepassword", ADMIN, input=f"{new_password}\n{new_password}\n",
-                    start_new_session=True)
+    result = manage(stack, "changepassword", ADMIN, input=f"{new_password}\n{new_password}\n", start_new_session=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Password changed successfully for user '{ADMIN}'" in result.stdout
     assert sign_in(stack, ADMIN, new_password)
@@ -141,8 +148,14 @@ def test_a_program_that_keeps_failing_to_start_is_left_fatal_and_reported(stack)
     assert f"{stack.run}/logs/redis.log" in report and "make ctl ARGS='start redis'" in report
     assert "Address already in use" in (stack.run / "logs" / "redis.log").read_text()
     # What the report says to do, once the port is free again.
-    result = subprocess.run([sys.executable, "-m", "devstack", "ctl", "start", "redis"], cwd=devstack.REPO,
-                            env={**stack.env}, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "devstack", "ctl", "start", "redis"],
+        cwd=devstack.REPO,
+        env={**stack.env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert stack.info("redis")["statename"] == "RUNNING"
 
@@ -177,8 +190,13 @@ def execute_while_stopped(stack: SupervisedStack, sql: str) -> None:
         stack.interrupt()
         stack.wait_exit(timeout=180)
     datadir, port = stack.run / "pg", int(stack.secrets["POSTGRES_PORT"])
-    server = subprocess.Popen(devstack.postgres_command(datadir, port), cwd="/", stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, **devstack.db_owner())
+    server = subprocess.Popen(
+        devstack.postgres_command(datadir, port),
+        cwd="/",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        **devstack.db_owner(),
+    )
     try:
         devstack.wait_for_postgres(datadir, port, process=server)
         with psycopg.connect(stack.secrets["DATABASE_URL"], autocommit=True) as conn:
@@ -191,10 +209,17 @@ def execute_while_stopped(stack: SupervisedStack, sql: str) -> None:
 def test_a_run_directory_from_an_older_checkout_is_refused_with_advice(stack):
     """An old database's migration history (the schema was since rewritten
     as one 0001_initial per app) stops `make run` with what to do instead."""
-    execute_while_stopped(stack, "INSERT INTO django_migrations (app, name, applied) "
-                                 "VALUES ('clicks', '0009_user_agent_model', now())")
-    result = subprocess.run([sys.executable, "-m", "devstack", "prepare"], cwd=devstack.REPO, env=stack.env,
-                            capture_output=True, text=True, timeout=180)
+    execute_while_stopped(
+        stack, "INSERT INTO django_migrations (app, name, applied) VALUES ('clicks', '0009_user_agent_model', now())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "devstack", "prepare"],
+        cwd=devstack.REPO,
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert "Traceback" not in output

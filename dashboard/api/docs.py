@@ -14,6 +14,7 @@ the policy still refuses there is the Redocly logo, which Redoc always
 loads from its CDN and hides when that fails: no visitor of the docs is
 sent to a third party for it.
 """
+
 from csp.constants import SELF, UNSAFE_INLINE
 from csp.decorators import csp_update
 from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerSplitView

@@ -2,6 +2,7 @@
 documented, a boolean for a boolean, an integer for an integer. DRF's own
 fields would also take `"true"` or `1` for a boolean and `"302"` for an
 integer, which a client that sends them has most likely got wrong."""
+
 from django.db import models
 from rest_framework import serializers
 
@@ -63,8 +64,13 @@ class StrictJSONMixin:
         field_class, kwargs = super().build_field(field_name, info, model_class, nested_depth)
         if field_class is serializers.ListField:
             field_class = StrictListField
-            kwargs["child"] = StrictCharField(**{key: value for key, value in kwargs.pop("child")._kwargs.items()
-                                                 if key in ("max_length", "min_length", "allow_blank")})
+            kwargs["child"] = StrictCharField(
+                **{
+                    key: value
+                    for key, value in kwargs.pop("child")._kwargs.items()
+                    if key in ("max_length", "min_length", "allow_blank")
+                }
+            )
         return field_class, kwargs
 
     def to_internal_value(self, data):

@@ -18,7 +18,10 @@ _MESSAGES = {
 
 
 def _error(code: str) -> dict:
-    return {"description": _MESSAGES[code], "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    return {
+        "description": _MESSAGES[code],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
 
 
 def add_error_responses(result, generator, request, public):
@@ -36,6 +39,11 @@ def add_error_responses(result, generator, request, public):
             for code in codes:
                 responses.setdefault(code, _error(code))
             # The HTTP server's own answer, before the API sees the request.
-            responses.setdefault("414", {"description": "The request line is longer than the server takes (4,094 "
-                                                        "bytes): too many or too long query parameters."})
+            responses.setdefault(
+                "414",
+                {
+                    "description": "The request line is longer than the server takes (4,094 "
+                    "bytes): too many or too long query parameters."
+                },
+            )
     return result

@@ -39,15 +39,24 @@ class FieldsOnceMixin:
         return copy.deepcopy(cls._fields_once)
 
 
-@extend_schema_field({"type": "string", "format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]",
-                      "maxLength": settings.LINK_URL_MAX_LENGTH})
+@extend_schema_field(
+    {
+        "type": "string",
+        "format": "uri",
+        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]",
+        "maxLength": settings.LINK_URL_MAX_LENGTH,
+    }
+)
 class TargetURLField(StrictCharField):
     """A link's target; links.validation.normalise_target has the rules."""
 
 
 class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializer):
-    url = TargetURLField(validators=[validate_target_url], help_text="Absolute http or https URL the short link "
-                         "redirects to; kept as links.validation.normalise_target writes it (ASCII).")
+    url = TargetURLField(
+        validators=[validate_target_url],
+        help_text="Absolute http or https URL the short link "
+        "redirects to; kept as links.validation.normalise_target writes it (ASCII).",
+    )
     short_url = serializers.SerializerMethodField()
     clicks = serializers.IntegerField(read_only=True, default=0, help_text="Every recorded click.")
     human_clicks = serializers.IntegerField(read_only=True, default=0, help_text="Clicks not flagged as bots.")
@@ -55,8 +64,18 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
     class Meta:
         model = Link
         fields = [
-            "url", "slug", "short_url", "title", "tags", "redirect_status", "expires_at", "forward_query",
-            "is_active", "clicks", "human_clicks", "created_at",
+            "url",
+            "slug",
+            "short_url",
+            "title",
+            "tags",
+            "redirect_status",
+            "expires_at",
+            "forward_query",
+            "is_active",
+            "clicks",
+            "human_clicks",
+            "created_at",
         ]
         read_only_fields = ["created_at"]
         extra_kwargs = {
@@ -74,13 +93,16 @@ class LinkCreateSerializer(LinkSerializer):
 
 
 class LinkUpdateSerializer(LinkSerializer):
-    url = TargetURLField(required=False, validators=[validate_target_url], help_text=LinkSerializer._declared_fields[
-        "url"].help_text)
+    url = TargetURLField(
+        required=False, validators=[validate_target_url], help_text=LinkSerializer._declared_fields["url"].help_text
+    )
 
 
 class BulkCreateSerializer(serializers.Serializer):
     links = serializers.ListField(
-        child=serializers.DictField(), min_length=1, max_length=settings.API_BULK_MAX,
+        child=serializers.DictField(),
+        min_length=1,
+        max_length=settings.API_BULK_MAX,
         help_text=f"Up to {settings.API_BULK_MAX} links, each as for creating one.",
     )
 
@@ -103,8 +125,20 @@ class ClickSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Click
-        fields = ["click_id", "occurred_at", "slug", "ip", "user_agent", "referer", "referer_host", "browser", "os",
-                  "device", "country", "is_bot"]
+        fields = [
+            "click_id",
+            "occurred_at",
+            "slug",
+            "ip",
+            "user_agent",
+            "referer",
+            "referer_host",
+            "browser",
+            "os",
+            "device",
+            "country",
+            "is_bot",
+        ]
 
 
 ORDERING_FIELDS = ["created_at", "clicks"]
@@ -132,8 +166,11 @@ class QueryParameters(serializers.Serializer):
     the parameter may be blank, as its schema says (leave it out instead)."""
 
     def to_internal_value(self, data):
-        empty = [name for name, value in data.items()
-                 if value == "" and name in self.fields and not getattr(self.fields[name], "allow_blank", False)]
+        empty = [
+            name
+            for name, value in data.items()
+            if value == "" and name in self.fields and not getattr(self.fields[name], "allow_blank", False)
+        ]
         if empty:
             raise serializers.ValidationError({name: ["Leave the parameter out rather than empty."] for name in empty})
         return super().to_internal_value(data)
@@ -144,18 +181,27 @@ class LinkQuerySerializer(QueryParameters):
     takes them."""
 
     search = serializers.CharField(
-        source="query", required=False, default="", allow_blank=True, trim_whitespace=False,
+        source="query",
+        required=False,
+        default="",
+        allow_blank=True,
+        trim_whitespace=False,
         help_text="Words that must each appear in the slug, title or target URL (case aside), separated by "
         "spaces or commas; a phrase in quotes is one word.",
     )
     tag = serializers.CharField(required=False, help_text="Links with this tag.")
     is_active = serializers.BooleanField(
-        required=False, allow_null=True, default=None, help_text="Only active links (true) or disabled ones (false).",
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Only active links (true) or disabled ones (false).",
     )
     created_after = serializers.DateTimeField(required=False, help_text="Created at or after this time.")
     created_before = serializers.DateTimeField(required=False, help_text="Created before this time.")
     ordering = LinkOrderingField(
-        required=False, default="-created_at", trim_whitespace=False,
+        required=False,
+        default="-created_at",
+        trim_whitespace=False,
         help_text="Which field to use when ordering the results: created_at or clicks, '-' first for descending "
         "(default -created_at); several separated by commas.",
     )
@@ -184,8 +230,10 @@ class AddressField(serializers.IPAddressField):
 
 class ClickQuerySerializer(TimeRangeSerializer):
     link = serializers.RegexField(rf"^{SLUG_PATTERN}$", required=False, help_text="Slug of one of your links.")
-    ip = AddressField(required=False, help_text="An IPv4 or IPv6 address: clicks from it, or from its network "
-                      "where addresses are stored anonymised.")
+    ip = AddressField(
+        required=False,
+        help_text="An IPv4 or IPv6 address: clicks from it, or from its network where addresses are stored anonymised.",
+    )
 
 
 class StatsQuerySerializer(TimeRangeSerializer):
@@ -197,8 +245,9 @@ class StatsQuerySerializer(TimeRangeSerializer):
 
     def validate(self, attrs):
         # stats_range's ValidationError names the parameters; DRF answers it as a 400.
-        return stats_range(start=attrs.get("from"), end=attrs.get("to"), interval=attrs["interval"],
-                           include_bots=attrs["include_bots"])
+        return stats_range(
+            start=attrs.get("from"), end=attrs.get("to"), interval=attrs["interval"], include_bots=attrs["include_bots"]
+        )
 
 
 class StatsPointSerializer(serializers.Serializer):

@@ -1,4 +1,5 @@
 """API tokens: creation (the secret is returned once), revocation, lookup."""
+
 import hashlib
 import secrets
 from datetime import datetime, timedelta
@@ -28,7 +29,11 @@ def token_create(
         raise ValidationError({"expires_at": ValidationError("An expiry must be in the future.", code="past")})
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(
-        user=user, name=name, scope=scope, expires_at=expires_at, prefix=raw[: len(TOKEN_PREFIX) + 6],
+        user=user,
+        name=name,
+        scope=scope,
+        expires_at=expires_at,
+        prefix=raw[: len(TOKEN_PREFIX) + 6],
         digest=token_digest(raw),
     )
     token.full_clean()

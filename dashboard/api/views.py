@@ -33,11 +33,15 @@ def _new_link_data(link: Link) -> dict:
 
 
 @extend_schema_view(
-    list=extend_schema(summary="List your links", description="Paginated; search in slug, title and target.",
-                       parameters=[serializers.LinkQuerySerializer]),
+    list=extend_schema(
+        summary="List your links",
+        description="Paginated; search in slug, title and target.",
+        parameters=[serializers.LinkQuerySerializer],
+    ),
     retrieve=extend_schema(summary="One link"),
     create=extend_schema(
-        summary="Create a link", request=serializers.LinkCreateSerializer,
+        summary="Create a link",
+        request=serializers.LinkCreateSerializer,
         responses={201: serializers.LinkSerializer, 400: None, 409: None},
     ),
     partial_update=extend_schema(
@@ -46,8 +50,12 @@ def _new_link_data(link: Link) -> dict:
     destroy=extend_schema(summary="Delete a link"),
 )
 class LinkViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin, viewsets.GenericViewSet,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
 ):
     serializer_class = serializers.LinkSerializer
     queryset = Link.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows
@@ -95,16 +103,31 @@ class LinkViewSet(
         description="A time series by UTC hour or day and breakdowns by referrer host, browser, OS, device "
         "class and country, from the importer's rollups. Bots are left out unless `include_bots=true`. "
         "Defaults: the last 30 days by day, or the last 48 hours by hour.",
-        examples=[OpenApiExample("Two days", response_only=True, value={
-            "slug": "spring", "interval": "day", "include_bots": False, "from": "2026-11-20T00:00:00Z",
-            "to": "2026-11-22T00:00:00Z", "clicks": 42,
-            "series": [{"bucket": "2026-11-20T00:00:00Z", "clicks": 30, "visitors": 21},
-                       {"bucket": "2026-11-21T00:00:00Z", "clicks": 12, "visitors": 9}],
-            "breakdowns": {"referer_host": [{"value": "news.example.org", "clicks": 25}],
-                           "browser": [{"value": "Chrome", "clicks": 30}, {"value": "Safari", "clicks": 12}],
-                           "os": [{"value": "Android", "clicks": 22}], "device": [{"value": "mobile", "clicks": 28}],
-                           "country": [{"value": "DE", "clicks": 40}, {"value": "unknown", "clicks": 2}]},
-        })],
+        examples=[
+            OpenApiExample(
+                "Two days",
+                response_only=True,
+                value={
+                    "slug": "spring",
+                    "interval": "day",
+                    "include_bots": False,
+                    "from": "2026-11-20T00:00:00Z",
+                    "to": "2026-11-22T00:00:00Z",
+                    "clicks": 42,
+                    "series": [
+                        {"bucket": "2026-11-20T00:00:00Z", "clicks": 30, "visitors": 21},
+                        {"bucket": "2026-11-21T00:00:00Z", "clicks": 12, "visitors": 9},
+                    ],
+                    "breakdowns": {
+                        "referer_host": [{"value": "news.example.org", "clicks": 25}],
+                        "browser": [{"value": "Chrome", "clicks": 30}, {"value": "Safari", "clicks": 12}],
+                        "os": [{"value": "Android", "clicks": 22}],
+                        "device": [{"value": "mobile", "clicks": 28}],
+                        "country": [{"value": "DE", "clicks": 40}, {"value": "unknown", "clicks": 2}],
+                    },
+                },
+            )
+        ],
     )
     @action(detail=True, methods=["get"])
     def stats(self, request, slug=None):
@@ -112,11 +135,16 @@ class LinkViewSet(
         query = serializers.StatsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         span = query.validated_data
-        stats = link_stats(link_ids=[link.pk], start=span.start, end=span.end, interval=span.interval,
-                           include_bots=span.include_bots)
+        stats = link_stats(
+            link_ids=[link.pk], start=span.start, end=span.end, interval=span.interval, include_bots=span.include_bots
+        )
         body = {
-            "slug": link.slug, "interval": span.interval, "include_bots": span.include_bots,
-            "from": span.start, "to": span.end, "clicks": stats.clicks,
+            "slug": link.slug,
+            "interval": span.interval,
+            "include_bots": span.include_bots,
+            "from": span.start,
+            "to": span.end,
+            "clicks": stats.clicks,
             "series": [vars(point) for point in stats.series],
             "breakdowns": {
                 dimension: [{"value": value, "clicks": clicks} for value, clicks in items]
@@ -131,9 +159,13 @@ class LinkViewSet(
         responses={200: serializers.BulkResultSerializer},
         description="Each link is created on its own: one invalid item does not stop the others. "
         "Each result says 201, 400 (with a message per field) or 409 (slug taken).",
-        examples=[OpenApiExample("Two links", value={"links": [{"url": "https://example.com/a"},
-                                                               {"url": "https://example.com/b", "slug": "b"}]},
-                                 request_only=True)],
+        examples=[
+            OpenApiExample(
+                "Two links",
+                value={"links": [{"url": "https://example.com/a"}, {"url": "https://example.com/b", "slug": "b"}]},
+                request_only=True,
+            )
+        ],
     )
     @action(detail=False, methods=["post"])
     def bulk(self, request):
@@ -181,7 +213,10 @@ class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         query.is_valid(raise_exception=True)
         params = query.validated_data
         return selectors.clicks_visible_to(
-            self.request.user, slug=params.get("link"), ip=params.get("ip"), start=params.get("from"),
+            self.request.user,
+            slug=params.get("link"),
+            ip=params.get("ip"),
+            start=params.get("from"),
             end=params.get("to"),
         )
 
@@ -191,7 +226,10 @@ class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     retrieve=extend_schema(summary="One API token"),
 )
 class TokenViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
     serializer_class = serializers.TokenSerializer
@@ -203,10 +241,16 @@ class TokenViewSet(
         return ApiToken.objects.filter(user=self.request.user, revoked_at__isnull=True)
 
     @extend_schema(
-        summary="Create a token", responses={201: serializers.TokenCreatedSerializer},
+        summary="Create a token",
+        responses={201: serializers.TokenCreatedSerializer},
         description="The token is in this response only; it cannot be shown again.",
-        examples=[OpenApiExample("A read-only token for a dashboard", request_only=True,
-                                 value={"name": "grafana", "scope": "read", "expires_at": "2027-01-01T00:00:00Z"})],
+        examples=[
+            OpenApiExample(
+                "A read-only token for a dashboard",
+                request_only=True,
+                value={"name": "grafana", "scope": "read", "expires_at": "2027-01-01T00:00:00Z"},
+            )
+        ],
     )
     def create(self, request, *args, **kwargs):
         serializer = serializers.TokenSerializer(data=request.data)
@@ -215,8 +259,11 @@ class TokenViewSet(
         token.token = raw
         return Response(serializers.TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(summary="Revoke a token", description="The token stops working at once, and is gone from the "
-                   "API; the dashboard's tokens page lists it as revoked.")
+    @extend_schema(
+        summary="Revoke a token",
+        description="The token stops working at once, and is gone from the "
+        "API; the dashboard's tokens page lists it as revoked.",
+    )
     def destroy(self, request, *args, **kwargs):
         token_services.token_revoke(token=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)

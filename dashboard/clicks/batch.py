@@ -7,6 +7,7 @@ visits (ORPHAN_COLUMNS) and its rollup input (rollups.breakdown_rows and a
 visitor row per click), the links its clicks were served by, and its user
 agents, which `user_agents` holds once each, by id.
 """
+
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from operator import itemgetter
@@ -20,8 +21,21 @@ from .rollups import HOUR_MS, breakdown_rows, copy_text
 MAX_CLICK_AGE = timedelta(days=400)
 MAX_CLICK_SKEW = timedelta(days=1)
 
-CLICK_COLUMNS = ("click_id", "occurred_at", "slug", "link_id", "ip", "country", "user_agent_id", "browser", "os",
-                 "device", "is_bot", "referer", "referer_host")
+CLICK_COLUMNS = (
+    "click_id",
+    "occurred_at",
+    "slug",
+    "link_id",
+    "ip",
+    "country",
+    "user_agent_id",
+    "browser",
+    "os",
+    "device",
+    "is_bot",
+    "referer",
+    "referer_host",
+)
 ORPHAN_COLUMNS = ("click_id", "occurred_at", "slug", "ip", "country", "user_agent", "is_bot", "referer")
 NULL = "\\N"
 CACHE_MAX = 100_000  # raw values per cache before it starts again
@@ -63,8 +77,11 @@ class BatchMaker:
     def _ip_row(self, raw: str) -> tuple[str, str, int]:
         """(COPY text of ip and country, country, network hash)."""
         facts = self.enricher.ip(raw)
-        row = (f"{NULL if facts.stored is None else facts.stored}\t{copy_text(facts.country)}", facts.country,
-               facts.network_hash)
+        row = (
+            f"{NULL if facts.stored is None else facts.stored}\t{copy_text(facts.country)}",
+            facts.country,
+            facts.network_hash,
+        )
         self._ips[raw] = row
         return row
 
@@ -152,11 +169,13 @@ class BatchMaker:
                     slug = copy_text(slug.replace("\x00", ""))
                 occurred_at = (seconds.get(ts // 1000) or second(ts // 1000)) + millis[ts % 1000]
                 if not link:
-                    orphan_lines.append(f"{click_id}\t{occurred_at}\t{slug}\t{ip_text}\t{orphan_agent_text}\t"
-                                        f"{bare_referer_text}\n")
+                    orphan_lines.append(
+                        f"{click_id}\t{occurred_at}\t{slug}\t{ip_text}\t{orphan_agent_text}\t{bare_referer_text}\n"
+                    )
                     continue
-                click_lines.append(f"{click_id}\t{occurred_at}\t{slug}\t{link}\t{ip_text}\t{agent_text}\t"
-                                   f"{referer_text}\n")
+                click_lines.append(
+                    f"{click_id}\t{occurred_at}\t{slug}\t{link}\t{ip_text}\t{agent_text}\t{referer_text}\n"
+                )
                 hour = ts // HOUR_MS
                 is_bot = classes[3]
                 agent_keys.append((link, hour, classes))

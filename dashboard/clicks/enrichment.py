@@ -6,6 +6,7 @@ Each answer is cached by the raw string it comes from: user agents,
 referrers and addresses repeat heavily. Facts only; how a click is stored is
 the batch's business (batch.py).
 """
+
 import ipaddress
 from functools import lru_cache
 from hashlib import blake2b
@@ -53,8 +54,9 @@ class RefererFacts(NamedTuple):
 
 def hash64(value: str, key: bytes) -> int:
     """A signed 64-bit hash (a PostgreSQL bigint), stable across processes and hosts."""
-    return int.from_bytes(blake2b(value.encode("utf-8", "replace"), digest_size=8, key=key).digest(),
-                          "little", signed=True)
+    return int.from_bytes(
+        blake2b(value.encode("utf-8", "replace"), digest_size=8, key=key).digest(), "little", signed=True
+    )
 
 
 def anonymise(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
@@ -68,8 +70,11 @@ def _ipv4_network(raw: str) -> str | None:
     if len(parts) != 4:
         return None
     for part in parts:
-        if not (part.isdigit() and part.isascii() and len(part) <= 3) or int(part) > 255 or (
-                part[0] == "0" and part != "0"):
+        if (
+            not (part.isdigit() and part.isascii() and len(part) <= 3)
+            or int(part) > 255
+            or (part[0] == "0" and part != "0")
+        ):
             return None
     return f"{parts[0]}.{parts[1]}.{parts[2]}.0"
 
@@ -158,8 +163,10 @@ class Enricher:
             browser = result.user_agent.family if result.user_agent else UNKNOWN
             os_family = result.os.family if result.os else UNKNOWN
             device = device_class(
-                user_agent=user_agent, os_family=os_family,
-                device_family=result.device.family if result.device else "", is_bot=is_bot,
+                user_agent=user_agent,
+                os_family=os_family,
+                device_family=result.device.family if result.device else "",
+                is_bot=is_bot,
             )
             is_bot = is_bot or device == "bot"
             browser, os_family = (UNKNOWN if v == "Other" else v for v in (browser, os_family))

@@ -16,6 +16,7 @@ next one (stream.py, batch.py). The store step:
    inserted, and only they are counted;
 4. adds the batch to the rollups (rollups.py).
 """
+
 import gc
 import logging
 import time
@@ -44,8 +45,10 @@ CREATE TEMP TABLE IF NOT EXISTS orphan_staging (LIKE orphan_visits) ON COMMIT DE
 """
 _LOCK_LINKS = "SELECT id FROM links_link WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE"
 # In id order, so that importers adding the same agents wait for each other rather than deadlock.
-_ADD_AGENTS = ("INSERT INTO user_agents (id, user_agent) SELECT * FROM unnest(%s::bigint[], %s::text[]) "
-               "ORDER BY 1 ON CONFLICT DO NOTHING")
+_ADD_AGENTS = (
+    "INSERT INTO user_agents (id, user_agent) SELECT * FROM unnest(%s::bigint[], %s::text[]) "
+    "ORDER BY 1 ON CONFLICT DO NOTHING"
+)
 _COPY_CLICKS = f"COPY {{table}} ({', '.join(CLICK_COLUMNS)}) FROM STDIN"
 _COPY_ORPHANS = f"COPY {{table}} ({', '.join(ORPHAN_COLUMNS)}) FROM STDIN"
 _INSERT_NEW_CLICKS = f"""
@@ -161,8 +164,11 @@ class ClickImporter:
         clicks = cursor.fetchone()[0]
         cursor.execute(_INSERT_NEW_ORPHANS)
         orphans = cursor.rowcount
-        log.info("batch of %d clicks: %d stored already or of deleted links; storing the rest",
-                 batch.size, batch.size - clicks - orphans)
+        log.info(
+            "batch of %d clicks: %d stored already or of deleted links; storing the rest",
+            batch.size,
+            batch.size - clicks - orphans,
+        )
         return clicks + orphans
 
     @staticmethod
@@ -181,9 +187,14 @@ class ClickImporter:
         self.stream.acknowledge(batch.ack_ids)
         return BatchResult(entries=len(entries), clicks=batch.size, stored=stored, dead=len(batch.dead))
 
-    def run(self, *, once: bool, should_stop: Callable[[], bool] = lambda: False,
-            report: Callable[[BatchResult], None] = lambda result: None,
-            every_so_often: Callable[[], None] | None = None) -> int:
+    def run(
+        self,
+        *,
+        once: bool,
+        should_stop: Callable[[], bool] = lambda: False,
+        report: Callable[[BatchResult], None] = lambda result: None,
+        every_so_often: Callable[[], None] | None = None,
+    ) -> int:
         """Imports until the stream is drained (once) or until should_stop().
 
         Order of work: this consumer's own pending entries (a restart after a

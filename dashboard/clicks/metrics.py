@@ -1,6 +1,7 @@
 """The importer's metrics (`manage.py import_clicks --metrics-port`), in a
 registry of its own: what it did, counted as each batch is acknowledged,
 and the stream's backlog, read from Redis when Prometheus scrapes."""
+
 import redis
 from prometheus_client import CollectorRegistry, Counter
 
@@ -23,25 +24,44 @@ def _lag() -> dict[str, float]:
 class ImporterMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.batches = Counter("slingshot_importer_batches_total", "Batches stored and acknowledged.",
-                               registry=self.registry)
-        self.entries = Counter("slingshot_importer_entries_total", "Stream entries acknowledged.",
-                               registry=self.registry)
-        self.clicks_read = Counter("slingshot_importer_clicks_read_total",
-                                   "Clicks read from the stream, orphan visits included.", registry=self.registry)
-        self.clicks_stored = Counter("slingshot_importer_clicks_stored_total",
-                                     "Clicks stored, each once: a click delivered again is read, not stored.",
-                                     registry=self.registry)
-        self.dead_letters = Counter("slingshot_importer_dead_letters_total",
-                                    "Stream entries moved to the dead-letter stream.", registry=self.registry)
-        self.retries = Counter("slingshot_importer_retries_total",
-                               "Times the importer lost Redis or PostgreSQL and started again after a pause.",
-                               registry=self.registry)
-        self.registry.register(ScrapeGauges(read=_lag, errors=(redis.RedisError,), documentation={
-            "slingshot_importer_backlog_entries": "Stream entries not yet acknowledged, read or not.",
-            "slingshot_importer_pending_entries": "Of those, entries read by an importer and not yet acknowledged.",
-            "slingshot_importer_oldest_entry_age_seconds": "Age of the oldest entry not yet acknowledged; 0 if none.",
-        }, up=("slingshot_importer_redis_up", "1 if Redis answered this scrape's backlog query, else 0.")))
+        self.batches = Counter(
+            "slingshot_importer_batches_total", "Batches stored and acknowledged.", registry=self.registry
+        )
+        self.entries = Counter(
+            "slingshot_importer_entries_total", "Stream entries acknowledged.", registry=self.registry
+        )
+        self.clicks_read = Counter(
+            "slingshot_importer_clicks_read_total",
+            "Clicks read from the stream, orphan visits included.",
+            registry=self.registry,
+        )
+        self.clicks_stored = Counter(
+            "slingshot_importer_clicks_stored_total",
+            "Clicks stored, each once: a click delivered again is read, not stored.",
+            registry=self.registry,
+        )
+        self.dead_letters = Counter(
+            "slingshot_importer_dead_letters_total",
+            "Stream entries moved to the dead-letter stream.",
+            registry=self.registry,
+        )
+        self.retries = Counter(
+            "slingshot_importer_retries_total",
+            "Times the importer lost Redis or PostgreSQL and started again after a pause.",
+            registry=self.registry,
+        )
+        self.registry.register(
+            ScrapeGauges(
+                read=_lag,
+                errors=(redis.RedisError,),
+                documentation={
+                    "slingshot_importer_backlog_entries": "Stream entries not yet acknowledged, read or not.",
+                    "slingshot_importer_pending_entries": "Of those, entries read by an importer and not yet acknowledged.",
+                    "slingshot_importer_oldest_entry_age_seconds": "Age of the oldest entry not yet acknowledged; 0 if none.",
+                },
+                up=("slingshot_importer_redis_up", "1 if Redis answered this scrape's backlog query, else 0."),
+            )
+        )
 
     def batch_done(self, result: BatchResult) -> None:
         self.batches.inc()

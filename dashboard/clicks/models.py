@@ -27,8 +27,9 @@ class Click(models.Model):
     link = models.ForeignKey(Link, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
     slug = models.CharField(max_length=64)
     ip = models.GenericIPAddressField(null=True)
-    agent = models.ForeignKey(UserAgent, on_delete=models.DO_NOTHING, db_column="user_agent_id",
-                              db_constraint=False, related_name="+")
+    agent = models.ForeignKey(
+        UserAgent, on_delete=models.DO_NOTHING, db_column="user_agent_id", db_constraint=False, related_name="+"
+    )
     referer = models.TextField()
     # Worked out at import (clicks/enrichment.py).
     is_bot = models.BooleanField()

@@ -1,6 +1,7 @@
 """The month partitions of the raw click tables (sql/clicks.sql): made ahead
 of time and for whatever months a batch's clicks fall in, and dropped after
 CLICK_RETENTION_MONTHS (the rollups stay)."""
+
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -34,8 +35,11 @@ def click_tables_maintain(*, now: datetime, months_ahead: int, retention_months:
             cursor.execute("SELECT slingshot_drop_click_partitions(%s)", [months_before(now, retention_months)])
             result.partitions_dropped = [row[0] for row in cursor.fetchall()]
     if result.partitions_created or result.partitions_dropped:
-        log.info("click partitions: %d created, dropped %s", result.partitions_created,
-                 ", ".join(result.partitions_dropped) or "none")
+        log.info(
+            "click partitions: %d created, dropped %s",
+            result.partitions_created,
+            ", ".join(result.partitions_dropped) or "none",
+        )
     return result
 
 

@@ -6,6 +6,7 @@ ts in Unix milliseconds, `link` the id of the link that served the click as
 the edge wrote it (digits), or '' for an orphan visit, and every other text as
 it came; the batch decides what to keep of them.
 """
+
 import re
 
 from links import slugs
@@ -61,16 +62,18 @@ def decode_entry(fields: dict) -> list[tuple]:
         raise BadEntry("click link id is not a positive integer of at most 16 digits, nor empty")
     if not _TIMES("\n".join(times) + "\n"):
         raise BadEntry("click time is not Unix seconds with three decimals")
-    return list(zip(
-        [f"{prefix}{n:016x}" for n in range(number, number + count)],
-        [int(time.replace(".", "")) for time in times],
-        slug_lines,
-        link_lines,
-        lines[5::CLICK_LINES],
-        lines[6::CLICK_LINES],
-        lines[7::CLICK_LINES],
-        strict=True,
-    ))
+    return list(
+        zip(
+            [f"{prefix}{n:016x}" for n in range(number, number + count)],
+            [int(time.replace(".", "")) for time in times],
+            slug_lines,
+            link_lines,
+            lines[5::CLICK_LINES],
+            lines[6::CLICK_LINES],
+            lines[7::CLICK_LINES],
+            strict=True,
+        )
+    )
 
 
 def encode_entry(prefix: str, first: int, clicks: list[dict]) -> dict[str, bytes]:
@@ -82,6 +85,12 @@ def encode_entry(prefix: str, first: int, clicks: list[dict]) -> dict[str, bytes
     for click in clicks:
         seconds, millis = divmod(click["ts"], 1000)
         link = click.get("link")
-        lines += [click["slug"], "" if link is None else str(link), f"{seconds}.{millis:03d}",
-                  click.get("ip", ""), click.get("ua", ""), click.get("ref", "")]
+        lines += [
+            click["slug"],
+            "" if link is None else str(link),
+            f"{seconds}.{millis:03d}",
+            click.get("ip", ""),
+            click.get("ua", ""),
+            click.get("ref", ""),
+        ]
     return {"v": VERSION, "clicks": ("\n".join(lines) + "\n").encode()}

@@ -7,6 +7,7 @@ A batch reaches the rollups through two temporary tables: `batch_breakdown`
 click: link, hour, visitor hash, bot). `add_batch` adds them to the hour
 tables, to the day tables for hours already folded, and to the totals.
 """
+
 import logging
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
@@ -69,8 +70,10 @@ def breakdown_rows(agent_keys: list[tuple], host_keys: list[tuple], country_keys
             total[0] += n
             if not is_bot:
                 total[1] += n
-    return "".join(f"{link}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{human}\n"
-                   for (link, hour, dimension, value), (n, human) in totals.items()).encode("utf-8", "replace")
+    return "".join(
+        f"{link}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{human}\n"
+        for (link, hour, dimension, value), (n, human) in totals.items()
+    ).encode("utf-8", "replace")
 
 
 # batch_breakdown from the rows of a data-modifying CTE `new` with a click's
@@ -159,8 +162,9 @@ ON CONFLICT (link_id) DO UPDATE SET
 _BATCH_STATEMENTS = [
     _ADD_ROLLUP.format(g="hour", source=_BATCH_ROLLUP.format(bucket=_HOUR_BUCKET, late="true")),
     # batch_breakdown has a row per link, hour, dimension and value already.
-    _ADD_BREAKDOWN.format(g="hour", source=f"SELECT link_id, {_HOUR_BUCKET}, dimension, value, clicks, "
-                                           "human_clicks FROM batch_breakdown"),
+    _ADD_BREAKDOWN.format(
+        g="hour", source=f"SELECT link_id, {_HOUR_BUCKET}, dimension, value, clicks, human_clicks FROM batch_breakdown"
+    ),
     _ADD_ROLLUP.format(g="day", source=_BATCH_ROLLUP.format(bucket=_DAY_BUCKET, late=_LATE)),
     _ADD_BREAKDOWN.format(g="day", source=_BATCH_BREAKDOWN.format(bucket=_DAY_BUCKET, late=_LATE)),
     _TOTALS,
@@ -186,13 +190,19 @@ ORDER BY id FOR KEY SHARE
 """
 _FOLD_STATEMENTS = [
     _LOCK_FOLDED_LINKS,
-    _ADD_ROLLUP.format(g="day", source=f"""
+    _ADD_ROLLUP.format(
+        g="day",
+        source=f"""
         SELECT link_id, {DAY_OF_BUCKET}, sum(clicks), sum(human_clicks), hll_union_agg(visitor_sketch),
                hll_union_agg(human_visitor_sketch)
-        FROM click_rollup_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2"""),
-    _ADD_BREAKDOWN.format(g="day", source=f"""
+        FROM click_rollup_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2""",
+    ),
+    _ADD_BREAKDOWN.format(
+        g="day",
+        source=f"""
         SELECT link_id, {DAY_OF_BUCKET}, dimension, value, sum(clicks), sum(human_clicks)
-        FROM click_breakdown_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2, 3, 4"""),
+        FROM click_breakdown_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2, 3, 4""",
+    ),
     "UPDATE click_day_fold SET folded_before = %(until)s",
 ]
 
@@ -221,8 +231,13 @@ def fold_days(*, until: datetime) -> tuple[datetime, datetime]:
 
 # --- a link deleted -------------------------------------------------------------
 
-_LINK_TABLES = ("click_rollup_hour", "click_rollup_day", "click_breakdown_hour", "click_breakdown_day",
-                "link_click_totals")
+_LINK_TABLES = (
+    "click_rollup_hour",
+    "click_rollup_day",
+    "click_breakdown_hour",
+    "click_breakdown_day",
+    "link_click_totals",
+)
 
 
 def link_delete_rollups(cursor, link_id: int) -> None:

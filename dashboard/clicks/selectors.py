@@ -1,4 +1,5 @@
 """Reads of click statistics, from the rollups only (docs/rollups.md)."""
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -62,8 +63,9 @@ class StatsRange:
     include_bots: bool
 
 
-def stats_range(*, start: datetime | None = None, end: datetime | None = None, interval: str = "day",
-                include_bots: bool = False) -> StatsRange:
+def stats_range(
+    *, start: datetime | None = None, end: datetime | None = None, interval: str = "day", include_bots: bool = False
+) -> StatsRange:
     """The range of a stats request (link_stats' arguments), with defaults:
     up to now, from STATS_DEFAULT_SPAN before the end. Raises ValidationError
     with a message per parameter, named as the API and the link page name
@@ -89,15 +91,19 @@ def stats_range(*, start: datetime | None = None, end: datetime | None = None, i
     if start >= end:
         raise ValidationError({"to": "Must be after 'from'."})
     if (end - start) / INTERVALS[interval] > STATS_MAX_POINTS:
-        raise ValidationError(
-            {"interval": f"At most {STATS_MAX_POINTS} points: use a shorter range or interval=day."}
-        )
+        raise ValidationError({"interval": f"At most {STATS_MAX_POINTS} points: use a shorter range or interval=day."})
     return StatsRange(start=start, end=end, interval=interval, include_bots=include_bots)
 
 
-def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,
-               interval: Literal["hour", "day"] = "day", include_bots: bool = False,
-               top: int | None = 50) -> LinkStats:
+def link_stats(
+    *,
+    link_ids: Iterable[int],
+    start: datetime,
+    end: datetime,
+    interval: Literal["hour", "day"] = "day",
+    include_bots: bool = False,
+    top: int | None = 50,
+) -> LinkStats:
     """Time series and breakdowns of the links' clicks in [start, end), summed
     over the links. Buckets are whole UTC hours or days: start is rounded
     down and end up to the interval. Bots are left out unless include_bots.
@@ -147,10 +153,12 @@ def link_stats(*, link_ids: Iterable[int], start: datetime, end: datetime,
         if whole_days_from >= whole_days_to:
             parts = [("click_breakdown_hour", "", start, end)]
         else:
-            parts = [("click_breakdown_hour", "", start, whole_days_from),
-                     ("click_breakdown_day", "", whole_days_from, whole_days_to),
-                     ("click_breakdown_hour", NOT_FOLDED, whole_days_from, whole_days_to),
-                     ("click_breakdown_hour", "", whole_days_to, end)]
+            parts = [
+                ("click_breakdown_hour", "", start, whole_days_from),
+                ("click_breakdown_day", "", whole_days_from, whole_days_to),
+                ("click_breakdown_hour", NOT_FOLDED, whole_days_from, whole_days_to),
+                ("click_breakdown_hour", "", whole_days_to, end),
+            ]
         union = " UNION ALL ".join(
             f"SELECT dimension, value, {clicks} AS clicks FROM {tables} "
             f"WHERE link_id = ANY(%s) AND bucket >= {floor or '%s'} AND bucket < %s"

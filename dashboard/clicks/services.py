@@ -1,4 +1,5 @@
 """Writes to the click tables other than the import itself."""
+
 from django.db import connection
 
 from .rollups import link_delete_rollups

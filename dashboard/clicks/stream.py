@@ -1,6 +1,7 @@
 """The click stream as the importer uses it (docs/contract.md): its names,
 the consumer group, reading and claiming entries, dead letters,
 acknowledgements, and the backlog."""
+
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -32,7 +33,9 @@ class ClickStream:
 
     def read(self, start: str, block_ms: int | None) -> list[Entry]:
         """Entries after `start`: '>' for new ones, '0' for this consumer's own pending ones."""
-        reply = self.redis.xreadgroup(CLICKS_GROUP, self.consumer, {CLICKS_STREAM: start}, count=self.batch_size, block=block_ms)
+        reply = self.redis.xreadgroup(
+            CLICKS_GROUP, self.consumer, {CLICKS_STREAM: start}, count=self.batch_size, block=block_ms
+        )
         return reply[0][1] if reply else []
 
     def claim(self, start: str = "0-0") -> tuple[str, list[Entry]]:
@@ -40,7 +43,12 @@ class ClickStream:
         claim_idle_ms. Returns the cursor to go on from ('0-0' once the scan
         is done) and the entries."""
         cursor, entries, *_deleted = self.redis.xautoclaim(
-            CLICKS_STREAM, CLICKS_GROUP, self.consumer, min_idle_time=self.claim_idle_ms, start_id=start, count=self.batch_size
+            CLICKS_STREAM,
+            CLICKS_GROUP,
+            self.consumer,
+            min_idle_time=self.claim_idle_ms,
+            start_id=start,
+            count=self.batch_size,
         )
         cursor = cursor.decode() if isinstance(cursor, bytes) else cursor
         if entries:

@@ -10,6 +10,7 @@ export_lines writes the same columns. A cell that a spreadsheet would run
 as a formula gets a leading single quote (OWASP, "CSV injection"); the
 import takes that quote off again, so an export imports back as it was.
 """
+
 import csv
 import io
 from collections.abc import Iterable, Iterator
@@ -92,7 +93,9 @@ def row_arguments(fields: dict[str, str]) -> tuple[dict[str, Any] | None, Errors
     if not fields["url"]:
         errors["url"] = ["This field is required."]
     arguments: dict[str, Any] = {
-        "url": fields["url"], "slug": fields["slug"] or None, "title": fields["title"],
+        "url": fields["url"],
+        "slug": fields["slug"] or None,
+        "title": fields["title"],
         "tags": [tag.strip() for tag in fields["tags"].split(",") if tag.strip()],
     }
     readers = {
@@ -136,16 +139,20 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes) -> 
         rows, slugs = [], []
         for record in reader:
             if len(rows) >= settings.WEB_IMPORT_MAX_ROWS:
-                raise ValidationError("More than %(max)d rows: split the file.", code="too_many",
-                                      params={"max": settings.WEB_IMPORT_MAX_ROWS})
+                raise ValidationError(
+                    "More than %(max)d rows: split the file.",
+                    code="too_many",
+                    params={"max": settings.WEB_IMPORT_MAX_ROWS},
+                )
             fields = {name: unquote((record.get(name) or "").strip()) for name in CSV_COLUMNS}
             arguments, errors = row_arguments(fields)
             errors = errors or _validation_errors(arguments)
             rows.append({"line": reader.line_num, "fields": fields, "errors": errors})
             slugs.append(None if errors else arguments["slug"])
     except csv.Error as exc:
-        raise ValidationError("Line %(line)d is not valid CSV: %(error)s", code="csv",
-                              params={"line": reader.line_num, "error": exc}) from None
+        raise ValidationError(
+            "Line %(line)d is not valid CSV: %(error)s", code="csv", params={"line": reader.line_num, "error": exc}
+        ) from None
     if not rows:
         raise ValidationError("The file has no rows below its header.", code="empty")
 
@@ -169,7 +176,7 @@ def import_run_chunk(*, link_import: LinkImport, size: int | None = None) -> Lin
     link_import = LinkImport.objects.select_for_update().get(pk=link_import.pk)
     end = min(link_import.total, link_import.position + (size or settings.WEB_IMPORT_CHUNK_ROWS))
     pending, items = [], []
-    for row in link_import.rows[link_import.position:end]:
+    for row in link_import.rows[link_import.position : end]:
         if row["errors"]:
             continue
         arguments, row["errors"] = row_arguments(row["fields"])
@@ -200,8 +207,18 @@ def export_lines(links: Iterable[Link]) -> Iterator[str]:
 
     yield line(EXPORT_COLUMNS)
     for link in links:
-        yield line([
-            link.slug, link.url, link.title, ",".join(link.tags), str(link.redirect_status),
-            link.expires_at.isoformat() if link.expires_at else "", str(link.forward_query).lower(),
-            str(link.is_active).lower(), short_url(link.slug), str(link.clicks), link.created_at.isoformat(),
-        ])
+        yield line(
+            [
+                link.slug,
+                link.url,
+                link.title,
+                ",".join(link.tags),
+                str(link.redirect_status),
+                link.expires_at.isoformat() if link.expires_at else "",
+                str(link.forward_query).lower(),
+                str(link.is_active).lower(),
+                short_url(link.slug),
+                str(link.clicks),
+                link.created_at.isoformat(),
+            ]
+        )

@@ -1,6 +1,7 @@
 """The publisher's metrics (`manage.py run_publisher --metrics-port`), in a
 registry of its own: changes published and retries, counted by its loop,
 and the outbox's depth, read from PostgreSQL when Prometheus scrapes."""
+
 from django.db import DatabaseError, connection
 from prometheus_client import CollectorRegistry, Counter
 
@@ -20,11 +21,21 @@ def _outbox() -> dict[str, float]:
 class PublisherMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.published = Counter("slingshot_publisher_changes_published_total",
-                                 "Outbox rows delivered to Redis.", registry=self.registry)
-        self.retries = Counter("slingshot_publisher_retries_total",
-                               "Times the publisher lost Redis or PostgreSQL and tried again after a pause.",
-                               registry=self.registry)
-        self.registry.register(ScrapeGauges(read=_outbox, errors=(DatabaseError,), documentation={
-            "slingshot_publisher_outbox_depth": "Link changes in the outbox, not yet delivered to Redis.",
-        }, up=("slingshot_publisher_database_up", "1 if PostgreSQL answered this scrape's outbox query, else 0.")))
+        self.published = Counter(
+            "slingshot_publisher_changes_published_total", "Outbox rows delivered to Redis.", registry=self.registry
+        )
+        self.retries = Counter(
+            "slingshot_publisher_retries_total",
+            "Times the publisher lost Redis or PostgreSQL and tried again after a pause.",
+            registry=self.registry,
+        )
+        self.registry.register(
+            ScrapeGauges(
+                read=_outbox,
+                errors=(DatabaseError,),
+                documentation={
+                    "slingshot_publisher_outbox_depth": "Link changes in the outbox, not yet delivered to Redis.",
+                },
+                up=("slingshot_publisher_database_up", "1 if PostgreSQL answered this scrape's outbox query, else 0."),
+            )
+        )

@@ -17,8 +17,7 @@ class Link(models.Model):
     slug = models.CharField(max_length=slugs.MAX_LENGTH, unique=True, validators=[slugs.validate_slug])
     url = models.TextField("target URL", validators=[validate_target_url])
     # Indexed by link_owner_created, which starts with it.
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="links",
-                              db_index=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="links", db_index=False)
     title = models.CharField(max_length=200, blank=True)
     tags = ArrayField(models.CharField(max_length=50), default=list, blank=True, size=20, validators=[validate_tags])
     redirect_status = models.PositiveSmallIntegerField(

@@ -8,6 +8,7 @@ rows only once Redis has taken them; while Redis is down they wait, and
 nothing is lost. With LINK_PUBLISH_INLINE the request that made the change
 also delivers right after its commit (no publisher needed, a few ms slower).
 """
+
 import json
 import logging
 from collections.abc import Iterable

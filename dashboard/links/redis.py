@@ -4,6 +4,7 @@ Two of them: `get_redis` for the publisher and the importer, which wait for
 Redis and retry at their own level; and, for anything a request or a scrape
 waits on, `quick_call`, with short timeouts behind a small circuit breaker.
 """
+
 import logging
 import threading
 import time
@@ -106,8 +107,13 @@ class CircuitBreaker:
             self._open_until = self._clock() + self._cooldown()
             self._failure = f"({exc.__class__.__name__}) less than {self._cooldown():g}s ago"
         if first:
-            log.warning("Redis failed (%s: %s: %s); requests skip it for %gs at a time until it answers",
-                        what, exc.__class__.__name__, exc, self._cooldown())
+            log.warning(
+                "Redis failed (%s: %s: %s); requests skip it for %gs at a time until it answers",
+                what,
+                exc.__class__.__name__,
+                exc,
+                self._cooldown(),
+            )
 
     def _closed(self) -> None:
         with self._lock:

@@ -3,6 +3,7 @@
 links, with their clicks; superusers see everyone's. The staff flag opens
 the Django admin and the operational figures of the overview, and shows no
 one else's link."""
+
 import ipaddress
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -60,8 +61,13 @@ ORDERING_FIELDS = ("created_at", "clicks", "slug")
 
 
 def link_search(
-    *, user: AbstractBaseUser, query: str = "", tag: str | None = None, is_active: bool | None = None,
-    created_after: datetime | None = None, created_before: datetime | None = None,
+    *,
+    user: AbstractBaseUser,
+    query: str = "",
+    tag: str | None = None,
+    is_active: bool | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
     ordering: str | Sequence[str] = ("-created_at",),
 ) -> QuerySet[Link]:
     """The links the user sees, with their click totals (with_click_totals).
@@ -105,8 +111,12 @@ def link_for(*, user: AbstractBaseUser, slug: str) -> Link:
 
 
 def clicks_visible_to(
-    user: AbstractBaseUser, *, slug: str | None = None, ip: str | None = None,
-    start: datetime | None = None, end: datetime | None = None,
+    user: AbstractBaseUser,
+    *,
+    slug: str | None = None,
+    ip: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
 ) -> QuerySet[Click]:
     clicks = Click.objects.select_related("agent")
     if not sees_every_link(user):

@@ -1,5 +1,6 @@
 """Writes to links. Every change goes through here so it is validated the
 same way and published to Redis once the transaction has committed."""
+
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -106,8 +107,16 @@ def link_create(
     forward_query: bool = False,
     is_active: bool = True,
 ) -> Link:
-    link = link_validate(url=url, slug=slug, title=title, tags=tags, redirect_status=redirect_status,
-                         expires_at=expires_at, forward_query=forward_query, is_active=is_active)
+    link = link_validate(
+        url=url,
+        slug=slug,
+        title=title,
+        tags=tags,
+        redirect_status=redirect_status,
+        expires_at=expires_at,
+        forward_query=forward_query,
+        is_active=is_active,
+    )
     link.owner = owner
     _save(link, regenerate_slug=not slug)
     _publish(link.slug)

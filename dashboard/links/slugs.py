@@ -2,6 +2,7 @@
 against the same rule before any lookup (EDGE_SLUG_ALPHABET,
 EDGE_SLUG_MIN_LENGTH and EDGE_SLUG_MAX_LENGTH default to it), and
 `edge/t/test_contract.py` holds the two together."""
+
 import re
 import secrets
 import string

@@ -1,6 +1,7 @@
 """Rules for what a link may hold. The edge trusts these (docs/contract.md):
 a target that passes `normalise_target` is ASCII, has nothing a header could
 be split on, and is served by the edge as it is."""
+
 import ipaddress
 import re
 import socket
@@ -22,7 +23,8 @@ def validate_tags(value: list[str]) -> None:
     for tag in value:
         if not isinstance(tag, str) or not TAG_PATTERN.fullmatch(tag):
             raise ValidationError(
-                "Tags are 1 to 50 letters, digits, '.', '-' or '_': %(tag)r is not.", code="invalid_tag",
+                "Tags are 1 to 50 letters, digits, '.', '-' or '_': %(tag)r is not.",
+                code="invalid_tag",
                 params={"tag": tag},
             )
 
@@ -59,8 +61,7 @@ def _ascii_host(host: str) -> str:
     try:
         return idna.encode(host, uts46=True, transitional=False).decode("ascii")
     except idna.IDNAError as exc:
-        raise _refuse("%(host)s is not a valid host name: %(reason)s.", "invalid_host", host=host,
-                      reason=exc) from None
+        raise _refuse("%(host)s is not a valid host name: %(reason)s.", "invalid_host", host=host, reason=exc) from None
 
 
 def _ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -133,7 +134,9 @@ def normalise_target(value: str) -> str:
         raise _refuse("Enter a URL.", "invalid")
     value = value.strip(" \t\r\n")
     if not _visible(value):
-        raise _refuse("The URL must not contain spaces or control characters, nor invisible or direction-changing ones.", "unsafe")
+        raise _refuse(
+            "The URL must not contain spaces or control characters, nor invisible or direction-changing ones.", "unsafe"
+        )
     try:
         parts = urlsplit(value)
     except ValueError:
@@ -156,8 +159,15 @@ def normalise_target(value: str) -> str:
     if blocked:
         raise _refuse("Links to %(domain)s are not allowed here.", "blocked", domain=blocked)
     netloc = host if port in (None, DEFAULT_PORTS[scheme]) else f"{host}:{port}"
-    normalised = urlunsplit((scheme, netloc, quote(parts.path, safe=_PATH_SAFE),
-                             quote(parts.query, safe=_QUERY_SAFE), quote(parts.fragment, safe=_QUERY_SAFE)))
+    normalised = urlunsplit(
+        (
+            scheme,
+            netloc,
+            quote(parts.path, safe=_PATH_SAFE),
+            quote(parts.query, safe=_QUERY_SAFE),
+            quote(parts.fragment, safe=_QUERY_SAFE),
+        )
+    )
     limit = settings.LINK_URL_MAX_LENGTH
     if len(normalised) > limit:
         raise _refuse("The URL is longer than %(limit)d characters.", "too_long", limit=limit)

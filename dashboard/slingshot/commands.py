@@ -1,5 +1,6 @@
 """The base of Slingshot's long-running management commands (import_clicks,
 run_publisher): one way to stop and one way to retry."""
+
 import signal
 import time
 

@@ -1,6 +1,7 @@
 """What Django answers when a request fails before or outside a view: JSON
 for the API (its clients read JSON, whatever went wrong), Django's own
 pages for the dashboard."""
+
 from django.http import JsonResponse
 from django.views import defaults
 

@@ -1,6 +1,7 @@
 """/healthz: whether this dashboard can reach what it needs, for load
 balancers and container health checks. No sign-in; the answer names what
 failed and how (an exception's class), never an address or a password."""
+
 import logging
 
 import redis
@@ -34,7 +35,10 @@ def problems() -> list[str]:
 
 def healthz(request: HttpRequest) -> HttpResponse:
     found = problems()
-    response = HttpResponse("".join(f"{problem}\n" for problem in found) or "ok\n",
-                            status=503 if found else 200, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(
+        "".join(f"{problem}\n" for problem in found) or "ok\n",
+        status=503 if found else 200,
+        content_type="text/plain; charset=utf-8",
+    )
     response["Cache-Control"] = "no-store"
     return response

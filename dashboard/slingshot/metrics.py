@@ -7,6 +7,7 @@ PROMETHEUS_MULTIPROC_DIR set (settings.py), every worker writes them to that
 folder and a scrape adds them all up. The latency of a streamed response
 (the links' CSV export) is the time to its first byte.
 """
+
 import ipaddress
 import logging
 import time
@@ -34,12 +35,15 @@ log = logging.getLogger(__name__)
 METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
 REQUESTS = Counter(
-    "slingshot_dashboard_requests_total", "Requests answered by the dashboard, by method, view and status.",
+    "slingshot_dashboard_requests_total",
+    "Requests answered by the dashboard, by method, view and status.",
     ["method", "view", "status"],
 )
 LATENCY = Histogram(
-    "slingshot_dashboard_request_duration_seconds", "Time to answer a request, by method and view.",
-    ["method", "view"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    "slingshot_dashboard_request_duration_seconds",
+    "Time to answer a request, by method and view.",
+    ["method", "view"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 
 
@@ -86,8 +90,11 @@ def address_allowed(address: str | None) -> bool:
 def metrics(request: HttpRequest) -> HttpResponse:
     """The dashboard's metrics, for addresses in DASHBOARD_METRICS_ALLOW."""
     if not address_allowed(client_address(request)):
-        return HttpResponse("Forbidden: this address may not read metrics (DASHBOARD_METRICS_ALLOW).\n",
-                            status=403, content_type="text/plain; charset=utf-8")
+        return HttpResponse(
+            "Forbidden: this address may not read metrics (DASHBOARD_METRICS_ALLOW).\n",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
     if settings.PROMETHEUS_MULTIPROC_DIR:
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
@@ -107,8 +114,14 @@ class ScrapeGauges:
     A gauge `<up>` says whether the source answered; when it did not, the
     others are left out of that scrape, which still answers at once."""
 
-    def __init__(self, *, read: Callable[[], dict[str, float]], documentation: dict[str, str],
-                 up: tuple[str, str], errors: tuple[type[Exception], ...]):
+    def __init__(
+        self,
+        *,
+        read: Callable[[], dict[str, float]],
+        documentation: dict[str, str],
+        up: tuple[str, str],
+        errors: tuple[type[Exception], ...],
+    ):
         self.read, self.documentation, self.up, self.errors = read, documentation, up, errors
 
     def collect(self):
@@ -124,11 +137,17 @@ class ScrapeGauges:
 
 
 def add_metrics_arguments(parser, *, port: int | None, address: str, setting: str) -> None:
-    parser.add_argument("--metrics-port", type=int, default=port,
-                        help=f"serve Prometheus metrics over HTTP on this port (default: {setting}, or none)")
-    parser.add_argument("--metrics-address", default=address,
-                        help=f"the address to serve them on (default: {setting.removesuffix('PORT')}ADDRESS, "
-                             f"or 127.0.0.1)")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=port,
+        help=f"serve Prometheus metrics over HTTP on this port (default: {setting}, or none)",
+    )
+    parser.add_argument(
+        "--metrics-address",
+        default=address,
+        help=f"the address to serve them on (default: {setting.removesuffix('PORT')}ADDRESS, or 127.0.0.1)",
+    )
 
 
 def serve_metrics(registry: CollectorRegistry, *, port: int | None, address: str, who: str) -> None:

@@ -5,6 +5,7 @@ health check on 127.0.0.1 or Prometheus scraping by a service name would not
 match, and before SECURE_SSL_REDIRECT would send them to an HTTPS they do
 not speak. Neither builds a URL from the Host header, which is what
 ALLOWED_HOSTS guards; /metrics checks the client's address itself."""
+
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 
 from . import health, metrics

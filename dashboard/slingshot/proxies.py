@@ -10,6 +10,7 @@ NUM_PROXIES (settings.py sets it from the same variable), so sign-in
 throttling (django-axes), the API's per-address throttle and the /metrics
 allow-list all see the same address.
 """
+
 import ipaddress
 
 from django.http import HttpRequest

@@ -1,6 +1,7 @@
 """The schema as it is, in the top-level sql/ folder, one file per family of
 tables. Each app's one migration applies its files and tells Django what the
 tables of its models are (`SeparateDatabaseAndState`)."""
+
 from pathlib import Path
 
 from django.db import migrations

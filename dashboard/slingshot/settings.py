@@ -6,6 +6,7 @@ from a second terminal with nothing to export. Real environment variables
 always win. Secrets have no default: without `.run/env` or the variables,
 Django refuses to start.
 """
+
 import ipaddress
 import os
 from datetime import timedelta
@@ -107,8 +108,9 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # A PostgreSQL that does not answer fails a new connection after this many
 # seconds, rather than holding the request (and /healthz) until the client gives up.
-DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT",
-                                                                                      default=5))
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+    "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=5)
+)
 
 # Sign-in throttling (slingshot/signin.py): axes' backend first, so that a
 # locked-out client's password is not even checked.

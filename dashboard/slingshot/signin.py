@@ -15,6 +15,7 @@ Two counts, each with its own limit:
   a flood of guesses at many accounts. Higher, so that people behind one
   shared address do not lock each other out by a few typos.
 """
+
 from datetime import timedelta
 
 from axes.conf import settings
@@ -44,8 +45,9 @@ class SignInAttempts(AxesDatabaseHandler):
     own limit."""
 
     def get_failures(self, request, credentials: dict | None = None) -> int:
-        counted = zip(get_lockout_parameters(request, credentials), self.get_user_attempts(request, credentials),
-                      strict=True)
+        counted = zip(
+            get_lockout_parameters(request, credentials), self.get_user_attempts(request, credentials), strict=True
+        )
         worst = 0
         for parameters, attempts in counted:
             failures = attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
@@ -59,8 +61,9 @@ def lockout_message(cool_off: timedelta | None) -> str:
     return f"Too many failed sign-ins from your address. Try again {wait}."
 
 
-def lockout_response(request: HttpRequest, original_response: HttpResponse | None = None,
-                     credentials: dict | None = None) -> HttpResponse:
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict | None = None
+) -> HttpResponse:
     """What a locked-out client gets (AXES_LOCKOUT_CALLABLE): the sign-in
     page it used, the dashboard's or the admin's, with the lockout in place
     of the form's own error, as 429 Too Many Requests with a Retry-After."""
@@ -70,11 +73,13 @@ def lockout_response(request: HttpRequest, original_response: HttpResponse | Non
     form = context.get("form")
     if isinstance(original_response, TemplateResponse) and isinstance(form, forms.Form):
         form.errors[NON_FIELD_ERRORS] = form.error_class([message], error_class="nonfield")
-        response = TemplateResponse(request, original_response.template_name, context,
-                                    status=settings.AXES_HTTP_RESPONSE_CODE).render()
+        response = TemplateResponse(
+            request, original_response.template_name, context, status=settings.AXES_HTTP_RESPONSE_CODE
+        ).render()
     else:
-        response = HttpResponse(message, status=settings.AXES_HTTP_RESPONSE_CODE,
-                                content_type="text/plain; charset=utf-8")
+        response = HttpResponse(
+            message, status=settings.AXES_HTTP_RESPONSE_CODE, content_type="text/plain; charset=utf-8"
+        )
     if cool_off:
         response["Retry-After"] = str(int(cool_off.total_seconds()))
     return response

@@ -2,6 +2,7 @@
 in their services (links/services.py, api/services.py) and selectors
 (clicks.selectors.stats_range); a service's ValidationError is shown on the
 form with add_service_errors."""
+
 from django import forms
 from django.conf import settings
 from django.contrib.postgres.forms import SimpleArrayField
@@ -35,13 +36,21 @@ class LinkForm(forms.Form):
     title = forms.CharField(required=False)
     tags = SimpleArrayField(forms.CharField(), required=False, help_text="Separated by commas.")
     redirect_status = forms.TypedChoiceField(
-        label="Redirect status", coerce=int, initial=302, choices=Link._meta.get_field("redirect_status").choices,
+        label="Redirect status",
+        coerce=int,
+        initial=302,
+        choices=Link._meta.get_field("redirect_status").choices,
     )
     expires_at = forms.DateTimeField(
-        label="Expires at (UTC)", required=False, widget=DateTimeInput, help_text="After it the link answers 410 Gone.",
+        label="Expires at (UTC)",
+        required=False,
+        widget=DateTimeInput,
+        help_text="After it the link answers 410 Gone.",
     )
     forward_query = forms.BooleanField(
-        label="Forward query string", required=False, help_text="Add the visitor's query parameters to the target.",
+        label="Forward query string",
+        required=False,
+        help_text="Add the visitor's query parameters to the target.",
     )
     is_active = forms.BooleanField(label="Active", required=False, initial=True)
 
@@ -66,24 +75,37 @@ class LinkListForm(forms.Form):
     """The links page's filters, as links.selectors.link_search takes them.
     A value that does not parse is left out."""
 
-    SORTS = {"-created": "-created_at", "created": "created_at", "-clicks": "-clicks", "clicks": "clicks",
-             "slug": "slug"}
+    SORTS = {
+        "-created": "-created_at",
+        "created": "created_at",
+        "-clicks": "-clicks",
+        "clicks": "clicks",
+        "slug": "slug",
+    }
     STATUSES = [("", "Any status"), ("active", "Active"), ("disabled", "Disabled")]
 
-    q = forms.CharField(label="Search", required=False, widget=forms.SearchInput(
-        attrs={"placeholder": "Slug, title or target"}))
+    q = forms.CharField(
+        label="Search", required=False, widget=forms.SearchInput(attrs={"placeholder": "Slug, title or target"})
+    )
     tag = forms.CharField(required=False)
     status = forms.ChoiceField(choices=STATUSES, required=False)
-    sort = forms.ChoiceField(required=False, choices=[
-        ("-created", "Newest"), ("created", "Oldest"), ("-clicks", "Most clicks"), ("clicks", "Fewest clicks"),
-        ("slug", "Slug"),
-    ])
+    sort = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("-created", "Newest"),
+            ("created", "Oldest"),
+            ("-clicks", "Most clicks"),
+            ("clicks", "Fewest clicks"),
+            ("slug", "Slug"),
+        ],
+    )
 
     def search_arguments(self) -> dict:
         self.is_valid()
         data = self.cleaned_data
         return {
-            "query": data.get("q") or "", "tag": data.get("tag") or None,
+            "query": data.get("q") or "",
+            "tag": data.get("tag") or None,
             "is_active": {"active": True, "disabled": False}.get(data.get("status") or ""),
             "ordering": self.SORTS[data.get("sort") or "-created"],
         }
@@ -107,8 +129,12 @@ class StatsRangeForm(forms.Form):
         data = super().clean()
         if not self.errors:
             try:
-                self.span = stats_range(start=data.get("from"), end=data.get("to"),
-                                        interval=data.get("interval") or "day", include_bots=data["include_bots"])
+                self.span = stats_range(
+                    start=data.get("from"),
+                    end=data.get("to"),
+                    interval=data.get("interval") or "day",
+                    include_bots=data["include_bots"],
+                )
             except ValidationError as exc:
                 self.add_error(None, exc)
         return data
@@ -134,8 +160,11 @@ class CsvUploadForm(forms.Form):
     def clean_file(self):
         upload = self.cleaned_data.get("file")
         if self.too_large or (upload and upload.size > self.max_bytes):
-            raise ValidationError("The file is larger than %(max)s: split it.", code="too_large",
-                                  params={"max": filesizeformat(self.max_bytes)})
+            raise ValidationError(
+                "The file is larger than %(max)s: split it.",
+                code="too_large",
+                params={"max": filesizeformat(self.max_bytes)},
+            )
         return upload
 
 

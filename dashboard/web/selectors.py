@@ -1,5 +1,6 @@
 """Reads for the dashboard pages that the links and clicks selectors do not
 already give: the overview's totals and the health of the edge."""
+
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -42,8 +43,12 @@ def overview_for(user: AbstractBaseUser, *, now: datetime | None = None) -> Over
         return sum(point.clicks for point in stats.series if point.bucket >= day)
 
     return Overview(
-        links=len(ids), clicks_today=since(today), clicks_7d=since(today - timedelta(days=6)),
-        clicks_30d=stats.clicks, series=stats.series, top_links=[(link, link.clicks) for link in top],
+        links=len(ids),
+        clicks_today=since(today),
+        clicks_7d=since(today - timedelta(days=6)),
+        clicks_30d=stats.clicks,
+        series=stats.series,
+        top_links=[(link, link.clicks) for link in top],
     )
 
 

@@ -2,6 +2,7 @@
 leaves the files of a multipart body out of its count, and
 FILE_UPLOAD_MAX_MEMORY_SIZE only decides whether a file is kept in memory or
 in a temporary file: neither refuses a large file."""
+
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 
 

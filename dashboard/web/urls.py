@@ -12,10 +12,18 @@ urlpatterns = [
     path("", views.overview, name="overview"),
     path("sign-in/", views.SignInView.as_view(), name="sign-in"),
     path("sign-out/", auth_views.LogoutView.as_view(), name="sign-out"),
-    path("password/", auth_views.PasswordChangeView.as_view(
-        template_name="web/password_change.html", success_url=reverse_lazy("web:password-change-done")), name="password-change"),
-    path("password/done/", auth_views.PasswordChangeDoneView.as_view(
-        template_name="web/password_change_done.html"), name="password-change-done"),
+    path(
+        "password/",
+        auth_views.PasswordChangeView.as_view(
+            template_name="web/password_change.html", success_url=reverse_lazy("web:password-change-done")
+        ),
+        name="password-change",
+    ),
+    path(
+        "password/done/",
+        auth_views.PasswordChangeDoneView.as_view(template_name="web/password_change_done.html"),
+        name="password-change-done",
+    ),
     path("links/", views.link_list, name="link-list"),
     path("links/new/", views.link_create, name="link-create"),
     path("links/export.csv", views.link_export, name="link-export"),

@@ -1,5 +1,6 @@
 """Dashboard pages. Views stay thin: forms parse, the services of links/ and
 api/ act, the selectors read."""
+
 import io
 from datetime import datetime, timedelta, timezone
 
@@ -29,7 +30,10 @@ from .selectors import OVERVIEW_DAYS, edge_health, overview_for
 from .uploads import UploadLimitHandler
 
 BREAKDOWN_TITLES = {
-    "referer_host": "Referrers", "browser": "Browsers", "os": "Operating systems", "device": "Devices",
+    "referer_host": "Referrers",
+    "browser": "Browsers",
+    "os": "Operating systems",
+    "device": "Devices",
     "country": "Countries",
 }
 RECENT_CLICKS = 20
@@ -38,6 +42,7 @@ RECENT_CLICKS = 20
 class SignInView(auth_views.LoginView):
     """Django's sign-in; django-axes throttles it like every other way to
     sign in (slingshot/signin.py)."""
+
     template_name = "web/sign_in.html"
     redirect_authenticated_user = True
 
@@ -70,10 +75,16 @@ def _chart(series, *, label: str, interval: str, start: datetime, end: datetime)
 def overview(request):
     now = datetime.now(timezone.utc)
     totals = overview_for(request.user, now=now)
-    context = {"totals": totals, "chart": _chart(
-        totals.series, label="Clicks per day (UTC), bots left out", interval="day",
-        start=now - timedelta(days=OVERVIEW_DAYS - 1), end=now,
-    )}
+    context = {
+        "totals": totals,
+        "chart": _chart(
+            totals.series,
+            label="Clicks per day (UTC), bots left out",
+            interval="day",
+            start=now - timedelta(days=OVERVIEW_DAYS - 1),
+            end=now,
+        ),
+    }
     if selectors.sees_operations(request.user):
         context["operations"] = True
         try:
@@ -96,16 +107,24 @@ def link_list(request):
     page.object_list = [rows[pk] for pk in page]
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "web/link_list.html", {
-        "form": form, "page": page, "query": query.urlencode(), "short_base": short_url(""),
-    })
+    return render(
+        request,
+        "web/link_list.html",
+        {
+            "form": form,
+            "page": page,
+            "query": query.urlencode(),
+            "short_base": short_url(""),
+        },
+    )
 
 
 @login_required
 def link_export(request):
     links = selectors.link_search(user=request.user, **forms.LinkListForm(request.GET).search_arguments())
-    response = StreamingHttpResponse(imports.export_lines(links.iterator(chunk_size=2000)),
-                                     content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(
+        imports.export_lines(links.iterator(chunk_size=2000)), content_type="text/csv; charset=utf-8"
+    )
     response["Content-Disposition"] = 'attachment; filename="links.csv"'
     return response
 
@@ -163,17 +182,37 @@ def link_detail(request, slug: str):
     link = _link_or_404(request, slug)
     form = forms.StatsRangeForm(request.GET)
     span = form.span if form.is_valid() else stats_range()  # the defaults, below the form's errors
-    stats = link_stats(link_ids=[link.pk], start=span.start, end=span.end, interval=span.interval,
-                       include_bots=span.include_bots, top=10)
+    stats = link_stats(
+        link_ids=[link.pk],
+        start=span.start,
+        end=span.end,
+        interval=span.interval,
+        include_bots=span.include_bots,
+        top=10,
+    )
     recent = selectors.clicks_visible_to(request.user, slug=link.slug).order_by("-occurred_at")[:RECENT_CLICKS]
     what = "" if span.include_bots else ", bots left out"
-    return render(request, "web/link_detail.html", {
-        "link": link, "short_url": short_url(link.slug), "stats": stats, "span": span, "errors": form.errors,
-        "totals": link_totals(link_ids=[link.pk])[link.pk], "recent": recent,
-        "breakdowns": [(BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items()],
-        "chart": _chart(stats.series, label=f"Clicks per {span.interval} (UTC){what}",
-                        interval=span.interval, start=span.start, end=span.end),
-    })
+    return render(
+        request,
+        "web/link_detail.html",
+        {
+            "link": link,
+            "short_url": short_url(link.slug),
+            "stats": stats,
+            "span": span,
+            "errors": form.errors,
+            "totals": link_totals(link_ids=[link.pk])[link.pk],
+            "recent": recent,
+            "breakdowns": [(BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items()],
+            "chart": _chart(
+                stats.series,
+                label=f"Clicks per {span.interval} (UTC){what}",
+                interval=span.interval,
+                start=span.start,
+                end=span.end,
+            ),
+        },
+    )
 
 
 @login_required
@@ -216,11 +255,19 @@ def link_import_detail(request, pk: int):
     link_import = get_object_or_404(LinkImport, pk=pk, owner=request.user)
     rows = link_import.rows
     valid = [row for row in rows if not row["errors"]]
-    return render(request, "web/link_import_detail.html", {
-        "import": link_import, "columns": imports.CSV_COLUMNS, "valid": len(valid),
-        "error_rows": [row for row in rows if row["errors"]][:500],
-        "preview_rows": [(row["line"], [row["fields"][name] for name in imports.CSV_COLUMNS]) for row in valid[:20]],
-    })
+    return render(
+        request,
+        "web/link_import_detail.html",
+        {
+            "import": link_import,
+            "columns": imports.CSV_COLUMNS,
+            "valid": len(valid),
+            "error_rows": [row for row in rows if row["errors"]][:500],
+            "preview_rows": [
+                (row["line"], [row["fields"][name] for name in imports.CSV_COLUMNS]) for row in valid[:20]
+            ],
+        },
+    )
 
 
 @login_required
@@ -228,9 +275,15 @@ def link_import_detail(request, pk: int):
 def link_import_run(request, pk: int):
     link_import = imports.import_run_chunk(link_import=get_object_or_404(LinkImport, pk=pk, owner=request.user))
     if request.headers.get("Accept") == "application/json":
-        return JsonResponse({"position": link_import.position, "total": link_import.total,
-                             "created": link_import.created, "failed": link_import.failed,
-                             "done": link_import.done})
+        return JsonResponse(
+            {
+                "position": link_import.position,
+                "total": link_import.total,
+                "created": link_import.created,
+                "failed": link_import.failed,
+                "done": link_import.done,
+            }
+        )
     return redirect("web:link-import-detail", pk=link_import.pk)
 
 
@@ -246,9 +299,15 @@ def tokens(request):
         else:
             created = {"token": token, "raw": raw}
             form = forms.TokenForm()
-    return render(request, "web/tokens.html", {
-        "form": form, "created": created, "tokens": ApiToken.objects.filter(user=request.user),
-    })
+    return render(
+        request,
+        "web/tokens.html",
+        {
+            "form": form,
+            "created": created,
+            "tokens": ApiToken.objects.filter(user=request.user),
+        },
+    )
 
 
 @login_required

@@ -1,6 +1,7 @@
 """The click stream read as docs/contract.md says, for the edge tests and
 make bench: a reading of the contract of its own, apart from the importer's
 (dashboard/clicks/records.py), and free of side effects on import."""
+
 import re
 
 
@@ -15,10 +16,16 @@ def decode_clicks(fields: dict[bytes, bytes]) -> list[dict]:
     assert re.fullmatch(r"[0-9a-f]{16}", prefix)
     clicks = []
     for number, at in enumerate(range(2, len(lines), 6), start=first):
-        slug, link, msec, ip, ua, ref = lines[at:at + 6]
+        slug, link, msec, ip, ua, ref = lines[at : at + 6]
         assert re.fullmatch(r"[0-9]{0,19}", link) and re.fullmatch(r"\d+\.\d{3}", msec)
-        click = {"id": f"{prefix}{number:016x}", "ts": int(msec.replace(".", "")), "slug": slug,
-                 "ip": ip, "ua": ua, "ref": ref}
+        click = {
+            "id": f"{prefix}{number:016x}",
+            "ts": int(msec.replace(".", "")),
+            "slug": slug,
+            "ip": ip,
+            "ua": ua,
+            "ref": ref,
+        }
         if link:
             click["link"] = link
         else:

@@ -1,5 +1,6 @@
 """What the edge tests share: publishing links the way docs/contract.md says,
 reading the click stream and the edge's /metrics, and a private Redis."""
+
 import os
 import re
 import socket

@@ -1,5 +1,6 @@
 """The per-worker link cache: follows every change within a second, one
 Redis lookup per slug per worker at a time, unknown slugs cached briefly."""
+
 import threading
 import time
 import uuid
@@ -50,8 +51,10 @@ def test_every_worker_follows_a_change_made_in_the_dashboard_within_a_second(mak
     edge = make_edge(workers=2)
     owner = get_user_model().objects.create_user("cache-" + uuid.uuid4().hex[:8])
     link = services.link_create(owner=owner, url="https://example.com/old")
-    wait_until(lambda: all(answer(edge, link.slug) == (302, "https://example.com/old") for _ in range(20)),
-               what="the new link at every worker")
+    wait_until(
+        lambda: all(answer(edge, link.slug) == (302, "https://example.com/old") for _ in range(20)),
+        what="the new link at every worker",
+    )
     before = metrics(edge)
 
     fields, expected = CHANGES[change]
@@ -114,8 +117,9 @@ def test_unknown_slugs_cost_one_lookup_per_worker_per_negative_ttl(make_edge):
 
 
 def test_an_expired_unknown_slug_is_answered_at_once_and_asked_again_in_the_background(make_edge, private_redis):
-    edge = make_edge(workers=1, env={**private_redis.edge_env(), "EDGE_NEGATIVE_TTL": "0.5",
-                                     "EDGE_REDIS_READ_TIMEOUT_MS": "5000"})
+    edge = make_edge(
+        workers=1, env={**private_redis.edge_env(), "EDGE_NEGATIVE_TTL": "0.5", "EDGE_REDIS_READ_TIMEOUT_MS": "5000"}
+    )
     rds = private_redis.client()
     slug = new_slug()
     assert edge.request(f"/{slug}").status == 404  # looked up: unknown
@@ -186,9 +190,13 @@ def test_misses_arriving_together_share_a_round_trip_and_each_gets_its_own_link(
         thread.start()
     for thread in visitors:
         thread.join()
-    assert answers == {slug: (302, f"https://example.com/{slug}") for slug in slugs[:50]} | dict.fromkeys(slugs[50:], (404, None))
+    assert answers == {slug: (302, f"https://example.com/{slug}") for slug in slugs[:50]} | dict.fromkeys(
+        slugs[50:], (404, None)
+    )
     stats = rds.info("commandstats")
-    round_trips = sum(stats.get(f"cmdstat_{c}", {}).get("calls", 0)
-                      - stats_before.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("get", "mget"))
+    round_trips = sum(
+        stats.get(f"cmdstat_{c}", {}).get("calls", 0) - stats_before.get(f"cmdstat_{c}", {}).get("calls", 0)
+        for c in ("get", "mget")
+    )
     assert round_trips <= 10, "misses that waited together were asked for one by one"
     assert delta(before, metrics(edge), LOOKUPS) == 60

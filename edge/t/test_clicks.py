@@ -1,4 +1,5 @@
 """Clicks: buffered per worker, flushed from a timer to the stream."""
+
 import re
 import time
 import uuid
@@ -107,8 +108,9 @@ def test_reload_during_traffic_loses_no_click(make_edge, rds):
 
 
 def test_a_full_buffer_drops_and_counts_and_the_rest_arrives(make_edge, private_redis):
-    edge = make_edge(workers=1, env={**private_redis.edge_env(), "EDGE_CLICK_BUFFER_MAX": "10",
-                                     "EDGE_CLICK_RETRY_MAX": "0.2"})
+    edge = make_edge(
+        workers=1, env={**private_redis.edge_env(), "EDGE_CLICK_BUFFER_MAX": "10", "EDGE_CLICK_RETRY_MAX": "0.2"}
+    )
     client = private_redis.client()
     slug = new_slug("b")
     seen = following(edge, client)
@@ -140,7 +142,8 @@ def test_headers_with_quotes_or_bytes_that_are_not_utf8_arrive_as_valid_json(edg
         assert edge.request(f"/{slug}", headers={"User-Agent": agent}).status == 302
     found = wait_for_clicks(rds, slug, len(agents))
     assert sorted(click["ua"] for click in found) == sorted(
-        ['say "hi" \\ ok', "caf\ufffd", '","ref":"spoofed', "ünïcödé"])
+        ['say "hi" \\ ok', "caf\ufffd", '","ref":"spoofed', "ünïcödé"]
+    )
     assert all(click["ref"] == "" for click in found)
 
 

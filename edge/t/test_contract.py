@@ -1,5 +1,6 @@
 """The contract (docs/contract.md): both tiers use the names it gives, and a
 link published by the dashboard is read correctly by the edge."""
+
 import re
 import uuid
 from datetime import timedelta
@@ -29,8 +30,10 @@ def lua_constants(module: str) -> dict[str, str]:
 def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
     edge = lua_constants("contract")
     assert edge == {
-        "LINK_KEY_PREFIX": contract.LINK_KEY_PREFIX, "LINK_CHANGES_STREAM": contract.LINK_CHANGES_STREAM,
-        "CLICKS_STREAM": contract.CLICKS_STREAM, "CLICK_RECORD_VERSION": contract.CLICK_RECORD_VERSION,
+        "LINK_KEY_PREFIX": contract.LINK_KEY_PREFIX,
+        "LINK_CHANGES_STREAM": contract.LINK_CHANGES_STREAM,
+        "CLICKS_STREAM": contract.CLICKS_STREAM,
+        "CLICK_RECORD_VERSION": contract.CLICK_RECORD_VERSION,
     }
     keys = dict(re.findall(r"^\| (.+?) \| (stream|string \(JSON\)|consumer group) \|", DOC, flags=re.M))
     assert keys == {
@@ -48,9 +51,13 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
 def test_the_slug_rule_is_the_same_in_the_document_the_dashboard_and_the_edge():
     edge = lua_constants("slug")
     assert (edge["DEFAULT_ALPHABET"], int(edge["MIN_LENGTH"]), int(edge["MAX_LENGTH"])) == (
-        slugs.ALPHABET, slugs.MIN_LENGTH, slugs.MAX_LENGTH)
+        slugs.ALPHABET,
+        slugs.MIN_LENGTH,
+        slugs.MAX_LENGTH,
+    )
     assert f"A slug is {slugs.MIN_LENGTH} to {slugs.MAX_LENGTH} characters of `[{slugs.ALPHABET}]`" in " ".join(
-        DOC.split())
+        DOC.split()
+    )
     nginx_paths = set(re.findall(r"^\s*location = /([\w.-]+)", (REPO / "nginx.conf").read_text(), flags=re.M))
     assert nginx_paths == set(contract.EDGE_PATHS)
     for path in contract.EDGE_PATHS:
@@ -61,8 +68,12 @@ def test_the_slug_rule_is_the_same_in_the_document_the_dashboard_and_the_edge():
 def test_every_slug_the_dashboard_accepts_the_edge_serves(edge):
     owner = get_user_model().objects.create_user("contract-" + uuid.uuid4().hex[:8])
     every_character = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
-    chosen = ["Q", "-" + uuid.uuid4().hex[:8], every_character[:32] + uuid.uuid4().hex,
-              uuid.uuid4().hex[:8] + every_character[32:]]
+    chosen = [
+        "Q",
+        "-" + uuid.uuid4().hex[:8],
+        every_character[:32] + uuid.uuid4().hex,
+        uuid.uuid4().hex[:8] + every_character[32:],
+    ]
     links = [services.link_create(owner=owner, url=f"https://example.com/{slug}", slug=slug) for slug in chosen]
     links += [services.link_create(owner=owner, url="https://example.com/generated") for _ in range(20)]
     for link in links:
@@ -116,10 +127,16 @@ def test_disabled_link_is_404_and_expired_link_is_410(edge, owner):
     assert edge.request(f"/{later.slug}").status == 302
 
 
-@pytest.mark.parametrize("typed", [
-    "HTTPS://EXAMPLE.COM/Case", "https://Bücher.example/straße?q=ä#frag", "http://134744072/dotted",
-    "https://example.com:443/default-port", 'https://example.com/"quotes"<and>{braces}',
-])
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "HTTPS://EXAMPLE.COM/Case",
+        "https://Bücher.example/straße?q=ä#frag",
+        "http://134744072/dotted",
+        "https://example.com:443/default-port",
+        'https://example.com/"quotes"<and>{braces}',
+    ],
+)
 def test_the_edge_serves_every_target_as_the_dashboard_keeps_it(edge, owner, typed):
     link = create(owner, url=typed)
     assert link.url.isascii() and link.url != typed

@@ -1,5 +1,6 @@
 """Redis going away: cached links keep redirecting, the rest get a quick 503,
 and the clicks buffered meanwhile arrive, every one, once Redis is back."""
+
 import time
 import uuid
 

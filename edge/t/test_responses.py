@@ -1,5 +1,6 @@
 """What the edge answers besides a plain redirect: `/`, unknown and malformed
 slugs, its own paths, and a Location nothing can be smuggled into."""
+
 import time
 import uuid
 
@@ -26,8 +27,9 @@ def test_root_and_unknown_slugs_answer_404_pages_by_default(edge):
 
 
 def test_root_and_not_found_redirects(make_edge, rds):
-    edge = make_edge(env={"EDGE_ROOT_URL": "https://www.example.com/",
-                          "EDGE_NOT_FOUND_URL": "https://www.example.com/missing"})
+    edge = make_edge(
+        env={"EDGE_ROOT_URL": "https://www.example.com/", "EDGE_NOT_FOUND_URL": "https://www.example.com/missing"}
+    )
     disabled = "n" + uuid.uuid4().hex[:10]
     expired = "e" + uuid.uuid4().hex[:10]
     publish(rds, disabled, active=False)
@@ -41,8 +43,7 @@ def test_root_and_not_found_redirects(make_edge, rds):
 
 
 def test_slug_shape_is_configurable(make_edge, rds):
-    edge = make_edge(env={"EDGE_SLUG_ALPHABET": "a-z0-9.", "EDGE_SLUG_MIN_LENGTH": "3",
-                          "EDGE_SLUG_MAX_LENGTH": "12"})
+    edge = make_edge(env={"EDGE_SLUG_ALPHABET": "a-z0-9.", "EDGE_SLUG_MIN_LENGTH": "3", "EDGE_SLUG_MAX_LENGTH": "12"})
     slug = "v1.x" + uuid.uuid4().hex[:6]
     publish(rds, slug)
     before = metrics(edge)
@@ -58,10 +59,10 @@ def test_slug_shape_is_configurable(make_edge, rds):
 def test_forwarded_query_cannot_add_headers(edge, rds):
     slug = "i" + uuid.uuid4().hex[:10]
     publish(rds, slug, "https://example.com/p", forward_query=True)
-    answer = raw_request(edge.port, f"/{slug}?a=%0d%0aX-Evil:%201&b=\xff\xc3\"<".encode("latin-1"))
+    answer = raw_request(edge.port, f'/{slug}?a=%0d%0aX-Evil:%201&b=\xff\xc3"<'.encode("latin-1"))
     head = answer.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
     assert head[0] == b"HTTP/1.1 302 Moved Temporarily"
-    assert b"Location: https://example.com/p?a=%0d%0aX-Evil:%201&b=%FF%C3\"<" in head
+    assert b'Location: https://example.com/p?a=%0d%0aX-Evil:%201&b=%FF%C3"<' in head
     assert not any(line.lower().startswith(b"x-evil") for line in head)
 
 
@@ -71,11 +72,17 @@ def test_metrics_are_prometheus_text(edge):
     assert response.status == 200
     assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
     text = response.body.decode()
-    for family in ("slingshot_edge_requests_total", "slingshot_edge_cache_hits_total",
-                   "slingshot_edge_cache_misses_total", "slingshot_edge_cache_negative_hits_total",
-                   "slingshot_edge_redis_errors_total", "slingshot_edge_clicks_buffered_total",
-                   "slingshot_edge_clicks_flushed_total", "slingshot_edge_clicks_dropped_total",
-                   "slingshot_edge_click_buffer_depth"):
+    for family in (
+        "slingshot_edge_requests_total",
+        "slingshot_edge_cache_hits_total",
+        "slingshot_edge_cache_misses_total",
+        "slingshot_edge_cache_negative_hits_total",
+        "slingshot_edge_redis_errors_total",
+        "slingshot_edge_clicks_buffered_total",
+        "slingshot_edge_clicks_flushed_total",
+        "slingshot_edge_clicks_dropped_total",
+        "slingshot_edge_click_buffer_depth",
+    ):
         assert f"# TYPE {family} " in text, family
     assert 'slingshot_edge_requests_total{outcome="not_found"} ' in text
     values = metrics(edge)

@@ -1,5 +1,6 @@
 """Every answer of the edge tells browsers not to guess its content type
 (X-Content-Type-Options: nosniff): redirects, 404s, 410s and its own paths."""
+
 import time
 import uuid
 
@@ -18,7 +19,11 @@ def test_every_answer_says_nosniff(edge, rds):
         "health": edge.request("/healthz"),
     }
     assert {name: answer.status for name, answer in answers.items()} == {
-        "redirect": 302, "unknown slug": 404, "malformed slug": 404, "expired": 410, "health": 200,
+        "redirect": 302,
+        "unknown slug": 404,
+        "malformed slug": 404,
+        "expired": 410,
+        "health": 200,
     }
     for name, answer in answers.items():
         assert answer.headers.get_all("X-Content-Type-Options") == ["nosniff"], name

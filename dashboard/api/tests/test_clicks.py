@@ -43,13 +43,22 @@ def test_clicks_filter_by_ip_link_and_time_with_cursor_pages(api, user, make_use
     assert len(page["results"]) == 100 and page["next"]
     rest = api.get(page["next"]).json()
     assert len(rest["results"]) == 50 and rest["next"] is None
-    window = api.get("/api/v1/clicks", {"from": (T0 + timedelta(minutes=10)).isoformat(),
-                                        "to": (T0 + timedelta(minutes=20)).isoformat()}).json()
+    window = api.get(
+        "/api/v1/clicks",
+        {"from": (T0 + timedelta(minutes=10)).isoformat(), "to": (T0 + timedelta(minutes=20)).isoformat()},
+    ).json()
     assert len(window["results"]) == 10
     assert api.get("/api/v1/clicks", {"link": theirs.slug}).json()["results"] == []
 
 
-@pytest.mark.parametrize("params", [{"ip": "not-an-ip"}, {"from": "yesterday"}, {"link": "a b"},
-                                    {"from": "2030-01-02T00:00:00Z", "to": "2030-01-01T00:00:00Z"}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"ip": "not-an-ip"},
+        {"from": "yesterday"},
+        {"link": "a b"},
+        {"from": "2030-01-02T00:00:00Z", "to": "2030-01-01T00:00:00Z"},
+    ],
+)
 def test_bad_click_queries_are_400(api, params):
     assert api.get("/api/v1/clicks", params).status_code == 400

@@ -1,4 +1,5 @@
 """Whatever goes wrong, the API answers JSON with the right status."""
+
 import json
 
 import pytest
@@ -18,8 +19,9 @@ def test_json_nested_too_deeply_is_a_400(api):
 
 def test_a_body_over_the_limit_is_a_json_400(api, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
-    response = api.post("/api/v1/links", json.dumps({"url": "https://example.com/" + "a" * 2000}),
-                        content_type="application/json")
+    response = api.post(
+        "/api/v1/links", json.dumps({"url": "https://example.com/" + "a" * 2000}), content_type="application/json"
+    )
     assert response.status_code == 400
     assert response["Content-Type"] == "application/json"
 
@@ -33,21 +35,27 @@ def test_an_error_in_the_api_is_a_json_500_and_elsewhere_a_page():
     factory = RequestFactory()
     api = server_error(factory.get("/api/v1/links"))
     assert (api.status_code, api["Content-Type"], json.loads(api.content)["detail"][:14]) == (
-        500, "application/json", "Internal error")
+        500,
+        "application/json",
+        "Internal error",
+    )
     page = server_error(factory.get("/links/"))
     assert page.status_code == 500 and page["Content-Type"].startswith("text/html")
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"url": "https://example.com/", "slug": 7}, "slug"),
-    ({"url": "https://example.com/", "is_active": "true"}, "is_active"),
-    ({"url": "https://example.com/", "forward_query": 1}, "forward_query"),
-    ({"url": "https://example.com/", "redirect_status": "302"}, "redirect_status"),
-    ({"url": "https://example.com/", "tags": ["ok", 5]}, "tags"),
-    ({"url": "https://example.com/", "tags": "sale"}, "tags"),
-    ({"url": ["https://example.com/"]}, "url"),
-    ({"url": "https://example.com/", "max_visits": 3}, "max_visits"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"url": "https://example.com/", "slug": 7}, "slug"),
+        ({"url": "https://example.com/", "is_active": "true"}, "is_active"),
+        ({"url": "https://example.com/", "forward_query": 1}, "forward_query"),
+        ({"url": "https://example.com/", "redirect_status": "302"}, "redirect_status"),
+        ({"url": "https://example.com/", "tags": ["ok", 5]}, "tags"),
+        ({"url": "https://example.com/", "tags": "sale"}, "tags"),
+        ({"url": ["https://example.com/"]}, "url"),
+        ({"url": "https://example.com/", "max_visits": 3}, "max_visits"),
+    ],
+)
 def test_fields_take_the_json_type_their_schema_says_and_unknown_fields_are_named(api, body, field):
     response = api.post("/api/v1/links", body, format="json")
     assert response.status_code == 400 and field in response.json(), response.content

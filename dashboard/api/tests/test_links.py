@@ -16,10 +16,20 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_create_returns_every_field(api, settings):
     settings.EDGE_BASE_URL = "https://sho.rt"
     slug = fresh_slug()
-    response = api.post("/api/v1/links", {
-        "url": "https://example.com/x", "slug": slug, "title": "X", "tags": ["a", "b"], "redirect_status": 307,
-        "expires_at": "2031-01-01T00:00:00Z", "forward_query": True, "is_active": True,
-    }, format="json")
+    response = api.post(
+        "/api/v1/links",
+        {
+            "url": "https://example.com/x",
+            "slug": slug,
+            "title": "X",
+            "tags": ["a", "b"],
+            "redirect_status": 307,
+            "expires_at": "2031-01-01T00:00:00Z",
+            "forward_query": True,
+            "is_active": True,
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["short_url"] == f"https://sho.rt/{slug}"
@@ -99,9 +109,12 @@ def test_another_users_link_is_404_for_every_method(api, make_user):
 def test_superusers_see_every_link_and_staff_only_their_own(client_for, make_user):
     theirs = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
     staff = client_for(make_user(is_staff=True))
-    for response in (staff.get(f"/api/v1/links/{theirs.slug}"), staff.get(f"/api/v1/links/{theirs.slug}/stats"),
-                     staff.patch(f"/api/v1/links/{theirs.slug}", {"title": "mine now"}, format="json"),
-                     staff.delete(f"/api/v1/links/{theirs.slug}")):
+    for response in (
+        staff.get(f"/api/v1/links/{theirs.slug}"),
+        staff.get(f"/api/v1/links/{theirs.slug}/stats"),
+        staff.patch(f"/api/v1/links/{theirs.slug}", {"title": "mine now"}, format="json"),
+        staff.delete(f"/api/v1/links/{theirs.slug}"),
+    ):
         assert response.status_code == 404
     assert theirs.slug not in [link["slug"] for link in staff.get("/api/v1/links").json()["results"]]
     boss = client_for(make_user(is_staff=True, is_superuser=True))
@@ -124,8 +137,14 @@ def test_partial_update_and_delete(api):
 def test_list_search_filter_order_and_paginate(api, user):
     now = timezone.now()
     for i in range(60):
-        link = link_create(owner=user, url=f"https://example.com/{i}", slug=fresh_slug("p"),
-                           title="needle" if i == 7 else "", tags=["even"] if i % 2 == 0 else [], is_active=i != 3)
+        link = link_create(
+            owner=user,
+            url=f"https://example.com/{i}",
+            slug=fresh_slug("p"),
+            title="needle" if i == 7 else "",
+            tags=["even"] if i % 2 == 0 else [],
+            is_active=i != 3,
+        )
         Link.objects.filter(pk=link.pk).update(created_at=now - timedelta(hours=i))
     page = api.get("/api/v1/links").json()
     assert page["count"] == 60 and len(page["results"]) == 50 and page["next"]
@@ -135,7 +154,10 @@ def test_list_search_filter_order_and_paginate(api, user):
     assert api.get("/api/v1/links?tag=even").json()["count"] == 30
     assert api.get("/api/v1/links?is_active=false").json()["count"] == 1
     window = f"created_after={(now - timedelta(hours=10, minutes=30)).isoformat()}"
-    assert api.get("/api/v1/links", {"created_after": (now - timedelta(hours=10, minutes=30)).isoformat()}).json()["count"] == 11, window
+    assert (
+        api.get("/api/v1/links", {"created_after": (now - timedelta(hours=10, minutes=30)).isoformat()}).json()["count"]
+        == 11
+    ), window
     oldest = api.get("/api/v1/links?ordering=created_at").json()["results"][0]
     assert oldest["url"] == "https://example.com/59"
     assert api.get("/api/v1/links?ordering=-clicks").status_code == 200
@@ -199,10 +221,17 @@ def test_concurrent_generated_slugs_never_collide(user, settings):
 
 def test_list_parameters_parse_in_the_api_and_filter_in_the_selector(api, user):
     now = timezone.now()
-    spring = link_create(owner=user, url="https://example.com/spring", slug=fresh_slug("s"), title="Spring sale",
-                         tags=["sale"])
-    summer = link_create(owner=user, url="https://example.com/summer", slug=fresh_slug("u"), title="Summer sale",
-                         tags=["sale"], is_active=False)
+    spring = link_create(
+        owner=user, url="https://example.com/spring", slug=fresh_slug("s"), title="Spring sale", tags=["sale"]
+    )
+    summer = link_create(
+        owner=user,
+        url="https://example.com/summer",
+        slug=fresh_slug("u"),
+        title="Summer sale",
+        tags=["sale"],
+        is_active=False,
+    )
     Link.objects.filter(pk=summer.pk).update(created_at=now - timedelta(days=2))
 
     def slugs(**params):
@@ -221,13 +250,20 @@ def test_list_parameters_parse_in_the_api_and_filter_in_the_selector(api, user):
     assert slugs(ordering="-clicks,created_at") == [summer.slug, spring.slug]
 
 
-@pytest.mark.parametrize("params, field", [
-    ({"ordering": "title"}, "ordering"), ({"ordering": "clicks,-url"}, "ordering"),
-    ({"ordering": "clicks, created_at"}, "ordering"), ({"ordering": "clicks,"}, "ordering"),
-    ({"is_active": "maybe"}, "is_active"), ({"created_after": "yesterday"}, "created_after"),
-    ({"created_before": "0001-01-01T00:00:00+01:00"}, "created_before"),
-    ({"search": "a\x00b"}, "search"), ({"page": "9"}, "detail"),
-])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"ordering": "title"}, "ordering"),
+        ({"ordering": "clicks,-url"}, "ordering"),
+        ({"ordering": "clicks, created_at"}, "ordering"),
+        ({"ordering": "clicks,"}, "ordering"),
+        ({"is_active": "maybe"}, "is_active"),
+        ({"created_after": "yesterday"}, "created_after"),
+        ({"created_before": "0001-01-01T00:00:00+01:00"}, "created_before"),
+        ({"search": "a\x00b"}, "search"),
+        ({"page": "9"}, "detail"),
+    ],
+)
 def test_bad_list_parameters_are_400_with_a_message(api, params, field):
     response = api.get("/api/v1/links", params)
     assert response.status_code in (400, 404) and field in response.json(), response.content
@@ -250,13 +286,16 @@ def test_bulk_create_items_of_the_wrong_shape_or_repeated(api, user):
     assert (body["created"], body["failed"]) == (2, 3)
     assert body["results"][4]["link"]["clicks"] == 0
     assert set(Link.objects.filter(owner=user).values_list("url", flat=True)) == {
-        "https://example.com/1", "https://example.com/5"}
+        "https://example.com/1",
+        "https://example.com/5",
+    }
 
 
 def test_times_with_any_offset_are_taken_in_utc(api):
     # PostgreSQL refuses offsets beyond ±15:59; the API's times arrive in UTC.
-    response = api.post("/api/v1/links", {"url": "https://example.com/", "expires_at": "2030-01-01T00:00:00+16:00"},
-                        format="json")
+    response = api.post(
+        "/api/v1/links", {"url": "https://example.com/", "expires_at": "2030-01-01T00:00:00+16:00"}, format="json"
+    )
     assert response.status_code == 201 and response.json()["expires_at"] == "2029-12-31T08:00:00Z"
     slug = response.json()["slug"]
     response = api.patch(f"/api/v1/links/{slug}", {"expires_at": "2030-01-01T00:00:00-16:30"}, format="json")

@@ -7,8 +7,15 @@ pytestmark = pytest.mark.django_db
 def test_schema_describes_every_endpoint_with_errors(client):
     schema = client.get("/api/v1/schema/?format=json").json()
     paths = schema["paths"]
-    for path in ["/api/v1/links", "/api/v1/links/{slug}", "/api/v1/links/{slug}/stats", "/api/v1/links/bulk",
-                 "/api/v1/clicks", "/api/v1/tokens", "/api/v1/tokens/{id}"]:
+    for path in [
+        "/api/v1/links",
+        "/api/v1/links/{slug}",
+        "/api/v1/links/{slug}/stats",
+        "/api/v1/links/bulk",
+        "/api/v1/clicks",
+        "/api/v1/tokens",
+        "/api/v1/tokens/{id}",
+    ]:
         assert path in paths, path
         for operation in paths[path].values():
             assert operation.get("summary"), (path, operation)
@@ -19,7 +26,12 @@ def test_schema_describes_every_endpoint_with_errors(client):
     listed = {parameter["name"] for parameter in paths["/api/v1/links"]["get"]["parameters"]}
     assert listed == {"search", "tag", "is_active", "created_after", "created_before", "ordering", "page"}
     assert {parameter["name"] for parameter in paths["/api/v1/links/{slug}/stats"]["get"]["parameters"]} == {
-        "slug", "from", "to", "interval", "include_bots"}
+        "slug",
+        "from",
+        "to",
+        "interval",
+        "include_bots",
+    }
 
 
 def test_interactive_docs_work_offline(client):

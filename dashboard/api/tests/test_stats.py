@@ -1,4 +1,5 @@
 """Stats and totals come from the importer's rollups: clicks go through the real importer."""
+
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -15,8 +16,12 @@ GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.
 
 
 def import_clicks(link, clicks):
-    add_entry([{"ts": int(ts.timestamp() * 1000), "slug": link.slug, "link": link.pk, "ip": ip, "ua": ua, "ref": ref}
-               for ts, ip, ua, ref in clicks])
+    add_entry(
+        [
+            {"ts": int(ts.timestamp() * 1000), "slug": link.slug, "link": link.pk, "ip": ip, "ua": ua, "ref": ref}
+            for ts, ip, ua, ref in clicks
+        ]
+    )
     call_command("import_clicks", "--once", "--consumer", "stats-test")
 
 
@@ -24,12 +29,15 @@ def test_stats_series_breakdowns_and_bot_flag(api, user):
     link = link_create(owner=user, url="https://example.com/", slug="st" + uuid.uuid4().hex[:8])
     now = datetime.now(timezone.utc).replace(minute=30, second=0, microsecond=0)
     earlier = now - timedelta(hours=3)
-    import_clicks(link, [
-        (earlier, "198.51.100.1", FIREFOX, "https://news.example.org/a"),
-        (earlier, "198.51.100.2", FIREFOX, "https://news.example.org/b"),
-        (now, "198.51.100.3", FIREFOX, ""),
-        (now, "66.249.66.1", GOOGLEBOT, ""),
-    ])
+    import_clicks(
+        link,
+        [
+            (earlier, "198.51.100.1", FIREFOX, "https://news.example.org/a"),
+            (earlier, "198.51.100.2", FIREFOX, "https://news.example.org/b"),
+            (now, "198.51.100.3", FIREFOX, ""),
+            (now, "66.249.66.1", GOOGLEBOT, ""),
+        ],
+    )
 
     body = api.get(f"/api/v1/links/{link.slug}/stats", {"interval": "hour"}).json()
     assert body["clicks"] == 3
@@ -61,15 +69,19 @@ def test_order_by_clicks(api, user):
     assert slugs.index(busy.slug) < slugs.index(quiet.slug)
 
 
-@pytest.mark.parametrize("params, field", [
-    ({"interval": "minute"}, "interval"), ({"from": "2030-01-02T00:00:00Z", "to": "2030-01-01T00:00:00Z"}, "to"),
-    ({"interval": "hour", "from": "2020-01-01T00:00:00Z", "to": "2021-01-01T00:00:00Z"}, "interval"),
-    ({"include_bots": "maybe"}, "include_bots"),
-    ({"interval": "hour", "to": "9999-12-31T23:30:00Z"}, "to"),  # its hour ends in the year 10000
-    ({"to": "9999-12-31T00:00:01Z"}, "to"),
-    ({"to": "0001-01-10T00:00:00Z"}, "to"),  # the default 30 days before it
-    ({"from": "0001-01-01T00:00:00+01:00", "to": "0001-01-02T00:00:00Z"}, "from"),
-])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"interval": "minute"}, "interval"),
+        ({"from": "2030-01-02T00:00:00Z", "to": "2030-01-01T00:00:00Z"}, "to"),
+        ({"interval": "hour", "from": "2020-01-01T00:00:00Z", "to": "2021-01-01T00:00:00Z"}, "interval"),
+        ({"include_bots": "maybe"}, "include_bots"),
+        ({"interval": "hour", "to": "9999-12-31T23:30:00Z"}, "to"),  # its hour ends in the year 10000
+        ({"to": "9999-12-31T00:00:01Z"}, "to"),
+        ({"to": "0001-01-10T00:00:00Z"}, "to"),  # the default 30 days before it
+        ({"from": "0001-01-01T00:00:00+01:00", "to": "0001-01-02T00:00:00Z"}, "from"),
+    ],
+)
 def test_bad_stats_queries_are_400(api, user, params, field):
     link = link_create(owner=user, url="https://example.com/", slug="sb" + uuid.uuid4().hex[:8])
     response = api.get(f"/api/v1/links/{link.slug}/stats", params)
@@ -88,8 +100,10 @@ def test_stats_ranges_default_and_reach_the_ends_of_the_calendar(api, user):
     start, end = span()
     assert end - start == timedelta(days=30) and abs(end - datetime.now(timezone.utc)) < timedelta(minutes=5)
     start, end = span(interval="hour", to="2030-06-01T12:00:00+02:00")
-    assert (start, end) == (datetime(2030, 5, 30, 10, tzinfo=timezone.utc),
-                            datetime(2030, 6, 1, 10, tzinfo=timezone.utc))
+    assert (start, end) == (
+        datetime(2030, 5, 30, 10, tzinfo=timezone.utc),
+        datetime(2030, 6, 1, 10, tzinfo=timezone.utc),
+    )
     assert span(interval="hour", to="9999-12-31T23:00:00Z")[0] == datetime(9999, 12, 29, 23, tzinfo=timezone.utc)
     assert span(**{"from": "0001-01-01T00:00:00Z", "to": "0001-01-02T00:00:00Z"})[1].year == 1
     start, _ = span(**{"from": "2030-01-01T00:00:00+16:00", "to": "2030-01-02T00:00:00Z"})

@@ -2,6 +2,7 @@
 written as the edge writes them (record format 3), and a fixture that starts
 each test with empty click and dead-letter streams (import it into a test
 module)."""
+
 import uuid
 
 import pytest
@@ -31,8 +32,9 @@ def fresh_rollups():
     """Empty rollups, and no hour folded into the day tables yet: what a
     test of the fold needs to find, whatever ran before it."""
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE click_rollup_hour, click_rollup_day, click_breakdown_hour, click_breakdown_day, "
-                       "link_click_totals")
+        cursor.execute(
+            "TRUNCATE click_rollup_hour, click_rollup_day, click_breakdown_hour, click_breakdown_day, link_click_totals"
+        )
         cursor.execute("UPDATE click_day_fold SET folded_before = 'epoch'")
 
 
@@ -59,5 +61,6 @@ def add_entry(clicks: list[dict], **numbering) -> bytes:
 
 
 def importer(consumer: str, *, enricher: Enricher = ENRICHER, **stream_options) -> ClickImporter:
-    return ClickImporter(stream=ClickStream(get_redis(), consumer=consumer, **stream_options),
-                         maker=BatchMaker(enricher))
+    return ClickImporter(
+        stream=ClickStream(get_redis(), consumer=consumer, **stream_options), maker=BatchMaker(enricher)
+    )

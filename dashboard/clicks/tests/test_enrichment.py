@@ -1,14 +1,20 @@
 """Enrichment is pure logic over the parsers' own data: no database needed."""
+
 import pytest
 
 from clicks.enrichment import Enricher, device_class, hash64, referer_host, stored_user_agent
 
-IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 "
-          "(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1")
-IPAD = ("Mozilla/5.0 (iPad; CPU OS 16_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-        "Version/16.0 Mobile/15E148 Safari/604.1")
-WINDOWS_CHROME = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-                  "Chrome/124.0.0.0 Safari/537.36")
+IPHONE = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 "
+    "(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1"
+)
+IPAD = (
+    "Mozilla/5.0 (iPad; CPU OS 16_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+    "Version/16.0 Mobile/15E148 Safari/604.1"
+)
+WINDOWS_CHROME = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+)
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 
 
@@ -17,16 +23,19 @@ def enricher() -> Enricher:
     return Enricher()
 
 
-@pytest.mark.parametrize("privacy, raw, stored, network", [
-    ("anonymise", "203.0.113.77", "203.0.113.0", "203.0.113.0"),
-    ("anonymise", "2001:db8:abcd:1234:5678::1", "2001:db8:abcd::", "2001:db8:abcd::"),
-    ("anonymise", "::ffff:198.51.100.9", "198.51.100.0", "198.51.100.0"),
-    ("full", "203.0.113.77", "203.0.113.77", "203.0.113.0"),
-    ("full", "2001:db8:abcd:1234::1", "2001:db8:abcd:1234::1", "2001:db8:abcd::"),
-    ("full", "::ffff:198.51.100.9", "198.51.100.9", "198.51.100.0"),
-    ("none", "203.0.113.77", None, "203.0.113.0"),
-    ("anonymise", "not an address", None, ""),
-])
+@pytest.mark.parametrize(
+    "privacy, raw, stored, network",
+    [
+        ("anonymise", "203.0.113.77", "203.0.113.0", "203.0.113.0"),
+        ("anonymise", "2001:db8:abcd:1234:5678::1", "2001:db8:abcd::", "2001:db8:abcd::"),
+        ("anonymise", "::ffff:198.51.100.9", "198.51.100.0", "198.51.100.0"),
+        ("full", "203.0.113.77", "203.0.113.77", "203.0.113.0"),
+        ("full", "2001:db8:abcd:1234::1", "2001:db8:abcd:1234::1", "2001:db8:abcd::"),
+        ("full", "::ffff:198.51.100.9", "198.51.100.9", "198.51.100.0"),
+        ("none", "203.0.113.77", None, "203.0.113.0"),
+        ("anonymise", "not an address", None, ""),
+    ],
+)
 def test_ip_privacy(privacy, raw, stored, network):
     facts = Enricher(ip_privacy=privacy).ip(raw)
     assert (facts.stored, facts.network) == (stored, network)
@@ -44,18 +53,26 @@ def test_country_comes_from_the_bundled_data_and_degrades_to_unknown(enricher):
     assert enricher.ip("").country == "unknown"
 
 
-@pytest.mark.parametrize("agent, browser, os_family, device, is_bot", [
-    (IPHONE, "Mobile Safari", "iOS", "mobile", False),
-    (IPAD, "Mobile Safari", "iOS", "tablet", False),
-    (WINDOWS_CHROME, "Chrome", "Windows", "desktop", False),
-    (GOOGLEBOT, "Googlebot", "unknown", "bot", True),
-    ("curl/8.4.0", "curl", "unknown", "bot", True),
-    ("", "unknown", "unknown", "unknown", False),
-])
+@pytest.mark.parametrize(
+    "agent, browser, os_family, device, is_bot",
+    [
+        (IPHONE, "Mobile Safari", "iOS", "mobile", False),
+        (IPAD, "Mobile Safari", "iOS", "tablet", False),
+        (WINDOWS_CHROME, "Chrome", "Windows", "desktop", False),
+        (GOOGLEBOT, "Googlebot", "unknown", "bot", True),
+        ("curl/8.4.0", "curl", "unknown", "bot", True),
+        ("", "unknown", "unknown", "unknown", False),
+    ],
+)
 def test_user_agents_are_classified(enricher, agent, browser, os_family, device, is_bot):
     facts = enricher.agent(agent)
     assert (facts.user_agent, facts.browser, facts.os, facts.device, facts.is_bot) == (
-        agent, browser, os_family, device, is_bot)
+        agent,
+        browser,
+        os_family,
+        device,
+        is_bot,
+    )
 
 
 def test_without_enrichment_everything_is_unknown_but_the_address_is_still_anonymised():
@@ -66,13 +83,16 @@ def test_without_enrichment_everything_is_unknown_but_the_address_is_still_anony
     assert plain.ip("203.0.113.77")[:3] == ("203.0.113.0", "unknown", "203.0.113.0")
 
 
-@pytest.mark.parametrize("referer, host", [
-    ("", ""),
-    ("https://News.Example.com:8443/a?b=c", "news.example.com"),
-    ("android-app://com.slack/", "com.slack"),
-    ("not a url", "unknown"),
-    ("http://[::1", "unknown"),
-])
+@pytest.mark.parametrize(
+    "referer, host",
+    [
+        ("", ""),
+        ("https://News.Example.com:8443/a?b=c", "news.example.com"),
+        ("android-app://com.slack/", "com.slack"),
+        ("not a url", "unknown"),
+        ("http://[::1", "unknown"),
+    ],
+)
 def test_referer_host(referer, host):
     assert referer_host(referer) == host
 
@@ -84,8 +104,15 @@ def test_headers_are_cut_and_cleaned_as_stored(enricher):
 
 
 def test_android_without_mobile_is_a_tablet():
-    assert device_class(user_agent="Mozilla/5.0 (Linux; Android 13; SM-X700)", os_family="Android",
-                        device_family="SM-X700", is_bot=False) == "tablet"
+    assert (
+        device_class(
+            user_agent="Mozilla/5.0 (Linux; Android 13; SM-X700)",
+            os_family="Android",
+            device_family="SM-X700",
+            is_bot=False,
+        )
+        == "tablet"
+    )
 
 
 @pytest.mark.parametrize("raw", ["1.2.3", "1.2.3.256", "01.2.3.4", "1.2.3.4.5", "1.2.3.-4", "١.2.3.4", "1.2.3.4 "])
@@ -99,6 +126,16 @@ def test_a_visitor_is_the_anonymised_network_and_the_agent(enricher):
 
     assert visitor("203.0.113.5", IPHONE) == visitor("203.0.113.77", IPHONE)
     assert visitor("203.0.113.5", IPHONE) == hash64("203.0.113.0", b"net") ^ hash64(IPHONE, b"agent")
-    assert len({visitor("203.0.113.5", IPHONE), visitor("203.0.114.5", IPHONE), visitor("203.0.113.5", IPAD),
-                visitor("", IPHONE), visitor("", "")}) == 5
-    assert -2**63 <= visitor("203.0.113.5", IPHONE) < 2**63
+    assert (
+        len(
+            {
+                visitor("203.0.113.5", IPHONE),
+                visitor("203.0.114.5", IPHONE),
+                visitor("203.0.113.5", IPAD),
+                visitor("", IPHONE),
+                visitor("", ""),
+            }
+        )
+        == 5
+    )
+    assert -(2**63) <= visitor("203.0.113.5", IPHONE) < 2**63

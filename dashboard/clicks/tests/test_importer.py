@@ -1,4 +1,5 @@
 """The importer against the real Redis and PostgreSQL."""
+
 import json
 import socket
 import time
@@ -67,7 +68,8 @@ def test_clicks_are_stored_with_their_link_and_acknowledged(link):
     call_command("import_clicks", "--once", "--consumer", "ack-test")
 
     assert sorted(Click.objects.filter(link_id=link.pk).values_list("slug", flat=True)) == sorted(
-        [link.slug, "renamed"])
+        [link.slug, "renamed"]
+    )
     assert get_redis().xpending(STREAM, GROUP)["pending"] == 0
     assert get_redis().xlen(STREAM) == 0
 
@@ -96,15 +98,16 @@ def test_pending_entries_of_a_consumer_are_imported_when_it_restarts(link):
 
 
 def test_poisoned_entries_go_to_the_dead_letter_stream_and_the_rest_is_imported(link):
-    good = entry_fields([make_click(link), make_click(link, link=None, slug="nolink")], prefix="00000000000000aa",
-                        first=7)["clicks"]
+    good = entry_fields(
+        [make_click(link), make_click(link, link=None, slug="nolink")], prefix="00000000000000aa", first=7
+    )["clicks"]
     out_of_range = entry_fields([make_click(link, ts=1)], prefix="00000000000000bb")
     poisoned = [
-        good[:-1],                                          # the last line feed missing
+        good[:-1],  # the last line feed missing
         good.replace(f"\n{link.pk}\n".encode(), b"\nx\n", 1),  # a link id that is not digits
-        good.replace(b"00000000000000aa", b"xyz", 1),        # an id prefix that is not hex
-        b"00000000000000aa\n7\n" + b"a\n1\n",                # half a click
-        good.replace(b".", b",", 1),                         # a time that is not Unix seconds
+        good.replace(b"00000000000000aa", b"xyz", 1),  # an id prefix that is not hex
+        b"00000000000000aa\n7\n" + b"a\n1\n",  # half a click
+        good.replace(b".", b",", 1),  # a time that is not Unix seconds
     ]
     for payload in poisoned:
         get_redis().xadd(STREAM, {"v": "3", "clicks": payload})
@@ -123,8 +126,14 @@ def test_poisoned_entries_go_to_the_dead_letter_stream_and_the_rest_is_imported(
     dead = get_redis().xrange(DEAD_LETTER_STREAM)
     assert [fields.get(b"clicks") for _, fields in dead][:5] == poisoned
     reasons = " | ".join(fields[b"reason"].decode() for _, fields in dead)
-    for expected in ("six lines a click", "link id", "prefix", "Unix seconds", "record version",
-                     "time is out of range"):
+    for expected in (
+        "six lines a click",
+        "link id",
+        "prefix",
+        "Unix seconds",
+        "record version",
+        "time is out of range",
+    ):
         assert expected in reasons
     assert len(dead) == 8
     assert get_redis().xpending(STREAM, GROUP)["pending"] == 0
@@ -211,8 +220,10 @@ def test_partitions_are_made_ahead_and_old_ones_dropped_while_rollups_stay():
     assert f"orphan_visits_{old_name}" in result.partitions_dropped
     ahead = months_before(now, -2)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NULL",
-                       [f"clicks_y{ahead:%Y}m{ahead:%m}", f"clicks_{old_name}"])
+        cursor.execute(
+            "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NULL",
+            [f"clicks_y{ahead:%Y}m{ahead:%m}", f"clicks_{old_name}"],
+        )
         assert cursor.fetchone() == (True, True)
         cursor.execute("SELECT clicks FROM click_rollup_day WHERE link_id = -1")
         assert cursor.fetchall() == [(5,)]

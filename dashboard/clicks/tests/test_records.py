@@ -1,4 +1,5 @@
 """The click stream's record format (docs/contract.md): pure logic, no database."""
+
 import pytest
 
 from clicks.records import BadEntry, decode_entry, encode_entry
@@ -12,22 +13,37 @@ def entry(clicks: bytes, version: bytes = b"3") -> dict:
 
 def test_rows_number_the_clicks_from_the_first():
     clicks = [
-        {"ts": 1763800000123, "slug": "abc", "link": 42, "ip": "203.0.113.9", "ua": CHROME,
-         "ref": "https://r.example/?a=1"},
+        {
+            "ts": 1763800000123,
+            "slug": "abc",
+            "link": 42,
+            "ip": "203.0.113.9",
+            "ua": CHROME,
+            "ref": "https://r.example/?a=1",
+        },
         {"ts": 1763800000004, "slug": "nope", "link": None, "ip": "2001:db8::7", "ua": "", "ref": ""},
     ]
     fields = encode_entry("8f1c2a9b3d4e5f60", 0xFFFF_FFFF, clicks)
     assert fields["clicks"].startswith(b"8f1c2a9b3d4e5f60\nffffffff\nabc\n42\n1763800000.123\n203.0.113.9\n")
     assert decode_entry({key.encode(): value for key, value in fields.items()}) == [
-        ("8f1c2a9b3d4e5f6000000000ffffffff", 1763800000123, "abc", "42", "203.0.113.9", CHROME,
-         "https://r.example/?a=1"),
+        (
+            "8f1c2a9b3d4e5f6000000000ffffffff",
+            1763800000123,
+            "abc",
+            "42",
+            "203.0.113.9",
+            CHROME,
+            "https://r.example/?a=1",
+        ),
         ("8f1c2a9b3d4e5f600000000100000000", 1763800000004, "nope", "", "2001:db8::7", "", ""),
     ]
 
 
 def test_the_contract_example_reads_as_documented():
-    payload = (b"8f1c2a9b3d4e5f60\n2a\nabc\n17\n1763800000.123\n203.0.113.9\ncurl/8.0\nhttps://example.org/\n"
-               b"nope\n\n1763800000.131\n2001:db8::7\nMozilla/5.0 (X11; Linux x86_64)\n\n")
+    payload = (
+        b"8f1c2a9b3d4e5f60\n2a\nabc\n17\n1763800000.123\n203.0.113.9\ncurl/8.0\nhttps://example.org/\n"
+        b"nope\n\n1763800000.131\n2001:db8::7\nMozilla/5.0 (X11; Linux x86_64)\n\n"
+    )
     rows = decode_entry(entry(payload))
     assert [row[0] for row in rows] == ["8f1c2a9b3d4e5f60000000000000002a", "8f1c2a9b3d4e5f60000000000000002b"]
     assert [row[3] for row in rows] == ["17", ""]
@@ -41,23 +57,26 @@ def test_values_are_taken_as_they_came_and_bytes_that_are_not_utf8_replaced():
     assert row[6] == "https://r.example/\ufffd"
 
 
-@pytest.mark.parametrize("payload, reason", [
-    (b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\nref", "six lines a click"),
-    (b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\n", "six lines a click"),
-    (b"000000000000000\n1\ns\n1\n1.000\n::1\nua\nref\n", "prefix"),
-    (b"000000000000000G\n1\ns\n1\n1.000\n::1\nua\nref\n", "prefix"),
-    (b"0000000000000000\n-1\ns\n1\n1.000\n::1\nua\nref\n", "first number"),
-    (b"0000000000000000\nffffffffffffffff\ns\n1\n1.000\n::1\nua\nref\ns\n1\n1.000\n::1\nua\nref\n", "past 16"),
-    (b"0000000000000000\n1\n\n1\n1.000\n::1\nua\nref\n", "slug"),
-    (b"0000000000000000\n1\n" + b"s" * 65 + b"\n1\n1.000\n::1\nua\nref\n", "slug"),
-    (b"0000000000000000\n1\ns\nyes\n1.000\n::1\nua\nref\n", "link id"),
-    (b"0000000000000000\n1\ns\n0\n1.000\n::1\nua\nref\n", "link id"),
-    (b"0000000000000000\n1\ns\n-3\n1.000\n::1\nua\nref\n", "link id"),
-    (b"0000000000000000\n1\ns\n12345678901234567\n1.000\n::1\nua\nref\n", "link id"),
-    (b"0000000000000000\n1\ns\n1\n1.5\n::1\nua\nref\n", "Unix seconds"),
-    (b"0000000000000000\n1\ns\n1\n 1.000\n::1\nua\nref\n", "Unix seconds"),
-    (b"0000000000000000\n1\ns\n1\n1000\n::1\nua\nref\n", "Unix seconds"),
-])
+@pytest.mark.parametrize(
+    "payload, reason",
+    [
+        (b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\nref", "six lines a click"),
+        (b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\n", "six lines a click"),
+        (b"000000000000000\n1\ns\n1\n1.000\n::1\nua\nref\n", "prefix"),
+        (b"000000000000000G\n1\ns\n1\n1.000\n::1\nua\nref\n", "prefix"),
+        (b"0000000000000000\n-1\ns\n1\n1.000\n::1\nua\nref\n", "first number"),
+        (b"0000000000000000\nffffffffffffffff\ns\n1\n1.000\n::1\nua\nref\ns\n1\n1.000\n::1\nua\nref\n", "past 16"),
+        (b"0000000000000000\n1\n\n1\n1.000\n::1\nua\nref\n", "slug"),
+        (b"0000000000000000\n1\n" + b"s" * 65 + b"\n1\n1.000\n::1\nua\nref\n", "slug"),
+        (b"0000000000000000\n1\ns\nyes\n1.000\n::1\nua\nref\n", "link id"),
+        (b"0000000000000000\n1\ns\n0\n1.000\n::1\nua\nref\n", "link id"),
+        (b"0000000000000000\n1\ns\n-3\n1.000\n::1\nua\nref\n", "link id"),
+        (b"0000000000000000\n1\ns\n12345678901234567\n1.000\n::1\nua\nref\n", "link id"),
+        (b"0000000000000000\n1\ns\n1\n1.5\n::1\nua\nref\n", "Unix seconds"),
+        (b"0000000000000000\n1\ns\n1\n 1.000\n::1\nua\nref\n", "Unix seconds"),
+        (b"0000000000000000\n1\ns\n1\n1000\n::1\nua\nref\n", "Unix seconds"),
+    ],
+)
 def test_entries_that_break_the_contract_are_refused(payload, reason):
     with pytest.raises(BadEntry, match=reason):
         decode_entry(entry(payload))

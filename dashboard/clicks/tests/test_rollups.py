@@ -1,4 +1,5 @@
 """Rollups written by the importer and read by the selectors, on the real PostgreSQL."""
+
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -16,9 +17,13 @@ from links.models import Link
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_rollups")]
 
-CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
-IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 "
-          "(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1")
+CHROME = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+)
+IPHONE = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 "
+    "(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1"
+)
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 DAY = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
 TEN, ELEVEN = DAY + timedelta(hours=10), DAY + timedelta(hours=11)
@@ -51,16 +56,20 @@ def traffic(link, importer):
     """Hour 10: a Chrome visitor from Google twice, an iPhone visitor once.
     Hour 11: the Chrome visitor (another address in the same /24) again, Googlebot twice."""
     slug = link
-    hour_ten = entry([
-        click(slug, TEN + timedelta(minutes=1), "203.0.113.5", CHROME, "https://www.google.com/"),
-        click(slug, TEN + timedelta(minutes=2), "203.0.113.5", CHROME, "https://www.google.com/"),
-        click(slug, TEN + timedelta(minutes=3), "198.51.100.1", IPHONE),
-    ])
-    hour_eleven = entry([
-        click(slug, ELEVEN + timedelta(minutes=1), "203.0.113.99", CHROME, "https://www.google.com/q"),
-        click(slug, ELEVEN + timedelta(minutes=2), "66.249.66.1", GOOGLEBOT),
-        click(slug, ELEVEN + timedelta(minutes=3), "66.249.66.1", GOOGLEBOT),
-    ])
+    hour_ten = entry(
+        [
+            click(slug, TEN + timedelta(minutes=1), "203.0.113.5", CHROME, "https://www.google.com/"),
+            click(slug, TEN + timedelta(minutes=2), "203.0.113.5", CHROME, "https://www.google.com/"),
+            click(slug, TEN + timedelta(minutes=3), "198.51.100.1", IPHONE),
+        ]
+    )
+    hour_eleven = entry(
+        [
+            click(slug, ELEVEN + timedelta(minutes=1), "203.0.113.99", CHROME, "https://www.google.com/q"),
+            click(slug, ELEVEN + timedelta(minutes=2), "66.249.66.1", GOOGLEBOT),
+            click(slug, ELEVEN + timedelta(minutes=3), "66.249.66.1", GOOGLEBOT),
+        ]
+    )
     assert store(importer, [hour_ten]) == 3
     # Delivered again together with new clicks (a crash between COMMIT and
     # XACK): the rollups count only the three new ones.
@@ -70,8 +79,9 @@ def traffic(link, importer):
 
 
 def test_hourly_series_leaves_bots_out_by_default(traffic):
-    stats = link_stats(link_ids=[traffic.pk], start=TEN + timedelta(minutes=30), end=ELEVEN + timedelta(minutes=5),
-                       interval="hour")
+    stats = link_stats(
+        link_ids=[traffic.pk], start=TEN + timedelta(minutes=30), end=ELEVEN + timedelta(minutes=5), interval="hour"
+    )
     assert stats.series == [Point(bucket=TEN, clicks=3, visitors=2), Point(bucket=ELEVEN, clicks=1, visitors=1)]
     assert stats.clicks == 4
     assert stats.breakdowns["browser"] == [("Chrome", 3), ("Mobile Safari", 1)]
@@ -82,16 +92,16 @@ def test_hourly_series_leaves_bots_out_by_default(traffic):
 
 
 def test_bots_are_included_on_request(traffic):
-    stats = link_stats(link_ids=[traffic.pk], start=TEN, end=ELEVEN + timedelta(hours=1), interval="hour",
-                       include_bots=True)
+    stats = link_stats(
+        link_ids=[traffic.pk], start=TEN, end=ELEVEN + timedelta(hours=1), interval="hour", include_bots=True
+    )
     assert stats.series == [Point(bucket=TEN, clicks=3, visitors=2), Point(bucket=ELEVEN, clicks=3, visitors=2)]
     assert ("Googlebot", 2) in stats.breakdowns["browser"]
     assert ("bot", 2) in stats.breakdowns["device"]
 
 
 def test_daily_visitors_are_distinct_over_the_day(traffic):
-    stats = link_stats(link_ids=[traffic.pk], start=DAY, end=DAY + timedelta(days=1), interval="day",
-                       include_bots=True)
+    stats = link_stats(link_ids=[traffic.pk], start=DAY, end=DAY + timedelta(days=1), interval="day", include_bots=True)
     # Chrome (the same /24 and agent in both hours), iPhone, Googlebot.
     assert stats.series == [Point(bucket=DAY, clicks=6, visitors=3)]
     human = link_stats(link_ids=[traffic.pk], start=DAY, end=DAY + timedelta(days=1), interval="day")
@@ -103,7 +113,7 @@ def test_many_visitors_are_estimated_closely_and_a_redelivery_adds_none(link, im
     # past the 320 a sketch counts exactly, so an estimate within 5%.
     visitors = [f"10.{n // 256}.{n % 256}.7" for n in range(2000)]
     clicks = [click(link, TEN + timedelta(seconds=n), visitors[n % 2000], CHROME) for n in range(3000)]
-    entries = [entry(clicks[at:at + 100]) for at in range(0, 3000, 100)]
+    entries = [entry(clicks[at : at + 100]) for at in range(0, 3000, 100)]
     assert store(importer, entries[:20]) == 2000
     assert store(importer, entries) == 1000  # the first 20 entries again, with 10 new ones
     stats = link_stats(link_ids=[link.pk], start=TEN, end=ELEVEN, interval="hour")
@@ -116,16 +126,18 @@ def test_many_visitors_are_estimated_closely_and_a_redelivery_adds_none(link, im
 
 def test_days_folded_from_closed_hours_read_the_same_and_late_clicks_count_once(traffic, importer):
     def stats():
-        around = dict(link_ids=[traffic.pk], start=DAY - timedelta(days=1), end=DAY + timedelta(days=1),
-                      include_bots=True)
+        around = dict(
+            link_ids=[traffic.pk], start=DAY - timedelta(days=1), end=DAY + timedelta(days=1), include_bots=True
+        )
         return link_stats(interval="day", **around), link_stats(interval="hour", **around)
 
     def day_tables():
         with connection.cursor() as cursor:
             cursor.execute("SELECT clicks, visitors FROM click_rollup_day WHERE link_id = %s", [traffic.pk])
             rollup = cursor.fetchall()
-            cursor.execute("SELECT sum(clicks) FROM click_breakdown_day WHERE link_id = %s AND dimension = 'os'",
-                           [traffic.pk])
+            cursor.execute(
+                "SELECT sum(clicks) FROM click_breakdown_day WHERE link_id = %s AND dimension = 'os'", [traffic.pk]
+            )
             return rollup, cursor.fetchone()[0]
 
     before = stats()
@@ -172,10 +184,16 @@ def test_hours_not_folded_yet_count_in_their_day(link, importer, current_hour_no
 
 
 def test_breakdowns_over_whole_days_and_partial_ends_agree(traffic):
-    wide = link_stats(link_ids=[traffic.pk], start=DAY - timedelta(hours=12), end=DAY + timedelta(days=1, hours=5),
-                      interval="hour", include_bots=True)
-    narrow = link_stats(link_ids=[traffic.pk], start=TEN, end=ELEVEN + timedelta(hours=1), interval="hour",
-                        include_bots=True)
+    wide = link_stats(
+        link_ids=[traffic.pk],
+        start=DAY - timedelta(hours=12),
+        end=DAY + timedelta(days=1, hours=5),
+        interval="hour",
+        include_bots=True,
+    )
+    narrow = link_stats(
+        link_ids=[traffic.pk], start=TEN, end=ELEVEN + timedelta(hours=1), interval="hour", include_bots=True
+    )
     assert wide.breakdowns == narrow.breakdowns
     assert sum(n for _, n in wide.breakdowns["browser"]) == 6
     top = link_stats(link_ids=[traffic.pk], start=DAY, end=DAY + timedelta(days=1), include_bots=True, top=1)
@@ -218,6 +236,7 @@ def test_clicks_of_a_link_deleted_before_they_are_imported_are_dropped(importer,
     assert store(importer, [waiting, stored]) == 1
     with connection.cursor() as cursor:
         for table in ("clicks", "click_rollup_hour", "click_breakdown_hour", "link_click_totals"):
-            cursor.execute(f"SELECT link_id, count(*) FROM {table} WHERE link_id IN (%s, %s) GROUP BY 1",
-                           [link.pk, kept.pk])
+            cursor.execute(
+                f"SELECT link_id, count(*) FROM {table} WHERE link_id IN (%s, %s) GROUP BY 1", [link.pk, kept.pk]
+            )
             assert cursor.fetchall() == [(kept.pk, 1 if table != "click_breakdown_hour" else 5)], table

@@ -1,5 +1,6 @@
 """The Django admin shows each person the links the API and the pages show
 them: model permissions given to staff apply to their own links only."""
+
 import uuid
 
 import pytest
@@ -27,8 +28,10 @@ def test_staff_with_link_permissions_reach_only_their_own_links(client):
     assert listing.status_code == 200
     assert mine.slug in listing.content.decode() and theirs.slug not in listing.content.decode()
     assert client.get(f"/admin/links/link/{theirs.pk}/change/").status_code in (302, 404)
-    client.post(f"/admin/links/link/{theirs.pk}/change/", {"url": "https://evil.example/", "slug": theirs.slug,
-                                                            "redirect_status": 302, "is_active": "on"})
+    client.post(
+        f"/admin/links/link/{theirs.pk}/change/",
+        {"url": "https://evil.example/", "slug": theirs.slug, "redirect_status": 302, "is_active": "on"},
+    )
     client.post(f"/admin/links/link/{theirs.pk}/delete/", {"post": "yes"})
     assert Link.objects.get(pk=theirs.pk).url == "https://example.com/theirs"
     assert client.get(f"/admin/links/link/{mine.pk}/change/").status_code == 200

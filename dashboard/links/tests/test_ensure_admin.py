@@ -1,4 +1,5 @@
 """manage.py ensure_admin, which `make run` runs before the stack starts."""
+
 import io
 import re
 

@@ -23,10 +23,21 @@ def fresh_slug(prefix: str = "l") -> str:
 def test_link_search_words_filters_and_order(django_assert_num_queries):
     owner, other = make_user(), make_user()
     now = timezone.now()
-    spring = link_create(owner=owner, url="https://shop.example/spring", slug=fresh_slug("sp"), title="Spring Sale",
-                         tags=["sale", "2030"])
-    summer = link_create(owner=owner, url="https://shop.example/summer", slug=fresh_slug("su"), title="Summer sale",
-                         tags=["sale"], is_active=False)
+    spring = link_create(
+        owner=owner,
+        url="https://shop.example/spring",
+        slug=fresh_slug("sp"),
+        title="Spring Sale",
+        tags=["sale", "2030"],
+    )
+    summer = link_create(
+        owner=owner,
+        url="https://shop.example/summer",
+        slug=fresh_slug("su"),
+        title="Summer sale",
+        tags=["sale"],
+        is_active=False,
+    )
     blog = link_create(owner=owner, url="https://blog.example/post", slug=fresh_slug("bl"), title="A post")
     theirs = link_create(owner=other, url="https://shop.example/theirs", slug=fresh_slug("th"), title="Sale")
     for age, link in enumerate([spring, summer, blog, theirs]):
@@ -43,7 +54,8 @@ def test_link_search_words_filters_and_order(django_assert_num_queries):
     assert slugs(tag="sale", is_active=True) == [spring.slug]
     assert slugs(is_active=False) == [summer.slug]
     assert slugs(created_after=now - timedelta(days=1, hours=1), created_before=now - timedelta(hours=1)) == [
-        summer.slug]
+        summer.slug
+    ]
     assert slugs(ordering="created_at") == [blog.slug, summer.slug, spring.slug]
     assert slugs(ordering=["slug"]) == sorted([spring.slug, summer.slug, blog.slug])
     superuser = make_user(is_staff=True, is_superuser=True)

@@ -32,12 +32,21 @@ def test_create_publishes_every_field_after_commit(owner):
     slug = fresh_slug()
     expires = datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
     link = services.link_create(
-        owner=owner, url="https://example.com/a", slug=slug, redirect_status=308,
-        expires_at=expires, forward_query=True, is_active=False,
+        owner=owner,
+        url="https://example.com/a",
+        slug=slug,
+        redirect_status=308,
+        expires_at=expires,
+        forward_query=True,
+        is_active=False,
     )
     assert published(slug) == {
-        "id": link.pk, "url": "https://example.com/a", "status": 308, "active": False,
-        "expires_at": int(expires.timestamp()), "forward_query": True,
+        "id": link.pk,
+        "url": "https://example.com/a",
+        "status": 308,
+        "active": False,
+        "expires_at": int(expires.timestamp()),
+        "forward_query": True,
     }
     changes = get_redis().xrevrange(LINK_CHANGES_STREAM, count=1)
     assert changes[0][1] == {b"slug": slug.encode()}
@@ -124,16 +133,23 @@ def test_link_validate_checks_like_link_create_without_a_query(owner, django_ass
 def test_bulk_create_gives_each_item_its_outcome_in_its_own_savepoint(owner):
     taken = services.link_create(owner=owner, url="https://example.com/", slug=fresh_slug())
     repeated = fresh_slug()
-    results = services.link_bulk_create(owner=owner, items=[
-        {"url": "https://example.com/1", "slug": repeated, "tags": ["a"]},
-        {"url": "javascript:alert(1)"},
-        {"url": "https://example.com/3", "slug": taken.slug},
-        {"url": "https://example.com/4", "slug": repeated},
-        {"url": "https://example.com/5"},
-    ])
+    results = services.link_bulk_create(
+        owner=owner,
+        items=[
+            {"url": "https://example.com/1", "slug": repeated, "tags": ["a"]},
+            {"url": "javascript:alert(1)"},
+            {"url": "https://example.com/3", "slug": taken.slug},
+            {"url": "https://example.com/4", "slug": repeated},
+            {"url": "https://example.com/5"},
+        ],
+    )
     assert [result.outcome for result in results] == [
-        services.Outcome.CREATED, services.Outcome.INVALID, services.Outcome.SLUG_TAKEN, services.Outcome.SLUG_TAKEN,
-        services.Outcome.CREATED]
+        services.Outcome.CREATED,
+        services.Outcome.INVALID,
+        services.Outcome.SLUG_TAKEN,
+        services.Outcome.SLUG_TAKEN,
+        services.Outcome.CREATED,
+    ]
     assert results[1].errors == {"url": ["Only http and https URLs can be shortened."]} and results[1].link is None
     assert results[2].errors == results[3].errors == {"slug": [services.SLUG_TAKEN_MESSAGE]}
     created = {result.link.slug for result in results if result.link}

@@ -29,7 +29,9 @@ def make_dashboard(tmp_path):
         process = subprocess.Popen(
             [*devstack.gunicorn_command(port, workers=workers), "--config", str(GUNICORN_CONF)],
             env={**os.environ, "DATABASE_URL": database_url(), **(env or {})},
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         started.append(process)
         devstack.wait_for_port(port, process=process)

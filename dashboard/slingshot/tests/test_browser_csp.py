@@ -2,6 +2,7 @@
 Debian's headless Chromium, as web/tests/test_browser.py does): every page
 of the dashboard, the admin's sign-in and the API's interactive docs work
 under it, with not one violation in the console."""
+
 import re
 import uuid
 
@@ -18,8 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def user(django_user_model):
-    return django_user_model.objects.create_user("csp-" + uuid.uuid4().hex[:8], password=PASSWORD, is_staff=True,
-                                                 is_superuser=True)
+    return django_user_model.objects.create_user(
+        "csp-" + uuid.uuid4().hex[:8], password=PASSWORD, is_staff=True, is_superuser=True
+    )
 
 
 @pytest.fixture
@@ -29,8 +31,12 @@ def page(browser, live_server, settings):  # noqa: F811 (browser: the fixture im
     context.set_default_timeout(15_000)
     tab = context.new_page()
     tab.violations = []
-    tab.on("console", lambda message: "Content Security Policy" in message.text and tab.violations.append(
-        f"{tab.url}: {message.text}"))
+    tab.on(
+        "console",
+        lambda message: (
+            "Content Security Policy" in message.text and tab.violations.append(f"{tab.url}: {message.text}")
+        ),
+    )
     tab.on("pageerror", lambda error: tab.violations.append(f"{tab.url}: page error: {error}"))
     yield tab
     context.close()

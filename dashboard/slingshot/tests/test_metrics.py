@@ -1,6 +1,7 @@
 """The dashboard's /metrics (slingshot/metrics.py): requests by method, view
 and status and their latency, for allowed addresses only, added up over
 every gunicorn worker."""
+
 import ipaddress
 from concurrent.futures import ThreadPoolExecutor
 
@@ -17,7 +18,8 @@ SIGN_IN_OK = ("slingshot_dashboard_requests_total", {"method": "GET", "view": "w
 def samples(text: str) -> dict[tuple[str, frozenset], float]:
     return {
         (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text) for sample in family.samples
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
     }
 
 
@@ -50,8 +52,7 @@ def test_requests_are_counted_by_method_view_and_status_and_timed(client):
     assert grew("slingshot_dashboard_requests_total", method="GET", view="unresolved", status="404") == 1
     assert grew("slingshot_dashboard_requests_total", method="GET", view="healthz", status="200") == 1
     assert grew("slingshot_dashboard_request_duration_seconds_count", method="GET", view="web:sign-in") == 2
-    assert grew("slingshot_dashboard_request_duration_seconds_bucket", method="GET", view="web:sign-in",
-                le="+Inf") == 2
+    assert grew("slingshot_dashboard_request_duration_seconds_bucket", method="GET", view="web:sign-in", le="+Inf") == 2
 
 
 def test_only_allowed_addresses_may_read_them(client, settings):

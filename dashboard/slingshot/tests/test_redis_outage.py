@@ -1,6 +1,7 @@
 """Requests while Redis hangs (SIGSTOP) or is gone: the API and the pages
 answer within a second, /healthz says what is wrong, and the circuit breaker
 of links/redis.py keeps the cost to one short timeout now and then."""
+
 import signal
 import time
 import uuid

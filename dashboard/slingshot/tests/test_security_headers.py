@@ -1,6 +1,7 @@
 """The dashboard's security headers: a Content-Security-Policy on every
 page, and for TLS deployments HSTS, secure cookies, the HTTPS redirect and
 the proxy's X-Forwarded-Proto, with `manage.py check --deploy` clean."""
+
 import os
 import secrets
 import subprocess
@@ -15,8 +16,16 @@ from .conftest import request
 pytestmark = pytest.mark.django_db(transaction=True)
 
 STRICT = {
-    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "font-src 'self'",
-    "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
 }
 
 
@@ -48,11 +57,17 @@ def test_swagger_ui_starts_from_a_script_of_its_own(client):
 
 def deploy_check(**env: str) -> subprocess.CompletedProcess:
     environment = {
-        **os.environ, "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "links.example.com", **env,
+        **os.environ,
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "links.example.com",
+        **env,
     }
     return subprocess.run(
         [sys.executable, str(REPO / "dashboard" / "manage.py"), "check", "--deploy", "--fail-level", "WARNING"],
-        env=environment, capture_output=True, text=True, timeout=120,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

@@ -1,5 +1,6 @@
 """Sign-in throttling (slingshot/signin.py): every way to sign in, locked per
 user name and address, and per address alone, never anywhere else."""
+
 import uuid
 
 import pytest

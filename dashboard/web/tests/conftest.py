@@ -37,6 +37,17 @@ def unique_slug(prefix: str = "w") -> str:
 def import_clicks(link, count: int = 1, *, ua: str = FIREFOX, when: datetime | None = None) -> None:
     """Clicks on a link through the real importer, as the edge would have recorded them."""
     ts = int((when or datetime.now(timezone.utc)).timestamp() * 1000)
-    add_entry([{"ts": ts, "slug": link.slug, "link": link.pk, "ip": "198.51.100.7", "ua": ua,
-                "ref": "https://news.example.org/post"} for _ in range(count)])
+    add_entry(
+        [
+            {
+                "ts": ts,
+                "slug": link.slug,
+                "link": link.pk,
+                "ip": "198.51.100.7",
+                "ua": ua,
+                "ref": "https://news.example.org/post",
+            }
+            for _ in range(count)
+        ]
+    )
     call_command("import_clicks", "--once", "--consumer", "web-test")

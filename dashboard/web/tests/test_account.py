@@ -1,5 +1,6 @@
 """Sign in and out, password change, tokens, overview. Sign-in throttling:
 slingshot/tests/test_signin.py."""
+
 import pytest
 from django.urls import reverse
 
@@ -26,8 +27,9 @@ def test_home_sends_visitors_to_sign_in_and_back(client, user):
 
 def test_password_change(signed_in, user):
     new = "a much longer new passphrase"
-    response = signed_in.post(reverse("web:password-change"), {
-        "old_password": PASSWORD, "new_password1": new, "new_password2": new})
+    response = signed_in.post(
+        reverse("web:password-change"), {"old_password": PASSWORD, "new_password1": new, "new_password2": new}
+    )
     assert response.status_code == 302 and response["Location"] == reverse("web:password-change-done")
     user.refresh_from_db()
     assert user.check_password(new)

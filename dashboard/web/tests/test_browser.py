@@ -1,6 +1,7 @@
 """The dashboard in a real browser (Playwright driving Debian's headless
 Chromium) against the real stack: the live Django server, the edge and the
 importer. Screenshots go to .test-artifacts/screenshots/."""
+
 import re
 import time
 from pathlib import Path
@@ -17,8 +18,15 @@ from .conftest import FIREFOX, PASSWORD, unique_slug
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SCREENSHOTS = Path(__file__).resolve().parents[3] / ".test-artifacts" / "screenshots"
 
 
@@ -35,7 +43,9 @@ def browser():
 
 @pytest.fixture
 def page(browser, live_server, user):
-    context = browser.new_context(base_url=live_server.url, accept_downloads=True, viewport={"width": 1280, "height": 900})
+    context = browser.new_context(
+        base_url=live_server.url, accept_downloads=True, viewport={"width": 1280, "height": 900}
+    )
     context.set_default_timeout(15_000)
     tab = context.new_page()
     errors = []
@@ -123,12 +133,15 @@ def test_create_and_revoke_a_token(page):
 
 def test_import_a_csv_with_one_bad_row(page, user):
     good = [unique_slug("im") for _ in range(2)]
-    csv_text = (f"url,slug,title\nhttps://example.com/a,{good[0]},A\nftp://example.com/b,bad-row,B\n"
-                f"https://example.com/c,{good[1]},C\n")
+    csv_text = (
+        f"url,slug,title\nhttps://example.com/a,{good[0]},A\nftp://example.com/b,bad-row,B\n"
+        f"https://example.com/c,{good[1]},C\n"
+    )
     page.get_by_role("link", name="Links", exact=True).click()
     page.get_by_role("button", name="Import CSV").click()
     page.get_by_label("CSV file").set_input_files(
-        files=[{"name": "links.csv", "mimeType": "text/csv", "buffer": csv_text.encode()}])
+        files=[{"name": "links.csv", "mimeType": "text/csv", "buffer": csv_text.encode()}]
+    )
     page.get_by_role("button", name="Check the file").click()
     errors = page.locator("#import-errors tbody tr")
     expect(errors).to_have_count(1)

@@ -1,4 +1,5 @@
 """Bulk import from CSV: every row checked on upload, then created in chunks."""
+
 import csv
 import io
 import time
@@ -26,18 +27,22 @@ def test_upload_checks_every_row_then_imports_in_chunks(signed_in, user, setting
     settings.WEB_IMPORT_CHUNK_ROWS = 2
     taken = link_create(owner=user, url="https://example.com/", slug=unique_slug())
     good = [unique_slug() for _ in range(3)]
-    text = "\n".join([
-        "url,slug,title,tags,is_active",
-        f"https://example.com/1,{good[0]},One,\"a,b\",",
-        "ftp://example.com/2,,Bad scheme,,",
-        f"https://example.com/3,{taken.slug},Taken,,",
-        f"https://example.com/4,{good[1]},Four,,false",
-        f"https://example.com/5,{good[1]},Twice,,",
-        f"https://example.com/6,{good[2]},Six,,",
-    ])
+    text = "\n".join(
+        [
+            "url,slug,title,tags,is_active",
+            f'https://example.com/1,{good[0]},One,"a,b",',
+            "ftp://example.com/2,,Bad scheme,,",
+            f"https://example.com/3,{taken.slug},Taken,,",
+            f"https://example.com/4,{good[1]},Four,,false",
+            f"https://example.com/5,{good[1]},Twice,,",
+            f"https://example.com/6,{good[2]},Six,,",
+        ]
+    )
     response = upload(signed_in, text)
     link_import = LinkImport.objects.get(owner=user)
-    assert response.status_code == 302 and response["Location"] == reverse("web:link-import-detail", args=[link_import.pk])
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "web:link-import-detail", args=[link_import.pk]
+    )
     assert not Link.objects.filter(slug__in=good).exists()  # checking creates nothing
 
     page = signed_in.get(response["Location"])
@@ -68,15 +73,20 @@ def test_a_row_refused_at_import_time_gets_its_error(signed_in, user, make_user)
     link_create(owner=make_user(), url="https://example.com/other", slug=slug)  # taken since the upload
     state = signed_in.post(reverse("web:link-import-run", args=[link_import.pk]), HTTP_ACCEPT="application/json").json()
     assert (state["created"], state["failed"], state["done"]) == (0, 1, True)
-    assert LinkImport.objects.get(pk=link_import.pk).rows[0]["errors"] == {"slug": ["Link with this Slug already exists."]}
+    assert LinkImport.objects.get(pk=link_import.pk).rows[0]["errors"] == {
+        "slug": ["Link with this Slug already exists."]
+    }
 
 
-@pytest.mark.parametrize("content, message", [
-    ("slug,title\nabc,x\n", "The first row must name the columns, one of them `url`."),
-    ("url\n", "The file has no rows below its header."),
-    ("url,title\nhttps://example.com/,a\x00b\n", "The file holds null characters: save it as CSV text in UTF-8."),
-    ("url\nhttps://example.com/\n".encode("utf-16"), "The file is not UTF-8 text."),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("slug,title\nabc,x\n", "The first row must name the columns, one of them `url`."),
+        ("url\n", "The file has no rows below its header."),
+        ("url,title\nhttps://example.com/,a\x00b\n", "The file holds null characters: save it as CSV text in UTF-8."),
+        ("url\nhttps://example.com/\n".encode("utf-16"), "The file is not UTF-8 text."),
+    ],
+)
 def test_files_that_are_not_link_lists_are_refused(signed_in, content, message):
     response = upload(signed_in, content)
     assert response.status_code == 200 and response.context["form"].errors["file"] == [message]
@@ -89,9 +99,16 @@ def test_someone_elses_import_is_not_found(signed_in, make_user):
 
 
 def test_an_export_imports_back_as_it_was(signed_in, user):
-    fields = dict(url="https://example.com/r?a=1", slug=unique_slug(), title="Round, trip", tags=["x", "y"],
-                  redirect_status=308, expires_at=datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc),
-                  forward_query=True, is_active=False)
+    fields = dict(
+        url="https://example.com/r?a=1",
+        slug=unique_slug(),
+        title="Round, trip",
+        tags=["x", "y"],
+        redirect_status=308,
+        expires_at=datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc),
+        forward_query=True,
+        is_active=False,
+    )
     link_create(owner=user, **fields)
     exported = b"".join(signed_in.get(reverse("web:link-export")).streaming_content).decode()
     Link.objects.filter(owner=user).delete()
@@ -107,18 +124,28 @@ def test_an_export_imports_back_as_it_was(signed_in, user):
 def test_a_10000_row_file_is_checked_at_once(signed_in, user, make_user, django_assert_max_num_queries):
     taken = link_create(owner=make_user(), url="https://example.com/", slug=unique_slug())
     prefix = unique_slug("k")
-    rows = [f"https://example.com/{i},{prefix}-{i},Row {i},\"a,b\",302,,false,true" for i in range(10_000)]
+    rows = [f'https://example.com/{i},{prefix}-{i},Row {i},"a,b",302,,false,true' for i in range(10_000)]
     bad = {  # line number (the header is line 1) -> (row, errors)
         2: ("ftp://example.com/0,,,,,,,", {"url": ["Only http and https URLs can be shortened."]}),
         101: (f"https://example.com/99,{taken.slug},,,,,,", {"slug": ["Link with this Slug already exists."]}),
-        1002: (f"https://example.com/1000,{prefix}-5,,,,,,",
-               {"slug": ["This slug appears on an earlier row of the file."]}),
+        1002: (
+            f"https://example.com/1000,{prefix}-5,,,,,,",
+            {"slug": ["This slug appears on an earlier row of the file."]},
+        ),
         5001: ("https://example.com/4999,admin,,,,,,", {"slug": ["'admin' is reserved."]}),
         7001: ("https://example.com/6999,,,,999,,,", {"redirect_status": ["Value 999 is not a valid choice."]}),
-        8001: ("https://example.com/7999,,,,,next week,,", {"expires_at": [
-            "Enter a date and time as 2030-01-31T12:00:00Z (ISO 8601; UTC unless an offset is given)."]}),
-        9001: ("https://example.com/8999,,,bad tag!,,,,", {"tags": [
-            "Tags are 1 to 50 letters, digits, '.', '-' or '_': 'bad tag!' is not."]}),
+        8001: (
+            "https://example.com/7999,,,,,next week,,",
+            {
+                "expires_at": [
+                    "Enter a date and time as 2030-01-31T12:00:00Z (ISO 8601; UTC unless an offset is given)."
+                ]
+            },
+        ),
+        9001: (
+            "https://example.com/8999,,,bad tag!,,,,",
+            {"tags": ["Tags are 1 to 50 letters, digits, '.', '-' or '_': 'bad tag!' is not."]},
+        ),
         10001: ("https://example.com/9999,,,,,,,maybe", {"is_active": ["Use true or false."]}),
     }
     for line, (row, _) in bad.items():
@@ -134,7 +161,8 @@ def test_a_10000_row_file_is_checked_at_once(signed_in, user, make_user, django_
     link_import = LinkImport.objects.get(owner=user)
     assert response.status_code == 302 and link_import.total == 10_000
     assert {row["line"]: row["errors"] for row in link_import.rows if row["errors"]} == {
-        line: errors for line, (_, errors) in bad.items()}
+        line: errors for line, (_, errors) in bad.items()
+    }
     assert not Link.objects.filter(owner=user).exists()
     page = signed_in.get(reverse("web:link-import-detail", args=[link_import.pk]))
     assert page.context["valid"] == 10_000 - len(bad)
@@ -161,12 +189,21 @@ def test_a_large_upload_to_the_live_server_gets_an_answer(live_server, user, set
     session.force_login(user)
     csrf = "a" * 32  # a CSRF secret of our own, as cookie and as form field
     content = b"url\n" + b"https://example.com/a-long-enough-path-to-fill-the-file\n" * 200_000  # 11 MB
-    assert len(content) > max(settings.WEB_IMPORT_MAX_BYTES, settings.FILE_UPLOAD_MAX_MEMORY_SIZE,
-                              settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
-    body = encode_multipart(BOUNDARY, {"csrfmiddlewaretoken": csrf,
-                                       "file": SimpleUploadedFile("big.csv", content, "text/csv")})
-    request = urllib.request.Request(live_server.url + reverse("web:link-import"), data=body, method="POST", headers={
-        "Content-Type": MULTIPART_CONTENT, "Cookie": f"sessionid={session.cookies['sessionid'].value}; csrftoken={csrf}"})
+    assert len(content) > max(
+        settings.WEB_IMPORT_MAX_BYTES, settings.FILE_UPLOAD_MAX_MEMORY_SIZE, settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    )
+    body = encode_multipart(
+        BOUNDARY, {"csrfmiddlewaretoken": csrf, "file": SimpleUploadedFile("big.csv", content, "text/csv")}
+    )
+    request = urllib.request.Request(
+        live_server.url + reverse("web:link-import"),
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": MULTIPART_CONTENT,
+            "Cookie": f"sessionid={session.cookies['sessionid'].value}; csrftoken={csrf}",
+        },
+    )
     with urllib.request.urlopen(request, timeout=60) as response:
         assert response.status == 200
         assert "The file is larger than 5.0\xa0MB: split it." in response.read().decode()
@@ -183,14 +220,16 @@ def test_the_upload_still_needs_its_csrf_token(user):
 
 
 def test_cells_that_cannot_be_read_get_their_errors(signed_in, user):
-    text = "\n".join([
-        "url,title,redirect_status,expires_at,forward_query,is_active",
-        ",no url,,,,",
-        "https://example.com/2,,three,,,",
-        "https://example.com/3,,,2030-01-02T00:00:00+16:00,,",
-        "https://example.com/4,,,,perhaps,",
-        "https://example.com/5,fine,301,2030-01-02,YES,Off",
-    ])
+    text = "\n".join(
+        [
+            "url,title,redirect_status,expires_at,forward_query,is_active",
+            ",no url,,,,",
+            "https://example.com/2,,three,,,",
+            "https://example.com/3,,,2030-01-02T00:00:00+16:00,,",
+            "https://example.com/4,,,,perhaps,",
+            "https://example.com/5,fine,301,2030-01-02,YES,Off",
+        ]
+    )
     upload(signed_in, text)
     link_import = LinkImport.objects.get(owner=user)
     assert [row["errors"] for row in link_import.rows] == [
@@ -208,9 +247,15 @@ def test_cells_that_cannot_be_read_get_their_errors(signed_in, user):
 
 def test_the_export_neutralises_formulas_and_imports_back(signed_in, user):
     typed = {  # title -> what the export's cell holds
-        "=HYPERLINK(\"https://evil.example\",\"click\")": "'=HYPERLINK(\"https://evil.example\",\"click\")",
-        "+1+2": "'+1+2", "-3": "'-3", "@SUM(A1)": "'@SUM(A1)", "\tcmd": "'\tcmd", "\rcmd": "'\rcmd",
-        "'=already quoted": "''=already quoted", "it's fine": "it's fine", "'plain": "'plain",
+        '=HYPERLINK("https://evil.example","click")': '\'=HYPERLINK("https://evil.example","click")',
+        "+1+2": "'+1+2",
+        "-3": "'-3",
+        "@SUM(A1)": "'@SUM(A1)",
+        "\tcmd": "'\tcmd",
+        "\rcmd": "'\rcmd",
+        "'=already quoted": "''=already quoted",
+        "it's fine": "it's fine",
+        "'plain": "'plain",
     }
     slugs = {}
     for i, title in enumerate(typed):

@@ -1,4 +1,5 @@
 """Links pages: list, forms with the service's messages, toggle, delete, export, QR codes."""
+
 import csv
 import io
 from datetime import datetime, timedelta, timezone
@@ -16,8 +17,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_pages_need_sign_in(client):
-    for name, args in [("web:overview", []), ("web:link-list", []), ("web:link-create", []), ("web:tokens", []),
-                       ("web:link-detail", ["abc"]), ("web:link-qr", ["abc", "png"])]:
+    for name, args in [
+        ("web:overview", []),
+        ("web:link-list", []),
+        ("web:link-create", []),
+        ("web:tokens", []),
+        ("web:link-detail", ["abc"]),
+        ("web:link-qr", ["abc", "png"]),
+    ]:
         response = client.get(reverse(name, args=args))
         assert response.status_code == 302 and response["Location"].startswith("/sign-in/"), name
 
@@ -34,29 +41,53 @@ def test_create_shows_the_same_messages_as_the_api(signed_in, user):
     ]:
         page = signed_in.post(reverse("web:link-create"), {**data, "redirect_status": "302"})
         assert page.status_code == 200
-        body = api.post("/api/v1/links", {**data, "tags": data.get("tags", "").split(",") if data.get("tags") else []},
-                        format="json").json()
-        (field, messages), = body.items() if "detail" not in body else body["detail"].items()
+        body = api.post(
+            "/api/v1/links",
+            {**data, "tags": data.get("tags", "").split(",") if data.get("tags") else []},
+            format="json",
+        ).json()
+        ((field, messages),) = body.items() if "detail" not in body else body["detail"].items()
         assert page.context["form"].errors[field] == messages, data
 
 
 def test_create_edit_toggle_delete(signed_in, user):
     slug = unique_slug()
-    response = signed_in.post(reverse("web:link-create"), {
-        "url": "https://example.com/spring", "slug": slug, "title": "Spring", "tags": "news, sale",
-        "redirect_status": "301", "is_active": "on",
-    })
+    response = signed_in.post(
+        reverse("web:link-create"),
+        {
+            "url": "https://example.com/spring",
+            "slug": slug,
+            "title": "Spring",
+            "tags": "news, sale",
+            "redirect_status": "301",
+            "is_active": "on",
+        },
+    )
     assert response.status_code == 302 and response["Location"] == reverse("web:link-detail", args=[slug])
     link = Link.objects.get(slug=slug)
     assert (link.owner, link.tags, link.redirect_status, link.is_active) == (user, ["news", "sale"], 301, True)
 
     edit = reverse("web:link-edit", args=[slug])
     assert signed_in.get(edit).context["form"].initial["title"] == "Spring"
-    response = signed_in.post(edit, {"url": "https://example.com/summer", "slug": slug, "title": "Summer",
-                                     "tags": "news", "redirect_status": "302", "is_active": "on"})
+    response = signed_in.post(
+        edit,
+        {
+            "url": "https://example.com/summer",
+            "slug": slug,
+            "title": "Summer",
+            "tags": "news",
+            "redirect_status": "302",
+            "is_active": "on",
+        },
+    )
     assert response.status_code == 302
     link.refresh_from_db()
-    assert (link.url, link.title, link.tags, link.redirect_status) == ("https://example.com/summer", "Summer", ["news"], 302)
+    assert (link.url, link.title, link.tags, link.redirect_status) == (
+        "https://example.com/summer",
+        "Summer",
+        ["news"],
+        302,
+    )
 
     signed_in.post(reverse("web:link-toggle", args=[slug]))
     link.refresh_from_db()
@@ -119,7 +150,8 @@ def test_export_is_the_current_filter(signed_in, user):
     assert response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert [(row["slug"], row["tags"], row["title"], row["is_active"]) for row in rows] == [
-        (tagged.slug, "x,y", "T", "true")]
+        (tagged.slug, "x,y", "T", "true")
+    ]
 
 
 def test_detail_shows_stats_with_a_bounded_number_of_queries(signed_in, user, django_assert_max_num_queries):
@@ -150,8 +182,13 @@ def test_qr_codes(signed_in, user):
 
 def test_list_filters_cost_no_more_queries(signed_in, user, django_assert_max_num_queries):
     for i in range(70):
-        link_create(owner=user, url=f"https://example.com/spring/{i}", title=f"Spring sale {i}", tags=["sale"],
-                    is_active=i % 5 != 0)
+        link_create(
+            owner=user,
+            url=f"https://example.com/spring/{i}",
+            title=f"Spring sale {i}",
+            tags=["sale"],
+            is_active=i % 5 != 0,
+        )
     link_create(owner=user, url="https://example.com/winter", title="Winter sale", tags=["sale"])
     params = {"q": '"spring sale" example.com', "tag": "sale", "status": "active", "sort": "-clicks", "page": "2"}
     with django_assert_max_num_queries(5):  # session, user, count, the page's ids, its rows with click totals
@@ -167,16 +204,19 @@ def test_bad_list_parameters_are_left_out(signed_in, user):
     assert response.status_code == 200 and response.context["page"].paginator.count == 1
 
 
-@pytest.mark.parametrize("params, field", [
-    ({"interval": "hour", "to": "9999-12-31T23:30:00Z"}, "to"),  # its bucket ends in the year 10000
-    ({"to": "9999-12-31T12:00:00Z"}, "to"),
-    ({"from": "0001-01-01T00:00:00+01:00", "to": "0001-01-02T00:00:00Z"}, "from"),
-    ({"to": "0001-01-03T00:00:00Z"}, "to"),  # thirty days before it
-    ({"from": "2030-01-01T00:00:00+16:00", "to": "2030-01-02T00:00:00Z"}, "from"),
-    ({"from": "2030-01-02T00:00", "to": "2030-01-01T00:00"}, "to"),
-    ({"interval": "minute"}, "interval"),
-    ({"from": "yesterday"}, "from"),
-])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"interval": "hour", "to": "9999-12-31T23:30:00Z"}, "to"),  # its bucket ends in the year 10000
+        ({"to": "9999-12-31T12:00:00Z"}, "to"),
+        ({"from": "0001-01-01T00:00:00+01:00", "to": "0001-01-02T00:00:00Z"}, "from"),
+        ({"to": "0001-01-03T00:00:00Z"}, "to"),  # thirty days before it
+        ({"from": "2030-01-01T00:00:00+16:00", "to": "2030-01-02T00:00:00Z"}, "from"),
+        ({"from": "2030-01-02T00:00", "to": "2030-01-01T00:00"}, "to"),
+        ({"interval": "minute"}, "interval"),
+        ({"from": "yesterday"}, "from"),
+    ],
+)
 def test_detail_refuses_ranges_it_cannot_show(signed_in, user, params, field):
     link = link_create(owner=user, url="https://example.com/d", slug=unique_slug())
     response = signed_in.get(reverse("web:link-detail", args=[link.slug]), params)
@@ -188,21 +228,33 @@ def test_detail_refuses_ranges_it_cannot_show(signed_in, user, params, field):
 
 def test_detail_range_as_asked(signed_in, user):
     link = link_create(owner=user, url="https://example.com/d", slug=unique_slug())
-    response = signed_in.get(reverse("web:link-detail", args=[link.slug]), {
-        "interval": "hour", "from": "2030-01-01T00:00", "to": "2030-01-02T12:00", "include_bots": "true"})
+    response = signed_in.get(
+        reverse("web:link-detail", args=[link.slug]),
+        {"interval": "hour", "from": "2030-01-01T00:00", "to": "2030-01-02T12:00", "include_bots": "true"},
+    )
     span = response.context["span"]
     assert response.context["errors"] == {}
     assert (span.start, span.end, span.interval, span.include_bots) == (
-        datetime(2030, 1, 1, tzinfo=timezone.utc), datetime(2030, 1, 2, 12, tzinfo=timezone.utc), "hour", True)
+        datetime(2030, 1, 1, tzinfo=timezone.utc),
+        datetime(2030, 1, 2, 12, tzinfo=timezone.utc),
+        "hour",
+        True,
+    )
     assert len(response.context["chart"]["labels"]) == 36
     hours = signed_in.get(reverse("web:link-detail", args=[link.slug]), {"interval": "hour"}).context["span"]
     assert hours.end - hours.start == timedelta(hours=48)
 
 
 def test_an_expiry_postgresql_cannot_store_is_a_form_error(signed_in, user):
-    response = signed_in.post(reverse("web:link-create"), {
-        "url": "https://example.com/", "slug": unique_slug(), "redirect_status": "302",
-        "expires_at": "2030-01-01T00:00:00+16:00"})
+    response = signed_in.post(
+        reverse("web:link-create"),
+        {
+            "url": "https://example.com/",
+            "slug": unique_slug(),
+            "redirect_status": "302",
+            "expires_at": "2030-01-01T00:00:00+16:00",
+        },
+    )
     assert response.status_code == 200
     assert response.context["form"].errors["expires_at"] == ["The UTC offset must be within ±15:59."]
     assert not Link.objects.filter(owner=user).exists()

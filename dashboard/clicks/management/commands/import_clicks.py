@@ -28,8 +28,14 @@ MAINTENANCE_EVERY = 24 * 3600.0
 # A connection lost at any point: nothing is acknowledged before its COMMIT,
 # so the same work is done again, and a batch stored twice counts once.
 # psycopg's own errors reach here from COPY, which Django does not wrap.
-RETRYABLE = (redis.ConnectionError, redis.TimeoutError, OperationalError, InterfaceError,
-             psycopg.OperationalError, psycopg.InterfaceError)
+RETRYABLE = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    OperationalError,
+    InterfaceError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+)
 
 
 class Progress:
@@ -60,8 +66,9 @@ class Progress:
             if self.bar.n + result.entries > self.bar.total:
                 self.bar.total = self.bar.n + result.entries  # entries arrived while we ran
             self.bar.update(result.entries)
-            self.bar.set_postfix(clicks_s=f"{self.totals['clicks'] / elapsed:,.0f}",
-                                 backlog=self.bar.total - self.bar.n, refresh=False)
+            self.bar.set_postfix(
+                clicks_s=f"{self.totals['clicks'] / elapsed:,.0f}", backlog=self.bar.total - self.bar.n, refresh=False
+            )
         elif time.monotonic() - self.since >= self.interval:
             self.log_window()
 
@@ -70,8 +77,7 @@ class Progress:
         window = self.window
         try:
             lag = import_lag(client=self.client)
-            backlog = (f"lag {lag.backlog} entries ({lag.pending} pending), "
-                       f"oldest {lag.oldest_age_seconds:.1f}s")
+            backlog = f"lag {lag.backlog} entries ({lag.pending} pending), oldest {lag.oldest_age_seconds:.1f}s"
         except redis.RedisError as exc:
             backlog = f"lag unknown ({exc.__class__.__name__})"
         self.command.stdout.write(
@@ -98,21 +104,49 @@ class Command(ServiceCommand):
         parser.add_argument(
             "--consumer",
             help="consumer name in the group (default: the host name, or <host name>-once with --once); keep it "
-                 "stable across restarts, and give every importer running at once its own",
+            "stable across restarts, and give every importer running at once its own",
         )
-        parser.add_argument("--batch-size", type=int, default=settings.CLICK_IMPORT_BATCH_ENTRIES,
-                            help="stream entries per transaction (the edge puts up to 100 clicks in one)")
+        parser.add_argument(
+            "--batch-size",
+            type=int,
+            default=settings.CLICK_IMPORT_BATCH_ENTRIES,
+            help="stream entries per transaction (the edge puts up to 100 clicks in one)",
+        )
         parser.add_argument("--block-ms", type=int, default=1000, help="how long a read waits for new entries")
-        parser.add_argument("--claim-idle-ms", type=int, default=settings.CLICK_IMPORT_CLAIM_IDLE_MS,
-                            help="take over entries another consumer left pending this long")
+        parser.add_argument(
+            "--claim-idle-ms",
+            type=int,
+            default=settings.CLICK_IMPORT_CLAIM_IDLE_MS,
+            help="take over entries another consumer left pending this long",
+        )
         parser.add_argument("--lag", action="store_true", help="print the import lag as JSON and exit")
-        parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                            help="progress bar (default: with --once on a terminal)")
-        add_metrics_arguments(parser, port=settings.IMPORTER_METRICS_PORT, address=settings.IMPORTER_METRICS_ADDRESS,
-                              setting="IMPORTER_METRICS_PORT")
+        parser.add_argument(
+            "--progress",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="progress bar (default: with --once on a terminal)",
+        )
+        add_metrics_arguments(
+            parser,
+            port=settings.IMPORTER_METRICS_PORT,
+            address=settings.IMPORTER_METRICS_ADDRESS,
+            setting="IMPORTER_METRICS_PORT",
+        )
 
-    def handle(self, *args, once, consumer, batch_size, block_ms, claim_idle_ms, lag, progress, metrics_port,
-               metrics_address, **options):
+    def handle(
+        self,
+        *args,
+        once,
+        consumer,
+        batch_size,
+        block_ms,
+        claim_idle_ms,
+        lag,
+        progress,
+        metrics_port,
+        metrics_address,
+        **options,
+    ):
         if lag:
             self.stdout.write(json.dumps(asdict(import_lag(client=get_redis()))))
             return
@@ -132,7 +166,8 @@ class Command(ServiceCommand):
             nonlocal maintenance_due
             if time.monotonic() >= maintenance_due:
                 click_tables_maintain(
-                    now=datetime.now(timezone.utc), months_ahead=settings.CLICK_PARTITIONS_AHEAD,
+                    now=datetime.now(timezone.utc),
+                    months_ahead=settings.CLICK_PARTITIONS_AHEAD,
                     retention_months=settings.CLICK_RETENTION_MONTHS,
                 )
                 maintenance_due = time.monotonic() + MAINTENANCE_EVERY
@@ -153,10 +188,15 @@ class Command(ServiceCommand):
             while not self.stopping:
                 try:
                     if meter is None:
-                        meter = Progress(command=self, client=stream.redis, bar=show_bar and once,
-                                         interval=settings.CLICK_IMPORT_LOG_INTERVAL)
-                    total += importer.run(once=once, should_stop=lambda: self.stopping, report=report,
-                                          every_so_often=maintain)
+                        meter = Progress(
+                            command=self,
+                            client=stream.redis,
+                            bar=show_bar and once,
+                            interval=settings.CLICK_IMPORT_LOG_INTERVAL,
+                        )
+                    total += importer.run(
+                        once=once, should_stop=lambda: self.stopping, report=report, every_so_often=maintain
+                    )
                     if once:
                         stream.leave()
                     break

@@ -15,7 +15,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         group = parser.add_mutually_exclusive_group(required=True)
-        group.add_argument("--all", action="store_true", help="publish every link, and delete keys of links that are gone")
+        group.add_argument(
+            "--all", action="store_true", help="publish every link, and delete keys of links that are gone"
+        )
         group.add_argument("--check", action="store_true", help="list differences; exit 1 if there is any")
 
     def handle(self, *args, all, check, **options):
@@ -32,7 +34,7 @@ class Command(BaseCommand):
         todo = slugs + sorted(stale)
         with tqdm(total=len(todo), unit="link", disable=None) as bar:
             for start in range(0, len(todo), CHUNK):
-                chunk = todo[start:start + CHUNK]
+                chunk = todo[start : start + CHUNK]
                 publish_slugs(chunk)
                 bar.update(len(chunk))
         self.stdout.write(f"published {len(slugs)} links, removed {len(stale)} stale keys")

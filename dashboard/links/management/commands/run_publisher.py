@@ -19,11 +19,19 @@ class Command(ServiceCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls without a NOTIFY")
-        parser.add_argument("--coalesce-ms", type=float, default=20.0,
-                            help="after a NOTIFY, wait this long so changes committed together go out together")
+        parser.add_argument(
+            "--coalesce-ms",
+            type=float,
+            default=20.0,
+            help="after a NOTIFY, wait this long so changes committed together go out together",
+        )
         parser.add_argument("--log-interval", type=float, default=10.0, help="seconds between progress lines")
-        add_metrics_arguments(parser, port=settings.PUBLISHER_METRICS_PORT,
-                              address=settings.PUBLISHER_METRICS_ADDRESS, setting="PUBLISHER_METRICS_PORT")
+        add_metrics_arguments(
+            parser,
+            port=settings.PUBLISHER_METRICS_PORT,
+            address=settings.PUBLISHER_METRICS_ADDRESS,
+            setting="PUBLISHER_METRICS_PORT",
+        )
 
     def handle(self, *args, interval, coalesce_ms, log_interval, metrics_port, metrics_address, **options):
         metrics = PublisherMetrics()
@@ -67,7 +75,11 @@ class Command(ServiceCommand):
     def listen(self) -> psycopg.Connection:
         db = connection.settings_dict
         listener = psycopg.connect(
-            host=db["HOST"], port=db["PORT"] or None, user=db["USER"], password=db["PASSWORD"], dbname=db["NAME"],
+            host=db["HOST"],
+            port=db["PORT"] or None,
+            user=db["USER"],
+            password=db["PASSWORD"],
+            dbname=db["NAME"],
             autocommit=True,
         )
         listener.execute(f"LISTEN {OUTBOX_CHANNEL}")

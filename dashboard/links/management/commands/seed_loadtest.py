@@ -45,6 +45,7 @@ class Command(BaseCommand):
         )
         out.parent.mkdir(parents=True, exist_ok=True)
         out.touch(mode=0o600)
-        out.write_text(json.dumps({"username": username, "password": password, "token": raw_token,
-                                   "links": seeded}))
-        self.stdout.write(f"seeded {len(seeded)} links for {username!r} ({links - existing if links > existing else 0} new); wrote {out}")
+        out.write_text(json.dumps({"username": username, "password": password, "token": raw_token, "links": seeded}))
+        self.stdout.write(
+            f"seeded {len(seeded)} links for {username!r} ({links - existing if links > existing else 0} new); wrote {out}"
+        )
