@@ -206,6 +206,8 @@ def prepare(run: Path) -> dict[str, str]:
         EDGE_BASE_URL=os.environ.get("EDGE_BASE_URL") or f"http://127.0.0.1:{ports['EDGE_PORT']}",
         STATIC_ROOT=str(run / "static"),
         SUPERVISOR_USERNAME="slingshot",
+        # Kept, so that the docs' commands can name the admin as `make run` made it.
+        SLINGSHOT_ADMIN_USER=os.environ.get("SLINGSHOT_ADMIN_USER") or known.get("SLINGSHOT_ADMIN_USER") or "admin",
     )
     write_env_file(run, values)
     env = stack_environment(run)
@@ -278,8 +280,10 @@ def banner(run: Path, env: dict[str, str]) -> str:
         f"    Dashboard:    http://127.0.0.1:{env['DASHBOARD_PORT']}/   (admin: /admin/, API: /api/v1/docs/)\n"
         f"    Short links:  http://127.0.0.1:{env['EDGE_PORT']}/<slug>\n"
         f"    Logs:         {shown}/logs/<program>.log, or `make logs`; state: `make status`\n"
-        f"    Lost the admin password? `{manage}.venv/bin/python dashboard/manage.py changepassword <user>` "
-        "while the stack runs.\n"
+        f"    An API token: `{manage}.venv/bin/python dashboard/manage.py create_api_token "
+        f"{env.get('SLINGSHOT_ADMIN_USER', 'admin')} --scope write`\n"
+        f"    Lost the admin password? `{manage}.venv/bin/python dashboard/manage.py changepassword "
+        f"{env.get('SLINGSHOT_ADMIN_USER', 'admin')}` while the stack runs.\n"
         "  Ctrl-C stops everything, the edge first so that its buffered clicks reach Redis.\n"
     )
 

@@ -106,6 +106,7 @@ class Nginx:
                 "    server {\n"
                 f"        listen 127.0.0.1:{self.ceiling_port} reuseport;\n"
                 '        add_header Cache-Control "private, no-store" always;\n'
+                "        add_header X-Content-Type-Options nosniff always;\n"
                 f"        location / {{ return 302 {CEILING_TARGET}; }}\n"
                 f"        location = {LUA_FLOOR_PATH} {{\n"
                 f'            content_by_lua_block {{ ngx.redirect("{CEILING_TARGET}", 302) }}\n'

@@ -192,6 +192,9 @@ def link_detail(request, slug: str):
     )
     recent = selectors.clicks_visible_to(request.user, slug=link.slug).order_by("-occurred_at")[:RECENT_CLICKS]
     what = "" if span.include_bots else ", bots left out"
+    totals = link_totals(link_ids=[link.pk])[link.pk]
+    with_bots = request.GET.copy()
+    with_bots["include_bots"] = "true"
     return render(
         request,
         "web/link_detail.html",
@@ -201,7 +204,9 @@ def link_detail(request, slug: str):
             "stats": stats,
             "span": span,
             "errors": form.errors,
-            "totals": link_totals(link_ids=[link.pk])[link.pk],
+            "totals": totals,
+            "bot_clicks": totals.clicks - totals.human_clicks,
+            "with_bots": with_bots.urlencode(),
             "recent": recent,
             "breakdowns": [(BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items()],
             "chart": _chart(

@@ -6,7 +6,6 @@ module)."""
 import uuid
 
 import pytest
-from django.db import connection
 
 from clicks.batch import BatchMaker
 from clicks.enrichment import Enricher
@@ -25,17 +24,6 @@ def empty_streams():
     client.delete(CLICKS_STREAM, DEAD_LETTER_STREAM)
     yield
     client.delete(CLICKS_STREAM, DEAD_LETTER_STREAM)
-
-
-@pytest.fixture
-def fresh_rollups():
-    """Empty rollups, and no hour folded into the day tables yet: what a
-    test of the fold needs to find, whatever ran before it."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "TRUNCATE click_rollup_hour, click_rollup_day, click_breakdown_hour, click_breakdown_day, link_click_totals"
-        )
-        cursor.execute("UPDATE click_day_fold SET folded_before = 'epoch'")
 
 
 def entry_fields(clicks: list[dict], *, prefix: str | None = None, first: int = 0) -> dict[str, bytes]:

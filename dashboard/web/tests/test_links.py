@@ -166,7 +166,11 @@ def test_detail_shows_stats_with_a_bounded_number_of_queries(signed_in, user, dj
     assert len(chart["clicks"]) in (30, 31) and chart["clicks"][-1] == 2 and sum(chart["clicks"]) == 2
     assert len(response.context["recent"]) == 3
     assert b"news.example.org" in response.content
-    assert signed_in.get(url, {"include_bots": "true", "interval": "hour"}).context["stats"].clicks == 3
+    # The click made with curl is a bot's: the page says it left it out, and how to see it.
+    assert response.context["bot_clicks"] == 1 and b'id="bots-left-out"' in response.content
+    assert "include_bots=true" in response.context["with_bots"]
+    with_bots = signed_in.get(url, {"include_bots": "true", "interval": "hour"})
+    assert with_bots.context["stats"].clicks == 3 and b'id="bots-left-out"' not in with_bots.content
     bad = signed_in.get(url, {"interval": "hour", "from": "2020-01-01T00:00"})
     assert "interval" in bad.context["errors"] and bad.context["stats"].clicks == 2  # defaults shown instead
 
