@@ -92,12 +92,15 @@ def test_reload_during_traffic_loses_no_click(make_edge, rds):
         return {click["id"][:16] for click in stream_clicks(rds, slug)}
 
     with Traffic(edge.port, f"/{slug}", visitors=4) as traffic:
-        wait_until(lambda: workers_seen(), what="the first clicks")
+        wait_until(lambda: len(workers_seen()) == 2, timeout=15, what="clicks from both workers")
         for _ in range(3):
             before = workers_seen()
             edge.reload()
             # The new workers serve, and their clicks arrive.
-            wait_until(lambda before=before: len(workers_seen() - before) == 2, what="clicks from both new workers")
+            wait_until(
+                lambda before=before: len(workers_seen() - before) >= 2, timeout=15, what="clicks from both new workers"
+            )
+    assert len(workers_seen()) == 2 + 3 * 2, "every worker of every generation served"
     # Connections refused or reset while listening sockets change hands are
     # not served, so they are no clicks either.
     served = traffic.served

@@ -68,6 +68,7 @@ def test_overview_totals_and_top_links(signed_in, user, django_assert_max_num_qu
     chart = page.context["chart"]
     assert len(chart["clicks"]) == 30 and chart["clicks"][-1] == 4 and sum(chart["clicks"]) == 4
     assert "lag" not in page.context  # staff only
+    assert b'href="/api/v1/docs/"' in page.content  # the API's docs, from every page's navigation
 
 
 def test_overview_for_staff_shows_importer_lag_and_edge_health(client, make_user, edge, settings):
