@@ -40,12 +40,17 @@ DEFAULTS = {
 
 
 def start_local_stack() -> subprocess.Popen:
+    from devstack.programs import run_dir
+    from devstack.stack import env_file
+
     subprocess.run([sys.executable, "-m", "devstack", "prepare"], cwd=REPO, check=True)
+    # This process reads the stack's settings as manage.py does, from its env file.
+    os.environ.setdefault("SLINGSHOT_ENV_FILE", str(env_file(run_dir())))
     return subprocess.Popen(
         [sys.executable, "-m", "devstack", "run"],
         cwd=REPO,
         start_new_session=True,
-        stdout=open(REPO / ".run" / "loadtest-stack.log", "ab"),
+        stdout=open(run_dir() / "loadtest-stack.log", "ab"),
         stderr=subprocess.STDOUT,
     )
 

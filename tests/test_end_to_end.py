@@ -8,6 +8,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from clicks.models import Click
+from clicks.records import decode_entry
+from clicks.selectors import link_totals
 from links import services
 from links.redis import get_redis
 from slingshot.contract import CLICKS_STREAM as STREAM
@@ -42,3 +44,51 @@ def test_link_redirects_and_its_click_lands_in_postgres(edge):
     assert click.referer == "https://ref.example/"
     assert click.link_id == link.pk
     assert edge.errors() == ""
+
+
+def test_clicks_belong_to_the_link_that_served_them_not_to_its_slug(edge, through_publisher):
+    """A link clicked while the importer is away, then deleted, and its slug
+    taken by someone else's new link: the clicks go with the deleted link,
+    and the new link starts with none (nor its owner with their addresses)."""
+    first_owner = get_user_model().objects.create_user("first-" + uuid.uuid4().hex[:6])
+    second_owner = get_user_model().objects.create_user("second-" + uuid.uuid4().hex[:6])
+    slug = "reuse" + uuid.uuid4().hex[:8]
+    first = services.link_create(owner=first_owner, url="https://example.com/first", slug=slug)
+    wait_until_served(edge, slug, "https://example.com/first")
+    for _ in range(100):
+        assert edge.request(f"/{slug}", headers={"User-Agent": "Mozilla/5.0 (X11; Linux x86_64)"}).status == 302
+    wait_for_stream_entries(1)
+
+    first_id = first.pk
+    services.link_delete(link=first)
+    second = services.link_create(owner=second_owner, url="https://example.com/second", slug=slug)
+    wait_until_served(edge, slug, "https://example.com/second")
+    assert edge.request(f"/{slug}", headers={"User-Agent": "Mozilla/5.0 (X11; Linux x86_64)"}).status == 302
+    deadline = time.monotonic() + 5
+    while sum(len(c) for c in stream_link_ids(slug).values()) < 101:
+        assert time.monotonic() < deadline, "every click in the stream"
+        time.sleep(0.02)
+    assert {link_id: len(ids) for link_id, ids in stream_link_ids(slug).items()} == {first_id: 100, second.pk: 1}
+
+    call_command("import_clicks", "--once")
+
+    assert Click.objects.filter(link_id=first_id).count() == 0
+    assert Click.objects.filter(link_id=second.pk).count() == 1
+    assert link_totals(link_ids=[second.pk])[second.pk].clicks == 1
+
+
+def wait_until_served(edge, slug: str, target: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while edge.request(f"/{slug}", method="HEAD").headers.get("Location") != target:
+        assert time.monotonic() < deadline, f"/{slug} never redirected to {target}"
+        time.sleep(0.02)
+
+
+def stream_link_ids(slug: str) -> dict[int, set[str]]:
+    """The click ids of `slug` in the stream, by the link id each carries."""
+    found: dict[int, set[str]] = {}
+    for _entry, fields in get_redis().xrange(STREAM):
+        for click_id, _ts, click_slug, link, *_rest in decode_entry(fields):
+            if click_slug == slug and link:
+                found.setdefault(int(link), set()).add(click_id)
+    return found
