@@ -30,9 +30,10 @@ def link_id(slug: str) -> int:
 
 def publish(client: redis.Redis, slug: str, url: str | None = "https://example.com/", **fields) -> None:
     """A link value (or its deletion) and its change notification in one
-    MULTI, as docs/contract.md has it, for the tests of the edge alone. The
-    tests of the dashboard and edge together (test_contract.py,
-    tests/test_publishing.py) go through the real publisher."""
+    MULTI, as docs/contract.md has it, for the tests of the edge alone.
+    Where the dashboard and the edge are tested together, links go through
+    the services and the real publisher (test_contract.py, the
+    `through_publisher` tests of test_cache.py, tests/test_publishing.py)."""
     pipe = client.pipeline(transaction=True)
     if url is None:
         pipe.delete(link_key(slug))
