@@ -104,11 +104,13 @@ class Response:
 
 
 def http_request(port: int, path: str, *, method: str = "GET", headers: dict | None = None) -> Response:
-    """One request, no redirect following, and the raw path sent as given."""
+    """One request, no redirect following, and the raw path sent as given
+    (with the Host header given, if it is among the headers)."""
+    headers = headers or {}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        conn.putrequest(method, path, skip_accept_encoding=True)
-        for name, value in (headers or {}).items():
+        conn.putrequest(method, path, skip_host="Host" in headers, skip_accept_encoding=True)
+        for name, value in headers.items():
             conn.putheader(name, value)
         conn.endheaders()
         response = conn.getresponse()

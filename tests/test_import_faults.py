@@ -127,6 +127,15 @@ def assert_exactly_once(ids: set[str], links: list[Link]) -> None:
         assert rolled_up(links) == (len(ids), len(ids), len(ids))
 
 
+def drained_without_exiting(importer: subprocess.Popen, client: redis.Redis, tmp_path: Path) -> str:
+    """Waits until the importer has emptied the stream, checks that the
+    fault did not make it exit, stops it, and returns its log."""
+    wait_until(lambda: client.xlen(STREAM) == 0, timeout=90, what="the stream to be emptied")
+    assert importer.poll() is None, "the importer must not exit on a transient fault"
+    assert stop(importer) == 0
+    return (tmp_path / "importer.log").read_text()
+
+
 def stop(process: subprocess.Popen) -> int:
     process.send_signal(signal.SIGTERM)
     return process.wait(timeout=30)
@@ -215,11 +224,8 @@ def test_redis_killed_mid_import_forgets_acknowledgements_and_every_click_is_sto
         devstack.wait_for_port(port, process=server)
         assert client.xlen(STREAM) == 600  # every entry back, those imported too
 
-        wait_until(lambda: client.xlen(STREAM) == 0, timeout=60, what="the stream to be emptied again")
-        assert importer.poll() is None, "the importer must not exit on a lost Redis"
-        assert stop(importer) == 0
+        log = drained_without_exiting(importer, client, tmp_path)
         assert_exactly_once(ids, links)
-        log = (tmp_path / "importer.log").read_text()
         assert "retrying" in log
         assert "stored already" in log, "the clicks stored before the fault came again and were not counted"
     finally:
@@ -242,14 +248,11 @@ def test_postgres_restarted_mid_import(tmp_path, links, servers):
         at_fault = stored_ids(ids)[0]
         assert at_fault < len(ids), "the fault must hit while clicks are still to be stored"
 
-        wait_until(lambda: client.xlen(STREAM) == 0, timeout=60, what="the stream to be emptied")
-        assert importer.poll() is None, "the importer must not exit on a lost PostgreSQL"
-        assert stop(importer) == 0
+        log = drained_without_exiting(importer, client, tmp_path)
     finally:
         if importer.poll() is None:
             importer.kill()
     assert_exactly_once(ids, links)
-    log = (tmp_path / "importer.log").read_text()
     assert "retrying" in log, log
 
 
@@ -285,14 +288,11 @@ def test_the_importers_connection_terminated_again_and_again(tmp_path, links):
             terminated.append(stored_ids(ids)[0])
         assert max(terminated) < len(ids), "every termination must hit while clicks are still to be stored"
 
-        wait_until(lambda: client.xlen(STREAM) == 0, timeout=90, what="the stream to be emptied")
-        assert importer.poll() is None, "the importer must not exit on a terminated connection"
-        assert stop(importer) == 0
+        log = drained_without_exiting(importer, client, tmp_path)
     finally:
         if importer.poll() is None:
             importer.kill()
     assert_exactly_once(ids, links)
-    log = (tmp_path / "importer.log").read_text()
     assert log.count("retrying in") >= 5, log
 
 

@@ -1,12 +1,11 @@
-import http.client
 import os
 import subprocess
-from dataclasses import dataclass
 
 import pytest
 from django.db import connection
 
 import devstack
+from devstack.pytest_plugin import Response, http_request
 
 GUNICORN_CONF = devstack.REPO / "dashboard" / "gunicorn.conf.py"
 
@@ -44,24 +43,7 @@ def make_dashboard(tmp_path):
         process.wait(timeout=30)
 
 
-@dataclass
-class Response:
-    status: int
-    headers: http.client.HTTPMessage
-    body: bytes
-
-
 def request(port: int, path: str, *, headers: dict[str, str] | None = None) -> Response:
     """One request to a dashboard of a test's own, with the Host header given
     (default: the address it listens on), no redirect followed."""
-    headers = {"Host": f"127.0.0.1:{port}", **(headers or {})}
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)
-        for name, value in headers.items():
-            conn.putheader(name, value)
-        conn.endheaders()
-        response = conn.getresponse()
-        return Response(response.status, response.headers, response.read())
-    finally:
-        conn.close()
+    return http_request(port, path, headers={"Host": f"127.0.0.1:{port}", **(headers or {})})
