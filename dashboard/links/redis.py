@@ -3,6 +3,12 @@
 Two of them: `get_redis` for the publisher and the importer, which wait for
 Redis and retry at their own level; and, for anything a request or a scrape
 waits on, `quick_call`, with short timeouts behind a small circuit breaker.
+
+Both talk to the primary: REDIS_HOST/REDIS_PORT, or, with REDIS_SENTINELS,
+whichever server the Sentinels name as REDIS_SENTINEL_MASTER's primary. A
+client of the Sentinel kind asks them again on its next connection after a
+failover (a dropped connection, or a READONLY reply from a demoted primary),
+so no process needs a restart (docs/scale-out.md).
 """
 
 import logging
@@ -16,6 +22,7 @@ import redis
 from django.conf import settings
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+from redis.sentinel import Sentinel
 
 log = logging.getLogger(__name__)
 
@@ -26,32 +33,37 @@ NO_RETRY = Retry(NoBackoff(), 0)
 T = TypeVar("T")
 
 
+def _primary(*, connect_timeout: float, timeout: float) -> redis.Redis:
+    options = {
+        "password": settings.REDIS_PASSWORD,
+        "db": settings.REDIS_DB,
+        "socket_connect_timeout": connect_timeout,
+        "socket_timeout": timeout,
+        "retry": NO_RETRY,
+    }
+    if not settings.REDIS_SENTINELS:
+        return redis.Redis(host=settings.REDIS_HOST, port=settings.REDIS_PORT, **options)
+    sentinels = Sentinel(
+        settings.REDIS_SENTINELS,
+        sentinel_kwargs={
+            "password": settings.REDIS_SENTINEL_PASSWORD,
+            "socket_connect_timeout": connect_timeout,
+            "socket_timeout": timeout,
+        },
+    )
+    return sentinels.master_for(settings.REDIS_SENTINEL_MASTER, **options)
+
+
 @cache
 def get_redis() -> redis.Redis:
-    return redis.Redis(
-        host=settings.REDIS_HOST,
-        port=settings.REDIS_PORT,
-        password=settings.REDIS_PASSWORD,
-        db=settings.REDIS_DB,
-        socket_connect_timeout=2,
-        socket_timeout=5,
-        retry=NO_RETRY,
-    )
+    return _primary(connect_timeout=2, timeout=5)
 
 
 @cache
 def get_quick_redis() -> redis.Redis:
     """A client that gives up after REDIS_REQUEST_TIMEOUT seconds to connect
     and as long again for each reply; requests use it through `quick_call`."""
-    return redis.Redis(
-        host=settings.REDIS_HOST,
-        port=settings.REDIS_PORT,
-        password=settings.REDIS_PASSWORD,
-        db=settings.REDIS_DB,
-        socket_connect_timeout=settings.REDIS_REQUEST_TIMEOUT,
-        socket_timeout=settings.REDIS_REQUEST_TIMEOUT,
-        retry=NO_RETRY,
-    )
+    return _primary(connect_timeout=settings.REDIS_REQUEST_TIMEOUT, timeout=settings.REDIS_REQUEST_TIMEOUT)
 
 
 class RedisUnavailable(Exception):

@@ -9,11 +9,13 @@ Django refuses to start.
 
 import ipaddress
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
 import environ
 from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 DASHBOARD_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = DASHBOARD_DIR.parent
@@ -111,6 +113,17 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
     "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=5)
 )
+# A streaming replica for reports, exports and the links list (slingshot/db.py);
+# writes and every read that must see them stay on "default".
+if env.str("DATABASE_REPLICA_URL", default=""):
+    DATABASES["replica"] = {
+        **env.db("DATABASE_REPLICA_URL"),
+        "CONN_MAX_AGE": DATABASES["default"]["CONN_MAX_AGE"],
+        "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": {"connect_timeout": DATABASES["default"]["OPTIONS"]["connect_timeout"]},
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_ROUTERS = ["slingshot.db.PrimaryRouter"]
 
 # Sign-in throttling (slingshot/signin.py): axes' backend first, so that a
 # locked-out client's password is not even checked.
@@ -153,6 +166,45 @@ REDIS_HOST = env.str("REDIS_HOST", default="127.0.0.1")
 REDIS_PORT = env.int("REDIS_PORT", default=6379)
 REDIS_PASSWORD = env.str("REDIS_PASSWORD", default=None) or None
 REDIS_DB = env.int("REDIS_DB", default=0)
+
+
+def _host_ports(name: str) -> list[tuple[str, int]]:
+    pairs = []
+    for item in env.list(name, default=[]):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ImproperlyConfigured(f"{name}: {item!r} is not host:port")
+        pairs.append((host.strip("[]"), int(port)))
+    return pairs
+
+
+# With Sentinels ("host:port,host:port"), the primary is whichever server they
+# name for REDIS_SENTINEL_MASTER, found again after a failover; REDIS_HOST and
+# REDIS_PORT are then unused by the dashboard, the publisher and the importer.
+REDIS_SENTINELS = _host_ports("REDIS_SENTINELS")
+REDIS_SENTINEL_MASTER = env.str("REDIS_SENTINEL_MASTER", default="slingshot")
+REDIS_SENTINEL_PASSWORD = env.str("REDIS_SENTINEL_PASSWORD", default=None) or None
+# The publisher marks a link change delivered once this many replicas have it
+# too (Redis WAIT), so that a failover to any of them cannot lose it.
+REDIS_WAIT_REPLICAS = env.int("REDIS_WAIT_REPLICAS", default=0)
+REDIS_WAIT_TIMEOUT_MS = env.int("REDIS_WAIT_TIMEOUT_MS", default=1000)
+
+
+def _click_stores(raw: str) -> dict[str, str]:
+    stores = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        name, _, url = item.partition("=")
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,39}", name) or name == "primary" or name in stores:
+            raise ImproperlyConfigured(f"CLICK_STORES: {name!r} is not a new store name ([a-z0-9_-], not 'primary')")
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ImproperlyConfigured(f"CLICK_STORES: the store {name!r} needs a redis:// URL")
+        stores[name] = url
+    return stores
+
+
+# Redis servers the edges write clicks to besides the primary, each read by
+# `import_clicks --store NAME`: "edge1=redis://:PASSWORD@10.0.0.5:6379/0,...".
+CLICK_STORES = _click_stores(env.str("CLICK_STORES", default=""))
 
 # What a request or a scrape asks Redis (the API throttle, the overview's
 # import lag, /healthz) gives up after this many seconds to connect and as
