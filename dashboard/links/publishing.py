@@ -11,9 +11,10 @@ also delivers right after its commit (no publisher needed, a few ms slower).
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import redis
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
@@ -61,16 +62,44 @@ def publish_slugs(slugs: Iterable[str], *, client: redis.Redis | None = None) ->
     if not slugs:
         return 0
     links = {link.slug: link for link in Link.objects.filter(slug__in=slugs)}
-    pipe = (client or get_redis()).pipeline(transaction=True)
-    for slug in slugs:
-        link = links.get(slug)
-        if link is None:
-            pipe.delete(link_key(slug))
-        else:
-            pipe.set(link_key(slug), link_payload(link))
-        pipe.xadd(LINK_CHANGES_STREAM, {"slug": slug}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
-    pipe.execute()
+
+    def fill(pipe) -> None:
+        for slug in slugs:
+            link = links.get(slug)
+            if link is None:
+                pipe.delete(link_key(slug))
+            else:
+                pipe.set(link_key(slug), link_payload(link))
+            pipe.xadd(LINK_CHANGES_STREAM, {"slug": slug}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
+
+    send_replicated(client or get_redis(), fill)
     return len(slugs)
+
+
+class NotReplicated(redis.RedisError):
+    """Fewer replicas than REDIS_WAIT_REPLICAS confirmed a write in time."""
+
+
+def send_replicated(client: redis.Redis, fill: Callable[[redis.client.Pipeline], None]) -> None:
+    """Runs the commands `fill` queues in one MULTI/EXEC, in one round trip.
+    With REDIS_WAIT_REPLICAS, a WAIT on the same connection follows, and
+    fewer replicas than that confirming in REDIS_WAIT_TIMEOUT_MS raises:
+    the caller keeps its outbox rows, and a change a failover could lose is
+    sent again, to the new primary."""
+    wanted = settings.REDIS_WAIT_REPLICAS
+    pipe = client.pipeline(transaction=False)
+    pipe.execute_command("MULTI")
+    fill(pipe)
+    pipe.execute_command("EXEC")
+    if wanted > 0:
+        pipe.execute_command("WAIT", wanted, settings.REDIS_WAIT_TIMEOUT_MS)
+    replies = pipe.execute()
+    exec_reply = replies[-2] if wanted > 0 else replies[-1]
+    for reply in exec_reply:
+        if isinstance(reply, Exception):
+            raise reply
+    if wanted > 0 and replies[-1] < wanted:
+        raise NotReplicated(f"{replies[-1]} of {wanted} replicas confirmed link changes in time")
 
 
 def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = None) -> int | None:
