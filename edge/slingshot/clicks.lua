@@ -98,7 +98,7 @@ function _M.record(slug, link_id)
 end
 
 local function write(payloads)
-    local red, err = redis.connect()
+    local red, err = redis.connect(config.redis_clicks)
     if not red then
         return nil, err
     end

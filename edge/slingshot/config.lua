@@ -53,13 +53,31 @@ local function parsed(getenv, name, default, parse)
     return value
 end
 
+-- A Redis server: PREFIX HOST, PORT, PASSWORD and DB, each defaulting to
+-- `fallback`'s. `pool` names its keepalive pool, so that two databases of
+-- one server never share a connection.
+local function redis_server(getenv, prefix, fallback)
+    local server = {
+        host = text(getenv, prefix .. "HOST", fallback and fallback.host or "127.0.0.1"),
+        port = number(getenv, prefix .. "PORT", fallback and fallback.port or 6379, 1),
+        password = text(getenv, prefix .. "PASSWORD", fallback and fallback.password or nil),
+        db = number(getenv, prefix .. "DB", fallback and fallback.db or 0, 0),
+    }
+    server.pool = format("%s:%d:%d", server.host, server.port, server.db)
+    return server
+end
+
 -- Pure: takes a getenv-like function so busted can test it without nginx.
 function _M.parse(getenv)
+    -- The primary takes what must be shared by every edge (visit limits);
+    -- links are read from EDGE_LINKS_REDIS_* (a replica near the edge) and
+    -- clicks written to EDGE_CLICKS_REDIS_* (a store the edge can always
+    -- reach); both default to the primary (docs/scale-out.md).
+    local primary = redis_server(getenv, "REDIS_", nil)
     local settings = {
-        redis_host = text(getenv, "REDIS_HOST", "127.0.0.1"),
-        redis_port = number(getenv, "REDIS_PORT", 6379, 1),
-        redis_password = text(getenv, "REDIS_PASSWORD", nil),
-        redis_db = number(getenv, "REDIS_DB", 0, 0),
+        redis_primary = primary,
+        redis_links = redis_server(getenv, "EDGE_LINKS_REDIS_", primary),
+        redis_clicks = redis_server(getenv, "EDGE_CLICKS_REDIS_", primary),
         redis_connect_timeout_ms = number(getenv, "EDGE_REDIS_CONNECT_TIMEOUT_MS", 100, 1),
         redis_read_timeout_ms = number(getenv, "EDGE_REDIS_READ_TIMEOUT_MS", 250, 1),
         redis_pool_size = number(getenv, "EDGE_REDIS_POOL_SIZE", 64, 1),

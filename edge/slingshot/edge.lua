@@ -125,7 +125,7 @@ function _M.redirect()
 end
 
 function _M.healthz()
-    local red, err = redis.connect()
+    local red, err = redis.connect(config.redis_links)
     if red then
         local pong
         pong, err = red:ping()

@@ -115,7 +115,7 @@ end
 
 -- Asks Redis for the links of slugs[1..n] in one round trip.
 local function fetch(slugs, n)
-    local red, err = redis.connect()
+    local red, err = redis.connect(config.redis_links)
     if not red then
         return nil, err
     end
@@ -374,7 +374,7 @@ function _M.follow_changes(premature)
     end
     tailing = true
     local count
-    local red, err = redis.connect()
+    local red, err = redis.connect(config.redis_links)
     if red then
         repeat
             count, err = read_changes(red)

@@ -12,28 +12,30 @@ local _M = { _VERSION = "0.1.0" }
 
 local POOL_IDLE_MS = 60000
 
-function _M.connect()
+-- `server` is one of config.redis_links, redis_clicks or redis_primary (the default).
+function _M.connect(server)
+    server = server or config.redis_primary
     local red, err = redis:new()
     if not red then
         return nil, "redis new: " .. err
     end
     red:set_timeout(config.redis_connect_timeout_ms)
     local ok
-    ok, err = red:connect(config.redis_host, config.redis_port)
+    ok, err = red:connect(server.host, server.port, { pool = server.pool })
     if not ok then
         return nil, "redis connect: " .. err
     end
     red:set_timeout(config.redis_read_timeout_ms)
     if red:get_reused_times() == 0 then
-        if config.redis_password then
-            ok, err = red:auth(config.redis_password)
+        if server.password then
+            ok, err = red:auth(server.password)
             if not ok then
                 red:close()
                 return nil, "redis auth: " .. err
             end
         end
-        if config.redis_db ~= 0 then
-            ok, err = red:select(config.redis_db)
+        if server.db ~= 0 then
+            ok, err = red:select(server.db)
             if not ok then
                 red:close()
                 return nil, "redis select: " .. err

@@ -8,17 +8,33 @@ end
 describe("config.parse", function()
     it("has defaults for everything", function()
         local c = config.parse(env({}))
-        assert.equal("127.0.0.1", c.redis_host)
-        assert.equal(6379, c.redis_port)
-        assert.is_nil(c.redis_password)
+        assert.equal("127.0.0.1", c.redis_primary.host)
+        assert.equal(6379, c.redis_primary.port)
+        assert.is_nil(c.redis_primary.password)
+        assert.same(c.redis_primary, c.redis_links)
+        assert.same(c.redis_primary, c.redis_clicks)
+    end)
+
+    it("reads links and clicks from their own servers, defaulting to the primary's", function()
+        local c = config.parse(env({
+            REDIS_HOST = "10.0.0.1", REDIS_PORT = "6390", REDIS_PASSWORD = "pw",
+            EDGE_LINKS_REDIS_HOST = "127.0.0.1", EDGE_LINKS_REDIS_PORT = "6391",
+            EDGE_CLICKS_REDIS_PORT = "6392", EDGE_CLICKS_REDIS_PASSWORD = "other",
+            EDGE_CLICKS_REDIS_DB = "2",
+        }))
+        assert.same({ host = "127.0.0.1", port = 6391, password = "pw", db = 0,
+            pool = "127.0.0.1:6391:0" }, c.redis_links)
+        assert.same({ host = "10.0.0.1", port = 6392, password = "other", db = 2,
+            pool = "10.0.0.1:6392:2" }, c.redis_clicks)
+        assert.has_error(function() config.parse(env({ EDGE_LINKS_REDIS_PORT = "x" })) end)
     end)
 
     it("reads numbers and text", function()
         local c = config.parse(env({
             REDIS_PORT = "6390", REDIS_PASSWORD = "pw", EDGE_CACHE_SIZE = "10",
         }))
-        assert.equal(6390, c.redis_port)
-        assert.equal("pw", c.redis_password)
+        assert.equal(6390, c.redis_primary.port)
+        assert.equal("pw", c.redis_primary.password)
         assert.equal(10, c.cache_size)
     end)
 
