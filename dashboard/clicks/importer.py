@@ -74,8 +74,8 @@ class BatchResult:
     dead: int
 
 
-def lock_key(consumer: str) -> str:
-    return f"slingshot import_clicks {consumer}"
+def lock_key(consumer: str, store: str = "primary") -> str:
+    return f"slingshot import_clicks {store}/{consumer}"
 
 
 def tune_gc() -> None:
@@ -102,15 +102,23 @@ class ClickImporter:
         """Holds a session advisory lock on the consumer name for as long as the
         database connection lives; a second importer of the same name gets ConsumerBusy."""
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [lock_key(self.stream.consumer)])
+            cursor.execute(
+                "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                [lock_key(self.stream.consumer, self.stream.store)],
+            )
             if not cursor.fetchone()[0]:
-                raise ConsumerBusy(f"another import_clicks runs with consumer name {self.stream.consumer!r}")
+                raise ConsumerBusy(
+                    f"another import_clicks runs with consumer name {self.stream.consumer!r} on store {self.stream.store!r}"
+                )
 
     def release_lock(self) -> None:
         if connection.connection is None or connection.connection.closed:
             return
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [lock_key(self.stream.consumer)])
+            cursor.execute(
+                "SELECT pg_advisory_unlock(hashtextextended(%s, 0))",
+                [lock_key(self.stream.consumer, self.stream.store)],
+            )
 
     # --- the store step ---------------------------------------------------------------
 

@@ -18,9 +18,18 @@ Entry = tuple[bytes, dict]  # an entry id and its fields, as redis-py returns th
 class ClickStream:
     """One consumer of the group `importers`."""
 
-    def __init__(self, client: redis.Redis, *, consumer: str, batch_size: int = 200, claim_idle_ms: int = 60_000):
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        consumer: str,
+        store: str = "primary",
+        batch_size: int = 200,
+        claim_idle_ms: int = 60_000,
+    ):
         self.redis = client
         self.consumer = consumer
+        self.store = store  # the click store's name (clicks/stores.py)
         self.batch_size = batch_size  # entries per read (the edge puts up to 100 clicks in one)
         self.claim_idle_ms = claim_idle_ms
 

@@ -18,8 +18,8 @@ from clicks.importer import BatchResult, ClickImporter, ConsumerBusy, tune_gc
 from clicks.metrics import ImporterMetrics
 from clicks.partitions import click_tables_maintain
 from clicks.rollups import FOLD_AFTER, fold_days
+from clicks.stores import PRIMARY, click_store, store_names
 from clicks.stream import ClickStream, import_lag
-from links.redis import get_redis
 from slingshot.commands import ServiceCommand
 from slingshot.metrics import add_metrics_arguments, serve_metrics
 
@@ -119,6 +119,11 @@ class Command(ServiceCommand):
             default=settings.CLICK_IMPORT_CLAIM_IDLE_MS,
             help="take over entries another consumer left pending this long",
         )
+        parser.add_argument(
+            "--store",
+            default=PRIMARY,
+            help=f"the click store to read (default: {PRIMARY}, the Redis primary; others are named in CLICK_STORES)",
+        )
         parser.add_argument("--lag", action="store_true", help="print the import lag as JSON and exit")
         parser.add_argument(
             "--progress",
@@ -141,20 +146,24 @@ class Command(ServiceCommand):
         batch_size,
         block_ms,
         claim_idle_ms,
+        store,
         lag,
         progress,
         metrics_port,
         metrics_address,
         **options,
     ):
+        if store not in store_names():
+            raise CommandError(f"--store: no store {store!r}; CLICK_STORES names {', '.join(store_names())}")
+        client = click_store(store)
         if lag:
-            self.stdout.write(json.dumps(asdict(import_lag(client=get_redis()))))
+            self.stdout.write(json.dumps(asdict(import_lag(client=client))))
             return
         if batch_size < 1 or block_ms < 0 or claim_idle_ms < 1:
             raise CommandError("--batch-size and --claim-idle-ms must be positive, --block-ms not negative")
         # A drain by hand beside a following importer must not take its name.
         consumer = consumer or socket.gethostname() + ("-once" if once else "")
-        stream = ClickStream(get_redis(), consumer=consumer, batch_size=batch_size, claim_idle_ms=claim_idle_ms)
+        stream = ClickStream(client, consumer=consumer, store=store, batch_size=batch_size, claim_idle_ms=claim_idle_ms)
         maker = BatchMaker(Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH))
         importer = ClickImporter(stream=stream, maker=maker, block_ms=block_ms)
         metrics = ImporterMetrics()
@@ -208,7 +217,9 @@ class Command(ServiceCommand):
                     if isinstance(exc, redis.ResponseError) and "NOGROUP" not in str(exc):
                         raise
                     metrics.retries.inc()
-                    self.retry_later(exc, attempt=attempt, first=0.5, cap=30.0, who=f"import_clicks[{consumer}]")
+                    self.retry_later(
+                        exc, attempt=attempt, first=0.5, cap=30.0, who=f"import_clicks[{store}/{consumer}]"
+                    )
                     attempt += 1
         finally:
             if meter is not None:

@@ -1,0 +1,33 @@
+"""Where clicks wait for the importer: the click stores.
+
+The primary store is the Redis primary (REDIS_* or REDIS_SENTINELS): the
+edge writes there by default, and the dashboard's password page always
+does. An edge may write to a Redis of its own instead (EDGE_CLICKS_REDIS_*),
+so that it keeps every click while the primary is away or failing over;
+each such store is named in CLICK_STORES and read by `import_clicks
+--store NAME`, on as many hosts as wanted, all in the store's one consumer
+group (docs/scale-out.md).
+"""
+
+import redis
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from links.redis import NO_RETRY, get_redis
+
+PRIMARY = "primary"
+
+
+def store_names() -> list[str]:
+    return [PRIMARY, *settings.CLICK_STORES]
+
+
+def click_store(name: str = PRIMARY) -> redis.Redis:
+    """A client for the named store, for the importer (it retries at its own level)."""
+    if name == PRIMARY:
+        return get_redis()
+    try:
+        url = settings.CLICK_STORES[name]
+    except KeyError:
+        raise ImproperlyConfigured(f"no click store {name!r}: CLICK_STORES names {', '.join(store_names())}") from None
+    return redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5, retry=NO_RETRY)
