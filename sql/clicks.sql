@@ -70,6 +70,8 @@ DECLARE
     created     integer := 0;
     part_name   text;
 BEGIN
+    -- Importers starting together would race to create the same partition.
+    PERFORM pg_advisory_xact_lock(hashtext('slingshot partitions of ' || parent));
     FOR i IN 0..months_ahead LOOP
         part_name := format('%s_y%sm%s', parent, to_char(month_start, 'YYYY'), to_char(month_start, 'MM'));
         IF to_regclass(part_name) IS NULL THEN

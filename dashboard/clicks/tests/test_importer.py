@@ -251,3 +251,38 @@ def test_the_ip_privacy_setting_decides_what_address_is_stored(settings, link, p
     call_command("import_clicks", "--once", "--consumer", "privacy")
 
     assert list(Click.objects.filter(link_id=link.pk).values_list("ip", flat=True)) == [stored]
+
+
+def test_importers_making_the_same_partition_at_once_both_succeed():
+    """Two importers that start together both make next month's partitions:
+    the second waits for the first, then finds them made."""
+    import threading
+
+    import psycopg
+
+    params = connection.get_connection_params()
+    month = datetime(2090, 1, 1, tzinfo=timezone.utc)
+    first = psycopg.connect(**params)
+    second = psycopg.connect(**params)
+    try:
+        assert first.execute("SELECT slingshot_ensure_click_partitions(%s, 0)", [month]).fetchone() == (2,)
+        outcome = []
+        racer = threading.Thread(
+            target=lambda: outcome.append(
+                second.execute("SELECT slingshot_ensure_click_partitions(%s, 0)", [month]).fetchone()
+            )
+        )
+        racer.start()
+        racer.join(timeout=1)
+        assert racer.is_alive()  # waiting for the first transaction
+        first.commit()
+        racer.join(timeout=30)
+        assert outcome == [(0,)]  # found them made, no "already exists"
+        second.commit()
+    finally:
+        for conn in (first, second):
+            conn.rollback()
+        with first.transaction():
+            first.execute("DROP TABLE IF EXISTS clicks_y2090m01, orphan_visits_y2090m01")
+        first.close()
+        second.close()
