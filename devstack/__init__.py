@@ -67,7 +67,7 @@ def db_owner() -> dict:
     return {}
 
 
-def _give_to_db_owner(path: Path) -> None:
+def give_to_db_owner(path: Path) -> None:
     if os.geteuid() == 0:
         owner = pwd.getpwnam("postgres")
         os.chown(path, owner.pw_uid, owner.pw_gid)
@@ -79,7 +79,7 @@ def init_postgres(datadir: Path) -> bool:
         return False
     datadir.mkdir(parents=True, exist_ok=True)
     datadir.chmod(0o700)
-    _give_to_db_owner(datadir)
+    give_to_db_owner(datadir)
     subprocess.run(
         [
             str(pg_bindir() / "initdb"),
@@ -168,7 +168,13 @@ def bootstrap_database(
 
 
 def redis_command(
-    datadir: Path, port: int, *, password: str | None = None, durable: bool = True, appendfsync: str = "everysec"
+    datadir: Path,
+    port: int,
+    *,
+    password: str | None = None,
+    durable: bool = True,
+    appendfsync: str = "everysec",
+    extra: tuple[str, ...] = (),
 ) -> list[str]:
     """Writes datadir/redis.conf (mode 0600: it holds the password, which
     therefore never shows in `ps`) and returns the command that uses it.
@@ -191,6 +197,7 @@ def redis_command(
     ]
     if password:
         lines.append(f"requirepass {password}")
+    lines += extra
     conf = datadir / "redis.conf"
     conf.touch(mode=0o600)
     conf.write_text("\n".join(lines) + "\n")

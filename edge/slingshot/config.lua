@@ -67,6 +67,20 @@ local function redis_server(getenv, prefix, fallback)
     return server
 end
 
+-- "host:port,host:port" as a list of { host = ..., port = ... }; "" is an empty list.
+local function host_ports(raw)
+    local list = {}
+    for item in raw:gmatch("[^,%s]+") do
+        local host, port = item:match("^%[?([^%]]+)%]?:(%d+)$")
+        port = tonumber(port)
+        if not host or not port or port < 1 or port > 65535 then
+            return nil, format("%q is not host:port", item)
+        end
+        list[#list + 1] = { host = host, port = port }
+    end
+    return list
+end
+
 -- Pure: takes a getenv-like function so busted can test it without nginx.
 function _M.parse(getenv)
     -- The primary takes what must be shared by every edge (visit limits);
@@ -76,6 +90,9 @@ function _M.parse(getenv)
     local primary = redis_server(getenv, "REDIS_", nil)
     local settings = {
         redis_primary = primary,
+        redis_sentinels = parsed(getenv, "REDIS_SENTINELS", "", host_ports),
+        redis_sentinel_master = text(getenv, "REDIS_SENTINEL_MASTER", "slingshot"),
+        redis_sentinel_password = text(getenv, "REDIS_SENTINEL_PASSWORD", nil),
         redis_links = redis_server(getenv, "EDGE_LINKS_REDIS_", primary),
         redis_clicks = redis_server(getenv, "EDGE_CLICKS_REDIS_", primary),
         redis_connect_timeout_ms = number(getenv, "EDGE_REDIS_CONNECT_TIMEOUT_MS", 100, 1),

@@ -29,6 +29,16 @@ describe("config.parse", function()
         assert.has_error(function() config.parse(env({ EDGE_LINKS_REDIS_PORT = "x" })) end)
     end)
 
+    it("reads the Sentinels that name the primary", function()
+        assert.same({}, config.parse(env({})).redis_sentinels)
+        local c = config.parse(env({ REDIS_SENTINELS = "10.0.0.1:26379, [::1]:26380" }))
+        assert.same({ { host = "10.0.0.1", port = 26379 }, { host = "::1", port = 26380 } },
+            c.redis_sentinels)
+        assert.equal("slingshot", c.redis_sentinel_master)
+        assert.has_error(function() config.parse(env({ REDIS_SENTINELS = "10.0.0.1" })) end)
+        assert.has_error(function() config.parse(env({ REDIS_SENTINELS = "h:70000" })) end)
+    end)
+
     it("reads numbers and text", function()
         local c = config.parse(env({
             REDIS_PORT = "6390", REDIS_PASSWORD = "pw", EDGE_CACHE_SIZE = "10",
