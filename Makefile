@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard loadtest stack-faults
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard loadtest stack-faults multinode
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -67,6 +67,11 @@ bench-dashboard: setup
 # back and the redirects served against the clicks stored.
 stack-faults: setup
 	$(PY) loadtest/stack_faults.py
+
+# Not part of `make test` (a short form is): several hosts on this machine, the
+# Redis primary killed under traffic; ends in `reconciled: stored/served`.
+multinode: setup
+	$(PY) loadtest/multinode.py $(MULTINODE_ARGS)
 
 # Seeds links, runs Locust headless (LOCUST_RUN_TIME, LOCUST_USERS, LOCUST_SPAWN_RATE),
 # waits for the importer and reconciles redirects with stored clicks. Starts the

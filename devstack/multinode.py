@@ -1,0 +1,517 @@
+"""Slingshot across several hosts, on one machine: processes stand in for
+hosts (`make multinode`, tests/test_multinode.py, docs/scale-out.md).
+
+- Redis: a primary, two replicas and three Sentinels, for links and their
+  change feed; and one click store per edge, a Redis of the edge's own.
+- PostgreSQL: a primary and a streaming replica that reports read.
+- Two edges, each reading links from its own replica, writing clicks to its
+  own store, and finding the primary (visit limits) through the Sentinels.
+- Two importer hosts, each running one `import_clicks --store` per click
+  store; a store's importers share its consumer group.
+- The publisher, which waits for a replica (WAIT) before a change counts as
+  delivered, and the dashboard; both find the primary through the Sentinels.
+
+`Scenario.run` sends visitors to both edges, kills the Redis primary and lets
+Sentinel promote a replica, changes a link while there is no primary, kills
+one importer host, restarts one edge, and then waits until every redirect
+served is one click stored.
+"""
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import devstack
+from devstack import (
+    bootstrap_database,
+    db_owner,
+    edge_command,
+    free_port,
+    gunicorn_command,
+    init_postgres,
+    pg_bindir,
+    postgres_command,
+    redis_command,
+    render_edge_conf,
+    wait_for_port,
+    wait_for_postgres,
+)
+from devstack.faults import Visitors, request
+from devstack.supervised import wait_until
+
+MANAGE = [sys.executable, str(devstack.REPO / "dashboard" / "manage.py")]
+MASTER_NAME = "slingshot"
+
+
+class Process:
+    """One program standing in for a host's service, with its log file."""
+
+    def __init__(self, name: str, cmd: list[str], *, log_dir: Path, env: dict | None = None, **popen) -> None:
+        self.name, self.cmd, self.env, self.popen = name, cmd, env, popen
+        self.log_path = log_dir / f"{name}.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "Process":
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            self.cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=self.env, **self.popen
+        )
+        log.close()
+        return self
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def send(self, sig: int) -> None:
+        if self.alive():
+            os.killpg(self.process.pid, sig)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
+        if not self.alive():
+            return
+        self.send(sig)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.send(signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+
+@dataclass
+class Topology:
+    """Ports, secrets and folders of every piece; `start()` brings them up."""
+
+    root: Path
+    edges: int = 2
+    importer_hosts: int = 2
+    durable: bool = False
+    redis_password: str = field(default_factory=lambda: secrets.token_hex(16))
+    db_password: str = field(default_factory=lambda: secrets.token_hex(16))
+    replication_password: str = field(default_factory=lambda: secrets.token_hex(16))
+    processes: dict[str, Process] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.logs = self.root / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.redis_ports = {name: free_port() for name in ("redis-a", "redis-b", "redis-c")}
+        self.sentinel_ports = [free_port() for _ in range(3)]
+        self.store_ports = {f"clicks{n}": free_port() for n in range(1, self.edges + 1)}
+        self.pg_port, self.pg_replica_port = free_port(), free_port()
+        self.edge_ports = [free_port() for _ in range(self.edges)]
+        self.dashboard_port = free_port()
+
+    # --- what each piece is told -----------------------------------------------------------
+
+    def database_url(self, port: int) -> str:
+        return f"postgres://slingshot:{self.db_password}@127.0.0.1:{port}/slingshot"
+
+    def django_env(self) -> dict[str, str]:
+        stores = ",".join(
+            f"{name}=redis://:{self.redis_password}@127.0.0.1:{port}/0" for name, port in self.store_ports.items()
+        )
+        return {
+            **os.environ,
+            "SLINGSHOT_ENV_FILE": "",
+            "DJANGO_SETTINGS_MODULE": "slingshot.settings",
+            "SECRET_KEY": secrets.token_hex(32),
+            "DATABASE_URL": self.database_url(self.pg_port),
+            "DATABASE_REPLICA_URL": self.database_url(self.pg_replica_port),
+            "REDIS_PASSWORD": self.redis_password,
+            "REDIS_SENTINELS": ",".join(f"127.0.0.1:{port}" for port in self.sentinel_ports),
+            "REDIS_SENTINEL_MASTER": MASTER_NAME,
+            "REDIS_WAIT_REPLICAS": "1",
+            "REDIS_WAIT_TIMEOUT_MS": "500",
+            "CLICK_STORES": stores,
+            "EDGE_BASE_URL": f"http://127.0.0.1:{self.edge_ports[0]}",
+            "LINK_PUBLISH_INLINE": "false",
+        }
+
+    def edge_env(self, n: int) -> dict[str, str]:
+        """Edge n (0-based) reads links from replica n+1 and writes clicks to store n+1."""
+        replica = list(self.redis_ports.values())[1 + n % 2]
+        return {
+            **os.environ,
+            "REDIS_PASSWORD": self.redis_password,
+            "REDIS_SENTINELS": ",".join(f"127.0.0.1:{port}" for port in self.sentinel_ports),
+            "REDIS_SENTINEL_MASTER": MASTER_NAME,
+            "EDGE_LINKS_REDIS_HOST": "127.0.0.1",
+            "EDGE_LINKS_REDIS_PORT": str(replica),
+            "EDGE_CLICKS_REDIS_HOST": "127.0.0.1",
+            "EDGE_CLICKS_REDIS_PORT": str(self.store_ports[f"clicks{n + 1}"]),
+        }
+
+    # --- starting --------------------------------------------------------------------------
+
+    def spawn(self, name: str, cmd: list[str], **kwargs) -> Process:
+        process = Process(name, cmd, log_dir=self.logs, **kwargs).start()
+        self.processes[name] = process
+        return process
+
+    def start_redis(self, name: str, port: int, *, extra: tuple[str, ...] = (), appendfsync="everysec") -> None:
+        cmd = redis_command(
+            self.root / name,
+            port,
+            password=self.redis_password,
+            durable=True,
+            appendfsync=appendfsync,
+            extra=("masterauth " + self.redis_password, *extra),
+        )
+        wait_for_port(port, process=self.spawn(name, cmd).process)
+
+    def start_sentinel(self, n: int, port: int) -> None:
+        folder = self.root / f"sentinel{n}"
+        folder.mkdir(parents=True, exist_ok=True)
+        conf = folder / "sentinel.conf"  # Sentinel rewrites it with what it learns
+        conf.touch(mode=0o600)
+        primary = self.redis_ports["redis-a"]
+        conf.write_text(
+            "\n".join(
+                [
+                    f"port {port}",
+                    "bind 127.0.0.1",
+                    f'dir "{folder}"',
+                    "daemonize no",
+                    "loglevel notice",
+                    f"sentinel monitor {MASTER_NAME} 127.0.0.1 {primary} 2",
+                    f"sentinel auth-pass {MASTER_NAME} {self.redis_password}",
+                    f"sentinel down-after-milliseconds {MASTER_NAME} 1000",
+                    f"sentinel failover-timeout {MASTER_NAME} 5000",
+                    f"sentinel parallel-syncs {MASTER_NAME} 2",
+                ]
+            )
+            + "\n"
+        )
+        redis_server = shutil.which("redis-server") or "redis-server"
+        wait_for_port(port, process=self.spawn(f"sentinel{n}", [redis_server, str(conf), "--sentinel"]).process)
+
+    def start_postgres(self) -> None:
+        primary_dir = self.root / "pg"
+        init_postgres(primary_dir)
+        cmd = postgres_command(primary_dir, self.pg_port, durable=self.durable)
+        process = self.spawn("postgres", cmd, **db_owner()).process
+        wait_for_postgres(primary_dir, self.pg_port, process=process)
+        bootstrap_database(primary_dir, self.pg_port, role="slingshot", password=self.db_password, database="slingshot")
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(
+            host=str(primary_dir), port=self.pg_port, user="postgres", dbname="postgres", autocommit=True
+        ) as conn:
+            conn.execute(
+                sql.SQL("CREATE ROLE replicator WITH REPLICATION LOGIN PASSWORD {}").format(
+                    sql.Literal(self.replication_password)
+                )
+            )
+        replica_dir = self.root / "pg-replica"
+        replica_dir.mkdir(mode=0o700)
+        devstack.give_to_db_owner(replica_dir)
+        passfile = self.root / "pgpass"
+        passfile.write_text(f"127.0.0.1:{self.pg_port}:*:replicator:{self.replication_password}\n")
+        passfile.chmod(0o600)
+        devstack.give_to_db_owner(passfile)
+        subprocess.run(
+            [
+                str(pg_bindir() / "pg_basebackup"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.pg_port),
+                "-U",
+                "replicator",
+                "-D",
+                str(replica_dir),
+                "-R",  # standby.signal and primary_conninfo: a streaming replica
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+            ],
+            env={**os.environ, "PGPASSFILE": str(passfile)},
+            check=True,
+            capture_output=True,
+            cwd="/",
+            **db_owner(),
+        )
+        cmd = postgres_command(replica_dir, self.pg_replica_port, durable=self.durable)
+        process = self.spawn("postgres-replica", cmd, **db_owner()).process
+        wait_for_postgres(replica_dir, self.pg_replica_port, process=process)
+
+    def manage(self, *args: str, env: dict | None = None, timeout: float = 300) -> str:
+        return subprocess.run(
+            [*MANAGE, *args],
+            env=env or self.django_env(),
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        ).stdout
+
+    def start_edge(self, n: int) -> None:
+        prefix = self.root / f"edge{n + 1}"
+        render_edge_conf(prefix, self.edge_ports[n])
+        process = self.spawn(f"edge{n + 1}", edge_command(prefix, workers=2), env=self.edge_env(n))
+        wait_for_port(self.edge_ports[n], process=process.process)
+
+    def importer_names(self, host: int) -> list[str]:
+        return [f"importer{host}-{store}" for store in ("primary", *self.store_ports)]
+
+    def start_importer_host(self, host: int) -> None:
+        for name, store in zip(self.importer_names(host), ("primary", *self.store_ports), strict=True):
+            self.spawn(
+                name,
+                [*MANAGE, "import_clicks", "--store", store, "--consumer", f"host{host}", "--claim-idle-ms", "3000"],
+                env=self.django_env(),
+            )
+
+    def start(self, log=print) -> None:
+        ports = self.redis_ports
+        self.start_redis("redis-a", ports["redis-a"])
+        for name in ("redis-b", "redis-c"):
+            self.start_redis(name, ports[name], extra=(f"replicaof 127.0.0.1 {ports['redis-a']}",))
+        for n, port in enumerate(self.sentinel_ports, 1):
+            self.start_sentinel(n, port)
+        for name, port in self.store_ports.items():
+            self.start_redis(name, port, appendfsync="always")  # an edge's clicks live only here until imported
+        log(
+            f"redis: primary {ports['redis-a']}, replicas {ports['redis-b']} {ports['redis-c']}, sentinels "
+            f"{' '.join(map(str, self.sentinel_ports))}, click stores {' '.join(map(str, self.store_ports.values()))}"
+        )
+        self.start_postgres()
+        log(f"postgresql: primary {self.pg_port}, streaming replica {self.pg_replica_port}")
+        self.manage("migrate", "--no-input")
+        self.manage("ensure_admin", env={**self.django_env(), "SLINGSHOT_ADMIN_PASSWORD": secrets.token_hex(16)})
+        self.spawn("publisher", [*MANAGE, "run_publisher"], env=self.django_env())
+        for host in range(1, self.importer_hosts + 1):
+            self.start_importer_host(host)
+        dashboard = self.spawn("dashboard", gunicorn_command(self.dashboard_port, workers=2), env=self.django_env())
+        wait_for_port(self.dashboard_port, process=dashboard.process)
+        for n in range(self.edges):
+            self.start_edge(n)
+        log(f"edges: {' '.join(map(str, self.edge_ports))}; dashboard: {self.dashboard_port}")
+
+    def stop(self) -> None:
+        for process in reversed(list(self.processes.values())):
+            process.stop(signal.SIGQUIT if process.name.startswith("edge") else signal.SIGTERM)
+
+    # --- asking the pieces -------------------------------------------------------------------
+
+    def sentinel_primary(self) -> int | None:
+        """The primary's port as the first answering Sentinel names it."""
+        import redis
+
+        for port in self.sentinel_ports:
+            with suppress(redis.RedisError):
+                reply = redis.Redis(
+                    port=port, socket_timeout=1, socket_connect_timeout=1
+                ).sentinel_get_master_addr_by_name(MASTER_NAME)
+                if reply:
+                    return int(reply[1])
+        return None
+
+    def primary_writable(self, port: int) -> bool:
+        import redis
+
+        with suppress(redis.RedisError):
+            client = redis.Redis(port=port, password=self.redis_password, socket_timeout=1, socket_connect_timeout=1)
+            return client.info("replication")["role"] == "master" and client.set("multinode:probe", "1") is True
+        return False
+
+    def redis_process_on(self, port: int) -> Process:
+        name = next(name for name, p in self.redis_ports.items() if p == port)
+        return self.processes[name]
+
+
+@dataclass
+class Result:
+    served: dict[str, int] = field(default_factory=dict)  # per edge
+    stored: int = 0
+    duplicates: int = 0
+    without_primary: float = 0.0
+    change_seen_after: float = 0.0  # from the change
+    change_seen_after_promotion: float = 0.0  # from the new primary taking writes
+    edge_errors: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_served(self) -> int:
+        return sum(self.served.values())
+
+    @property
+    def reconciled(self) -> bool:
+        return self.total_served == self.stored and self.duplicates == 0 and all(self.served.values())
+
+    def lines(self) -> list[str]:
+        served = ", ".join(f"{edge} {count}" for edge, count in self.served.items())
+        return [
+            f"redirects served: {served}; clicks stored: {self.stored}; duplicates: {self.duplicates}",
+            f"failed visits: {', '.join(f'{edge} {n}' for edge, n in self.edge_errors.items())}",
+            f"seconds without a working Redis primary: {self.without_primary:.2f}",
+            f"seconds until every edge served the link changed during the failover: {self.change_seen_after:.2f} "
+            f"({self.change_seen_after_promotion:.2f} after the new primary took writes)",
+            *self.notes,
+            f"reconciled: {self.stored}/{self.total_served}",
+        ]
+
+
+class Scenario:
+    def __init__(self, topology: Topology, *, rate: float = 200.0, log=print) -> None:
+        self.topology = topology
+        self.rate = rate
+        self.log = log
+        self.token = topology.manage("create_api_token", "admin", "--scope", "write", "--name", "multinode").strip()
+        self.result = Result()
+        self.probes: dict[tuple[int, str], int] = {}  # (edge, slug): redirects served to our own checks
+
+    def api(self, path: str, *, method: str = "GET", body: dict | None = None) -> tuple[int, dict]:
+        status, raw = request(self.topology.dashboard_port, path, method=method, body=body, token=self.token)
+        return status, json.loads(raw or b"{}")
+
+    def location(self, n: int, slug: str) -> str | None:
+        import http.client
+
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.topology.edge_ports[n], timeout=2)
+            conn.request("GET", f"/{slug}")
+            response = conn.getresponse()
+            response.read()
+            conn.close()
+            return response.getheader("Location") if response.status == 302 else None
+        except OSError:
+            return None
+
+    def every_edge_serves(self, slug: str, url: str) -> bool:
+        served = [self.location(n, slug) for n in range(self.topology.edges)]
+        for n, location in enumerate(served):
+            if location is not None:  # a redirect served: its click counts too
+                self.probes[(n, slug)] = self.probes.get((n, slug), 0) + 1
+        return all(location == url for location in served)
+
+    def stored(self, slug: str) -> tuple[int, int]:
+        """Clicks stored for the slug's link, and how many click ids occur twice."""
+        import psycopg
+
+        with psycopg.connect(self.topology.database_url(self.topology.pg_port), connect_timeout=5) as conn:
+            count, distinct = conn.execute(
+                "SELECT count(*), count(DISTINCT c.click_id) FROM clicks c JOIN links_link l ON l.id = c.link_id "
+                "WHERE l.slug = %s",
+                [slug],
+            ).fetchone()
+        return count, count - distinct
+
+    def run(self, *, warmup: float = 3.0, drain_timeout: float = 180.0) -> Result:
+        top = self.topology
+        slug, changed = "multinode", "multinode-changed"
+        for name in (slug, changed):
+            status, body = self.api(
+                "/api/v1/links", method="POST", body={"url": f"https://example.com/{name}", "slug": name}
+            )
+            if status != 201:
+                raise RuntimeError(f"creating /{name}: HTTP {status} {body}")
+        wait_until(
+            lambda: self.every_edge_serves(slug, f"https://example.com/{slug}"),
+            timeout=60,
+            what="both edges to serve the link",
+        )
+        visitors = [Visitors(port, slug, threads=2, rate=self.rate).start() for port in top.edge_ports]
+        try:
+            time.sleep(warmup)
+            self.fail_over(changed)
+            self.kill_importer_host(1)
+            time.sleep(warmup)
+            self.restart_edge(top.edges - 1)
+            time.sleep(warmup)
+        finally:
+            for v in visitors:
+                v.stop()
+        for n, v in enumerate(visitors):
+            self.result.served[f"edge{n + 1}"] = v.served[slug] + self.probes.get((n, slug), 0)
+            self.result.edge_errors[f"edge{n + 1}"] = len(v.failures)
+            self.result.notes += [f"edge{n + 1}: {what}" for what in sorted({what for _, what in v.failures})]
+        self.log(f"visitors stopped: {self.result.total_served} redirects served; waiting for the importers")
+        with suppress(TimeoutError):
+            wait_until(
+                lambda: self.stored(slug)[0] >= self.result.total_served,
+                timeout=drain_timeout,
+                what="every redirect stored",
+                interval=0.5,
+            )
+        time.sleep(2.0)  # a duplicate would arrive after the count is reached
+        self.result.stored, self.result.duplicates = self.stored(slug)
+        return self.result
+
+    def fail_over(self, changed: str) -> None:
+        """Kills the primary; while Sentinel promotes a replica, changes a link."""
+        top = self.topology
+        old = top.sentinel_primary()
+        victim = top.redis_process_on(old)
+        killed_at = time.monotonic()
+        victim.stop(signal.SIGKILL)
+        self.log(f"killed the Redis primary ({victim.name}, port {old})")
+        new_url = f"https://example.com/{changed}/after-failover"
+        status, body = self.api(f"/api/v1/links/{changed}", method="PATCH", body={"url": new_url})
+        if status != 200:
+            raise RuntimeError(f"changing /{changed} during the failover: HTTP {status} {body}")
+        changed_at = time.monotonic()
+        new = wait_until(
+            lambda: (port := top.sentinel_primary()) not in (None, old) and top.primary_writable(port) and port,
+            timeout=60,
+            what="Sentinel to promote a replica",
+            interval=0.05,
+        )
+        promoted_at = time.monotonic()
+        self.result.without_primary = promoted_at - killed_at
+        self.log(f"new primary: port {new}, {self.result.without_primary:.2f}s after the kill")
+        wait_until(lambda: self.every_edge_serves(changed, new_url), timeout=60, what="every edge to serve the change")
+        self.result.change_seen_after = time.monotonic() - changed_at
+        self.result.change_seen_after_promotion = time.monotonic() - promoted_at
+        self.log(
+            f"every edge serves the changed link {self.result.change_seen_after:.2f}s after the change, "
+            f"{self.result.change_seen_after_promotion:.2f}s after the new primary took writes"
+        )
+        # The old primary comes back as a replica of the new one.
+        top.start_redis(victim.name, old)
+        self.result.notes.append(f"the old primary (port {old}) came back as a replica of port {new}")
+
+    def kill_importer_host(self, host: int) -> None:
+        for name in self.topology.importer_names(host):
+            self.topology.processes[name].stop(signal.SIGKILL)
+        self.log(f"killed importer host {host} (its importers' pending entries go to host 2 after 3s idle)")
+
+    def restart_edge(self, n: int) -> None:
+        process = self.topology.processes[f"edge{n + 1}"]
+        process.stop(signal.SIGQUIT)  # graceful: workers send their buffered clicks, then exit
+        self.topology.start_edge(n)
+        self.log(f"restarted edge{n + 1}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="make multinode", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=float, default=200.0, help="visits per second to each edge")
+    parser.add_argument("--keep", action="store_true", help="keep the folder with every piece's log")
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="slingshot-multinode-"))
+    root.chmod(0o755)
+    topology = Topology(root)
+    try:
+        topology.start()
+        result = Scenario(topology, rate=args.rate).run()
+    finally:
+        topology.stop()
+        if args.keep:
+            print(f"logs: {root / 'logs'}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    for line in result.lines():
+        print(line)
+    return 0 if result.reconciled else 1
