@@ -115,9 +115,10 @@ DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
 )
 # A streaming replica for reports, exports and the links list (slingshot/db.py);
 # writes and every read that must see them stay on "default".
-if env.str("DATABASE_REPLICA_URL", default=""):
+DATABASE_REPLICA_URL = env.str("DATABASE_REPLICA_URL", default="")
+if DATABASE_REPLICA_URL:
     DATABASES["replica"] = {
-        **env.db("DATABASE_REPLICA_URL"),
+        **env.db_url_config(DATABASE_REPLICA_URL),
         "CONN_MAX_AGE": DATABASES["default"]["CONN_MAX_AGE"],
         "CONN_HEALTH_CHECKS": True,
         "OPTIONS": {"connect_timeout": DATABASES["default"]["OPTIONS"]["connect_timeout"]},
@@ -168,9 +169,9 @@ REDIS_PASSWORD = env.str("REDIS_PASSWORD", default=None) or None
 REDIS_DB = env.int("REDIS_DB", default=0)
 
 
-def _host_ports(name: str) -> list[tuple[str, int]]:
+def _host_ports(items: list[str], *, name: str) -> list[tuple[str, int]]:
     pairs = []
-    for item in env.list(name, default=[]):
+    for item in items:
         host, _, port = item.strip().rpartition(":")
         if not host or not port.isdigit():
             raise ImproperlyConfigured(f"{name}: {item!r} is not host:port")
@@ -181,7 +182,7 @@ def _host_ports(name: str) -> list[tuple[str, int]]:
 # With Sentinels ("host:port,host:port"), the primary is whichever server they
 # name for REDIS_SENTINEL_MASTER, found again after a failover; REDIS_HOST and
 # REDIS_PORT are then unused by the dashboard, the publisher and the importer.
-REDIS_SENTINELS = _host_ports("REDIS_SENTINELS")
+REDIS_SENTINELS = _host_ports(env.list("REDIS_SENTINELS", default=[]), name="REDIS_SENTINELS")
 REDIS_SENTINEL_MASTER = env.str("REDIS_SENTINEL_MASTER", default="slingshot")
 REDIS_SENTINEL_PASSWORD = env.str("REDIS_SENTINEL_PASSWORD", default=None) or None
 # The publisher marks a link change delivered once this many replicas have it

@@ -53,15 +53,16 @@ local function parsed(getenv, name, default, parse)
     return value
 end
 
--- A Redis server: PREFIX HOST, PORT, PASSWORD and DB, each defaulting to
--- `fallback`'s. `pool` names its keepalive pool, so that two databases of
--- one server never share a connection.
-local function redis_server(getenv, prefix, fallback)
+-- A Redis server from its four variables (host, port, password, db), each
+-- defaulting to `fallback`'s. `pool` names its keepalive pool, so that two
+-- databases of one server never share a connection.
+local function redis_server(getenv, names, fallback)
+    fallback = fallback or { host = "127.0.0.1", port = 6379, db = 0 }
     local server = {
-        host = text(getenv, prefix .. "HOST", fallback and fallback.host or "127.0.0.1"),
-        port = number(getenv, prefix .. "PORT", fallback and fallback.port or 6379, 1),
-        password = text(getenv, prefix .. "PASSWORD", fallback and fallback.password or nil),
-        db = number(getenv, prefix .. "DB", fallback and fallback.db or 0, 0),
+        host = text(getenv, names[1], fallback.host),
+        port = number(getenv, names[2], fallback.port, 1),
+        password = text(getenv, names[3], fallback.password),
+        db = number(getenv, names[4], fallback.db, 0),
     }
     server.pool = format("%s:%d:%d", server.host, server.port, server.db)
     return server
@@ -87,14 +88,17 @@ function _M.parse(getenv)
     -- links are read from EDGE_LINKS_REDIS_* (a replica near the edge) and
     -- clicks written to EDGE_CLICKS_REDIS_* (a store the edge can always
     -- reach); both default to the primary (docs/scale-out.md).
-    local primary = redis_server(getenv, "REDIS_", nil)
+    local primary = redis_server(getenv,
+        { "REDIS_HOST", "REDIS_PORT", "REDIS_PASSWORD", "REDIS_DB" })
     local settings = {
         redis_primary = primary,
         redis_sentinels = parsed(getenv, "REDIS_SENTINELS", "", host_ports),
         redis_sentinel_master = text(getenv, "REDIS_SENTINEL_MASTER", "slingshot"),
         redis_sentinel_password = text(getenv, "REDIS_SENTINEL_PASSWORD", nil),
-        redis_links = redis_server(getenv, "EDGE_LINKS_REDIS_", primary),
-        redis_clicks = redis_server(getenv, "EDGE_CLICKS_REDIS_", primary),
+        redis_links = redis_server(getenv, { "EDGE_LINKS_REDIS_HOST", "EDGE_LINKS_REDIS_PORT",
+            "EDGE_LINKS_REDIS_PASSWORD", "EDGE_LINKS_REDIS_DB" }, primary),
+        redis_clicks = redis_server(getenv, { "EDGE_CLICKS_REDIS_HOST", "EDGE_CLICKS_REDIS_PORT",
+            "EDGE_CLICKS_REDIS_PASSWORD", "EDGE_CLICKS_REDIS_DB" }, primary),
         redis_connect_timeout_ms = number(getenv, "EDGE_REDIS_CONNECT_TIMEOUT_MS", 100, 1),
         redis_read_timeout_ms = number(getenv, "EDGE_REDIS_READ_TIMEOUT_MS", 250, 1),
         redis_pool_size = number(getenv, "EDGE_REDIS_POOL_SIZE", 64, 1),
