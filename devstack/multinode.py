@@ -407,15 +407,18 @@ class Scenario:
             ).fetchone()
         return count, count - distinct
 
+    def create(self, slug: str) -> None:
+        status, body = self.api(
+            "/api/v1/links", method="POST", body={"url": f"https://example.com/{slug}", "slug": slug}
+        )
+        if status != 201:
+            raise RuntimeError(f"creating /{slug}: HTTP {status} {body}")
+
     def run(self, *, warmup: float = 3.0, drain_timeout: float = 180.0) -> Result:
         top = self.topology
         slug, changed = "multinode", "multinode-changed"
         for name in (slug, changed):
-            status, body = self.api(
-                "/api/v1/links", method="POST", body={"url": f"https://example.com/{name}", "slug": name}
-            )
-            if status != 201:
-                raise RuntimeError(f"creating /{name}: HTTP {status} {body}")
+            self.create(name)
         wait_until(
             lambda: self.every_edge_serves(slug, f"https://example.com/{slug}"),
             timeout=60,

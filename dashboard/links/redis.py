@@ -49,6 +49,7 @@ def _primary(*, connect_timeout: float, timeout: float) -> redis.Redis:
             "password": settings.REDIS_SENTINEL_PASSWORD,
             "socket_connect_timeout": connect_timeout,
             "socket_timeout": timeout,
+            "retry": NO_RETRY,
         },
     )
     return sentinels.master_for(settings.REDIS_SENTINEL_MASTER, **options)
