@@ -10,3 +10,12 @@ psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname postgres \
 CREATE ROLE :"role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD :'password';
 CREATE DATABASE slingshot OWNER :"role";
 SQL
+# With a replication password (docker-compose.scale-out.yml), a role that may
+# stream the WAL to replicas, and nothing else.
+if [ -n "${SLINGSHOT_REPLICATION_PASSWORD:-}" ]; then
+  psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname postgres \
+       -v password="$SLINGSHOT_REPLICATION_PASSWORD" <<'SQL'
+CREATE ROLE replicator WITH REPLICATION LOGIN PASSWORD :'password';
+SQL
+  echo "host replication replicator all scram-sha-256" >> "$PGDATA/pg_hba.conf"
+fi

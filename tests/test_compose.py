@@ -143,3 +143,59 @@ def test_the_dashboard_counts_in_one_metrics_folder_that_gunicorn_empties():
     for name, service in SERVICES.items():
         if name != "dashboard":
             assert "PROMETHEUS_MULTIPROC_DIR" not in (service.get("environment") or {}), name
+
+
+SCALE_OUT = yaml.safe_load((REPO / "docker-compose.scale-out.yml").read_text())["services"]
+
+
+def _merged(name: str) -> dict:
+    """A service as `docker compose -f docker-compose.yml -f docker-compose.scale-out.yml` sees it."""
+    base, over = SERVICES.get(name, {}), SCALE_OUT.get(name, {})
+    return {**base, **over, "environment": {**base.get("environment", {}), **over.get("environment", {})}}
+
+
+def test_scale_out_has_sentinels_replicas_a_store_per_edge_and_a_database_replica():
+    assert {f"sentinel-{n}" for n in (1, 2, 3)} <= set(SCALE_OUT)
+    sentinel = " ".join(SCALE_OUT["sentinel-1"]["command"])
+    assert "sentinel monitor slingshot redis 6379 2" in sentinel and "--sentinel" in sentinel
+    for name in ("redis-replica-1", "redis-replica-2"):
+        assert "replicaof redis 6379" in " ".join(SCALE_OUT[name]["command"])
+    replica = SCALE_OUT["postgres-replica"]
+    assert replica["entrypoint"] == ["/usr/local/bin/slingshot-replica"]
+    assert "COPY replica-entrypoint.sh /usr/local/bin/slingshot-replica" in (REPO / "sql/Dockerfile").read_text()
+    assert "pg_basebackup" in (REPO / "sql/replica-entrypoint.sh").read_text()
+
+
+def test_scale_out_imports_every_click_store_an_edge_writes_to():
+    """A click written to a store no importer reads would never be stored."""
+    stores = dict(item.split("=", 1) for item in _merged("importer")["environment"]["CLICK_STORES"].split(","))
+    edges = [name for name in SCALE_OUT if name.startswith("edge")]
+    written = {_merged(name)["environment"]["EDGE_CLICKS_REDIS_HOST"] for name in edges}
+    assert len(written) == len(edges) == 2  # one store per edge
+    hosts = {name: url.split("@")[1].split(":")[0] for name, url in stores.items()}
+    assert written <= set(hosts.values())
+    imported = {
+        service["command"][service["command"].index("--store") + 1]
+        for service in SCALE_OUT.values()
+        if "--store" in service.get("command", [])
+    }
+    assert imported == set(stores)
+    for store in written:
+        assert "--appendfsync always" in " ".join(SCALE_OUT[store]["command"])
+    for edge in edges:
+        links_from = _merged(edge)["environment"]["EDGE_LINKS_REDIS_HOST"]
+        assert links_from.startswith("redis-replica-"), edge
+
+
+def test_scale_out_services_set_only_settings_the_code_reads():
+    read, _ = _settings_names()
+    declared = set(re.findall(r"^env (\w+);", (REPO / "nginx.conf").read_text(), flags=re.M))
+    for name in SCALE_OUT:
+        environment = set(_merged(name)["environment"])
+        if name.startswith("edge"):
+            assert environment <= declared, (name, environment - declared)
+        elif name in ("dashboard", "importer", "publisher", "migrate") or name.startswith("importer-"):
+            assert environment <= read, (name, environment - read)
+    text = (REPO / "docker-compose.scale-out.yml").read_text()
+    for secret in ("POSTGRES_PASSWORD", "POSTGRES_REPLICATION_PASSWORD", "REDIS_PASSWORD", "SECRET_KEY"):
+        assert not re.search(r"\$\{" + secret + r":-", text), secret
