@@ -12,8 +12,8 @@ from .importer import BatchResult
 from .stream import import_lag
 
 
-def _lag() -> dict[str, float]:
-    lag = import_lag(client=get_quick_redis())
+def _lag(client: redis.Redis) -> dict[str, float]:
+    lag = import_lag(client=client)
     return {
         "slingshot_importer_backlog_entries": lag.backlog,
         "slingshot_importer_pending_entries": lag.pending,
@@ -22,7 +22,10 @@ def _lag() -> dict[str, float]:
 
 
 class ImporterMetrics:
-    def __init__(self) -> None:
+    """`lag_client`: the click store this importer reads (default: the primary)."""
+
+    def __init__(self, lag_client: redis.Redis | None = None) -> None:
+        lag_client = lag_client or get_quick_redis()
         self.registry = CollectorRegistry()
         self.batches = Counter(
             "slingshot_importer_batches_total", "Batches stored and acknowledged.", registry=self.registry
@@ -52,7 +55,7 @@ class ImporterMetrics:
         )
         self.registry.register(
             ScrapeGauges(
-                read=_lag,
+                read=lambda: _lag(lag_client),
                 errors=(redis.RedisError,),
                 documentation={
                     "slingshot_importer_backlog_entries": "Stream entries not yet acknowledged, read or not.",

@@ -166,7 +166,7 @@ class Command(ServiceCommand):
         stream = ClickStream(client, consumer=consumer, store=store, batch_size=batch_size, claim_idle_ms=claim_idle_ms)
         maker = BatchMaker(Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH))
         importer = ClickImporter(stream=stream, maker=maker, block_ms=block_ms)
-        metrics = ImporterMetrics()
+        metrics = ImporterMetrics(lag_client=client)
         serve_metrics(metrics.registry, port=metrics_port, address=metrics_address, who="import_clicks")
         tune_gc()
         maintenance_due = 0.0
