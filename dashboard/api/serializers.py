@@ -7,7 +7,7 @@ from rest_framework import serializers
 from clicks.models import Click
 from clicks.selectors import INTERVALS, stats_range
 from links.models import Link
-from links.selectors import short_url
+from links.selectors import LinkState, link_state, short_url
 from links.slugs import PATTERN as SLUG_PATTERN
 from links.slugs import validate_slug
 from links.validation import validate_target_url
@@ -19,10 +19,14 @@ LINK_EXAMPLE = {
     "url": "https://example.com/spring-sale?ref=newsletter",
     "slug": "spring",
     "title": "Spring sale",
+    "description": "The newsletter's link to the spring sale.",
     "tags": ["newsletter", "sale"],
     "redirect_status": 302,
+    "valid_since": "2027-03-20T00:00:00Z",
     "expires_at": "2027-06-01T00:00:00Z",
+    "max_visits": 10000,
     "forward_query": True,
+    "crawlable": False,
     "is_active": True,
 }
 
@@ -58,6 +62,21 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         "redirects to; kept as links.validation.normalise_target writes it (ASCII).",
     )
     short_url = serializers.SerializerMethodField()
+    password = StrictCharField(
+        write_only=True,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=128,
+        trim_whitespace=False,
+        help_text="Write-only. Visitors must type it before they are sent on; kept only as a salted hash. "
+        "null or an empty string removes it.",
+    )
+    has_password = serializers.BooleanField(read_only=True, help_text="Whether the link asks for a password.")
+    state = serializers.SerializerMethodField(
+        help_text="What the edge does with the link now: active, scheduled (before valid_since: 404), expired, "
+        "limit reached (max_visits redirects served: 410) or disabled (404)."
+    )
     clicks = serializers.IntegerField(read_only=True, default=0, help_text="Every recorded click.")
     human_clicks = serializers.IntegerField(read_only=True, default=0, help_text="Clicks not flagged as bots.")
 
@@ -68,11 +87,18 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
             "slug",
             "short_url",
             "title",
+            "description",
             "tags",
             "redirect_status",
+            "valid_since",
             "expires_at",
+            "max_visits",
             "forward_query",
+            "crawlable",
+            "password",
+            "has_password",
             "is_active",
+            "state",
             "clicks",
             "human_clicks",
             "created_at",
@@ -81,10 +107,20 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         extra_kwargs = {
             "slug": {"required": False, "validators": [validate_slug], "help_text": "Generated when left out."},
             "tags": {"help_text": "Up to 20 tags of 1 to 50 letters, digits, '.', '-' or '_'."},
+            "valid_since": {"help_text": "Before it the short URL answers 404, as if the link did not exist."},
+            "expires_at": {"help_text": "From it on the short URL answers 410 Gone."},
+            "max_visits": {"help_text": "After this many redirects the short URL answers 410 Gone; null: no limit."},
+            "crawlable": {"help_text": "Allowed to search engines in the short domain's robots.txt."},
         }
 
     def get_short_url(self, link: Link) -> str:
         return short_url(link.slug)
+
+    @extend_schema_field(serializers.ChoiceField(choices=[state.value for state in LinkState]))
+    def get_state(self, link: Link) -> str:
+        """With the visit counts the view read for the page (context `visits`,
+        links.selectors.link_visits), else as far as PostgreSQL tells."""
+        return link_state(link, visits=(self.context.get("visits") or {}).get(link.pk))
 
 
 @extend_schema_serializer(examples=[OpenApiExample("A campaign link", value=LINK_EXAMPLE, request_only=True)])
