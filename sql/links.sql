@@ -19,6 +19,9 @@ CREATE TABLE links_link (
     crawlable       boolean NOT NULL,
     -- A salted, slow hash (Django's password hashers), or empty: no password.
     password        varchar(128) NOT NULL,
+    -- Redirect rules and an A/B split, as dashboard/links/rules.py checks them.
+    rules           jsonb NOT NULL,
+    split           jsonb NOT NULL,
     is_active       boolean NOT NULL,
     created_at      timestamptz NOT NULL,
     updated_at      timestamptz NOT NULL,

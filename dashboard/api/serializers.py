@@ -1,11 +1,13 @@
 import copy
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from clicks.models import Click
 from clicks.selectors import INTERVALS, stats_range
+from links import rules as link_rules
 from links.models import Link
 from links.selectors import LinkState, link_state, short_url
 from links.slugs import PATTERN as SLUG_PATTERN
@@ -28,6 +30,14 @@ LINK_EXAMPLE = {
     "forward_query": True,
     "crawlable": False,
     "is_active": True,
+    "rules": [
+        {"url": "https://apps.apple.com/app/id1", "conditions": [{"type": "device", "value": "ios"}]},
+        {
+            "url": "https://example.de/fruehling",
+            "conditions": [{"type": "language", "value": "de"}, {"type": "country", "value": "DE"}],
+        },
+    ],
+    "split": [],
 }
 
 
@@ -43,16 +53,78 @@ class FieldsOnceMixin:
         return copy.deepcopy(cls._fields_once)
 
 
-@extend_schema_field(
-    {
-        "type": "string",
-        "format": "uri",
-        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]",
-        "maxLength": settings.LINK_URL_MAX_LENGTH,
-    }
-)
+TARGET_URL_SCHEMA = {
+    "type": "string",
+    "format": "uri",
+    "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]",
+    "maxLength": settings.LINK_URL_MAX_LENGTH,
+}
+
+
+@extend_schema_field(TARGET_URL_SCHEMA)
 class TargetURLField(StrictCharField):
     """A link's target; links.validation.normalise_target has the rules."""
+
+
+_QUERY_TEXT = {"type": "string", "pattern": "^[!-~]+$", "maxLength": link_rules.MAX_QUERY_TEXT}
+RULE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url", "conditions"],
+    "properties": {
+        "url": TARGET_URL_SCHEMA,
+        "conditions": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": link_rules.MAX_CONDITIONS,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["type"],
+                "description": "device: one of " + ", ".join(link_rules.DEVICES) + "; language: a tag such as en "
+                "(which also matches en-GB) or en-GB, against Accept-Language (q=0 excluded); country: an ISO 3166 "
+                "alpha-2 code of the visitor's address; query: `key` present in the query string, and equal to "
+                "`value` if given.",
+                "properties": {
+                    "type": {"type": "string", "enum": list(link_rules.CONDITION_TYPES)},
+                    "value": {**_QUERY_TEXT, "nullable": True},
+                    "key": {**_QUERY_TEXT, "nullable": True},
+                },
+            },
+        },
+    },
+}
+SPLIT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url", "weight"],
+    "properties": {
+        "url": TARGET_URL_SCHEMA,
+        "weight": {"type": "integer", "minimum": 1, "maximum": link_rules.MAX_WEIGHT},
+    },
+}
+
+
+class _CheckedJSONField(serializers.JSONField):
+    """A JSON value checked, and normalised, by one of links.rules' validators."""
+
+    check = None
+
+    def to_internal_value(self, data):
+        try:
+            return type(self).check(data)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+
+
+@extend_schema_field({"type": "array", "maxItems": link_rules.MAX_RULES, "items": RULE_SCHEMA})
+class RulesField(_CheckedJSONField):
+    check = link_rules.validate_rules
+
+
+@extend_schema_field({"type": "array", "maxItems": link_rules.MAX_SPLIT, "items": SPLIT_SCHEMA})
+class SplitField(_CheckedJSONField):
+    check = link_rules.validate_split
 
 
 class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializer):
@@ -79,6 +151,16 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
     )
     clicks = serializers.IntegerField(read_only=True, default=0, help_text="Every recorded click.")
     human_clicks = serializers.IntegerField(read_only=True, default=0, help_text="Clicks not flagged as bots.")
+    rules = RulesField(
+        required=False,
+        help_text=f"Up to {link_rules.MAX_RULES} redirect rules, in order: a visitor goes to the url of the first "
+        "rule whose conditions all hold, else to the split's or the link's url.",
+    )
+    split = SplitField(
+        required=False,
+        help_text=f"An A/B split: {link_rules.MIN_SPLIT} to {link_rules.MAX_SPLIT} destinations with weights, or "
+        "none (empty). Used when no rule matched; each visitor always gets the same destination.",
+    )
 
     class Meta:
         model = Link
@@ -98,6 +180,8 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
             "password",
             "has_password",
             "is_active",
+            "rules",
+            "split",
             "state",
             "clicks",
             "human_clicks",

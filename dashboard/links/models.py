@@ -8,6 +8,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from . import rules as link_rules
 from . import slugs
 from .validation import REDIRECT_STATUSES, normalise_target, validate_tags, validate_target_url
 
@@ -36,6 +37,9 @@ class Link(models.Model):
     # A hash by Django's password hashers (links.services.link_password), or
     # empty: the visitor types the password on the dashboard's unlock page.
     password = models.CharField(max_length=128, blank=True)
+    # Redirect rules and an A/B split (links/rules.py), evaluated by the edge.
+    rules = models.JSONField(default=list, blank=True, validators=[link_rules.check_rules])
+    split = models.JSONField(default=list, blank=True, validators=[link_rules.check_split])
     is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
@@ -72,6 +76,14 @@ class Link(models.Model):
         made or changed (services, admin) runs full_clean, and so this."""
         with suppress(ValidationError):  # the field's own validator has said why
             self.url = normalise_target(self.url)
+        self.clean_rules()
+
+    def clean_rules(self) -> None:
+        """Rules and split as links.rules keeps them (targets normalised too)."""
+        with suppress(ValidationError):
+            self.rules = link_rules.validate_rules(self.rules)
+        with suppress(ValidationError):
+            self.split = link_rules.validate_split(self.split)
 
 
 class LinkOutbox(models.Model):

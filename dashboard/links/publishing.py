@@ -24,6 +24,7 @@ from slingshot.contract import LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_ke
 
 from .models import Link, LinkOutbox
 from .redis import RedisUnavailable, get_redis, quick_call
+from .rules import validate_rules, validate_split
 from .validation import normalise_target
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,17 @@ def unlock_url(link: Link) -> str:
     return settings.DASHBOARD_BASE_URL.rstrip("/") + reverse("web:link-unlock", args=[link.pk])
 
 
+def _rules_payload(link: Link, servable: bool) -> tuple[list, list, bool]:
+    """The link's rules and split as the edge gets them, and whether the
+    link stays servable: like its url, a rule whose target is refused now
+    has the link published disabled."""
+    try:
+        return validate_rules(link.rules), validate_split(link.split), servable
+    except ValidationError as exc:
+        log.warning("link %s is published disabled, its rules are refused now: %s", link.slug, "; ".join(exc.messages))
+        return [], [], False
+
+
 def link_payload(link: Link) -> str:
     """The value of the link's key (docs/contract.md, "Links"). A target the
     rules refuse now (a domain blocklisted since, say) is published
@@ -58,6 +70,7 @@ def link_payload(link: Link) -> str:
     except ValidationError as exc:
         log.warning("link %s is published disabled, its target is refused now: %s", link.slug, "; ".join(exc.messages))
         servable = False
+    rules, split, servable = _rules_payload(link, servable)
     return json.dumps(
         {
             "id": link.pk,
@@ -69,6 +82,8 @@ def link_payload(link: Link) -> str:
             "max_visits": link.max_visits,
             "forward_query": link.forward_query,
             "unlock_url": unlock_url(link) if link.password else None,
+            "rules": rules,
+            "split": split,
         },
         separators=(",", ":"),
     )

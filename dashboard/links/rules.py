@@ -14,6 +14,7 @@ as `rules[1].conditions[0].value`.
 """
 
 import re
+from dataclasses import dataclass
 
 import pycountry
 from django.core.exceptions import ValidationError
@@ -148,9 +149,44 @@ def validate_split(value) -> list[dict]:
     return destinations
 
 
-def labels(rules: list[dict], split: list[dict]) -> dict[str, str]:
-    """The label each rule and destination is recorded under in a click
-    (docs/contract.md), mapped to its target: "1".."n" and "ab1".."abn"."""
-    served = {str(i): rule["url"] for i, rule in enumerate(rules, 1)}
-    served.update({f"ab{i}": d["url"] for i, d in enumerate(split, 1)})
+def check_rules(value) -> None:
+    """A model field validator: validate_rules, its result left aside."""
+    validate_rules(value)
+
+
+def check_split(value) -> None:
+    validate_split(value)
+
+
+@dataclass(frozen=True)
+class Served:
+    """What may serve a visit of a link: a rule, a split's destination, or
+    the link's own url. `label` is what a click records of it
+    (docs/contract.md): "1".."n", "ab1".."abn", or "" for the link's url."""
+
+    label: str
+    what: str
+    url: str
+
+
+def _describe(condition: dict) -> str:
+    kind, value = condition["type"], condition.get("value")
+    if kind == "query":
+        return f"query {condition['key']}={value}" if value is not None else f"query has {condition['key']}"
+    return f"{kind} is {value}"
+
+
+def served_by(*, rules: list[dict], split: list[dict], url: str) -> list[Served]:
+    """Each way a visit of the link may go, in the order the edge tries them."""
+    served = [
+        Served(str(i), f"Rule {i}: " + " and ".join(_describe(c) for c in rule["conditions"]), rule["url"])
+        for i, rule in enumerate(rules, 1)
+    ]
+    total = sum(d["weight"] for d in split)
+    served += [
+        Served(f"ab{i}", f"A/B {i}: {round(100 * d['weight'] / total)}% of visitors", d["url"])
+        for i, d in enumerate(split, 1)
+    ]
+    if not split:
+        served.append(Served("", "No rule matched", url))
     return served

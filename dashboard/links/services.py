@@ -37,6 +37,8 @@ EDITABLE_FIELDS = frozenset(
         "crawlable",
         "password",
         "is_active",
+        "rules",
+        "split",
     }
 )
 SLUG_TAKEN_MESSAGE = "Link with this Slug already exists."
@@ -109,6 +111,8 @@ def link_validate(
     crawlable: bool = False,
     password: str | None = None,
     is_active: bool = True,
+    rules: list[dict] | None = None,
+    split: list[dict] | None = None,
 ) -> Link:
     """The link link_create would save, unsaved and without an owner, after
     the same checks; raises ValidationError with messages per field. Reads
@@ -129,6 +133,8 @@ def link_validate(
         crawlable=crawlable,
         password=link_password(password),
         is_active=is_active,
+        rules=list(rules or []),
+        split=list(split or []),
     )
     _validate(link)
     return link
@@ -151,6 +157,8 @@ def link_create(
     crawlable: bool = False,
     password: str | None = None,
     is_active: bool = True,
+    rules: list[dict] | None = None,
+    split: list[dict] | None = None,
 ) -> Link:
     link = link_validate(
         url=url,
@@ -166,6 +174,8 @@ def link_create(
         crawlable=crawlable,
         password=password,
         is_active=is_active,
+        rules=rules,
+        split=split,
     )
     link.owner = owner
     _save(link, regenerate_slug=not slug)

@@ -47,6 +47,16 @@ def with_utm(url: str, values: dict[str, str]) -> str:
     return urlunsplit(parts._replace(query=urlencode([*query, *given.items()])))
 
 
+class JSONListField(forms.JSONField):
+    """A JSON list typed in a textarea; an empty list shows as an empty box."""
+
+    def prepare_value(self, value):
+        return "" if value in (None, [], "") else super().prepare_value(value)
+
+    def clean(self, value):
+        return super().clean(value) or []
+
+
 class LinkForm(forms.Form):
     url = forms.CharField(label="Target URL", widget=forms.URLInput(attrs={"placeholder": "https://"}))
     slug = forms.CharField(required=False, help_text="The part after the short domain. Left empty, one is generated.")
@@ -95,9 +105,29 @@ class LinkForm(forms.Form):
         help_text="Visitors must type it before they are sent on. Kept only as a salted hash.",
     )
     is_active = forms.BooleanField(label="Active", required=False, initial=True)
+    rules = JSONListField(
+        label="Redirect rules",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false", "class": "code"}),
+        help_text="A JSON list, tried in order; a visitor goes to the url of the first rule whose conditions all "
+        'hold. Conditions: {"type": "device", "value": "ios"} (or android, mobile, desktop, windows, macos, linux), '
+        '{"type": "language", "value": "en"} (en also matches en-GB), {"type": "country", "value": "DE"}, '
+        '{"type": "query", "key": "ref", "value": "mail"} (value left out: the key is present). Example: '
+        '[{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}]',
+    )
+    split = JSONListField(
+        label="A/B split",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "class": "code"}),
+        help_text="Used when no rule matched: 2 to 10 destinations sharing the visitors by weight (1 to 100); each "
+        'visitor always gets the same one. Example: [{"url": "https://example.com/a", "weight": 50}, '
+        '{"url": "https://example.com/b", "weight": 50}]',
+    )
 
     # Not fields of a link: the UTM builder, whose values go into the target URL.
     UTM_FIELDS = UTM_PARAMETERS
+    # Edited apart from the rest, in their own section of the form.
+    RULE_FIELDS = ("rules", "split")
 
     def __init__(self, *args, editing: bool = False, has_password: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -119,7 +149,10 @@ class LinkForm(forms.Form):
         return {name: getattr(link, name) for name in cls.base_fields if name != "password"}
 
     def link_fields(self):
-        return [self[name] for name in self.fields if name not in UTM_PARAMETERS]
+        return [self[name] for name in self.fields if name not in UTM_PARAMETERS and name not in self.RULE_FIELDS]
+
+    def rule_fields(self):
+        return [self[name] for name in self.RULE_FIELDS]
 
     def utm_fields(self):
         return [self[name] for name in UTM_PARAMETERS]

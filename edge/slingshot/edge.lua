@@ -9,6 +9,7 @@ local redis = require("slingshot.redis")
 local metrics = require("slingshot.metrics")
 local cidr = require("slingshot.cidr")
 local visits = require("slingshot.visits")
+local rules = require("slingshot.rules")
 
 local ngx = ngx
 local var = ngx.var
@@ -21,6 +22,8 @@ local get_method = ngx.req.get_method
 local time = ngx.time
 local log = ngx.log
 local ERR = ngx.ERR
+local get_uri_args = ngx.req.get_uri_args
+local crc32_short = ngx.crc32_short
 
 local _M = { _VERSION = "0.2.0" }
 
@@ -91,6 +94,22 @@ local function not_found()
     return exit(404)
 end
 
+-- What a link's rules may ask of the request (rules.pick), read only when
+-- a condition needs it. $slingshot_country is nginx.conf's geoip2 lookup,
+-- made only when read; nil where the module is not loaded.
+local MAX_ARGS = 100
+local request = {
+    user_agent = function() return var.http_user_agent end,
+    accept_language = function() return var.http_accept_language end,
+    args = function() return (get_uri_args(MAX_ARGS)) end,
+    country = function() return var.slingshot_country end,
+    -- The same visitor (address and User-Agent) always lands on the same
+    -- destination of a split.
+    visitor = function()
+        return crc32_short((var.remote_addr or "") .. "\n" .. (var.http_user_agent or ""))
+    end,
+}
+
 -- A link that is disabled, scheduled, expiring, limited or locked by a
 -- password: what plain links are spared.
 local function redirect_special(slug, value)
@@ -121,9 +140,13 @@ local function redirect_special(slug, value)
             return answer(410, LIMIT_PAGE)
         end
     end
+    local url
+    if value.rules then
+        url = rules.pick(value.rules, request)
+    end
     clicks.record(slug, value.id)
     metrics.inc(REDIRECTED)
-    return send_to(link.target(value, value.forward_query and var.args), value.status)
+    return send_to(link.target(value, value.forward_query and var.args, url), value.status)
 end
 
 function _M.redirect()

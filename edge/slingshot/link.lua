@@ -1,6 +1,7 @@
 -- Decoding a published link (docs/contract.md) and deciding what the edge
 -- answers for it. Pure logic: no ngx, so busted tests it directly.
 local cjson = require("cjson.safe")
+local rules = require("slingshot.rules")
 
 local type = type
 local find = string.find
@@ -66,6 +67,10 @@ function _M.decode(raw, visits_prefix)
         return nil, "link unlock_url is unsafe"
     end
     local active = value.active ~= false
+    local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url)
+    if bad_rules then
+        return nil, "link rules: " .. bad_rules
+    end
     -- As the click records it (clickbuf.lua): the digits, made once here.
     local digits = format("%d", id)
     return {
@@ -80,8 +85,10 @@ function _M.decode(raw, visits_prefix)
         visits_key = max_visits and (visits_prefix or "") .. digits,
         forward_query = value.forward_query == true,
         unlock_url = unlock_url,
+        -- rules.compile's, or nil for a link without rules and split.
+        rules = compiled,
         plain = active and valid_since == nil and expires_at == nil and max_visits == nil
-            and unlock_url == nil,
+            and unlock_url == nil and compiled == nil,
     }
 end
 
@@ -105,10 +112,11 @@ local function percent(c)
     return format("%%%02X", byte(c))
 end
 
--- The Location for a request whose raw query string is `args` (may be nil).
--- The request's query is appended to the target's, before any fragment.
-function _M.target(link, args)
-    local url = link.url
+-- The Location for a request whose raw query string is `args` (may be nil),
+-- to `url` (a rule's target) or else the link's. The request's query is
+-- appended to the target's, before any fragment.
+function _M.target(link, args, url)
+    url = url or link.url
     if not link.forward_query or args == nil or args == "" then
         return url
     end

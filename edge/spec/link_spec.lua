@@ -27,6 +27,18 @@ describe("link.decode", function()
         end
     end)
 
+    it("compiles rules and a split once, which makes a link not plain", function()
+        local value = assert(link.decode('{"id":1,"url":"https://e.com/","rules":[{"url":'
+            .. '"https://r.com/","conditions":[{"type":"country","value":"NL"}]}],'
+            .. '"forward_query":true}'))
+        assert.is_false(value.plain)
+        assert.equal("https://r.com/", value.rules.rules[1].url)
+        local none = assert(link.decode('{"id":1,"url":"https://e.com/","rules":[],"split":[]}'))
+        assert.is_nil(none.rules)
+        assert.is_true(none.plain)
+        assert.equal("https://r.com/?a=1", link.target(value, "a=1", "https://r.com/"))
+    end)
+
     it("defaults status to 302 and active to true", function()
         local value = assert(link.decode('{"id":9007199254740991,"url":"http://e.com/"}'))
         assert.equal("9007199254740991", value.id)
@@ -45,7 +57,10 @@ describe("link.decode", function()
                 '{"id":9007199254740992,"url":"https://e.com/"}',
                 '{"id":1,"url":"https://e.com/","max_visits":0}',
                 '{"id":1,"url":"https://e.com/","max_visits":"5"}',
-                '{"id":1,"url":"https://e.com/","unlock_url":"javascript:x"}' }) do
+                '{"id":1,"url":"https://e.com/","unlock_url":"javascript:x"}',
+                '{"id":1,"url":"https://e.com/","rules":[{"url":"javascript:x","conditions":[]}]}',
+                '{"id":1,"url":"https://e.com/","split":[{"url":"https://a.com/","weight":1}]}',
+            }) do
             local value, err = link.decode(raw)
             assert.is_nil(value, raw)
             assert.is_string(err)

@@ -4,6 +4,7 @@ import django.contrib.postgres.indexes
 import django.db.models.deletion
 import django.core.validators
 import django.utils.timezone
+import links.rules
 import links.slugs
 import links.validation
 from django.conf import settings
@@ -64,6 +65,8 @@ class Migration(migrations.Migration):
                         ('forward_query', models.BooleanField(default=False)),
                         ('crawlable', models.BooleanField(default=False)),
                         ('password', models.CharField(blank=True, max_length=128)),
+                        ('rules', models.JSONField(blank=True, default=list, validators=[links.rules.check_rules])),
+                        ('split', models.JSONField(blank=True, default=list, validators=[links.rules.check_split])),
                         ('is_active', models.BooleanField(default=True, verbose_name='active')),
                         ('created_at', models.DateTimeField(default=django.utils.timezone.now, editable=False)),
                         ('updated_at', models.DateTimeField(auto_now=True)),

@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from links.rules import labels, validate_rules, validate_split
+from links.rules import Served, served_by, validate_rules, validate_split
 
 
 @pytest.fixture(autouse=True)
@@ -80,11 +80,17 @@ def test_a_split_keeps_whole_weights():
         {"url": "https://b.example/", "weight": 30},
     ]
     assert validate_split([]) == []
-    assert labels(validate_rules(_one({"type": "country", "value": "nl"})), validate_split(split)) == {
-        "1": "https://e.example/",
-        "ab1": "https://a.example/",
-        "ab2": "https://b.example/",
-    }
+    rules = validate_rules(_one({"type": "country", "value": "nl"}))
+    assert served_by(rules=rules, split=validate_split(split), url="https://d.example/") == [
+        Served("1", "Rule 1: country is NL", "https://e.example/"),
+        Served("ab1", "A/B 1: 70% of visitors", "https://a.example/"),
+        Served("ab2", "A/B 2: 30% of visitors", "https://b.example/"),
+    ]
+    query = validate_rules(_one({"type": "query", "key": "k"}))
+    assert served_by(rules=query, split=[], url="https://d.example/") == [
+        Served("1", "Rule 1: query has k", "https://e.example/"),
+        Served("", "No rule matched", "https://d.example/"),
+    ]
 
 
 @pytest.mark.parametrize(
