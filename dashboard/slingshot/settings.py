@@ -275,6 +275,9 @@ PUBLISHER_METRICS_ADDRESS = env.str("PUBLISHER_METRICS_ADDRESS", default="127.0.
 # Click importer (clicks/, docs/rollups.md).
 CLICK_IP_PRIVACY = env.str("CLICK_IP_PRIVACY", default="anonymise")  # anonymise | full | none
 CLICK_ENRICH = env.bool("CLICK_ENRICH", default=True)
+# The country database (MaxMind DB format) the importer and the edge's
+# country rules share; data/geo/package.json names the one bin/setup installs.
+GEOIP_COUNTRY_DB = env.str("GEOIP_COUNTRY_DB", default=str(REPO_DIR / "data" / "geo" / "country.mmdb"))
 CLICK_IMPORT_BATCH_ENTRIES = env.int("CLICK_IMPORT_BATCH_ENTRIES", default=3000)
 CLICK_IMPORT_CLAIM_IDLE_MS = env.int("CLICK_IMPORT_CLAIM_IDLE_MS", default=60_000)
 CLICK_IMPORT_LOG_INTERVAL = env.float("CLICK_IMPORT_LOG_INTERVAL", default=10.0)
