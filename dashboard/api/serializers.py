@@ -387,6 +387,11 @@ class BreakdownsSerializer(serializers.Serializer):
     os = BreakdownItemSerializer(many=True)
     device = BreakdownItemSerializer(many=True)
     country = BreakdownItemSerializer(many=True)
+    rule = BreakdownItemSerializer(
+        many=True,
+        help_text="Clicks per redirect rule that served them: the rule's number (1 to 20) or the split's "
+        "destination (ab1 to ab10). The link's other clicks went to its own url.",
+    )
 
 
 class StatsSerializer(serializers.Serializer):

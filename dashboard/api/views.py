@@ -114,7 +114,7 @@ class LinkViewSet(
         parameters=[serializers.StatsQuerySerializer],
         responses={200: serializers.StatsSerializer},
         description="A time series by UTC hour or day and breakdowns by referrer host, browser, OS, device "
-        "class and country, from the importer's rollups. Bots are left out unless `include_bots=true`. "
+        "class, country and redirect rule, from the importer's rollups. Bots are left out unless `include_bots=true`. "
         "Defaults: the last 30 days by day, or the last 48 hours by hour.",
         examples=[
             OpenApiExample(
@@ -137,6 +137,7 @@ class LinkViewSet(
                         "os": [{"value": "Android", "clicks": 22}],
                         "device": [{"value": "mobile", "clicks": 28}],
                         "country": [{"value": "DE", "clicks": 40}, {"value": "unknown", "clicks": 2}],
+                        "rule": [{"value": "1", "clicks": 12}],
                     },
                 },
             )

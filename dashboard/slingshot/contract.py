@@ -15,7 +15,7 @@ CLICKS_STREAM = "slingshot:clicks"
 CLICKS_GROUP = "importers"
 DEAD_LETTER_STREAM = "slingshot:clicks:dead"
 # The `v` field of a click entry: the record format the importer reads.
-CLICK_RECORD_VERSION = "3"
+CLICK_RECORD_VERSION = "4"
 
 # Paths the edge answers itself (nginx.conf's `location =` blocks): never slugs.
 EDGE_PATHS = ("healthz", "metrics")

@@ -21,14 +21,13 @@ from api.models import ApiToken
 from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals, stats_range
 from clicks.stream import import_lag
 from links import imports, selectors, services, unlocking
-from links import rules as link_rules
 from links.models import Link, LinkImport
 from links.redis import RedisUnavailable, quick_call
 from links.selectors import short_url
 from slingshot.proxies import client_address
 
 from . import forms
-from .selectors import OVERVIEW_DAYS, edge_health, overview_for
+from .selectors import OVERVIEW_DAYS, clicks_per_rule, edge_health, overview_for
 from .uploads import UploadLimitHandler
 
 BREAKDOWN_TITLES = {
@@ -220,10 +219,10 @@ def link_detail(request, slug: str):
             "bot_clicks": totals.clicks - totals.human_clicks,
             "with_bots": with_bots.urlencode(),
             "recent": recent,
-            "served_by": link_rules.served_by(rules=link.rules, split=link.split, url=link.url)
-            if link.rules or link.split
-            else [],
-            "breakdowns": [(BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items()],
+            "rule_clicks": clicks_per_rule(link, stats),
+            "breakdowns": [
+                (BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items() if name in BREAKDOWN_TITLES
+            ],
             "chart": _chart(
                 stats.series,
                 label=f"Clicks per {span.interval} (UTC){what}",

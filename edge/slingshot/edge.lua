@@ -140,11 +140,11 @@ local function redirect_special(slug, value)
             return answer(410, LIMIT_PAGE)
         end
     end
-    local url
+    local url, rule
     if value.rules then
-        url = rules.pick(value.rules, request)
+        url, rule = rules.pick(value.rules, request)
     end
-    clicks.record(slug, value.id)
+    clicks.record(slug, value.id, rule)
     metrics.inc(REDIRECTED)
     return send_to(link.target(value, value.forward_query and var.args, url), value.status)
 end

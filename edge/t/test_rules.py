@@ -6,7 +6,7 @@ import http.client
 import uuid
 from collections import Counter
 
-from edge_helpers import publish
+from edge_helpers import link_id, publish, wait_for_clicks
 
 from clicks.enrichment import Enricher
 
@@ -172,3 +172,28 @@ def test_the_edge_and_the_importer_agree_on_the_country(edge, rds):
     for address, code in codes.items():
         expected = DEFAULT if code == "unknown" else f"https://{code.lower()}.example/"
         assert location(edge, f"/{slug}", X_Forwarded_For=address) == expected, address
+
+
+def test_each_click_records_what_served_it(edge, rds):
+    slug = new_slug("rk")
+    publish(
+        rds,
+        slug,
+        rules=[
+            rule("https://mail.example/", {"type": "query", "key": "ref", "value": "mail"}),
+            rule("https://ios.example/", {"type": "device", "value": "ios"}),
+        ],
+        split=[{"url": "https://a.example/", "weight": 1}, {"url": "https://b.example/", "weight": 1}],
+    )
+    assert location(edge, f"/{slug}?ref=mail") == "https://mail.example/"
+    assert location(edge, f"/{slug}", User_Agent=IPHONE) == "https://ios.example/"
+    split_target = location(edge, f"/{slug}", User_Agent=MAC)
+    plain = new_slug("rp")
+    publish(rds, plain)
+    assert location(edge, f"/{plain}") == DEFAULT
+    clicks = wait_for_clicks(rds, slug, 3)
+    # Workers flush on their own: the clicks may come in any order.
+    assert sorted(click.get("rule") for click in clicks) == ["1", "2", "ab1" if "a.example" in split_target else "ab2"]
+    assert {click["link"] for click in clicks} == {str(link_id(slug))}
+    (default,) = wait_for_clicks(rds, plain, 1)
+    assert "rule" not in default

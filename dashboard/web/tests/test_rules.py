@@ -9,7 +9,7 @@ from django.urls import reverse
 from links.models import Link
 from links.services import link_create
 
-from .conftest import unique_slug
+from .conftest import import_clicks, unique_slug
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,3 +61,15 @@ def test_link_page_shows_the_rules(signed_in, user):
     page = signed_in.get(reverse("web:link-detail", args=[link.slug])).content.decode()
     assert "https://ios.example/" in page and "device is ios" in page and "No rule matched" not in page
     assert "https://b.example/" in page and "75%" in page
+    plain = link_create(owner=user, url="https://example.com/", slug=unique_slug())
+    assert 'id="link-rules"' not in signed_in.get(reverse("web:link-detail", args=[plain.slug])).content.decode()
+
+
+def test_link_page_counts_clicks_per_rule(signed_in, user):
+    link = link_create(owner=user, url="https://example.com/", slug=unique_slug(), rules=RULES)
+    import_clicks(link, 3, rule="1")
+    import_clicks(link, 2)
+    response = signed_in.get(reverse("web:link-detail", args=[link.slug]))
+    rows = [(served.label, served.url, clicks) for served, clicks in response.context["rule_clicks"]]
+    assert rows == [("1", "https://ios.example/", 3), ("", "https://example.com/", 2)]
+    assert "Rule 1: device is ios" in response.content.decode()
