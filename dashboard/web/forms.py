@@ -56,6 +56,12 @@ class JSONListField(forms.JSONField):
     def clean(self, value):
         return super().clean(value) or []
 
+    def has_changed(self, initial, data):
+        try:
+            return (initial or []) != (self.to_python(data) or [])
+        except ValidationError:
+            return True
+
 
 class LinkForm(forms.Form):
     url = forms.CharField(label="Target URL", widget=forms.URLInput(attrs={"placeholder": "https://"}))

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from links.models import Link
 from links.services import link_create
+from web.forms import LinkForm
 
 from .conftest import import_clicks, unique_slug
 
@@ -73,3 +74,10 @@ def test_link_page_counts_clicks_per_rule(signed_in, user):
     rows = [(served.label, served.url, clicks) for served, clicks in response.context["rule_clicks"]]
     assert rows == [("1", "https://ios.example/", 3), ("", "https://example.com/", 2)]
     assert "Rule 1: device is ios" in response.content.decode()
+
+
+def test_an_edit_that_leaves_the_rules_alone_does_not_change_them(user):
+    link = link_create(owner=user, url="https://example.com/", slug=unique_slug())
+    form = LinkForm(form_data(link.slug, title="New title", rules="", split=""), initial=LinkForm.initial_for(link))
+    assert form.is_valid(), form.errors
+    assert set(form.changes()) == {"title"}
