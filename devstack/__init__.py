@@ -21,6 +21,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 NGINX_MODULES = Path("/usr/share/nginx/modules")
 DEBIAN_LUA_MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
+GEOIP2_MODULE = "ngx_http_geoip2_module.so"
+# The country database the edge and the importer share (data/geo/package.json,
+# installed by bin/setup); GEOIP_COUNTRY_DB names another.
+GEO_COUNTRY_DB = REPO / "data" / "geo" / "country.mmdb"
+
+
+def geo_country_db() -> Path:
+    return Path(os.environ.get("GEOIP_COUNTRY_DB") or GEO_COUNTRY_DB)
 
 
 def free_port() -> int:
@@ -233,12 +241,19 @@ def nginx_binary() -> str:
     return os.environ.get("NGINX_BIN") or shutil.which("openresty") or shutil.which("nginx") or "/usr/sbin/nginx"
 
 
-def render_edge_conf(prefix: Path, port: int, *, listen_host: str = "127.0.0.1") -> Path:
+def render_edge_conf(
+    prefix: Path, port: int, *, listen_host: str = "127.0.0.1", real_ip_from: str | None = None
+) -> Path:
     """Prepares an nginx prefix for the top-level nginx.conf on this machine.
 
     The differences from OpenResty stay here: Debian builds ngx_lua as a
     dynamic module, so its load_module lines come first; and the port is the
-    one asked for instead of the container's 8080.
+    one asked for instead of the container's 8080. Where the geoip2 module
+    and the country database are installed, conf/edge-geoip2.conf defines
+    $slingshot_country (nginx.conf includes it), which country rules read.
+    `real_ip_from` (a CIDR, for tests and `make run`) makes the edge take the
+    client's address from X-Forwarded-For when the request comes from there
+    (conf/edge-realip.conf), so that tests can be visitors from anywhere.
     """
     for sub in ("conf", "logs"):
         (prefix / sub).mkdir(parents=True, exist_ok=True)
@@ -253,6 +268,20 @@ def render_edge_conf(prefix: Path, port: int, *, listen_host: str = "127.0.0.1")
     modules = "".join(
         f"load_module {NGINX_MODULES / name};\n" for name in DEBIAN_LUA_MODULES if (NGINX_MODULES / name).exists()
     )
+    country_db = geo_country_db()
+    geoip2 = prefix / "conf" / "edge-geoip2.conf"
+    if (NGINX_MODULES / GEOIP2_MODULE).exists() and country_db.exists():
+        modules += f"load_module {NGINX_MODULES / GEOIP2_MODULE};\n"
+        geoip2.write_text(
+            f"geoip2 {country_db.resolve()} {{\n    $slingshot_country source=$remote_addr country_code;\n}}\n"
+        )
+    else:
+        geoip2.unlink(missing_ok=True)
+    realip = prefix / "conf" / "edge-realip.conf"
+    if real_ip_from:
+        realip.write_text(f"set_real_ip_from {real_ip_from};\nreal_ip_header X-Forwarded-For;\n")
+    else:
+        realip.unlink(missing_ok=True)
     path = prefix / "conf" / "nginx.conf"
     path.write_text(modules + conf)
     return path

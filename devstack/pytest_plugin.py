@@ -50,7 +50,9 @@ class Edge:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> "Edge":
-        conf = devstack.render_edge_conf(self.prefix, self.port)
+        # Tests connect from 127.0.0.1 and may say, in X-Forwarded-For, which
+        # visitor they stand for (country rules, splits).
+        conf = devstack.render_edge_conf(self.prefix, self.port, real_ip_from="127.0.0.0/8")
         if self.edit_conf:
             conf.write_text(self.edit_conf(conf.read_text()))
         log = open(self.log_path, "ab")

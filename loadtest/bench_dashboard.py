@@ -24,10 +24,10 @@ from devstack.throwaway import ThrowawayStack  # noqa: E402
 from loadtest.bench_api import MANAGE, percentile  # noqa: E402
 
 LINKS_SQL = """
-INSERT INTO links_link (slug, url, owner_id, title, tags, redirect_status, expires_at, forward_query, is_active,
-                        created_at, updated_at)
-SELECT 'b' || i, 'https://example.com/landing/' || i, %(owner)s, 'Campaign link ' || i,
-       ARRAY['tag' || (i %% 20), 'all'], 302, NULL, false, i %% 10 <> 0,
+INSERT INTO links_link (slug, url, owner_id, title, description, tags, redirect_status, expires_at, forward_query,
+                        crawlable, password, is_active, created_at, updated_at)
+SELECT 'b' || i, 'https://example.com/landing/' || i, %(owner)s, 'Campaign link ' || i, '',
+       ARRAY['tag' || (i %% 20), 'all'], 302, NULL, false, false, '', i %% 10 <> 0,
        now() - make_interval(secs => i * 60), now()
 FROM generate_series(1, %(links)s) i;
 

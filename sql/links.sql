@@ -9,10 +9,19 @@ CREATE TABLE links_link (
     slug            varchar(64) NOT NULL UNIQUE,
     url             text NOT NULL,
     title           varchar(200) NOT NULL,
+    description     text NOT NULL,
     tags            varchar(50)[20] NOT NULL,
     redirect_status smallint NOT NULL CHECK (redirect_status >= 0),
+    valid_since     timestamptz NULL,
     expires_at      timestamptz NULL,
+    max_visits      integer NULL CHECK (max_visits >= 0),
     forward_query   boolean NOT NULL,
+    crawlable       boolean NOT NULL,
+    -- A salted, slow hash (Django's password hashers), or empty: no password.
+    password        varchar(128) NOT NULL,
+    -- Redirect rules and an A/B split, as dashboard/links/rules.py checks them.
+    rules           jsonb NOT NULL,
+    split           jsonb NOT NULL,
     is_active       boolean NOT NULL,
     created_at      timestamptz NOT NULL,
     updated_at      timestamptz NOT NULL,
@@ -20,7 +29,9 @@ CREATE TABLE links_link (
         CONSTRAINT links_link_owner_id_d60333f7_fk_auth_user_id REFERENCES auth_user (id) DEFERRABLE INITIALLY DEFERRED,
     CONSTRAINT link_redirect_status_valid CHECK (redirect_status IN (301, 302, 307, 308)),
     -- The slug rule (dashboard/links/slugs.py), which the edge relies on.
-    CONSTRAINT link_slug_shape CHECK (slug::text ~ '^[A-Za-z0-9_-]{1,64}$')
+    CONSTRAINT link_slug_shape CHECK (slug::text ~ '^[A-Za-z0-9_-]{1,64}$'),
+    CONSTRAINT link_max_visits_positive CHECK (max_visits >= 1),
+    CONSTRAINT link_valid_before_expiry CHECK (valid_since < expires_at OR valid_since IS NULL OR expires_at IS NULL)
 );
 CREATE INDEX links_link_slug_a32179a4_like ON links_link (slug varchar_pattern_ops);
 -- A person's links, newest first: the links list. It serves the owner's foreign key too.

@@ -1,13 +1,15 @@
 import copy
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from clicks.models import Click
 from clicks.selectors import INTERVALS, stats_range
+from links import rules as link_rules
 from links.models import Link
-from links.selectors import short_url
+from links.selectors import LinkState, link_state, short_url
 from links.slugs import PATTERN as SLUG_PATTERN
 from links.slugs import validate_slug
 from links.validation import validate_target_url
@@ -19,11 +21,23 @@ LINK_EXAMPLE = {
     "url": "https://example.com/spring-sale?ref=newsletter",
     "slug": "spring",
     "title": "Spring sale",
+    "description": "The newsletter's link to the spring sale.",
     "tags": ["newsletter", "sale"],
     "redirect_status": 302,
+    "valid_since": "2027-03-20T00:00:00Z",
     "expires_at": "2027-06-01T00:00:00Z",
+    "max_visits": 10000,
     "forward_query": True,
+    "crawlable": False,
     "is_active": True,
+    "rules": [
+        {"url": "https://apps.apple.com/app/id1", "conditions": [{"type": "device", "value": "ios"}]},
+        {
+            "url": "https://example.de/fruehling",
+            "conditions": [{"type": "language", "value": "de"}, {"type": "country", "value": "DE"}],
+        },
+    ],
+    "split": [],
 }
 
 
@@ -39,16 +53,78 @@ class FieldsOnceMixin:
         return copy.deepcopy(cls._fields_once)
 
 
-@extend_schema_field(
-    {
-        "type": "string",
-        "format": "uri",
-        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]",
-        "maxLength": settings.LINK_URL_MAX_LENGTH,
-    }
-)
+TARGET_URL_SCHEMA = {
+    "type": "string",
+    "format": "uri",
+    "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]",
+    "maxLength": settings.LINK_URL_MAX_LENGTH,
+}
+
+
+@extend_schema_field(TARGET_URL_SCHEMA)
 class TargetURLField(StrictCharField):
     """A link's target; links.validation.normalise_target has the rules."""
+
+
+_QUERY_TEXT = {"type": "string", "pattern": "^[!-~]+$", "maxLength": link_rules.MAX_QUERY_TEXT}
+RULE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url", "conditions"],
+    "properties": {
+        "url": TARGET_URL_SCHEMA,
+        "conditions": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": link_rules.MAX_CONDITIONS,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["type"],
+                "description": "device: one of " + ", ".join(link_rules.DEVICES) + "; language: a tag such as en "
+                "(which also matches en-GB) or en-GB, against Accept-Language (q=0 excluded); country: an ISO 3166 "
+                "alpha-2 code of the visitor's address; query: `key` present in the query string, and equal to "
+                "`value` if given.",
+                "properties": {
+                    "type": {"type": "string", "enum": list(link_rules.CONDITION_TYPES)},
+                    "value": {**_QUERY_TEXT, "nullable": True},
+                    "key": {**_QUERY_TEXT, "nullable": True},
+                },
+            },
+        },
+    },
+}
+SPLIT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url", "weight"],
+    "properties": {
+        "url": TARGET_URL_SCHEMA,
+        "weight": {"type": "integer", "minimum": 1, "maximum": link_rules.MAX_WEIGHT},
+    },
+}
+
+
+class _CheckedJSONField(serializers.JSONField):
+    """A JSON value checked, and normalised, by one of links.rules' validators."""
+
+    check = None
+
+    def to_internal_value(self, data):
+        try:
+            return type(self).check(data)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+
+
+@extend_schema_field({"type": "array", "maxItems": link_rules.MAX_RULES, "items": RULE_SCHEMA})
+class RulesField(_CheckedJSONField):
+    check = link_rules.validate_rules
+
+
+@extend_schema_field({"type": "array", "maxItems": link_rules.MAX_SPLIT, "items": SPLIT_SCHEMA})
+class SplitField(_CheckedJSONField):
+    check = link_rules.validate_split
 
 
 class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializer):
@@ -58,8 +134,33 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         "redirects to; kept as links.validation.normalise_target writes it (ASCII).",
     )
     short_url = serializers.SerializerMethodField()
+    password = StrictCharField(
+        write_only=True,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=128,
+        trim_whitespace=False,
+        help_text="Write-only. Visitors must type it before they are sent on; kept only as a salted hash. "
+        "null or an empty string removes it.",
+    )
+    has_password = serializers.BooleanField(read_only=True, help_text="Whether the link asks for a password.")
+    state = serializers.SerializerMethodField(
+        help_text="What the edge does with the link now: active, scheduled (before valid_since: 404), expired, "
+        "limit reached (max_visits redirects served: 410) or disabled (404)."
+    )
     clicks = serializers.IntegerField(read_only=True, default=0, help_text="Every recorded click.")
     human_clicks = serializers.IntegerField(read_only=True, default=0, help_text="Clicks not flagged as bots.")
+    rules = RulesField(
+        required=False,
+        help_text=f"Up to {link_rules.MAX_RULES} redirect rules, in order: a visitor goes to the url of the first "
+        "rule whose conditions all hold, else to the split's or the link's url.",
+    )
+    split = SplitField(
+        required=False,
+        help_text=f"An A/B split: {link_rules.MIN_SPLIT} to {link_rules.MAX_SPLIT} destinations with weights, or "
+        "none (empty). Used when no rule matched; each visitor always gets the same destination.",
+    )
 
     class Meta:
         model = Link
@@ -68,11 +169,20 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
             "slug",
             "short_url",
             "title",
+            "description",
             "tags",
             "redirect_status",
+            "valid_since",
             "expires_at",
+            "max_visits",
             "forward_query",
+            "crawlable",
+            "password",
+            "has_password",
             "is_active",
+            "rules",
+            "split",
+            "state",
             "clicks",
             "human_clicks",
             "created_at",
@@ -81,10 +191,20 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         extra_kwargs = {
             "slug": {"required": False, "validators": [validate_slug], "help_text": "Generated when left out."},
             "tags": {"help_text": "Up to 20 tags of 1 to 50 letters, digits, '.', '-' or '_'."},
+            "valid_since": {"help_text": "Before it the short URL answers 404, as if the link did not exist."},
+            "expires_at": {"help_text": "From it on the short URL answers 410 Gone."},
+            "max_visits": {"help_text": "After this many redirects the short URL answers 410 Gone; null: no limit."},
+            "crawlable": {"help_text": "Allowed to search engines in the short domain's robots.txt."},
         }
 
     def get_short_url(self, link: Link) -> str:
         return short_url(link.slug)
+
+    @extend_schema_field(serializers.ChoiceField(choices=[state.value for state in LinkState]))
+    def get_state(self, link: Link) -> str:
+        """With the visit counts the view read for the page (context `visits`,
+        links.selectors.link_visits), else as far as PostgreSQL tells."""
+        return link_state(link, visits=(self.context.get("visits") or {}).get(link.pk))
 
 
 @extend_schema_serializer(examples=[OpenApiExample("A campaign link", value=LINK_EXAMPLE, request_only=True)])
@@ -267,6 +387,11 @@ class BreakdownsSerializer(serializers.Serializer):
     os = BreakdownItemSerializer(many=True)
     device = BreakdownItemSerializer(many=True)
     country = BreakdownItemSerializer(many=True)
+    rule = BreakdownItemSerializer(
+        many=True,
+        help_text="Clicks per redirect rule that served them: the rule's number (1 to 20) or the split's "
+        "destination (ab1 to ab10). The link's other clicks went to its own url.",
+    )
 
 
 class StatsSerializer(serializers.Serializer):

@@ -72,7 +72,20 @@ class LinkViewSet(
 
     def _output(self, link: Link, status_code=status.HTTP_200_OK) -> Response:
         link = self.get_queryset().get(pk=link.pk)
-        return Response(serializers.LinkSerializer(link).data, status=status_code)
+        return Response(self._data(link), status=status_code)
+
+    @staticmethod
+    def _data(link: Link) -> dict:
+        """The link as the API answers it, its state with its visit count."""
+        return serializers.LinkSerializer(link, context={"visits": selectors.link_visits([link])}).data
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.get_queryset())
+        visits = selectors.link_visits(page)  # one round trip for the page's limited links
+        return self.get_paginated_response(serializers.LinkSerializer(page, many=True, context={"visits": visits}).data)
+
+    def retrieve(self, request, *args, **kwargs):
+        return Response(self._data(self.get_object()))
 
     def create(self, request, *args, **kwargs):
         serializer = serializers.LinkCreateSerializer(data=request.data)
@@ -101,7 +114,7 @@ class LinkViewSet(
         parameters=[serializers.StatsQuerySerializer],
         responses={200: serializers.StatsSerializer},
         description="A time series by UTC hour or day and breakdowns by referrer host, browser, OS, device "
-        "class and country, from the importer's rollups. Bots are left out unless `include_bots=true`. "
+        "class, country and redirect rule, from the importer's rollups. Bots are left out unless `include_bots=true`. "
         "Defaults: the last 30 days by day, or the last 48 hours by hour.",
         examples=[
             OpenApiExample(
@@ -124,6 +137,7 @@ class LinkViewSet(
                         "os": [{"value": "Android", "clicks": 22}],
                         "device": [{"value": "mobile", "clicks": 28}],
                         "country": [{"value": "DE", "clicks": 40}, {"value": "unknown", "clicks": 2}],
+                        "rule": [{"value": "1", "clicks": 12}],
                     },
                 },
             )

@@ -107,7 +107,9 @@ def link_stats(
     """Time series and breakdowns of the links' clicks in [start, end), summed
     over the links. Buckets are whole UTC hours or days: start is rounded
     down and end up to the interval. Bots are left out unless include_bots.
-    Breakdowns keep the `top` values of each dimension (None: all).
+    Breakdowns keep the `top` values of each dimension (None: all), but
+    `rule`, whose values are few (a link has at most 30 rules and
+    destinations), is kept whole.
 
     Two queries, each reading at most one rollup row per bucket (and per value
     for breakdowns), which are taken from the day table for whole days and
@@ -169,7 +171,8 @@ def link_stats(
             f" SELECT dimension, value, sum(clicks) AS total,"
             f"  row_number() OVER (PARTITION BY dimension ORDER BY sum(clicks) DESC, value) AS rank"
             f" FROM ({union}) parts GROUP BY dimension, value HAVING sum(clicks) > 0"
-            f") ranked WHERE %s::bigint IS NULL OR rank <= %s ORDER BY dimension, total DESC, value",
+            f") ranked WHERE %s::bigint IS NULL OR rank <= %s OR dimension = 'rule'"
+            f" ORDER BY dimension, total DESC, value",
             [arg for _, _, lo, hi in parts for arg in (ids, lo, hi)] + [top, top],
         )
         breakdowns: dict[str, list[tuple[str, int]]] = {dimension: [] for dimension in DIMENSIONS}

@@ -15,7 +15,21 @@ class LinkAdmin(admin.ModelAdmin):
     list_filter = ["is_active", "redirect_status"]
     search_fields = ["slug", "url", "title"]
     list_select_related = ["owner"]
-    fields = ["slug", "url", "title", "redirect_status", "expires_at", "forward_query", "is_active", "owner"]
+    # The password is set from the dashboard's link form or the API, which take it in clear.
+    fields = [
+        "slug",
+        "url",
+        "title",
+        "description",
+        "redirect_status",
+        "valid_since",
+        "expires_at",
+        "max_visits",
+        "forward_query",
+        "crawlable",
+        "is_active",
+        "owner",
+    ]
     readonly_fields = ["owner"]
     actions = ["delete_selected"]
 

@@ -4,9 +4,11 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from . import rules as link_rules
 from . import slugs
 from .validation import REDIRECT_STATUSES, normalise_target, validate_tags, validate_target_url
 
@@ -19,12 +21,25 @@ class Link(models.Model):
     # Indexed by link_owner_created, which starts with it.
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="links", db_index=False)
     title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(max_length=2000, blank=True)
     tags = ArrayField(models.CharField(max_length=50), default=list, blank=True, size=20, validators=[validate_tags])
     redirect_status = models.PositiveSmallIntegerField(
         choices=[(status, str(status)) for status in REDIRECT_STATUSES], default=302
     )
+    # Before valid_since the edge answers as if the link did not exist; from
+    # expires_at on, and after max_visits redirects, 410 Gone.
+    valid_since = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
+    max_visits = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     forward_query = models.BooleanField(default=False)
+    # Listed as allowed in the domain's /robots.txt; every other link is disallowed.
+    crawlable = models.BooleanField(default=False)
+    # A hash by Django's password hashers (links.services.link_password), or
+    # empty: the visitor types the password on the dashboard's unlock page.
+    password = models.CharField(max_length=128, blank=True)
+    # Redirect rules and an A/B split (links/rules.py), evaluated by the edge.
+    rules = models.JSONField(default=list, blank=True, validators=[link_rules.check_rules])
+    split = models.JSONField(default=list, blank=True, validators=[link_rules.check_split])
     is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
@@ -40,16 +55,35 @@ class Link(models.Model):
                 condition=models.Q(redirect_status__in=REDIRECT_STATUSES), name="link_redirect_status_valid"
             ),
             models.CheckConstraint(condition=models.Q(slug__regex=rf"^{slugs.PATTERN}$"), name="link_slug_shape"),
+            models.CheckConstraint(condition=models.Q(max_visits__gte=1), name="link_max_visits_positive"),
+            models.CheckConstraint(
+                condition=models.Q(valid_since__lt=models.F("expires_at"))
+                | models.Q(valid_since__isnull=True)
+                | models.Q(expires_at__isnull=True),
+                name="link_valid_before_expiry",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def has_password(self) -> bool:
+        return bool(self.password)
 
     def clean(self) -> None:
         """The target as normalise_target writes it: every way a link is
         made or changed (services, admin) runs full_clean, and so this."""
         with suppress(ValidationError):  # the field's own validator has said why
             self.url = normalise_target(self.url)
+        self.clean_rules()
+
+    def clean_rules(self) -> None:
+        """Rules and split as links.rules keeps them (targets normalised too)."""
+        with suppress(ValidationError):
+            self.rules = link_rules.validate_rules(self.rules)
+        with suppress(ValidationError):
+            self.split = link_rules.validate_split(self.split)
 
 
 class LinkOutbox(models.Model):

@@ -11,16 +11,20 @@ also delivers right after its commit (no publisher needed, a few ms slower).
 
 import json
 import logging
+import math
 from collections.abc import Iterable
 
 import redis
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.urls import reverse
 
 from slingshot.contract import LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key
 
 from .models import Link, LinkOutbox
 from .redis import RedisUnavailable, get_redis, quick_call
+from .rules import validate_rules, validate_split
 from .validation import normalise_target
 
 log = logging.getLogger(__name__)
@@ -31,24 +35,55 @@ OUTBOX_CHANNEL = "slingshot_link_outbox"  # NOTIFY'd by every change
 _DELIVERY_LOCK = 0x51_1D_0B_0C
 
 
+def _unix(moment, *, up: bool = False) -> int | None:
+    """Unix seconds, rounded down, or up (a link is never live early)."""
+    if moment is None:
+        return None
+    return math.ceil(moment.timestamp()) if up else math.floor(moment.timestamp())
+
+
+def unlock_url(link: Link) -> str:
+    """Where the edge sends the visitors of a link with a password: the
+    dashboard's page that asks for it (web.views.link_unlock)."""
+    return settings.DASHBOARD_BASE_URL.rstrip("/") + reverse("web:link-unlock", args=[link.pk])
+
+
+def _rules_payload(link: Link, servable: bool) -> tuple[list, list, bool]:
+    """The link's rules and split as the edge gets them, and whether the
+    link stays servable: like its url, a rule whose target is refused now
+    has the link published disabled."""
+    try:
+        return validate_rules(link.rules), validate_split(link.split), servable
+    except ValidationError as exc:
+        log.warning("link %s is published disabled, its rules are refused now: %s", link.slug, "; ".join(exc.messages))
+        return [], [], False
+
+
 def link_payload(link: Link) -> str:
     """The value of the link's key (docs/contract.md, "Links"). A target the
     rules refuse now (a domain blocklisted since, say) is published
-    disabled: the edge answers it as unknown."""
+    disabled: the edge answers it as unknown. A password never leaves
+    PostgreSQL: the edge is only told where its unlock page is."""
     url, servable = link.url, True
     try:
         url = normalise_target(link.url)
     except ValidationError as exc:
         log.warning("link %s is published disabled, its target is refused now: %s", link.slug, "; ".join(exc.messages))
         servable = False
+    rules, split, servable = _rules_payload(link, servable)
     return json.dumps(
         {
             "id": link.pk,
             "url": url,
             "status": link.redirect_status,
             "active": link.is_active and servable,
-            "expires_at": int(link.expires_at.timestamp()) if link.expires_at else None,
+            "valid_since": _unix(link.valid_since, up=True),
+            "expires_at": _unix(link.expires_at),
+            "max_visits": link.max_visits,
             "forward_query": link.forward_query,
+            "unlock_url": unlock_url(link) if link.password else None,
+            "rules": rules,
+            "split": split,
         },
         separators=(",", ":"),
     )

@@ -4,7 +4,9 @@ links, with their clicks; superusers see everyone's. The staff flag opens
 the Django admin and the operational figures of the overview, and shows no
 one else's link."""
 
+import enum
 import ipaddress
+import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import reduce
@@ -13,14 +15,20 @@ from operator import or_
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connection
-from django.db.models import BigIntegerField, F, Q, QuerySet
+from django.db.models import BigIntegerField, BooleanField, F, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 from rest_framework.filters import search_smart_split
 
 from clicks.enrichment import anonymise
 from clicks.models import Click
+from slingshot.contract import visits_key
 
 from .models import Link
+from .redis import RedisUnavailable, quick_call
+
+log = logging.getLogger(__name__)
 
 
 def short_url(slug: str) -> str:
@@ -75,7 +83,7 @@ def link_search(
     `query` is split into words as the API's `search` parameter documents
     it: spaces and commas separate words, a quoted phrase is one word
     (rest_framework.filters.search_smart_split). Every word must appear in
-    the slug, title or target URL, case aside. `tag`, `is_active` and the
+    the slug, title or target URL, case aside. `tag` (case aside), `is_active` and the
     creation range [created_after, created_before) filter when given.
     `ordering` takes ORDERING_FIELDS, '-' for descending, and raises
     ValueError for anything else; ties go by id, in the first key's direction."""
@@ -87,7 +95,13 @@ def link_search(
     for word in search_smart_split(query):
         links = links.filter(reduce(or_, (Q(**{f"{name}__icontains": word}) for name in SEARCH_FIELDS)))
     if tag:
-        links = links.filter(tags__contains=[tag])
+        links = links.filter(
+            RawSQL(
+                f"EXISTS (SELECT 1 FROM unnest({Link._meta.db_table}.tags) t WHERE lower(t) = lower(%s))",
+                [tag],
+                output_field=BooleanField(),
+            )
+        )
     if is_active is not None:
         links = links.filter(is_active=is_active)
     if created_after:
@@ -103,6 +117,55 @@ def taken_slugs(*, slugs: Iterable[str]) -> set[str]:
         # = ANY(array): one parameter, however many slugs (IN would take one each).
         cursor.execute(f"SELECT slug FROM {Link._meta.db_table} WHERE slug = ANY(%s)", [list(set(slugs))])
         return {slug for (slug,) in cursor.fetchall()}
+
+
+class LinkState(enum.StrEnum):
+    """What the edge does with a link now (docs/dashboard.md)."""
+
+    ACTIVE = "active"
+    SCHEDULED = "scheduled"  # before valid_since: answered as unknown
+    EXPIRED = "expired"  # from expires_at on: 410
+    LIMIT_REACHED = "limit reached"  # max_visits redirects served: 410
+    DISABLED = "disabled"  # answered as unknown
+
+
+def link_visits(links: Iterable[Link]) -> dict[int, int] | None:
+    """The redirects the edge has counted for each of these links that has
+    a visit limit (the counters of docs/contract.md), in one round trip to
+    Redis; None when Redis does not answer at once."""
+    limited = [link.pk for link in links if link.max_visits]
+    if not limited:
+        return {}
+    try:
+        values = quick_call(lambda client: client.mget([visits_key(pk) for pk in limited]), what="visit counters")
+    except RedisUnavailable as exc:
+        log.warning("link states without visit counts: %s", exc)
+        return None
+    return {pk: int(value or 0) for pk, value in zip(limited, values, strict=True)}
+
+
+def link_state(link: Link, *, now: datetime | None = None, visits: int | None = None) -> LinkState:
+    """The one rule for a link's state, as the edge applies it: disabled,
+    then scheduled, expired, limit reached (with `visits`, the link's counter
+    from link_visits; unknown counts as under the limit), else active."""
+    now = now or timezone.now()
+    if not link.is_active:
+        return LinkState.DISABLED
+    if link.valid_since and now < link.valid_since:
+        return LinkState.SCHEDULED
+    if link.expires_at and now >= link.expires_at:
+        return LinkState.EXPIRED
+    if link.max_visits and visits is not None and visits >= link.max_visits:
+        return LinkState.LIMIT_REACHED
+    return LinkState.ACTIVE
+
+
+def link_states(links: Sequence[Link], *, now: datetime | None = None) -> dict[int, LinkState]:
+    """link_state of each of these links (a page of the list, say), by id:
+    one Redis round trip for the visit counters, no query."""
+    now = now or timezone.now()
+    visits = link_visits(links) or {}
+    return {link.pk: link_state(link, now=now, visits=visits.get(link.pk)) for link in links}
 
 
 def link_for(*, user: AbstractBaseUser, slug: str) -> Link:

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.hashers import make_password
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, connection, transaction
 
@@ -22,9 +23,36 @@ from .publishing import OUTBOX_CHANNEL, deliver_after_commit
 _SLUG_ATTEMPTS = 10
 
 EDITABLE_FIELDS = frozenset(
-    {"slug", "url", "title", "tags", "redirect_status", "expires_at", "forward_query", "is_active"}
+    {
+        "slug",
+        "url",
+        "title",
+        "description",
+        "tags",
+        "redirect_status",
+        "valid_since",
+        "expires_at",
+        "max_visits",
+        "forward_query",
+        "crawlable",
+        "password",
+        "is_active",
+        "rules",
+        "split",
+    }
 )
 SLUG_TAKEN_MESSAGE = "Link with this Slug already exists."
+PASSWORD_MAX_LENGTH = 128
+
+
+def link_password(raw: str | None) -> str:
+    """What Link.password keeps of a password a person chose: a salted, slow
+    hash (Django's PASSWORD_HASHERS), or "" for none (None or "")."""
+    if not raw:
+        return ""
+    if not isinstance(raw, str) or len(raw) > PASSWORD_MAX_LENGTH:
+        raise ValidationError({"password": f"A password is at most {PASSWORD_MAX_LENGTH} characters."})
+    return make_password(raw)
 
 
 def _publish(slug: str) -> None:
@@ -43,8 +71,12 @@ def _validate(link: Link) -> None:
     # a taken slug is found by the unique index itself (_save), which a
     # concurrent insert cannot race.
     link.full_clean(exclude=["owner"], validate_unique=False, validate_constraints=False)
-    if link.expires_at is not None and not storable_offset(link.expires_at):
-        raise ValidationError({"expires_at": "The UTC offset must be within ±15:59."})
+    for name in ("valid_since", "expires_at"):
+        moment = getattr(link, name)
+        if moment is not None and not storable_offset(moment):
+            raise ValidationError({name: "The UTC offset must be within ±15:59."})
+    if link.valid_since and link.expires_at and link.valid_since >= link.expires_at:
+        raise ValidationError({"expires_at": "Must be after valid_since."})
 
 
 def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
@@ -69,26 +101,40 @@ def link_validate(
     url: str,
     slug: str | None = None,
     title: str = "",
+    description: str = "",
     tags: list[str] | None = None,
     redirect_status: int = 302,
+    valid_since: datetime | None = None,
     expires_at: datetime | None = None,
+    max_visits: int | None = None,
     forward_query: bool = False,
+    crawlable: bool = False,
+    password: str | None = None,
     is_active: bool = True,
+    rules: list[dict] | None = None,
+    split: list[dict] | None = None,
 ) -> Link:
     """The link link_create would save, unsaved and without an owner, after
     the same checks; raises ValidationError with messages per field. Reads
     no table, so whether a slug is taken is left to the save (or to
     links.selectors.taken_slugs, asked beforehand for many slugs at once).
-    Without a slug, one is generated."""
+    Without a slug, one is generated. A password is kept hashed (link_password)."""
     link = Link(
         slug=slug or slugs.generate_slug(settings.LINK_SLUG_LENGTH),
         url=url,
         title=title,
+        description=description,
         tags=list(tags or []),
         redirect_status=redirect_status,
+        valid_since=valid_since,
         expires_at=expires_at,
+        max_visits=max_visits,
         forward_query=forward_query,
+        crawlable=crawlable,
+        password=link_password(password),
         is_active=is_active,
+        rules=list(rules or []),
+        split=list(split or []),
     )
     _validate(link)
     return link
@@ -101,21 +147,35 @@ def link_create(
     url: str,
     slug: str | None = None,
     title: str = "",
+    description: str = "",
     tags: list[str] | None = None,
     redirect_status: int = 302,
+    valid_since: datetime | None = None,
     expires_at: datetime | None = None,
+    max_visits: int | None = None,
     forward_query: bool = False,
+    crawlable: bool = False,
+    password: str | None = None,
     is_active: bool = True,
+    rules: list[dict] | None = None,
+    split: list[dict] | None = None,
 ) -> Link:
     link = link_validate(
         url=url,
         slug=slug,
         title=title,
+        description=description,
         tags=tags,
         redirect_status=redirect_status,
+        valid_since=valid_since,
         expires_at=expires_at,
+        max_visits=max_visits,
         forward_query=forward_query,
+        crawlable=crawlable,
+        password=password,
         is_active=is_active,
+        rules=rules,
+        split=split,
     )
     link.owner = owner
     _save(link, regenerate_slug=not slug)
@@ -156,9 +216,13 @@ def link_bulk_create(*, owner: AbstractBaseUser, items: Iterable[Mapping[str, An
 
 @transaction.atomic
 def link_update(*, link: Link, **changes) -> Link:
+    """Changes the given fields (EDITABLE_FIELDS). `password` is the new
+    password in clear, or None or "" to remove it."""
     unknown = set(changes) - EDITABLE_FIELDS
     if unknown:
         raise TypeError("not editable: " + ", ".join(sorted(unknown)))
+    if "password" in changes:
+        changes["password"] = link_password(changes["password"])
     old_slug = Link.objects.select_for_update().values_list("slug", flat=True).get(pk=link.pk)
     for name, value in changes.items():
         setattr(link, name, value)

@@ -6,6 +6,8 @@ Every tier takes them from here (the edge from `edge/slingshot/contract.lua`);
 
 LINK_KEY_PREFIX = "slingshot:link:"
 LINK_CHANGES_STREAM = "slingshot:link-changes"
+# A counter per link with max_visits: the redirects the edge has let through.
+VISITS_KEY_PREFIX = "slingshot:visits:"
 # Change notifications are only hints to evict a cached copy: the stream is capped.
 LINK_CHANGES_MAXLEN = 100_000
 
@@ -13,7 +15,7 @@ CLICKS_STREAM = "slingshot:clicks"
 CLICKS_GROUP = "importers"
 DEAD_LETTER_STREAM = "slingshot:clicks:dead"
 # The `v` field of a click entry: the record format the importer reads.
-CLICK_RECORD_VERSION = "3"
+CLICK_RECORD_VERSION = "4"
 
 # Paths the edge answers itself (nginx.conf's `location =` blocks): never slugs.
 EDGE_PATHS = ("healthz", "metrics")
@@ -21,3 +23,7 @@ EDGE_PATHS = ("healthz", "metrics")
 
 def link_key(slug: str) -> str:
     return LINK_KEY_PREFIX + slug
+
+
+def visits_key(link_id: int) -> str:
+    return f"{VISITS_KEY_PREFIX}{link_id}"

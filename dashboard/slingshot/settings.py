@@ -166,10 +166,20 @@ REDIS_REQUEST_COOLDOWN = env.float("REDIS_REQUEST_COOLDOWN", default=5.0)
 # that would loop back to the edge.
 EDGE_BASE_URL = env.str("EDGE_BASE_URL", default="http://127.0.0.1:{}".format(env.int("EDGE_PORT", default=8080)))
 
+# Where people reach the dashboard: the edge sends the visitors of a link with
+# a password to its unlock page here (links.publishing.unlock_url).
+DASHBOARD_BASE_URL = env.str(
+    "DASHBOARD_BASE_URL", default="http://127.0.0.1:{}".format(env.int("DASHBOARD_PORT", default=8000))
+)
+
 LINK_URL_MAX_LENGTH = env.int("LINK_URL_MAX_LENGTH", default=2048)
 LINK_SLUG_LENGTH = env.int("LINK_SLUG_LENGTH", default=7)
 # Targets on these domains (and their subdomains) are refused, e.g. "evil.example,spam.example".
 LINK_DOMAIN_BLOCKLIST = env.list("LINK_DOMAIN_BLOCKLIST", default=[])
+# Wrong passwords of a link from one address before that address is locked
+# out of that link, and for how long (links/unlocking.py).
+LINK_UNLOCK_FAILURE_LIMIT = env.int("LINK_UNLOCK_FAILURE_LIMIT", default=5)
+LINK_UNLOCK_COOLOFF_MINUTES = env.int("LINK_UNLOCK_COOLOFF_MINUTES", default=15)
 # Deliver link changes to Redis from the request that made them, as well as
 # from the publisher process. Off: requests are faster, the publisher alone
 # delivers (within milliseconds, woken by NOTIFY).
@@ -265,6 +275,9 @@ PUBLISHER_METRICS_ADDRESS = env.str("PUBLISHER_METRICS_ADDRESS", default="127.0.
 # Click importer (clicks/, docs/rollups.md).
 CLICK_IP_PRIVACY = env.str("CLICK_IP_PRIVACY", default="anonymise")  # anonymise | full | none
 CLICK_ENRICH = env.bool("CLICK_ENRICH", default=True)
+# The country database (MaxMind DB format) the importer and the edge's
+# country rules share; data/geo/package.json names the one bin/setup installs.
+GEOIP_COUNTRY_DB = env.str("GEOIP_COUNTRY_DB", default=str(REPO_DIR / "data" / "geo" / "country.mmdb"))
 CLICK_IMPORT_BATCH_ENTRIES = env.int("CLICK_IMPORT_BATCH_ENTRIES", default=3000)
 CLICK_IMPORT_CLAIM_IDLE_MS = env.int("CLICK_IMPORT_CLAIM_IDLE_MS", default=60_000)
 CLICK_IMPORT_LOG_INTERVAL = env.float("CLICK_IMPORT_LOG_INTERVAL", default=10.0)

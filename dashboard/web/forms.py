@@ -3,6 +3,8 @@ in their services (links/services.py, api/services.py) and selectors
 (clicks.selectors.stats_range); a service's ValidationError is shown on the
 form with add_service_errors."""
 
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
 from django import forms
 from django.conf import settings
 from django.contrib.postgres.forms import SimpleArrayField
@@ -30,10 +32,42 @@ class DateTimeInput(forms.DateTimeInput):
         return value.strftime("%Y-%m-%dT%H:%M") if hasattr(value, "strftime") else value
 
 
+UTM_PARAMETERS = ("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
+
+
+def with_utm(url: str, values: dict[str, str]) -> str:
+    """The URL with these utm_* parameters set (replacing any of the same
+    name), the others and the fragment left as they are. static/web/app.js
+    does the same as people type."""
+    given = {name: value for name, value in values.items() if value}
+    if not given:
+        return url
+    parts = urlsplit(url)
+    query = [(name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True) if name not in given]
+    return urlunsplit(parts._replace(query=urlencode([*query, *given.items()])))
+
+
+class JSONListField(forms.JSONField):
+    """A JSON list typed in a textarea; an empty list shows as an empty box."""
+
+    def prepare_value(self, value):
+        return "" if value in (None, [], "") else super().prepare_value(value)
+
+    def clean(self, value):
+        return super().clean(value) or []
+
+    def has_changed(self, initial, data):
+        try:
+            return (initial or []) != (self.to_python(data) or [])
+        except ValidationError:
+            return True
+
+
 class LinkForm(forms.Form):
     url = forms.CharField(label="Target URL", widget=forms.URLInput(attrs={"placeholder": "https://"}))
     slug = forms.CharField(required=False, help_text="The part after the short domain. Left empty, one is generated.")
     title = forms.CharField(required=False)
+    description = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
     tags = SimpleArrayField(forms.CharField(), required=False, help_text="Separated by commas.")
     redirect_status = forms.TypedChoiceField(
         label="Redirect status",
@@ -41,34 +75,122 @@ class LinkForm(forms.Form):
         initial=302,
         choices=Link._meta.get_field("redirect_status").choices,
     )
+    valid_since = forms.DateTimeField(
+        label="Valid since (UTC)",
+        required=False,
+        widget=DateTimeInput,
+        help_text="Before it the link answers as if it did not exist.",
+    )
     expires_at = forms.DateTimeField(
         label="Expires at (UTC)",
         required=False,
         widget=DateTimeInput,
         help_text="After it the link answers 410 Gone.",
     )
+    max_visits = forms.IntegerField(
+        label="Visit limit",
+        required=False,
+        min_value=1,
+        help_text="After this many redirects the link answers 410 Gone. Empty: no limit.",
+    )
     forward_query = forms.BooleanField(
         label="Forward query string",
         required=False,
         help_text="Add the visitor's query parameters to the target.",
     )
+    crawlable = forms.BooleanField(
+        label="Crawlable",
+        required=False,
+        help_text="Allowed in the short domain's robots.txt; other links are not.",
+    )
+    password = forms.CharField(
+        required=False,
+        max_length=128,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text="Visitors must type it before they are sent on. Kept only as a salted hash.",
+    )
     is_active = forms.BooleanField(label="Active", required=False, initial=True)
+    rules = JSONListField(
+        label="Redirect rules",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false", "class": "code"}),
+        help_text="A JSON list, tried in order; a visitor goes to the url of the first rule whose conditions all "
+        'hold. Conditions: {"type": "device", "value": "ios"} (or android, mobile, desktop, windows, macos, linux), '
+        '{"type": "language", "value": "en"} (en also matches en-GB), {"type": "country", "value": "DE"}, '
+        '{"type": "query", "key": "ref", "value": "mail"} (value left out: the key is present). Example: '
+        '[{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}]',
+    )
+    split = JSONListField(
+        label="A/B split",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "class": "code"}),
+        help_text="Used when no rule matched: 2 to 10 destinations sharing the visitors by weight (1 to 100); each "
+        'visitor always gets the same one. Example: [{"url": "https://example.com/a", "weight": 50}, '
+        '{"url": "https://example.com/b", "weight": 50}]',
+    )
 
-    def __init__(self, *args, editing: bool = False, **kwargs):
+    # Not fields of a link: the UTM builder, whose values go into the target URL.
+    UTM_FIELDS = UTM_PARAMETERS
+    # Edited apart from the rest, in their own section of the form.
+    RULE_FIELDS = ("rules", "split")
+
+    def __init__(self, *args, editing: bool = False, has_password: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        for name in UTM_PARAMETERS:
+            self.fields[name] = forms.CharField(
+                label=name, required=False, max_length=200, widget=forms.TextInput(attrs={"data-utm": name})
+            )
         if editing:
             self.fields["slug"].required = True
             self.fields["slug"].help_text = "Changing it breaks the old short URL."
+        if has_password:
+            self.fields["password"].help_text = "Leave empty to keep the current password."
+            self.fields["remove_password"] = forms.BooleanField(
+                label="Remove the password", required=False, help_text="Anyone with the short URL gets through."
+            )
 
     @classmethod
     def initial_for(cls, link: Link) -> dict:
-        return {name: getattr(link, name) for name in cls.base_fields}
+        return {name: getattr(link, name) for name in cls.base_fields if name != "password"}
+
+    def link_fields(self):
+        return [self[name] for name in self.fields if name not in UTM_PARAMETERS and name not in self.RULE_FIELDS]
+
+    def rule_fields(self):
+        return [self[name] for name in self.RULE_FIELDS]
+
+    def utm_fields(self):
+        return [self[name] for name in UTM_PARAMETERS]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("url"):
+            data["url"] = with_utm(data["url"], {name: data.get(name, "") for name in UTM_PARAMETERS})
+        return data
 
     def service_arguments(self) -> dict:
-        """The cleaned fields as link_create and link_update take them."""
-        data = dict(self.cleaned_data)
+        """The cleaned fields as link_create takes them."""
+        data = {name: value for name, value in self.cleaned_data.items() if name in self.base_fields}
         data["slug"] = data["slug"] or None
+        data["password"] = data["password"] or None
         return data
+
+    def changes(self) -> dict:
+        """The changed fields as link_update takes them: an empty password
+        keeps the current one, unless it is to be removed."""
+        changes = {
+            name: self.cleaned_data[name]
+            for name in self.changed_data
+            if name in self.base_fields and name != "password"
+        }
+        if any(name in self.changed_data for name in UTM_PARAMETERS):
+            changes["url"] = self.cleaned_data["url"]
+        if self.cleaned_data.get("password"):
+            changes["password"] = self.cleaned_data["password"]
+        elif self.cleaned_data.get("remove_password"):
+            changes["password"] = None
+        return changes
 
 
 class LinkListForm(forms.Form):
@@ -166,6 +288,10 @@ class CsvUploadForm(forms.Form):
                 params={"max": filesizeformat(self.max_bytes)},
             )
         return upload
+
+
+class UnlockForm(forms.Form):
+    password = forms.CharField(widget=forms.PasswordInput(attrs={"autofocus": True}), max_length=128, strip=False)
 
 
 class TokenForm(forms.ModelForm):

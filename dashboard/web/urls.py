@@ -35,6 +35,7 @@ urlpatterns = [
     re_path(rf"^links/{SLUG}/toggle$", views.link_toggle, name="link-toggle"),
     re_path(rf"^links/{SLUG}/delete/$", views.link_delete, name="link-delete"),
     re_path(rf"^links/{SLUG}/qr\.(?P<kind>png|svg)$", views.link_qr, name="link-qr"),
+    path("unlock/<int:pk>/", views.link_unlock, name="link-unlock"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke", views.token_revoke, name="token-revoke"),
 ]

@@ -20,13 +20,14 @@ from api import services as token_services
 from api.models import ApiToken
 from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals, stats_range
 from clicks.stream import import_lag
-from links import imports, selectors, services
+from links import imports, selectors, services, unlocking
 from links.models import Link, LinkImport
 from links.redis import RedisUnavailable, quick_call
 from links.selectors import short_url
+from slingshot.proxies import client_address
 
 from . import forms
-from .selectors import OVERVIEW_DAYS, edge_health, overview_for
+from .selectors import OVERVIEW_DAYS, clicks_per_rule, edge_health, overview_for
 from .uploads import UploadLimitHandler
 
 BREAKDOWN_TITLES = {
@@ -105,6 +106,9 @@ def link_list(request):
     page = Paginator(links.values_list("pk", flat=True), settings.WEB_LINKS_PER_PAGE).get_page(request.GET.get("page"))
     rows = links.in_bulk(list(page))
     page.object_list = [rows[pk] for pk in page]
+    states = selectors.link_states(page.object_list)
+    for link in page.object_list:
+        link.state = states[link.pk]
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -146,10 +150,12 @@ def link_create(request):
 @login_required
 def link_edit(request, slug: str):
     link = _link_or_404(request, slug)
-    form = forms.LinkForm(request.POST or None, initial=forms.LinkForm.initial_for(link), editing=True)
+    form = forms.LinkForm(
+        request.POST or None, initial=forms.LinkForm.initial_for(link), editing=True, has_password=link.has_password
+    )
     if request.method == "POST" and form.is_valid():
         try:
-            services.link_update(link=link, **{name: form.cleaned_data[name] for name in form.changed_data})
+            services.link_update(link=link, **form.changes())
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
@@ -193,6 +199,7 @@ def link_detail(request, slug: str):
     recent = selectors.clicks_visible_to(request.user, slug=link.slug).order_by("-occurred_at")[:RECENT_CLICKS]
     what = "" if span.include_bots else ", bots left out"
     totals = link_totals(link_ids=[link.pk])[link.pk]
+    visits = selectors.link_visits([link])
     with_bots = request.GET.copy()
     with_bots["include_bots"] = "true"
     return render(
@@ -201,6 +208,10 @@ def link_detail(request, slug: str):
         {
             "link": link,
             "short_url": short_url(link.slug),
+            "state": selectors.link_state(link, visits=(visits or {}).get(link.pk)),
+            # None: Redis did not answer; absent: no limit.
+            # Requests over the limit count too: the visits served are at most the limit.
+            "visits": None if visits is None else min(visits.get(link.pk, 0), link.max_visits or 0),
             "stats": stats,
             "span": span,
             "errors": form.errors,
@@ -208,7 +219,10 @@ def link_detail(request, slug: str):
             "bot_clicks": totals.clicks - totals.human_clicks,
             "with_bots": with_bots.urlencode(),
             "recent": recent,
-            "breakdowns": [(BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items()],
+            "rule_clicks": clicks_per_rule(link, stats),
+            "breakdowns": [
+                (BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items() if name in BREAKDOWN_TITLES
+            ],
             "chart": _chart(
                 stats.series,
                 label=f"Clicks per {span.interval} (UTC){what}",
@@ -218,6 +232,45 @@ def link_detail(request, slug: str):
             ),
         },
     )
+
+
+UNLOCK_STATUS = {
+    unlocking.Outcome.WRONG: 403,
+    unlocking.Outcome.LOCKED_OUT: 429,
+    unlocking.Outcome.GONE: 410,
+    unlocking.Outcome.UNAVAILABLE: 503,
+}
+UNLOCK_MESSAGES = {
+    unlocking.Outcome.WRONG: "That is not the password.",
+    unlocking.Outcome.LOCKED_OUT: "Too many wrong passwords: try again later.",
+    unlocking.Outcome.GONE: "This link has expired, or had all the visits it was made for.",
+    unlocking.Outcome.UNAVAILABLE: "Temporarily unavailable: please try again shortly.",
+}
+
+
+def link_unlock(request, pk: int):
+    """The page the edge sends the visitors of a link with a password to.
+    Open to anyone: the password is the permission (links/unlocking.py)."""
+    link = Link.objects.filter(pk=pk).exclude(password="").first()
+    if link is None:
+        raise Http404("No such link.")
+    form = forms.UnlockForm(request.POST or None)
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        result = unlocking.link_unlock(
+            link=link,
+            password=form.cleaned_data["password"],
+            address=client_address(request),
+            user_agent=request.headers.get("User-Agent", ""),
+            referer=request.headers.get("Referer", ""),
+        )
+        if result.outcome is unlocking.Outcome.UNLOCKED:
+            return redirect(result.target)
+        if result.outcome is unlocking.Outcome.NOT_FOUND:
+            raise Http404("No such link.")
+        form.add_error("password", UNLOCK_MESSAGES[result.outcome])
+        status = UNLOCK_STATUS[result.outcome]
+    return render(request, "web/link_unlock.html", {"form": form, "link": link}, status=status)
 
 
 @login_required

@@ -61,10 +61,11 @@ local function random_prefix()
 end
 
 -- Buffers the current request's click on `slug`, served by the link whose
--- id is `link_id` (a string of digits), or an orphan visit (a slug without
--- a link) when `link_id` is "". A HEAD request, whose details nginx leaves
+-- id is `link_id` (a string of digits) through `rule` (rules.pick's label,
+-- or nil for the link's own url), or an orphan visit (a slug without a
+-- link) when `link_id` is "". A HEAD request, whose details nginx leaves
 -- empty, is no click. Only copies into the buffer; the flush makes the payloads.
-function _M.record(slug, link_id)
+function _M.record(slug, link_id, rule)
     local at, len = details()
     if not at then
         if not warned_unset then
@@ -84,7 +85,7 @@ function _M.record(slug, link_id)
         at = cut_details(ffi_string(at, len))
         len = #at
     end
-    buffer:add(slug, link_id, at, len)
+    buffer:add(slug, link_id, rule or "", at, len)
     metrics.inc(BUFFERED)
     if link_id == "" then
         metrics.inc(ORPHANS)

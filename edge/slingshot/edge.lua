@@ -8,6 +8,8 @@ local clicks = require("slingshot.clicks")
 local redis = require("slingshot.redis")
 local metrics = require("slingshot.metrics")
 local cidr = require("slingshot.cidr")
+local visits = require("slingshot.visits")
+local rules = require("slingshot.rules")
 
 local ngx = ngx
 local var = ngx.var
@@ -16,9 +18,12 @@ local say = ngx.say
 local print = ngx.print
 local exit = ngx.exit
 local redirect = ngx.redirect
+local get_method = ngx.req.get_method
 local time = ngx.time
 local log = ngx.log
 local ERR = ngx.ERR
+local get_uri_args = ngx.req.get_uri_args
+local crc32_short = ngx.crc32_short
 
 local _M = { _VERSION = "0.2.0" }
 
@@ -30,10 +35,15 @@ local NOT_FOUND = outcome("not_found")
 local INVALID_SLUG = outcome("invalid_slug")
 local DISABLED = outcome("disabled")
 local EXPIRED = outcome("expired")
+local SCHEDULED = outcome("scheduled")
+local LIMIT_REACHED = outcome("limit_reached")
+local UNLOCK = outcome("unlock")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
 
 local GONE_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1><p>This link has expired.</p>"
+local LIMIT_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1>"
+    .. "<p>This link has had all the visits it was made for.</p>"
 local UNAVAILABLE_PAGE = "<!doctype html><title>Unavailable</title>"
     .. "<h1>Temporarily unavailable</h1><p>Please try again shortly.</p>"
 
@@ -84,6 +94,61 @@ local function not_found()
     return exit(404)
 end
 
+-- What a link's rules may ask of the request (rules.pick), read only when
+-- a condition needs it. $slingshot_country is nginx.conf's geoip2 lookup,
+-- made only when read; nil where the module is not loaded.
+local MAX_ARGS = 100
+local request = {
+    user_agent = function() return var.http_user_agent end,
+    accept_language = function() return var.http_accept_language end,
+    args = function() return (get_uri_args(MAX_ARGS)) end,
+    country = function() return var.slingshot_country end,
+    -- The same visitor (address and User-Agent) always lands on the same
+    -- destination of a split.
+    visitor = function()
+        return crc32_short((var.remote_addr or "") .. "\n" .. (var.http_user_agent or ""))
+    end,
+}
+
+-- A link that is disabled, scheduled, expiring, limited or locked by a
+-- password: what plain links are spared.
+local function redirect_special(slug, value)
+    local state = link.state(value, value.timed and time())
+    if state == "disabled" then
+        metrics.inc(DISABLED)
+        return not_found()
+    elseif state == "scheduled" then
+        metrics.inc(SCHEDULED)
+        return not_found()
+    elseif state == "expired" then
+        metrics.inc(EXPIRED)
+        return answer(410, GONE_PAGE)
+    end
+    if value.unlock_url then
+        -- The dashboard asks for the password, and records the click.
+        metrics.inc(UNLOCK)
+        return send_to(value.unlock_url)
+    end
+    if value.max_visits then
+        local admitted, err = visits.admit(value, get_method() ~= "HEAD")
+        if admitted == nil then
+            metrics.inc(UNAVAILABLE)
+            log(ERR, "slug ", slug, ": ", err)
+            return answer(503, UNAVAILABLE_PAGE)
+        elseif not admitted then
+            metrics.inc(LIMIT_REACHED)
+            return answer(410, LIMIT_PAGE)
+        end
+    end
+    local url, rule
+    if value.rules then
+        url, rule = rules.pick(value.rules, request)
+    end
+    clicks.record(slug, value.id, rule)
+    metrics.inc(REDIRECTED)
+    return send_to(link.target(value, value.forward_query and var.args, url), value.status)
+end
+
 function _M.redirect()
     local uri = var.uri
     local slug = slugs.from_path(uri, config.slug_min_length, config.slug_max_length,
@@ -110,13 +175,8 @@ function _M.redirect()
         clicks.record(slug, "")  -- an orphan visit (none for HEAD)
         return not_found()
     end
-    local state = link.state(value, value.expires_at and time())
-    if state == "disabled" then
-        metrics.inc(DISABLED)
-        return not_found()
-    elseif state == "expired" then
-        metrics.inc(EXPIRED)
-        return answer(410, GONE_PAGE)
+    if not value.plain then
+        return redirect_special(slug, value)
     end
     clicks.record(slug, value.id)
     metrics.inc(REDIRECTED)

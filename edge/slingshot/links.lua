@@ -39,6 +39,7 @@ local unpack = unpack
 local _M = { _VERSION = "0.2.0" }
 
 local KEY_PREFIX = contract.LINK_KEY_PREFIX
+local VISITS_PREFIX = contract.VISITS_KEY_PREFIX
 local CHANGES = contract.LINK_CHANGES_STREAM
 local CHANGES_BATCH = 1000
 
@@ -105,7 +106,7 @@ local function decode(slug, raw)
     if raw == null then
         return MISSING
     end
-    local value, bad = link.decode(raw)
+    local value, bad = link.decode(raw, VISITS_PREFIX)
     if not value then
         log(ERR, "slug ", slug, ": ", bad, "; answering as unknown")
         return MISSING

@@ -32,12 +32,16 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
     assert edge == {
         "LINK_KEY_PREFIX": contract.LINK_KEY_PREFIX,
         "LINK_CHANGES_STREAM": contract.LINK_CHANGES_STREAM,
+        "VISITS_KEY_PREFIX": contract.VISITS_KEY_PREFIX,
         "CLICKS_STREAM": contract.CLICKS_STREAM,
         "CLICK_RECORD_VERSION": contract.CLICK_RECORD_VERSION,
     }
-    keys = dict(re.findall(r"^\| (.+?) \| (stream|string \(JSON\)|consumer group) \|", DOC, flags=re.M))
+    keys = dict(
+        re.findall(r"^\| (.+?) \| (stream|string \(JSON\)|string \(integer\)|consumer group) \|", DOC, flags=re.M)
+    )
     assert keys == {
         f"`{contract.LINK_KEY_PREFIX}<slug>`": "string (JSON)",
+        f"`{contract.VISITS_KEY_PREFIX}<link id>`": "string (integer)",
         f"`{contract.LINK_CHANGES_STREAM}`": "stream",
         f"`{contract.CLICKS_STREAM}`": "stream",
         f"consumer group `{contract.CLICKS_GROUP}` on `{contract.CLICKS_STREAM}`": "consumer group",

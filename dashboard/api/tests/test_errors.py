@@ -53,7 +53,7 @@ def test_an_error_in_the_api_is_a_json_500_and_elsewhere_a_page():
         ({"url": "https://example.com/", "tags": ["ok", 5]}, "tags"),
         ({"url": "https://example.com/", "tags": "sale"}, "tags"),
         ({"url": ["https://example.com/"]}, "url"),
-        ({"url": "https://example.com/", "max_visits": 3}, "max_visits"),
+        ({"url": "https://example.com/", "max_visits": 3, "visits_left": 3}, "visits_left"),
     ],
 )
 def test_fields_take_the_json_type_their_schema_says_and_unknown_fields_are_named(api, body, field):

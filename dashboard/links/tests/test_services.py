@@ -45,8 +45,13 @@ def test_create_publishes_every_field_after_commit(owner):
         "url": "https://example.com/a",
         "status": 308,
         "active": False,
+        "valid_since": None,
         "expires_at": int(expires.timestamp()),
+        "max_visits": None,
         "forward_query": True,
+        "unlock_url": None,
+        "rules": [],
+        "split": [],
     }
     changes = get_redis().xrevrange(LINK_CHANGES_STREAM, count=1)
     assert changes[0][1] == {b"slug": slug.encode()}

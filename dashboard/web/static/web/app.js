@@ -1,5 +1,6 @@
-// Slingshot dashboard: copy buttons, Chart.js charts, and the CSV import's
-// progress. Every page works without it except the charts.
+// Slingshot dashboard: copy buttons, Chart.js charts, the CSV import's
+// progress and the link form's UTM builder. Every page works without it
+// except the charts.
 "use strict";
 
 document.addEventListener("click", (event) => {
@@ -66,7 +67,25 @@ async function runImport(form) {
   }
 }
 
+// The UTM builder: each utm_* value typed is set in the target URL's query
+// as it is typed, as web.forms.with_utm does on the server.
+function buildUtm(form) {
+  const target = form.querySelector("[name=url]");
+  const fields = form.querySelectorAll("[data-utm]");
+  const update = () => {
+    let url;
+    try { url = new URL(target.value); } catch { return; }
+    for (const field of fields) {
+      if (field.value) url.searchParams.set(field.dataset.utm, field.value);
+    }
+    target.value = url.toString();
+  };
+  for (const field of fields) field.addEventListener("change", update);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  const linkForm = document.getElementById("link-form");
+  if (linkForm) buildUtm(linkForm);
   if (window.Chart) drawCharts();
   const form = document.getElementById("import-form");
   if (form) form.addEventListener("submit", (event) => { event.preventDefault(); runImport(form); });
