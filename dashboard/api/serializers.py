@@ -11,8 +11,9 @@ from links.selectors import short_url
 from links.slugs import PATTERN as SLUG_PATTERN
 from links.slugs import validate_slug
 from links.validation import validate_target_url
+from teams.models import Action, AuditEntry, Membership, Role, Team
 
-from .fields import StrictCharField, StrictJSONMixin
+from .fields import StrictCharField, StrictChoiceField, StrictIntegerField, StrictJSONMixin
 from .models import ApiToken
 
 LINK_EXAMPLE = {
@@ -25,6 +26,9 @@ LINK_EXAMPLE = {
     "forward_query": True,
     "is_active": True,
 }
+TEAM_HELP = (
+    "The id of the team the link belongs to; left out, the token's team (a signed-in session's: your personal team)."
+)
 
 
 class FieldsOnceMixin:
@@ -58,6 +62,7 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         "redirects to; kept as links.validation.normalise_target writes it (ASCII).",
     )
     short_url = serializers.SerializerMethodField()
+    team = StrictIntegerField(source="team_id", required=False, min_value=1, help_text=TEAM_HELP)
     clicks = serializers.IntegerField(read_only=True, default=0, help_text="Every recorded click.")
     human_clicks = serializers.IntegerField(read_only=True, default=0, help_text="Clicks not flagged as bots.")
 
@@ -67,6 +72,7 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
             "url",
             "slug",
             "short_url",
+            "team",
             "title",
             "tags",
             "redirect_status",
@@ -176,7 +182,13 @@ class QueryParameters(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class LinkQuerySerializer(QueryParameters):
+class TeamQuerySerializer(QueryParameters):
+    team = serializers.IntegerField(
+        required=False, min_value=1, help_text="Only in this team (its id); a team not among yours is a 404."
+    )
+
+
+class LinkQuerySerializer(TeamQuerySerializer):
     """The query parameters of the link list, as links.selectors.link_search
     takes them."""
 
@@ -285,9 +297,28 @@ class StatsSerializer(serializers.Serializer):
 
 
 class TokenSerializer(StrictJSONMixin, serializers.ModelSerializer):
+    team = StrictIntegerField(
+        source="team_id",
+        required=False,
+        min_value=1,
+        help_text="The one team the token reaches (its id): one of yours; left out, your personal team.",
+    )
+    username = serializers.CharField(source="user.username", read_only=True, help_text="Whose token it is.")
+
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "prefix", "scope", "created_at", "expires_at", "last_used_at", "revoked_at"]
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "scope",
+            "team",
+            "username",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+        ]
         read_only_fields = ["id", "prefix", "created_at", "last_used_at", "revoked_at"]
 
 
@@ -296,3 +327,53 @@ class TokenCreatedSerializer(TokenSerializer):
 
     class Meta(TokenSerializer.Meta):
         fields = [*TokenSerializer.Meta.fields, "token"]
+
+
+class TeamSerializer(StrictJSONMixin, serializers.ModelSerializer):
+    personal = serializers.SerializerMethodField(help_text="Whether it is someone's personal team.")
+    role = serializers.ChoiceField(choices=Role.choices, read_only=True, help_text="Your role in it.")
+
+    class Meta:
+        model = Team
+        fields = ["id", "name", "personal", "role", "created_at"]
+        read_only_fields = ["id", "created_at"]
+        extra_kwargs = {"name": {"min_length": 1}}
+
+    def get_personal(self, team: Team) -> bool:
+        return team.personal_for_id is not None
+
+
+class MemberSerializer(StrictJSONMixin, serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role", "created_at"]
+        read_only_fields = ["created_at"]
+
+
+class MemberCreateSerializer(StrictJSONMixin, serializers.Serializer):
+    username = StrictCharField(max_length=150, help_text="The user name of an active person.")
+    role = StrictChoiceField(choices=Role.choices)
+
+
+class MemberUpdateSerializer(StrictJSONMixin, serializers.Serializer):
+    role = StrictChoiceField(choices=Role.choices)
+
+
+class AuditEntrySerializer(serializers.ModelSerializer):
+    team = serializers.IntegerField(source="team_id")
+    actor = serializers.CharField(source="actor_name", help_text="The user name of who did it; empty for the system.")
+    action = serializers.ChoiceField(choices=Action.values)
+    changes = serializers.DictField(
+        child=serializers.ListField(allow_null=True), help_text="Each field changed, as [before, after]."
+    )
+
+    class Meta:
+        model = AuditEntry
+        fields = ["id", "team", "actor", "action", "link_id", "slug", "subject", "changes", "created_at"]
+
+
+class AuditQuerySerializer(TeamQuerySerializer):
+    action = serializers.ChoiceField(choices=Action.values, required=False)
+    link = serializers.RegexField(rf"^{SLUG_PATTERN}$", required=False, help_text="Entries of the link with this slug.")

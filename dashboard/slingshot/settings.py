@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "links",
     "clicks",
     "api",
+    "teams",
     "web",
 ]
 
