@@ -16,6 +16,7 @@ MODELS = [
     "teams.Team",
     "teams.Membership",
     "teams.AuditEntry",
+    "accounts.SessionUse",
 ]
 
 

@@ -339,6 +339,7 @@ class SessionToCreate(SignedInSession):
 class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     serializer_class = serializers.TeamSerializer
     queryset = Team.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows
+    pagination_class = None  # a person's teams are few
 
     def get_permissions(self):
         if self.action == "create":

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "clicks",
     "api",
     "teams",
+    "accounts",
     "web",
 ]
 
@@ -81,6 +82,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "accounts.middleware.SessionUseMiddleware",  # after auth, inside sessions: it records a session's use
     "axes.middleware.AxesMiddleware",  # last, as axes requires
 ]
 

@@ -184,3 +184,8 @@ class TeamForm(forms.Form):
 class MemberForm(forms.Form):
     username = forms.CharField(label="User name", max_length=150)
     role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+
+
+class InviteForm(forms.Form):
+    username = forms.CharField(label="User name", max_length=150)
+    email = forms.EmailField(required=False, help_text="For your records; no mail is sent.")

@@ -3,7 +3,7 @@ from django.urls import path, re_path, reverse_lazy
 
 from links import slugs
 
-from . import team_views, views
+from . import account_views, team_views, views
 
 app_name = "web"
 SLUG = rf"(?P<slug>{slugs.PATTERN})"
@@ -38,6 +38,11 @@ urlpatterns = [
     re_path(rf"^links/{SLUG}/qr\.(?P<kind>png|svg)$", views.link_qr, name="link-qr"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke", views.token_revoke, name="token-revoke"),
+    path("users/", account_views.users, name="users"),
+    path("users/<int:pk>/active", account_views.user_active, name="user-active"),
+    path("users/<int:pk>/password-link", account_views.user_password_link, name="user-password-link"),
+    path("account/", account_views.account, name="account"),
+    path("password/set/<uidb64>/<token>/", account_views.PasswordSetView.as_view(), name="password-set"),
     path("teams/", team_views.team_list, name="team-list"),
     path("teams/switch", team_views.team_switch, name="team-switch"),
     path("teams/<int:team_id>/", team_views.team_detail, name="team-detail"),

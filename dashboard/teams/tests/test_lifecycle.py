@@ -124,7 +124,7 @@ def test_a_team_keeps_an_admin(crew):
 def test_teams_list_and_create(crew):
     viewer = crew.people["viewer"]
     api = session_api(viewer)
-    names = {team["name"]: team["role"] for team in api.get("/api/v1/teams").json()["results"]}
+    names = {team["name"]: team["role"] for team in api.get("/api/v1/teams").json()}
     assert names == {crew.team.name: "viewer", viewer.username: "admin"}
     made = api.post("/api/v1/teams", {"name": "Reports"}, format="json")
     assert made.status_code == 201 and made.json()["role"] == "admin" and made.json()["personal"] is False
