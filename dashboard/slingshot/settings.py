@@ -136,6 +136,10 @@ AXES_CLIENT_IP_CALLABLE = "slingshot.proxies.client_address"
 AXES_LOCKOUT_CALLABLE = "slingshot.signin.lockout_response"
 AXES_DISABLE_ACCESS_LOG = True  # throttling needs the failures only, not a record of every sign-in
 
+# How long an invitation or a new-password link made on the People page
+# works (accounts/services.py); it also stops working once used.
+PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_LINK_HOURS", default=72) * 3600
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
