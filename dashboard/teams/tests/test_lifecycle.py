@@ -2,6 +2,7 @@
 deactivated person; and what the audit log keeps."""
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
@@ -134,3 +135,17 @@ def test_teams_list_and_create(crew):
     )
     link = link_create(owner=viewer, team=viewer.personal_team, url="https://example.com/", slug=fresh())
     assert link.team_id != crew.team.pk
+
+
+def test_create_api_token_takes_a_team(crew, capsys):
+    viewer = crew.people["viewer"]
+    call_command("create_api_token", viewer.username, "--team", crew.team.name, "--name", "reports")
+    raw = capsys.readouterr().out.strip()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert api.get(f"/api/v1/links/{crew.link.slug}").status_code == 200
+    assert api.get("/api/v1/teams").json()[0]["id"] == crew.team.pk
+    with pytest.raises(CommandError, match="read-only"):
+        call_command("create_api_token", viewer.username, "--team", str(crew.team.pk), "--scope", "write")
+    with pytest.raises(CommandError, match="no team"):
+        call_command("create_api_token", crew.people["non-member"].username, "--team", str(crew.team.pk))
