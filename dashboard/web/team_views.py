@@ -57,9 +57,10 @@ def team_list(request):
             choose(request, team.pk)
             messages.success(request, f"Created the team {team.name}; you are its admin.")
             return redirect("web:team-detail", team_id=team.pk)
-    return render(
-        request, "web/team_list.html", {"form": form, "teams": team_selectors.teams_belonging_to(request.user)}
-    )
+    # A superuser may work in any team: they see every one.
+    every = access.acts_everywhere(request.user)
+    teams = team_selectors.teams_for(request.user) if every else team_selectors.teams_belonging_to(request.user)
+    return render(request, "web/team_list.html", {"form": form, "teams": teams})
 
 
 @login_required

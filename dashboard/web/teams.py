@@ -1,10 +1,12 @@
 """The team a person works in on the dashboard: chosen in the navigation
-(switch_team), kept in their session, their personal team until they choose.
-What they may do there is teams/access.py's to say."""
+(web.team_views.team_switch), kept in their session, their personal team
+until they choose. A superuser may choose any team, and works in it as its
+admin. What they may do there is teams/access.py's to say."""
 
 from django.http import HttpRequest
 
-from teams.models import Membership
+from teams import access
+from teams.models import Membership, Role, Team
 from teams.selectors import memberships_of
 
 SESSION_KEY = "team"
@@ -20,18 +22,24 @@ def memberships(request: HttpRequest) -> list[Membership]:
 def current_membership(request: HttpRequest) -> Membership | None:
     """The membership of the team chosen in this session, else the first
     (the personal team); None for someone in no team at all."""
+    if hasattr(request, "_slingshot_current"):
+        return request._slingshot_current
     mine = memberships(request)
     chosen = request.session.get(SESSION_KEY)
-    for membership in mine:
-        if membership.team_id == chosen:
-            return membership
-    return mine[0] if mine else None
+    current = next((membership for membership in mine if membership.team_id == chosen), None)
+    if current is None and chosen is not None and access.acts_everywhere(request.user):
+        team = Team.objects.filter(pk=chosen).first()
+        current = Membership(team=team, user=request.user, role=Role.ADMIN) if team else None
+    request._slingshot_current = current or (mine[0] if mine else None)
+    return request._slingshot_current
 
 
 def choose(request: HttpRequest, team_id: int) -> bool:
-    """Makes the team current, if the person is a member of it."""
-    if any(membership.team_id == team_id for membership in memberships(request)):
+    """Makes the team current, if the person is a member of it (any team, for a superuser)."""
+    mine = any(membership.team_id == team_id for membership in memberships(request))
+    if mine or (access.acts_everywhere(request.user) and Team.objects.filter(pk=team_id).exists()):
         request.session[SESSION_KEY] = team_id
+        request.__dict__.pop("_slingshot_current", None)
         return True
     return False
 
