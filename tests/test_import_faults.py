@@ -40,7 +40,9 @@ CLICKS_PER_ENTRY = 100
 def links() -> list[Link]:
     owner = get_user_model().objects.create_user("fault-" + uuid.uuid4().hex[:8])
     made = [f"f{uuid.uuid4().hex[:10]}" for _ in range(5)]
-    return Link.objects.bulk_create(Link(slug=slug, url=f"https://example.com/{slug}", owner=owner) for slug in made)
+    return Link.objects.bulk_create(
+        Link(slug=slug, url=f"https://example.com/{slug}", owner=owner, team=owner.personal_team) for slug in made
+    )
 
 
 def produce(client: redis.Redis, links: list[Link], *, entries: int) -> set[str]:

@@ -8,7 +8,16 @@ from django.db import connection
 
 pytestmark = pytest.mark.django_db
 
-MODELS = ["links.Link", "links.LinkOutbox", "links.LinkImport", "api.ApiToken"]
+MODELS = [
+    "links.Link",
+    "links.LinkOutbox",
+    "links.LinkImport",
+    "api.ApiToken",
+    "teams.Team",
+    "teams.Membership",
+    "teams.AuditEntry",
+    "accounts.SessionUse",
+]
 
 
 def describe(schema: str, table: str) -> dict:
@@ -21,7 +30,9 @@ def describe(schema: str, table: str) -> dict:
         )
         columns = cursor.fetchall()
         cursor.execute(
-            "SELECT conname, contype, pg_get_constraintdef(c.oid) FROM pg_constraint c"
+            # A reference to a table made in both schemas is qualified with
+            # the one not first in the search path: compare without it.
+            "SELECT conname, contype, replace(pg_get_constraintdef(c.oid), 'public.', '') FROM pg_constraint c"
             " JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace"
             " WHERE n.nspname = %s AND t.relname = %s ORDER BY 1",
             [schema, table],

@@ -10,9 +10,10 @@ ERROR_SCHEMA = {
 _MESSAGES = {
     "400": "Invalid input: a message per field.",
     "401": "No credentials, or an invalid, expired or revoked token.",
-    "403": "A read-only token tried to write, or a token tried to manage tokens (that takes a signed-in session).",
+    "403": "Your role in the team does not allow it (a viewer writing, say), a read-only token tried to write, "
+    "or a token tried to manage tokens or make a team (that takes a signed-in session).",
     "404": "No such object among yours.",
-    "409": "The slug is taken.",
+    "409": "The slug is taken, the person is a member already, or the team would be left without an admin.",
     "429": "Too many requests; see Retry-After.",
 }
 
@@ -29,11 +30,13 @@ def add_error_responses(result, generator, request, public):
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             codes = ["401", "429", "404"]
-            if method in ("post", "patch", "put", "delete") or path.startswith("/api/v1/tokens"):
+            if method in ("post", "patch", "put", "delete") or path.startswith(("/api/v1/tokens", "/api/v1/audit")):
                 codes.append("403")
             if operation.get("parameters") or operation.get("requestBody"):
                 codes.append("400")
             if path.startswith("/api/v1/links") and method in ("post", "patch") and not path.endswith("/bulk"):
+                codes.append("409")
+            if "/members" in path and method in ("post", "patch", "delete"):
                 codes.append("409")
             responses = operation.setdefault("responses", {})
             for code in codes:

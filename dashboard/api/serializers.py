@@ -13,8 +13,9 @@ from links.selectors import LinkState, link_state, short_url
 from links.slugs import PATTERN as SLUG_PATTERN
 from links.slugs import validate_slug
 from links.validation import validate_target_url
+from teams.models import Action, AuditEntry, Membership, Role, Team
 
-from .fields import StrictCharField, StrictJSONMixin
+from .fields import StrictCharField, StrictChoiceField, StrictIntegerField, StrictJSONMixin
 from .models import ApiToken
 
 LINK_EXAMPLE = {
@@ -39,6 +40,9 @@ LINK_EXAMPLE = {
     ],
     "split": [],
 }
+TEAM_HELP = (
+    "The id of the team the link belongs to; left out, the token's team (a signed-in session's: your personal team)."
+)
 
 
 class FieldsOnceMixin:
@@ -149,6 +153,7 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         help_text="What the edge does with the link now: active, scheduled (before valid_since: 404), expired, "
         "limit reached (max_visits redirects served: 410) or disabled (404)."
     )
+    team = StrictIntegerField(source="team_id", required=False, min_value=1, help_text=TEAM_HELP)
     clicks = serializers.IntegerField(read_only=True, default=0, help_text="Every recorded click.")
     human_clicks = serializers.IntegerField(read_only=True, default=0, help_text="Clicks not flagged as bots.")
     rules = RulesField(
@@ -168,6 +173,7 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
             "url",
             "slug",
             "short_url",
+            "team",
             "title",
             "description",
             "tags",
@@ -296,7 +302,13 @@ class QueryParameters(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class LinkQuerySerializer(QueryParameters):
+class TeamQuerySerializer(QueryParameters):
+    team = serializers.IntegerField(
+        required=False, min_value=1, help_text="Only in this team (its id); a team not among yours is a 404."
+    )
+
+
+class LinkQuerySerializer(TeamQuerySerializer):
     """The query parameters of the link list, as links.selectors.link_search
     takes them."""
 
@@ -410,9 +422,28 @@ class StatsSerializer(serializers.Serializer):
 
 
 class TokenSerializer(StrictJSONMixin, serializers.ModelSerializer):
+    team = StrictIntegerField(
+        source="team_id",
+        required=False,
+        min_value=1,
+        help_text="The one team the token reaches (its id): one of yours; left out, your personal team.",
+    )
+    username = serializers.CharField(source="user.username", read_only=True, help_text="Whose token it is.")
+
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "prefix", "scope", "created_at", "expires_at", "last_used_at", "revoked_at"]
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "scope",
+            "team",
+            "username",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+        ]
         read_only_fields = ["id", "prefix", "created_at", "last_used_at", "revoked_at"]
 
 
@@ -421,3 +452,53 @@ class TokenCreatedSerializer(TokenSerializer):
 
     class Meta(TokenSerializer.Meta):
         fields = [*TokenSerializer.Meta.fields, "token"]
+
+
+class TeamSerializer(StrictJSONMixin, serializers.ModelSerializer):
+    personal = serializers.SerializerMethodField(help_text="Whether it is someone's personal team.")
+    role = serializers.ChoiceField(choices=Role.choices, read_only=True, help_text="Your role in it.")
+
+    class Meta:
+        model = Team
+        fields = ["id", "name", "personal", "role", "created_at"]
+        read_only_fields = ["id", "created_at"]
+        extra_kwargs = {"name": {"min_length": 1}}
+
+    def get_personal(self, team: Team) -> bool:
+        return team.personal_for_id is not None
+
+
+class MemberSerializer(StrictJSONMixin, serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role", "created_at"]
+        read_only_fields = ["created_at"]
+
+
+class MemberCreateSerializer(StrictJSONMixin, serializers.Serializer):
+    username = StrictCharField(max_length=150, help_text="The user name of an active person.")
+    role = StrictChoiceField(choices=Role.choices)
+
+
+class MemberUpdateSerializer(StrictJSONMixin, serializers.Serializer):
+    role = StrictChoiceField(choices=Role.choices)
+
+
+class AuditEntrySerializer(serializers.ModelSerializer):
+    team = serializers.IntegerField(source="team_id")
+    actor = serializers.CharField(source="actor_name", help_text="The user name of who did it; empty for the system.")
+    action = serializers.ChoiceField(choices=Action.values)
+    changes = serializers.DictField(
+        child=serializers.ListField(allow_null=True), help_text="Each field changed, as [before, after]."
+    )
+
+    class Meta:
+        model = AuditEntry
+        fields = ["id", "team", "actor", "action", "link_id", "slug", "subject", "changes", "created_at"]
+
+
+class AuditQuerySerializer(TeamQuerySerializer):
+    action = serializers.ChoiceField(choices=Action.values, required=False)
+    link = serializers.RegexField(rf"^{SLUG_PATTERN}$", required=False, help_text="Entries of the link with this slug.")

@@ -2,7 +2,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
@@ -10,6 +10,10 @@ from rest_framework.response import Response
 from clicks.selectors import link_stats
 from links import selectors, services, slugs
 from links.models import Link
+from teams import access
+from teams import selectors as team_selectors
+from teams import services as team_services
+from teams.models import AuditEntry, Membership, Role, Team
 
 from . import serializers
 from . import services as token_services
@@ -17,7 +21,13 @@ from .exceptions import as_api_error
 from .models import ApiToken
 from .permissions import SignedInSession
 
-BULK_STATUS = {services.Outcome.CREATED: 201, services.Outcome.INVALID: 400, services.Outcome.SLUG_TAKEN: 409}
+BULK_STATUS = {
+    services.Outcome.CREATED: 201,
+    services.Outcome.INVALID: 400,
+    services.Outcome.SLUG_TAKEN: 409,
+    services.Outcome.FORBIDDEN: 403,
+}
+NO_SUCH_TEAM = "No team with this id among yours."
 
 
 @extend_schema(exclude=True)
@@ -25,6 +35,27 @@ BULK_STATUS = {services.Outcome.CREATED: 201, services.Outcome.INVALID: 400, ser
 @permission_classes([AllowAny])
 def not_found(request, *args, **kwargs):
     raise NotFound()
+
+
+def readable_team(request, team_id: int | None) -> int | None:
+    """A team id from a query parameter: a team the request may read
+    (teams/access.py), or a 404 as for a missing one."""
+    if team_id is not None and access.role_in(request.user, team_id) is None:
+        raise NotFound(NO_SUCH_TEAM)
+    return team_id
+
+
+def team_from_body(request, data: dict) -> dict:
+    """The `team` of a link's body as the services take it: a Team the
+    request may read, or a 400 on the field. Whether the role allows the
+    change there is the service's to check (a 403)."""
+    if "team_id" not in data:
+        return data
+    data = dict(data)
+    team = access.teams_of(request.user).filter(pk=data.pop("team_id")).first()
+    if team is None:
+        raise ValidationError({"team": [NO_SUCH_TEAM]})
+    return {**data, "team": team}
 
 
 def _new_link_data(link: Link) -> dict:
@@ -35,10 +66,10 @@ def _new_link_data(link: Link) -> dict:
 @extend_schema_view(
     list=extend_schema(
         summary="List your links",
-        description="Paginated; search in slug, title and target.",
+        description="The links of your teams (a token's: of its team), paginated; search in slug, title and target.",
         parameters=[serializers.LinkQuerySerializer],
     ),
-    retrieve=extend_schema(summary="One link"),
+    retrieve=extend_schema(summary="One link", parameters=[serializers.TeamQuerySerializer]),
     create=extend_schema(
         summary="Create a link",
         request=serializers.LinkCreateSerializer,
@@ -64,11 +95,20 @@ class LinkViewSet(
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self):
+        user = self.request.user
         if self.action == "list":
             query = serializers.LinkQuerySerializer(data=self.request.query_params)
             query.is_valid(raise_exception=True)
-            return selectors.link_search(user=self.request.user, **query.validated_data)
-        return selectors.with_click_totals(selectors.links_visible_to(self.request.user))
+            arguments = dict(query.validated_data)
+            arguments["team"] = readable_team(self.request, arguments.get("team"))
+            return selectors.link_search(user=user, **arguments)
+        links = selectors.with_role(selectors.links_visible_to(user), user)
+        if self.action in ("retrieve", "stats"):
+            query = serializers.TeamQuerySerializer(data=self.request.query_params)
+            query.is_valid(raise_exception=True)
+            if "team" in query.validated_data:
+                links = links.filter(team_id=query.validated_data["team"])
+        return selectors.with_click_totals(links)
 
     def _output(self, link: Link, status_code=status.HTTP_200_OK) -> Response:
         link = self.get_queryset().get(pk=link.pk)
@@ -91,7 +131,7 @@ class LinkViewSet(
         serializer = serializers.LinkCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
-            link = services.link_create(owner=request.user, **serializer.validated_data)
+            link = services.link_create(owner=request.user, **team_from_body(request, serializer.validated_data))
         except DjangoValidationError as exc:
             raise as_api_error(exc) from None
         return Response(_new_link_data(link), status=status.HTTP_201_CREATED)
@@ -101,17 +141,17 @@ class LinkViewSet(
         serializer = serializers.LinkUpdateSerializer(link, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         try:
-            services.link_update(link=link, **serializer.validated_data)
+            services.link_update(link=link, actor=request.user, **team_from_body(request, serializer.validated_data))
         except DjangoValidationError as exc:
             raise as_api_error(exc) from None
         return self._output(link)
 
     def perform_destroy(self, instance):
-        services.link_delete(link=instance)
+        services.link_delete(link=instance, actor=self.request.user)
 
     @extend_schema(
         summary="Click statistics of a link",
-        parameters=[serializers.StatsQuerySerializer],
+        parameters=[serializers.StatsQuerySerializer, serializers.TeamQuerySerializer],
         responses={200: serializers.StatsSerializer},
         description="A time series by UTC hour or day and breakdowns by referrer host, browser, OS, device "
         "class, country and redirect rule, from the importer's rollups. Bots are left out unless `include_bots=true`. "
@@ -172,7 +212,8 @@ class LinkViewSet(
         request=serializers.BulkCreateSerializer,
         responses={200: serializers.BulkResultSerializer},
         description="Each link is created on its own: one invalid item does not stop the others. "
-        "Each result says 201, 400 (with a message per field) or 409 (slug taken).",
+        "Each result says 201, 400 (with a message per field), 403 (your role in its team does not let you "
+        "create links) or 409 (slug taken).",
         examples=[
             OpenApiExample(
                 "Two links",
@@ -190,11 +231,12 @@ class LinkViewSet(
         items, indexes = [], []
         for index, data in enumerate(links):
             item = serializers.LinkCreateSerializer(data=data)
-            if item.is_valid():
-                items.append(item.validated_data)
+            try:
+                item.is_valid(raise_exception=True)
+                items.append(team_from_body(request, item.validated_data))
                 indexes.append(index)
-            else:
-                results[index].update(status=400, errors=item.errors)
+            except ValidationError as exc:
+                results[index].update(status=400, errors=exc.detail)
         for index, result in zip(indexes, services.link_bulk_create(owner=request.user, items=items), strict=True):
             if result.link:
                 results[index].update(status=201, link=_new_link_data(result.link))
@@ -236,7 +278,11 @@ class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Your API tokens"),
+    list=extend_schema(
+        summary="Your API tokens",
+        description="Yours, and every token of the teams you administer.",
+        parameters=[serializers.TeamQuerySerializer],
+    ),
     retrieve=extend_schema(summary="One API token"),
 )
 class TokenViewSet(
@@ -252,12 +298,20 @@ class TokenViewSet(
 
     def get_queryset(self):
         """A revoked token is gone from the API; the dashboard's tokens page still lists it."""
-        return ApiToken.objects.filter(user=self.request.user, revoked_at__isnull=True)
+        tokens = token_services.tokens_managed_by(self.request.user).filter(revoked_at__isnull=True)
+        if self.action == "list":
+            query = serializers.TeamQuerySerializer(data=self.request.query_params)
+            query.is_valid(raise_exception=True)
+            if "team" in query.validated_data:
+                tokens = tokens.filter(team_id=readable_team(self.request, query.validated_data["team"]))
+        return tokens.select_related("user").order_by("-created_at", "-id")
 
     @extend_schema(
         summary="Create a token",
         responses={201: serializers.TokenCreatedSerializer},
-        description="The token is in this response only; it cannot be shown again.",
+        description="The token is in this response only; it cannot be shown again. It reaches one team "
+        "(`team`, one of yours; by default your personal team), with no more than your role there: a "
+        "viewer's token is read-only.",
         examples=[
             OpenApiExample(
                 "A read-only token for a dashboard",
@@ -269,15 +323,156 @@ class TokenViewSet(
     def create(self, request, *args, **kwargs):
         serializer = serializers.TokenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        token, raw = token_services.token_create(user=request.user, **serializer.validated_data)
+        token, raw = token_services.token_create(
+            user=request.user, **team_from_body(request, serializer.validated_data)
+        )
         token.token = raw
         return Response(serializers.TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Revoke a token",
-        description="The token stops working at once, and is gone from the "
-        "API; the dashboard's tokens page lists it as revoked.",
+        description="Yours, or, as an admin of its team, anyone's. The token stops working at once, and is gone "
+        "from the API; the dashboard's tokens page lists it as revoked.",
     )
     def destroy(self, request, *args, **kwargs):
-        token_services.token_revoke(token=self.get_object())
+        token_services.token_revoke(token=self.get_object(), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SessionToCreate(SignedInSession):
+    message = "Teams are created from a signed-in session, not with a token (a token reaches its own team only)."
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Your teams", description="The teams you are a member of (a token's: its team), with your role."
+    ),
+    retrieve=extend_schema(summary="One team"),
+    create=extend_schema(summary="Create a team", description="You become its admin. From a signed-in session."),
+)
+class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
+    serializer_class = serializers.TeamSerializer
+    queryset = Team.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows
+    pagination_class = None  # a person's teams are few
+
+    def get_permissions(self):
+        if self.action == "create":
+            return [IsAuthenticated(), SessionToCreate()]
+        return super().get_permissions()
+
+    def get_queryset(self):
+        user = self.request.user
+        if self.action == "list":
+            return team_selectors.teams_belonging_to(user)
+        return team_selectors.teams_for(user)
+
+    def create(self, request, *args, **kwargs):
+        serializer = serializers.TeamSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        team = team_services.team_create(actor=request.user, name=serializer.validated_data["name"])
+        return Response(
+            serializers.TeamSerializer(team_selectors.team_for(request.user, team.pk)).data,
+            status=status.HTTP_201_CREATED,
+        )
+
+
+USERNAME_PATTERN = r"[\w.@+-]{1,150}"
+
+
+@extend_schema_view(
+    list=extend_schema(summary="The members of a team", description="For any member of the team."),
+    retrieve=extend_schema(summary="One member of a team"),
+    create=extend_schema(
+        summary="Add a member",
+        request=serializers.MemberCreateSerializer,
+        responses={201: serializers.MemberSerializer},
+        description="An admin's to do. `username` names an active person.",
+    ),
+    partial_update=extend_schema(
+        summary="Change a member's role",
+        request=serializers.MemberUpdateSerializer,
+        responses={200: serializers.MemberSerializer},
+        description="An admin's to do. A team keeps at least one admin, and a personal team its person.",
+    ),
+    destroy=extend_schema(
+        summary="Remove a member",
+        description="An admin's to do, or the member's own (leaving). Their tokens for the team are revoked.",
+    ),
+)
+class MemberViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = serializers.MemberSerializer
+    queryset = Membership.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows
+    lookup_field = "username"
+    lookup_value_regex = USERNAME_PATTERN
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def team(self) -> Team:
+        try:
+            return team_selectors.team_for(self.request.user, self.kwargs["team_id"])
+        except Team.DoesNotExist:
+            raise NotFound(NO_SUCH_TEAM) from None
+
+    def get_queryset(self):
+        return team_selectors.team_members(self.team())
+
+    def get_object(self):
+        try:
+            return team_selectors.member_of(self.team(), self.kwargs["username"])
+        except Membership.DoesNotExist:
+            raise NotFound("No such member of this team.") from None
+
+    def create(self, request, *args, **kwargs):
+        body = serializers.MemberCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        membership = team_services.member_add(actor=request.user, team=self.team(), **body.validated_data)
+        return Response(serializers.MemberSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request, *args, **kwargs):
+        membership = self.get_object()
+        body = serializers.MemberUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        membership = team_services.member_change(actor=request.user, membership=membership, **body.validated_data)
+        return Response(serializers.MemberSerializer(membership).data)
+
+    def perform_destroy(self, instance):
+        team_services.member_remove(actor=self.request.user, membership=instance)
+
+
+class AuditCursorPagination(CursorPagination):
+    ordering = "-id"
+    page_size = 100
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="The audit log",
+        description="Who created, changed, disabled or deleted which link, and who changed a membership or a "
+        "token, when; newest first, cursor-paginated. The entries of the teams you administer (a token's: of "
+        "its team, for an admin's write token); `team` asks for one of them: a viewer's or an editor's is a 403.",
+        parameters=[serializers.AuditQuerySerializer],
+    )
+)
+class AuditViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = serializers.AuditEntrySerializer
+    pagination_class = AuditCursorPagination
+    queryset = AuditEntry.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows
+
+    def get_queryset(self):
+        query = serializers.AuditQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        if "team" in params:
+            access.require(
+                self.request.user, readable_team(self.request, params["team"]), Role.ADMIN, to="read the audit log"
+            )
+            teams = [params["team"]]
+        else:
+            teams = access.team_ids(self.request.user, Role.ADMIN)
+        return team_selectors.audit_entries(team_ids=teams, action=params.get("action"), slug=params.get("link"))

@@ -23,6 +23,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.dateparse import parse_date, parse_datetime
 
+from teams import access
+from teams.models import Role, Team
+from teams.services import default_team
+
 from .models import Link, LinkImport
 from .selectors import short_url, taken_slugs
 from .services import SLUG_TAKEN_MESSAGE, Outcome, link_bulk_create, link_validate
@@ -120,10 +124,14 @@ def _validation_errors(arguments: dict[str, Any]) -> Errors:
     return {}
 
 
-def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes) -> LinkImport:
-    """Reads and checks every row; creates no link. Raises ValidationError
-    for a file that is not a CSV of links at all, or has more than
-    WEB_IMPORT_MAX_ROWS rows."""
+def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes, team: Team | None = None) -> LinkImport:
+    """Reads and checks every row, for links in `team` (by default
+    teams.services.default_team), in which the owner must be an editor
+    (PermissionDenied); creates no link. Raises ValidationError for a file
+    that is not a CSV of links at all, or has more than WEB_IMPORT_MAX_ROWS
+    rows."""
+    team = team or default_team(owner)
+    access.require(owner, team.pk, Role.EDITOR, to="import links")
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -164,7 +172,7 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes) -> 
             row["errors"] = {"slug": [_REPEATED_SLUG]}
         elif slug:
             claimed.add(slug)
-    return LinkImport.objects.create(owner=owner, filename=filename[:255], rows=rows)
+    return LinkImport.objects.create(owner=owner, team=team, filename=filename[:255], rows=rows)
 
 
 @transaction.atomic
@@ -172,7 +180,8 @@ def import_run_chunk(*, link_import: LinkImport, size: int | None = None) -> Lin
     """Creates the links of the next `size` rows (WEB_IMPORT_CHUNK_ROWS) in
     one transaction, with the import locked so a second request (a double
     click) waits and goes on from where this one stopped. A row refused now
-    (its slug taken since the upload, say) gets its errors."""
+    (its slug taken since the upload, say) gets its errors; once its owner
+    is no longer an editor of its team, every row does (link_bulk_create)."""
     link_import = LinkImport.objects.select_for_update().get(pk=link_import.pk)
     end = min(link_import.total, link_import.position + (size or settings.WEB_IMPORT_CHUNK_ROWS))
     pending, items = [], []
@@ -183,7 +192,9 @@ def import_run_chunk(*, link_import: LinkImport, size: int | None = None) -> Lin
         if arguments is not None:
             pending.append(row)
             items.append(arguments)
-    for row, result in zip(pending, link_bulk_create(owner=link_import.owner, items=items), strict=True):
+    for row, result in zip(
+        pending, link_bulk_create(owner=link_import.owner, team=link_import.team, items=items), strict=True
+    ):
         row["errors"] = result.errors
         link_import.created += result.outcome is Outcome.CREATED
     link_import.position = end

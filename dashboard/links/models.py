@@ -18,8 +18,20 @@ class Link(models.Model):
 
     slug = models.CharField(max_length=slugs.MAX_LENGTH, unique=True, validators=[slugs.validate_slug])
     url = models.TextField("target URL", validators=[validate_target_url])
+    # The team the link belongs to, with its clicks and reports; indexed by
+    # link_team_created, which starts with it.
+    team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="links", db_index=False)
+    # Who created it; the link stays with its team when that person goes.
     # Indexed by link_owner_created, which starts with it.
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="links", db_index=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="links",
+        db_index=False,
+        verbose_name="created by",
+    )
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(max_length=2000, blank=True)
     tags = ArrayField(models.CharField(max_length=50), default=list, blank=True, size=20, validators=[validate_tags])
@@ -48,6 +60,7 @@ class Link(models.Model):
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["owner", "-created_at"], name="link_owner_created"),
+            models.Index(fields=["team", "-created_at"], name="link_team_created"),
             GinIndex(fields=["tags"], name="link_tags_gin"),
         ]
         constraints = [
@@ -109,6 +122,7 @@ class LinkImport(models.Model):
     row is valid); `position` is how many rows have been through the import."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="link_imports")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="link_imports")  # where the links go
     filename = models.CharField(max_length=255)
     rows = models.JSONField(default=list)
     position = models.PositiveIntegerField(default=0)

@@ -1,8 +1,8 @@
-"""Reads of links, with the rule of who sees what in one place
-(`links_visible_to`; docs/api.md, "Who may do what"): people see their own
-links, with their clicks; superusers see everyone's. The staff flag opens
-the Django admin and the operational figures of the overview, and shows no
-one else's link."""
+"""Reads of links. Who sees which links, with their clicks, is
+teams/access.py's rule (docs/api.md, "Who may do what"), applied here by
+`links_visible_to` and `links_editable_by`: the links of the teams a person
+is a member of, of every team for a superuser, of its one team for a request
+made with an API token. The staff flag shows no link by itself."""
 
 import enum
 import ipaddress
@@ -24,6 +24,8 @@ from rest_framework.filters import search_smart_split
 from clicks.enrichment import anonymise
 from clicks.models import Click
 from slingshot.contract import visits_key
+from teams import access
+from teams.models import Role
 
 from .models import Link
 from .redis import RedisUnavailable, quick_call
@@ -36,22 +38,32 @@ def short_url(slug: str) -> str:
     return settings.EDGE_BASE_URL.rstrip("/") + "/" + slug
 
 
-def sees_every_link(user: AbstractBaseUser) -> bool:
-    return user.is_active and user.is_superuser
-
-
 def sees_operations(user: AbstractBaseUser) -> bool:
     """The importer's backlog and the edge's health, on the overview."""
     return user.is_active and (user.is_staff or user.is_superuser)
 
 
-def links_visible_to(user: AbstractBaseUser) -> QuerySet[Link]:
-    """The links a person may read and, with the API's write scope or in the
-    pages and the admin, change."""
+def links_visible_to(user: AbstractBaseUser, *, team: int | None = None, role: str = Role.VIEWER) -> QuerySet[Link]:
+    """The links of the teams in which the user has at least `role` (reads
+    take a viewer's); with `team` (an id), of that team only. One query, a
+    subquery of the user's memberships in it; a team given costs a lookup
+    of the user's role first, and then reads by the team's index alone."""
     links = Link.objects.all()
-    if not sees_every_link(user):
-        links = links.filter(owner=user)
-    return links
+    if team is not None:
+        return links.filter(team_id=team) if access.allows(access.role_in(user, team), role) else links.none()
+    teams = access.team_ids(user, role)
+    return links if teams is None else links.filter(team_id__in=teams)
+
+
+def links_editable_by(user: AbstractBaseUser, *, team: int | None = None) -> QuerySet[Link]:
+    """The links the user may change, disable and delete: an editor's."""
+    return links_visible_to(user, team=team, role=Role.EDITOR)
+
+
+def with_role(links: QuerySet[Link], user: AbstractBaseUser) -> QuerySet[Link]:
+    """Annotates `role`, the user's in each link's team (teams.access.role_in),
+    in the same query."""
+    return links.annotate(role=access.role_annotation(user))
 
 
 def with_click_totals(links: QuerySet[Link]) -> QuerySet[Link]:
@@ -71,6 +83,7 @@ ORDERING_FIELDS = ("created_at", "clicks", "slug")
 def link_search(
     *,
     user: AbstractBaseUser,
+    team: int | None = None,
     query: str = "",
     tag: str | None = None,
     is_active: bool | None = None,
@@ -78,7 +91,8 @@ def link_search(
     created_before: datetime | None = None,
     ordering: str | Sequence[str] = ("-created_at",),
 ) -> QuerySet[Link]:
-    """The links the user sees, with their click totals (with_click_totals).
+    """The links the user sees (of `team` only, when given), with their
+    click totals (with_click_totals).
 
     `query` is split into words as the API's `search` parameter documents
     it: spaces and commas separate words, a quoted phrase is one word
@@ -91,7 +105,7 @@ def link_search(
     unknown = [key for key in keys if key.removeprefix("-") not in ORDERING_FIELDS]
     if unknown:
         raise ValueError(f"cannot order links by {', '.join(unknown)}")
-    links = links_visible_to(user)
+    links = links_visible_to(user, team=team)
     for word in search_smart_split(query):
         links = links.filter(reduce(or_, (Q(**{f"{name}__icontains": word}) for name in SEARCH_FIELDS)))
     if tag:
@@ -168,9 +182,14 @@ def link_states(links: Sequence[Link], *, now: datetime | None = None) -> dict[i
     return {link.pk: link_state(link, now=now, visits=visits.get(link.pk)) for link in links}
 
 
-def link_for(*, user: AbstractBaseUser, slug: str) -> Link:
-    """Raises Link.DoesNotExist for a slug the user may not see, as for a missing one."""
-    return links_visible_to(user).get(slug=slug)
+def link_for(*, user: AbstractBaseUser, slug: str, team: int | None = None) -> Link:
+    """The link with `role`, the user's in its team (with_role). Raises
+    Link.DoesNotExist for a slug the user may not see (or not in `team`),
+    as for a missing one."""
+    links = links_visible_to(user)
+    if team is not None:
+        links = links.filter(team_id=team)
+    return with_role(links, user).get(slug=slug)
 
 
 def clicks_visible_to(
@@ -181,9 +200,11 @@ def clicks_visible_to(
     start: datetime | None = None,
     end: datetime | None = None,
 ) -> QuerySet[Click]:
+    """The clicks of the links the user sees; of one of them with `slug`."""
     clicks = Click.objects.select_related("agent")
-    if not sees_every_link(user):
-        clicks = clicks.filter(link__owner=user)
+    teams = access.team_ids(user)
+    if teams is not None:
+        clicks = clicks.filter(link__team__in=teams)
     if slug:
         clicks = clicks.filter(link__in=links_visible_to(user).filter(slug=slug))
     if ip:

@@ -1,5 +1,7 @@
 """Writes to links. Every change goes through here so it is validated the
-same way and published to Redis once the transaction has committed."""
+same way, checked against the role of the person making it
+(teams/access.py), written to the team's audit log, and published to Redis
+once the transaction has committed."""
 
 import enum
 from collections.abc import Iterable, Mapping
@@ -10,11 +12,14 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.hashers import make_password
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 
 from clicks.selectors import storable_offset
 from clicks.services import clicks_delete_for_link
+from teams import access, audit
+from teams.models import Action, Role, Team
+from teams.services import default_team
 
 from . import slugs
 from .models import Link, LinkOutbox
@@ -39,8 +44,12 @@ EDITABLE_FIELDS = frozenset(
         "is_active",
         "rules",
         "split",
+        "team",
     }
 )
+# What a link's entries in the audit log show of it.
+# The password shows as whether there is one, never its hash.
+AUDITED_FIELDS = EDITABLE_FIELDS - {"team", "password"}
 SLUG_TAKEN_MESSAGE = "Link with this Slug already exists."
 PASSWORD_MAX_LENGTH = 128
 
@@ -66,11 +75,11 @@ def _publish(slug: str) -> None:
 
 
 def _validate(link: Link) -> None:
-    # Field validators, and an expiry PostgreSQL can store: the owner comes
-    # from the caller, the check constraints repeat the field validators, and
-    # a taken slug is found by the unique index itself (_save), which a
-    # concurrent insert cannot race.
-    link.full_clean(exclude=["owner"], validate_unique=False, validate_constraints=False)
+    # Field validators, and an expiry PostgreSQL can store: the owner and
+    # the team come from the caller, the check constraints repeat the field
+    # validators, and a taken slug is found by the unique index itself
+    # (_save), which a concurrent insert cannot race.
+    link.full_clean(exclude=["owner", "team"], validate_unique=False, validate_constraints=False)
     for name in ("valid_since", "expires_at"):
         moment = getattr(link, name)
         if moment is not None and not storable_offset(moment):
@@ -114,8 +123,8 @@ def link_validate(
     rules: list[dict] | None = None,
     split: list[dict] | None = None,
 ) -> Link:
-    """The link link_create would save, unsaved and without an owner, after
-    the same checks; raises ValidationError with messages per field. Reads
+    """The link link_create would save, unsaved and without an owner or a
+    team, after the same checks; raises ValidationError with messages per field. Reads
     no table, so whether a slug is taken is left to the save (or to
     links.selectors.taken_slugs, asked beforehand for many slugs at once).
     Without a slug, one is generated. A password is kept hashed (link_password)."""
@@ -140,11 +149,18 @@ def link_validate(
     return link
 
 
+def _team_to_create_in(owner: AbstractBaseUser, team: Team | None) -> Team:
+    team = team or default_team(owner)
+    access.require(owner, team.pk, Role.EDITOR, to="create links")
+    return team
+
+
 @transaction.atomic
 def link_create(
     *,
     owner: AbstractBaseUser,
     url: str,
+    team: Team | None = None,
     slug: str | None = None,
     title: str = "",
     description: str = "",
@@ -160,7 +176,11 @@ def link_create(
     rules: list[dict] | None = None,
     split: list[dict] | None = None,
 ) -> Link:
-    link = link_validate(
+    """A new link in `team` (by default teams.services.default_team), made by
+    `owner`, who must be an editor there (PermissionDenied otherwise)."""
+    return _create(
+        owner=owner,
+        team=_team_to_create_in(owner, team),
         url=url,
         slug=slug,
         title=title,
@@ -177,8 +197,21 @@ def link_create(
         rules=rules,
         split=split,
     )
-    link.owner = owner
-    _save(link, regenerate_slug=not slug)
+
+
+@transaction.atomic
+def _create(*, owner: AbstractBaseUser, team: Team, **fields) -> Link:
+    link = link_validate(**fields)
+    link.owner, link.team = owner, team
+    _save(link, regenerate_slug=not fields.get("slug"))
+    audit.record(
+        team_id=team.pk,
+        actor=owner,
+        action=Action.LINK_CREATED,
+        link_id=link.pk,
+        slug=link.slug,
+        changes=audit.changes_between({}, {name: getattr(link, name) for name in sorted(AUDITED_FIELDS)}),
+    )
     _publish(link.slug)
     return link
 
@@ -187,6 +220,7 @@ class Outcome(enum.StrEnum):
     CREATED = "created"
     INVALID = "invalid"
     SLUG_TAKEN = "slug_taken"
+    FORBIDDEN = "forbidden"
 
 
 @dataclass(frozen=True)
@@ -197,14 +231,29 @@ class BulkResult:
 
 
 @transaction.atomic
-def link_bulk_create(*, owner: AbstractBaseUser, items: Iterable[Mapping[str, Any]]) -> list[BulkResult]:
-    """Creates a link for each item (link_create's arguments but the owner),
-    each in its own savepoint, so an item refused leaves the others be. One
-    result per item, in their order; all the links commit together."""
-    results = []
+def link_bulk_create(
+    *, owner: AbstractBaseUser, items: Iterable[Mapping[str, Any]], team: Team | None = None
+) -> list[BulkResult]:
+    """Creates a link for each item (link_create's arguments but the owner;
+    an item without a team goes to `team`, by default
+    teams.services.default_team), each in its own savepoint, so an item refused leaves the others
+    be. One result per item, in their order; all the links commit together.
+    The owner's role is looked up once per team."""
+    results, teams = [], {}
     for arguments in items:
+        arguments = dict(arguments)
+        chosen = arguments.pop("team", None) or team
+        key = chosen.pk if chosen else None
         try:
-            link = link_create(owner=owner, **arguments)
+            if key not in teams:
+                try:
+                    teams[key] = _team_to_create_in(owner, chosen)
+                except PermissionDenied as exc:
+                    teams[key] = exc
+            if isinstance(teams[key], PermissionDenied):
+                results.append(BulkResult(outcome=Outcome.FORBIDDEN, errors={"team": [str(teams[key])]}))
+                continue
+            link = _create(owner=owner, team=teams[key], **arguments)
         except ValidationError as exc:
             errors = exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.messages}
             taken = any(error.code == "unique" for error in getattr(exc, "error_dict", {}).get("slug", []))
@@ -214,32 +263,66 @@ def link_bulk_create(*, owner: AbstractBaseUser, items: Iterable[Mapping[str, An
     return results
 
 
+def _change_action(changes: Mapping[str, list]) -> Action:
+    if set(changes) == {"is_active"}:
+        return Action.LINK_ENABLED if changes["is_active"][1] else Action.LINK_DISABLED
+    return Action.LINK_CHANGED
+
+
 @transaction.atomic
-def link_update(*, link: Link, **changes) -> Link:
-    """Changes the given fields (EDITABLE_FIELDS). `password` is the new
-    password in clear, or None or "" to remove it."""
+def link_update(*, link: Link, actor: AbstractBaseUser | None = None, **changes) -> Link:
+    """Changes the link's fields (EDITABLE_FIELDS). `password` is the new
+    password in clear, or None or "" to remove it. `actor`, who makes the
+    change, must be an editor of the link's team, and of the team it moves
+    to (`team`); None is the system. The change goes into the audit log of
+    the link's team, and of the team it left."""
     unknown = set(changes) - EDITABLE_FIELDS
     if unknown:
         raise TypeError("not editable: " + ", ".join(sorted(unknown)))
     if "password" in changes:
         changes["password"] = link_password(changes["password"])
-    old_slug = Link.objects.select_for_update().values_list("slug", flat=True).get(pk=link.pk)
+    before = Link.objects.select_for_update().values(*AUDITED_FIELDS, "team_id", "password").get(pk=link.pk)
+    before["team"] = before.pop("team_id")
+    if actor is not None:
+        access.require(actor, before["team"], Role.EDITOR, to="change links")
+        if "team" in changes:
+            access.require(actor, changes["team"].pk, Role.EDITOR, to="move links into a team")
     for name, value in changes.items():
         setattr(link, name, value)
     _validate(link)
     _save(link, regenerate_slug=False, update_fields=[*changes, "updated_at"])
-    if link.slug != old_slug:
-        _publish(old_slug)
+    after = {name: getattr(link, name) for name in changes}
+    if "password" in changes:  # whether there is one, never a hash
+        had = before.pop("password")
+        before["password"] = "set" if had else "none"
+        after["password"] = ("replaced" if had else "set") if link.password else "none"
+    changed = audit.changes_between(before, after)
+    if changed:
+        for team_id in {before["team"], link.team_id}:
+            audit.record(
+                team_id=team_id,
+                actor=actor,
+                action=_change_action(changed),
+                link_id=link.pk,
+                slug=link.slug,
+                changes=changed,
+            )
+    if link.slug != before["slug"]:
+        _publish(before["slug"])
     _publish(link.slug)
     return link
 
 
 @transaction.atomic
-def link_delete(*, link: Link) -> None:
-    """Deletes the link with its clicks, rollups and totals. Deleting the
-    row first waits for any import holding the link (importer.py), so
-    that clicks it was storing go too."""
-    slug, link_id = link.slug, link.pk
+def link_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> None:
+    """Deletes the link with its clicks, rollups and totals; `actor` must be
+    an editor of its team (None: the system). Deleting the row first waits
+    for any import holding the link (importer.py), so that clicks it was
+    storing go too. The audit log keeps the link's id and slug."""
+    if actor is not None:
+        access.require(actor, link.team_id, Role.EDITOR, to="delete links")
+    slug, link_id, team_id = link.slug, link.pk, link.team_id
     link.delete()
     clicks_delete_for_link(link_id=link_id)
+    audit.record(team_id=team_id, actor=actor, action=Action.LINK_DELETED, link_id=link_id, slug=slug)
     _publish(slug)

@@ -65,6 +65,8 @@ INSTALLED_APPS = [
     "links",
     "clicks",
     "api",
+    "teams",
+    "accounts",
     "web",
 ]
 
@@ -80,6 +82,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "accounts.middleware.SessionUseMiddleware",  # after auth, inside sessions: it records a session's use
     "axes.middleware.AxesMiddleware",  # last, as axes requires
 ]
 
@@ -96,6 +99,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "web.teams.navigation",
             ],
         },
     },
@@ -131,6 +135,10 @@ AXES_COOLOFF_TIME = timedelta(minutes=SIGN_IN_COOLOFF_MINUTES)
 AXES_CLIENT_IP_CALLABLE = "slingshot.proxies.client_address"
 AXES_LOCKOUT_CALLABLE = "slingshot.signin.lockout_response"
 AXES_DISABLE_ACCESS_LOG = True  # throttling needs the failures only, not a record of every sign-in
+
+# How long an invitation or a new-password link made on the People page
+# works (accounts/services.py); it also stops working once used.
+PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_LINK_HOURS", default=72) * 3600
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -197,7 +205,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser"],
     "NUM_PROXIES": TRUSTED_PROXY_COUNT,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.StrictPageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
 }

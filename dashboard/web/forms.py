@@ -15,6 +15,7 @@ from api.models import ApiToken
 from clicks.selectors import INTERVALS, StatsRange, stats_range
 from links.imports import CSV_COLUMNS
 from links.models import Link
+from teams.models import Role
 
 
 def add_service_errors(form: forms.Form, error: ValidationError) -> None:
@@ -300,3 +301,17 @@ class TokenForm(forms.ModelForm):
         fields = ["name", "scope", "expires_at"]
         labels = {"expires_at": "Expires at (UTC, optional)"}
         widgets = {"expires_at": DateTimeInput}
+
+
+class TeamForm(forms.Form):
+    name = forms.CharField(max_length=100)
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(label="User name", max_length=150)
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+
+
+class InviteForm(forms.Form):
+    username = forms.CharField(label="User name", max_length=150)
+    email = forms.EmailField(required=False, help_text="For your records; no mail is sent.")

@@ -3,10 +3,11 @@ from django.urls import path, re_path, reverse_lazy
 
 from links import slugs
 
-from . import views
+from . import account_views, team_views, views
 
 app_name = "web"
 SLUG = rf"(?P<slug>{slugs.PATTERN})"
+USERNAME = r"(?P<username>[\w.@+-]{1,150})"
 
 urlpatterns = [
     path("", views.overview, name="overview"),
@@ -38,4 +39,15 @@ urlpatterns = [
     path("unlock/<int:pk>/", views.link_unlock, name="link-unlock"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke", views.token_revoke, name="token-revoke"),
+    path("users/", account_views.users, name="users"),
+    path("users/<int:pk>/active", account_views.user_active, name="user-active"),
+    path("users/<int:pk>/password-link", account_views.user_password_link, name="user-password-link"),
+    path("account/", account_views.account, name="account"),
+    path("password/set/<uidb64>/<token>/", account_views.PasswordSetView.as_view(), name="password-set"),
+    path("teams/", team_views.team_list, name="team-list"),
+    path("teams/switch", team_views.team_switch, name="team-switch"),
+    path("teams/<int:team_id>/", team_views.team_detail, name="team-detail"),
+    path("teams/<int:team_id>/audit/", team_views.team_audit, name="team-audit"),
+    re_path(rf"^teams/(?P<team_id>[0-9]+)/members/{USERNAME}/role$", team_views.member_role, name="member-role"),
+    re_path(rf"^teams/(?P<team_id>[0-9]+)/members/{USERNAME}/remove$", team_views.member_remove, name="member-remove"),
 ]

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -25,9 +25,13 @@ from links.models import Link, LinkImport
 from links.redis import RedisUnavailable, quick_call
 from links.selectors import short_url
 from slingshot.proxies import client_address
+from teams import access
+from teams.models import Role, Team
+from teams.services import personal_team
 
 from . import forms
 from .selectors import OVERVIEW_DAYS, clicks_per_rule, edge_health, overview_for
+from .teams import current_membership
 from .uploads import UploadLimitHandler
 
 BREAKDOWN_TITLES = {
@@ -48,11 +52,30 @@ class SignInView(auth_views.LoginView):
     redirect_authenticated_user = True
 
 
-def _link_or_404(request, slug: str) -> Link:
+def _link_or_404(request, slug: str, needed: str = Role.VIEWER) -> Link:
+    """The link with `role` (the person's in its team); a 404 for one they
+    do not see, a 403 for one their role does not let them change."""
     try:
-        return selectors.link_for(user=request.user, slug=slug)
+        link = selectors.link_for(user=request.user, slug=slug)
     except Link.DoesNotExist:
         raise Http404("No such link.") from None
+    if not access.allows(link.role, needed):
+        raise PermissionDenied(f"Changing links takes the {needed} role in their team; yours is {link.role}.")
+    return link
+
+
+def _current_team(request) -> Team:
+    """The team chosen in the navigation (web/teams.py)."""
+    membership = current_membership(request)
+    return membership.team if membership else personal_team(request.user)
+
+
+def _edits_in(request, team: Team) -> bool:
+    """Whether the person may create and change links in the team."""
+    membership = current_membership(request)
+    if membership and membership.team_id == team.pk and not access.acts_everywhere(request.user):
+        return access.allows(membership.role, Role.EDITOR)
+    return access.allows(access.role_in(request.user, team.pk), Role.EDITOR)
 
 
 def _chart(series, *, label: str, interval: str, start: datetime, end: datetime) -> dict:
@@ -100,7 +123,8 @@ def overview(request):
 @login_required
 def link_list(request):
     form = forms.LinkListForm(request.GET)
-    links = selectors.link_search(user=request.user, **form.search_arguments())
+    team = _current_team(request)
+    links = selectors.link_search(user=request.user, team=team.pk, **form.search_arguments())
     # The page's ids first, then those rows with their click totals: PostgreSQL
     # would otherwise join the totals of every row an OFFSET skips too.
     page = Paginator(links.values_list("pk", flat=True), settings.WEB_LINKS_PER_PAGE).get_page(request.GET.get("page"))
@@ -119,13 +143,16 @@ def link_list(request):
             "page": page,
             "query": query.urlencode(),
             "short_base": short_url(""),
+            "edits": _edits_in(request, team),
         },
     )
 
 
 @login_required
 def link_export(request):
-    links = selectors.link_search(user=request.user, **forms.LinkListForm(request.GET).search_arguments())
+    links = selectors.link_search(
+        user=request.user, team=_current_team(request).pk, **forms.LinkListForm(request.GET).search_arguments()
+    )
     response = StreamingHttpResponse(
         imports.export_lines(links.iterator(chunk_size=2000)), content_type="text/csv; charset=utf-8"
     )
@@ -138,7 +165,7 @@ def link_create(request):
     form = forms.LinkForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            link = services.link_create(owner=request.user, **form.service_arguments())
+            link = services.link_create(owner=request.user, team=_current_team(request), **form.service_arguments())
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
@@ -149,13 +176,13 @@ def link_create(request):
 
 @login_required
 def link_edit(request, slug: str):
-    link = _link_or_404(request, slug)
+    link = _link_or_404(request, slug, Role.EDITOR)
     form = forms.LinkForm(
         request.POST or None, initial=forms.LinkForm.initial_for(link), editing=True, has_password=link.has_password
     )
     if request.method == "POST" and form.is_valid():
         try:
-            services.link_update(link=link, **form.changes())
+            services.link_update(link=link, actor=request.user, **form.changes())
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
@@ -167,17 +194,17 @@ def link_edit(request, slug: str):
 @login_required
 @require_POST
 def link_toggle(request, slug: str):
-    link = _link_or_404(request, slug)
-    services.link_update(link=link, is_active=not link.is_active)
+    link = _link_or_404(request, slug, Role.EDITOR)
+    services.link_update(link=link, actor=request.user, is_active=not link.is_active)
     messages.success(request, f"{link.slug} is now {'active' if link.is_active else 'disabled'}.")
     return redirect("web:link-detail", slug=link.slug)
 
 
 @login_required
 def link_delete(request, slug: str):
-    link = _link_or_404(request, slug)
+    link = _link_or_404(request, slug, Role.EDITOR)
     if request.method == "POST":
-        services.link_delete(link=link)
+        services.link_delete(link=link, actor=request.user)
         messages.success(request, f"Deleted {slug}.")
         return redirect("web:link-list")
     return render(request, "web/link_delete.html", {"link": link})
@@ -207,6 +234,7 @@ def link_detail(request, slug: str):
         "web/link_detail.html",
         {
             "link": link,
+            "edits": access.allows(link.role, Role.EDITOR),
             "short_url": short_url(link.slug),
             "state": selectors.link_state(link, visits=(visits or {}).get(link.pk)),
             # None: Redis did not answer; absent: no limit.
@@ -300,7 +328,9 @@ def _link_import(request, limit: UploadLimitHandler):
     if form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            link_import = imports.import_upload(owner=request.user, filename=upload.name, content=upload.read())
+            link_import = imports.import_upload(
+                owner=request.user, team=_current_team(request), filename=upload.name, content=upload.read()
+            )
         except ValidationError as exc:
             form.add_error("file", exc)
         else:
@@ -351,7 +381,9 @@ def tokens(request):
     created = None
     if request.method == "POST" and form.is_valid():
         try:
-            token, raw = token_services.token_create(user=request.user, **form.cleaned_data)
+            token, raw = token_services.token_create(
+                user=request.user, team=_current_team(request), **form.cleaned_data
+            )
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
@@ -363,7 +395,7 @@ def tokens(request):
         {
             "form": form,
             "created": created,
-            "tokens": ApiToken.objects.filter(user=request.user),
+            "tokens": ApiToken.objects.filter(user=request.user).select_related("team"),
         },
     )
 
@@ -371,6 +403,7 @@ def tokens(request):
 @login_required
 @require_POST
 def token_revoke(request, pk: int):
-    token = token_services.token_revoke(token=get_object_or_404(ApiToken, pk=pk, user=request.user))
+    token = get_object_or_404(ApiToken, pk=pk, user=request.user)
+    token = token_services.token_revoke(token=token, actor=request.user)
     messages.success(request, f"Revoked {token}.")
     return redirect("web:tokens")

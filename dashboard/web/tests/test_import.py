@@ -93,7 +93,8 @@ def test_files_that_are_not_link_lists_are_refused(signed_in, content, message):
 
 
 def test_someone_elses_import_is_not_found(signed_in, make_user):
-    theirs = LinkImport.objects.create(owner=make_user(), filename="x.csv", rows=[])
+    someone = make_user()
+    theirs = LinkImport.objects.create(owner=someone, team=someone.personal_team, filename="x.csv", rows=[])
     assert signed_in.get(reverse("web:link-import-detail", args=[theirs.pk])).status_code == 404
     assert signed_in.post(reverse("web:link-import-run", args=[theirs.pk])).status_code == 404
 

@@ -132,7 +132,9 @@ def test_list_search_filter_sort_and_query_count(signed_in, user, django_assert_
     def slugs(**params):
         return [link.slug for link in signed_in.get(reverse("web:link-list"), params).context["page"]]
 
-    with django_assert_max_num_queries(5):  # session, user, count, the page's ids, its rows with click totals
+    # session, user, their teams (the navigation), their role in the current one, count, the page's ids,
+    # its rows with click totals
+    with django_assert_max_num_queries(7):
         response = signed_in.get(reverse("web:link-list"))
     assert response.context["page"].paginator.count == 63 and len(response.context["page"]) == 50
     assert slugs(q="busy") == [busy.slug] and slugs(q="one example.com/busy") == [busy.slug]
@@ -159,7 +161,9 @@ def test_detail_shows_stats_with_a_bounded_number_of_queries(signed_in, user, dj
     import_clicks(link, 2)
     import_clicks(link, 1, ua="curl/8.0")
     url = reverse("web:link-detail", args=[link.slug])
-    with django_assert_max_num_queries(7):  # session, user, link, series, breakdowns, totals, recent clicks
+    # session, user, their teams (the navigation), link with their role, series, breakdowns, totals,
+    # recent clicks
+    with django_assert_max_num_queries(8):
         response = signed_in.get(url)
     assert response.context["stats"].clicks == 2
     chart = response.context["chart"]
@@ -195,7 +199,9 @@ def test_list_filters_cost_no_more_queries(signed_in, user, django_assert_max_nu
         )
     link_create(owner=user, url="https://example.com/winter", title="Winter sale", tags=["sale"])
     params = {"q": '"spring sale" example.com', "tag": "sale", "status": "active", "sort": "-clicks", "page": "2"}
-    with django_assert_max_num_queries(5):  # session, user, count, the page's ids, its rows with click totals
+    # session, user, their teams (the navigation), their role in the current one, count, the page's ids,
+    # its rows with click totals
+    with django_assert_max_num_queries(7):
         response = signed_in.get(reverse("web:link-list"), params)
     page = response.context["page"]
     assert (page.paginator.count, page.number, len(page)) == (56, 2, 6)
