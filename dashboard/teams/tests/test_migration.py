@@ -40,9 +40,10 @@ def test_existing_links_move_into_personal_teams_with_every_click():
             links = {}
             for name, user_id in people.items():
                 cursor.execute(
-                    "INSERT INTO links_link (slug, url, owner_id, title, tags, redirect_status, forward_query,"
-                    " is_active, created_at, updated_at) VALUES (%s, 'https://example.com/', %s, '', '{}', 302,"
-                    " false, true, now(), now()) RETURNING id",
+                    "INSERT INTO links_link (slug, url, owner_id, title, description, tags, redirect_status,"
+                    " forward_query, crawlable, password, rules, split, is_active, created_at, updated_at)"
+                    " VALUES (%s, 'https://example.com/', %s, '', '', '{}', 302, false, false, '', '[]', '[]',"
+                    " true, now(), now()) RETURNING id",
                     ["m" + uuid.uuid4().hex[:10], user_id],
                 )
                 links[name] = cursor.fetchone()[0]
