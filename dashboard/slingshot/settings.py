@@ -221,6 +221,11 @@ WEB_LINKS_PER_PAGE = env.int("WEB_LINKS_PER_PAGE", default=50)
 WEB_IMPORT_MAX_ROWS = env.int("WEB_IMPORT_MAX_ROWS", default=10_000)
 WEB_IMPORT_MAX_BYTES = env.int("WEB_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)  # larger CSV uploads are refused
 WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
+# Reports under filters (clicks/selectors.py): the breakdowns count the
+# latest this many matching raw clicks, and a statement of the raw clicks
+# is cancelled after this many milliseconds, its report refused.
+REPORT_FILTER_SAMPLE = env.int("REPORT_FILTER_SAMPLE", default=50_000)
+REPORT_RAW_TIMEOUT_MS = env.int("REPORT_RAW_TIMEOUT_MS", default=3000)
 
 # Content-Security-Policy (django-csp) of every page: everything the dashboard
 # loads is its own, nothing inline. The API's docs pages add what they need

@@ -31,6 +31,12 @@ def test_schema_describes_every_endpoint_with_errors(client):
         "to",
         "interval",
         "include_bots",
+        "tz",
+        "referer_host",
+        "browser",
+        "os",
+        "device",
+        "country",
     }
 
 

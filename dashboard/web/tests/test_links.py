@@ -159,7 +159,8 @@ def test_detail_shows_stats_with_a_bounded_number_of_queries(signed_in, user, dj
     import_clicks(link, 2)
     import_clicks(link, 1, ua="curl/8.0")
     url = reverse("web:link-detail", args=[link.slug])
-    with django_assert_max_num_queries(7):  # session, user, link, series, breakdowns, totals, recent clicks
+    # session, user, link, series, range totals, breakdowns, all-time totals, recent clicks
+    with django_assert_max_num_queries(8):
         response = signed_in.get(url)
     assert response.context["stats"].clicks == 2
     chart = response.context["chart"]
