@@ -8,7 +8,7 @@ from django.db import connection
 
 pytestmark = pytest.mark.django_db
 
-MODELS = ["links.Link", "links.LinkOutbox", "links.LinkImport", "api.ApiToken"]
+MODELS = ["links.Link", "links.LinkOutbox", "links.LinkImport", "api.ApiToken", "web.Preferences"]
 
 
 def describe(schema: str, table: str) -> dict:
