@@ -6,7 +6,7 @@ one else's link."""
 
 import ipaddress
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import reduce
 from operator import or_
 
@@ -103,6 +103,20 @@ def taken_slugs(*, slugs: Iterable[str]) -> set[str]:
         # = ANY(array): one parameter, however many slugs (IN would take one each).
         cursor.execute(f"SELECT slug FROM {Link._meta.db_table} WHERE slug = ANY(%s)", [list(set(slugs))])
         return {slug for (slug,) in cursor.fetchall()}
+
+
+# What a link does with a request now, as the pages show it: link_state's answers.
+LINK_STATES = {"active": "Active", "expired": "Expired", "disabled": "Disabled"}
+
+
+def link_state(link: Link, now: datetime | None = None) -> str:
+    """The one answer to "what does this link do now" for the pages (a key
+    of LINK_STATES): disabled before expired, as the edge checks them."""
+    if not link.is_active:
+        return "disabled"
+    if link.expires_at is not None and link.expires_at <= (now or datetime.now(timezone.utc)):
+        return "expired"
+    return "active"
 
 
 def link_for(*, user: AbstractBaseUser, slug: str) -> Link:

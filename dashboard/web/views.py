@@ -13,29 +13,28 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone as tz
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from api import services as token_services
 from api.models import ApiToken
-from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals, stats_range
+from clicks.export import CHUNK as EXPORT_CHUNK
+from clicks.export import FORMATS, export_lines
+from clicks.selectors import INTERVALS, ReportTooLarge, link_stats, link_totals
 from clicks.stream import import_lag
 from links import imports, selectors, services
 from links.models import Link, LinkImport
 from links.redis import RedisUnavailable, quick_call
 from links.selectors import short_url
 
-from . import forms
+from . import forms, reports
+from . import services as web_services
+from .middleware import remember_time_zone
 from .selectors import OVERVIEW_DAYS, edge_health, overview_for
 from .uploads import UploadLimitHandler
 
-BREAKDOWN_TITLES = {
-    "referer_host": "Referrers",
-    "browser": "Browsers",
-    "os": "Operating systems",
-    "device": "Devices",
-    "country": "Countries",
-}
 RECENT_CLICKS = 20
 
 
@@ -54,35 +53,20 @@ def _link_or_404(request, slug: str) -> Link:
         raise Http404("No such link.") from None
 
 
-def _chart(series, *, label: str, interval: str, start: datetime, end: datetime) -> dict:
-    """Chart data with a bar for every bucket of [start, end), empty ones too
-    (the series holds only buckets with clicks)."""
-    step = INTERVALS[interval]
-    bucket = bucket_start(start, interval)
-    by_bucket = {point.bucket: point for point in series}
-    fmt = "%Y-%m-%d %H:00" if interval == "hour" else "%Y-%m-%d"
-    chart = {"label": label, "labels": [], "clicks": [], "visitors": []}
-    while bucket < end:
-        point = by_bucket.get(bucket)
-        chart["labels"].append(bucket.strftime(fmt))
-        chart["clicks"].append(point.clicks if point else 0)
-        chart["visitors"].append(point.visitors if point else 0)
-        bucket += step
-    return chart
-
-
 @login_required
 def overview(request):
     now = datetime.now(timezone.utc)
     totals = overview_for(request.user, now=now)
     context = {
         "totals": totals,
-        "chart": _chart(
+        "chart": reports.chart(
             totals.series,
-            label="Clicks per day (UTC), bots left out",
-            interval="day",
             start=now - timedelta(days=OVERVIEW_DAYS - 1),
             end=now,
+            interval="day",
+            zone=timezone.utc,
+            now=now,
+            label="Clicks per day (UTC), bots left out",
         ),
     }
     if selectors.sees_operations(request.user):
@@ -105,6 +89,10 @@ def link_list(request):
     page = Paginator(links.values_list("pk", flat=True), settings.WEB_LINKS_PER_PAGE).get_page(request.GET.get("page"))
     rows = links.in_bulk(list(page))
     page.object_list = [rows[pk] for pk in page]
+    now = datetime.now(timezone.utc)
+    for link in page.object_list:
+        link.state = selectors.link_state(link, now)
+        link.state_label = selectors.LINK_STATES[link.state]
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -164,6 +152,8 @@ def link_toggle(request, slug: str):
     link = _link_or_404(request, slug)
     services.link_update(link=link, is_active=not link.is_active)
     messages.success(request, f"{link.slug} is now {'active' if link.is_active else 'disabled'}.")
+    if request.POST.get("next") == "list":
+        return redirect("web:link-list")
     return redirect("web:link-detail", slug=link.slug)
 
 
@@ -177,47 +167,132 @@ def link_delete(request, slug: str):
     return render(request, "web/link_delete.html", {"link": link})
 
 
-@login_required
-def link_detail(request, slug: str):
-    link = _link_or_404(request, slug)
-    form = forms.StatsRangeForm(request.GET)
-    span = form.span if form.is_valid() else stats_range()  # the defaults, below the form's errors
-    stats = link_stats(
+def _link_report(request, link: Link) -> dict:
+    """What the link page's report shows: its range, totals against the
+    period before, chart, breakdowns and recent clicks (web/reports.py)."""
+    now = datetime.now(timezone.utc)
+    zone = tz.get_current_timezone()
+    form = forms.ReportForm(request.GET, now=now, zone=zone, since=link.created_at)
+    span = form.span if form.is_valid() else form.default_span()  # the defaults, below the form's errors
+    too_large = None
+    try:
+        stats = _stats(link, span, now)
+    except ReportTooLarge as exc:
+        too_large = exc.messages[0]
+        span = form.default_span()
+        stats = _stats(link, span, now)
+    filters = dict(span.filters)
+    query = request.GET.copy()
+    recent = selectors.clicks_visible_to(request.user, slug=link.slug, start=span.start, end=span.end)
+    recent = recent.filter(**filters) if span.include_bots else recent.filter(is_bot=False, **filters)
+    what = "" if span.include_bots else ", bots left out"
+    export_base = reverse("web:link-clicks-export", args=[link.slug])
+    export_args = {"start": span.start, "end": span.end, "include_bots": span.include_bots, "filters": filters}
+    return {
+        "link": link,
+        "form": form,
+        "span": span,
+        "last_day": span.end - timedelta(days=1),
+        "zone_name": tz.get_current_timezone_name(),
+        "intervals": list(INTERVALS),
+        "preset": form.preset if form.is_valid() and not too_large else reports.DEFAULT_PRESET,
+        "presets": [
+            (name, label, reports.href(query, range=name, **{"from": None, "to": None, "interval": None}))
+            for name, label in reports.PRESETS.items()
+        ],
+        "errors": form.errors,
+        "too_large": too_large,
+        "stats": stats,
+        "totals_rows": [
+            (name, label, change)
+            for (name, change), label in zip(
+                reports.totals_changes(stats.totals, stats.previous).items(),
+                ("Clicks", "Unique visitors", "Bots"),
+                strict=True,
+            )
+        ],
+        "filters": reports.active_filters(filters, query),
+        "breakdowns": reports.breakdowns(stats, filters, query),
+        "bots_href": reports.href(query, include_bots=None if span.include_bots else "true"),
+        "recent": recent.order_by("-occurred_at")[:RECENT_CLICKS],
+        "export": {kind: reports.export_url(export_base, kind=kind, **export_args) for kind in FORMATS},
+        "query": query.urlencode(),
+        "chart": reports.chart(
+            stats.series,
+            start=span.start,
+            end=span.end,
+            interval=span.interval,
+            zone=zone,
+            now=now,
+            label=f"Clicks per {span.interval} ({tz.get_current_timezone_name()}){what}",
+        ),
+    }
+
+
+def _stats(link: Link, span, now: datetime):
+    return link_stats(
         link_ids=[link.pk],
         start=span.start,
         end=span.end,
         interval=span.interval,
         include_bots=span.include_bots,
+        zone=span.zone,
+        filters=span.filters,
+        compare=True,
         top=10,
+        now=now,
     )
-    recent = selectors.clicks_visible_to(request.user, slug=link.slug).order_by("-occurred_at")[:RECENT_CLICKS]
-    what = "" if span.include_bots else ", bots left out"
+
+
+@login_required
+def link_detail(request, slug: str):
+    link = _link_or_404(request, slug)
     totals = link_totals(link_ids=[link.pk])[link.pk]
-    with_bots = request.GET.copy()
-    with_bots["include_bots"] = "true"
-    return render(
-        request,
-        "web/link_detail.html",
-        {
-            "link": link,
-            "short_url": short_url(link.slug),
-            "stats": stats,
-            "span": span,
-            "errors": form.errors,
-            "totals": totals,
-            "bot_clicks": totals.clicks - totals.human_clicks,
-            "with_bots": with_bots.urlencode(),
-            "recent": recent,
-            "breakdowns": [(BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items()],
-            "chart": _chart(
-                stats.series,
-                label=f"Clicks per {span.interval} (UTC){what}",
-                interval=span.interval,
-                start=span.start,
-                end=span.end,
-            ),
-        },
+    context = _link_report(request, link)
+    context.update(
+        short_url=short_url(link.slug),
+        state=selectors.link_state(link),
+        state_label=selectors.LINK_STATES[selectors.link_state(link)],
+        totals=totals,
+        live_version=totals.clicks,
     )
+    return render(request, "web/link_detail.html", context)
+
+
+@login_required
+def link_report(request, slug: str):
+    """The report of the link page alone, which the page fetches again as clicks come in."""
+    link = _link_or_404(request, slug)
+    return render(request, "web/_link_report.html", _link_report(request, link))
+
+
+@login_required
+def link_live(request, slug: str):
+    """A number that changes when the link's clicks do: the page polls it (docs/dashboard.md)."""
+    link = _link_or_404(request, slug)
+    return JsonResponse({"version": link_totals(link_ids=[link.pk])[link.pk].clicks})
+
+
+@login_required
+def link_clicks_export(request, slug: str):
+    """The raw clicks of the link page's report (its range, bots and filters)
+    as CSV or JSON lines, streamed from a server-side cursor."""
+    link = _link_or_404(request, slug)
+    kind = request.GET.get("format", "csv")
+    if kind not in FORMATS:
+        return HttpResponse("format is csv or jsonl.", status=400, content_type="text/plain")
+    form = forms.ClickExportForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(form.errors.as_text(), status=400, content_type="text/plain")
+    data = form.cleaned_data
+    clicks = selectors.clicks_visible_to(request.user, slug=link.slug, start=data["from"], end=data["to"])
+    clicks = clicks.filter(**form.filters)
+    if not data["include_bots"]:
+        clicks = clicks.filter(is_bot=False)
+    lines = export_lines(clicks.order_by("occurred_at").iterator(chunk_size=EXPORT_CHUNK), kind)
+    response = StreamingHttpResponse(lines, content_type=FORMATS[kind])
+    response["Content-Disposition"] = f'attachment; filename="{link.slug}-clicks.{kind}"'
+    return response
 
 
 @login_required
@@ -292,27 +367,47 @@ def link_import_run(request, pk: int):
     return redirect("web:link-import-detail", pk=link_import.pk)
 
 
+CREATED_TOKEN = "created_token"  # the session key that carries a new token's secret to the one page that shows it
+
+
 @login_required
 def tokens(request):
+    """Post/redirect/get: a create redirects here, and the secret rides in
+    the session to the next page only, so a reload never creates another."""
     form = forms.TokenForm(request.POST or None)
-    created = None
     if request.method == "POST" and form.is_valid():
         try:
             token, raw = token_services.token_create(user=request.user, **form.cleaned_data)
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
-            created = {"token": token, "raw": raw}
-            form = forms.TokenForm()
-    return render(
-        request,
-        "web/tokens.html",
-        {
-            "form": form,
-            "created": created,
-            "tokens": ApiToken.objects.filter(user=request.user),
-        },
-    )
+            request.session[CREATED_TOKEN] = {"pk": token.pk, "raw": raw}
+            return redirect("web:tokens")
+    tokens = ApiToken.objects.filter(user=request.user)
+    created = request.session.pop(CREATED_TOKEN, None) if request.method == "GET" else None
+    if created:
+        created = {"token": next((token for token in tokens if token.pk == created["pk"]), None), "raw": created["raw"]}
+    return render(request, "web/tokens.html", {"form": form, "created": created, "tokens": tokens})
+
+
+@login_required
+def time_zone(request):
+    """The zone the pages show times and make days in. app.js posts the
+    browser's zone with `guess` on a first visit, which never overrides a choice."""
+    guess = request.method == "POST" and "guess" in request.POST
+    form = forms.TimeZoneForm(request.POST or None, initial={"time_zone": tz.get_current_timezone_name()})
+    if request.method == "POST" and form.is_valid():
+        preferences = web_services.preferences_set_time_zone(
+            user=request.user, time_zone=form.cleaned_data["time_zone"], only_if_unset=guess
+        )
+        remember_time_zone(request, preferences.time_zone)
+        if guess:
+            return JsonResponse({"time_zone": preferences.time_zone})
+        messages.success(request, f"Times are now shown in {preferences.time_zone}.")
+        return redirect("web:time-zone")
+    if guess:
+        return JsonResponse({"errors": form.errors}, status=400)
+    return render(request, "web/time_zone.html", {"form": form})
 
 
 @login_required
