@@ -368,3 +368,54 @@ class TokenCreatedSerializer(TokenSerializer):
 
     class Meta(TokenSerializer.Meta):
         fields = [*TokenSerializer.Meta.fields, "token"]
+
+
+class OrphanQuerySerializer(QueryParameters):
+    days = serializers.IntegerField(
+        required=False, min_value=1, max_value=90, default=7, help_text="The last this many days, today included."
+    )
+    include_bots = serializers.BooleanField(required=False, default=True, help_text="Count visits by bots.")
+
+
+class AccountingQuerySerializer(QueryParameters):
+    days = serializers.IntegerField(
+        required=False, min_value=1, max_value=8, default=1, help_text="The last this many days (the edge keeps 8)."
+    )
+
+
+class OrphanCountSerializer(serializers.Serializer):
+    visits = serializers.IntegerField()
+    bots = serializers.IntegerField()
+
+
+class OrphanPathSerializer(OrphanCountSerializer):
+    path = serializers.CharField(help_text="The slug asked for, without the leading slash.")
+
+
+class OrphanReferrerSerializer(OrphanCountSerializer):
+    referer_host = serializers.CharField(help_text="Empty for visits without a referrer.")
+
+
+class OrphanVisitsSerializer(serializers.Serializer):
+    visits = serializers.IntegerField()
+    bots = serializers.IntegerField()
+    by_path = OrphanPathSerializer(many=True)
+    by_referrer = OrphanReferrerSerializer(many=True)
+    include_bots = serializers.BooleanField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+
+
+class HourAccountSerializer(serializers.Serializer):
+    hour = serializers.DateTimeField(help_text="The UTC hour's start.")
+    served_redirects = serializers.IntegerField()
+    served_orphans = serializers.IntegerField()
+    stored_clicks = serializers.IntegerField()
+    stored_orphans = serializers.IntegerField()
+    difference = serializers.IntegerField(help_text="Served minus stored.")
+    settled = serializers.BooleanField(help_text="Ended more than ACCOUNTING_GRACE_MINUTES ago.")
+
+
+class AccountingSerializer(serializers.Serializer):
+    hours = HourAccountSerializer(many=True, help_text="Newest first.")
+    lasting = serializers.IntegerField(help_text="Settled hours whose difference is not zero.")

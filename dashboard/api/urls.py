@@ -13,6 +13,8 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", docs.swagger_ui, name="api-docs"),
     path("redoc/", docs.redoc, name="api-redoc"),
+    path("orphan-visits", views.orphan_visits, name="orphan-visits"),
+    path("accounting", views.accounting, name="accounting"),
     path("", include(router.urls)),
     # Anything else under /api/v1/ is a JSON 404, not Django's HTML page.
     re_path(r"^.*$", views.not_found),

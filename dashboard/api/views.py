@@ -1,4 +1,5 @@
 from contextlib import suppress
+from datetime import datetime, timedelta, timezone
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
@@ -9,15 +10,18 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
-from clicks.selectors import link_stats, zone_name
+from clicks.accounting import accounts
+from clicks.selectors import ReportTooLarge, link_stats, zone_name
+from clicks.selectors import orphan_visits as orphan_visits_report
 from links import selectors, services, slugs
 from links.models import Link
+from links.redis import RedisUnavailable, quick_call
 
 from . import serializers
 from . import services as token_services
-from .exceptions import as_api_error
+from .exceptions import Unavailable, as_api_error
 from .models import ApiToken
-from .permissions import SignedInSession
+from .permissions import SeesOperations, SignedInSession
 
 BULK_STATUS = {services.Outcome.CREATED: 201, services.Outcome.INVALID: 400, services.Outcome.SLUG_TAKEN: 409}
 
@@ -303,3 +307,71 @@ class TokenViewSet(
     def destroy(self, request, *args, **kwargs):
         token_services.token_revoke(token=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(
+    summary="Orphan visits",
+    description="Visits to paths that are no link (a slug nobody created, or one deleted) over the last "
+    "`days` days, counted by path and by referrer host, bots counted apart. For staff and superusers.",
+    parameters=[serializers.OrphanQuerySerializer],
+    responses={200: serializers.OrphanVisitsSerializer},
+)
+@api_view(["GET"])
+@permission_classes([IsAuthenticated, SeesOperations])
+def orphan_visits(request):
+    query = serializers.OrphanQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    end = datetime.now(timezone.utc)
+    start = end - timedelta(days=query.validated_data["days"])
+    include_bots = query.validated_data["include_bots"]
+    try:
+        found = orphan_visits_report(start=start, end=end, include_bots=include_bots)
+    except ReportTooLarge as exc:
+        raise as_api_error(exc) from None
+    body = {
+        "visits": found.visits,
+        "bots": found.bots,
+        "by_path": [{"path": path, "visits": n, "bots": bots} for path, n, bots in found.by_path],
+        "by_referrer": [{"referer_host": host, "visits": n, "bots": bots} for host, n, bots in found.by_referrer],
+        "include_bots": include_bots,
+        "start": _iso(start),
+        "end": _iso(end),
+    }
+    return Response(body)
+
+
+@extend_schema(
+    summary="Every click accounted for",
+    description="Per UTC hour, newest first: the redirects and orphan visits the edges served as clicks, "
+    "the clicks and orphan visits stored, and the difference, zero once the importer has caught up "
+    "(docs/operations.md). For staff and superusers.",
+    parameters=[serializers.AccountingQuerySerializer],
+    responses={200: serializers.AccountingSerializer},
+)
+@api_view(["GET"])
+@permission_classes([IsAuthenticated, SeesOperations])
+def accounting(request):
+    query = serializers.AccountingQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    now = datetime.now(timezone.utc)
+    start = now - timedelta(days=query.validated_data["days"])
+    try:
+        hours = quick_call(lambda client: accounts(client=client, start=start, end=now, now=now), what="accounting")
+    except RedisUnavailable as exc:
+        raise Unavailable(str(exc)) from None
+    body = {
+        "hours": [
+            {
+                "hour": _iso(hour.hour),
+                "served_redirects": hour.served_redirects,
+                "served_orphans": hour.served_orphans,
+                "stored_clicks": hour.stored_clicks,
+                "stored_orphans": hour.stored_orphans,
+                "difference": hour.difference,
+                "settled": hour.settled,
+            }
+            for hour in hours
+        ],
+        "lasting": sum(1 for hour in hours if hour.settled and hour.difference),
+    }
+    return Response(body)

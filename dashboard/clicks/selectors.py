@@ -581,3 +581,41 @@ def link_totals(*, link_ids: Iterable[int]) -> dict[int, LinkTotals]:
         for link_id, clicks, human in cursor.fetchall():
             totals[link_id] = LinkTotals(clicks=int(clicks), human_clicks=int(human))
     return totals
+
+
+# --- orphan visits ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OrphanVisits:
+    """Visits to paths that are no link, in a range: counts by path (the slug
+    asked for) and by referrer host ('' for none), each (value, visits, bots)."""
+
+    visits: int
+    bots: int
+    by_path: list[tuple[str, int, int]]
+    by_referrer: list[tuple[str, int, int]]
+
+
+_REFERER_HOST = r"lower(coalesce(substring(referer from '^[A-Za-z][A-Za-z0-9+.-]*://([^/?#:@]+)'), ''))"
+
+
+def orphan_visits(*, start: datetime, end: datetime, include_bots: bool = True, top: int = 50) -> OrphanVisits:
+    """From the raw orphan_visits (partitioned by month, so a range reads
+    only its months), under REPORT_RAW_TIMEOUT_MS like any raw report;
+    raises ReportTooLarge past it."""
+    where = "occurred_at >= %(start)s AND occurred_at < %(end)s" + ("" if include_bots else " AND NOT is_bot")
+    params = {"start": start, "end": end, "top": top}
+    grouped = (
+        "SELECT {key}, count(*), count(*) FILTER (WHERE is_bot) FROM orphan_visits WHERE "
+        + where
+        + " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %(top)s"
+    )
+    with _RawReport(), connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*), count(*) FILTER (WHERE is_bot) FROM orphan_visits WHERE {where}", params)
+        visits, bots = cursor.fetchone()
+        cursor.execute(grouped.format(key="slug"), params)
+        by_path = [(value, int(n), int(b)) for value, n, b in cursor.fetchall()]
+        cursor.execute(grouped.format(key=_REFERER_HOST), params)
+        by_referrer = [(value, int(n), int(b)) for value, n, b in cursor.fetchall()]
+    return OrphanVisits(visits=int(visits), bots=int(bots), by_path=by_path, by_referrer=by_referrer)

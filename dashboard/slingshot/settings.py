@@ -228,6 +228,10 @@ WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
 # is cancelled after this many milliseconds, its report refused.
 REPORT_FILTER_SAMPLE = env.int("REPORT_FILTER_SAMPLE", default=50_000)
 REPORT_RAW_TIMEOUT_MS = env.int("REPORT_RAW_TIMEOUT_MS", default=3000)
+# Every click accounted for (clicks/accounting.py): how long after an hour
+# ends a difference between the clicks the edges served and those stored is
+# still waiting for the importer, before the overview flags it.
+ACCOUNTING_GRACE_MINUTES = env.int("ACCOUNTING_GRACE_MINUTES", default=15)
 
 # Content-Security-Policy (django-csp) of every page: everything the dashboard
 # loads is its own, nothing inline. The API's docs pages add what they need

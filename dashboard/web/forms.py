@@ -204,6 +204,21 @@ class ClickExportForm(forms.Form):
         self.filters = {name: self.data[name] for name in DIMENSIONS if name in self.data}
 
 
+class DaysForm(forms.Form):
+    """A staff page's range: the last `days` days (one of `choices`), and bots in or out."""
+
+    humans_only = forms.BooleanField(label="Leave bots out", required=False)
+
+    def __init__(self, *args, choices: tuple[int, ...], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["days"] = forms.TypedChoiceField(
+            label="Last",
+            coerce=int,
+            choices=[(n, f"{n} day{'s' if n > 1 else ''}") for n in choices],
+            initial=choices[0],
+        )
+
+
 class TimeZoneForm(forms.Form):
     time_zone = forms.ChoiceField(
         label="Time zone",

@@ -40,5 +40,7 @@ urlpatterns = [
     re_path(rf"^links/{SLUG}/qr\.(?P<kind>png|svg)$", views.link_qr, name="link-qr"),
     path("tokens/", views.tokens, name="tokens"),
     path("time-zone/", views.time_zone, name="time-zone"),
+    path("orphan-visits/", views.orphan_visits, name="orphan-visits"),
+    path("accounting/", views.accounting, name="accounting"),
     path("tokens/<int:pk>/revoke", views.token_revoke, name="token-revoke"),
 ]

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -20,6 +20,8 @@ from django.views.decorators.http import require_POST
 
 from api import services as token_services
 from api.models import ApiToken
+from clicks import accounting as clicks_accounting
+from clicks import selectors as clicks_selectors
 from clicks.export import CHUNK as EXPORT_CHUNK
 from clicks.export import FORMATS, export_lines
 from clicks.selectors import INTERVALS, ReportTooLarge, link_stats, link_totals
@@ -36,6 +38,8 @@ from .selectors import OVERVIEW_DAYS, edge_health, overview_for
 from .uploads import UploadLimitHandler
 
 RECENT_CLICKS = 20
+ORPHAN_DAYS = (1, 7, 30, 90)
+ACCOUNTING_DAYS = (1, 2, 8)
 
 
 class SignInView(auth_views.LoginView):
@@ -76,6 +80,12 @@ def overview(request):
         except RedisUnavailable as exc:
             context["lag_error"] = str(exc)
         context["edge"] = edge_health()
+        try:
+            context["lasting"] = quick_call(
+                lambda client: clicks_accounting.lasting_differences(client=client), what="accounting"
+            )
+        except RedisUnavailable:
+            context["lasting"] = None
         context["edge_health_url"] = settings.EDGE_HEALTH_URL
     return render(request, "web/overview.html", context)
 
@@ -293,6 +303,65 @@ def link_clicks_export(request, slug: str):
     response = StreamingHttpResponse(lines, content_type=FORMATS[kind])
     response["Content-Disposition"] = f'attachment; filename="{link.slug}-clicks.{kind}"'
     return response
+
+
+def _staff_only(request) -> None:
+    if not selectors.sees_operations(request.user):
+        raise PermissionDenied("For staff and superusers.")
+
+
+@login_required
+def orphan_visits(request):
+    """Visits to paths that are no link, for staff (docs/dashboard.md)."""
+    _staff_only(request)
+    form = forms.DaysForm(request.GET, choices=ORPHAN_DAYS)
+    days = form.cleaned_data["days"] if form.is_valid() else ORPHAN_DAYS[1]
+    include_bots = not (form.is_valid() and form.cleaned_data["humans_only"])
+    now = datetime.now(timezone.utc)
+    try:
+        found, too_large = (
+            clicks_selectors.orphan_visits(start=now - timedelta(days=days), end=now, include_bots=include_bots),
+            None,
+        )
+    except ReportTooLarge as exc:
+        found, too_large = None, exc.messages[0]
+    return render(
+        request,
+        "web/orphan_visits.html",
+        {"form": form, "days": days, "found": found, "too_large": too_large, "choices": ORPHAN_DAYS},
+    )
+
+
+@login_required
+def accounting(request):
+    """Per hour, the clicks the edges served beside those stored, for staff."""
+    _staff_only(request)
+    form = forms.DaysForm(request.GET, choices=ACCOUNTING_DAYS)
+    days = form.cleaned_data["days"] if form.is_valid() else ACCOUNTING_DAYS[0]
+    now = datetime.now(timezone.utc)
+    try:
+        hours = quick_call(
+            lambda client: clicks_accounting.accounts(
+                client=client, start=now - timedelta(days=days), end=now, now=now
+            ),
+            what="accounting",
+        )
+        error = None
+    except RedisUnavailable as exc:
+        hours, error = [], str(exc)
+    return render(
+        request,
+        "web/accounting.html",
+        {
+            "form": form,
+            "hours": hours,
+            "error": error,
+            "choices": ACCOUNTING_DAYS,
+            "days": days,
+            "lasting": [hour for hour in hours if hour.settled and hour.difference],
+            "grace": settings.ACCOUNTING_GRACE_MINUTES,
+        },
+    )
 
 
 @login_required

@@ -238,12 +238,17 @@ PAGES = [
     ("tokens", "/tokens/"),
     ("time-zone", "/time-zone/"),
     ("password", "/password/"),
+    ("orphan-visits", "/orphan-visits/"),
+    ("accounting", "/accounting/"),
     ("not-found", "/links/no-such-link-at-all/"),
 ]
 
 
 def test_every_page_reads_on_a_phone_without_sideways_scrolling(page, edge, user):
+    user.is_staff = True  # the operations pages too
+    user.save(update_fields=["is_staff"])
     link = make_clicked_link(edge, user, firefox=2, chrome=2)
+    assert edge.request("/no-such-slug-here", headers={"User-Agent": FIREFOX}).status == 404
     link.tags = ["spring", "campaign-with-a-rather-long-name"]
     link.save(update_fields=["tags"])
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
