@@ -235,6 +235,11 @@ class ClickQuerySerializer(TimeRangeSerializer):
         required=False,
         help_text="An IPv4 or IPv6 address: clicks from it, or from its network where addresses are stored anonymised.",
     )
+    format = serializers.ChoiceField(
+        choices=["json", "csv", "jsonl"],
+        required=False,
+        help_text="json (the default): a page of clicks; csv or jsonl: every click of the filter, as a file.",
+    )
 
 
 @extend_schema_field({"type": "string", "enum": ["UTC", *sorted(time_zones() - {"UTC"})]})

@@ -2,14 +2,18 @@ from contextlib import suppress
 from datetime import datetime, timedelta, timezone
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
+from clicks import export
 from clicks.accounting import accounts
 from clicks.selectors import ReportTooLarge, link_stats, zone_name
 from clicks.selectors import orphan_visits as orphan_visits_report
@@ -235,18 +239,55 @@ class ClickCursorPagination(CursorPagination):
     page_size = 100
 
 
+class ClickExportRenderer(BaseRenderer):
+    """Names an export format for DRF's `format` parameter; ClickViewSet.list
+    streams the file itself (clicks/export.py), so this renders nothing else."""
+
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        raise NotImplementedError("exports are streamed by ClickViewSet.list")
+
+
+class CsvRenderer(ClickExportRenderer):
+    media_type, format = "text/csv", "csv"
+
+
+class JsonLinesRenderer(ClickExportRenderer):
+    media_type, format = "application/jsonl", "jsonl"
+
+
 class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = serializers.ClickSerializer
     pagination_class = ClickCursorPagination
+    renderer_classes = [JSONRenderer, CsvRenderer, JsonLinesRenderer]
 
     @extend_schema(
         summary="Raw clicks",
         description="Newest first, cursor-paginated. Filter by `ip` to see every date and user agent seen "
-        "from an address (matched the way addresses are stored: anonymised by default).",
+        "from an address (matched the way addresses are stored: anonymised by default). With `format=csv` "
+        "or `format=jsonl`, every click of the filter as a file, oldest first and unpaginated, streamed "
+        "(CSV cells that would start a formula are behind a quote).",
         parameters=[serializers.ClickQuerySerializer],
+        responses={
+            (200, "application/json"): serializers.ClickSerializer(many=True),
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/jsonl"): OpenApiTypes.STR,
+        },
     )
     def list(self, request, *args, **kwargs):
-        return super().list(request, *args, **kwargs)
+        kind = request.accepted_renderer.format
+        if kind not in export.FORMATS:
+            return super().list(request, *args, **kwargs)
+        clicks = self.get_queryset().order_by("occurred_at").iterator(chunk_size=export.CHUNK)
+        response = StreamingHttpResponse(export.export_lines(clicks, kind), content_type=export.FORMATS[kind])
+        response["Content-Disposition"] = f'attachment; filename="clicks.{kind}"'
+        return response
+
+    def handle_exception(self, exc):
+        # Errors are JSON whatever the format asked for.
+        self.request.accepted_renderer, self.request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().handle_exception(exc)
 
     def get_queryset(self):
         query = serializers.ClickQuerySerializer(data=self.request.query_params)
