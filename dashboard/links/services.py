@@ -179,3 +179,35 @@ def link_delete(*, link: Link) -> None:
     link.delete()
     clicks_delete_for_link(link_id=link_id)
     _publish(slug)
+
+
+BULK_ACTIONS = ("tag", "untag", "disable", "enable", "delete")
+
+
+@transaction.atomic
+def link_bulk_change(*, links: Iterable[Link], action: str, tag: str = "") -> int:
+    """Tags, untags, disables, enables or deletes each link, through
+    link_update and link_delete (so each change is published through the
+    outbox like any other), all or none; returns how many links changed."""
+    if action not in BULK_ACTIONS:
+        raise ValueError(f"action must be one of {BULK_ACTIONS}, not {action!r}")
+    if action in ("tag", "untag") and not tag:
+        raise ValidationError({"tag": "Give the tag to add or take away."})
+    changed = 0
+    for link in links:
+        if action == "delete":
+            link_delete(link=link)
+        elif action in ("disable", "enable"):
+            if link.is_active == (action == "enable"):
+                continue
+            link_update(link=link, is_active=action == "enable")
+        elif action == "tag":
+            if tag in link.tags:
+                continue
+            link_update(link=link, tags=[*link.tags, tag])
+        else:
+            if tag not in link.tags:
+                continue
+            link_update(link=link, tags=[name for name in link.tags if name != tag])
+        changed += 1
+    return changed

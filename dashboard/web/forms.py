@@ -204,6 +204,33 @@ class ClickExportForm(forms.Form):
         self.filters = {name: self.data[name] for name in DIMENSIONS if name in self.data}
 
 
+class BulkForm(forms.Form):
+    """An action on the links selected in the list (links.services.link_bulk_change), or their export."""
+
+    action = forms.ChoiceField(
+        label="With the selected links",
+        choices=[
+            ("tag", "Add a tag"),
+            ("untag", "Remove a tag"),
+            ("disable", "Disable"),
+            ("enable", "Enable"),
+            ("delete", "Delete…"),
+            ("export", "Export as CSV"),
+        ],
+    )
+    tag = forms.CharField(label="Tag", required=False, max_length=64, help_text="For adding or removing a tag.")
+    selected = forms.MultipleChoiceField(required=False)  # slugs; the view sets the choices it may take
+    confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("selected"):
+            raise ValidationError("Select at least one link.")
+        if data.get("action") in ("tag", "untag") and not data.get("tag"):
+            self.add_error("tag", "Give the tag to add or take away.")
+        return data
+
+
 class DaysForm(forms.Form):
     """A staff page's range: the last `days` days (one of `choices`), and bots in or out."""
 

@@ -27,6 +27,7 @@ urlpatterns = [
     path("links/", views.link_list, name="link-list"),
     path("links/new/", views.link_create, name="link-create"),
     path("links/export.csv", views.link_export, name="link-export"),
+    path("links/bulk", views.link_bulk, name="link-bulk"),
     path("links/import/", views.link_import, name="link-import"),
     path("links/import/<int:pk>/", views.link_import_detail, name="link-import-detail"),
     path("links/import/<int:pk>/run", views.link_import_run, name="link-import-run"),

@@ -118,6 +118,49 @@ def link_list(request):
 
 
 @login_required
+@require_POST
+def link_bulk(request):
+    """An action on the links selected in the list; deleting asks first."""
+    selected = request.POST.getlist("selected")[: settings.WEB_LINKS_PER_PAGE]
+    links = list(selectors.links_visible_to(request.user).filter(slug__in=selected).order_by("slug"))
+    data = request.POST.copy()
+    data.setlist("selected", [link.slug for link in links])  # only those this person sees
+    form = forms.BulkForm(data)
+    form.fields["selected"].choices = [(link.slug, link.slug) for link in links]
+    if not form.is_valid():
+        for message in [
+            *form.non_field_errors(),
+            *(f"{form[name].label}: {error}" for name in ("action", "tag", "selected") for error in form[name].errors),
+        ]:
+            messages.error(request, message)
+        return redirect("web:link-list")
+    action, chosen = form.cleaned_data["action"], [link for link in links if link.slug in form.cleaned_data["selected"]]
+    if action == "export":
+        response = StreamingHttpResponse(
+            imports.export_lines(
+                selectors.with_click_totals(
+                    selectors.links_visible_to(request.user).filter(pk__in=[link.pk for link in chosen])
+                ).iterator()
+            ),
+            content_type="text/csv; charset=utf-8",
+        )
+        response["Content-Disposition"] = 'attachment; filename="links.csv"'
+        return response
+    if action == "delete" and not form.cleaned_data["confirm"]:
+        return render(request, "web/link_bulk_delete.html", {"links": chosen})
+    try:
+        changed = services.link_bulk_change(links=chosen, action=action, tag=form.cleaned_data["tag"])
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(
+            request,
+            f"{dict(form.fields['action'].choices)[action].rstrip('…')}: {changed} link{'s' if changed != 1 else ''} changed.",
+        )
+    return redirect("web:link-list")
+
+
+@login_required
 def link_export(request):
     links = selectors.link_search(user=request.user, **forms.LinkListForm(request.GET).search_arguments())
     response = StreamingHttpResponse(

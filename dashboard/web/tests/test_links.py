@@ -260,3 +260,34 @@ def test_an_expiry_postgresql_cannot_store_is_a_form_error(signed_in, user):
     assert response.status_code == 200
     assert response.context["form"].errors["expires_at"] == ["The UTC offset must be within ±15:59."]
     assert not Link.objects.filter(owner=user).exists()
+
+
+def test_bulk_actions_on_a_selection(signed_in, user, make_user):
+    mine = [link_create(owner=user, url=f"https://example.com/b{i}", slug=unique_slug()) for i in range(3)]
+    theirs = link_create(owner=make_user(), url="https://example.com/t", slug=unique_slug())
+    bulk = reverse("web:link-bulk")
+    two = [mine[0].slug, mine[1].slug, theirs.slug]  # another person's slug is ignored
+    assert signed_in.post(bulk, {"action": "tag", "tag": "spring", "selected": two}).status_code == 302
+    assert {link.slug for link in Link.objects.filter(tags__contains=["spring"])} == {mine[0].slug, mine[1].slug}
+    signed_in.post(bulk, {"action": "untag", "tag": "spring", "selected": [mine[0].slug]})
+    signed_in.post(bulk, {"action": "disable", "selected": two})
+    assert list(Link.objects.filter(is_active=False).order_by("slug").values_list("slug", flat=True)) == sorted(
+        [mine[0].slug, mine[1].slug]
+    )
+    signed_in.post(bulk, {"action": "enable", "selected": [mine[0].slug]})
+    assert Link.objects.get(pk=mine[0].pk).tags == [] and Link.objects.get(pk=mine[0].pk).is_active
+    exported = signed_in.post(bulk, {"action": "export", "selected": two})
+    rows = list(csv.reader(io.StringIO(b"".join(exported.streaming_content).decode())))
+    assert sorted(row[0] for row in rows[1:]) == sorted([mine[0].slug, mine[1].slug])
+    # Deleting asks first; only the confirmation deletes.
+    asked = signed_in.post(bulk, {"action": "delete", "selected": two})
+    assert asked.status_code == 200 and b"Yes, delete 2 links" in asked.content
+    assert Link.objects.filter(owner=user).count() == 3
+    signed_in.post(bulk, {"action": "delete", "confirm": "true", "selected": two})
+    assert list(Link.objects.filter(owner=user).values_list("slug", flat=True)) == [mine[2].slug]
+    assert Link.objects.filter(pk=theirs.pk).exists()
+    # Nothing selected, or a tag missing: a message, nothing changed.
+    page = signed_in.post(bulk, {"action": "tag", "selected": [mine[2].slug]}, follow=True)
+    assert b"Give the tag" in page.content
+    page = signed_in.post(bulk, {"action": "disable"}, follow=True)
+    assert b"Select at least one link" in page.content and Link.objects.get(pk=mine[2].pk).is_active
