@@ -279,7 +279,7 @@ def main() -> int:
             ("a whole year by day, bots included", f"?interval=day&include_bots=true&from={year}"),
             ("a whole year by day in Asia/Kolkata (+05:30)", f"?interval=day&tz=Asia/Kolkata&from={year}"),
             ("a whole year by day in Europe/Berlin", f"?interval=day&tz=Europe/Berlin&from={year}"),
-            ("a whole year by day, browser=Chrome", f"?interval=day&browser=Chrome&from={year}"),
+            ("a whole year by day, one browser", f"?interval=day&browser=browser-1&from={year}"),
         ]:
             timing = time_requests(client, f"/api/v1/links/popular/stats{query}", args.stats_requests)
             print(
@@ -291,7 +291,7 @@ def main() -> int:
             ("last 30 days (default)", ""),
             ("last 12 months", "?range=12m"),
             ("all time", "?range=all"),
-            ("last 90 days, Chrome only", "?range=90d&browser=Chrome"),
+            ("last 90 days, one browser", "?range=90d&browser=browser-1"),
         ]:
             timing = time_page(port, session, f"/links/popular/{query}", args.stats_requests)
             print(

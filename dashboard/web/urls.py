@@ -10,6 +10,7 @@ SLUG = rf"(?P<slug>{slugs.PATTERN})"
 
 urlpatterns = [
     path("", views.overview, name="overview"),
+    path("live", views.overview_live, name="overview-live"),
     path("sign-in/", views.SignInView.as_view(), name="sign-in"),
     path("sign-out/", auth_views.LogoutView.as_view(), name="sign-out"),
     path(

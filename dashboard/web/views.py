@@ -34,7 +34,7 @@ from links.selectors import short_url
 from . import forms, reports
 from . import services as web_services
 from .middleware import remember_time_zone
-from .selectors import OVERVIEW_DAYS, edge_health, overview_for
+from .selectors import OVERVIEW_DAYS, edge_health, overview_for, overview_version
 from .uploads import UploadLimitHandler
 
 RECENT_CLICKS = 20
@@ -87,7 +87,16 @@ def overview(request):
         except RedisUnavailable:
             context["lasting"] = None
         context["edge_health_url"] = settings.EDGE_HEALTH_URL
+    if request.GET.get("fragment"):
+        return render(request, "web/_overview.html", context)
+    context["live_version"] = overview_version(request.user)
     return render(request, "web/overview.html", context)
+
+
+@login_required
+def overview_live(request):
+    """A number that changes when the clicks of the person's links do: the overview polls it."""
+    return JsonResponse({"version": overview_version(request.user)})
 
 
 @login_required
@@ -358,7 +367,7 @@ def orphan_visits(request):
     """Visits to paths that are no link, for staff (docs/dashboard.md)."""
     _staff_only(request)
     form = forms.DaysForm(request.GET, choices=ORPHAN_DAYS)
-    days = form.cleaned_data["days"] if form.is_valid() else ORPHAN_DAYS[1]
+    days = (form.cleaned_data["days"] if form.is_valid() else None) or ORPHAN_DAYS[1]
     include_bots = not (form.is_valid() and form.cleaned_data["humans_only"])
     now = datetime.now(timezone.utc)
     try:
@@ -380,7 +389,7 @@ def accounting(request):
     """Per hour, the clicks the edges served beside those stored, for staff."""
     _staff_only(request)
     form = forms.DaysForm(request.GET, choices=ACCOUNTING_DAYS)
-    days = form.cleaned_data["days"] if form.is_valid() else ACCOUNTING_DAYS[0]
+    days = (form.cleaned_data["days"] if form.is_valid() else None) or ACCOUNTING_DAYS[0]
     now = datetime.now(timezone.utc)
     try:
         hours = quick_call(

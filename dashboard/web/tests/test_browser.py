@@ -209,6 +209,14 @@ def test_a_click_on_the_edge_reaches_the_open_page(page, edge, user):
     expect(page.locator("#total-clicks")).to_have_text("2", timeout=10_000)
     expect(page.locator("#recent-clicks tbody tr")).to_have_count(2)
     assert page.evaluate("() => window.notReloaded === true")  # updated in place
+    # The overview too.
+    page.goto("/")
+    expect(page.locator("#clicks-today")).to_have_text("2")
+    page.evaluate("() => { window.notReloaded = true; }")
+    assert edge.request(f"/{link.slug}", headers={"User-Agent": FIREFOX}).status == 302
+    import_until_counted(link, 3)
+    expect(page.locator("#clicks-today")).to_have_text("3", timeout=10_000)
+    assert page.evaluate("() => window.notReloaded === true")
 
 
 def test_csv_export_rows_are_the_clicks_made(page, edge, user, tmp_path):
@@ -257,6 +265,17 @@ def test_every_page_reads_on_a_phone_without_sideways_scrolling(page, edge, user
         for name, path in PAGES:
             page.goto(path.format(slug=link.slug))
             page.screenshot(path=SCREENSHOTS / f"page-{name}{suffix}.png", full_page=True)
+            # Every aria-describedby names ids that exist; every visible field has a label.
+            broken = page.evaluate("""() => {
+                const out = [];
+                for (const el of document.querySelectorAll("[aria-describedby]"))
+                    for (const id of el.getAttribute("aria-describedby").split(/\\s+/))
+                        if (!document.getElementById(id)) out.push(id);
+                for (const el of document.querySelectorAll("input:not([type=hidden]), select, textarea"))
+                    if (!(el.labels && el.labels.length) && !el.getAttribute("aria-label")) out.push(el.name);
+                return out;
+            }""")
+            assert broken == [], (name, broken)
             if width == 390:
                 sizes = page.evaluate(
                     "() => ({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth})"

@@ -4,6 +4,7 @@ time zone, the live version, the clicks export; and the trust pages (errors)."""
 import csv
 import io
 import json
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -157,3 +158,12 @@ def test_error_pages_have_the_navigation(signed_in, client):
     assert b'class="nav-wide"' in missing.content and b"Skip to the content" in missing.content
     api = signed_in.get("/api/v1/nothing-here")
     assert api.status_code == 404 and api["Content-Type"].startswith("application/json")
+
+
+def test_each_error_of_a_field_is_on_a_line_of_its_own_with_described_ids(signed_in):
+    page = signed_in.post(reverse("web:link-create"), {"url": "ftp://x", "slug": "a b", "redirect_status": "302"})
+    html = page.content.decode()
+    assert html.count('class="error field-error"') >= 2  # each its own line (app.css), under the field's error id
+    for described in re.findall(r'aria-describedby="([^"]+)"', html):
+        for name in described.split():
+            assert f'id="{name}"' in html, name
