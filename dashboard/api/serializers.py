@@ -278,8 +278,8 @@ class StatsQuerySerializer(TimeRangeSerializer):
     referer_host = serializers.CharField(
         required=False, allow_blank=True, max_length=1024, help_text=FILTER_HELP["referer_host"]
     )
-    browser = serializers.CharField(required=False, max_length=512, help_text=FILTER_HELP["browser"])
-    os = serializers.CharField(required=False, max_length=512, help_text=FILTER_HELP["os"])
+    browser = serializers.CharField(required=False, max_length=128, help_text=FILTER_HELP["browser"])
+    os = serializers.CharField(required=False, max_length=128, help_text=FILTER_HELP["os"])
     device = serializers.ChoiceField(
         choices=["desktop", "mobile", "tablet", "bot", "unknown"], required=False, help_text=FILTER_HELP["device"]
     )
