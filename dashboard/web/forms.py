@@ -236,14 +236,24 @@ class DaysForm(forms.Form):
 
     humans_only = forms.BooleanField(label="Leave bots out", required=False)
 
-    def __init__(self, *args, choices: tuple[int, ...], **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, query, *, choices: tuple[int, ...], default: int):
+        data = query.copy()
+        data.setdefault("days", str(default))  # the select shows what the page reads
+        super().__init__(data)
+        self.default = default
         self.fields["days"] = forms.TypedChoiceField(
             label="Last",
             coerce=int,
             choices=[(n, f"{n} day{'s' if n > 1 else ''}") for n in choices],
-            initial=choices[0],
+            required=False,
+            empty_value=None,
         )
+
+    def days(self) -> int:
+        return (self.cleaned_data["days"] if self.is_valid() else None) or self.default
+
+    def include_bots(self) -> bool:
+        return not (self.is_valid() and self.cleaned_data["humans_only"])
 
 
 class TimeZoneForm(forms.Form):

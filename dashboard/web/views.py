@@ -366,9 +366,8 @@ def _staff_only(request) -> None:
 def orphan_visits(request):
     """Visits to paths that are no link, for staff (docs/dashboard.md)."""
     _staff_only(request)
-    form = forms.DaysForm(request.GET, choices=ORPHAN_DAYS)
-    days = (form.cleaned_data["days"] if form.is_valid() else None) or ORPHAN_DAYS[1]
-    include_bots = not (form.is_valid() and form.cleaned_data["humans_only"])
+    form = forms.DaysForm(request.GET, choices=ORPHAN_DAYS, default=7)
+    days, include_bots = form.days(), form.include_bots()
     now = datetime.now(timezone.utc)
     try:
         found, too_large = (
@@ -388,8 +387,8 @@ def orphan_visits(request):
 def accounting(request):
     """Per hour, the clicks the edges served beside those stored, for staff."""
     _staff_only(request)
-    form = forms.DaysForm(request.GET, choices=ACCOUNTING_DAYS)
-    days = (form.cleaned_data["days"] if form.is_valid() else None) or ACCOUNTING_DAYS[0]
+    form = forms.DaysForm(request.GET, choices=ACCOUNTING_DAYS, default=1)
+    days = form.days()
     now = datetime.now(timezone.utc)
     try:
         hours = quick_call(
