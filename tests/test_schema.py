@@ -17,6 +17,7 @@ MODELS = [
     "teams.Membership",
     "teams.AuditEntry",
     "accounts.SessionUse",
+    "web.Preferences",
 ]
 
 

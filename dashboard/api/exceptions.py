@@ -15,6 +15,13 @@ class Conflict(exceptions.APIException):
 CONFLICTS = {"slug": {"unique"}, "username": {"member"}, "role": {"last_admin", "personal_team"}}
 
 
+class Unavailable(exceptions.APIException):
+    """Redis, which a figure is read from, failed just now."""
+
+    status_code = 503
+    default_detail = "Temporarily unavailable; try again shortly."
+
+
 def as_api_error(exc: DjangoValidationError) -> exceptions.APIException:
     """A service's ValidationError as the API answers it: 409 for a
     conflict (CONFLICTS), else 400 with a message per field."""

@@ -6,7 +6,8 @@ from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_sc
 from rest_framework import serializers
 
 from clicks.models import Click
-from clicks.selectors import INTERVALS, stats_range
+from clicks.rollups import DIMENSIONS
+from clicks.selectors import INTERVALS, stats_range, time_zones, zone_named
 from links import rules as link_rules
 from links.models import Link
 from links.selectors import LinkState, link_state, short_url
@@ -366,6 +367,34 @@ class ClickQuerySerializer(TimeRangeSerializer):
         required=False,
         help_text="An IPv4 or IPv6 address: clicks from it, or from its network where addresses are stored anonymised.",
     )
+    format = serializers.ChoiceField(
+        choices=["json", "csv", "jsonl"],
+        required=False,
+        help_text="json (the default): a page of clicks; csv or jsonl: every click of the filter, as a file.",
+    )
+
+
+@extend_schema_field({"type": "string", "enum": ["UTC", *sorted(time_zones() - {"UTC"})]})
+class TimeZoneField(serializers.CharField):
+    """An IANA time zone name; its value is the zone."""
+
+    default_error_messages = {"invalid": "Not a time zone name: use an IANA name such as Europe/Berlin."}
+
+    def to_internal_value(self, data):
+        try:
+            return zone_named(super().to_internal_value(data))
+        except ValueError:
+            self.fail("invalid")
+
+
+FILTER_HELP = {
+    "referer_host": "Only clicks from this referrer host; empty for direct visits.",
+    "browser": "Only clicks with this browser family, e.g. Chrome.",
+    "os": "Only clicks with this operating system family, e.g. Android.",
+    "device": "Only clicks from this device class.",
+    "country": "Only clicks from this country (ISO 3166 alpha-2, or unknown).",
+    "rule": "Only clicks served by this redirect rule (1 to 20) or split destination (ab1 to ab10).",
+}
 
 
 class StatsQuerySerializer(TimeRangeSerializer):
@@ -374,18 +403,48 @@ class StatsQuerySerializer(TimeRangeSerializer):
 
     interval = serializers.ChoiceField(choices=list(INTERVALS), default="day")
     include_bots = serializers.BooleanField(default=False, help_text="Count clicks flagged as bots too.")
+    tz = TimeZoneField(
+        required=False,
+        default="UTC",
+        help_text="Days, weeks and months are this zone's; hours are UTC hours, given in it (docs/rollups.md).",
+    )
+    referer_host = serializers.CharField(
+        required=False, allow_blank=True, max_length=1024, help_text=FILTER_HELP["referer_host"]
+    )
+    browser = serializers.CharField(required=False, max_length=128, help_text=FILTER_HELP["browser"])
+    os = serializers.CharField(required=False, max_length=128, help_text=FILTER_HELP["os"])
+    device = serializers.ChoiceField(
+        choices=["desktop", "mobile", "tablet", "bot", "unknown"], required=False, help_text=FILTER_HELP["device"]
+    )
+    country = serializers.CharField(required=False, max_length=16, help_text=FILTER_HELP["country"])
+    rule = serializers.RegexField(r"^(?:[1-9][0-9]?|ab(?:[1-9]|10))$", required=False, help_text=FILTER_HELP["rule"])
 
     def validate(self, attrs):
         # stats_range's ValidationError names the parameters; DRF answers it as a 400.
         return stats_range(
-            start=attrs.get("from"), end=attrs.get("to"), interval=attrs["interval"], include_bots=attrs["include_bots"]
+            start=attrs.get("from"),
+            end=attrs.get("to"),
+            interval=attrs["interval"],
+            include_bots=attrs["include_bots"],
+            zone=zone_named(attrs["tz"]) if isinstance(attrs["tz"], str) else attrs["tz"],  # the default is a name
+            filters={dimension: attrs[dimension] for dimension in DIMENSIONS if dimension in attrs},
         )
 
 
 class StatsPointSerializer(serializers.Serializer):
-    bucket = serializers.DateTimeField(help_text="Start of the UTC hour or day.")
+    bucket = serializers.DateTimeField(help_text="Start of the hour, day, week or month, in the zone asked for.")
     clicks = serializers.IntegerField()
-    visitors = serializers.IntegerField(help_text="Distinct visitors (anonymised address and user agent).")
+    visitors = serializers.IntegerField(
+        allow_null=True, help_text="Distinct visitors (anonymised address and user agent); null under filters."
+    )
+
+
+class TotalsSerializer(serializers.Serializer):
+    clicks = serializers.IntegerField(help_text="Clicks in the range (bots left out unless include_bots).")
+    visitors = serializers.IntegerField(
+        allow_null=True, help_text="Distinct visitors in the range; null under filters."
+    )
+    bots = serializers.IntegerField(help_text="Clicks by bots in the range.")
 
 
 class BreakdownItemSerializer(serializers.Serializer):
@@ -406,13 +465,34 @@ class BreakdownsSerializer(serializers.Serializer):
     )
 
 
+class FiltersSerializer(serializers.Serializer):
+    referer_host = serializers.CharField(required=False)
+    browser = serializers.CharField(required=False)
+    os = serializers.CharField(required=False)
+    device = serializers.CharField(required=False)
+    country = serializers.CharField(required=False)
+    rule = serializers.CharField(required=False)
+
+
 class StatsSerializer(serializers.Serializer):
+    """What the stats endpoint answers; it writes the body itself (api/views.py),
+    and this documents it."""
+
     slug = serializers.CharField()
     interval = serializers.CharField()
     include_bots = serializers.BooleanField()
+    tz = serializers.CharField()
+    filters = FiltersSerializer()
     clicks = serializers.IntegerField(help_text="Clicks in the range.")
-    series = StatsPointSerializer(many=True)
+    totals = TotalsSerializer()
+    previous = TotalsSerializer(help_text="The totals of the period as long as the range (up to now) just before it.")
+    series = StatsPointSerializer(many=True, help_text="Buckets with clicks only, oldest first.")
     breakdowns = BreakdownsSerializer()
+    breakdowns_sample = serializers.IntegerField(
+        allow_null=True,
+        help_text="Under filters, the breakdowns count the latest matching clicks, this many of them; "
+        "null when they count every click.",
+    )
 
     def get_fields(self):
         fields = super().get_fields()
@@ -502,3 +582,54 @@ class AuditEntrySerializer(serializers.ModelSerializer):
 class AuditQuerySerializer(TeamQuerySerializer):
     action = serializers.ChoiceField(choices=Action.values, required=False)
     link = serializers.RegexField(rf"^{SLUG_PATTERN}$", required=False, help_text="Entries of the link with this slug.")
+
+
+class OrphanQuerySerializer(QueryParameters):
+    days = serializers.IntegerField(
+        required=False, min_value=1, max_value=90, default=7, help_text="The last this many days, today included."
+    )
+    include_bots = serializers.BooleanField(required=False, default=True, help_text="Count visits by bots.")
+
+
+class AccountingQuerySerializer(QueryParameters):
+    days = serializers.IntegerField(
+        required=False, min_value=1, max_value=8, default=1, help_text="The last this many days (the edge keeps 8)."
+    )
+
+
+class OrphanCountSerializer(serializers.Serializer):
+    visits = serializers.IntegerField()
+    bots = serializers.IntegerField()
+
+
+class OrphanPathSerializer(OrphanCountSerializer):
+    path = serializers.CharField(help_text="The slug asked for, without the leading slash.")
+
+
+class OrphanReferrerSerializer(OrphanCountSerializer):
+    referer_host = serializers.CharField(help_text="Empty for visits without a referrer.")
+
+
+class OrphanVisitsSerializer(serializers.Serializer):
+    visits = serializers.IntegerField()
+    bots = serializers.IntegerField()
+    by_path = OrphanPathSerializer(many=True)
+    by_referrer = OrphanReferrerSerializer(many=True)
+    include_bots = serializers.BooleanField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+
+
+class HourAccountSerializer(serializers.Serializer):
+    hour = serializers.DateTimeField(help_text="The UTC hour's start.")
+    served_redirects = serializers.IntegerField()
+    served_orphans = serializers.IntegerField()
+    stored_clicks = serializers.IntegerField()
+    stored_orphans = serializers.IntegerField()
+    difference = serializers.IntegerField(help_text="Served minus stored.")
+    settled = serializers.BooleanField(help_text="Ended more than ACCOUNTING_GRACE_MINUTES ago.")
+
+
+class AccountingSerializer(serializers.Serializer):
+    hours = HourAccountSerializer(many=True, help_text="Newest first.")
+    lasting = serializers.IntegerField(help_text="Settled hours whose difference is not zero.")

@@ -17,6 +17,8 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", docs.swagger_ui, name="api-docs"),
     path("redoc/", docs.redoc, name="api-redoc"),
+    path("orphan-visits", views.orphan_visits, name="orphan-visits"),
+    path("accounting", views.accounting, name="accounting"),
     path("", include(router.urls)),
     path("teams/<int:team_id>/members", members, name="team-members"),
     re_path(rf"^teams/(?P<team_id>[0-9]+)/members/(?P<username>{views.USERNAME_PATTERN})$", member, name="team-member"),

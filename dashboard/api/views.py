@@ -1,15 +1,25 @@
+from contextlib import suppress
+from datetime import datetime, timedelta, timezone
+
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
-from clicks.selectors import link_stats
+from clicks import export
+from clicks.accounting import accounts
+from clicks.selectors import ReportTooLarge, link_stats, zone_name
+from clicks.selectors import orphan_visits as orphan_visits_report
 from links import selectors, services, slugs
 from links.models import Link
+from links.redis import RedisUnavailable, quick_call
 from teams import access
 from teams import selectors as team_selectors
 from teams import services as team_services
@@ -17,9 +27,9 @@ from teams.models import AuditEntry, Membership, Role, Team
 
 from . import serializers
 from . import services as token_services
-from .exceptions import as_api_error
+from .exceptions import Unavailable, as_api_error
 from .models import ApiToken
-from .permissions import SignedInSession
+from .permissions import SeesOperations, SignedInSession
 
 BULK_STATUS = {
     services.Outcome.CREATED: 201,
@@ -56,6 +66,14 @@ def team_from_body(request, data: dict) -> dict:
     if team is None:
         raise ValidationError({"team": [NO_SUCH_TEAM]})
     return {**data, "team": team}
+
+
+def _iso(moment, zone=None) -> str:
+    """A time as DRF's DateTimeField writes it (UTC as Z), in `zone` if it can be."""
+    with suppress(OverflowError):  # at the ends of the calendar, as it is
+        moment = moment.astimezone(zone) if zone else moment
+    text = moment.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _new_link_data(link: Link) -> dict:
@@ -153,9 +171,13 @@ class LinkViewSet(
         summary="Click statistics of a link",
         parameters=[serializers.StatsQuerySerializer, serializers.TeamQuerySerializer],
         responses={200: serializers.StatsSerializer},
-        description="A time series by UTC hour or day and breakdowns by referrer host, browser, OS, device "
-        "class, country and redirect rule, from the importer's rollups. Bots are left out unless `include_bots=true`. "
-        "Defaults: the last 30 days by day, or the last 48 hours by hour.",
+        description="A time series by hour, day, week or month and breakdowns by referrer host, browser, OS, "
+        "device class, country and redirect rule, with the totals of the range and of the period as long just "
+        "before it, from the importer's rollups (docs/rollups.md). Bots are left out unless `include_bots=true`. "
+        "Days, weeks (from Monday) and months are those of `tz`. Filters (`browser=Chrome`...) keep only "
+        "the clicks with those values: one filter is answered from the rollups, several from the raw "
+        "clicks (a 400 when that would take too long), and under filters the breakdowns count the latest "
+        "matching clicks (`breakdowns_sample`). Defaults: the last 30 days by day, or the last 48 hours by hour.",
         examples=[
             OpenApiExample(
                 "Two days",
@@ -164,9 +186,13 @@ class LinkViewSet(
                     "slug": "spring",
                     "interval": "day",
                     "include_bots": False,
+                    "tz": "UTC",
+                    "filters": {},
                     "from": "2026-11-20T00:00:00Z",
                     "to": "2026-11-22T00:00:00Z",
                     "clicks": 42,
+                    "totals": {"clicks": 42, "visitors": 28, "bots": 5},
+                    "previous": {"clicks": 30, "visitors": 20, "bots": 2},
                     "series": [
                         {"bucket": "2026-11-20T00:00:00Z", "clicks": 30, "visitors": 21},
                         {"bucket": "2026-11-21T00:00:00Z", "clicks": 12, "visitors": 9},
@@ -179,6 +205,7 @@ class LinkViewSet(
                         "country": [{"value": "DE", "clicks": 40}, {"value": "unknown", "clicks": 2}],
                         "rule": [{"value": "1", "clicks": 12}],
                     },
+                    "breakdowns_sample": None,
                 },
             )
         ],
@@ -190,22 +217,39 @@ class LinkViewSet(
         query.is_valid(raise_exception=True)
         span = query.validated_data
         stats = link_stats(
-            link_ids=[link.pk], start=span.start, end=span.end, interval=span.interval, include_bots=span.include_bots
+            link_ids=[link.pk],
+            start=span.start,
+            end=span.end,
+            interval=span.interval,
+            include_bots=span.include_bots,
+            zone=span.zone,
+            filters=span.filters,
+            compare=True,
         )
+        # Written out here rather than by StatsSerializer, which documents it:
+        # DRF's fields cost more than the query for a series of 2,000 points.
         body = {
             "slug": link.slug,
             "interval": span.interval,
             "include_bots": span.include_bots,
-            "from": span.start,
-            "to": span.end,
+            "tz": zone_name(span.zone),
+            "filters": dict(span.filters),
+            "from": _iso(span.start, span.zone),
+            "to": _iso(span.end, span.zone),
             "clicks": stats.clicks,
-            "series": [vars(point) for point in stats.series],
+            "totals": vars(stats.totals),
+            "previous": vars(stats.previous),
+            "series": [
+                {"bucket": _iso(point.bucket), "clicks": point.clicks, "visitors": point.visitors}
+                for point in stats.series
+            ],
             "breakdowns": {
                 dimension: [{"value": value, "clicks": clicks} for value, clicks in items]
                 for dimension, items in stats.breakdowns.items()
             },
+            "breakdowns_sample": stats.sample,
         }
-        return Response(serializers.StatsSerializer(body).data)
+        return Response(body)
 
     @extend_schema(
         summary="Create up to 1,000 links",
@@ -251,18 +295,55 @@ class ClickCursorPagination(CursorPagination):
     page_size = 100
 
 
+class ClickExportRenderer(BaseRenderer):
+    """Names an export format for DRF's `format` parameter; ClickViewSet.list
+    streams the file itself (clicks/export.py), so this renders nothing else."""
+
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        raise NotImplementedError("exports are streamed by ClickViewSet.list")
+
+
+class CsvRenderer(ClickExportRenderer):
+    media_type, format = "text/csv", "csv"
+
+
+class JsonLinesRenderer(ClickExportRenderer):
+    media_type, format = "application/jsonl", "jsonl"
+
+
 class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = serializers.ClickSerializer
     pagination_class = ClickCursorPagination
+    renderer_classes = [JSONRenderer, CsvRenderer, JsonLinesRenderer]
 
     @extend_schema(
         summary="Raw clicks",
         description="Newest first, cursor-paginated. Filter by `ip` to see every date and user agent seen "
-        "from an address (matched the way addresses are stored: anonymised by default).",
+        "from an address (matched the way addresses are stored: anonymised by default). With `format=csv` "
+        "or `format=jsonl`, every click of the filter as a file, oldest first and unpaginated, streamed "
+        "(CSV cells that would start a formula are behind a quote).",
         parameters=[serializers.ClickQuerySerializer],
+        responses={
+            (200, "application/json"): serializers.ClickSerializer(many=True),
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/jsonl"): OpenApiTypes.STR,
+        },
     )
     def list(self, request, *args, **kwargs):
-        return super().list(request, *args, **kwargs)
+        kind = request.accepted_renderer.format
+        if kind not in export.FORMATS:
+            return super().list(request, *args, **kwargs)
+        clicks = self.get_queryset().order_by("occurred_at").iterator(chunk_size=export.CHUNK)
+        response = StreamingHttpResponse(export.export_lines(clicks, kind), content_type=export.FORMATS[kind])
+        response["Content-Disposition"] = f'attachment; filename="clicks.{kind}"'
+        return response
+
+    def handle_exception(self, exc):
+        # Errors are JSON whatever the format asked for.
+        self.request.accepted_renderer, self.request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().handle_exception(exc)
 
     def get_queryset(self):
         query = serializers.ClickQuerySerializer(data=self.request.query_params)
@@ -476,3 +557,71 @@ class AuditViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         else:
             teams = access.team_ids(self.request.user, Role.ADMIN)
         return team_selectors.audit_entries(team_ids=teams, action=params.get("action"), slug=params.get("link"))
+
+
+@extend_schema(
+    summary="Orphan visits",
+    description="Visits to paths that are no link (a slug nobody created, or one deleted) over the last "
+    "`days` days, counted by path and by referrer host, bots counted apart. For staff and superusers.",
+    parameters=[serializers.OrphanQuerySerializer],
+    responses={200: serializers.OrphanVisitsSerializer},
+)
+@api_view(["GET"])
+@permission_classes([IsAuthenticated, SeesOperations])
+def orphan_visits(request):
+    query = serializers.OrphanQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    end = datetime.now(timezone.utc)
+    start = end - timedelta(days=query.validated_data["days"])
+    include_bots = query.validated_data["include_bots"]
+    try:
+        found = orphan_visits_report(start=start, end=end, include_bots=include_bots)
+    except ReportTooLarge as exc:
+        raise as_api_error(exc) from None
+    body = {
+        "visits": found.visits,
+        "bots": found.bots,
+        "by_path": [{"path": path, "visits": n, "bots": bots} for path, n, bots in found.by_path],
+        "by_referrer": [{"referer_host": host, "visits": n, "bots": bots} for host, n, bots in found.by_referrer],
+        "include_bots": include_bots,
+        "start": _iso(start),
+        "end": _iso(end),
+    }
+    return Response(body)
+
+
+@extend_schema(
+    summary="Every click accounted for",
+    description="Per UTC hour, newest first: the redirects and orphan visits the edges served as clicks, "
+    "the clicks and orphan visits stored, and the difference, zero once the importer has caught up "
+    "(docs/operations.md). For staff and superusers.",
+    parameters=[serializers.AccountingQuerySerializer],
+    responses={200: serializers.AccountingSerializer},
+)
+@api_view(["GET"])
+@permission_classes([IsAuthenticated, SeesOperations])
+def accounting(request):
+    query = serializers.AccountingQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    now = datetime.now(timezone.utc)
+    start = now - timedelta(days=query.validated_data["days"])
+    try:
+        hours = quick_call(lambda client: accounts(client=client, start=start, end=now, now=now), what="accounting")
+    except RedisUnavailable as exc:
+        raise Unavailable(str(exc)) from None
+    body = {
+        "hours": [
+            {
+                "hour": _iso(hour.hour),
+                "served_redirects": hour.served_redirects,
+                "served_orphans": hour.served_orphans,
+                "stored_clicks": hour.stored_clicks,
+                "stored_orphans": hour.stored_orphans,
+                "difference": hour.difference,
+                "settled": hour.settled,
+            }
+            for hour in hours
+        ],
+        "lasting": sum(1 for hour in hours if hour.settled and hour.difference),
+    }
+    return Response(body)

@@ -326,3 +326,38 @@ def link_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> None:
     clicks_delete_for_link(link_id=link_id)
     audit.record(team_id=team_id, actor=actor, action=Action.LINK_DELETED, link_id=link_id, slug=slug)
     _publish(slug)
+
+
+BULK_ACTIONS = ("tag", "untag", "disable", "enable", "delete")
+
+
+@transaction.atomic
+def link_bulk_change(
+    *, links: Iterable[Link], action: str, tag: str = "", actor: AbstractBaseUser | None = None
+) -> int:
+    """Tags, untags, disables, enables or deletes each link, through
+    link_update and link_delete (so each change is checked against `actor`'s
+    role, audited and published through the outbox like any other), all or
+    none; returns how many links changed."""
+    if action not in BULK_ACTIONS:
+        raise ValueError(f"action must be one of {BULK_ACTIONS}, not {action!r}")
+    if action in ("tag", "untag") and not tag:
+        raise ValidationError({"tag": "Give the tag to add or take away."})
+    changed = 0
+    for link in links:
+        if action == "delete":
+            link_delete(link=link, actor=actor)
+        elif action in ("disable", "enable"):
+            if link.is_active == (action == "enable"):
+                continue
+            link_update(link=link, actor=actor, is_active=action == "enable")
+        elif action == "tag":
+            if tag in link.tags:
+                continue
+            link_update(link=link, actor=actor, tags=[*link.tags, tag])
+        else:
+            if tag not in link.tags:
+                continue
+            link_update(link=link, actor=actor, tags=[name for name in link.tags if name != tag])
+        changed += 1
+    return changed

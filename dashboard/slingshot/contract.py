@@ -14,6 +14,10 @@ LINK_CHANGES_MAXLEN = 100_000
 CLICKS_STREAM = "slingshot:clicks"
 CLICKS_GROUP = "importers"
 DEAD_LETTER_STREAM = "slingshot:clicks:dead"
+# A hash per UTC hour (its start in Unix seconds after the prefix) of the
+# clicks the edges recorded, fields `redirect` and `orphan` (clicks.accounting).
+SERVED_KEY_PREFIX = "slingshot:served:"
+SERVED_FIELDS = ("redirect", "orphan")
 # The `v` field of a click entry: the record format the importer reads.
 CLICK_RECORD_VERSION = "4"
 

@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "web.middleware.TimeZoneMiddleware",  # the person's zone, from their session
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "accounts.middleware.SessionUseMiddleware",  # after auth, inside sessions: it records a session's use
     "axes.middleware.AxesMiddleware",  # last, as axes requires
@@ -100,6 +101,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "web.teams.navigation",
+                "django.template.context_processors.tz",  # TIME_ZONE: the zone the page shows times in
             ],
         },
     },
@@ -239,6 +241,15 @@ WEB_LINKS_PER_PAGE = env.int("WEB_LINKS_PER_PAGE", default=50)
 WEB_IMPORT_MAX_ROWS = env.int("WEB_IMPORT_MAX_ROWS", default=10_000)
 WEB_IMPORT_MAX_BYTES = env.int("WEB_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)  # larger CSV uploads are refused
 WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
+# Reports under filters (clicks/selectors.py): the breakdowns count the
+# latest this many matching raw clicks, and a statement of the raw clicks
+# is cancelled after this many milliseconds, its report refused.
+REPORT_FILTER_SAMPLE = env.int("REPORT_FILTER_SAMPLE", default=50_000)
+REPORT_RAW_TIMEOUT_MS = env.int("REPORT_RAW_TIMEOUT_MS", default=3000)
+# Every click accounted for (clicks/accounting.py): how long after an hour
+# ends a difference between the clicks the edges served and those stored is
+# still waiting for the importer, before the overview flags it.
+ACCOUNTING_GRACE_MINUTES = env.int("ACCOUNTING_GRACE_MINUTES", default=15)
 
 # Content-Security-Policy (django-csp) of every page: everything the dashboard
 # loads is its own, nothing inline. The API's docs pages add what they need

@@ -3,6 +3,7 @@ in their services (links/services.py, api/services.py) and selectors
 (clicks.selectors.stats_range); a service's ValidationError is shown on the
 form with add_service_errors."""
 
+from datetime import date, datetime, time, timedelta, tzinfo
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django import forms
@@ -10,12 +11,16 @@ from django.conf import settings
 from django.contrib.postgres.forms import SimpleArrayField
 from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
+from django.utils import timezone
 
 from api.models import ApiToken
-from clicks.selectors import INTERVALS, StatsRange, stats_range
+from clicks.rollups import DIMENSIONS
+from clicks.selectors import INTERVALS, StatsRange, stats_range, time_zones
 from links.imports import CSV_COLUMNS
 from links.models import Link
 from teams.models import Role
+
+from .reports import DEFAULT_PRESET, PRESETS, auto_interval, preset_range
 
 
 def add_service_errors(form: forms.Form, error: ValidationError) -> None:
@@ -24,6 +29,13 @@ def add_service_errors(form: forms.Form, error: ValidationError) -> None:
     for field, messages in error.message_dict.items():
         for message in messages:
             form.add_error(field if field in form.fields else None, message)
+
+
+class DateInput(forms.DateInput):
+    input_type = "date"
+
+    def format_value(self, value):
+        return value.isoformat() if hasattr(value, "isoformat") else value
 
 
 class DateTimeInput(forms.DateTimeInput):
@@ -83,7 +95,7 @@ class LinkForm(forms.Form):
         help_text="Before it the link answers as if it did not exist.",
     )
     expires_at = forms.DateTimeField(
-        label="Expires at (UTC)",
+        label="Expires at",
         required=False,
         widget=DateTimeInput,
         help_text="After it the link answers 410 Gone.",
@@ -142,6 +154,7 @@ class LinkForm(forms.Form):
             self.fields[name] = forms.CharField(
                 label=name, required=False, max_length=200, widget=forms.TextInput(attrs={"data-utm": name})
             )
+        self.fields["expires_at"].label = f"Expires at ({timezone.get_current_timezone_name()})"
         if editing:
             self.fields["slug"].required = True
             self.fields["slug"].help_text = "Changing it breaks the old short URL."
@@ -234,33 +247,146 @@ class LinkListForm(forms.Form):
         }
 
 
-class StatsRangeForm(forms.Form):
-    """The link page's stats range; its defaults and limits are
-    clicks.selectors.stats_range's, and `span` is its StatsRange."""
+class ReportForm(forms.Form):
+    """A report's range, bucket, bots and filters, as the link page takes
+    them from its query string. A preset (web.reports.PRESETS) or a custom
+    range of whole days (`from` and `to`, both included) in the person's
+    zone; the limits are clicks.selectors.stats_range's. `filters` are the
+    dimensions given in the query, an empty value included (a referrer host
+    of '' is a direct visit). After is_valid(), `span` is the StatsRange."""
 
-    interval = forms.ChoiceField(choices=[(name, name) for name in INTERVALS], required=False)
+    range = forms.ChoiceField(
+        choices=[*PRESETS.items(), ("custom", "Custom")], required=False, widget=forms.HiddenInput
+    )
+    interval = forms.ChoiceField(
+        label="By",
+        choices=[("", "Best fit"), *((name, name) for name in INTERVALS)],
+        required=False,
+    )
+    include_bots = forms.BooleanField(label="Include bots", required=False)
+
+    def __init__(self, *args, now: datetime, zone: tzinfo, since: datetime | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        # `from` is a Python keyword, so these two cannot be class attributes.
+        self.fields["from"] = forms.DateField(label="From", required=False, widget=DateInput)
+        self.fields["to"] = forms.DateField(label="To (included)", required=False, widget=DateInput)
+        self.now, self.zone, self.since = now, zone, since
+        self.span: StatsRange | None = None
+        self.preset = DEFAULT_PRESET
+        self.filters = {name: self.data[name] for name in DIMENSIONS if name in self.data}
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        first, last = data.get("from"), data.get("to")
+        if first or last or data.get("range") == "custom":
+            self.preset = "custom"
+            today = self.now.astimezone(self.zone).date()
+            first, last = first or last or today, last or today
+            if last < first:
+                self.add_error("to", "The last day must not be before the first.")
+                return data
+            if last == date.max:
+                self.add_error("to", "That day is later than a report can reach.")
+                return data
+            start = datetime.combine(first, time(), tzinfo=self.zone)
+            end = datetime.combine(last + timedelta(days=1), time(), tzinfo=self.zone)
+        else:
+            self.preset = data.get("range") or DEFAULT_PRESET
+            start, end = preset_range(self.preset, now=self.now, zone=self.zone, since=self.since)
+        try:
+            self.span = stats_range(
+                start=start,
+                end=end,
+                interval=data.get("interval") or auto_interval(start, end),
+                include_bots=data["include_bots"],
+                zone=self.zone,
+                filters=self.filters,
+            )
+        except ValidationError as exc:
+            self.add_error(None, exc)
+        return data
+
+    def default_span(self) -> StatsRange:
+        """The default report, shown below the errors of a query that is not one."""
+        start, end = preset_range(DEFAULT_PRESET, now=self.now, zone=self.zone)
+        return stats_range(start=start, end=end, interval=auto_interval(start, end), zone=self.zone)
+
+
+class ClickExportForm(forms.Form):
+    """The export's range (the report's [from, to), as instants), bots and filters."""
+
     include_bots = forms.BooleanField(required=False)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # `from` is a Python keyword, so these two cannot be class attributes.
-        self.fields["from"] = forms.DateTimeField(required=False)
-        self.fields["to"] = forms.DateTimeField(required=False)
-        self.span: StatsRange | None = None
+        self.fields["from"] = forms.DateTimeField()
+        self.fields["to"] = forms.DateTimeField()
+        self.filters = {name: self.data[name] for name in DIMENSIONS if name in self.data}
+
+
+class BulkForm(forms.Form):
+    """An action on the links selected in the list (links.services.link_bulk_change), or their export."""
+
+    action = forms.ChoiceField(
+        label="With the selected links",
+        choices=[
+            ("tag", "Add a tag"),
+            ("untag", "Remove a tag"),
+            ("disable", "Disable"),
+            ("enable", "Enable"),
+            ("delete", "Delete…"),
+            ("export", "Export as CSV"),
+        ],
+    )
+    tag = forms.CharField(label="Tag", required=False, max_length=64, help_text="For adding or removing a tag.")
+    selected = forms.MultipleChoiceField(required=False)  # slugs; the view sets the choices it may take
+    confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def clean(self):
         data = super().clean()
-        if not self.errors:
-            try:
-                self.span = stats_range(
-                    start=data.get("from"),
-                    end=data.get("to"),
-                    interval=data.get("interval") or "day",
-                    include_bots=data["include_bots"],
-                )
-            except ValidationError as exc:
-                self.add_error(None, exc)
+        if not data.get("selected"):
+            raise ValidationError("Select at least one link.")
+        if data.get("action") in ("tag", "untag") and not data.get("tag"):
+            self.add_error("tag", "Give the tag to add or take away.")
         return data
+
+
+class DaysForm(forms.Form):
+    """A staff page's range: the last `days` days (one of `choices`), and bots in or out."""
+
+    humans_only = forms.BooleanField(label="Leave bots out", required=False)
+
+    def __init__(self, query, *, choices: tuple[int, ...], default: int):
+        data = query.copy()
+        data.setdefault("days", str(default))  # the select shows what the page reads
+        super().__init__(data)
+        self.default = default
+        self.fields["days"] = forms.TypedChoiceField(
+            label="Last",
+            coerce=int,
+            choices=[(n, f"{n} day{'s' if n > 1 else ''}") for n in choices],
+            required=False,
+            empty_value=None,
+        )
+
+    def days(self) -> int:
+        return (self.cleaned_data["days"] if self.is_valid() else None) or self.default
+
+    def include_bots(self) -> bool:
+        return not (self.is_valid() and self.cleaned_data["humans_only"])
+
+
+class TimeZoneForm(forms.Form):
+    time_zone = forms.ChoiceField(
+        label="Time zone",
+        help_text="Pages show times in it, and reports make their days in it.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["time_zone"].choices = [(name, name) for name in sorted(time_zones())]
 
 
 class CsvUploadForm(forms.Form):
@@ -299,8 +425,11 @@ class TokenForm(forms.ModelForm):
     class Meta:
         model = ApiToken
         fields = ["name", "scope", "expires_at"]
-        labels = {"expires_at": "Expires at (UTC, optional)"}
         widgets = {"expires_at": DateTimeInput}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["expires_at"].label = f"Expires at ({timezone.get_current_timezone_name()}, optional)"
 
 
 class TeamForm(forms.Form):

@@ -13,12 +13,18 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone as tz
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from api import services as token_services
 from api.models import ApiToken
-from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals, stats_range
+from clicks import accounting as clicks_accounting
+from clicks import selectors as clicks_selectors
+from clicks.export import CHUNK as EXPORT_CHUNK
+from clicks.export import FORMATS, export_lines
+from clicks.selectors import INTERVALS, ReportTooLarge, link_stats, link_totals
 from clicks.stream import import_lag
 from links import imports, selectors, services, unlocking
 from links.models import Link, LinkImport
@@ -29,19 +35,16 @@ from teams import access
 from teams.models import Role, Team
 from teams.services import personal_team
 
-from . import forms
-from .selectors import OVERVIEW_DAYS, clicks_per_rule, edge_health, overview_for
+from . import forms, reports
+from . import services as web_services
+from .middleware import remember_time_zone
+from .selectors import OVERVIEW_DAYS, clicks_per_rule, edge_health, overview_for, overview_version
 from .teams import current_membership
 from .uploads import UploadLimitHandler
 
-BREAKDOWN_TITLES = {
-    "referer_host": "Referrers",
-    "browser": "Browsers",
-    "os": "Operating systems",
-    "device": "Devices",
-    "country": "Countries",
-}
 RECENT_CLICKS = 20
+ORPHAN_DAYS = (1, 7, 30, 90)
+ACCOUNTING_DAYS = (1, 2, 8)
 
 
 class SignInView(auth_views.LoginView):
@@ -78,35 +81,20 @@ def _edits_in(request, team: Team) -> bool:
     return access.allows(access.role_in(request.user, team.pk), Role.EDITOR)
 
 
-def _chart(series, *, label: str, interval: str, start: datetime, end: datetime) -> dict:
-    """Chart data with a bar for every bucket of [start, end), empty ones too
-    (the series holds only buckets with clicks)."""
-    step = INTERVALS[interval]
-    bucket = bucket_start(start, interval)
-    by_bucket = {point.bucket: point for point in series}
-    fmt = "%Y-%m-%d %H:00" if interval == "hour" else "%Y-%m-%d"
-    chart = {"label": label, "labels": [], "clicks": [], "visitors": []}
-    while bucket < end:
-        point = by_bucket.get(bucket)
-        chart["labels"].append(bucket.strftime(fmt))
-        chart["clicks"].append(point.clicks if point else 0)
-        chart["visitors"].append(point.visitors if point else 0)
-        bucket += step
-    return chart
-
-
 @login_required
 def overview(request):
     now = datetime.now(timezone.utc)
     totals = overview_for(request.user, now=now)
     context = {
         "totals": totals,
-        "chart": _chart(
+        "chart": reports.chart(
             totals.series,
-            label="Clicks per day (UTC), bots left out",
-            interval="day",
             start=now - timedelta(days=OVERVIEW_DAYS - 1),
             end=now,
+            interval="day",
+            zone=timezone.utc,
+            now=now,
+            label="Clicks per day (UTC), bots left out",
         ),
     }
     if selectors.sees_operations(request.user):
@@ -116,8 +104,23 @@ def overview(request):
         except RedisUnavailable as exc:
             context["lag_error"] = str(exc)
         context["edge"] = edge_health()
+        try:
+            context["lasting"] = quick_call(
+                lambda client: clicks_accounting.lasting_differences(client=client), what="accounting"
+            )
+        except RedisUnavailable:
+            context["lasting"] = None
         context["edge_health_url"] = settings.EDGE_HEALTH_URL
+    if request.GET.get("fragment"):
+        return render(request, "web/_overview.html", context)
+    context["live_version"] = overview_version(request.user)
     return render(request, "web/overview.html", context)
+
+
+@login_required
+def overview_live(request):
+    """A number that changes when the clicks of the person's links do: the overview polls it."""
+    return JsonResponse({"version": overview_version(request.user)})
 
 
 @login_required
@@ -146,6 +149,53 @@ def link_list(request):
             "edits": _edits_in(request, team),
         },
     )
+
+
+@login_required
+@require_POST
+def link_bulk(request):
+    """An action on the links selected in the list; deleting asks first."""
+    selected = request.POST.getlist("selected")[: settings.WEB_LINKS_PER_PAGE]
+    # Of the current team's links, as the list shows them; changing them takes an editor (the services check).
+    team = _current_team(request)
+    links = list(selectors.links_visible_to(request.user, team=team.pk).filter(slug__in=selected).order_by("slug"))
+    data = request.POST.copy()
+    data.setlist("selected", [link.slug for link in links])  # only those this person sees
+    form = forms.BulkForm(data)
+    form.fields["selected"].choices = [(link.slug, link.slug) for link in links]
+    if not form.is_valid():
+        for message in [
+            *form.non_field_errors(),
+            *(f"{form[name].label}: {error}" for name in ("action", "tag", "selected") for error in form[name].errors),
+        ]:
+            messages.error(request, message)
+        return redirect("web:link-list")
+    action, chosen = form.cleaned_data["action"], [link for link in links if link.slug in form.cleaned_data["selected"]]
+    if action == "export":
+        response = StreamingHttpResponse(
+            imports.export_lines(
+                selectors.with_click_totals(
+                    selectors.links_visible_to(request.user, team=team.pk).filter(pk__in=[link.pk for link in chosen])
+                ).iterator()
+            ),
+            content_type="text/csv; charset=utf-8",
+        )
+        response["Content-Disposition"] = 'attachment; filename="links.csv"'
+        return response
+    if action == "delete" and not form.cleaned_data["confirm"]:
+        return render(request, "web/link_bulk_delete.html", {"links": chosen})
+    try:
+        changed = services.link_bulk_change(
+            links=chosen, action=action, tag=form.cleaned_data["tag"], actor=request.user
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(
+            request,
+            f"{dict(form.fields['action'].choices)[action].rstrip('…')}: {changed} link{'s' if changed != 1 else ''} changed.",
+        )
+    return redirect("web:link-list")
 
 
 @login_required
@@ -197,6 +247,8 @@ def link_toggle(request, slug: str):
     link = _link_or_404(request, slug, Role.EDITOR)
     services.link_update(link=link, actor=request.user, is_active=not link.is_active)
     messages.success(request, f"{link.slug} is now {'active' if link.is_active else 'disabled'}.")
+    if request.POST.get("next") == "list":
+        return redirect("web:link-list")
     return redirect("web:link-detail", slug=link.slug)
 
 
@@ -210,54 +262,193 @@ def link_delete(request, slug: str):
     return render(request, "web/link_delete.html", {"link": link})
 
 
-@login_required
-def link_detail(request, slug: str):
-    link = _link_or_404(request, slug)
-    form = forms.StatsRangeForm(request.GET)
-    span = form.span if form.is_valid() else stats_range()  # the defaults, below the form's errors
-    stats = link_stats(
+def _link_report(request, link: Link) -> dict:
+    """What the link page's report shows: its range, totals against the
+    period before, chart, breakdowns and recent clicks (web/reports.py)."""
+    now = datetime.now(timezone.utc)
+    zone = tz.get_current_timezone()
+    form = forms.ReportForm(request.GET, now=now, zone=zone, since=link.created_at)
+    span = form.span if form.is_valid() else form.default_span()  # the defaults, below the form's errors
+    too_large = None
+    try:
+        stats = _stats(link, span, now)
+    except ReportTooLarge as exc:
+        too_large = exc.messages[0]
+        span = form.default_span()
+        stats = _stats(link, span, now)
+    filters = dict(span.filters)
+    query = request.GET.copy()
+    recent = selectors.clicks_visible_to(request.user, start=span.start, end=span.end).filter(link_id=link.pk)
+    recent = recent.filter(**filters) if span.include_bots else recent.filter(is_bot=False, **filters)
+    what = "" if span.include_bots else ", bots left out"
+    export_base = reverse("web:link-clicks-export", args=[link.slug])
+    export_args = {"start": span.start, "end": span.end, "include_bots": span.include_bots, "filters": filters}
+    return {
+        "link": link,
+        "form": form,
+        "span": span,
+        "last_day": span.end - timedelta(days=1),
+        "zone_name": tz.get_current_timezone_name(),
+        "intervals": list(INTERVALS),
+        "preset": form.preset if form.is_valid() and not too_large else reports.DEFAULT_PRESET,
+        "presets": [
+            (name, label, reports.href(query, range=name, **{"from": None, "to": None, "interval": None}))
+            for name, label in reports.PRESETS.items()
+        ],
+        "errors": form.errors,
+        "too_large": too_large,
+        "stats": stats,
+        "totals_rows": [
+            (name, label, change)
+            for (name, change), label in zip(
+                reports.totals_changes(stats.totals, stats.previous).items(),
+                ("Clicks", "Unique visitors", "Bots"),
+                strict=True,
+            )
+        ],
+        "filters": reports.active_filters(filters, query),
+        "breakdowns": reports.breakdowns(stats, filters, query),
+        "bots_href": reports.href(query, include_bots=None if span.include_bots else "true"),
+        "recent": recent.order_by("-occurred_at")[:RECENT_CLICKS],
+        "rule_clicks": clicks_per_rule(link, stats),
+        "export": {kind: reports.export_url(export_base, kind=kind, **export_args) for kind in FORMATS},
+        "query": query.urlencode(),
+        "chart": reports.chart(
+            stats.series,
+            start=span.start,
+            end=span.end,
+            interval=span.interval,
+            zone=zone,
+            now=now,
+            label=f"Clicks per {span.interval} ({tz.get_current_timezone_name()}){what}",
+        ),
+    }
+
+
+def _stats(link: Link, span, now: datetime):
+    return link_stats(
         link_ids=[link.pk],
         start=span.start,
         end=span.end,
         interval=span.interval,
         include_bots=span.include_bots,
+        zone=span.zone,
+        filters=span.filters,
+        compare=True,
         top=10,
+        now=now,
     )
-    recent = selectors.clicks_visible_to(request.user, slug=link.slug).order_by("-occurred_at")[:RECENT_CLICKS]
-    what = "" if span.include_bots else ", bots left out"
+
+
+@login_required
+def link_detail(request, slug: str):
+    link = _link_or_404(request, slug)
     totals = link_totals(link_ids=[link.pk])[link.pk]
+    context = _link_report(request, link)
     visits = selectors.link_visits([link])
-    with_bots = request.GET.copy()
-    with_bots["include_bots"] = "true"
+    context.update(
+        edits=access.allows(link.role, Role.EDITOR),
+        short_url=short_url(link.slug),
+        state=selectors.link_state(link, visits=(visits or {}).get(link.pk)),
+        # None: Redis did not answer; absent: no limit.
+        # Requests over the limit count too: the visits served are at most the limit.
+        visits=None if visits is None else min(visits.get(link.pk, 0), link.max_visits or 0),
+        totals=totals,
+        live_version=totals.clicks,
+    )
+    return render(request, "web/link_detail.html", context)
+
+
+@login_required
+def link_report(request, slug: str):
+    """The report of the link page alone, which the page fetches again as clicks come in."""
+    link = _link_or_404(request, slug)
+    return render(request, "web/_link_report.html", _link_report(request, link))
+
+
+@login_required
+def link_live(request, slug: str):
+    """A number that changes when the link's clicks do: the page polls it (docs/dashboard.md)."""
+    link = _link_or_404(request, slug)
+    return JsonResponse({"version": link_totals(link_ids=[link.pk])[link.pk].clicks})
+
+
+@login_required
+def link_clicks_export(request, slug: str):
+    """The raw clicks of the link page's report (its range, bots and filters)
+    as CSV or JSON lines, streamed from a server-side cursor."""
+    link = _link_or_404(request, slug)
+    kind = request.GET.get("format", "csv")
+    if kind not in FORMATS:
+        return HttpResponse("format is csv or jsonl.", status=400, content_type="text/plain")
+    form = forms.ClickExportForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(form.errors.as_text(), status=400, content_type="text/plain")
+    data = form.cleaned_data
+    clicks = selectors.clicks_visible_to(request.user, start=data["from"], end=data["to"]).filter(link_id=link.pk)
+    clicks = clicks.filter(**form.filters)
+    if not data["include_bots"]:
+        clicks = clicks.filter(is_bot=False)
+    lines = export_lines(clicks.order_by("occurred_at").iterator(chunk_size=EXPORT_CHUNK), kind)
+    response = StreamingHttpResponse(lines, content_type=FORMATS[kind])
+    response["Content-Disposition"] = f'attachment; filename="{link.slug}-clicks.{kind}"'
+    return response
+
+
+def _staff_only(request) -> None:
+    if not selectors.sees_operations(request.user):
+        raise PermissionDenied("For staff and superusers.")
+
+
+@login_required
+def orphan_visits(request):
+    """Visits to paths that are no link, for staff (docs/dashboard.md)."""
+    _staff_only(request)
+    form = forms.DaysForm(request.GET, choices=ORPHAN_DAYS, default=7)
+    days, include_bots = form.days(), form.include_bots()
+    now = datetime.now(timezone.utc)
+    try:
+        found, too_large = (
+            clicks_selectors.orphan_visits(start=now - timedelta(days=days), end=now, include_bots=include_bots),
+            None,
+        )
+    except ReportTooLarge as exc:
+        found, too_large = None, exc.messages[0]
     return render(
         request,
-        "web/link_detail.html",
-        {
-            "link": link,
-            "edits": access.allows(link.role, Role.EDITOR),
-            "short_url": short_url(link.slug),
-            "state": selectors.link_state(link, visits=(visits or {}).get(link.pk)),
-            # None: Redis did not answer; absent: no limit.
-            # Requests over the limit count too: the visits served are at most the limit.
-            "visits": None if visits is None else min(visits.get(link.pk, 0), link.max_visits or 0),
-            "stats": stats,
-            "span": span,
-            "errors": form.errors,
-            "totals": totals,
-            "bot_clicks": totals.clicks - totals.human_clicks,
-            "with_bots": with_bots.urlencode(),
-            "recent": recent,
-            "rule_clicks": clicks_per_rule(link, stats),
-            "breakdowns": [
-                (BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items() if name in BREAKDOWN_TITLES
-            ],
-            "chart": _chart(
-                stats.series,
-                label=f"Clicks per {span.interval} (UTC){what}",
-                interval=span.interval,
-                start=span.start,
-                end=span.end,
+        "web/orphan_visits.html",
+        {"form": form, "days": days, "found": found, "too_large": too_large, "choices": ORPHAN_DAYS},
+    )
+
+
+@login_required
+def accounting(request):
+    """Per hour, the clicks the edges served beside those stored, for staff."""
+    _staff_only(request)
+    form = forms.DaysForm(request.GET, choices=ACCOUNTING_DAYS, default=1)
+    days = form.days()
+    now = datetime.now(timezone.utc)
+    try:
+        hours = quick_call(
+            lambda client: clicks_accounting.accounts(
+                client=client, start=now - timedelta(days=days), end=now, now=now
             ),
+            what="accounting",
+        )
+        error = None
+    except RedisUnavailable as exc:
+        hours, error = [], str(exc)
+    return render(
+        request,
+        "web/accounting.html",
+        {
+            "form": form,
+            "hours": hours,
+            "error": error,
+            "choices": ACCOUNTING_DAYS,
+            "days": days,
+            "lasting": [hour for hour in hours if hour.settled and hour.difference],
+            "grace": settings.ACCOUNTING_GRACE_MINUTES,
         },
     )
 
@@ -375,10 +566,14 @@ def link_import_run(request, pk: int):
     return redirect("web:link-import-detail", pk=link_import.pk)
 
 
+CREATED_TOKEN = "created_token"  # the session key that carries a new token's secret to the one page that shows it
+
+
 @login_required
 def tokens(request):
+    """Post/redirect/get: a create redirects here, and the secret rides in
+    the session to the next page only, so a reload never creates another."""
     form = forms.TokenForm(request.POST or None)
-    created = None
     if request.method == "POST" and form.is_valid():
         try:
             token, raw = token_services.token_create(
@@ -387,17 +582,33 @@ def tokens(request):
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
-            created = {"token": token, "raw": raw}
-            form = forms.TokenForm()
-    return render(
-        request,
-        "web/tokens.html",
-        {
-            "form": form,
-            "created": created,
-            "tokens": ApiToken.objects.filter(user=request.user).select_related("team"),
-        },
-    )
+            request.session[CREATED_TOKEN] = {"pk": token.pk, "raw": raw}
+            return redirect("web:tokens")
+    tokens = ApiToken.objects.filter(user=request.user).select_related("team")
+    created = request.session.pop(CREATED_TOKEN, None) if request.method == "GET" else None
+    if created:
+        created = {"token": next((token for token in tokens if token.pk == created["pk"]), None), "raw": created["raw"]}
+    return render(request, "web/tokens.html", {"form": form, "created": created, "tokens": tokens})
+
+
+@login_required
+def time_zone(request):
+    """The zone the pages show times and make days in. app.js posts the
+    browser's zone with `guess` on a first visit, which never overrides a choice."""
+    guess = request.method == "POST" and "guess" in request.POST
+    form = forms.TimeZoneForm(request.POST or None, initial={"time_zone": tz.get_current_timezone_name()})
+    if request.method == "POST" and form.is_valid():
+        preferences = web_services.preferences_set_time_zone(
+            user=request.user, time_zone=form.cleaned_data["time_zone"], only_if_unset=guess
+        )
+        remember_time_zone(request, preferences.time_zone)
+        if guess:
+            return JsonResponse({"time_zone": preferences.time_zone})
+        messages.success(request, f"Times are now shown in {preferences.time_zone}.")
+        return redirect("web:time-zone")
+    if guess:
+        return JsonResponse({"errors": form.errors}, status=400)
+    return render(request, "web/time_zone.html", {"form": form})
 
 
 @login_required

@@ -8,6 +8,7 @@ local clickbuf = require("slingshot.clickbuf")
 local nginxvar = require("slingshot.nginxvar")
 local metrics = require("slingshot.metrics")
 local contract = require("slingshot.contract")
+local accounting = require("slingshot.accounting")
 local ffi = require("ffi")
 
 local ngx = ngx
@@ -34,6 +35,7 @@ local FLUSHED = metrics.CLICKS_FLUSHED
 local DROPPED = metrics.CLICKS_DROPPED
 local DEPTH = metrics.CLICK_BUFFER_DEPTH
 local ERRORS = metrics.labelled(metrics.REDIS_ERRORS, "op", "clicks")
+local REDIRECT, ORPHAN = accounting.REDIRECT, accounting.ORPHAN
 
 local CHECK_ABOVE = clickbuf.CHECK_ABOVE
 local cut_details = clickbuf.cut_details
@@ -77,6 +79,7 @@ function _M.record(slug, link_id, rule)
     elseif len == 0 then
         return
     end
+    accounting.count(link_id == "" and ORPHAN or REDIRECT, now())
     if buffer.count + unsent_clicks >= config.click_buffer_max then
         metrics.inc(DROPPED)
         return
@@ -94,6 +97,7 @@ function _M.record(slug, link_id, rule)
         -- The exit flush has run and no timer runs after it: requests still
         -- finishing in an old worker write their own clicks, and counts.
         _M.flush(true)
+        accounting.flush()
         metrics.sync()
     end
 end

@@ -7,6 +7,8 @@ _M.LINK_KEY_PREFIX = "slingshot:link:"
 _M.LINK_CHANGES_STREAM = "slingshot:link-changes"
 _M.VISITS_KEY_PREFIX = "slingshot:visits:"
 _M.CLICKS_STREAM = "slingshot:clicks"
+-- A hash per UTC hour of the clicks the edges recorded (accounting.lua).
+_M.SERVED_KEY_PREFIX = "slingshot:served:"
 -- The `v` field of the click entries this edge writes.
 _M.CLICK_RECORD_VERSION = "4"
 

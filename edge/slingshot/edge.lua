@@ -5,6 +5,7 @@ local slugs = require("slingshot.slug")
 local link = require("slingshot.link")
 local links = require("slingshot.links")
 local clicks = require("slingshot.clicks")
+local accounting = require("slingshot.accounting")
 local redis = require("slingshot.redis")
 local metrics = require("slingshot.metrics")
 local cidr = require("slingshot.cidr")
@@ -56,6 +57,10 @@ end
 -- dict; run once more at exit, it sends what is left.
 local function tick(premature)
     clicks.flush(premature)
+    local ok, err = accounting.flush()
+    if not ok then
+        log(ERR, err)
+    end
     metrics.sync()
 end
 

@@ -35,9 +35,10 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
         "VISITS_KEY_PREFIX": contract.VISITS_KEY_PREFIX,
         "CLICKS_STREAM": contract.CLICKS_STREAM,
         "CLICK_RECORD_VERSION": contract.CLICK_RECORD_VERSION,
+        "SERVED_KEY_PREFIX": contract.SERVED_KEY_PREFIX,
     }
     keys = dict(
-        re.findall(r"^\| (.+?) \| (stream|string \(JSON\)|string \(integer\)|consumer group) \|", DOC, flags=re.M)
+        re.findall(r"^\| (.+?) \| (stream|string \(JSON\)|string \(integer\)|consumer group|hash) \|", DOC, flags=re.M)
     )
     assert keys == {
         f"`{contract.LINK_KEY_PREFIX}<slug>`": "string (JSON)",
@@ -46,6 +47,7 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
         f"`{contract.CLICKS_STREAM}`": "stream",
         f"consumer group `{contract.CLICKS_GROUP}` on `{contract.CLICKS_STREAM}`": "consumer group",
         f"`{contract.DEAD_LETTER_STREAM}`": "stream",
+        f"`{contract.SERVED_KEY_PREFIX}<hour>`": "hash",
     }
     assert f"| `v` | record format version, `{contract.CLICK_RECORD_VERSION}` |" in DOC
     assert f"### Record format {contract.CLICK_RECORD_VERSION}" in DOC

@@ -37,6 +37,12 @@ def test_schema_describes_every_endpoint_with_errors(client):
         "interval",
         "include_bots",
         "team",
+        "tz",
+        "referer_host",
+        "browser",
+        "os",
+        "device",
+        "country",
     }
 
 

@@ -213,7 +213,7 @@ def test_stats_refuse_naive_datetimes_and_unknown_intervals(traffic):
     with pytest.raises(ValueError, match="timezone-aware"):
         link_stats(link_ids=[traffic.pk], start=datetime(2026, 1, 1), end=datetime(2026, 1, 2))
     with pytest.raises(ValueError, match="interval"):
-        link_stats(link_ids=[traffic.pk], start=DAY, end=DAY, interval="week")
+        link_stats(link_ids=[traffic.pk], start=DAY, end=DAY, interval="minute")
 
 
 def test_orphan_visits_are_stored_apart_with_their_slug(importer, link):
