@@ -22,3 +22,15 @@ class TokenScope(permissions.BasePermission):
         if isinstance(request.auth, ApiToken) and request.auth.scope != ApiToken.Scope.WRITE:
             return request.method in permissions.SAFE_METHODS
         return True
+
+
+class StaffWrites(permissions.BasePermission):
+    """Everyone signed in reads; staff and superusers change (domains)."""
+
+    message = "Only staff manage domains."
+
+    def has_permission(self, request, view):
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        user = request.user
+        return bool(user and user.is_active and (user.is_staff or user.is_superuser))

@@ -11,19 +11,21 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.hashers import make_password
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from clicks.selectors import storable_offset
 from clicks.services import clicks_delete_for_link
 
 from . import slugs
-from .models import Link, LinkOutbox
-from .publishing import OUTBOX_CHANNEL, deliver_after_commit
+from .domains import default_domain
+from .models import Domain, Link
+from .outbox import publish_domain, publish_link
 
 _SLUG_ATTEMPTS = 10
 
 EDITABLE_FIELDS = frozenset(
     {
+        "domain",
         "slug",
         "url",
         "title",
@@ -53,22 +55,21 @@ def link_password(raw: str | None) -> str:
     return make_password(raw)
 
 
-def _publish(slug: str) -> None:
-    """Records the change in the outbox, in the caller's transaction, and
-    wakes the publisher when that transaction commits."""
-    LinkOutbox.objects.create(slug=slug)
-    with connection.cursor() as cursor:
-        cursor.execute(f"NOTIFY {OUTBOX_CHANNEL}")
-    if settings.LINK_PUBLISH_INLINE:
-        transaction.on_commit(deliver_after_commit)
+def _publish(link: Link, *, robots: bool = False) -> None:
+    """Records the change of the link in the outbox, in the caller's
+    transaction, and of its domain's robots.txt too when it lists the link
+    (or did)."""
+    publish_link(link.domain.host, link.slug)
+    if robots:
+        publish_domain(link.domain.host)
 
 
 def _validate(link: Link) -> None:
-    # Field validators, and an expiry PostgreSQL can store: the owner comes
-    # from the caller, the check constraints repeat the field validators, and
-    # a taken slug is found by the unique index itself (_save), which a
-    # concurrent insert cannot race.
-    link.full_clean(exclude=["owner"], validate_unique=False, validate_constraints=False)
+    # Field validators, and an expiry PostgreSQL can store: the owner and the
+    # domain (a row) come from the caller, the check constraints repeat the
+    # field validators, and a taken slug is found by the unique index itself
+    # (_save), which a concurrent insert cannot race.
+    link.full_clean(exclude=["owner", "domain"], validate_unique=False, validate_constraints=False)
     for name in ("valid_since", "expires_at"):
         moment = getattr(link, name)
         if moment is not None and not storable_offset(moment):
@@ -86,7 +87,7 @@ def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
                 link.save(**save_options)
             return
         except IntegrityError:
-            if not Link.objects.filter(slug=link.slug).exclude(pk=link.pk).exists():
+            if not Link.objects.filter(domain=link.domain, slug=link.slug).exclude(pk=link.pk).exists():
                 raise
             if not regenerate_slug:
                 raise ValidationError({"slug": ValidationError(SLUG_TAKEN_MESSAGE, code="unique")}) from None
@@ -98,6 +99,7 @@ def link_validate(
     *,
     url: str,
     slug: str | None = None,
+    domain: Domain | None = None,
     title: str = "",
     description: str = "",
     tags: list[str] | None = None,
@@ -114,8 +116,10 @@ def link_validate(
     the same checks; raises ValidationError with messages per field. Reads
     no table, so whether a slug is taken is left to the save (or to
     links.selectors.taken_slugs, asked beforehand for many slugs at once).
-    Without a slug, one is generated. A password is kept hashed (link_password)."""
+    Without a slug, one is generated; without a domain, the default domain's.
+    A password is kept hashed (link_password)."""
     link = Link(
+        domain=domain or default_domain(),
         slug=slug or slugs.generate_slug(settings.LINK_SLUG_LENGTH),
         url=url,
         title=title,
@@ -140,6 +144,7 @@ def link_create(
     owner: AbstractBaseUser,
     url: str,
     slug: str | None = None,
+    domain: Domain | None = None,
     title: str = "",
     description: str = "",
     tags: list[str] | None = None,
@@ -155,6 +160,7 @@ def link_create(
     link = link_validate(
         url=url,
         slug=slug,
+        domain=domain,
         title=title,
         description=description,
         tags=tags,
@@ -169,7 +175,7 @@ def link_create(
     )
     link.owner = owner
     _save(link, regenerate_slug=not slug)
-    _publish(link.slug)
+    _publish(link, robots=link.crawlable)
     return link
 
 
@@ -191,10 +197,10 @@ def link_bulk_create(*, owner: AbstractBaseUser, items: Iterable[Mapping[str, An
     """Creates a link for each item (link_create's arguments but the owner),
     each in its own savepoint, so an item refused leaves the others be. One
     result per item, in their order; all the links commit together."""
-    results = []
+    results, default = [], default_domain()
     for arguments in items:
         try:
-            link = link_create(owner=owner, **arguments)
+            link = link_create(owner=owner, **{**arguments, "domain": arguments.get("domain") or default})
         except ValidationError as exc:
             errors = exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.messages}
             taken = any(error.code == "unique" for error in getattr(exc, "error_dict", {}).get("slug", []))
@@ -213,14 +219,15 @@ def link_update(*, link: Link, **changes) -> Link:
         raise TypeError("not editable: " + ", ".join(sorted(unknown)))
     if "password" in changes:
         changes["password"] = link_password(changes["password"])
-    old_slug = Link.objects.select_for_update().values_list("slug", flat=True).get(pk=link.pk)
+    old = Link.objects.select_for_update().select_related("domain").get(pk=link.pk)
     for name, value in changes.items():
         setattr(link, name, value)
     _validate(link)
     _save(link, regenerate_slug=False, update_fields=[*changes, "updated_at"])
-    if link.slug != old_slug:
-        _publish(old_slug)
-    _publish(link.slug)
+    moved = (link.domain_id, link.slug) != (old.domain_id, old.slug)
+    if moved:
+        _publish(old, robots=old.crawlable)
+    _publish(link, robots=link.crawlable or (old.crawlable and not moved))
     return link
 
 
@@ -229,7 +236,7 @@ def link_delete(*, link: Link) -> None:
     """Deletes the link with its clicks, rollups and totals. Deleting the
     row first waits for any import holding the link (importer.py), so
     that clicks it was storing go too."""
-    slug, link_id = link.slug, link.pk
+    link_id = link.pk
     link.delete()
     clicks_delete_for_link(link_id=link_id)
-    _publish(slug)
+    _publish(link, robots=link.crawlable)

@@ -36,6 +36,9 @@ urlpatterns = [
     re_path(rf"^links/{SLUG}/delete/$", views.link_delete, name="link-delete"),
     re_path(rf"^links/{SLUG}/qr\.(?P<kind>png|svg)$", views.link_qr, name="link-qr"),
     path("unlock/<int:pk>/", views.link_unlock, name="link-unlock"),
+    path("domains/", views.domain_list, name="domain-list"),
+    path("domains/<str:host>/edit/", views.domain_edit, name="domain-edit"),
+    path("domains/<str:host>/delete", views.domain_delete, name="domain-delete"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke", views.token_revoke, name="token-revoke"),
 ]

@@ -9,10 +9,11 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
@@ -20,10 +21,9 @@ from api import services as token_services
 from api.models import ApiToken
 from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals, stats_range
 from clicks.stream import import_lag
-from links import imports, selectors, services, unlocking
-from links.models import Link, LinkImport
+from links import domains, imports, selectors, services, unlocking
+from links.models import Domain, Link, LinkImport
 from links.redis import RedisUnavailable, quick_call
-from links.selectors import short_url
 from slingshot.proxies import client_address
 
 from . import forms
@@ -49,10 +49,16 @@ class SignInView(auth_views.LoginView):
 
 
 def _link_or_404(request, slug: str) -> Link:
+    """The link of the slug on the domain `?domain=` names (the default
+    domain without it), as the API addresses links."""
     try:
-        return selectors.link_for(user=request.user, slug=slug)
+        return selectors.link_for(user=request.user, slug=slug, host=request.GET.get("domain"))
     except Link.DoesNotExist:
         raise Http404("No such link.") from None
+
+
+def _detail(link: Link):
+    return redirect(reverse("web:link-detail", args=[link.slug]) + link.domain_query)
 
 
 def _chart(series, *, label: str, interval: str, start: datetime, end: datetime) -> dict:
@@ -118,7 +124,6 @@ def link_list(request):
             "form": form,
             "page": page,
             "query": query.urlencode(),
-            "short_base": short_url(""),
         },
     )
 
@@ -142,8 +147,8 @@ def link_create(request):
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
-            messages.success(request, f"Created {short_url(link.slug)}")
-            return redirect("web:link-detail", slug=link.slug)
+            messages.success(request, f"Created {link.short_url}")
+            return _detail(link)
     return render(request, "web/link_form.html", {"form": form, "title": "New link"})
 
 
@@ -160,8 +165,67 @@ def link_edit(request, slug: str):
             forms.add_service_errors(form, exc)
         else:
             messages.success(request, "Saved.")
-            return redirect("web:link-detail", slug=link.slug)
+            return _detail(link)
     return render(request, "web/link_form.html", {"form": form, "title": f"Edit {slug}", "link": link})
+
+
+def _staff(user) -> bool:
+    return user.is_active and (user.is_staff or user.is_superuser)
+
+
+@login_required
+def domain_list(request):
+    """Every domain; staff add, change and remove them (links/domains.py)."""
+    form = forms.DomainForm(request.POST or None)
+    if request.method == "POST":
+        if not _staff(request.user):
+            raise PermissionDenied("Only staff manage domains.")
+        if form.is_valid():
+            try:
+                domain = domains.domain_create(**form.cleaned_data)
+            except ValidationError as exc:
+                forms.add_service_errors(form, exc)
+            else:
+                messages.success(request, f"Added {domain.host}.")
+                return redirect("web:domain-list")
+    return render(
+        request,
+        "web/domain_list.html",
+        {"domains": domains.domain_list(), "form": form, "staff": _staff(request.user)},
+    )
+
+
+@login_required
+def domain_edit(request, host: str):
+    if not _staff(request.user):
+        raise PermissionDenied("Only staff manage domains.")
+    domain = get_object_or_404(Domain, host=host)
+    form = forms.DomainForm(request.POST or None, instance=domain, editing=True)
+    if request.method == "POST" and form.is_valid():
+        changes = {name: form.cleaned_data[name] for name in form.changed_data}
+        try:
+            domains.domain_update(domain=Domain.objects.get(pk=domain.pk), **changes)
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            messages.success(request, f"Saved {domain.host}.")
+            return redirect("web:domain-list")
+    return render(request, "web/domain_form.html", {"form": form, "domain": domain})
+
+
+@login_required
+@require_POST
+def domain_delete(request, host: str):
+    if not _staff(request.user):
+        raise PermissionDenied("Only staff manage domains.")
+    domain = get_object_or_404(Domain, host=host)
+    try:
+        domains.domain_delete(domain=domain)
+    except domains.DomainInUse as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Removed {host}.")
+    return redirect("web:domain-list")
 
 
 @login_required
@@ -170,7 +234,7 @@ def link_toggle(request, slug: str):
     link = _link_or_404(request, slug)
     services.link_update(link=link, is_active=not link.is_active)
     messages.success(request, f"{link.slug} is now {'active' if link.is_active else 'disabled'}.")
-    return redirect("web:link-detail", slug=link.slug)
+    return _detail(link)
 
 
 @login_required
@@ -207,7 +271,7 @@ def link_detail(request, slug: str):
         "web/link_detail.html",
         {
             "link": link,
-            "short_url": short_url(link.slug),
+            "short_url": link.short_url,
             "state": selectors.link_state(link, visits=(visits or {}).get(link.pk)),
             # None: Redis did not answer; absent: no limit.
             # Requests over the limit count too: the visits served are at most the limit.
@@ -274,7 +338,7 @@ def link_unlock(request, pk: int):
 def link_qr(request, slug: str, kind: str):
     link = _link_or_404(request, slug)
     buffer = io.BytesIO()
-    segno.make(short_url(link.slug), error="m").save(buffer, kind=kind, scale=10, border=2)
+    segno.make(link.short_url, error="m").save(buffer, kind=kind, scale=10, border=2)
     response = HttpResponse(buffer.getvalue(), content_type={"png": "image/png", "svg": "image/svg+xml"}[kind])
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="{link.slug}.{kind}"'
@@ -319,7 +383,7 @@ def link_import_detail(request, pk: int):
             "valid": len(valid),
             "error_rows": [row for row in rows if row["errors"]][:500],
             "preview_rows": [
-                (row["line"], [row["fields"][name] for name in imports.CSV_COLUMNS]) for row in valid[:20]
+                (row["line"], [row["fields"].get(name, "") for name in imports.CSV_COLUMNS]) for row in valid[:20]
             ],
         },
     )
