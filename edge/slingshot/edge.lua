@@ -11,6 +11,7 @@ local cidr = require("slingshot.cidr")
 local visits = require("slingshot.visits")
 local domains = require("slingshot.domains")
 local robots = require("slingshot.robots")
+local certs = require("slingshot.certs")
 
 local ngx = ngx
 local var = ngx.var
@@ -140,8 +141,16 @@ local function request_domain()
     return domains.default
 end
 
+-- A domain that wants HTTPS only: the same URL over HTTPS (308 keeps the method).
+local function to_https()
+    return redirect("https://" .. var.host .. config.https_port_suffix .. var.request_uri, 308)
+end
+
 function _M.redirect()
     local domain = request_domain()
+    if domain.https_redirect and var.https == "" then
+        return to_https()
+    end
     local uri = var.uri
     local slug = slugs.from_path(uri, config.slug_min_length, config.slug_max_length,
         config.slug_alphabet)
@@ -187,6 +196,11 @@ function _M.robots()
     header["Content-Type"] = "text/plain"
     print(text)
     return exit(200)
+end
+
+-- ssl_certificate_by_lua: each domain's own certificate.
+function _M.certificate()
+    return certs.serve(config)
 end
 
 function _M.healthz()
