@@ -401,6 +401,7 @@ function _M.follow_changes(premature)
         repeat
             count, err = read_changes(red)
         until count ~= CHANGES_BATCH
+        local reusable = true
         if count and (not domains_read_at or now() - domains_read_at > config.cache_ttl) then
             local ok, skipped = domains.load(red, DOMAINS, config)
             if ok then
@@ -409,10 +410,15 @@ function _M.follow_changes(premature)
                     log(ERR, skipped[i], "; answering its requests as the default domain's")
                 end
             else
-                count, err = nil, skipped
+                -- Asked again after EDGE_CACHE_TTL or the next change of a
+                -- domain; the links' cache and the change stream's position
+                -- stay as they are.
+                log(ERR, "domains: ", skipped)
+                domains_read_at = now()
+                reusable = false
             end
         end
-        if count then
+        if count and reusable then
             redis.release(red)
         else
             red:close()

@@ -6,11 +6,11 @@ import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
-from edge_helpers import wait_until
+from edge_helpers import following, metrics, publish, wait_until
 
 from links import domains, services
 from links.redis import get_redis
-from slingshot.contract import DOMAINS_KEY
+from slingshot.contract import DOMAINS_KEY, LINK_CHANGES_STREAM
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -107,3 +107,19 @@ def test_a_removed_domain_is_gone_from_redis_and_served_as_the_default(edge, own
     services.link_delete(link=link)
     domains.domain_delete(domain=domain)
     assert not get_redis().hexists(DOMAINS_KEY, domain.host)
+
+
+def test_a_broken_domains_entry_is_logged_and_the_links_cache_stays(make_edge, private_redis):
+    edge = make_edge(workers=1, env=private_redis.edge_env())
+    rds = private_redis.client()
+    slug = "b" + uuid.uuid4().hex[:8]
+    publish(rds, slug, "https://example.com/kept")
+    following(edge, rds)  # the link's own change notification read: it evicts nothing more
+    assert edge.request(f"/{slug}").status == 302
+    lookups = metrics(edge).get("slingshot_edge_redis_lookups_total", 0)
+    rds.set(DOMAINS_KEY, "not a hash")
+    rds.xadd(LINK_CHANGES_STREAM, {"domain": "go.example.com"})  # the domains are read again
+    wait_until(lambda: "domains: redis hgetall" in edge.errors(), what="the broken entry logged")
+    assert edge.request(f"/{slug}").headers["Location"] == "https://example.com/kept"
+    assert metrics(edge).get("slingshot_edge_redis_lookups_total", 0) == lookups  # served from the cache
+    assert metrics(edge).get('slingshot_edge_redis_errors_total{op="changes"}', 0) == 0
