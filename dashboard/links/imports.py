@@ -101,7 +101,7 @@ def _moment(value: str) -> datetime | None:
 def domains_by_host() -> dict[str, Domain]:
     """Every domain by host, and the default domain under "" (an empty cell)."""
     domains = {domain.host: domain for domain in Domain.objects.all()}
-    domains[""] = default_domain()
+    domains[""] = domains.get(default_host()) or default_domain()
     return domains
 
 
