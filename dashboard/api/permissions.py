@@ -33,3 +33,15 @@ class SeesOperations(permissions.BasePermission):
 
     def has_permission(self, request, view):
         return links_selectors.sees_operations(request.user)
+
+
+class StaffWrites(permissions.BasePermission):
+    """Everyone signed in reads; staff and superusers change (domains)."""
+
+    message = "Only staff manage domains."
+
+    def has_permission(self, request, view):
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        user = request.user
+        return bool(user and user.is_active and (user.is_staff or user.is_superuser))

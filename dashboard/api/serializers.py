@@ -9,11 +9,12 @@ from clicks.models import Click
 from clicks.rollups import DIMENSIONS
 from clicks.selectors import INTERVALS, stats_range, time_zones, zone_named
 from links import rules as link_rules
-from links.models import Link
-from links.selectors import LinkState, link_state, short_url
+from links.domains import domain_for_host
+from links.models import Domain, Link
+from links.selectors import LinkState, link_state
 from links.slugs import PATTERN as SLUG_PATTERN
 from links.slugs import validate_slug
-from links.validation import validate_target_url
+from links.validation import normalise_target, validate_target_url
 from teams.models import Action, AuditEntry, Membership, Role, Team
 
 from .fields import StrictCharField, StrictChoiceField, StrictIntegerField, StrictJSONMixin
@@ -132,7 +133,31 @@ class SplitField(_CheckedJSONField):
     check = link_rules.validate_split
 
 
+class DomainHostField(StrictCharField):
+    """A domain by its host (any case, IDN or punycode): one of /api/v1/domains."""
+
+    default_error_messages = {"no_domain": "No such domain: {host}. The domains are at /api/v1/domains."}
+
+    def to_internal_value(self, data):
+        # The value is a Domain row: its length is checked here, before the lookup.
+        host = super().to_internal_value(data)
+        if len(host) > 253:
+            self.fail("max_length", max_length=253)
+        try:
+            return domain_for_host(host)
+        except Domain.DoesNotExist:
+            self.fail("no_domain", host=host)
+
+    def to_representation(self, value):
+        return value.host
+
+
 class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializer):
+    domain = DomainHostField(
+        required=False,
+        help_text="The host of one of the domains (/api/v1/domains) the link is served on; the default domain "
+        "(the host of EDGE_BASE_URL) when left out. A slug is unique per domain.",
+    )
     url = TargetURLField(
         validators=[validate_target_url],
         help_text="Absolute http or https URL the short link "
@@ -172,6 +197,7 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         model = Link
         fields = [
             "url",
+            "domain",
             "slug",
             "short_url",
             "team",
@@ -195,6 +221,9 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
             "created_at",
         ]
         read_only_fields = ["created_at"]
+        # A slug taken on its domain is the service's 409 (links.services),
+        # not a 400 from a validator DRF would make of link_domain_slug.
+        validators = []
         extra_kwargs = {
             "slug": {"required": False, "validators": [validate_slug], "help_text": "Generated when left out."},
             "tags": {"help_text": "Up to 20 tags of 1 to 50 letters, digits, '.', '-' or '_'."},
@@ -205,7 +234,7 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         }
 
     def get_short_url(self, link: Link) -> str:
-        return short_url(link.slug)
+        return link.short_url
 
     @extend_schema_field(serializers.ChoiceField(choices=[state.value for state in LinkState]))
     def get_state(self, link: Link) -> str:
@@ -223,6 +252,52 @@ class LinkUpdateSerializer(LinkSerializer):
     url = TargetURLField(
         required=False, validators=[validate_target_url], help_text=LinkSerializer._declared_fields["url"].help_text
     )
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]",
+        "maxLength": settings.LINK_URL_MAX_LENGTH,
+    }
+)
+class OptionalTargetURLField(StrictCharField):
+    """A redirect of a domain, or empty for none; normalised as targets are."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        return normalise_target(value) if value else value
+
+
+class DomainSerializer(StrictJSONMixin, serializers.ModelSerializer):
+    host = StrictCharField(
+        max_length=253,
+        help_text="A host name such as go.example.com (IDN allowed, kept as punycode), without scheme or port.",
+    )
+    root_url = OptionalTargetURLField(
+        required=False,
+        allow_blank=True,
+        help_text="Where `/` on this domain redirects; empty: a 404 (the default domain: EDGE_ROOT_URL).",
+    )
+    not_found_url = OptionalTargetURLField(
+        required=False,
+        allow_blank=True,
+        help_text="Where unknown and disabled slugs on this domain redirect; empty: a 404 "
+        "(the default domain: EDGE_NOT_FOUND_URL).",
+    )
+    is_default = serializers.BooleanField(read_only=True, help_text="The host of EDGE_BASE_URL.")
+    link_count = serializers.IntegerField(read_only=True, default=0, help_text="Links on this domain.")
+
+    class Meta:
+        model = Domain
+        fields = ["host", "root_url", "not_found_url", "https_redirect", "is_default", "link_count", "created_at"]
+        read_only_fields = ["created_at"]
+        extra_kwargs = {"https_redirect": {"help_text": "Plain HTTP requests are redirected to HTTPS (308)."}}
+
+
+class DomainUpdateSerializer(DomainSerializer):
+    class Meta(DomainSerializer.Meta):
+        read_only_fields = ["host", "created_at"]
 
 
 class BulkCreateSerializer(serializers.Serializer):
@@ -309,6 +384,19 @@ class TeamQuerySerializer(QueryParameters):
     )
 
 
+# A domain's host in a query: as /api/v1/domains lists it (IDN as punycode), any case.
+HOST_PATTERN = r"^[A-Za-z0-9._-]+$"
+
+
+class LinkDomainQuerySerializer(TeamQuerySerializer):
+    domain = serializers.RegexField(
+        HOST_PATTERN,
+        required=False,
+        max_length=253,
+        help_text="The link's domain (a host of /api/v1/domains); the default domain when left out.",
+    )
+
+
 class LinkQuerySerializer(TeamQuerySerializer):
     """The query parameters of the link list, as links.selectors.link_search
     takes them."""
@@ -322,7 +410,17 @@ class LinkQuerySerializer(TeamQuerySerializer):
         help_text="Words that must each appear in the slug, title or target URL (case aside), separated by "
         "spaces or commas; a phrase in quotes is one word.",
     )
-    tag = serializers.CharField(required=False, help_text="Links with this tag.")
+    domain = serializers.RegexField(
+        HOST_PATTERN, required=False, max_length=253, help_text="Links on this domain (a host of /api/v1/domains)."
+    )
+    tag = serializers.CharField(required=False, help_text="Links with this tag, case aside.")
+
+    def validate_domain(self, host: str) -> Domain:
+        try:
+            return domain_for_host(host)
+        except Domain.DoesNotExist:
+            raise serializers.ValidationError("No such domain.") from None
+
     is_active = serializers.BooleanField(
         required=False,
         allow_null=True,

@@ -6,6 +6,7 @@ from . import docs, views
 
 router = SimpleRouter(trailing_slash=False)
 router.register("links", views.LinkViewSet, basename="link")
+router.register("domains", views.DomainViewSet, basename="domain")
 router.register("clicks", views.ClickViewSet, basename="click")
 router.register("tokens", views.TokenViewSet, basename="token")
 router.register("teams", views.TeamViewSet, basename="team")

@@ -17,8 +17,8 @@ from clicks import export
 from clicks.accounting import accounts
 from clicks.selectors import ReportTooLarge, link_stats, zone_name
 from clicks.selectors import orphan_visits as orphan_visits_report
-from links import selectors, services, slugs
-from links.models import Link
+from links import domains, selectors, services, slugs
+from links.models import Domain, Link
 from links.redis import RedisUnavailable, quick_call
 from teams import access
 from teams import selectors as team_selectors
@@ -27,9 +27,9 @@ from teams.models import AuditEntry, Membership, Role, Team
 
 from . import serializers
 from . import services as token_services
-from .exceptions import Unavailable, as_api_error
+from .exceptions import Conflict, Unavailable, as_api_error
 from .models import ApiToken
-from .permissions import SeesOperations, SignedInSession
+from .permissions import SeesOperations, SignedInSession, StaffWrites
 
 BULK_STATUS = {
     services.Outcome.CREATED: 201,
@@ -87,16 +87,19 @@ def _new_link_data(link: Link) -> dict:
         description="The links of your teams (a token's: of its team), paginated; search in slug, title and target.",
         parameters=[serializers.LinkQuerySerializer],
     ),
-    retrieve=extend_schema(summary="One link", parameters=[serializers.TeamQuerySerializer]),
+    retrieve=extend_schema(summary="One link", parameters=[serializers.LinkDomainQuerySerializer]),
     create=extend_schema(
         summary="Create a link",
         request=serializers.LinkCreateSerializer,
         responses={201: serializers.LinkSerializer, 400: None, 409: None},
     ),
     partial_update=extend_schema(
-        summary="Change a link", request=serializers.LinkUpdateSerializer, responses={200: serializers.LinkSerializer}
+        summary="Change a link",
+        request=serializers.LinkUpdateSerializer,
+        responses={200: serializers.LinkSerializer},
+        parameters=[serializers.LinkDomainQuerySerializer],
     ),
-    destroy=extend_schema(summary="Delete a link"),
+    destroy=extend_schema(summary="Delete a link", parameters=[serializers.LinkDomainQuerySerializer]),
 )
 class LinkViewSet(
     mixins.ListModelMixin,
@@ -122,11 +125,25 @@ class LinkViewSet(
             return selectors.link_search(user=user, **arguments)
         links = selectors.with_role(selectors.links_visible_to(user), user)
         if self.action in ("retrieve", "stats"):
-            query = serializers.TeamQuerySerializer(data=self.request.query_params)
+            query = serializers.LinkDomainQuerySerializer(data=self.request.query_params)
             query.is_valid(raise_exception=True)
             if "team" in query.validated_data:
                 links = links.filter(team_id=query.validated_data["team"])
         return selectors.with_click_totals(links)
+
+    def get_object(self):
+        """The link of the slug on the domain that `?domain=` names (the
+        default domain without it)."""
+        query = serializers.LinkDomainQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        try:
+            domain = domains.domain_for_host(query.validated_data.get("domain"))
+        except Domain.DoesNotExist:
+            raise NotFound("No such domain.") from None
+        link = self.get_queryset().filter(domain=domain, slug=self.kwargs["slug"]).first()
+        if link is None:
+            raise NotFound()
+        return link
 
     def _output(self, link: Link, status_code=status.HTTP_200_OK) -> Response:
         link = self.get_queryset().get(pk=link.pk)
@@ -169,7 +186,7 @@ class LinkViewSet(
 
     @extend_schema(
         summary="Click statistics of a link",
-        parameters=[serializers.StatsQuerySerializer, serializers.TeamQuerySerializer],
+        parameters=[serializers.StatsQuerySerializer, serializers.LinkDomainQuerySerializer],
         responses={200: serializers.StatsSerializer},
         description="A time series by hour, day, week or month and breakdowns by referrer host, browser, OS, "
         "device class, country and redirect rule, with the totals of the range and of the period as long just "
@@ -211,7 +228,7 @@ class LinkViewSet(
         ],
     )
     @action(detail=True, methods=["get"])
-    def stats(self, request, slug=None):
+    def stats(self, request, slug=None):  # ?domain= as for the link
         link = self.get_object()
         query = serializers.StatsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -288,6 +305,81 @@ class LinkViewSet(
                 results[index].update(status=BULK_STATUS[result.outcome], errors=result.errors)
         created = sum(result["status"] == 201 for result in results)
         return Response({"created": created, "failed": len(results) - created, "results": results})
+
+
+@extend_schema_view(
+    list=extend_schema(summary="The domains", description="Every signed-in person may read them, to choose one."),
+    retrieve=extend_schema(summary="One domain"),
+    create=extend_schema(
+        summary="Add a domain (staff)",
+        responses={201: serializers.DomainSerializer},
+        examples=[OpenApiExample("A short domain", request_only=True, value={"host": "go.example.com"})],
+    ),
+    partial_update=extend_schema(
+        summary="Change a domain's redirects (staff)",
+        request=serializers.DomainUpdateSerializer,
+        responses={200: serializers.DomainSerializer},
+    ),
+    destroy=extend_schema(
+        summary="Remove a domain (staff)",
+        description="Refused with 409 while links use it, and for the default domain.",
+        responses={204: None, 409: None},
+    ),
+)
+class DomainViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = serializers.DomainSerializer
+    permission_classes = [IsAuthenticated, StaffWrites]
+    pagination_class = None  # a handful, listed whole
+    queryset = Domain.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows
+    lookup_field = "host"
+    lookup_value_regex = r"[^/]{1,253}"
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return domains.domain_list()
+
+    def get_object(self):
+        try:
+            domain = domains.domain_for_host(self.kwargs["host"])
+        except Domain.DoesNotExist:
+            raise NotFound() from None
+        return self.get_queryset().get(pk=domain.pk)
+
+    def create(self, request, *args, **kwargs):
+        serializer = serializers.DomainSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            domain = domains.domain_create(**serializer.validated_data)
+        except DjangoValidationError as exc:
+            detail = exc.message_dict
+            if any(error.code == "unique" for error in exc.error_dict.get("host", [])):
+                raise Conflict(detail) from None
+            raise as_api_error(exc) from None
+        return Response(serializers.DomainSerializer(self.get_queryset().get(pk=domain.pk)).data, status=201)
+
+    def partial_update(self, request, *args, **kwargs):
+        domain = self.get_object()
+        serializer = serializers.DomainUpdateSerializer(domain, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        try:
+            domains.domain_update(domain=domain, **serializer.validated_data)
+        except DjangoValidationError as exc:
+            raise as_api_error(exc) from None
+        return Response(serializers.DomainSerializer(self.get_queryset().get(pk=domain.pk)).data)
+
+    def destroy(self, request, *args, **kwargs):
+        try:
+            domains.domain_delete(domain=self.get_object())
+        except domains.DomainInUse as exc:
+            raise Conflict({"detail": str(exc)}) from None
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ClickCursorPagination(CursorPagination):

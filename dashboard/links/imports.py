@@ -27,11 +27,23 @@ from teams import access
 from teams.models import Role, Team
 from teams.services import default_team
 
-from .models import Link, LinkImport
-from .selectors import short_url, taken_slugs
+from .domains import default_domain
+from .models import Domain, Link, LinkImport
+from .selectors import taken_slugs
 from .services import SLUG_TAKEN_MESSAGE, Outcome, link_bulk_create, link_validate
+from .validation import default_host, domain_host
 
-CSV_COLUMNS = ["slug", "url", "title", "tags", "redirect_status", "expires_at", "forward_query", "is_active"]
+CSV_COLUMNS = [
+    "domain",
+    "slug",
+    "url",
+    "title",
+    "tags",
+    "redirect_status",
+    "expires_at",
+    "forward_query",
+    "is_active",
+]
 EXPORT_COLUMNS = [*CSV_COLUMNS, "short_url", "clicks", "created_at"]
 # The first characters that make a spreadsheet read a cell as a formula.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -90,13 +102,35 @@ def _moment(value: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def row_arguments(fields: dict[str, str]) -> tuple[dict[str, Any] | None, Errors]:
+def domains_by_host() -> dict[str, Domain]:
+    """Every domain by host, and the default domain under "" (an empty cell)."""
+    domains = {domain.host: domain for domain in Domain.objects.all()}
+    domains[""] = domains.get(default_host()) or default_domain()
+    return domains
+
+
+def _domain(value: str, domains: dict[str, Domain]) -> Domain:
+    try:
+        host = domain_host(value) if value else ""
+        return domains["" if host == default_host() else host]
+    except (ValidationError, KeyError):
+        raise ValueError(f"No such domain: {value}.") from None
+
+
+def row_arguments(fields: dict[str, str], domains: dict[str, Domain]) -> tuple[dict[str, Any] | None, Errors]:
     """link_create's arguments (but the owner) from a row's cells, as typed
-    values; or, when a cell cannot be read as its type, the row's errors."""
+    values; or, when a cell cannot be read as its type, the row's errors.
+    `domains` is domains_by_host()."""
     errors: Errors = {}
     if not fields["url"]:
         errors["url"] = ["This field is required."]
+    try:
+        domain = _domain(fields.get("domain", ""), domains)
+    except ValueError as exc:
+        errors["domain"] = [str(exc)]
+        domain = None
     arguments: dict[str, Any] = {
+        "domain": domain,
         "url": fields["url"],
         "slug": fields["slug"] or None,
         "title": fields["title"],
@@ -144,6 +178,7 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes, tea
         if "url" not in header:
             raise ValidationError("The first row must name the columns, one of them `url`.", code="header")
         reader.fieldnames = header
+        domains = domains_by_host()
         rows, slugs = [], []
         for record in reader:
             if len(rows) >= settings.WEB_IMPORT_MAX_ROWS:
@@ -153,10 +188,10 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes, tea
                     params={"max": settings.WEB_IMPORT_MAX_ROWS},
                 )
             fields = {name: unquote((record.get(name) or "").strip()) for name in CSV_COLUMNS}
-            arguments, errors = row_arguments(fields)
+            arguments, errors = row_arguments(fields, domains)
             errors = errors or _validation_errors(arguments)
             rows.append({"line": reader.line_num, "fields": fields, "errors": errors})
-            slugs.append(None if errors else arguments["slug"])
+            slugs.append(None if errors or not arguments["slug"] else (arguments["domain"].pk, arguments["slug"]))
     except csv.Error as exc:
         raise ValidationError(
             "Line %(line)d is not valid CSV: %(error)s", code="csv", params={"line": reader.line_num, "error": exc}
@@ -164,7 +199,7 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes, tea
     if not rows:
         raise ValidationError("The file has no rows below its header.", code="empty")
 
-    taken, claimed = taken_slugs(slugs=(slug for slug in slugs if slug)), set()
+    taken, claimed = taken_slugs(slugs=(slug for slug in slugs if slug)), set()  # (domain id, slug) pairs
     for row, slug in zip(rows, slugs, strict=True):
         if slug in taken:
             row["errors"] = {"slug": [SLUG_TAKEN_MESSAGE]}
@@ -185,10 +220,11 @@ def import_run_chunk(*, link_import: LinkImport, size: int | None = None) -> Lin
     link_import = LinkImport.objects.select_for_update().get(pk=link_import.pk)
     end = min(link_import.total, link_import.position + (size or settings.WEB_IMPORT_CHUNK_ROWS))
     pending, items = [], []
+    domains = domains_by_host()
     for row in link_import.rows[link_import.position : end]:
         if row["errors"]:
             continue
-        arguments, row["errors"] = row_arguments(row["fields"])
+        arguments, row["errors"] = row_arguments(row["fields"], domains)
         if arguments is not None:
             pending.append(row)
             items.append(arguments)
@@ -220,6 +256,7 @@ def export_lines(links: Iterable[Link]) -> Iterator[str]:
     for link in links:
         yield line(
             [
+                link.domain.host,
                 link.slug,
                 link.url,
                 link.title,
@@ -228,7 +265,7 @@ def export_lines(links: Iterable[Link]) -> Iterator[str]:
                 link.expires_at.isoformat() if link.expires_at else "",
                 str(link.forward_query).lower(),
                 str(link.is_active).lower(),
-                short_url(link.slug),
+                link.short_url,
                 str(link.clicks),
                 link.created_at.isoformat(),
             ]

@@ -1,4 +1,5 @@
 from contextlib import suppress
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -10,13 +11,64 @@ from django.utils import timezone
 
 from . import rules as link_rules
 from . import slugs
-from .validation import REDIRECT_STATUSES, normalise_target, validate_tags, validate_target_url
+from .validation import (
+    REDIRECT_STATUSES,
+    default_host,
+    normalise_target,
+    validate_domain_host,
+    validate_tags,
+    validate_target_url,
+)
+
+
+class Domain(models.Model):
+    """A host name the edge serves short links on. The default domain is
+    the host of EDGE_BASE_URL (links.domains.default_domain makes its row);
+    a request whose Host the edge does not know is served as the default
+    domain's. Its table is in sql/links.sql."""
+
+    host = models.CharField(max_length=253, unique=True, validators=[validate_domain_host])
+    # Where the edge redirects `/` and unknown slugs; empty: a 404 (for the
+    # default domain, EDGE_ROOT_URL and EDGE_NOT_FOUND_URL).
+    root_url = models.TextField("root redirect", blank=True, validators=[validate_target_url])
+    not_found_url = models.TextField("not-found redirect", blank=True, validators=[validate_target_url])
+    # Plain HTTP requests redirected to HTTPS (308) by the edge.
+    https_redirect = models.BooleanField("redirect HTTP to HTTPS", default=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["host"]
+
+    def __str__(self) -> str:
+        return self.host
+
+    @property
+    def is_default(self) -> bool:
+        return self.host == default_host()
+
+    def base_url(self) -> str:
+        """Where the edge serves this domain's links: EDGE_BASE_URL for the
+        default domain; for the others the host, with EDGE_BASE_URL's
+        scheme and port (one edge serves them all)."""
+        if self.is_default:
+            return settings.EDGE_BASE_URL.rstrip("/")
+        base = urlsplit(settings.EDGE_BASE_URL)
+        return f"{base.scheme}://{self.host}" + (f":{base.port}" if base.port else "")
+
+    def clean(self) -> None:
+        with suppress(ValidationError):  # the fields' own validators have said why
+            self.host = validate_domain_host(self.host)
+            for name in ("root_url", "not_found_url"):
+                if getattr(self, name):
+                    setattr(self, name, normalise_target(getattr(self, name)))
 
 
 class Link(models.Model):
     """A short link; its table is in sql/links.sql."""
 
-    slug = models.CharField(max_length=slugs.MAX_LENGTH, unique=True, validators=[slugs.validate_slug])
+    # A slug is unique per domain (link_domain_slug), which serves the domain's foreign key too.
+    domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="links", db_index=False)
+    slug = models.CharField(max_length=slugs.MAX_LENGTH, validators=[slugs.validate_slug])
     url = models.TextField("target URL", validators=[validate_target_url])
     # The team the link belongs to, with its clicks and reports; indexed by
     # link_team_created, which starts with it.
@@ -62,8 +114,11 @@ class Link(models.Model):
             models.Index(fields=["owner", "-created_at"], name="link_owner_created"),
             models.Index(fields=["team", "-created_at"], name="link_team_created"),
             GinIndex(fields=["tags"], name="link_tags_gin"),
+            # A domain's robots.txt lists these (links.publishing.robots_txt).
+            models.Index(fields=["domain", "slug"], condition=models.Q(crawlable=True), name="link_crawlable"),
         ]
         constraints = [
+            models.UniqueConstraint(fields=["domain", "slug"], name="link_domain_slug"),
             models.CheckConstraint(
                 condition=models.Q(redirect_status__in=REDIRECT_STATUSES), name="link_redirect_status_valid"
             ),
@@ -84,6 +139,17 @@ class Link(models.Model):
     def has_password(self) -> bool:
         return bool(self.password)
 
+    @property
+    def short_url(self) -> str:
+        """Where the edge serves this link (its domain's base URL)."""
+        return f"{self.domain.base_url()}/{self.slug}"
+
+    @property
+    def domain_query(self) -> str:
+        """The query that names the link's domain in the dashboard's and the
+        API's addresses of a link: empty for the default domain."""
+        return "" if self.domain.is_default else "?" + urlencode({"domain": self.domain.host})
+
     def clean(self) -> None:
         """The target as normalise_target writes it: every way a link is
         made or changed (services, admin) runs full_clean, and so this."""
@@ -100,19 +166,22 @@ class Link(models.Model):
 
 
 class LinkOutbox(models.Model):
-    """A slug whose state must reach Redis, written in the same transaction as
-    the change itself; the publisher delivers rows in id order and deletes
-    them once Redis has taken the change (links/publishing.py)."""
+    """A link (a domain's host and a slug) or a domain (its host, and an
+    empty slug) whose state must reach Redis, written in the same
+    transaction as the change itself; the publisher delivers rows in id
+    order and deletes them once Redis has taken the change
+    (links/publishing.py)."""
 
     id = models.BigAutoField(primary_key=True)
-    slug = models.CharField(max_length=slugs.MAX_LENGTH)
+    host = models.CharField(max_length=253)
+    slug = models.CharField(max_length=slugs.MAX_LENGTH, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
-        return f"outbox #{self.id}: {self.slug}"
+        return f"outbox #{self.id}: {self.host}/{self.slug}"
 
 
 class LinkImport(models.Model):

@@ -3,7 +3,7 @@
 A change is written to the outbox (LinkOutbox) in the same transaction as the
 change itself, with a NOTIFY. The publisher process (`manage.py
 run_publisher`) wakes on it and runs `deliver_outbox`, which makes Redis
-agree with PostgreSQL for each slug in the outbox, in order, and deletes the
+agree with PostgreSQL for each link and domain in the outbox, in order, and deletes the
 rows only once Redis has taken them; while Redis is down they wait, and
 nothing is lost. With LINK_PUBLISH_INLINE the request that made the change
 also delivers right after its commit (no publisher needed, a few ms slower).
@@ -20,12 +20,12 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.urls import reverse
 
-from slingshot.contract import LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key
+from slingshot.contract import DOMAINS_KEY, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key, robots_key
 
-from .models import Link, LinkOutbox
+from .models import Domain, Link, LinkOutbox
 from .redis import RedisUnavailable, get_redis, quick_call
 from .rules import validate_rules, validate_split
-from .validation import normalise_target
+from .validation import default_host, normalise_target
 
 log = logging.getLogger(__name__)
 
@@ -89,23 +89,68 @@ def link_payload(link: Link) -> str:
     )
 
 
-def publish_slugs(slugs: Iterable[str], *, client: redis.Redis | None = None) -> int:
-    """Makes Redis agree with PostgreSQL about these slugs (write or delete),
-    with one change notification each, in one MULTI/EXEC."""
-    slugs = list(dict.fromkeys(slugs))
-    if not slugs:
+def domain_payload(domain: Domain) -> str:
+    """The value of a domain's field of slingshot:domains (docs/contract.md, "Domains")."""
+    return json.dumps(
+        {
+            "default": domain.is_default,
+            "root_url": domain.root_url or None,
+            "not_found_url": domain.not_found_url or None,
+            "https_redirect": domain.https_redirect,
+        },
+        separators=(",", ":"),
+    )
+
+
+def robots_txt(domain: Domain) -> str:
+    """The domain's robots.txt: its crawlable links allowed, every other path not."""
+    slugs = Link.objects.filter(domain=domain, crawlable=True).order_by("slug").values_list("slug", flat=True)
+    return "\n".join(["User-agent: *", *(f"Allow: /{slug}$" for slug in slugs), "Disallow: /", ""])
+
+
+Key = tuple[str, str]  # (a domain's host, a slug): a link; (a host, ""): the domain itself
+
+
+def redis_link_key(host: str, slug: str, default: str) -> str:
+    return link_key(slug, None if host == default else host)
+
+
+def publish_keys(keys: Iterable[Key], *, client: redis.Redis | None = None) -> int:
+    """Makes Redis agree with PostgreSQL about these links and domains
+    (write or delete), with one change notification each, in one MULTI/EXEC."""
+    keys = list(dict.fromkeys(keys))
+    if not keys:
         return 0
-    links = {link.slug: link for link in Link.objects.filter(slug__in=slugs)}
+    default = default_host()
+    slugs = {slug for _, slug in keys if slug}
+    links = {
+        (link.domain.host, link.slug): link for link in Link.objects.filter(slug__in=slugs).select_related("domain")
+    }
+    domains = {
+        domain.host: domain for domain in Domain.objects.filter(host__in={host for host, slug in keys if not slug})
+    }
     pipe = (client or get_redis()).pipeline(transaction=True)
-    for slug in slugs:
-        link = links.get(slug)
-        if link is None:
-            pipe.delete(link_key(slug))
+    for host, slug in keys:
+        if slug:
+            key = redis_link_key(host, slug, default)
+            link = links.get((host, slug))
+            if link is None:
+                pipe.delete(key)
+            else:
+                pipe.set(key, link_payload(link))
+            change = {"slug": slug} if host == default else {"slug": slug, "domain": host}
         else:
-            pipe.set(link_key(slug), link_payload(link))
-        pipe.xadd(LINK_CHANGES_STREAM, {"slug": slug}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
+            domain = domains.get(host)
+            if domain is None:
+                pipe.hdel(DOMAINS_KEY, host)
+                pipe.delete(robots_key(host))
+            else:
+                pipe.hset(DOMAINS_KEY, host, domain_payload(domain))
+                pipe.set(robots_key(host), robots_txt(domain))
+            change = {"domain": host}
+        pipe.xadd(LINK_CHANGES_STREAM, change, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
     pipe.execute()
-    return len(slugs)
+    return len(keys)
 
 
 def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = None) -> int | None:
@@ -119,10 +164,10 @@ def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = No
                 cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
                 if not cursor.fetchone()[0]:
                     return None if delivered == 0 else delivered
-            rows = list(LinkOutbox.objects.order_by("id").values_list("id", "slug")[:batch])
+            rows = list(LinkOutbox.objects.order_by("id").values_list("id", "host", "slug")[:batch])
             if not rows:
                 return delivered
-            publish_slugs((slug for _, slug in rows), client=client)
+            publish_keys(((host, slug) for _, host, slug in rows), client=client)
             LinkOutbox.objects.filter(id__lte=rows[-1][0]).delete()
             delivered += len(rows)
 

@@ -14,6 +14,7 @@ from operator import or_
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import BigIntegerField, BooleanField, F, Q, QuerySet
 from django.db.models.expressions import RawSQL
@@ -27,14 +28,16 @@ from slingshot.contract import visits_key
 from teams import access
 from teams.models import Role
 
-from .models import Link
+from .models import Domain, Link
 from .redis import RedisUnavailable, quick_call
+from .validation import domain_host
 
 log = logging.getLogger(__name__)
 
 
 def short_url(slug: str) -> str:
-    """Where the edge serves a slug."""
+    """Where the edge serves a slug of the default domain (Link.short_url
+    gives a link's, on its domain)."""
     return settings.EDGE_BASE_URL.rstrip("/") + "/" + slug
 
 
@@ -48,7 +51,7 @@ def links_visible_to(user: AbstractBaseUser, *, team: int | None = None, role: s
     take a viewer's); with `team` (an id), of that team only. One query, a
     subquery of the user's memberships in it; a team given costs a lookup
     of the user's role first, and then reads by the team's index alone."""
-    links = Link.objects.all()
+    links = Link.objects.select_related("domain")
     if team is not None:
         return links.filter(team_id=team) if access.allows(access.role_in(user, team), role) else links.none()
     teams = access.team_ids(user, role)
@@ -85,6 +88,7 @@ def link_search(
     user: AbstractBaseUser,
     team: int | None = None,
     query: str = "",
+    domain: Domain | None = None,
     tag: str | None = None,
     is_active: bool | None = None,
     created_after: datetime | None = None,
@@ -108,6 +112,8 @@ def link_search(
     links = links_visible_to(user, team=team)
     for word in search_smart_split(query):
         links = links.filter(reduce(or_, (Q(**{f"{name}__icontains": word}) for name in SEARCH_FIELDS)))
+    if domain is not None:
+        links = links.filter(domain=domain)
     if tag:
         links = links.filter(
             RawSQL(
@@ -125,12 +131,18 @@ def link_search(
     return with_click_totals(links).order_by(*keys, "-id" if keys[0].startswith("-") else "id")
 
 
-def taken_slugs(*, slugs: Iterable[str]) -> set[str]:
-    """Those of the slugs that a link has, whoever owns it; one query."""
+def taken_slugs(*, slugs: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
+    """Those of the (domain id, slug) pairs that a link has, whoever owns
+    it; one query."""
+    pairs = set(slugs)
     with connection.cursor() as cursor:
-        # = ANY(array): one parameter, however many slugs (IN would take one each).
-        cursor.execute(f"SELECT slug FROM {Link._meta.db_table} WHERE slug = ANY(%s)", [list(set(slugs))])
-        return {slug for (slug,) in cursor.fetchall()}
+        # = ANY(array): one parameter each, however many pairs (IN would take one per value).
+        cursor.execute(
+            f"SELECT domain_id, slug FROM {Link._meta.db_table} "
+            "WHERE (domain_id, slug) IN (SELECT * FROM unnest(%s::bigint[], %s::text[]))",
+            [[domain for domain, _ in pairs], [slug for _, slug in pairs]],
+        )
+        return set(cursor.fetchall())
 
 
 class LinkState(enum.StrEnum):
@@ -182,14 +194,20 @@ def link_states(links: Sequence[Link], *, now: datetime | None = None) -> dict[i
     return {link.pk: link_state(link, now=now, visits=visits.get(link.pk)) for link in links}
 
 
-def link_for(*, user: AbstractBaseUser, slug: str, team: int | None = None) -> Link:
-    """The link with `role`, the user's in its team (with_role). Raises
-    Link.DoesNotExist for a slug the user may not see (or not in `team`),
-    as for a missing one."""
+def link_for(*, user: AbstractBaseUser, slug: str, host: str | None = None, team: int | None = None) -> Link:
+    """The link of a slug on the domain of a host as people write it (the
+    default domain for None), with `role`, the user's in its team
+    (with_role); one query. Raises Link.DoesNotExist for a link the user may
+    not see (or not in `team`), as for a missing one, and for a host that
+    cannot be a domain's."""
+    try:
+        host = domain_host(host)
+    except ValidationError:
+        raise Link.DoesNotExist(f"no domain {host!r}") from None
     links = links_visible_to(user)
     if team is not None:
         links = links.filter(team_id=team)
-    return with_role(links, user).get(slug=slug)
+    return with_role(links, user).get(domain__host=host, slug=slug)
 
 
 def clicks_visible_to(
@@ -206,7 +224,7 @@ def clicks_visible_to(
     if teams is not None:
         clicks = clicks.filter(link__team__in=teams)
     if slug:
-        clicks = clicks.filter(link__in=links_visible_to(user).filter(slug=slug))
+        clicks = clicks.filter(link__in=links_visible_to(user).filter(slug=slug))  # on any of the domains
     if ip:
         # Stored whole or anonymised, depending on CLICK_IP_PRIVACY when imported.
         clicks = clicks.filter(ip__in={ip, anonymise(ipaddress.ip_address(ip))})

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.hashers import make_password
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from clicks.selectors import storable_offset
 from clicks.services import clicks_delete_for_link
@@ -22,13 +22,15 @@ from teams.models import Action, Role, Team
 from teams.services import default_team
 
 from . import slugs
-from .models import Link, LinkOutbox
-from .publishing import OUTBOX_CHANNEL, deliver_after_commit
+from .domains import default_domain
+from .models import Domain, Link
+from .outbox import publish_domain, publish_link
 
 _SLUG_ATTEMPTS = 10
 
 EDITABLE_FIELDS = frozenset(
     {
+        "domain",
         "slug",
         "url",
         "title",
@@ -64,22 +66,21 @@ def link_password(raw: str | None) -> str:
     return make_password(raw)
 
 
-def _publish(slug: str) -> None:
-    """Records the change in the outbox, in the caller's transaction, and
-    wakes the publisher when that transaction commits."""
-    LinkOutbox.objects.create(slug=slug)
-    with connection.cursor() as cursor:
-        cursor.execute(f"NOTIFY {OUTBOX_CHANNEL}")
-    if settings.LINK_PUBLISH_INLINE:
-        transaction.on_commit(deliver_after_commit)
+def _publish(link: Link, *, robots: bool = False) -> None:
+    """Records the change of the link in the outbox, in the caller's
+    transaction, and of its domain's robots.txt too when it lists the link
+    (or did)."""
+    publish_link(link.domain.host, link.slug)
+    if robots:
+        publish_domain(link.domain.host)
 
 
 def _validate(link: Link) -> None:
-    # Field validators, and an expiry PostgreSQL can store: the owner and
-    # the team come from the caller, the check constraints repeat the field
-    # validators, and a taken slug is found by the unique index itself
-    # (_save), which a concurrent insert cannot race.
-    link.full_clean(exclude=["owner", "team"], validate_unique=False, validate_constraints=False)
+    # Field validators, and an expiry PostgreSQL can store: the owner, the
+    # team and the domain (rows) come from the caller, the check constraints
+    # repeat the field validators, and a taken slug is found by the unique
+    # index itself (_save), which a concurrent insert cannot race.
+    link.full_clean(exclude=["owner", "team", "domain"], validate_unique=False, validate_constraints=False)
     for name in ("valid_since", "expires_at"):
         moment = getattr(link, name)
         if moment is not None and not storable_offset(moment):
@@ -97,7 +98,7 @@ def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
                 link.save(**save_options)
             return
         except IntegrityError:
-            if not Link.objects.filter(slug=link.slug).exclude(pk=link.pk).exists():
+            if not Link.objects.filter(domain=link.domain, slug=link.slug).exclude(pk=link.pk).exists():
                 raise
             if not regenerate_slug:
                 raise ValidationError({"slug": ValidationError(SLUG_TAKEN_MESSAGE, code="unique")}) from None
@@ -109,6 +110,7 @@ def link_validate(
     *,
     url: str,
     slug: str | None = None,
+    domain: Domain | None = None,
     title: str = "",
     description: str = "",
     tags: list[str] | None = None,
@@ -127,8 +129,10 @@ def link_validate(
     team, after the same checks; raises ValidationError with messages per field. Reads
     no table, so whether a slug is taken is left to the save (or to
     links.selectors.taken_slugs, asked beforehand for many slugs at once).
-    Without a slug, one is generated. A password is kept hashed (link_password)."""
+    Without a slug, one is generated; without a domain, the default domain's.
+    A password is kept hashed (link_password)."""
     link = Link(
+        domain=domain or default_domain(),
         slug=slug or slugs.generate_slug(settings.LINK_SLUG_LENGTH),
         url=url,
         title=title,
@@ -162,6 +166,7 @@ def link_create(
     url: str,
     team: Team | None = None,
     slug: str | None = None,
+    domain: Domain | None = None,
     title: str = "",
     description: str = "",
     tags: list[str] | None = None,
@@ -183,6 +188,7 @@ def link_create(
         team=_team_to_create_in(owner, team),
         url=url,
         slug=slug,
+        domain=domain,
         title=title,
         description=description,
         tags=tags,
@@ -212,7 +218,7 @@ def _create(*, owner: AbstractBaseUser, team: Team, **fields) -> Link:
         slug=link.slug,
         changes=audit.changes_between({}, {name: getattr(link, name) for name in sorted(AUDITED_FIELDS)}),
     )
-    _publish(link.slug)
+    _publish(link, robots=link.crawlable)
     return link
 
 
@@ -239,9 +245,10 @@ def link_bulk_create(
     teams.services.default_team), each in its own savepoint, so an item refused leaves the others
     be. One result per item, in their order; all the links commit together.
     The owner's role is looked up once per team."""
-    results, teams = [], {}
+    results, teams, default = [], {}, default_domain()
     for arguments in items:
         arguments = dict(arguments)
+        arguments["domain"] = arguments.get("domain") or default
         chosen = arguments.pop("team", None) or team
         key = chosen.pk if chosen else None
         try:
@@ -307,9 +314,17 @@ def link_update(*, link: Link, actor: AbstractBaseUser | None = None, **changes)
                 slug=link.slug,
                 changes=changed,
             )
-    if link.slug != before["slug"]:
-        _publish(before["slug"])
-    _publish(link.slug)
+    moved = (link.domain_id, link.slug) != (before["domain"], before["slug"])
+    if moved:
+        old_host = (
+            link.domain.host
+            if link.domain_id == before["domain"]
+            else Domain.objects.values_list("host", flat=True).get(pk=before["domain"])
+        )
+        publish_link(old_host, before["slug"])
+        if before["crawlable"]:
+            publish_domain(old_host)
+    _publish(link, robots=link.crawlable or (before["crawlable"] and not moved))
     return link
 
 
@@ -325,7 +340,7 @@ def link_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> None:
     link.delete()
     clicks_delete_for_link(link_id=link_id)
     audit.record(team_id=team_id, actor=actor, action=Action.LINK_DELETED, link_id=link_id, slug=slug)
-    _publish(slug)
+    _publish(link, robots=link.crawlable)
 
 
 BULK_ACTIONS = ("tag", "untag", "disable", "enable", "delete")

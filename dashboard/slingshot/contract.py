@@ -5,6 +5,9 @@ Every tier takes them from here (the edge from `edge/slingshot/contract.lua`);
 """
 
 LINK_KEY_PREFIX = "slingshot:link:"
+# Every domain's settings, a JSON value per host; and each domain's robots.txt.
+DOMAINS_KEY = "slingshot:domains"
+ROBOTS_KEY_PREFIX = "slingshot:robots:"
 LINK_CHANGES_STREAM = "slingshot:link-changes"
 # A counter per link with max_visits: the redirects the edge has let through.
 VISITS_KEY_PREFIX = "slingshot:visits:"
@@ -22,11 +25,17 @@ SERVED_FIELDS = ("redirect", "orphan")
 CLICK_RECORD_VERSION = "4"
 
 # Paths the edge answers itself (nginx.conf's `location =` blocks): never slugs.
-EDGE_PATHS = ("healthz", "metrics")
+EDGE_PATHS = ("healthz", "metrics", "robots.txt")
 
 
-def link_key(slug: str) -> str:
-    return LINK_KEY_PREFIX + slug
+def link_key(slug: str, host: str | None = None) -> str:
+    """The key of a link: the slug alone on the default domain (host None),
+    else after its domain's host and a slash."""
+    return f"{LINK_KEY_PREFIX}{host}/{slug}" if host else LINK_KEY_PREFIX + slug
+
+
+def robots_key(host: str) -> str:
+    return ROBOTS_KEY_PREFIX + host
 
 
 def visits_key(link_id: int) -> str:

@@ -16,8 +16,9 @@ from django.utils import timezone
 from api.models import ApiToken
 from clicks.rollups import DIMENSIONS
 from clicks.selectors import INTERVALS, StatsRange, stats_range, time_zones
+from links.domains import default_domain
 from links.imports import CSV_COLUMNS
-from links.models import Link
+from links.models import Domain, Link
 from teams.models import Role
 
 from .reports import DEFAULT_PRESET, PRESETS, auto_interval, preset_range
@@ -78,6 +79,13 @@ class JSONListField(forms.JSONField):
 
 class LinkForm(forms.Form):
     url = forms.CharField(label="Target URL", widget=forms.URLInput(attrs={"placeholder": "https://"}))
+    domain = forms.ModelChoiceField(
+        queryset=Domain.objects.order_by("host"),
+        to_field_name="host",
+        empty_label=None,
+        required=False,
+        help_text="The short domain the link is served on.",
+    )
     slug = forms.CharField(required=False, help_text="The part after the short domain. Left empty, one is generated.")
     title = forms.CharField(required=False)
     description = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
@@ -150,6 +158,8 @@ class LinkForm(forms.Form):
 
     def __init__(self, *args, editing: bool = False, has_password: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        if not editing:
+            self.fields["domain"].initial = default_domain()
         for name in UTM_PARAMETERS:
             self.fields[name] = forms.CharField(
                 label=name, required=False, max_length=200, widget=forms.TextInput(attrs={"data-utm": name})
@@ -198,6 +208,8 @@ class LinkForm(forms.Form):
             for name in self.changed_data
             if name in self.base_fields and name != "password"
         }
+        if "domain" in changes and changes["domain"] is None:
+            del changes["domain"]  # left out of the form: the link stays on its domain
         if any(name in self.changed_data for name in UTM_PARAMETERS):
             changes["url"] = self.cleaned_data["url"]
         if self.cleaned_data.get("password"):
@@ -223,6 +235,9 @@ class LinkListForm(forms.Form):
     q = forms.CharField(
         label="Search", required=False, widget=forms.SearchInput(attrs={"placeholder": "Slug, title or target"})
     )
+    domain = forms.ModelChoiceField(
+        queryset=Domain.objects.order_by("host"), to_field_name="host", required=False, empty_label="Any domain"
+    )
     tag = forms.CharField(required=False)
     status = forms.ChoiceField(choices=STATUSES, required=False)
     sort = forms.ChoiceField(
@@ -241,6 +256,7 @@ class LinkListForm(forms.Form):
         data = self.cleaned_data
         return {
             "query": data.get("q") or "",
+            "domain": data.get("domain"),
             "tag": data.get("tag") or None,
             "is_active": {"active": True, "disabled": False}.get(data.get("status") or ""),
             "ordering": self.SORTS[data.get("sort") or "-created"],
@@ -415,6 +431,29 @@ class CsvUploadForm(forms.Form):
                 params={"max": filesizeformat(self.max_bytes)},
             )
         return upload
+
+
+class DomainForm(forms.ModelForm):
+    """A domain's fields; links.domains checks and publishes them."""
+
+    class Meta:
+        model = Domain
+        fields = ["host", "root_url", "not_found_url", "https_redirect"]
+        help_texts = {
+            "host": "A host name such as go.example.com, whose DNS points at the edge.",
+            "root_url": "Where / redirects. Empty: a 404 (the default domain: EDGE_ROOT_URL).",
+            "not_found_url": "Where unknown and disabled slugs redirect. Empty: a 404 (the default domain: "
+            "EDGE_NOT_FOUND_URL).",
+            "https_redirect": "Plain HTTP requests to this domain are redirected to HTTPS.",
+        }
+
+    def __init__(self, *args, editing: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if editing:
+            del self.fields["host"]
+
+    def validate_unique(self):
+        pass  # links.domains says a domain is there already
 
 
 class UnlockForm(forms.Form):

@@ -26,10 +26,9 @@ from clicks.export import CHUNK as EXPORT_CHUNK
 from clicks.export import FORMATS, export_lines
 from clicks.selectors import INTERVALS, ReportTooLarge, link_stats, link_totals
 from clicks.stream import import_lag
-from links import imports, selectors, services, unlocking
-from links.models import Link, LinkImport
+from links import domains, imports, selectors, services, unlocking
+from links.models import Domain, Link, LinkImport
 from links.redis import RedisUnavailable, quick_call
-from links.selectors import short_url
 from slingshot.proxies import client_address
 from teams import access
 from teams.models import Role, Team
@@ -56,10 +55,12 @@ class SignInView(auth_views.LoginView):
 
 
 def _link_or_404(request, slug: str, needed: str = Role.VIEWER) -> Link:
-    """The link with `role` (the person's in its team); a 404 for one they
-    do not see, a 403 for one their role does not let them change."""
+    """The link of the slug on the domain `?domain=` names (the default
+    domain without it), as the API addresses links, with `role` (the
+    person's in its team); a 404 for one they do not see, a 403 for one
+    their role does not let them change."""
     try:
-        link = selectors.link_for(user=request.user, slug=slug)
+        link = selectors.link_for(user=request.user, slug=slug, host=request.GET.get("domain"))
     except Link.DoesNotExist:
         raise Http404("No such link.") from None
     if not access.allows(link.role, needed):
@@ -79,6 +80,10 @@ def _edits_in(request, team: Team) -> bool:
     if membership and membership.team_id == team.pk and not access.acts_everywhere(request.user):
         return access.allows(membership.role, Role.EDITOR)
     return access.allows(access.role_in(request.user, team.pk), Role.EDITOR)
+
+
+def _detail(link: Link):
+    return redirect(reverse("web:link-detail", args=[link.slug]) + link.domain_query)
 
 
 @login_required
@@ -145,7 +150,6 @@ def link_list(request):
             "form": form,
             "page": page,
             "query": query.urlencode(),
-            "short_base": short_url(""),
             "edits": _edits_in(request, team),
         },
     )
@@ -155,14 +159,15 @@ def link_list(request):
 @require_POST
 def link_bulk(request):
     """An action on the links selected in the list; deleting asks first."""
-    selected = request.POST.getlist("selected")[: settings.WEB_LINKS_PER_PAGE]
+    # Links by id: a slug is unique on its domain only.
+    selected = [value for value in request.POST.getlist("selected") if value.isdigit()][: settings.WEB_LINKS_PER_PAGE]
     # Of the current team's links, as the list shows them; changing them takes an editor (the services check).
     team = _current_team(request)
-    links = list(selectors.links_visible_to(request.user, team=team.pk).filter(slug__in=selected).order_by("slug"))
+    links = list(selectors.links_visible_to(request.user, team=team.pk).filter(pk__in=selected).order_by("slug"))
     data = request.POST.copy()
-    data.setlist("selected", [link.slug for link in links])  # only those this person sees
+    data.setlist("selected", [str(link.pk) for link in links])  # only those this person sees
     form = forms.BulkForm(data)
-    form.fields["selected"].choices = [(link.slug, link.slug) for link in links]
+    form.fields["selected"].choices = [(str(link.pk), link.slug) for link in links]
     if not form.is_valid():
         for message in [
             *form.non_field_errors(),
@@ -170,7 +175,10 @@ def link_bulk(request):
         ]:
             messages.error(request, message)
         return redirect("web:link-list")
-    action, chosen = form.cleaned_data["action"], [link for link in links if link.slug in form.cleaned_data["selected"]]
+    action, chosen = (
+        form.cleaned_data["action"],
+        [link for link in links if str(link.pk) in form.cleaned_data["selected"]],
+    )
     if action == "export":
         response = StreamingHttpResponse(
             imports.export_lines(
@@ -219,8 +227,8 @@ def link_create(request):
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
-            messages.success(request, f"Created {short_url(link.slug)}")
-            return redirect("web:link-detail", slug=link.slug)
+            messages.success(request, f"Created {link.short_url}")
+            return _detail(link)
     return render(request, "web/link_form.html", {"form": form, "title": "New link"})
 
 
@@ -237,8 +245,67 @@ def link_edit(request, slug: str):
             forms.add_service_errors(form, exc)
         else:
             messages.success(request, "Saved.")
-            return redirect("web:link-detail", slug=link.slug)
+            return _detail(link)
     return render(request, "web/link_form.html", {"form": form, "title": f"Edit {slug}", "link": link})
+
+
+def _staff(user) -> bool:
+    return user.is_active and (user.is_staff or user.is_superuser)
+
+
+@login_required
+def domain_list(request):
+    """Every domain; staff add, change and remove them (links/domains.py)."""
+    form = forms.DomainForm(request.POST or None)
+    if request.method == "POST":
+        if not _staff(request.user):
+            raise PermissionDenied("Only staff manage domains.")
+        if form.is_valid():
+            try:
+                domain = domains.domain_create(**form.cleaned_data)
+            except ValidationError as exc:
+                forms.add_service_errors(form, exc)
+            else:
+                messages.success(request, f"Added {domain.host}.")
+                return redirect("web:domain-list")
+    return render(
+        request,
+        "web/domain_list.html",
+        {"domains": domains.domain_list(), "form": form, "staff": _staff(request.user)},
+    )
+
+
+@login_required
+def domain_edit(request, host: str):
+    if not _staff(request.user):
+        raise PermissionDenied("Only staff manage domains.")
+    domain = get_object_or_404(Domain, host=host)
+    form = forms.DomainForm(request.POST or None, instance=domain, editing=True)
+    if request.method == "POST" and form.is_valid():
+        changes = {name: form.cleaned_data[name] for name in form.changed_data}
+        try:
+            domains.domain_update(domain=Domain.objects.get(pk=domain.pk), **changes)
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            messages.success(request, f"Saved {domain.host}.")
+            return redirect("web:domain-list")
+    return render(request, "web/domain_form.html", {"form": form, "domain": domain})
+
+
+@login_required
+@require_POST
+def domain_delete(request, host: str):
+    if not _staff(request.user):
+        raise PermissionDenied("Only staff manage domains.")
+    domain = get_object_or_404(Domain, host=host)
+    try:
+        domains.domain_delete(domain=domain)
+    except domains.DomainInUse as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Removed {host}.")
+    return redirect("web:domain-list")
 
 
 @login_required
@@ -249,7 +316,7 @@ def link_toggle(request, slug: str):
     messages.success(request, f"{link.slug} is now {'active' if link.is_active else 'disabled'}.")
     if request.POST.get("next") == "list":
         return redirect("web:link-list")
-    return redirect("web:link-detail", slug=link.slug)
+    return _detail(link)
 
 
 @login_required
@@ -282,7 +349,14 @@ def _link_report(request, link: Link) -> dict:
     recent = recent.filter(**filters) if span.include_bots else recent.filter(is_bot=False, **filters)
     what = "" if span.include_bots else ", bots left out"
     export_base = reverse("web:link-clicks-export", args=[link.slug])
-    export_args = {"start": span.start, "end": span.end, "include_bots": span.include_bots, "filters": filters}
+    # The link's domain rides along (link_clicks_export finds the link as this page does).
+    domain = {"domain": link.domain.host} if link.domain_query else {}
+    export_args = {
+        "start": span.start,
+        "end": span.end,
+        "include_bots": span.include_bots,
+        "filters": {**filters, **domain},
+    }
     return {
         "link": link,
         "form": form,
@@ -348,7 +422,7 @@ def link_detail(request, slug: str):
     visits = selectors.link_visits([link])
     context.update(
         edits=access.allows(link.role, Role.EDITOR),
-        short_url=short_url(link.slug),
+        short_url=link.short_url,
         state=selectors.link_state(link, visits=(visits or {}).get(link.pk)),
         # None: Redis did not answer; absent: no limit.
         # Requests over the limit count too: the visits served are at most the limit.
@@ -496,7 +570,7 @@ def link_unlock(request, pk: int):
 def link_qr(request, slug: str, kind: str):
     link = _link_or_404(request, slug)
     buffer = io.BytesIO()
-    segno.make(short_url(link.slug), error="m").save(buffer, kind=kind, scale=10, border=2)
+    segno.make(link.short_url, error="m").save(buffer, kind=kind, scale=10, border=2)
     response = HttpResponse(buffer.getvalue(), content_type={"png": "image/png", "svg": "image/svg+xml"}[kind])
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="{link.slug}.{kind}"'
@@ -543,7 +617,7 @@ def link_import_detail(request, pk: int):
             "valid": len(valid),
             "error_rows": [row for row in rows if row["errors"]][:500],
             "preview_rows": [
-                (row["line"], [row["fields"][name] for name in imports.CSV_COLUMNS]) for row in valid[:20]
+                (row["line"], [row["fields"].get(name, "") for name in imports.CSV_COLUMNS]) for row in valid[:20]
             ],
         },
     )

@@ -4,6 +4,8 @@
 local _M = { _VERSION = "0.1.0" }
 
 _M.LINK_KEY_PREFIX = "slingshot:link:"
+_M.DOMAINS_KEY = "slingshot:domains"
+_M.ROBOTS_KEY_PREFIX = "slingshot:robots:"
 _M.LINK_CHANGES_STREAM = "slingshot:link-changes"
 _M.VISITS_KEY_PREFIX = "slingshot:visits:"
 _M.CLICKS_STREAM = "slingshot:clicks"

@@ -11,6 +11,9 @@ local metrics = require("slingshot.metrics")
 local cidr = require("slingshot.cidr")
 local visits = require("slingshot.visits")
 local rules = require("slingshot.rules")
+local domains = require("slingshot.domains")
+local robots = require("slingshot.robots")
+local certs = require("slingshot.certs")
 
 local ngx = ngx
 local var = ngx.var
@@ -25,6 +28,7 @@ local log = ngx.log
 local ERR = ngx.ERR
 local get_uri_args = ngx.req.get_uri_args
 local crc32_short = ngx.crc32_short
+local WARN = ngx.WARN
 
 local _M = { _VERSION = "0.2.0" }
 
@@ -89,10 +93,12 @@ local function send_to(url, status)
     return redirect(url, status or 302)
 end
 
--- An unknown, disabled or malformed slug: EDGE_NOT_FOUND_URL or a 404 page.
-local function not_found()
-    if config.not_found_url then
-        return send_to(config.not_found_url)
+-- An unknown, disabled or malformed slug: the domain's not-found redirect
+-- (the default domain's is EDGE_NOT_FOUND_URL) or a 404 page.
+local function not_found(domain)
+    local url = domain.not_found_url
+    if url then
+        return send_to(url)
     end
     -- nginx's own small 404 page: cheaper than writing a body from Lua,
     -- which a flood of unknown slugs would pay on every request.
@@ -117,14 +123,14 @@ local request = {
 
 -- A link that is disabled, scheduled, expiring, limited or locked by a
 -- password: what plain links are spared.
-local function redirect_special(slug, value)
+local function redirect_special(slug, value, domain)
     local state = link.state(value, value.timed and time())
     if state == "disabled" then
         metrics.inc(DISABLED)
-        return not_found()
+        return not_found(domain)
     elseif state == "scheduled" then
         metrics.inc(SCHEDULED)
-        return not_found()
+        return not_found(domain)
     elseif state == "expired" then
         metrics.inc(EXPIRED)
         return answer(410, GONE_PAGE)
@@ -154,22 +160,41 @@ local function redirect_special(slug, value)
     return send_to(link.target(value, value.forward_query and var.args, url), value.status)
 end
 
+-- The domain of the request: its Host is read only when there is more
+-- than the default domain.
+local function request_domain()
+    if domains.multi then
+        return domains.for_host(var.host)
+    end
+    return domains.default
+end
+
+-- A domain that wants HTTPS only: the same URL over HTTPS (308 keeps the method).
+local function to_https()
+    return redirect("https://" .. var.host .. config.https_port_suffix .. var.request_uri, 308)
+end
+
 function _M.redirect()
+    local domain = request_domain()
+    if domain.https_redirect and var.https == "" then
+        return to_https()
+    end
     local uri = var.uri
     local slug = slugs.from_path(uri, config.slug_min_length, config.slug_max_length,
         config.slug_alphabet)
     if not slug then
         if uri == "/" then
             metrics.inc(ROOT)
-            if config.root_url then
-                return send_to(config.root_url)
+            if domain.root_url then
+                return send_to(domain.root_url)
             end
         else
             metrics.inc(INVALID_SLUG)
         end
-        return not_found()
+        return not_found(domain)
     end
-    local value, err = links.get(slug)
+    local prefix = domain.prefix
+    local value, err = links.get(prefix and prefix .. slug or slug)
     if value == nil then
         metrics.inc(UNAVAILABLE)
         log(ERR, "slug ", slug, ": ", err)
@@ -178,15 +203,32 @@ function _M.redirect()
     if not value then
         metrics.inc(NOT_FOUND)
         clicks.record(slug, "")  -- an orphan visit (none for HEAD)
-        return not_found()
+        return not_found(domain)
     end
     if not value.plain then
-        return redirect_special(slug, value)
+        return redirect_special(slug, value, domain)
     end
     clicks.record(slug, value.id)
     metrics.inc(REDIRECTED)
     -- Reading a variable costs as much as the rest of a hit: only when used.
     return send_to(link.target(value, value.forward_query and var.args), value.status)
+end
+
+-- The domain's robots.txt: its crawlable links allowed, nothing else.
+function _M.robots()
+    local text, err = robots.text(request_domain())
+    if err then
+        log(WARN, "robots.txt: ", err)
+    end
+    ngx.status = 200
+    header["Content-Type"] = "text/plain"
+    print(text)
+    return exit(200)
+end
+
+-- ssl_certificate_by_lua: each domain's own certificate.
+function _M.certificate()
+    return certs.serve(config)
 end
 
 function _M.healthz()

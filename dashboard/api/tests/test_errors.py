@@ -70,3 +70,11 @@ def test_fields_take_the_json_type_their_schema_says_and_unknown_fields_are_name
 def test_the_api_takes_json_only(api):
     response = api.post("/api/v1/links", {"url": "https://example.com/form"})  # multipart, as a browser form would
     assert response.status_code == 415
+
+
+def test_a_page_parameter_given_empty_is_a_400(api):
+    response = api.get("/api/v1/links?page=")
+    assert response.status_code == 400
+    assert response.json() == {"page": ["Leave the parameter out rather than empty."]}
+    assert api.get("/api/v1/links?page=1").status_code == 200
+    assert api.get("/api/v1/links?page=x").status_code == 404

@@ -13,6 +13,7 @@ from clicks.selectors import LinkTotals, Point, bucket_start, link_stats, link_t
 from clicks.tests.streams import ENRICHER, entry
 from clicks.tests.streams import importer as make_importer
 from links import services
+from links.domains import default_domain
 from links.models import Link
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_rollups")]
@@ -39,7 +40,9 @@ def click(link: Link | str, at: datetime, ip: str, ua: str, ref: str = "") -> di
 def link() -> Link:
     owner = get_user_model().objects.create_user("rollup-" + uuid.uuid4().hex[:8])
     slug = "r" + uuid.uuid4().hex[:10]
-    return Link.objects.create(slug=slug, url="https://example.com/", owner=owner, team=owner.personal_team)
+    return Link.objects.create(
+        domain=default_domain(), slug=slug, url="https://example.com/", owner=owner, team=owner.personal_team
+    )
 
 
 @pytest.fixture
@@ -202,7 +205,11 @@ def test_breakdowns_over_whole_days_and_partial_ends_agree(traffic):
 
 def test_totals_of_links_in_one_query(traffic, link, django_assert_num_queries):
     quiet = Link.objects.create(
-        slug="q" + uuid.uuid4().hex[:10], url="https://example.com/", owner=traffic.owner, team=traffic.team
+        domain=traffic.domain,
+        slug="q" + uuid.uuid4().hex[:10],
+        url="https://example.com/",
+        owner=traffic.owner,
+        team=traffic.team,
     )
     with django_assert_num_queries(1):
         totals = link_totals(link_ids=[traffic.pk, quiet.pk])
@@ -231,7 +238,11 @@ def test_orphan_visits_are_stored_apart_with_their_slug(importer, link):
 
 def test_clicks_of_a_link_deleted_before_they_are_imported_are_dropped(importer, link):
     kept = Link.objects.create(
-        slug="k" + uuid.uuid4().hex[:10], url="https://example.com/", owner=link.owner, team=link.team
+        domain=link.domain,
+        slug="k" + uuid.uuid4().hex[:10],
+        url="https://example.com/",
+        owner=link.owner,
+        team=link.team,
     )
     stored = entry([click(link, TEN, "203.0.113.5", CHROME)])
     assert store(importer, [stored]) == 1
