@@ -5,6 +5,9 @@ from django.core.exceptions import ValidationError
 
 from links.rules import Served, served_by, validate_rules, validate_split
 
+# Targets are checked against the domains' hosts (links.validation.normalise_target), which live in the database.
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture(autouse=True)
 def edge_at(settings):

@@ -37,13 +37,17 @@ def test_existing_links_move_into_personal_teams_with_every_click():
                     [name],
                 )
                 people[name] = cursor.fetchone()[0]
+            cursor.execute(
+                "INSERT INTO links_domain (host, root_url, not_found_url, https_redirect, created_at)"
+                " VALUES ('migration.test', '', '', false, now()) ON CONFLICT (host) DO NOTHING"
+            )
             links = {}
             for name, user_id in people.items():
                 cursor.execute(
-                    "INSERT INTO links_link (slug, url, owner_id, title, description, tags, redirect_status,"
-                    " forward_query, crawlable, password, rules, split, is_active, created_at, updated_at)"
-                    " VALUES (%s, 'https://example.com/', %s, '', '', '{}', 302, false, false, '', '[]', '[]',"
-                    " true, now(), now()) RETURNING id",
+                    "INSERT INTO links_link (domain_id, slug, url, owner_id, title, description, tags,"
+                    " redirect_status, forward_query, crawlable, password, rules, split, is_active, created_at,"
+                    " updated_at) VALUES ((SELECT id FROM links_domain WHERE host = 'migration.test'), %s, 'https://example.com/', %s, '',"
+                    " '', '{}', 302, false, false, '', '[]', '[]', true, now(), now()) RETURNING id",
                     ["m" + uuid.uuid4().hex[:10], user_id],
                 )
                 links[name] = cursor.fetchone()[0]
