@@ -526,17 +526,21 @@ class _Report:
             where += " AND NOT is_bot"
         columns = ", ".join(DIMENSIONS)
         sets = ", ".join(f"({dimension})" for dimension in DIMENSIONS)
+        # GROUPING() says which set a row is of: a value may be NULL (the rule of a click no rule served).
+        grouped = ", ".join(f"GROUPING({dimension})" for dimension in DIMENSIONS)
         with connection.cursor() as cursor:
             cursor.execute(
                 f"WITH sample AS (SELECT {columns} FROM clicks WHERE {where} ORDER BY occurred_at DESC LIMIT %s) "
-                f"SELECT {columns}, count(*) FROM sample GROUP BY GROUPING SETS ({sets})",
+                f"SELECT {columns}, {grouped}, count(*) FROM sample GROUP BY GROUPING SETS ({sets})",
                 [*params, settings.REPORT_FILTER_SAMPLE],
             )
             rows = cursor.fetchall()
         counts: dict[str, list[tuple[str, int]]] = {dimension: [] for dimension in DIMENSIONS}
+        width = len(DIMENSIONS)
         for row in rows:
-            index = next(i for i, value in enumerate(row[:-1]) if value is not None)
-            counts[DIMENSIONS[index]].append((row[index], row[-1]))
+            index = row[width : 2 * width].index(0)
+            if row[index] is not None:
+                counts[DIMENSIONS[index]].append((row[index], row[-1]))
         sampled = sum(n for _, n in counts[DIMENSIONS[0]])
         for items in counts.values():
             items.sort(key=lambda item: (-item[1], item[0]))

@@ -45,7 +45,10 @@ def choose(request: HttpRequest, team_id: int) -> bool:
 
 
 def navigation(request: HttpRequest) -> dict:
-    """The context processor of the navigation's team switcher."""
-    if not request.user.is_authenticated:
+    """The context processor of the navigation's team switcher. An error page
+    for a request refused before the authentication middleware ran (a bad
+    Host header) has no user: no switcher."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
         return {}
     return {"team_memberships": memberships(request), "current_membership": current_membership(request)}

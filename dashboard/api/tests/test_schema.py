@@ -56,6 +56,7 @@ def test_schema_describes_every_endpoint_with_errors(client):
         "os",
         "device",
         "country",
+        "rule",
     }
 
 

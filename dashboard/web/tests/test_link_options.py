@@ -81,4 +81,4 @@ def test_the_list_shows_each_links_state(signed_in, user):
     page = signed_in.get(reverse("web:link-list"))
     states = {link.slug: link.state for link in page.context["page"]}
     assert states == {active.slug: "active", limited.slug: "limit reached", expired.slug: "expired"}
-    assert "<mark>limit reached</mark>" in page.content.decode()
+    assert '<span class="state state-limit-reached">Limit reached</span>' in page.content.decode()

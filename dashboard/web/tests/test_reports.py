@@ -136,9 +136,9 @@ def test_link_state():
     from links.models import Link
 
     now = datetime.now(timezone.utc)
-    assert link_state(Link(is_active=True), now) == "active"
-    assert link_state(Link(is_active=True, expires_at=now - timedelta(seconds=1)), now) == "expired"
-    assert link_state(Link(is_active=False, expires_at=now - timedelta(seconds=1)), now) == "disabled"
+    assert link_state(Link(is_active=True), now=now) == "active"
+    assert link_state(Link(is_active=True, expires_at=now - timedelta(seconds=1)), now=now) == "expired"
+    assert link_state(Link(is_active=False, expires_at=now - timedelta(seconds=1)), now=now) == "disabled"
 
 
 def test_list_shows_the_true_state_and_row_actions(signed_in, user):
