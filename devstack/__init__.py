@@ -21,6 +21,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 NGINX_MODULES = Path("/usr/share/nginx/modules")
 DEBIAN_LUA_MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
+GEOIP2_MODULE = "ngx_http_geoip2_module.so"
+# The country database the edge and the importer share (data/geo/package.json,
+# installed by bin/setup); GEOIP_COUNTRY_DB names another.
+GEO_COUNTRY_DB = REPO / "data" / "geo" / "country.mmdb"
+
+
+def geo_country_db() -> Path:
+    return Path(os.environ.get("GEOIP_COUNTRY_DB") or GEO_COUNTRY_DB)
 
 
 def free_port() -> int:
@@ -240,15 +248,56 @@ def nginx_binary() -> str:
     return os.environ.get("NGINX_BIN") or shutil.which("openresty") or shutil.which("nginx") or "/usr/sbin/nginx"
 
 
-def render_edge_conf(prefix: Path, port: int, *, listen_host: str = "127.0.0.1") -> Path:
+def make_certificate(directory: Path, name: str, *, hosts: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """A self-signed certificate and its key, `<name>.crt` and `<name>.key`
+    in `directory`, for `hosts` (its subject alternative names), made with
+    the openssl command; kept when they are there already. The key is
+    readable by nginx's workers only."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
+    if not (cert.exists() and key.exists()):
+        names = hosts or ("localhost",)
+        san = ",".join(f"IP:{host}" if re.fullmatch(r"[\d.]+|[\da-f:]+", host) else f"DNS:{host}" for host in names)
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+            + ["-days", "825", "-subj", f"/CN={names[0]}", "-addext", f"subjectAltName={san}"]
+            + ["-keyout", str(key), "-out", str(cert)],
+            check=True,
+            capture_output=True,
+        )
+        key.chmod(0o600)
+        if os.geteuid() == 0:
+            # nginx started as root runs its workers as nobody, and they read
+            # the certificates of the domains (edge/slingshot/certs.lua).
+            os.chown(key, pwd.getpwnam("nobody").pw_uid, -1)
+    return cert, key
+
+
+def render_edge_conf(
+    prefix: Path,
+    port: int,
+    *,
+    tls_port: int | None = None,
+    listen_host: str = "127.0.0.1",
+    real_ip_from: str | None = None,
+) -> Path:
     """Prepares an nginx prefix for the top-level nginx.conf on this machine.
 
     The differences from OpenResty stay here: Debian builds ngx_lua as a
-    dynamic module, so its load_module lines come first; and the port is the
-    one asked for instead of the container's 8080.
+    dynamic module, so its load_module lines come first; and the ports are
+    the ones asked for instead of the container's 8080 and 8443 (a free one
+    for HTTPS when none is asked for). The certificate folder, conf/certs,
+    gets a self-signed default certificate unless it has one. Where the
+    geoip2 module and the country database are installed,
+    conf/edge-geoip2.conf defines $slingshot_country (nginx.conf includes
+    it), which country rules read. `real_ip_from` (a CIDR, for tests and
+    `make run`) makes the edge take the client's address from
+    X-Forwarded-For when the request comes from there (conf/edge-realip.conf),
+    so that tests can be visitors from anywhere.
     """
     for sub in ("conf", "logs"):
         (prefix / sub).mkdir(parents=True, exist_ok=True)
+    make_certificate(prefix / "conf" / "certs", "default")
     edge_link = prefix / "edge"
     if edge_link.is_symlink() or edge_link.exists():
         edge_link.unlink()
@@ -257,9 +306,28 @@ def render_edge_conf(prefix: Path, port: int, *, listen_host: str = "127.0.0.1")
     conf, count = re.subn(r"^(\s*)listen\s+8080\b", rf"\1listen {listen_host}:{port}", conf, flags=re.M)
     if count != 1:
         raise ValueError("nginx.conf must have exactly one 'listen 8080' line")
+    conf, count = re.subn(
+        r"^(\s*)listen\s+8443\s+ssl\b", rf"\1listen {listen_host}:{tls_port or free_port()} ssl", conf, flags=re.M
+    )
+    if count != 1:
+        raise ValueError("nginx.conf must have exactly one 'listen 8443 ssl' line")
     modules = "".join(
         f"load_module {NGINX_MODULES / name};\n" for name in DEBIAN_LUA_MODULES if (NGINX_MODULES / name).exists()
     )
+    country_db = geo_country_db()
+    geoip2 = prefix / "conf" / "edge-geoip2.conf"
+    if (NGINX_MODULES / GEOIP2_MODULE).exists() and country_db.exists():
+        modules += f"load_module {NGINX_MODULES / GEOIP2_MODULE};\n"
+        geoip2.write_text(
+            f"geoip2 {country_db.resolve()} {{\n    $slingshot_country source=$remote_addr country_code;\n}}\n"
+        )
+    else:
+        geoip2.unlink(missing_ok=True)
+    realip = prefix / "conf" / "edge-realip.conf"
+    if real_ip_from:
+        realip.write_text(f"set_real_ip_from {real_ip_from};\nreal_ip_header X-Forwarded-For;\n")
+    else:
+        realip.unlink(missing_ok=True)
     path = prefix / "conf" / "nginx.conf"
     path.write_text(modules + conf)
     return path

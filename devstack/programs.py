@@ -21,7 +21,13 @@ from pathlib import Path
 
 import devstack
 
-PORT_DEFAULTS = {"DASHBOARD_PORT": 8000, "EDGE_PORT": 8080, "POSTGRES_PORT": 15432, "REDIS_PORT": 16379}
+PORT_DEFAULTS = {
+    "DASHBOARD_PORT": 8000,
+    "EDGE_PORT": 8080,
+    "EDGE_TLS_PORT": 8443,
+    "POSTGRES_PORT": 15432,
+    "REDIS_PORT": 16379,
+}
 MANAGE = [sys.executable, str(devstack.REPO / "dashboard" / "manage.py")]
 
 
@@ -126,7 +132,9 @@ def redis() -> None:
 
 def edge() -> None:
     prefix = run_dir() / "nginx"
-    devstack.render_edge_conf(prefix, port("EDGE_PORT"))
+    devstack.render_edge_conf(prefix, port("EDGE_PORT"), tls_port=port("EDGE_TLS_PORT"))
+    # Where the HTTP -> HTTPS redirect of a domain sends visitors.
+    os.environ.setdefault("EDGE_HTTPS_PORT", str(port("EDGE_TLS_PORT")))
     # SIGQUIT is nginx's graceful stop: each worker finishes its requests and
     # writes its buffered clicks to Redis before it exits.
     sys.exit(

@@ -9,6 +9,8 @@ import atexit
 import http.client
 import os
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -39,9 +41,15 @@ class Edge:
     ) -> None:
         self.edit_conf = edit_conf  # changes the rendered nginx.conf, for tests of a broken one
         self.port = devstack.free_port()
+        self.tls_port = devstack.free_port()
         self.prefix = SERVERS.root / f"nginx-{self.port}"
         self.workers = workers
-        self.env = {**os.environ, "EDGE_CLICK_FLUSH_INTERVAL": "0.05", **(env or {})}
+        self.env = {
+            **os.environ,
+            "EDGE_CLICK_FLUSH_INTERVAL": "0.05",
+            "EDGE_HTTPS_PORT": str(self.tls_port),
+            **(env or {}),
+        }
         self.log_path = self.prefix / "stderr.log"
         self.process = None
 
@@ -50,7 +58,9 @@ class Edge:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> "Edge":
-        conf = devstack.render_edge_conf(self.prefix, self.port)
+        # Tests connect from 127.0.0.1 and may say, in X-Forwarded-For, which
+        # visitor they stand for (country rules, splits).
+        conf = devstack.render_edge_conf(self.prefix, self.port, tls_port=self.tls_port, real_ip_from="127.0.0.0/8")
         if self.edit_conf:
             conf.write_text(self.edit_conf(conf.read_text()))
         log = open(self.log_path, "ab")
@@ -76,6 +86,22 @@ class Edge:
 
     def request(self, path: str, *, method: str = "GET", headers: dict | None = None) -> "Response":
         return http_request(self.port, path, method=method, headers=headers)
+
+    @property
+    def cert_dir(self):
+        """Where the edge looks for `<host>.crt` and `.key` (EDGE_CERT_DIR's default)."""
+        return self.prefix / "conf" / "certs"
+
+    def https_request(
+        self, path: str, *, server_name: str | None, headers: dict | None = None
+    ) -> tuple["Response", bytes]:
+        """One request over TLS with this server name (SNI; None: none), and
+        the certificate the edge answered the handshake with (DER). The
+        certificate is not verified: the tests compare it with the file."""
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return https_request(self.tls_port, path, context=context, server_name=server_name, headers=headers)
 
     def mark(self) -> None:
         """From now on errors() reports only what is logged after this call."""
@@ -115,6 +141,31 @@ def http_request(port: int, path: str, *, method: str = "GET", headers: dict | N
         conn.endheaders()
         response = conn.getresponse()
         return Response(response.status, response.headers, response.read())
+    finally:
+        conn.close()
+
+
+def https_request(
+    port: int, path: str, *, context: ssl.SSLContext, server_name: str | None, headers: dict | None = None
+) -> tuple[Response, bytes]:
+    """A GET to 127.0.0.1 over TLS, `server_name` in SNI and Host; with the
+    certificate the server answered the handshake with (DER)."""
+    headers = {"Host": server_name or "127.0.0.1", **(headers or {})}
+    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=context)
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        try:
+            conn.sock = context.wrap_socket(sock, server_hostname=server_name)
+        except BaseException:
+            sock.close()  # else nginx waits for it to speak before it can stop
+            raise
+        peer = conn.sock.getpeercert(binary_form=True)
+        conn.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        response = conn.getresponse()
+        return Response(response.status, response.headers, response.read()), peer
     finally:
         conn.close()
 

@@ -38,7 +38,8 @@ class SupervisedStack:
         self.root = root
         self.run = root / "run"
         self.ports = {
-            name: devstack.free_port() for name in ("DASHBOARD_PORT", "EDGE_PORT", "POSTGRES_PORT", "REDIS_PORT")
+            name: devstack.free_port()
+            for name in ("DASHBOARD_PORT", "EDGE_PORT", "EDGE_TLS_PORT", "POSTGRES_PORT", "REDIS_PORT")
         }
         self.env = {
             **{name: os.environ[name] for name in PASSED_ON if name in os.environ},

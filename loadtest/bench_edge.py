@@ -11,17 +11,27 @@ each case:
   d  unknown slugs (negatively cached; each visit is an orphan click)
   e  for reference, the floor of any Lua handler: content_by_lua that only
      calls ngx.redirect to a constant URL, on the ceiling's server
+  f  TLS ceiling: the same nginx and workers, `return 302` over HTTPS with
+     the edge's default certificate, keep-alive connections, no Lua
+  g  (b) over HTTPS with keep-alive: the edge's TLS server, its certificate
+     chosen by edge/slingshot/certs.lua at each handshake; its ratio is
+     against (f)
+  h  a cached link with five redirect rules whose last one matches: one
+     condition each of device, language, country (a geoip2 lookup, where the
+     module is installed) and query that fail, then device=desktop, which
+     wrk's Windows browser is; click logging on, the rule recorded
 
-For each it prints requests/s, p50 and p99 latency, the ratio to (a), and
-the server CPU time per request (nginx master and workers plus Redis, from
-/proc before and after). The cases run in rounds, each case between two
-runs of the ceiling (a, b, a, c, a, d, a, e, then the next round's a), and the
-medians are reported, each ratio against the mean of the two ceiling runs
-around it: load from elsewhere on the machine, which on a shared VM comes
+For each it prints requests/s, p50 and p99 latency, the ratio to its
+ceiling ((f) for (g), else (a)), and the server CPU time per request (nginx
+master and workers plus Redis, from /proc before and after). The cases run
+in rounds, each case between two runs of its ceiling (a, b, a, c, a, d, a, e,
+a, h, f, g, then the next round's a, and a last f; `--cases` picks some),
+and the medians are reported, each ratio against the mean of the two
+ceiling runs around it: load from elsewhere on the machine, which on a shared VM comes
 and goes within seconds, hits both sides of a ratio alike. Checks
 that every click of (b) reached the stream: clicks in the stream == redirects
 served (the edge's own counter; wrk does not count the responses still in
-flight when it stops). Takes about four minutes.
+flight when it stops). Takes about five minutes.
 """
 
 import argparse
@@ -56,7 +66,18 @@ HERE = Path(__file__).resolve().parent
 WRK_SCRIPT = HERE / "bench_edge.wrk.lua"
 TARGETS = {"b": 0.90, "c": 0.50, "d": 0.85}
 CEILING_TARGET = "https://example.com/landing"
+# Case (h): every rule's conditions are read; only the last rule matches.
+FIVE_RULES = [
+    {"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]},
+    {"url": "https://example.com/de", "conditions": [{"type": "language", "value": "de"}]},
+    {"url": "https://example.com/nl", "conditions": [{"type": "country", "value": "NL"}]},
+    {"url": "https://example.com/spring", "conditions": [{"type": "query", "key": "campaign", "value": "spring"}]},
+    {"url": CEILING_TARGET, "conditions": [{"type": "device", "value": "desktop"}]},
+]
 LUA_FLOOR_PATH = "/lua-floor"
+# The ceiling each case is measured against; a ceiling is its own.
+CEILING_OF = {"g": "f"}
+CEILINGS = {"a", "f"}
 
 
 @dataclass
@@ -99,7 +120,8 @@ class Nginx:
     def __init__(self, root: Path, env: dict[str, str], workers: int, *, with_ceiling: bool, pin: bool) -> None:
         prefix = root / f"nginx-{len(list(root.glob('nginx-*')))}"
         self.port, self.ceiling_port = devstack.free_port(), devstack.free_port()
-        conf_path = devstack.render_edge_conf(prefix, self.port)
+        self.tls_port, self.ceiling_tls_port = devstack.free_port(), devstack.free_port()
+        conf_path = devstack.render_edge_conf(prefix, self.port, tls_port=self.tls_port)
         if with_ceiling:
             conf = conf_path.read_text()
             ceiling = (
@@ -111,6 +133,15 @@ class Nginx:
                 f"        location = {LUA_FLOOR_PATH} {{\n"
                 f'            content_by_lua_block {{ ngx.redirect("{CEILING_TARGET}", 302) }}\n'
                 "        }\n"
+                "    }\n"
+                "    server {\n"
+                f"        listen 127.0.0.1:{self.ceiling_tls_port} ssl reuseport;\n"
+                "        ssl_certificate certs/default.crt;\n"
+                "        ssl_certificate_key certs/default.key;\n"
+                "        ssl_protocols TLSv1.2 TLSv1.3;\n"
+                '        add_header Cache-Control "private, no-store" always;\n'
+                "        add_header X-Content-Type-Options nosniff always;\n"
+                f"        location / {{ return 302 {CEILING_TARGET}; }}\n"
                 "    }\n"
             )
             end = conf.rstrip().rfind("}")
@@ -128,6 +159,7 @@ class Nginx:
         devstack.wait_for_port(self.port, process=self.process)
         if with_ceiling:
             devstack.wait_for_port(self.ceiling_port, process=self.process)
+            devstack.wait_for_port(self.ceiling_tls_port, process=self.process)
 
     def pids(self) -> list[int]:
         return [self.process.pid, *children(self.process.pid)]
@@ -164,6 +196,9 @@ LABELS = {
     "c": "c cache miss, Redis GET + click",
     "d": "d unknown slug: 404 + orphan",
     "e": "e Lua floor: ngx.redirect only",
+    "h": "h cached, 5 rules, last matches",
+    "f": "f TLS ceiling: return 302",
+    "g": "g TLS cached redirect + click",
 }
 
 
@@ -189,7 +224,9 @@ class Bench:
         self.edges.append(edge)
         return edge
 
-    def wrk(self, name: str, port: int, paths: list[str], duration: int, pids: list[int]) -> Result:
+    def wrk(
+        self, name: str, port: int, paths: list[str], duration: int, pids: list[int], scheme: str = "http"
+    ) -> Result:
         path_file = self.root / f"paths-{name}.txt"
         path_file.write_text("\n".join(paths) + "\n")
         redis_pids = [self.redis_process.pid]
@@ -209,7 +246,7 @@ class Bench:
                 "--latency",
                 "-s",
                 str(WRK_SCRIPT),
-                f"http://127.0.0.1:{port}",
+                f"{scheme}://127.0.0.1:{port}",
                 "--",
                 str(path_file),
             ],
@@ -301,9 +338,14 @@ class Bench:
 
     def run(self) -> int:
         a = self.args
+        # Each case after a run of its ceiling (a b a c a d a e a h f g | a b ...),
+        # and the ceilings once more at the end: every case between two of its ceilings.
+        round_order = "".join(CEILING_OF.get(key, "a") + key for key in a.cases)
+        trailing = sorted({CEILING_OF.get(key, "a") for key in a.cases})
+        chosen = list(dict.fromkeys(round_order))
         print(
             f"nginx {devstack.nginx_binary()} with {a.workers} workers; per case wrk -t{a.threads} "
-            f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of a b a c a d a e; "
+            f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of {' '.join(round_order)}; "
             f"{os.cpu_count()} CPUs"
             + (
                 f"; nginx workers pinned one per CPU (worker_cpu_affinity auto), wrk to CPU {a.wrk_cpu}"
@@ -314,6 +356,10 @@ class Bench:
             + "\n"
         )
         self.redis.set(link_key("bench"), orjson.dumps({"id": 1, "url": CEILING_TARGET, "status": 302, "active": True}))
+        self.redis.set(
+            link_key("bench-rules"),
+            orjson.dumps({"id": 0x7FFF_FFFF, "url": "https://example.com/", "status": 302, "rules": FIVE_RULES}),
+        )
         many = [f"m{i:06d}" for i in range(a.miss_slugs)]
         pipe = self.redis.pipeline(transaction=False)
         for number, slug in enumerate(many, start=2):
@@ -323,25 +369,26 @@ class Bench:
         main = self.start_edge({}, with_ceiling=True)
         tiny = self.start_edge({"EDGE_CACHE_SIZE": str(a.tiny_cache)})
         cases = {
-            "a": (main, main.ceiling_port, ["/bench"]),
-            "b": (main, main.port, ["/bench"]),
-            "c": (tiny, tiny.port, ["/" + slug for slug in many]),
-            "d": (main, main.port, [f"/u{i:06d}" for i in range(a.unknown_slugs)]),
-            "e": (main, main.ceiling_port, [LUA_FLOOR_PATH]),
+            "a": (main, main.ceiling_port, ["/bench"], "http"),
+            "b": (main, main.port, ["/bench"], "http"),
+            "c": (tiny, tiny.port, ["/" + slug for slug in many], "http"),
+            "d": (main, main.port, [f"/u{i:06d}" for i in range(a.unknown_slugs)], "http"),
+            "e": (main, main.ceiling_port, [LUA_FLOOR_PATH], "http"),
+            "f": (main, main.ceiling_tls_port, ["/bench"], "https"),
+            "g": (main, main.tls_port, ["/bench"], "https"),
+            "h": (main, main.port, ["/bench-rules"], "http"),
         }
-        for key, (edge, port, paths) in cases.items():
-            self.wrk(f"{key}-warmup", port, paths, a.warmup, edge.pids())
-
-        # a b a c a d a e | a b ... | a: every case between two ceilings.
-        round_order = "abacadae"
-        order = [key for _ in range(a.rounds) for key in round_order] + ["a"]
+        for key in chosen:
+            edge, port, paths, scheme = cases[key]
+            self.wrk(f"{key}-warmup", port, paths, a.warmup, edge.pids(), scheme)
+        order = [key for _ in range(a.rounds) for key in round_order] + trailing
         runs, clicks_ok = [], True
         for index, key in enumerate(order):
             number = index // len(round_order) + 1
-            edge, port, paths = cases[key]
+            edge, port, paths, scheme = cases[key]
             before = edge.drain()
             self.redis.delete(CLICKS_STREAM)
-            result = self.wrk(key, port, paths, a.duration, edge.pids())
+            result = self.wrk(key, port, paths, a.duration, edge.pids(), scheme)
             runs.append(result)
             after = edge.drain()
             if key == "b":
@@ -362,13 +409,16 @@ class Bench:
         dropped = main.metrics()["slingshot_edge_clicks_dropped_total"]
         clicks_ok = clicks_ok and dropped == 0
 
-        # Each run with its ceiling: the mean of the ceiling runs either side
-        # of it; a ceiling run (but the last) is its own.
+        # Each run with its ceiling: the mean of the nearest runs of its
+        # ceiling either side of it; a ceiling run (but the last a) is its own.
         by_case: dict[str, list[tuple[Result, Result]]] = {key: [] for key in LABELS}
         for index, key in enumerate(order):
-            if key != "a":
-                by_case[key].append((runs[index], mean_of(runs[index - 1], runs[index + 1])))
-            elif index + 1 < len(order):
+            if key not in CEILINGS:
+                ceiling = CEILING_OF.get(key, "a")
+                before = max(i for i in range(index) if order[i] == ceiling)
+                after = min(i for i in range(index + 1, len(order)) if order[i] == ceiling)
+                by_case[key].append((runs[index], mean_of(runs[before], runs[after])))
+            elif index < len(order) - len(trailing):
                 by_case[key].append((runs[index], runs[index]))
 
         print(
@@ -381,7 +431,7 @@ class Bench:
             + (f" {'instr/req':>9} {'ratio':>6}" if a.perf else "")
         )
         missed = []
-        for key in LABELS:
+        for key in chosen:
             measured = by_case[key]
             case_runs = [run for run, _ in measured]
             ratio = median(run.rps / ceiling.rps for run, ceiling in measured)
@@ -407,14 +457,15 @@ class Bench:
                 f"{median(r.nginx_us + r.redis_us for r in case_runs):>10.1f} {nginx_us:>7.1f} {redis_us:>7.1f}"
                 f" {cpu_ratio:>9.2f}" + instructions
             )
-            if key == "a":
+            if key in CEILINGS:
                 print("    per run: " + "  ".join(f"{run.rps:.0f}" for run in case_runs))
             else:
                 print(
                     "    per round: "
                     + "  ".join(f"{run.rps:.0f} req/s ({run.rps / ceiling.rps:.2f})" for run, ceiling in measured)
                 )
-        print("\nclicks check:", "OK, every click of (b) is in the stream once" if clicks_ok else "FAILED")
+        if "b" in a.cases:
+            print("\nclicks check:", "OK, every click of (b) is in the stream once" if clicks_ok else "FAILED")
         print("targets:", "all met" if not missed else "missed by " + ", ".join(missed))
         return 0 if clicks_ok else 1
 
@@ -436,6 +487,11 @@ def main() -> int:
     parser.add_argument("--tiny-cache", type=int, default=1000)
     parser.add_argument("--unknown-slugs", type=int, default=10_000)
     parser.add_argument(
+        "--cases",
+        default="bcdehg",
+        help="which cases to run beside their ceilings (a; f for g), in this order (default bcdehg; e.g. --cases h)",
+    )
+    parser.add_argument(
         "--pin",
         action="store_true",
         help="pin the nginx workers one per CPU (worker_cpu_affinity auto) and wrk to --wrk-cpu; "
@@ -453,6 +509,8 @@ def main() -> int:
         help="an edge setting for every case, e.g. EDGE_CLICKS_PER_ENTRY=500",
     )
     args = parser.parse_args()
+    if not args.cases or not set(args.cases) <= set(LABELS) - CEILINGS:
+        parser.error(f"--cases takes letters of {''.join(sorted(set(LABELS) - CEILINGS))}")
     if not shutil.which("wrk"):
         print("wrk is not installed (make setup installs it)", file=sys.stderr)
         return 2

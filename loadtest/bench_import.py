@@ -273,7 +273,8 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     links = [
         (link.slug, link.pk)
         for link in Link.objects.bulk_create(
-            Link(slug=f"bench{i}", url=f"https://example.com/{i}", owner=owner) for i in range(args.links)
+            Link(slug=f"bench{i}", url=f"https://example.com/{i}", owner=owner, team=owner.personal_team)
+            for i in range(args.links)
         )
     ]
     client = get_redis()
@@ -387,7 +388,11 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB resident"
         )
     if not args.skip_selectors:
-        bench_selectors(Link.objects.create(slug="bench-stats", url="https://example.com/", owner=owner).pk)
+        bench_selectors(
+            Link.objects.create(
+                slug="bench-stats", url="https://example.com/", owner=owner, team=owner.personal_team
+            ).pk
+        )
     connection.close()
 
 

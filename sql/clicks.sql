@@ -25,6 +25,7 @@ CREATE TABLE clicks (
     device        text        NOT NULL,  -- desktop, mobile, tablet, bot, unknown
     referer       text        NOT NULL,
     referer_host  text        NOT NULL,  -- '' for no Referer, 'unknown' for one without a host
+    rule          text,                  -- what served it: rule '1'..'20', split 'ab1'..'ab10', NULL the link's url
     PRIMARY KEY (click_id, occurred_at)
 ) PARTITION BY RANGE (occurred_at);
 

@@ -48,14 +48,14 @@ CREATE TABLE click_breakdown_hour (
     clicks       bigint      NOT NULL,
     human_clicks bigint      NOT NULL,
     PRIMARY KEY (link_id, bucket, dimension, value),
-    CONSTRAINT click_breakdown_hour_dimension CHECK (dimension IN ('referer_host', 'browser', 'os', 'device', 'country')),
+    CONSTRAINT click_breakdown_hour_dimension CHECK (dimension IN ('referer_host', 'browser', 'os', 'device', 'country', 'rule')),
     CONSTRAINT click_breakdown_hour_counts CHECK (0 <= human_clicks AND human_clicks <= clicks)
 ) WITH (fillfactor = 80);
 
 CREATE TABLE click_breakdown_day (
     LIKE click_breakdown_hour,
     PRIMARY KEY (link_id, bucket, dimension, value),
-    CONSTRAINT click_breakdown_day_dimension CHECK (dimension IN ('referer_host', 'browser', 'os', 'device', 'country')),
+    CONSTRAINT click_breakdown_day_dimension CHECK (dimension IN ('referer_host', 'browser', 'os', 'device', 'country', 'rule')),
     CONSTRAINT click_breakdown_day_counts CHECK (0 <= human_clicks AND human_clicks <= clicks)
 ) WITH (fillfactor = 80);
 

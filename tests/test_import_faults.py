@@ -24,6 +24,7 @@ import devstack
 from clicks.importer import lock_key
 from clicks.rollups import fold_days
 from clicks.tests.streams import empty_streams, entry_fields  # noqa: F401 (autouse fixture)
+from links.domains import default_domain
 from links.models import Link
 from links.redis import get_redis
 from slingshot.contract import CLICKS_GROUP as GROUP
@@ -40,7 +41,11 @@ CLICKS_PER_ENTRY = 100
 def links() -> list[Link]:
     owner = get_user_model().objects.create_user("fault-" + uuid.uuid4().hex[:8])
     made = [f"f{uuid.uuid4().hex[:10]}" for _ in range(5)]
-    return Link.objects.bulk_create(Link(slug=slug, url=f"https://example.com/{slug}", owner=owner) for slug in made)
+    domain = default_domain()
+    return Link.objects.bulk_create(
+        Link(domain=domain, slug=slug, url=f"https://example.com/{slug}", owner=owner, team=owner.personal_team)
+        for slug in made
+    )
 
 
 def produce(client: redis.Redis, links: list[Link], *, entries: int) -> set[str]:

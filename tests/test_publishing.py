@@ -94,6 +94,41 @@ def test_publish_links_check_finds_every_difference_and_all_repairs(django_user_
     assert "PostgreSQL and Redis agree" in capsys.readouterr().out
 
 
+def test_publish_links_covers_domains_their_links_and_robots_txt(django_user_model, capsys):
+    from links import domains
+    from links.redis import get_redis
+    from links.services import link_create
+    from slingshot.contract import DOMAINS_KEY, link_key, robots_key
+
+    owner = django_user_model.objects.create_user("check-domains")
+    domain = domains.domain_create(host=f"ck-{uuid.uuid4().hex[:6]}.example.com", root_url="https://example.com/")
+    link = link_create(owner=owner, url="https://example.com/", slug="cd" + uuid.uuid4().hex[:8], domain=domain)
+    link_create(owner=owner, url="https://example.com/", slug=link.slug, crawlable=True)  # the default domain's
+    client = get_redis()
+    gone = f"gone-{uuid.uuid4().hex[:6]}.example.com"
+    client.delete(link_key(link.slug, domain.host))
+    client.hset(DOMAINS_KEY, domain.host, '{"default":false}')
+    client.set(robots_key(domains.default_domain().host), "User-agent: *\nDisallow: /\n")
+    client.hset(DOMAINS_KEY, gone, '{"default":false}')
+    client.set(link_key("x", gone), '{"url":"https://ghost.example/"}')
+
+    with pytest.raises(CommandError):
+        call_command("publish_links", "--check")
+    out = capsys.readouterr().out
+    assert f"missing in Redis: {domain.host}/{link.slug}" in out
+    assert f"domain differs: {domain.host}" in out
+    assert f"robots.txt differs: {domains.default_domain().host}" in out
+    assert f"domain not in PostgreSQL: {gone}" in out
+    assert f"not in PostgreSQL: {gone}/x" in out
+
+    call_command("publish_links", "--all")
+    call_command("publish_links", "--check")
+    assert "PostgreSQL and Redis agree" in capsys.readouterr().out
+    assert client.get(link_key(link.slug)) and client.get(link_key(link.slug, domain.host))
+    assert f"Allow: /{link.slug}$" in client.get(robots_key(domains.default_domain().host)).decode()
+    assert client.hget(DOMAINS_KEY, gone) is None and client.get(link_key("x", gone)) is None
+
+
 def test_the_publisher_is_woken_by_notify_not_by_its_poll(through_publisher, django_user_model):
     """The publisher polls once a minute here: only a NOTIFY can wake it in
     time. It takes milliseconds; the bound leaves room for a busy machine."""

@@ -8,7 +8,18 @@ from django.db import connection
 
 pytestmark = pytest.mark.django_db
 
-MODELS = ["links.Link", "links.LinkOutbox", "links.LinkImport", "api.ApiToken"]
+MODELS = [
+    "links.Domain",
+    "links.Link",
+    "links.LinkOutbox",
+    "links.LinkImport",
+    "api.ApiToken",
+    "teams.Team",
+    "teams.Membership",
+    "teams.AuditEntry",
+    "accounts.SessionUse",
+    "web.Preferences",
+]
 
 
 def describe(schema: str, table: str) -> dict:
@@ -21,10 +32,12 @@ def describe(schema: str, table: str) -> dict:
         )
         columns = cursor.fetchall()
         cursor.execute(
-            "SELECT conname, contype, pg_get_constraintdef(c.oid) FROM pg_constraint c"
+            # A foreign key between two of MODELS names its table with the
+            # schema when the other schema has one of that name too.
+            "SELECT conname, contype, replace(pg_get_constraintdef(c.oid), %s, '') FROM pg_constraint c"
             " JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace"
             " WHERE n.nspname = %s AND t.relname = %s ORDER BY 1",
-            [schema, table],
+            [schema + ".", schema, table],
         )
         constraints = cursor.fetchall()
         cursor.execute(

@@ -9,13 +9,26 @@ class Conflict(exceptions.APIException):
     default_code = "conflict"
 
 
+# Refusals because of what is there already, not of what was asked: a slug
+# taken, a member already in the team, a team's last admin
+# (teams/services.py).
+CONFLICTS = {"slug": {"unique"}, "username": {"member"}, "role": {"last_admin", "personal_team"}}
+
+
+class Unavailable(exceptions.APIException):
+    """Redis, which a figure is read from, failed just now."""
+
+    status_code = 503
+    default_detail = "Temporarily unavailable; try again shortly."
+
+
 def as_api_error(exc: DjangoValidationError) -> exceptions.APIException:
-    """A service's ValidationError as the API answers it: 409 for a taken
-    slug, else 400 with a message per field."""
+    """A service's ValidationError as the API answers it: 409 for a
+    conflict (CONFLICTS), else 400 with a message per field."""
     detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-    codes = {error.code for error in getattr(exc, "error_dict", {}).get("slug", [])}
-    if "unique" in codes:
-        return Conflict({"slug": detail["slug"]})
+    for field, errors in getattr(exc, "error_dict", {}).items():
+        if CONFLICTS.get(field, set()) & {error.code for error in errors}:
+            return Conflict({field: detail[field]})
     return exceptions.ValidationError(detail)
 
 

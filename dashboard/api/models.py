@@ -4,15 +4,17 @@ from django.utils import timezone
 
 
 class ApiToken(models.Model):
-    """A personal API token. Only a SHA-256 of the token is stored: it cannot
-    be shown again, only revoked. `prefix` (the first characters) lets people
-    tell their tokens apart."""
+    """A person's API token for one team: it reaches that team only, with no
+    more than its person's role there (teams/access.py). Only a SHA-256 of
+    the token is stored: it cannot be shown again, only revoked. `prefix`
+    (the first characters) lets people tell their tokens apart."""
 
     class Scope(models.TextChoices):
         READ = "read", "read-only"
         WRITE = "write", "read-write"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=16)
     digest = models.CharField(max_length=64, unique=True)

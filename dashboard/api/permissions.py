@@ -1,5 +1,7 @@
 from rest_framework import permissions
 
+from links import selectors as links_selectors
+
 from .models import ApiToken
 
 
@@ -22,3 +24,24 @@ class TokenScope(permissions.BasePermission):
         if isinstance(request.auth, ApiToken) and request.auth.scope != ApiToken.Scope.WRITE:
             return request.method in permissions.SAFE_METHODS
         return True
+
+
+class SeesOperations(permissions.BasePermission):
+    """The operations reports (accounting, orphan visits): staff and superusers."""
+
+    message = "For staff and superusers only."
+
+    def has_permission(self, request, view):
+        return links_selectors.sees_operations(request.user)
+
+
+class StaffWrites(permissions.BasePermission):
+    """Everyone signed in reads; staff and superusers change (domains)."""
+
+    message = "Only staff manage domains."
+
+    def has_permission(self, request, view):
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        user = request.user
+        return bool(user and user.is_active and (user.is_staff or user.is_superuser))

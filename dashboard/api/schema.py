@@ -1,5 +1,8 @@
 """OpenAPI post-processing: every operation documents the errors it can answer."""
 
+# Operations reports, for staff and superusers only (api/permissions.py SeesOperations).
+STAFF_PATHS = ("/api/v1/accounting", "/api/v1/orphan-visits")
+
 ERROR_SCHEMA = {
     "type": "object",
     "description": "`detail` for request-wide errors, or a list of messages per field.",
@@ -10,9 +13,11 @@ ERROR_SCHEMA = {
 _MESSAGES = {
     "400": "Invalid input: a message per field.",
     "401": "No credentials, or an invalid, expired or revoked token.",
-    "403": "A read-only token tried to write, or a token tried to manage tokens (that takes a signed-in session).",
+    "403": "Your role in the team does not allow it (a viewer writing, say), a read-only token tried to write, "
+    "a token tried to manage tokens or make a team (that takes a signed-in session), "
+    "or someone who is not staff asked for an operations report.",
     "404": "No such object among yours.",
-    "409": "The slug is taken.",
+    "409": "The slug is taken, the person is a member already, or the team would be left without an admin.",
     "429": "Too many requests; see Retry-After.",
 }
 
@@ -29,11 +34,15 @@ def add_error_responses(result, generator, request, public):
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             codes = ["401", "429", "404"]
-            if method in ("post", "patch", "put", "delete") or path.startswith("/api/v1/tokens"):
+            if method in ("post", "patch", "put", "delete") or path.startswith(
+                ("/api/v1/tokens", "/api/v1/audit", *STAFF_PATHS)
+            ):
                 codes.append("403")
             if operation.get("parameters") or operation.get("requestBody"):
                 codes.append("400")
             if path.startswith("/api/v1/links") and method in ("post", "patch") and not path.endswith("/bulk"):
+                codes.append("409")
+            if "/members" in path and method in ("post", "patch", "delete"):
                 codes.append("409")
             responses = operation.setdefault("responses", {})
             for code in codes:

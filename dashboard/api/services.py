@@ -1,13 +1,20 @@
-"""API tokens: creation (the secret is returned once), revocation, lookup."""
+"""API tokens: creation (the secret is returned once), revocation, lookup.
+A token belongs to one person and one team, and acts there with no more
+than that person's role (teams/access.py)."""
 
 import hashlib
 import secrets
 from datetime import datetime, timedelta
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
+
+from teams import access, audit
+from teams.models import Action, Membership, Role, Team
+from teams.services import default_team
 
 from .models import ApiToken
 
@@ -23,40 +30,88 @@ def token_digest(raw: str) -> str:
 
 @transaction.atomic
 def token_create(
-    *, user: AbstractBaseUser, name: str, scope: str = ApiToken.Scope.READ, expires_at: datetime | None = None
+    *,
+    user: AbstractBaseUser,
+    name: str,
+    scope: str = ApiToken.Scope.READ,
+    expires_at: datetime | None = None,
+    team: Team | None = None,
 ) -> tuple[ApiToken, str]:
+    """A token of `user` for `team` (by default their personal team), of
+    which they must be a member; a write token takes an editor's role."""
+    team = team or default_team(user)
+    role = access.require(user, team.pk, Role.VIEWER, to="make a token for it")
+    if scope == ApiToken.Scope.WRITE and not access.allows(role, Role.EDITOR):
+        raise ValidationError(
+            {"scope": ValidationError("A viewer's token can only read: make it read-only.", code="viewer")}
+        )
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationError({"expires_at": ValidationError("An expiry must be in the future.", code="past")})
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(
         user=user,
+        team=team,
         name=name,
         scope=scope,
         expires_at=expires_at,
         prefix=raw[: len(TOKEN_PREFIX) + 6],
         digest=token_digest(raw),
     )
-    token.full_clean()
+    token.full_clean(exclude=["user", "team"])
     token.save()
+    audit.record(team_id=team.pk, actor=user, action=Action.TOKEN_CREATED, subject=str(token))
     return token, raw
 
 
-def token_revoke(*, token: ApiToken) -> ApiToken:
+def tokens_managed_by(user: AbstractBaseUser) -> QuerySet[ApiToken]:
+    """A person's own tokens, and every token of the teams they administer."""
+    if access.token_of(user) is not None:  # tokens are managed from a signed-in session
+        return ApiToken.objects.none()
+    teams = access.team_ids(user, Role.ADMIN)
+    if teams is None:
+        return ApiToken.objects.all()
+    return ApiToken.objects.filter(user=user) | ApiToken.objects.filter(team__in=teams)
+
+
+@transaction.atomic
+def token_revoke(*, token: ApiToken, actor: AbstractBaseUser | None = None) -> ApiToken:
+    """Revokes the token; `actor` must be its person or an admin of its team
+    (None: the system)."""
+    if actor is not None and access.token_of(actor) is not None:
+        raise PermissionDenied("Tokens are managed from a signed-in session.")
+    if actor is not None and actor.pk != token.user_id:
+        access.require(actor, token.team_id, Role.ADMIN, to="revoke other people's tokens")
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        audit.record(team_id=token.team_id, actor=actor, action=Action.TOKEN_REVOKED, subject=str(token))
     return token
 
 
 def token_authenticate(raw: str) -> ApiToken | None:
-    """The usable token for this secret, or None. Marks it used."""
+    """The usable token for this secret, or None; with `role`, the role it
+    acts with in its team now (teams.access.token_role), looked up in the
+    same query, and bound to its user for this request (teams.access.bind_token).
+    None as well for a person no longer active or no longer a member. Marks
+    the token used."""
+    member_role = Membership.objects.filter(user_id=OuterRef("user_id"), team_id=OuterRef("team_id")).values("role")
     try:
-        token = ApiToken.objects.select_related("user").get(digest=token_digest(raw))
+        token = (
+            ApiToken.objects.select_related("user", "team")
+            .annotate(member_role=Subquery(member_role[:1]))
+            .get(digest=token_digest(raw))
+        )
     except ApiToken.DoesNotExist:
         return None
     now = timezone.now()
     if not token.is_usable(now) or not token.user.is_active:
         return None
+    token.role = access.token_role(
+        scope=token.scope, member_role=token.member_role, is_superuser=token.user.is_superuser
+    )
+    if token.role is None:
+        return None
+    access.bind_token(token.user, token)
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now

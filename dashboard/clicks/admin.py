@@ -7,6 +7,8 @@ from .models import Click
 
 @admin.register(Click)
 class ClickAdmin(admin.ModelAdmin):
+    """The clicks of the links the person sees (teams/access.py)."""
+
     list_display = ["occurred_at", "slug", "ip", "browser", "os", "device", "country", "is_bot", "referer_host"]
     search_fields = ["slug"]
     date_hierarchy = "occurred_at"

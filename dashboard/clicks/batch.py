@@ -35,6 +35,7 @@ CLICK_COLUMNS = (
     "is_bot",
     "referer",
     "referer_host",
+    "rule",
 )
 ORPHAN_COLUMNS = ("click_id", "occurred_at", "slug", "ip", "country", "user_agent", "is_bot", "referer")
 NULL = "\\N"
@@ -153,7 +154,7 @@ class BatchMaker:
 
     def _rows(self, batch: Batch, decoded: list[list[tuple]]) -> None:
         click_lines, orphan_lines, visitor_lines = [], [], []
-        agent_keys, host_keys, country_keys = [], [], []
+        agent_keys, host_keys, country_keys, rule_keys = [], [], [], []
         ips, ip_row = self._ips, self._ip_row
         agents, agent_row = self._agents, self._agent_row
         referers, referer_row = self._referers, self._referer_row
@@ -161,7 +162,7 @@ class BatchMaker:
         millis = _MILLIS
         decoded.reverse()
         while decoded:  # each entry's rows are let go as soon as they are made
-            for click_id, ts, slug, link, ip, ua, ref in decoded.pop():  # the hot loop: a few µs a click
+            for click_id, ts, slug, link, ip, ua, ref, rule in decoded.pop():  # the hot loop: a few µs a click
                 ip_text, country, network_hash = ips.get(ip) or ip_row(ip)
                 agent_text, classes, orphan_agent_text, agent_hash, _ = agents.get(ua) or agent_row(ua)
                 referer_text, host, bare_referer_text = referers.get(ref) or referer_row(ref)
@@ -174,13 +175,16 @@ class BatchMaker:
                     )
                     continue
                 click_lines.append(
-                    f"{click_id}\t{occurred_at}\t{slug}\t{link}\t{ip_text}\t{agent_text}\t{referer_text}\n"
+                    f"{click_id}\t{occurred_at}\t{slug}\t{link}\t{ip_text}\t{agent_text}\t{referer_text}"
+                    f"\t{rule or NULL}\n"
                 )
                 hour = ts // HOUR_MS
                 is_bot = classes[3]
                 agent_keys.append((link, hour, classes))
                 host_keys.append((link, hour, host, is_bot))
                 country_keys.append((link, hour, country, is_bot))
+                if rule:
+                    rule_keys.append((link, hour, rule, is_bot))
                 # A visitor is the anonymised network and the user agent
                 # (docs/rollups.md): the halves are hashed with different
                 # keys, so their XOR is as good as a hash of the pair.
@@ -189,7 +193,7 @@ class BatchMaker:
         batch.click_rows = "".join(click_lines).encode("utf-8", "replace")
         batch.orphan_rows = "".join(orphan_lines).encode("utf-8", "replace")
         batch.visitor_rows = "".join(visitor_lines).encode()
-        batch.breakdown_rows = breakdown_rows(agent_keys, host_keys, country_keys)
+        batch.breakdown_rows = breakdown_rows(agent_keys, host_keys, country_keys, rule_keys)
 
 
 _MILLIS = [f".{millis:03d}+00" for millis in range(1000)]

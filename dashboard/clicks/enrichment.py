@@ -8,14 +8,19 @@ the batch's business (batch.py).
 """
 
 import ipaddress
+import logging
+import os
 from functools import lru_cache
 from hashlib import blake2b
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+import maxminddb
 from crawlerdetect import CrawlerDetect
-from geoip2fast import GeoIP2Fast
+from django.conf import settings
 from ua_parser import parse as parse_user_agent
+
+log = logging.getLogger(__name__)
 
 UNKNOWN = "unknown"
 UA_MAX = 512
@@ -108,20 +113,37 @@ def device_class(*, user_agent: str, os_family: str, device_family: str, is_bot:
     return UNKNOWN
 
 
+def _open_country_db(path) -> maxminddb.Reader | None:
+    try:
+        return maxminddb.open_database(os.fspath(path), maxminddb.MODE_MMAP_EXT)
+    except (OSError, ValueError, maxminddb.InvalidDatabaseError) as exc:
+        log.warning("no country database at %s (bin/setup installs it): every country is unknown: %s", path, exc)
+        return None
+
+
 class Enricher:
     """`ip`, `agent` and `referer` answer IpFacts, AgentFacts and
     RefererFacts for a click's raw values, cached.
 
     `enabled=False` skips the parsers (every class is 'unknown'); the address
-    is still checked and kept as `ip_privacy` says.
+    is still checked and kept as `ip_privacy` says. The country comes from
+    `country_db` (default GEOIP_COUNTRY_DB), the database the edge's country
+    rules read too, so that a click's country is the one its rule saw.
     """
 
-    def __init__(self, *, ip_privacy: str = "anonymise", enabled: bool = True, cache_size: int = CACHE_SIZE):
+    def __init__(
+        self,
+        *,
+        ip_privacy: str = "anonymise",
+        enabled: bool = True,
+        cache_size: int = CACHE_SIZE,
+        country_db: str | os.PathLike | None = None,
+    ):
         if ip_privacy not in IP_PRIVACY_CHOICES:
             raise ValueError(f"ip_privacy must be one of {IP_PRIVACY_CHOICES}, not {ip_privacy!r}")
         self.ip_privacy = ip_privacy
         self.enabled = enabled
-        self._geo = GeoIP2Fast(geoip2fast_data_file="geoip2fast-ipv6.dat.gz", verbose=False) if enabled else None
+        self._geo = _open_country_db(country_db or settings.GEOIP_COUNTRY_DB) if enabled else None
         self._crawlers = CrawlerDetect() if enabled else None
         self.ip = lru_cache(maxsize=cache_size)(self._ip)
         self.agent = lru_cache(maxsize=cache_size)(self._agent)
@@ -141,17 +163,18 @@ class Enricher:
                 parsed = parsed.ipv4_mapped
             network, address = anonymise(parsed), str(parsed)
         stored = {"anonymise": network, "full": address, "none": None}[self.ip_privacy]
-        return IpFacts(stored, self._country(network), network, hash64(network, b"net"))
+        return IpFacts(stored, self._country(address), network, hash64(network, b"net"))
 
-    def _lookup_country(self, network: str) -> str:
-        """Country of an anonymised network (the geo data has no finer grain)."""
+    def _lookup_country(self, address: str) -> str:
+        """Country of the whole address, as the edge looks it up."""
         if self._geo is None:
             return UNKNOWN
         try:
-            code = self._geo.lookup(network).country_code
-        except Exception:  # a data problem in the geo library must not cost the click
+            record = self._geo.get(address)
+        except ValueError:  # a data problem in the database must not cost the click
             return UNKNOWN
-        return code if len(code) == 2 and code.isalpha() else UNKNOWN
+        code = record.get("country_code") if isinstance(record, dict) else None
+        return code if isinstance(code, str) and len(code) == 2 and code.isalpha() else UNKNOWN
 
     def _agent(self, raw: str) -> AgentFacts:
         user_agent = stored_user_agent(raw)

@@ -54,7 +54,7 @@ _COPY_ORPHANS = f"COPY {{table}} ({', '.join(ORPHAN_COLUMNS)}) FROM STDIN"
 _INSERT_NEW_CLICKS = f"""
 WITH new AS (
     INSERT INTO clicks SELECT * FROM click_staging WHERE link_id = ANY(%s) ON CONFLICT DO NOTHING
-    RETURNING link_id, occurred_at, is_bot, referer_host, browser, os, device, country
+    RETURNING link_id, occurred_at, is_bot, referer_host, browser, os, device, country, rule
 ), counted AS ({BREAKDOWN_OF_NEW})
 SELECT count(*) FROM new
 """

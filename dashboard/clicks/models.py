@@ -38,6 +38,8 @@ class Click(models.Model):
     device = models.TextField()
     country = models.TextField()
     referer_host = models.TextField()
+    # What served it (docs/contract.md): "1".."n" a rule, "ab1".."abn" a split's destination, None the link's url.
+    rule = models.TextField(null=True)  # noqa: DJ001 (NULL, no byte, for the many clicks no rule served)
 
     class Meta:
         managed = False

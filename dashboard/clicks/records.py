@@ -1,10 +1,13 @@
-"""Click entries of the stream in record format 3 (docs/contract.md, "Clicks"),
-as the edge writes them.
+"""Click entries of the stream in record formats 4 and 3 (docs/contract.md,
+"Clicks"), as the edge writes them; format 3, without the rule line, is what
+an edge before format 4 left in the stream, read on during an upgrade.
 
-`decode_entry` reads one entry into rows `(id, ts, slug, link, ip, ua, ref)`:
-ts in Unix milliseconds, `link` the id of the link that served the click as
-the edge wrote it (digits), or '' for an orphan visit, and every other text as
-it came; the batch decides what to keep of them.
+`decode_entry` reads one entry into rows `(id, ts, slug, link, ip, ua, ref,
+rule)`: ts in Unix milliseconds, `link` the id of the link that served the
+click as the edge wrote it (digits), or '' for an orphan visit, `rule` what
+served it ("1".."n" a rule, "ab1".."abn" a split's destination, '' the
+link's own url), and every other text as it came; the batch decides what to
+keep of them.
 """
 
 import re
@@ -13,13 +16,16 @@ from links import slugs
 from slingshot.contract import CLICK_RECORD_VERSION
 
 VERSION = CLICK_RECORD_VERSION.encode()
-CLICK_LINES = 6  # slug, link id, time, address, User-Agent, Referer
+# Lines a click, by record format: slug, link id, [rule,] time, address, User-Agent, Referer.
+CLICK_LINES = {VERSION: 7, b"3": 6}
 
 _HEADER = re.compile(r"[0-9a-f]{16}\n[0-9a-f]{1,16}").fullmatch
 # Each check runs over a whole column joined by line feeds: one pass at C speed.
 _SLUGS = re.compile(rf"(?:[^\n]{{{slugs.MIN_LENGTH},{slugs.MAX_LENGTH}}}\n)*").fullmatch
 # Link ids are below 2^53 (the edge reads them as JSON numbers): 16 digits at most.
 _LINKS = re.compile(r"(?:(?:[1-9][0-9]{0,15})?\n)*").fullmatch
+# At most 20 rules and 10 destinations (links/rules.py).
+_RULES = re.compile(r"(?:(?:(?:ab)?[1-9][0-9]?)?\n)*").fullmatch
 _TIMES = re.compile(r"(?:[0-9]{1,12}\.[0-9]{3}\n)*").fullmatch
 
 
@@ -31,35 +37,44 @@ def decode_entry(fields: dict) -> list[tuple]:
     """The click rows of one entry, from its fields as Redis returns them.
 
     `clicks` is two header lines, the click id prefix (16 hex digits) and the
-    first click's number (hex), then six lines a click: slug, link id (empty
-    for an orphan visit), time (Unix seconds with three decimals), address,
-    User-Agent, Referer; every line ends in a line feed. A click's id is the
-    prefix and its number (the first click's plus its place) as 16 hex
-    digits. Bytes that are not UTF-8 become U+FFFD. Raises BadEntry if the
-    entry breaks the contract."""
+    first click's number (hex), then seven lines a click (six in format 3):
+    slug, link id (empty for an orphan visit), rule (empty for the link's
+    own url; not in format 3), time (Unix seconds with three decimals),
+    address, User-Agent, Referer; every line ends in a line feed. A click's
+    id is the prefix and its number (the first click's plus its place) as 16
+    hex digits. Bytes that are not UTF-8 become U+FFFD. Raises BadEntry if
+    the entry breaks the contract."""
     version = fields.get(b"v")
-    if version != VERSION:
+    per = CLICK_LINES.get(version)
+    if per is None:
         raise BadEntry(f"unknown record version {version!r}")
     raw = fields.get(b"clicks")
     if raw is None:
         raise BadEntry("entry has no clicks field")
     lines = raw.decode("utf-8", "replace").split("\n")
-    if lines.pop() != "" or len(lines) < 2 or (len(lines) - 2) % CLICK_LINES:
-        raise BadEntry("clicks field is not two header lines and six lines a click, each ending in a line feed")
+    if lines.pop() != "" or len(lines) < 2 or (len(lines) - 2) % per:
+        raise BadEntry(f"clicks field is not two header lines and {per} lines a click, each ending in a line feed")
     prefix, first = lines[0], lines[1]
     if not _HEADER(f"{prefix}\n{first}"):
         raise BadEntry("click id prefix or first number is not lower-case hex")
-    count = (len(lines) - 2) // CLICK_LINES
+    count = (len(lines) - 2) // per
     if not count:
         return []
     number = int(first, 16)
     if number + count > 2**64:
         raise BadEntry("click numbers run past 16 hex digits")
-    slug_lines, link_lines, times = lines[2::CLICK_LINES], lines[3::CLICK_LINES], lines[4::CLICK_LINES]
+    at = per - 4  # the time's line within a click, from the second header line
+    slug_lines, link_lines, times = lines[2::per], lines[3::per], lines[at + 2 :: per]
     if not _SLUGS("\n".join(slug_lines) + "\n"):
         raise BadEntry(f"click slug is not {slugs.MIN_LENGTH} to {slugs.MAX_LENGTH} characters")
     if not _LINKS("\n".join(link_lines) + "\n"):
         raise BadEntry("click link id is not a positive integer of at most 16 digits, nor empty")
+    if per == 7:
+        rules = lines[4::per]
+        if not _RULES("\n".join(rules) + "\n"):
+            raise BadEntry("click rule is not a rule number, ab and a destination number, nor empty")
+    else:
+        rules = [""] * count
     if not _TIMES("\n".join(times) + "\n"):
         raise BadEntry("click time is not Unix seconds with three decimals")
     return list(
@@ -68,9 +83,10 @@ def decode_entry(fields: dict) -> list[tuple]:
             [int(time.replace(".", "")) for time in times],
             slug_lines,
             link_lines,
-            lines[5::CLICK_LINES],
-            lines[6::CLICK_LINES],
-            lines[7::CLICK_LINES],
+            lines[at + 3 :: per],
+            lines[at + 4 :: per],
+            lines[at + 5 :: per],
+            rules,
             strict=True,
         )
     )
@@ -79,8 +95,8 @@ def decode_entry(fields: dict) -> list[tuple]:
 def encode_entry(prefix: str, first: int, clicks: list[dict]) -> dict[str, bytes]:
     """The fields of an entry as the edge writes it, from clicks without ids
     (`ts` in Unix ms, `slug`, `link` the link's id or None for an orphan
-    visit, and optionally `ip`, `ua`, `ref`): for the tests and benchmarks
-    that stand in for the edge."""
+    visit, and optionally `rule`, `ip`, `ua`, `ref`): for the tests and
+    benchmarks that stand in for the edge, and the unlock page."""
     lines = [prefix, f"{first:x}"]
     for click in clicks:
         seconds, millis = divmod(click["ts"], 1000)
@@ -88,6 +104,7 @@ def encode_entry(prefix: str, first: int, clicks: list[dict]) -> dict[str, bytes
         lines += [
             click["slug"],
             "" if link is None else str(link),
+            click.get("rule", ""),
             f"{seconds}.{millis:03d}",
             click.get("ip", ""),
             click.get("ua", ""),

@@ -17,7 +17,9 @@ from django.db import connection, transaction
 log = logging.getLogger(__name__)
 
 # Every counted click adds one to exactly one value of each.
-DIMENSIONS = ("referer_host", "browser", "os", "device", "country")
+# `rule` counts only the clicks a rule or a split's destination served (its
+# label, docs/contract.md); the others went to the link's own url.
+DIMENSIONS = ("referer_host", "browser", "os", "device", "country", "rule")
 # HyperLogLog parameters of the visitor sketches: 2^12 registers of 5 bits.
 HLL = "12, 5"
 HOUR_MS = 3_600_000
@@ -53,10 +55,13 @@ def copy_text(value: str) -> str:
     return value
 
 
-def breakdown_rows(agent_keys: list[tuple], host_keys: list[tuple], country_keys: list[tuple]) -> bytes:
+def breakdown_rows(
+    agent_keys: list[tuple], host_keys: list[tuple], country_keys: list[tuple], rule_keys: list[tuple] = ()
+) -> bytes:
     """COPY text of batch_breakdown from a key per counted click:
     (link, hour, (browser, os, device, is_bot)), (link, hour, referrer host,
-    is_bot) and (link, hour, country, is_bot)."""
+    is_bot) and (link, hour, country, is_bot); and (link, hour, rule,
+    is_bot) per click a rule or a split served."""
     totals = defaultdict(lambda: [0, 0])
     for (link, hour, (browser, os_family, device, is_bot)), n in Counter(agent_keys).items():
         for dimension, value in (("browser", browser), ("os", os_family), ("device", device)):
@@ -64,7 +69,7 @@ def breakdown_rows(agent_keys: list[tuple], host_keys: list[tuple], country_keys
             total[0] += n
             if not is_bot:
                 total[1] += n
-    for dimension, keys in (("referer_host", host_keys), ("country", country_keys)):
+    for dimension, keys in (("referer_host", host_keys), ("country", country_keys), ("rule", rule_keys)):
         for (link, hour, value, is_bot), n in Counter(keys).items():
             total = totals[link, hour, dimension, value]
             total[0] += n
@@ -85,6 +90,7 @@ SELECT link_id, floor(extract(epoch FROM occurred_at) / 3600)::bigint, d.dimensi
        count(*), count(*) FILTER (WHERE NOT is_bot)
 FROM new, LATERAL (VALUES {", ".join(f"('{dimension}', {dimension})" for dimension in DIMENSIONS)})
     d (dimension, value)
+WHERE d.value IS NOT NULL
 GROUP BY 1, 2, 3, 4
 """
 

@@ -1,5 +1,8 @@
 from django.contrib import admin
 
+from teams import access
+from teams.models import Role
+
 from . import services
 from .models import Link
 from .selectors import links_visible_to
@@ -8,32 +11,65 @@ from .selectors import links_visible_to
 @admin.register(Link)
 class LinkAdmin(admin.ModelAdmin):
     """The admin edits links through the services, so every change is
-    published, and shows each person the links the API and the pages show
-    them: the model permissions staff are given apply to those only."""
+    published and audited, and shows each person the links the API and the
+    pages show them (teams/access.py): the model permissions staff are given
+    apply to those only, and changing or deleting one also takes the editor
+    role in its team."""
 
-    list_display = ["slug", "url", "owner", "is_active", "redirect_status", "created_at"]
+    list_display = ["slug", "url", "team", "owner", "is_active", "redirect_status", "created_at"]
     list_filter = ["is_active", "redirect_status"]
     search_fields = ["slug", "url", "title"]
-    list_select_related = ["owner"]
-    fields = ["slug", "url", "title", "redirect_status", "expires_at", "forward_query", "is_active", "owner"]
-    readonly_fields = ["owner"]
+    list_select_related = ["team", "owner"]
+    # The password is set from the dashboard's link form or the API, which take it in clear.
+    fields = [
+        "slug",
+        "url",
+        "title",
+        "description",
+        "redirect_status",
+        "valid_since",
+        "expires_at",
+        "max_visits",
+        "forward_query",
+        "crawlable",
+        "is_active",
+        "team",
+        "owner",
+    ]
     actions = ["delete_selected"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["team", "owner"] if obj else ["owner"]
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "team":
+            kwargs["queryset"] = access.teams_of(request.user, Role.EDITOR)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def _edits(self, request, obj) -> bool:
+        return obj is None or access.allows(access.role_in(request.user, obj.team_id), Role.EDITOR)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and self._edits(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and self._edits(request, obj)
 
     def save_model(self, request, obj, form, change):
         data = {name: form.cleaned_data[name] for name in form.changed_data if name in services.EDITABLE_FIELDS}
         if change:
             link = Link.objects.get(pk=obj.pk)
-            services.link_update(link=link, **data)
+            services.link_update(link=link, actor=request.user, **data)
         else:
             created = services.link_create(owner=request.user, **data)
-            obj.pk, obj.slug, obj.owner = created.pk, created.slug, created.owner
+            obj.pk, obj.slug, obj.owner, obj.team = created.pk, created.slug, created.owner, created.team
 
     def get_queryset(self, request):
-        return links_visible_to(request.user).select_related("owner")
+        return links_visible_to(request.user).select_related("team", "owner")
 
     def delete_model(self, request, obj):
-        services.link_delete(link=obj)
+        services.link_delete(link=obj, actor=request.user)
 
     def delete_queryset(self, request, queryset):
         for link in queryset:
-            services.link_delete(link=link)
+            services.link_delete(link=link, actor=request.user)

@@ -23,11 +23,27 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.dateparse import parse_date, parse_datetime
 
-from .models import Link, LinkImport
-from .selectors import short_url, taken_slugs
-from .services import SLUG_TAKEN_MESSAGE, Outcome, link_bulk_create, link_validate
+from teams import access
+from teams.models import Role, Team
+from teams.services import default_team
 
-CSV_COLUMNS = ["slug", "url", "title", "tags", "redirect_status", "expires_at", "forward_query", "is_active"]
+from .domains import default_domain
+from .models import Domain, Link, LinkImport
+from .selectors import taken_slugs
+from .services import SLUG_TAKEN_MESSAGE, Outcome, link_bulk_create, link_validate
+from .validation import default_host, domain_host
+
+CSV_COLUMNS = [
+    "domain",
+    "slug",
+    "url",
+    "title",
+    "tags",
+    "redirect_status",
+    "expires_at",
+    "forward_query",
+    "is_active",
+]
 EXPORT_COLUMNS = [*CSV_COLUMNS, "short_url", "clicks", "created_at"]
 # The first characters that make a spreadsheet read a cell as a formula.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -86,13 +102,35 @@ def _moment(value: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def row_arguments(fields: dict[str, str]) -> tuple[dict[str, Any] | None, Errors]:
+def domains_by_host() -> dict[str, Domain]:
+    """Every domain by host, and the default domain under "" (an empty cell)."""
+    domains = {domain.host: domain for domain in Domain.objects.all()}
+    domains[""] = domains.get(default_host()) or default_domain()
+    return domains
+
+
+def _domain(value: str, domains: dict[str, Domain]) -> Domain:
+    try:
+        host = domain_host(value) if value else ""
+        return domains["" if host == default_host() else host]
+    except (ValidationError, KeyError):
+        raise ValueError(f"No such domain: {value}.") from None
+
+
+def row_arguments(fields: dict[str, str], domains: dict[str, Domain]) -> tuple[dict[str, Any] | None, Errors]:
     """link_create's arguments (but the owner) from a row's cells, as typed
-    values; or, when a cell cannot be read as its type, the row's errors."""
+    values; or, when a cell cannot be read as its type, the row's errors.
+    `domains` is domains_by_host()."""
     errors: Errors = {}
     if not fields["url"]:
         errors["url"] = ["This field is required."]
+    try:
+        domain = _domain(fields.get("domain", ""), domains)
+    except ValueError as exc:
+        errors["domain"] = [str(exc)]
+        domain = None
     arguments: dict[str, Any] = {
+        "domain": domain,
         "url": fields["url"],
         "slug": fields["slug"] or None,
         "title": fields["title"],
@@ -120,10 +158,14 @@ def _validation_errors(arguments: dict[str, Any]) -> Errors:
     return {}
 
 
-def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes) -> LinkImport:
-    """Reads and checks every row; creates no link. Raises ValidationError
-    for a file that is not a CSV of links at all, or has more than
-    WEB_IMPORT_MAX_ROWS rows."""
+def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes, team: Team | None = None) -> LinkImport:
+    """Reads and checks every row, for links in `team` (by default
+    teams.services.default_team), in which the owner must be an editor
+    (PermissionDenied); creates no link. Raises ValidationError for a file
+    that is not a CSV of links at all, or has more than WEB_IMPORT_MAX_ROWS
+    rows."""
+    team = team or default_team(owner)
+    access.require(owner, team.pk, Role.EDITOR, to="import links")
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -136,6 +178,7 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes) -> 
         if "url" not in header:
             raise ValidationError("The first row must name the columns, one of them `url`.", code="header")
         reader.fieldnames = header
+        domains = domains_by_host()
         rows, slugs = [], []
         for record in reader:
             if len(rows) >= settings.WEB_IMPORT_MAX_ROWS:
@@ -145,10 +188,10 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes) -> 
                     params={"max": settings.WEB_IMPORT_MAX_ROWS},
                 )
             fields = {name: unquote((record.get(name) or "").strip()) for name in CSV_COLUMNS}
-            arguments, errors = row_arguments(fields)
+            arguments, errors = row_arguments(fields, domains)
             errors = errors or _validation_errors(arguments)
             rows.append({"line": reader.line_num, "fields": fields, "errors": errors})
-            slugs.append(None if errors else arguments["slug"])
+            slugs.append(None if errors or not arguments["slug"] else (arguments["domain"].pk, arguments["slug"]))
     except csv.Error as exc:
         raise ValidationError(
             "Line %(line)d is not valid CSV: %(error)s", code="csv", params={"line": reader.line_num, "error": exc}
@@ -156,7 +199,7 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes) -> 
     if not rows:
         raise ValidationError("The file has no rows below its header.", code="empty")
 
-    taken, claimed = taken_slugs(slugs=(slug for slug in slugs if slug)), set()
+    taken, claimed = taken_slugs(slugs=(slug for slug in slugs if slug)), set()  # (domain id, slug) pairs
     for row, slug in zip(rows, slugs, strict=True):
         if slug in taken:
             row["errors"] = {"slug": [SLUG_TAKEN_MESSAGE]}
@@ -164,7 +207,7 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes) -> 
             row["errors"] = {"slug": [_REPEATED_SLUG]}
         elif slug:
             claimed.add(slug)
-    return LinkImport.objects.create(owner=owner, filename=filename[:255], rows=rows)
+    return LinkImport.objects.create(owner=owner, team=team, filename=filename[:255], rows=rows)
 
 
 @transaction.atomic
@@ -172,18 +215,22 @@ def import_run_chunk(*, link_import: LinkImport, size: int | None = None) -> Lin
     """Creates the links of the next `size` rows (WEB_IMPORT_CHUNK_ROWS) in
     one transaction, with the import locked so a second request (a double
     click) waits and goes on from where this one stopped. A row refused now
-    (its slug taken since the upload, say) gets its errors."""
+    (its slug taken since the upload, say) gets its errors; once its owner
+    is no longer an editor of its team, every row does (link_bulk_create)."""
     link_import = LinkImport.objects.select_for_update().get(pk=link_import.pk)
     end = min(link_import.total, link_import.position + (size or settings.WEB_IMPORT_CHUNK_ROWS))
     pending, items = [], []
+    domains = domains_by_host()
     for row in link_import.rows[link_import.position : end]:
         if row["errors"]:
             continue
-        arguments, row["errors"] = row_arguments(row["fields"])
+        arguments, row["errors"] = row_arguments(row["fields"], domains)
         if arguments is not None:
             pending.append(row)
             items.append(arguments)
-    for row, result in zip(pending, link_bulk_create(owner=link_import.owner, items=items), strict=True):
+    for row, result in zip(
+        pending, link_bulk_create(owner=link_import.owner, team=link_import.team, items=items), strict=True
+    ):
         row["errors"] = result.errors
         link_import.created += result.outcome is Outcome.CREATED
     link_import.position = end
@@ -209,6 +256,7 @@ def export_lines(links: Iterable[Link]) -> Iterator[str]:
     for link in links:
         yield line(
             [
+                link.domain.host,
                 link.slug,
                 link.url,
                 link.title,
@@ -217,7 +265,7 @@ def export_lines(links: Iterable[Link]) -> Iterator[str]:
                 link.expires_at.isoformat() if link.expires_at else "",
                 str(link.forward_query).lower(),
                 str(link.is_active).lower(),
-                short_url(link.slug),
+                link.short_url,
                 str(link.clicks),
                 link.created_at.isoformat(),
             ]

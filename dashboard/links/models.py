@@ -1,30 +1,109 @@
 from contextlib import suppress
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from . import rules as link_rules
 from . import slugs
-from .validation import REDIRECT_STATUSES, normalise_target, validate_tags, validate_target_url
+from .validation import (
+    REDIRECT_STATUSES,
+    default_host,
+    normalise_target,
+    validate_domain_host,
+    validate_tags,
+    validate_target_url,
+)
+
+
+class Domain(models.Model):
+    """A host name the edge serves short links on. The default domain is
+    the host of EDGE_BASE_URL (links.domains.default_domain makes its row);
+    a request whose Host the edge does not know is served as the default
+    domain's. Its table is in sql/links.sql."""
+
+    host = models.CharField(max_length=253, unique=True, validators=[validate_domain_host])
+    # Where the edge redirects `/` and unknown slugs; empty: a 404 (for the
+    # default domain, EDGE_ROOT_URL and EDGE_NOT_FOUND_URL).
+    root_url = models.TextField("root redirect", blank=True, validators=[validate_target_url])
+    not_found_url = models.TextField("not-found redirect", blank=True, validators=[validate_target_url])
+    # Plain HTTP requests redirected to HTTPS (308) by the edge.
+    https_redirect = models.BooleanField("redirect HTTP to HTTPS", default=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["host"]
+
+    def __str__(self) -> str:
+        return self.host
+
+    @property
+    def is_default(self) -> bool:
+        return self.host == default_host()
+
+    def base_url(self) -> str:
+        """Where the edge serves this domain's links: EDGE_BASE_URL for the
+        default domain; for the others the host, with EDGE_BASE_URL's
+        scheme and port (one edge serves them all)."""
+        if self.is_default:
+            return settings.EDGE_BASE_URL.rstrip("/")
+        base = urlsplit(settings.EDGE_BASE_URL)
+        return f"{base.scheme}://{self.host}" + (f":{base.port}" if base.port else "")
+
+    def clean(self) -> None:
+        with suppress(ValidationError):  # the fields' own validators have said why
+            self.host = validate_domain_host(self.host)
+            for name in ("root_url", "not_found_url"):
+                if getattr(self, name):
+                    setattr(self, name, normalise_target(getattr(self, name)))
 
 
 class Link(models.Model):
     """A short link; its table is in sql/links.sql."""
 
-    slug = models.CharField(max_length=slugs.MAX_LENGTH, unique=True, validators=[slugs.validate_slug])
+    # A slug is unique per domain (link_domain_slug), which serves the domain's foreign key too.
+    domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="links", db_index=False)
+    slug = models.CharField(max_length=slugs.MAX_LENGTH, validators=[slugs.validate_slug])
     url = models.TextField("target URL", validators=[validate_target_url])
+    # The team the link belongs to, with its clicks and reports; indexed by
+    # link_team_created, which starts with it.
+    team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="links", db_index=False)
+    # Who created it; the link stays with its team when that person goes.
     # Indexed by link_owner_created, which starts with it.
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="links", db_index=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="links",
+        db_index=False,
+        verbose_name="created by",
+    )
     title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(max_length=2000, blank=True)
     tags = ArrayField(models.CharField(max_length=50), default=list, blank=True, size=20, validators=[validate_tags])
     redirect_status = models.PositiveSmallIntegerField(
         choices=[(status, str(status)) for status in REDIRECT_STATUSES], default=302
     )
+    # Before valid_since the edge answers as if the link did not exist; from
+    # expires_at on, and after max_visits redirects, 410 Gone.
+    valid_since = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
+    max_visits = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     forward_query = models.BooleanField(default=False)
+    # Listed as allowed in the domain's /robots.txt; every other link is disallowed.
+    crawlable = models.BooleanField(default=False)
+    # A hash by Django's password hashers (links.services.link_password), or
+    # empty: the visitor types the password on the dashboard's unlock page.
+    password = models.CharField(max_length=128, blank=True)
+    # Redirect rules and an A/B split (links/rules.py), evaluated by the edge.
+    rules = models.JSONField(default=list, blank=True, validators=[link_rules.check_rules])
+    split = models.JSONField(default=list, blank=True, validators=[link_rules.check_split])
     is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
@@ -33,39 +112,76 @@ class Link(models.Model):
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["owner", "-created_at"], name="link_owner_created"),
+            models.Index(fields=["team", "-created_at"], name="link_team_created"),
             GinIndex(fields=["tags"], name="link_tags_gin"),
+            # A domain's robots.txt lists these (links.publishing.robots_txt).
+            models.Index(fields=["domain", "slug"], condition=models.Q(crawlable=True), name="link_crawlable"),
         ]
         constraints = [
+            models.UniqueConstraint(fields=["domain", "slug"], name="link_domain_slug"),
             models.CheckConstraint(
                 condition=models.Q(redirect_status__in=REDIRECT_STATUSES), name="link_redirect_status_valid"
             ),
             models.CheckConstraint(condition=models.Q(slug__regex=rf"^{slugs.PATTERN}$"), name="link_slug_shape"),
+            models.CheckConstraint(condition=models.Q(max_visits__gte=1), name="link_max_visits_positive"),
+            models.CheckConstraint(
+                condition=models.Q(valid_since__lt=models.F("expires_at"))
+                | models.Q(valid_since__isnull=True)
+                | models.Q(expires_at__isnull=True),
+                name="link_valid_before_expiry",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def has_password(self) -> bool:
+        return bool(self.password)
+
+    @property
+    def short_url(self) -> str:
+        """Where the edge serves this link (its domain's base URL)."""
+        return f"{self.domain.base_url()}/{self.slug}"
+
+    @property
+    def domain_query(self) -> str:
+        """The query that names the link's domain in the dashboard's and the
+        API's addresses of a link: empty for the default domain."""
+        return "" if self.domain.is_default else "?" + urlencode({"domain": self.domain.host})
 
     def clean(self) -> None:
         """The target as normalise_target writes it: every way a link is
         made or changed (services, admin) runs full_clean, and so this."""
         with suppress(ValidationError):  # the field's own validator has said why
             self.url = normalise_target(self.url)
+        self.clean_rules()
+
+    def clean_rules(self) -> None:
+        """Rules and split as links.rules keeps them (targets normalised too)."""
+        with suppress(ValidationError):
+            self.rules = link_rules.validate_rules(self.rules)
+        with suppress(ValidationError):
+            self.split = link_rules.validate_split(self.split)
 
 
 class LinkOutbox(models.Model):
-    """A slug whose state must reach Redis, written in the same transaction as
-    the change itself; the publisher delivers rows in id order and deletes
-    them once Redis has taken the change (links/publishing.py)."""
+    """A link (a domain's host and a slug) or a domain (its host, and an
+    empty slug) whose state must reach Redis, written in the same
+    transaction as the change itself; the publisher delivers rows in id
+    order and deletes them once Redis has taken the change
+    (links/publishing.py)."""
 
     id = models.BigAutoField(primary_key=True)
-    slug = models.CharField(max_length=slugs.MAX_LENGTH)
+    host = models.CharField(max_length=253)
+    slug = models.CharField(max_length=slugs.MAX_LENGTH, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
-        return f"outbox #{self.id}: {self.slug}"
+        return f"outbox #{self.id}: {self.host}/{self.slug}"
 
 
 class LinkImport(models.Model):
@@ -75,6 +191,7 @@ class LinkImport(models.Model):
     row is valid); `position` is how many rows have been through the import."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="link_imports")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="link_imports")  # where the links go
     filename = models.CharField(max_length=255)
     rows = models.JSONField(default=list)
     position = models.PositiveIntegerField(default=0)

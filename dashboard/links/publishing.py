@@ -3,7 +3,7 @@
 A change is written to the outbox (LinkOutbox) in the same transaction as the
 change itself, with a NOTIFY. The publisher process (`manage.py
 run_publisher`) wakes on it and runs `deliver_outbox`, which makes Redis
-agree with PostgreSQL for each slug in the outbox, in order, and deletes the
+agree with PostgreSQL for each link and domain in the outbox, in order, and deletes the
 rows only once Redis has taken them; while Redis is down they wait, and
 nothing is lost. With LINK_PUBLISH_INLINE the request that made the change
 also delivers right after its commit (no publisher needed, a few ms slower).
@@ -11,18 +11,21 @@ also delivers right after its commit (no publisher needed, a few ms slower).
 
 import json
 import logging
+import math
 from collections.abc import Callable, Iterable
 
 import redis
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.urls import reverse
 
-from slingshot.contract import LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key
+from slingshot.contract import DOMAINS_KEY, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key, robots_key
 
-from .models import Link, LinkOutbox
+from .models import Domain, Link, LinkOutbox
 from .redis import RedisUnavailable, get_redis, quick_call
-from .validation import normalise_target
+from .rules import validate_rules, validate_split
+from .validation import default_host, normalise_target
 
 log = logging.getLogger(__name__)
 
@@ -32,48 +35,124 @@ OUTBOX_CHANNEL = "slingshot_link_outbox"  # NOTIFY'd by every change
 _DELIVERY_LOCK = 0x51_1D_0B_0C
 
 
+def _unix(moment, *, up: bool = False) -> int | None:
+    """Unix seconds, rounded down, or up (a link is never live early)."""
+    if moment is None:
+        return None
+    return math.ceil(moment.timestamp()) if up else math.floor(moment.timestamp())
+
+
+def unlock_url(link: Link) -> str:
+    """Where the edge sends the visitors of a link with a password: the
+    dashboard's page that asks for it (web.views.link_unlock)."""
+    return settings.DASHBOARD_BASE_URL.rstrip("/") + reverse("web:link-unlock", args=[link.pk])
+
+
+def _rules_payload(link: Link, servable: bool) -> tuple[list, list, bool]:
+    """The link's rules and split as the edge gets them, and whether the
+    link stays servable: like its url, a rule whose target is refused now
+    has the link published disabled."""
+    try:
+        return validate_rules(link.rules), validate_split(link.split), servable
+    except ValidationError as exc:
+        log.warning("link %s is published disabled, its rules are refused now: %s", link.slug, "; ".join(exc.messages))
+        return [], [], False
+
+
 def link_payload(link: Link) -> str:
     """The value of the link's key (docs/contract.md, "Links"). A target the
     rules refuse now (a domain blocklisted since, say) is published
-    disabled: the edge answers it as unknown."""
+    disabled: the edge answers it as unknown. A password never leaves
+    PostgreSQL: the edge is only told where its unlock page is."""
     url, servable = link.url, True
     try:
         url = normalise_target(link.url)
     except ValidationError as exc:
         log.warning("link %s is published disabled, its target is refused now: %s", link.slug, "; ".join(exc.messages))
         servable = False
+    rules, split, servable = _rules_payload(link, servable)
     return json.dumps(
         {
             "id": link.pk,
             "url": url,
             "status": link.redirect_status,
             "active": link.is_active and servable,
-            "expires_at": int(link.expires_at.timestamp()) if link.expires_at else None,
+            "valid_since": _unix(link.valid_since, up=True),
+            "expires_at": _unix(link.expires_at),
+            "max_visits": link.max_visits,
             "forward_query": link.forward_query,
+            "unlock_url": unlock_url(link) if link.password else None,
+            "rules": rules,
+            "split": split,
         },
         separators=(",", ":"),
     )
 
 
-def publish_slugs(slugs: Iterable[str], *, client: redis.Redis | None = None) -> int:
-    """Makes Redis agree with PostgreSQL about these slugs (write or delete),
-    with one change notification each, in one MULTI/EXEC."""
-    slugs = list(dict.fromkeys(slugs))
-    if not slugs:
+def domain_payload(domain: Domain) -> str:
+    """The value of a domain's field of slingshot:domains (docs/contract.md, "Domains")."""
+    return json.dumps(
+        {
+            "default": domain.is_default,
+            "root_url": domain.root_url or None,
+            "not_found_url": domain.not_found_url or None,
+            "https_redirect": domain.https_redirect,
+        },
+        separators=(",", ":"),
+    )
+
+
+def robots_txt(domain: Domain) -> str:
+    """The domain's robots.txt: its crawlable links allowed, every other path not."""
+    slugs = Link.objects.filter(domain=domain, crawlable=True).order_by("slug").values_list("slug", flat=True)
+    return "\n".join(["User-agent: *", *(f"Allow: /{slug}$" for slug in slugs), "Disallow: /", ""])
+
+
+Key = tuple[str, str]  # (a domain's host, a slug): a link; (a host, ""): the domain itself
+
+
+def redis_link_key(host: str, slug: str, default: str) -> str:
+    return link_key(slug, None if host == default else host)
+
+
+def publish_keys(keys: Iterable[Key], *, client: redis.Redis | None = None) -> int:
+    """Makes Redis agree with PostgreSQL about these links and domains
+    (write or delete), with one change notification each, in one MULTI/EXEC."""
+    keys = list(dict.fromkeys(keys))
+    if not keys:
         return 0
-    links = {link.slug: link for link in Link.objects.filter(slug__in=slugs)}
+    default = default_host()
+    slugs = {slug for _, slug in keys if slug}
+    links = {
+        (link.domain.host, link.slug): link for link in Link.objects.filter(slug__in=slugs).select_related("domain")
+    }
+    domains = {
+        domain.host: domain for domain in Domain.objects.filter(host__in={host for host, slug in keys if not slug})
+    }
 
     def fill(pipe) -> None:
-        for slug in slugs:
-            link = links.get(slug)
-            if link is None:
-                pipe.delete(link_key(slug))
+        for host, slug in keys:
+            if slug:
+                key = redis_link_key(host, slug, default)
+                link = links.get((host, slug))
+                if link is None:
+                    pipe.delete(key)
+                else:
+                    pipe.set(key, link_payload(link))
+                change = {"slug": slug} if host == default else {"slug": slug, "domain": host}
             else:
-                pipe.set(link_key(slug), link_payload(link))
-            pipe.xadd(LINK_CHANGES_STREAM, {"slug": slug}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
+                domain = domains.get(host)
+                if domain is None:
+                    pipe.hdel(DOMAINS_KEY, host)
+                    pipe.delete(robots_key(host))
+                else:
+                    pipe.hset(DOMAINS_KEY, host, domain_payload(domain))
+                    pipe.set(robots_key(host), robots_txt(domain))
+                change = {"domain": host}
+            pipe.xadd(LINK_CHANGES_STREAM, change, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
 
     send_replicated(client or get_redis(), fill)
-    return len(slugs)
+    return len(keys)
 
 
 class NotReplicated(redis.RedisError):
@@ -113,10 +192,10 @@ def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = No
                 cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
                 if not cursor.fetchone()[0]:
                     return None if delivered == 0 else delivered
-            rows = list(LinkOutbox.objects.order_by("id").values_list("id", "slug")[:batch])
+            rows = list(LinkOutbox.objects.order_by("id").values_list("id", "host", "slug")[:batch])
             if not rows:
                 return delivered
-            publish_slugs((slug for _, slug in rows), client=client)
+            publish_keys(((host, slug) for _, host, slug in rows), client=client)
             LinkOutbox.objects.filter(id__lte=rows[-1][0]).delete()
             delivered += len(rows)
 

@@ -1,10 +1,12 @@
-"""Reads of links, with the rule of who sees what in one place
-(`links_visible_to`; docs/api.md, "Who may do what"): people see their own
-links, with their clicks; superusers see everyone's. The staff flag opens
-the Django admin and the operational figures of the overview, and shows no
-one else's link."""
+"""Reads of links. Who sees which links, with their clicks, is
+teams/access.py's rule (docs/api.md, "Who may do what"), applied here by
+`links_visible_to` and `links_editable_by`: the links of the teams a person
+is a member of, of every team for a superuser, of its one team for a request
+made with an API token. The staff flag shows no link by itself."""
 
+import enum
 import ipaddress
+import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import reduce
@@ -12,24 +14,31 @@ from operator import or_
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import BigIntegerField, F, Q, QuerySet
+from django.db.models import BigIntegerField, BooleanField, F, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 from rest_framework.filters import search_smart_split
 
 from clicks.enrichment import anonymise
 from clicks.models import Click
+from slingshot.contract import visits_key
+from teams import access
+from teams.models import Role
 
-from .models import Link
+from .models import Domain, Link
+from .redis import RedisUnavailable, quick_call
+from .validation import domain_host
+
+log = logging.getLogger(__name__)
 
 
 def short_url(slug: str) -> str:
-    """Where the edge serves a slug."""
+    """Where the edge serves a slug of the default domain (Link.short_url
+    gives a link's, on its domain)."""
     return settings.EDGE_BASE_URL.rstrip("/") + "/" + slug
-
-
-def sees_every_link(user: AbstractBaseUser) -> bool:
-    return user.is_active and user.is_superuser
 
 
 def sees_operations(user: AbstractBaseUser) -> bool:
@@ -37,13 +46,27 @@ def sees_operations(user: AbstractBaseUser) -> bool:
     return user.is_active and (user.is_staff or user.is_superuser)
 
 
-def links_visible_to(user: AbstractBaseUser) -> QuerySet[Link]:
-    """The links a person may read and, with the API's write scope or in the
-    pages and the admin, change."""
-    links = Link.objects.all()
-    if not sees_every_link(user):
-        links = links.filter(owner=user)
-    return links
+def links_visible_to(user: AbstractBaseUser, *, team: int | None = None, role: str = Role.VIEWER) -> QuerySet[Link]:
+    """The links of the teams in which the user has at least `role` (reads
+    take a viewer's); with `team` (an id), of that team only. One query, a
+    subquery of the user's memberships in it; a team given costs a lookup
+    of the user's role first, and then reads by the team's index alone."""
+    links = Link.objects.select_related("domain")
+    if team is not None:
+        return links.filter(team_id=team) if access.allows(access.role_in(user, team), role) else links.none()
+    teams = access.team_ids(user, role)
+    return links if teams is None else links.filter(team_id__in=teams)
+
+
+def links_editable_by(user: AbstractBaseUser, *, team: int | None = None) -> QuerySet[Link]:
+    """The links the user may change, disable and delete: an editor's."""
+    return links_visible_to(user, team=team, role=Role.EDITOR)
+
+
+def with_role(links: QuerySet[Link], user: AbstractBaseUser) -> QuerySet[Link]:
+    """Annotates `role`, the user's in each link's team (teams.access.role_in),
+    in the same query."""
+    return links.annotate(role=access.role_annotation(user))
 
 
 def with_click_totals(links: QuerySet[Link]) -> QuerySet[Link]:
@@ -63,19 +86,22 @@ ORDERING_FIELDS = ("created_at", "clicks", "slug")
 def link_search(
     *,
     user: AbstractBaseUser,
+    team: int | None = None,
     query: str = "",
+    domain: Domain | None = None,
     tag: str | None = None,
     is_active: bool | None = None,
     created_after: datetime | None = None,
     created_before: datetime | None = None,
     ordering: str | Sequence[str] = ("-created_at",),
 ) -> QuerySet[Link]:
-    """The links the user sees, with their click totals (with_click_totals).
+    """The links the user sees (of `team` only, when given), with their
+    click totals (with_click_totals).
 
     `query` is split into words as the API's `search` parameter documents
     it: spaces and commas separate words, a quoted phrase is one word
     (rest_framework.filters.search_smart_split). Every word must appear in
-    the slug, title or target URL, case aside. `tag`, `is_active` and the
+    the slug, title or target URL, case aside. `tag` (case aside), `is_active` and the
     creation range [created_after, created_before) filter when given.
     `ordering` takes ORDERING_FIELDS, '-' for descending, and raises
     ValueError for anything else; ties go by id, in the first key's direction."""
@@ -83,11 +109,19 @@ def link_search(
     unknown = [key for key in keys if key.removeprefix("-") not in ORDERING_FIELDS]
     if unknown:
         raise ValueError(f"cannot order links by {', '.join(unknown)}")
-    links = links_visible_to(user)
+    links = links_visible_to(user, team=team)
     for word in search_smart_split(query):
         links = links.filter(reduce(or_, (Q(**{f"{name}__icontains": word}) for name in SEARCH_FIELDS)))
+    if domain is not None:
+        links = links.filter(domain=domain)
     if tag:
-        links = links.filter(tags__contains=[tag])
+        links = links.filter(
+            RawSQL(
+                f"EXISTS (SELECT 1 FROM unnest({Link._meta.db_table}.tags) t WHERE lower(t) = lower(%s))",
+                [tag],
+                output_field=BooleanField(),
+            )
+        )
     if is_active is not None:
         links = links.filter(is_active=is_active)
     if created_after:
@@ -97,17 +131,83 @@ def link_search(
     return with_click_totals(links).order_by(*keys, "-id" if keys[0].startswith("-") else "id")
 
 
-def taken_slugs(*, slugs: Iterable[str]) -> set[str]:
-    """Those of the slugs that a link has, whoever owns it; one query."""
+def taken_slugs(*, slugs: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
+    """Those of the (domain id, slug) pairs that a link has, whoever owns
+    it; one query."""
+    pairs = set(slugs)
     with connection.cursor() as cursor:
-        # = ANY(array): one parameter, however many slugs (IN would take one each).
-        cursor.execute(f"SELECT slug FROM {Link._meta.db_table} WHERE slug = ANY(%s)", [list(set(slugs))])
-        return {slug for (slug,) in cursor.fetchall()}
+        # = ANY(array): one parameter each, however many pairs (IN would take one per value).
+        cursor.execute(
+            f"SELECT domain_id, slug FROM {Link._meta.db_table} "
+            "WHERE (domain_id, slug) IN (SELECT * FROM unnest(%s::bigint[], %s::text[]))",
+            [[domain for domain, _ in pairs], [slug for _, slug in pairs]],
+        )
+        return set(cursor.fetchall())
 
 
-def link_for(*, user: AbstractBaseUser, slug: str) -> Link:
-    """Raises Link.DoesNotExist for a slug the user may not see, as for a missing one."""
-    return links_visible_to(user).get(slug=slug)
+class LinkState(enum.StrEnum):
+    """What the edge does with a link now (docs/dashboard.md)."""
+
+    ACTIVE = "active"
+    SCHEDULED = "scheduled"  # before valid_since: answered as unknown
+    EXPIRED = "expired"  # from expires_at on: 410
+    LIMIT_REACHED = "limit reached"  # max_visits redirects served: 410
+    DISABLED = "disabled"  # answered as unknown
+
+
+def link_visits(links: Iterable[Link]) -> dict[int, int] | None:
+    """The redirects the edge has counted for each of these links that has
+    a visit limit (the counters of docs/contract.md), in one round trip to
+    Redis; None when Redis does not answer at once."""
+    limited = [link.pk for link in links if link.max_visits]
+    if not limited:
+        return {}
+    try:
+        values = quick_call(lambda client: client.mget([visits_key(pk) for pk in limited]), what="visit counters")
+    except RedisUnavailable as exc:
+        log.warning("link states without visit counts: %s", exc)
+        return None
+    return {pk: int(value or 0) for pk, value in zip(limited, values, strict=True)}
+
+
+def link_state(link: Link, *, now: datetime | None = None, visits: int | None = None) -> LinkState:
+    """The one rule for a link's state, as the edge applies it: disabled,
+    then scheduled, expired, limit reached (with `visits`, the link's counter
+    from link_visits; unknown counts as under the limit), else active."""
+    now = now or timezone.now()
+    if not link.is_active:
+        return LinkState.DISABLED
+    if link.valid_since and now < link.valid_since:
+        return LinkState.SCHEDULED
+    if link.expires_at and now >= link.expires_at:
+        return LinkState.EXPIRED
+    if link.max_visits and visits is not None and visits >= link.max_visits:
+        return LinkState.LIMIT_REACHED
+    return LinkState.ACTIVE
+
+
+def link_states(links: Sequence[Link], *, now: datetime | None = None) -> dict[int, LinkState]:
+    """link_state of each of these links (a page of the list, say), by id:
+    one Redis round trip for the visit counters, no query."""
+    now = now or timezone.now()
+    visits = link_visits(links) or {}
+    return {link.pk: link_state(link, now=now, visits=visits.get(link.pk)) for link in links}
+
+
+def link_for(*, user: AbstractBaseUser, slug: str, host: str | None = None, team: int | None = None) -> Link:
+    """The link of a slug on the domain of a host as people write it (the
+    default domain for None), with `role`, the user's in its team
+    (with_role); one query. Raises Link.DoesNotExist for a link the user may
+    not see (or not in `team`), as for a missing one, and for a host that
+    cannot be a domain's."""
+    try:
+        host = domain_host(host)
+    except ValidationError:
+        raise Link.DoesNotExist(f"no domain {host!r}") from None
+    links = links_visible_to(user)
+    if team is not None:
+        links = links.filter(team_id=team)
+    return with_role(links, user).get(domain__host=host, slug=slug)
 
 
 def clicks_visible_to(
@@ -118,11 +218,13 @@ def clicks_visible_to(
     start: datetime | None = None,
     end: datetime | None = None,
 ) -> QuerySet[Click]:
+    """The clicks of the links the user sees; of one of them with `slug`."""
     clicks = Click.objects.select_related("agent")
-    if not sees_every_link(user):
-        clicks = clicks.filter(link__owner=user)
+    teams = access.team_ids(user)
+    if teams is not None:
+        clicks = clicks.filter(link__team__in=teams)
     if slug:
-        clicks = clicks.filter(link__in=links_visible_to(user).filter(slug=slug))
+        clicks = clicks.filter(link__in=links_visible_to(user).filter(slug=slug))  # on any of the domains
     if ip:
         # Stored whole or anonymised, depending on CLICK_IP_PRIVACY when imported.
         clicks = clicks.filter(ip__in={ip, anonymise(ipaddress.ip_address(ip))})

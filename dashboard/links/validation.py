@@ -5,6 +5,7 @@ be split on, and is served by the edge as it is."""
 import ipaddress
 import re
 import socket
+import time
 import unicodedata
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -109,13 +110,64 @@ def _host_and_port(netloc: str) -> tuple[str, int | None]:
     return host, int(digits)
 
 
-def edge_hosts() -> set[str]:
-    """The host names the edge answers on (EDGE_BASE_URL), as normalise_target writes hosts."""
+def default_host() -> str:
+    """The default domain's host: EDGE_BASE_URL's, as normalise_target writes hosts."""
     host = urlsplit(settings.EDGE_BASE_URL).hostname or ""
     try:
-        return {_ascii_host(host)}
+        return _ascii_host(host)
     except ValidationError:
-        return {host.lower()}
+        return host.lower()
+
+
+def validate_domain_host(value: str) -> str:
+    """A domain's host as kept: lower case, IDN labels as punycode, no
+    trailing dot; a name, not an address, and without a port. Returns it, or
+    raises ValidationError."""
+    if not isinstance(value, str) or not _visible(value) or any(c in value for c in ":/?#@[]"):
+        raise _refuse("Enter a host name such as go.example.com, without a scheme, port or path.", "invalid_host")
+    host = _ascii_host(value.strip()).rstrip(".")
+    if _ip_of(host) is not None:
+        raise _refuse("Use a host name, not an IP address.", "invalid_host")
+    if host == "localhost" or host.endswith(".localhost"):
+        raise _refuse("%(host)s is this machine.", "loop", host=host)
+    return host
+
+
+def domain_host(value: str | None) -> str:
+    """The host of a domain as kept, from one as people write it (any case,
+    IDN or punycode, a trailing dot); the default domain's for None or "",
+    and for its own host, which may be an address (a local EDGE_BASE_URL).
+    Raises ValidationError for what cannot be a domain's host."""
+    if not value:
+        return default_host()
+    if value.lower().rstrip(".") == default_host():
+        return default_host()
+    return validate_domain_host(value)
+
+
+# The hosts of the domains, which a process keeps for a few seconds: every
+# target is checked against them (normalise_target), CSV imports and the
+# publisher thousands at a time. links.domains clears it when it changes one.
+_DOMAIN_HOSTS_TTL = 5.0
+_domain_hosts: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
+
+
+def forget_domain_hosts() -> None:
+    global _domain_hosts
+    _domain_hosts = (float("-inf"), frozenset())
+
+
+def edge_hosts() -> set[str]:
+    """The host names the edge answers on: the default domain's
+    (EDGE_BASE_URL) and every domain's, as normalise_target writes hosts."""
+    global _domain_hosts
+    read_at, hosts = _domain_hosts
+    if time.monotonic() - read_at > _DOMAIN_HOSTS_TTL:
+        from .models import Domain  # the models import this module
+
+        hosts = frozenset(Domain.objects.values_list("host", flat=True))
+        _domain_hosts = (time.monotonic(), hosts)
+    return {default_host(), *hosts}
 
 
 def normalise_target(value: str) -> str:

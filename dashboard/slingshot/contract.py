@@ -5,19 +5,38 @@ Every tier takes them from here (the edge from `edge/slingshot/contract.lua`);
 """
 
 LINK_KEY_PREFIX = "slingshot:link:"
+# Every domain's settings, a JSON value per host; and each domain's robots.txt.
+DOMAINS_KEY = "slingshot:domains"
+ROBOTS_KEY_PREFIX = "slingshot:robots:"
 LINK_CHANGES_STREAM = "slingshot:link-changes"
+# A counter per link with max_visits: the redirects the edge has let through.
+VISITS_KEY_PREFIX = "slingshot:visits:"
 # Change notifications are only hints to evict a cached copy: the stream is capped.
 LINK_CHANGES_MAXLEN = 100_000
 
 CLICKS_STREAM = "slingshot:clicks"
 CLICKS_GROUP = "importers"
 DEAD_LETTER_STREAM = "slingshot:clicks:dead"
+# A hash per UTC hour (its start in Unix seconds after the prefix) of the
+# clicks the edges recorded, fields `redirect` and `orphan` (clicks.accounting).
+SERVED_KEY_PREFIX = "slingshot:served:"
+SERVED_FIELDS = ("redirect", "orphan")
 # The `v` field of a click entry: the record format the importer reads.
-CLICK_RECORD_VERSION = "3"
+CLICK_RECORD_VERSION = "4"
 
 # Paths the edge answers itself (nginx.conf's `location =` blocks): never slugs.
-EDGE_PATHS = ("healthz", "metrics")
+EDGE_PATHS = ("healthz", "metrics", "robots.txt")
 
 
-def link_key(slug: str) -> str:
-    return LINK_KEY_PREFIX + slug
+def link_key(slug: str, host: str | None = None) -> str:
+    """The key of a link: the slug alone on the default domain (host None),
+    else after its domain's host and a slash."""
+    return f"{LINK_KEY_PREFIX}{host}/{slug}" if host else LINK_KEY_PREFIX + slug
+
+
+def robots_key(host: str) -> str:
+    return ROBOTS_KEY_PREFIX + host
+
+
+def visits_key(link_id: int) -> str:
+    return f"{VISITS_KEY_PREFIX}{link_id}"

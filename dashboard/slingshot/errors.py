@@ -1,6 +1,6 @@
 """What Django answers when a request fails before or outside a view: JSON
 for the API (its clients read JSON, whatever went wrong), Django's own
-pages for the dashboard."""
+pages for the dashboard, with its templates (web/templates/404.html and the others)."""
 
 from django.http import JsonResponse
 from django.views import defaults

@@ -67,6 +67,8 @@ INSTALLED_APPS = [
     "links",
     "clicks",
     "api",
+    "teams",
+    "accounts",
     "web",
 ]
 
@@ -81,7 +83,9 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "web.middleware.TimeZoneMiddleware",  # the person's zone, from their session
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "accounts.middleware.SessionUseMiddleware",  # after auth, inside sessions: it records a session's use
     "axes.middleware.AxesMiddleware",  # last, as axes requires
 ]
 
@@ -98,6 +102,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "web.teams.navigation",
+                "django.template.context_processors.tz",  # TIME_ZONE: the zone the page shows times in
             ],
         },
     },
@@ -145,6 +151,10 @@ AXES_COOLOFF_TIME = timedelta(minutes=SIGN_IN_COOLOFF_MINUTES)
 AXES_CLIENT_IP_CALLABLE = "slingshot.proxies.client_address"
 AXES_LOCKOUT_CALLABLE = "slingshot.signin.lockout_response"
 AXES_DISABLE_ACCESS_LOG = True  # throttling needs the failures only, not a record of every sign-in
+
+# How long an invitation or a new-password link made on the People page
+# works (accounts/services.py); it also stops working once used.
+PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_LINK_HOURS", default=72) * 3600
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -219,10 +229,20 @@ REDIS_REQUEST_COOLDOWN = env.float("REDIS_REQUEST_COOLDOWN", default=5.0)
 # that would loop back to the edge.
 EDGE_BASE_URL = env.str("EDGE_BASE_URL", default="http://127.0.0.1:{}".format(env.int("EDGE_PORT", default=8080)))
 
+# Where people reach the dashboard: the edge sends the visitors of a link with
+# a password to its unlock page here (links.publishing.unlock_url).
+DASHBOARD_BASE_URL = env.str(
+    "DASHBOARD_BASE_URL", default="http://127.0.0.1:{}".format(env.int("DASHBOARD_PORT", default=8000))
+)
+
 LINK_URL_MAX_LENGTH = env.int("LINK_URL_MAX_LENGTH", default=2048)
 LINK_SLUG_LENGTH = env.int("LINK_SLUG_LENGTH", default=7)
 # Targets on these domains (and their subdomains) are refused, e.g. "evil.example,spam.example".
 LINK_DOMAIN_BLOCKLIST = env.list("LINK_DOMAIN_BLOCKLIST", default=[])
+# Wrong passwords of a link from one address before that address is locked
+# out of that link, and for how long (links/unlocking.py).
+LINK_UNLOCK_FAILURE_LIMIT = env.int("LINK_UNLOCK_FAILURE_LIMIT", default=5)
+LINK_UNLOCK_COOLOFF_MINUTES = env.int("LINK_UNLOCK_COOLOFF_MINUTES", default=15)
 # Deliver link changes to Redis from the request that made them, as well as
 # from the publisher process. Off: requests are faster, the publisher alone
 # delivers (within milliseconds, woken by NOTIFY).
@@ -240,7 +260,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser"],
     "NUM_PROXIES": TRUSTED_PROXY_COUNT,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.StrictPageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
 }
@@ -274,6 +294,15 @@ WEB_LINKS_PER_PAGE = env.int("WEB_LINKS_PER_PAGE", default=50)
 WEB_IMPORT_MAX_ROWS = env.int("WEB_IMPORT_MAX_ROWS", default=10_000)
 WEB_IMPORT_MAX_BYTES = env.int("WEB_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)  # larger CSV uploads are refused
 WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
+# Reports under filters (clicks/selectors.py): the breakdowns count the
+# latest this many matching raw clicks, and a statement of the raw clicks
+# is cancelled after this many milliseconds, its report refused.
+REPORT_FILTER_SAMPLE = env.int("REPORT_FILTER_SAMPLE", default=50_000)
+REPORT_RAW_TIMEOUT_MS = env.int("REPORT_RAW_TIMEOUT_MS", default=3000)
+# Every click accounted for (clicks/accounting.py): how long after an hour
+# ends a difference between the clicks the edges served and those stored is
+# still waiting for the importer, before the overview flags it.
+ACCOUNTING_GRACE_MINUTES = env.int("ACCOUNTING_GRACE_MINUTES", default=15)
 
 # Content-Security-Policy (django-csp) of every page: everything the dashboard
 # loads is its own, nothing inline. The API's docs pages add what they need
@@ -318,6 +347,9 @@ PUBLISHER_METRICS_ADDRESS = env.str("PUBLISHER_METRICS_ADDRESS", default="127.0.
 # Click importer (clicks/, docs/rollups.md).
 CLICK_IP_PRIVACY = env.str("CLICK_IP_PRIVACY", default="anonymise")  # anonymise | full | none
 CLICK_ENRICH = env.bool("CLICK_ENRICH", default=True)
+# The country database (MaxMind DB format) the importer and the edge's
+# country rules share; data/geo/package.json names the one bin/setup installs.
+GEOIP_COUNTRY_DB = env.str("GEOIP_COUNTRY_DB", default=str(REPO_DIR / "data" / "geo" / "country.mmdb"))
 CLICK_IMPORT_BATCH_ENTRIES = env.int("CLICK_IMPORT_BATCH_ENTRIES", default=3000)
 CLICK_IMPORT_CLAIM_IDLE_MS = env.int("CLICK_IMPORT_CLAIM_IDLE_MS", default=60_000)
 CLICK_IMPORT_LOG_INTERVAL = env.float("CLICK_IMPORT_LOG_INTERVAL", default=10.0)

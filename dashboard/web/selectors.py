@@ -1,5 +1,6 @@
 """Reads for the dashboard pages that the links and clicks selectors do not
-already give: the overview's totals and the health of the edge."""
+already give: the overview's totals, the health of the edge, and a link's
+clicks per redirect rule."""
 
 import urllib.error
 import urllib.request
@@ -8,12 +9,38 @@ from datetime import datetime, timedelta, timezone
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.db.models import Sum
 
-from clicks.selectors import Point, link_stats
+from clicks.selectors import LinkStats, Point, link_stats
 from links.models import Link
+from links.rules import Served, served_by
 from links.selectors import links_visible_to, with_click_totals
 
 OVERVIEW_DAYS = 30
+
+
+def clicks_per_rule(link: Link, stats: LinkStats) -> list[tuple[Served, int]]:
+    """Each way a visit of the link may go (links.rules.served_by) with its
+    clicks in the range of `stats` (link_stats of this link alone): the
+    `rule` breakdown for the rules and destinations, the rest for the
+    link's own url, shown too when a split leaves it no visitor but clicks
+    from before the split are in the range. Empty for a link without rules
+    or split."""
+    if not link.rules and not link.split:
+        return []
+    counted = dict(stats.breakdowns.get("rule", []))
+    rows = [
+        (served, counted.get(served.label, 0)) for served in served_by(rules=link.rules, split=link.split, url=link.url)
+    ]
+    own = stats.clicks - sum(counted.values())
+    if rows[-1][0].label:  # a split: no row for the link's own url
+        if own > 0:
+            rows.append((Served("", "The link's own url", link.url), own))
+    else:
+        rows[-1] = (rows[-1][0], own)
+    return rows
+
+
 TOP_LINKS = 5
 
 
@@ -50,6 +77,12 @@ def overview_for(user: AbstractBaseUser, *, now: datetime | None = None) -> Over
         series=stats.series,
         top_links=[(link, link.clicks) for link in top],
     )
+
+
+def overview_version(user: AbstractBaseUser) -> int:
+    """All-time clicks of every link the user sees (one query): changes
+    whenever the importer stores one of their clicks."""
+    return links_visible_to(user).aggregate(total=Sum("click_totals__clicks"))["total"] or 0
 
 
 @dataclass(frozen=True)

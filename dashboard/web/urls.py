@@ -3,13 +3,15 @@ from django.urls import path, re_path, reverse_lazy
 
 from links import slugs
 
-from . import views
+from . import account_views, team_views, views
 
 app_name = "web"
 SLUG = rf"(?P<slug>{slugs.PATTERN})"
+USERNAME = r"(?P<username>[\w.@+-]{1,150})"
 
 urlpatterns = [
     path("", views.overview, name="overview"),
+    path("live", views.overview_live, name="overview-live"),
     path("sign-in/", views.SignInView.as_view(), name="sign-in"),
     path("sign-out/", auth_views.LogoutView.as_view(), name="sign-out"),
     path(
@@ -27,14 +29,36 @@ urlpatterns = [
     path("links/", views.link_list, name="link-list"),
     path("links/new/", views.link_create, name="link-create"),
     path("links/export.csv", views.link_export, name="link-export"),
+    path("links/bulk", views.link_bulk, name="link-bulk"),
     path("links/import/", views.link_import, name="link-import"),
     path("links/import/<int:pk>/", views.link_import_detail, name="link-import-detail"),
     path("links/import/<int:pk>/run", views.link_import_run, name="link-import-run"),
     re_path(rf"^links/{SLUG}/$", views.link_detail, name="link-detail"),
+    re_path(rf"^links/{SLUG}/report$", views.link_report, name="link-report"),
+    re_path(rf"^links/{SLUG}/live$", views.link_live, name="link-live"),
+    re_path(rf"^links/{SLUG}/clicks$", views.link_clicks_export, name="link-clicks-export"),
     re_path(rf"^links/{SLUG}/edit/$", views.link_edit, name="link-edit"),
     re_path(rf"^links/{SLUG}/toggle$", views.link_toggle, name="link-toggle"),
     re_path(rf"^links/{SLUG}/delete/$", views.link_delete, name="link-delete"),
     re_path(rf"^links/{SLUG}/qr\.(?P<kind>png|svg)$", views.link_qr, name="link-qr"),
+    path("unlock/<int:pk>/", views.link_unlock, name="link-unlock"),
+    path("domains/", views.domain_list, name="domain-list"),
+    path("domains/<str:host>/edit/", views.domain_edit, name="domain-edit"),
+    path("domains/<str:host>/delete", views.domain_delete, name="domain-delete"),
     path("tokens/", views.tokens, name="tokens"),
+    path("time-zone/", views.time_zone, name="time-zone"),
+    path("orphan-visits/", views.orphan_visits, name="orphan-visits"),
+    path("accounting/", views.accounting, name="accounting"),
     path("tokens/<int:pk>/revoke", views.token_revoke, name="token-revoke"),
+    path("users/", account_views.users, name="users"),
+    path("users/<int:pk>/active", account_views.user_active, name="user-active"),
+    path("users/<int:pk>/password-link", account_views.user_password_link, name="user-password-link"),
+    path("account/", account_views.account, name="account"),
+    path("password/set/<uidb64>/<token>/", account_views.PasswordSetView.as_view(), name="password-set"),
+    path("teams/", team_views.team_list, name="team-list"),
+    path("teams/switch", team_views.team_switch, name="team-switch"),
+    path("teams/<int:team_id>/", team_views.team_detail, name="team-detail"),
+    path("teams/<int:team_id>/audit/", team_views.team_audit, name="team-audit"),
+    re_path(rf"^teams/(?P<team_id>[0-9]+)/members/{USERNAME}/role$", team_views.member_role, name="member-role"),
+    re_path(rf"^teams/(?P<team_id>[0-9]+)/members/{USERNAME}/remove$", team_views.member_remove, name="member-remove"),
 ]

@@ -9,34 +9,42 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone as tz
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from api import services as token_services
 from api.models import ApiToken
-from clicks.selectors import INTERVALS, bucket_start, link_stats, link_totals, stats_range
-from clicks.stream import import_lag
-from links import imports, selectors, services
-from links.models import Link, LinkImport
+from clicks import accounting as clicks_accounting
+from clicks import selectors as clicks_selectors
+from clicks.export import CHUNK as EXPORT_CHUNK
+from clicks.export import FORMATS, export_lines
+from clicks.selectors import INTERVALS, ReportTooLarge, link_stats, link_totals
+from clicks.stores import import_lag_of_every_store
+from links import domains, imports, selectors, services, unlocking
+from links.models import Domain, Link, LinkImport
 from links.redis import RedisUnavailable, quick_call
-from links.selectors import short_url
+from slingshot.db import reports_db
+from slingshot.proxies import client_address
+from teams import access
+from teams.models import Role, Team
+from teams.services import personal_team
 
-from . import forms
-from .selectors import OVERVIEW_DAYS, edge_health, overview_for
+from . import forms, reports
+from . import services as web_services
+from .middleware import remember_time_zone
+from .selectors import OVERVIEW_DAYS, clicks_per_rule, edge_health, overview_for, overview_version
+from .teams import current_membership
 from .uploads import UploadLimitHandler
 
-BREAKDOWN_TITLES = {
-    "referer_host": "Referrers",
-    "browser": "Browsers",
-    "os": "Operating systems",
-    "device": "Devices",
-    "country": "Countries",
-}
 RECENT_CLICKS = 20
+ORPHAN_DAYS = (1, 7, 30, 90)
+ACCOUNTING_DAYS = (1, 2, 8)
 
 
 class SignInView(auth_views.LoginView):
@@ -47,28 +55,36 @@ class SignInView(auth_views.LoginView):
     redirect_authenticated_user = True
 
 
-def _link_or_404(request, slug: str) -> Link:
+def _link_or_404(request, slug: str, needed: str = Role.VIEWER) -> Link:
+    """The link of the slug on the domain `?domain=` names (the default
+    domain without it), as the API addresses links, with `role` (the
+    person's in its team); a 404 for one they do not see, a 403 for one
+    their role does not let them change."""
     try:
-        return selectors.link_for(user=request.user, slug=slug)
+        link = selectors.link_for(user=request.user, slug=slug, host=request.GET.get("domain"))
     except Link.DoesNotExist:
         raise Http404("No such link.") from None
+    if not access.allows(link.role, needed):
+        raise PermissionDenied(f"Changing links takes the {needed} role in their team; yours is {link.role}.")
+    return link
 
 
-def _chart(series, *, label: str, interval: str, start: datetime, end: datetime) -> dict:
-    """Chart data with a bar for every bucket of [start, end), empty ones too
-    (the series holds only buckets with clicks)."""
-    step = INTERVALS[interval]
-    bucket = bucket_start(start, interval)
-    by_bucket = {point.bucket: point for point in series}
-    fmt = "%Y-%m-%d %H:00" if interval == "hour" else "%Y-%m-%d"
-    chart = {"label": label, "labels": [], "clicks": [], "visitors": []}
-    while bucket < end:
-        point = by_bucket.get(bucket)
-        chart["labels"].append(bucket.strftime(fmt))
-        chart["clicks"].append(point.clicks if point else 0)
-        chart["visitors"].append(point.visitors if point else 0)
-        bucket += step
-    return chart
+def _current_team(request) -> Team:
+    """The team chosen in the navigation (web/teams.py)."""
+    membership = current_membership(request)
+    return membership.team if membership else personal_team(request.user)
+
+
+def _edits_in(request, team: Team) -> bool:
+    """Whether the person may create and change links in the team."""
+    membership = current_membership(request)
+    if membership and membership.team_id == team.pk and not access.acts_everywhere(request.user):
+        return access.allows(membership.role, Role.EDITOR)
+    return access.allows(access.role_in(request.user, team.pk), Role.EDITOR)
+
+
+def _detail(link: Link):
+    return redirect(reverse("web:link-detail", args=[link.slug]) + link.domain_query)
 
 
 @login_required
@@ -77,34 +93,55 @@ def overview(request):
     totals = overview_for(request.user, now=now)
     context = {
         "totals": totals,
-        "chart": _chart(
+        "chart": reports.chart(
             totals.series,
-            label="Clicks per day (UTC), bots left out",
-            interval="day",
             start=now - timedelta(days=OVERVIEW_DAYS - 1),
             end=now,
+            interval="day",
+            zone=timezone.utc,
+            now=now,
+            label="Clicks per day (UTC), bots left out",
         ),
     }
     if selectors.sees_operations(request.user):
         context["operations"] = True
         try:
-            context["lag"] = quick_call(lambda client: import_lag(client=client), what="import lag")
+            context["lag"] = quick_call(lambda client: import_lag_of_every_store(client=client), what="import lag")
         except RedisUnavailable as exc:
             context["lag_error"] = str(exc)
         context["edge"] = edge_health()
+        try:
+            context["lasting"] = quick_call(
+                lambda client: clicks_accounting.lasting_differences(client=client), what="accounting"
+            )
+        except RedisUnavailable:
+            context["lasting"] = None
         context["edge_health_url"] = settings.EDGE_HEALTH_URL
+    if request.GET.get("fragment"):
+        return render(request, "web/_overview.html", context)
+    context["live_version"] = overview_version(request.user)
     return render(request, "web/overview.html", context)
+
+
+@login_required
+def overview_live(request):
+    """A number that changes when the clicks of the person's links do: the overview polls it."""
+    return JsonResponse({"version": overview_version(request.user)})
 
 
 @login_required
 def link_list(request):
     form = forms.LinkListForm(request.GET)
-    links = selectors.link_search(user=request.user, **form.search_arguments())
+    team = _current_team(request)
+    links = selectors.link_search(user=request.user, team=team.pk, **form.search_arguments()).using(reports_db())
     # The page's ids first, then those rows with their click totals: PostgreSQL
     # would otherwise join the totals of every row an OFFSET skips too.
     page = Paginator(links.values_list("pk", flat=True), settings.WEB_LINKS_PER_PAGE).get_page(request.GET.get("page"))
     rows = links.in_bulk(list(page))
     page.object_list = [rows[pk] for pk in page]
+    states = selectors.link_states(page.object_list)
+    for link in page.object_list:
+        link.state = states[link.pk]
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -114,14 +151,67 @@ def link_list(request):
             "form": form,
             "page": page,
             "query": query.urlencode(),
-            "short_base": short_url(""),
+            "edits": _edits_in(request, team),
         },
     )
 
 
 @login_required
+@require_POST
+def link_bulk(request):
+    """An action on the links selected in the list; deleting asks first."""
+    # Links by id: a slug is unique on its domain only.
+    selected = [value for value in request.POST.getlist("selected") if value.isdigit()][: settings.WEB_LINKS_PER_PAGE]
+    # Of the current team's links, as the list shows them; changing them takes an editor (the services check).
+    team = _current_team(request)
+    links = list(selectors.links_visible_to(request.user, team=team.pk).filter(pk__in=selected).order_by("slug"))
+    data = request.POST.copy()
+    data.setlist("selected", [str(link.pk) for link in links])  # only those this person sees
+    form = forms.BulkForm(data)
+    form.fields["selected"].choices = [(str(link.pk), link.slug) for link in links]
+    if not form.is_valid():
+        for message in [
+            *form.non_field_errors(),
+            *(f"{form[name].label}: {error}" for name in ("action", "tag", "selected") for error in form[name].errors),
+        ]:
+            messages.error(request, message)
+        return redirect("web:link-list")
+    action, chosen = (
+        form.cleaned_data["action"],
+        [link for link in links if str(link.pk) in form.cleaned_data["selected"]],
+    )
+    if action == "export":
+        response = StreamingHttpResponse(
+            imports.export_lines(
+                selectors.with_click_totals(
+                    selectors.links_visible_to(request.user, team=team.pk).filter(pk__in=[link.pk for link in chosen])
+                ).iterator()
+            ),
+            content_type="text/csv; charset=utf-8",
+        )
+        response["Content-Disposition"] = 'attachment; filename="links.csv"'
+        return response
+    if action == "delete" and not form.cleaned_data["confirm"]:
+        return render(request, "web/link_bulk_delete.html", {"links": chosen})
+    try:
+        changed = services.link_bulk_change(
+            links=chosen, action=action, tag=form.cleaned_data["tag"], actor=request.user
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(
+            request,
+            f"{dict(form.fields['action'].choices)[action].rstrip('…')}: {changed} link{'s' if changed != 1 else ''} changed.",
+        )
+    return redirect("web:link-list")
+
+
+@login_required
 def link_export(request):
-    links = selectors.link_search(user=request.user, **forms.LinkListForm(request.GET).search_arguments())
+    links = selectors.link_search(
+        user=request.user, team=_current_team(request).pk, **forms.LinkListForm(request.GET).search_arguments()
+    ).using(reports_db())
     response = StreamingHttpResponse(
         imports.export_lines(links.iterator(chunk_size=2000)), content_type="text/csv; charset=utf-8"
     )
@@ -134,97 +224,354 @@ def link_create(request):
     form = forms.LinkForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            link = services.link_create(owner=request.user, **form.service_arguments())
+            link = services.link_create(owner=request.user, team=_current_team(request), **form.service_arguments())
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
-            messages.success(request, f"Created {short_url(link.slug)}")
-            return redirect("web:link-detail", slug=link.slug)
+            messages.success(request, f"Created {link.short_url}")
+            return _detail(link)
     return render(request, "web/link_form.html", {"form": form, "title": "New link"})
 
 
 @login_required
 def link_edit(request, slug: str):
-    link = _link_or_404(request, slug)
-    form = forms.LinkForm(request.POST or None, initial=forms.LinkForm.initial_for(link), editing=True)
+    link = _link_or_404(request, slug, Role.EDITOR)
+    form = forms.LinkForm(
+        request.POST or None, initial=forms.LinkForm.initial_for(link), editing=True, has_password=link.has_password
+    )
     if request.method == "POST" and form.is_valid():
         try:
-            services.link_update(link=link, **{name: form.cleaned_data[name] for name in form.changed_data})
+            services.link_update(link=link, actor=request.user, **form.changes())
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
             messages.success(request, "Saved.")
-            return redirect("web:link-detail", slug=link.slug)
+            return _detail(link)
     return render(request, "web/link_form.html", {"form": form, "title": f"Edit {slug}", "link": link})
+
+
+def _staff(user) -> bool:
+    return user.is_active and (user.is_staff or user.is_superuser)
+
+
+@login_required
+def domain_list(request):
+    """Every domain; staff add, change and remove them (links/domains.py)."""
+    form = forms.DomainForm(request.POST or None)
+    if request.method == "POST":
+        if not _staff(request.user):
+            raise PermissionDenied("Only staff manage domains.")
+        if form.is_valid():
+            try:
+                domain = domains.domain_create(**form.cleaned_data)
+            except ValidationError as exc:
+                forms.add_service_errors(form, exc)
+            else:
+                messages.success(request, f"Added {domain.host}.")
+                return redirect("web:domain-list")
+    return render(
+        request,
+        "web/domain_list.html",
+        {"domains": domains.domain_list(), "form": form, "staff": _staff(request.user)},
+    )
+
+
+@login_required
+def domain_edit(request, host: str):
+    if not _staff(request.user):
+        raise PermissionDenied("Only staff manage domains.")
+    domain = get_object_or_404(Domain, host=host)
+    form = forms.DomainForm(request.POST or None, instance=domain, editing=True)
+    if request.method == "POST" and form.is_valid():
+        changes = {name: form.cleaned_data[name] for name in form.changed_data}
+        try:
+            domains.domain_update(domain=Domain.objects.get(pk=domain.pk), **changes)
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            messages.success(request, f"Saved {domain.host}.")
+            return redirect("web:domain-list")
+    return render(request, "web/domain_form.html", {"form": form, "domain": domain})
+
+
+@login_required
+@require_POST
+def domain_delete(request, host: str):
+    if not _staff(request.user):
+        raise PermissionDenied("Only staff manage domains.")
+    domain = get_object_or_404(Domain, host=host)
+    try:
+        domains.domain_delete(domain=domain)
+    except domains.DomainInUse as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Removed {host}.")
+    return redirect("web:domain-list")
 
 
 @login_required
 @require_POST
 def link_toggle(request, slug: str):
-    link = _link_or_404(request, slug)
-    services.link_update(link=link, is_active=not link.is_active)
+    link = _link_or_404(request, slug, Role.EDITOR)
+    services.link_update(link=link, actor=request.user, is_active=not link.is_active)
     messages.success(request, f"{link.slug} is now {'active' if link.is_active else 'disabled'}.")
-    return redirect("web:link-detail", slug=link.slug)
+    if request.POST.get("next") == "list":
+        return redirect("web:link-list")
+    return _detail(link)
 
 
 @login_required
 def link_delete(request, slug: str):
-    link = _link_or_404(request, slug)
+    link = _link_or_404(request, slug, Role.EDITOR)
     if request.method == "POST":
-        services.link_delete(link=link)
+        services.link_delete(link=link, actor=request.user)
         messages.success(request, f"Deleted {slug}.")
         return redirect("web:link-list")
     return render(request, "web/link_delete.html", {"link": link})
 
 
-@login_required
-def link_detail(request, slug: str):
-    link = _link_or_404(request, slug)
-    form = forms.StatsRangeForm(request.GET)
-    span = form.span if form.is_valid() else stats_range()  # the defaults, below the form's errors
-    stats = link_stats(
+def _link_report(request, link: Link) -> dict:
+    """What the link page's report shows: its range, totals against the
+    period before, chart, breakdowns and recent clicks (web/reports.py)."""
+    now = datetime.now(timezone.utc)
+    zone = tz.get_current_timezone()
+    form = forms.ReportForm(request.GET, now=now, zone=zone, since=link.created_at)
+    span = form.span if form.is_valid() else form.default_span()  # the defaults, below the form's errors
+    too_large = None
+    try:
+        stats = _stats(link, span, now)
+    except ReportTooLarge as exc:
+        too_large = exc.messages[0]
+        span = form.default_span()
+        stats = _stats(link, span, now)
+    filters = dict(span.filters)
+    query = request.GET.copy()
+    recent = selectors.clicks_visible_to(request.user, start=span.start, end=span.end).filter(link_id=link.pk)
+    recent = recent.filter(**filters) if span.include_bots else recent.filter(is_bot=False, **filters)
+    what = "" if span.include_bots else ", bots left out"
+    export_base = reverse("web:link-clicks-export", args=[link.slug])
+    # The link's domain rides along (link_clicks_export finds the link as this page does).
+    domain = {"domain": link.domain.host} if link.domain_query else {}
+    export_args = {
+        "start": span.start,
+        "end": span.end,
+        "include_bots": span.include_bots,
+        "filters": {**filters, **domain},
+    }
+    return {
+        "link": link,
+        "form": form,
+        "span": span,
+        "last_day": span.end - timedelta(days=1),
+        "zone_name": tz.get_current_timezone_name(),
+        "intervals": list(INTERVALS),
+        "preset": form.preset if form.is_valid() and not too_large else reports.DEFAULT_PRESET,
+        "presets": [
+            (name, label, reports.href(query, range=name, **{"from": None, "to": None, "interval": None}))
+            for name, label in reports.PRESETS.items()
+        ],
+        "errors": form.errors,
+        "too_large": too_large,
+        "stats": stats,
+        "totals_rows": [
+            (name, label, change)
+            for (name, change), label in zip(
+                reports.totals_changes(stats.totals, stats.previous).items(),
+                ("Clicks", "Unique visitors", "Bots"),
+                strict=True,
+            )
+        ],
+        "filters": reports.active_filters(filters, query),
+        "breakdowns": reports.breakdowns(stats, filters, query),
+        "bots_href": reports.href(query, include_bots=None if span.include_bots else "true"),
+        "recent": recent.order_by("-occurred_at")[:RECENT_CLICKS],
+        "rule_clicks": clicks_per_rule(link, stats),
+        "export": {kind: reports.export_url(export_base, kind=kind, **export_args) for kind in FORMATS},
+        "query": query.urlencode(),
+        "chart": reports.chart(
+            stats.series,
+            start=span.start,
+            end=span.end,
+            interval=span.interval,
+            zone=zone,
+            now=now,
+            label=f"Clicks per {span.interval} ({tz.get_current_timezone_name()}){what}",
+        ),
+    }
+
+
+def _stats(link: Link, span, now: datetime):
+    return link_stats(
         link_ids=[link.pk],
         start=span.start,
         end=span.end,
         interval=span.interval,
         include_bots=span.include_bots,
+        zone=span.zone,
+        filters=span.filters,
+        compare=True,
         top=10,
+        now=now,
     )
-    recent = selectors.clicks_visible_to(request.user, slug=link.slug).order_by("-occurred_at")[:RECENT_CLICKS]
-    what = "" if span.include_bots else ", bots left out"
+
+
+@login_required
+def link_detail(request, slug: str):
+    link = _link_or_404(request, slug)
     totals = link_totals(link_ids=[link.pk])[link.pk]
-    with_bots = request.GET.copy()
-    with_bots["include_bots"] = "true"
+    context = _link_report(request, link)
+    visits = selectors.link_visits([link])
+    context.update(
+        edits=access.allows(link.role, Role.EDITOR),
+        short_url=link.short_url,
+        state=selectors.link_state(link, visits=(visits or {}).get(link.pk)),
+        # None: Redis did not answer; absent: no limit.
+        # Requests over the limit count too: the visits served are at most the limit.
+        visits=None if visits is None else min(visits.get(link.pk, 0), link.max_visits or 0),
+        totals=totals,
+        live_version=totals.clicks,
+    )
+    return render(request, "web/link_detail.html", context)
+
+
+@login_required
+def link_report(request, slug: str):
+    """The report of the link page alone, which the page fetches again as clicks come in."""
+    link = _link_or_404(request, slug)
+    return render(request, "web/_link_report.html", _link_report(request, link))
+
+
+@login_required
+def link_live(request, slug: str):
+    """A number that changes when the link's clicks do: the page polls it (docs/dashboard.md)."""
+    link = _link_or_404(request, slug)
+    return JsonResponse({"version": link_totals(link_ids=[link.pk])[link.pk].clicks})
+
+
+@login_required
+def link_clicks_export(request, slug: str):
+    """The raw clicks of the link page's report (its range, bots and filters)
+    as CSV or JSON lines, streamed from a server-side cursor."""
+    link = _link_or_404(request, slug)
+    kind = request.GET.get("format", "csv")
+    if kind not in FORMATS:
+        return HttpResponse("format is csv or jsonl.", status=400, content_type="text/plain")
+    form = forms.ClickExportForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(form.errors.as_text(), status=400, content_type="text/plain")
+    data = form.cleaned_data
+    clicks = selectors.clicks_visible_to(request.user, start=data["from"], end=data["to"]).filter(link_id=link.pk)
+    clicks = clicks.filter(**form.filters)
+    if not data["include_bots"]:
+        clicks = clicks.filter(is_bot=False)
+    lines = export_lines(clicks.using(reports_db()).order_by("occurred_at").iterator(chunk_size=EXPORT_CHUNK), kind)
+    response = StreamingHttpResponse(lines, content_type=FORMATS[kind])
+    response["Content-Disposition"] = f'attachment; filename="{link.slug}-clicks.{kind}"'
+    return response
+
+
+def _staff_only(request) -> None:
+    if not selectors.sees_operations(request.user):
+        raise PermissionDenied("For staff and superusers.")
+
+
+@login_required
+def orphan_visits(request):
+    """Visits to paths that are no link, for staff (docs/dashboard.md)."""
+    _staff_only(request)
+    form = forms.DaysForm(request.GET, choices=ORPHAN_DAYS, default=7)
+    days, include_bots = form.days(), form.include_bots()
+    now = datetime.now(timezone.utc)
+    try:
+        found, too_large = (
+            clicks_selectors.orphan_visits(start=now - timedelta(days=days), end=now, include_bots=include_bots),
+            None,
+        )
+    except ReportTooLarge as exc:
+        found, too_large = None, exc.messages[0]
     return render(
         request,
-        "web/link_detail.html",
-        {
-            "link": link,
-            "short_url": short_url(link.slug),
-            "stats": stats,
-            "span": span,
-            "errors": form.errors,
-            "totals": totals,
-            "bot_clicks": totals.clicks - totals.human_clicks,
-            "with_bots": with_bots.urlencode(),
-            "recent": recent,
-            "breakdowns": [(BREAKDOWN_TITLES[name], items) for name, items in stats.breakdowns.items()],
-            "chart": _chart(
-                stats.series,
-                label=f"Clicks per {span.interval} (UTC){what}",
-                interval=span.interval,
-                start=span.start,
-                end=span.end,
+        "web/orphan_visits.html",
+        {"form": form, "days": days, "found": found, "too_large": too_large, "choices": ORPHAN_DAYS},
+    )
+
+
+@login_required
+def accounting(request):
+    """Per hour, the clicks the edges served beside those stored, for staff."""
+    _staff_only(request)
+    form = forms.DaysForm(request.GET, choices=ACCOUNTING_DAYS, default=1)
+    days = form.days()
+    now = datetime.now(timezone.utc)
+    try:
+        hours = quick_call(
+            lambda client: clicks_accounting.accounts(
+                client=client, start=now - timedelta(days=days), end=now, now=now
             ),
+            what="accounting",
+        )
+        error = None
+    except RedisUnavailable as exc:
+        hours, error = [], str(exc)
+    return render(
+        request,
+        "web/accounting.html",
+        {
+            "form": form,
+            "hours": hours,
+            "error": error,
+            "choices": ACCOUNTING_DAYS,
+            "days": days,
+            "lasting": [hour for hour in hours if hour.settled and hour.difference],
+            "grace": settings.ACCOUNTING_GRACE_MINUTES,
         },
     )
+
+
+UNLOCK_STATUS = {
+    unlocking.Outcome.WRONG: 403,
+    unlocking.Outcome.LOCKED_OUT: 429,
+    unlocking.Outcome.GONE: 410,
+    unlocking.Outcome.UNAVAILABLE: 503,
+}
+UNLOCK_MESSAGES = {
+    unlocking.Outcome.WRONG: "That is not the password.",
+    unlocking.Outcome.LOCKED_OUT: "Too many wrong passwords: try again later.",
+    unlocking.Outcome.GONE: "This link has expired, or had all the visits it was made for.",
+    unlocking.Outcome.UNAVAILABLE: "Temporarily unavailable: please try again shortly.",
+}
+
+
+def link_unlock(request, pk: int):
+    """The page the edge sends the visitors of a link with a password to.
+    Open to anyone: the password is the permission (links/unlocking.py)."""
+    link = Link.objects.filter(pk=pk).exclude(password="").first()
+    if link is None:
+        raise Http404("No such link.")
+    form = forms.UnlockForm(request.POST or None)
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        result = unlocking.link_unlock(
+            link=link,
+            password=form.cleaned_data["password"],
+            address=client_address(request),
+            user_agent=request.headers.get("User-Agent", ""),
+            referer=request.headers.get("Referer", ""),
+        )
+        if result.outcome is unlocking.Outcome.UNLOCKED:
+            return redirect(result.target)
+        if result.outcome is unlocking.Outcome.NOT_FOUND:
+            raise Http404("No such link.")
+        form.add_error("password", UNLOCK_MESSAGES[result.outcome])
+        status = UNLOCK_STATUS[result.outcome]
+    return render(request, "web/link_unlock.html", {"form": form, "link": link}, status=status)
 
 
 @login_required
 def link_qr(request, slug: str, kind: str):
     link = _link_or_404(request, slug)
     buffer = io.BytesIO()
-    segno.make(short_url(link.slug), error="m").save(buffer, kind=kind, scale=10, border=2)
+    segno.make(link.short_url, error="m").save(buffer, kind=kind, scale=10, border=2)
     response = HttpResponse(buffer.getvalue(), content_type={"png": "image/png", "svg": "image/svg+xml"}[kind])
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="{link.slug}.{kind}"'
@@ -247,7 +594,9 @@ def _link_import(request, limit: UploadLimitHandler):
     if form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            link_import = imports.import_upload(owner=request.user, filename=upload.name, content=upload.read())
+            link_import = imports.import_upload(
+                owner=request.user, team=_current_team(request), filename=upload.name, content=upload.read()
+            )
         except ValidationError as exc:
             form.add_error("file", exc)
         else:
@@ -269,7 +618,7 @@ def link_import_detail(request, pk: int):
             "valid": len(valid),
             "error_rows": [row for row in rows if row["errors"]][:500],
             "preview_rows": [
-                (row["line"], [row["fields"][name] for name in imports.CSV_COLUMNS]) for row in valid[:20]
+                (row["line"], [row["fields"].get(name, "") for name in imports.CSV_COLUMNS]) for row in valid[:20]
             ],
         },
     )
@@ -292,32 +641,55 @@ def link_import_run(request, pk: int):
     return redirect("web:link-import-detail", pk=link_import.pk)
 
 
+CREATED_TOKEN = "created_token"  # the session key that carries a new token's secret to the one page that shows it
+
+
 @login_required
 def tokens(request):
+    """Post/redirect/get: a create redirects here, and the secret rides in
+    the session to the next page only, so a reload never creates another."""
     form = forms.TokenForm(request.POST or None)
-    created = None
     if request.method == "POST" and form.is_valid():
         try:
-            token, raw = token_services.token_create(user=request.user, **form.cleaned_data)
+            token, raw = token_services.token_create(
+                user=request.user, team=_current_team(request), **form.cleaned_data
+            )
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
-            created = {"token": token, "raw": raw}
-            form = forms.TokenForm()
-    return render(
-        request,
-        "web/tokens.html",
-        {
-            "form": form,
-            "created": created,
-            "tokens": ApiToken.objects.filter(user=request.user),
-        },
-    )
+            request.session[CREATED_TOKEN] = {"pk": token.pk, "raw": raw}
+            return redirect("web:tokens")
+    tokens = ApiToken.objects.filter(user=request.user).select_related("team")
+    created = request.session.pop(CREATED_TOKEN, None) if request.method == "GET" else None
+    if created:
+        created = {"token": next((token for token in tokens if token.pk == created["pk"]), None), "raw": created["raw"]}
+    return render(request, "web/tokens.html", {"form": form, "created": created, "tokens": tokens})
+
+
+@login_required
+def time_zone(request):
+    """The zone the pages show times and make days in. app.js posts the
+    browser's zone with `guess` on a first visit, which never overrides a choice."""
+    guess = request.method == "POST" and "guess" in request.POST
+    form = forms.TimeZoneForm(request.POST or None, initial={"time_zone": tz.get_current_timezone_name()})
+    if request.method == "POST" and form.is_valid():
+        preferences = web_services.preferences_set_time_zone(
+            user=request.user, time_zone=form.cleaned_data["time_zone"], only_if_unset=guess
+        )
+        remember_time_zone(request, preferences.time_zone)
+        if guess:
+            return JsonResponse({"time_zone": preferences.time_zone})
+        messages.success(request, f"Times are now shown in {preferences.time_zone}.")
+        return redirect("web:time-zone")
+    if guess:
+        return JsonResponse({"errors": form.errors}, status=400)
+    return render(request, "web/time_zone.html", {"form": form})
 
 
 @login_required
 @require_POST
 def token_revoke(request, pk: int):
-    token = token_services.token_revoke(token=get_object_or_404(ApiToken, pk=pk, user=request.user))
+    token = get_object_or_404(ApiToken, pk=pk, user=request.user)
+    token = token_services.token_revoke(token=token, actor=request.user)
     messages.success(request, f"Revoked {token}.")
     return redirect("web:tokens")

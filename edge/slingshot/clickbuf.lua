@@ -1,11 +1,12 @@
 -- The click buffer of a worker, and the payloads of its stream entries
--- (docs/contract.md, record format 3). Pure: LuaJIT's FFI, no ngx, so
+-- (docs/contract.md, record format 4). Pure: LuaJIT's FFI, no ngx, so
 -- busted tests it directly (under LuaJIT).
 --
 -- Clicks are written straight into byte chunks the way the stream carries
 -- them, one entry after another:
 --   <id prefix>\n<first click's number, hex>\n     (an entry's header)
---   <slug>\n<link id, or nothing>\n<details>\n      (each of its clicks)
+--   <slug>\n<link id, or nothing>\n<rule, or nothing>\n<details>\n
+--                                                  (each of its clicks)
 -- where `details` is nginx's $slingshot_click (nginx.conf): the request's
 -- time, address, User-Agent and Referer, a line each. nginx refuses a header
 -- value holding a line feed, an address or a time cannot hold one, and
@@ -40,10 +41,13 @@ _M.CHECK_ABOVE = 19 + _M.UA_MAX
 _M.CHUNK_SIZE = 1024 * 1024
 
 local LF = 10
+-- The longest label of what served a click (rules.lua: "ab10", "20").
+_M.RULE_MAX = 4
 -- The longest click a chunk must hold: a slug of 64, a link id of 19
--- digits, and details cut down to the time, an IPv6 address, User-Agent and
--- Referer, each with its line feed.
-local CLICK_MAX = 64 + 1 + 19 + 1 + 14 + 1 + 45 + 1 + _M.UA_MAX + 1 + _M.REFERER_MAX + 1
+-- digits, a rule label, and details cut down to the time, an IPv6 address,
+-- User-Agent and Referer, each with its line feed.
+local CLICK_MAX = 64 + 1 + 19 + 1 + _M.RULE_MAX + 1 + 14 + 1 + 45 + 1 + _M.UA_MAX + 1
+    + _M.REFERER_MAX + 1
 
 -- 16 hex digits from 8 random bytes: the per-worker half of every click id.
 function _M.hex_prefix(bytes)
@@ -123,12 +127,14 @@ function Buffer:open(need)
 end
 
 -- Appends a click on `slug` served by the link `link_id` (its id as a
--- string of digits; "" for an orphan visit), whose details are `len` bytes
--- at `details` (a pointer, or a Lua string), which must be cut already if
--- longer than CHECK_ABOVE (cut_details). Returns its number.
-function Buffer:add(slug, link_id, details, len)
-    local slug_len, id_len = #slug, #link_id
-    local need = slug_len + id_len + len + 3
+-- string of digits; "" for an orphan visit) through `rule` (the label
+-- rules.pick gave, at most RULE_MAX bytes; "" for the link's own url),
+-- whose details are `len` bytes at `details` (a pointer, or a Lua string),
+-- which must be cut already if longer than CHECK_ABOVE (cut_details).
+-- Returns its number.
+function Buffer:add(slug, link_id, rule, details, len)
+    local slug_len, id_len, rule_len = #slug, #link_id, #rule
+    local need = slug_len + id_len + rule_len + len + 4
     if self.in_entry >= self.per_entry or self.pos + need > self.chunk_size then
         self:open(need)
     end
@@ -138,8 +144,14 @@ function Buffer:add(slug, link_id, details, len)
     at = at + slug_len + 1
     ffi_copy(at, link_id, id_len)
     at[id_len] = LF
-    ffi_copy(at + id_len + 1, details, len)
-    at[id_len + 1 + len] = LF
+    at = at + id_len + 1
+    if rule_len > 0 then
+        ffi_copy(at, rule, rule_len)
+    end
+    at[rule_len] = LF
+    at = at + rule_len + 1
+    ffi_copy(at, details, len)
+    at[len] = LF
     self.pos = self.pos + need
     self.in_entry = self.in_entry + 1
     self.count = self.count + 1

@@ -8,6 +8,7 @@ local clickbuf = require("slingshot.clickbuf")
 local nginxvar = require("slingshot.nginxvar")
 local metrics = require("slingshot.metrics")
 local contract = require("slingshot.contract")
+local accounting = require("slingshot.accounting")
 local ffi = require("ffi")
 
 local ngx = ngx
@@ -34,6 +35,7 @@ local FLUSHED = metrics.CLICKS_FLUSHED
 local DROPPED = metrics.CLICKS_DROPPED
 local DEPTH = metrics.CLICK_BUFFER_DEPTH
 local ERRORS = metrics.labelled(metrics.REDIS_ERRORS, "op", "clicks")
+local REDIRECT, ORPHAN = accounting.REDIRECT, accounting.ORPHAN
 
 local CHECK_ABOVE = clickbuf.CHECK_ABOVE
 local cut_details = clickbuf.cut_details
@@ -61,10 +63,11 @@ local function random_prefix()
 end
 
 -- Buffers the current request's click on `slug`, served by the link whose
--- id is `link_id` (a string of digits), or an orphan visit (a slug without
--- a link) when `link_id` is "". A HEAD request, whose details nginx leaves
+-- id is `link_id` (a string of digits) through `rule` (rules.pick's label,
+-- or nil for the link's own url), or an orphan visit (a slug without a
+-- link) when `link_id` is "". A HEAD request, whose details nginx leaves
 -- empty, is no click. Only copies into the buffer; the flush makes the payloads.
-function _M.record(slug, link_id)
+function _M.record(slug, link_id, rule)
     local at, len = details()
     if not at then
         if not warned_unset then
@@ -76,6 +79,7 @@ function _M.record(slug, link_id)
     elseif len == 0 then
         return
     end
+    accounting.count(link_id == "" and ORPHAN or REDIRECT, now())
     if buffer.count + unsent_clicks >= config.click_buffer_max then
         metrics.inc(DROPPED)
         return
@@ -84,7 +88,7 @@ function _M.record(slug, link_id)
         at = cut_details(ffi_string(at, len))
         len = #at
     end
-    buffer:add(slug, link_id, at, len)
+    buffer:add(slug, link_id, rule or "", at, len)
     metrics.inc(BUFFERED)
     if link_id == "" then
         metrics.inc(ORPHANS)
@@ -93,6 +97,7 @@ function _M.record(slug, link_id)
         -- The exit flush has run and no timer runs after it: requests still
         -- finishing in an old worker write their own clicks, and counts.
         _M.flush(true)
+        accounting.flush()
         metrics.sync()
     end
 end

@@ -118,7 +118,13 @@ function _M.parse(getenv)
         root_url = url(getenv, "EDGE_ROOT_URL"),
         metrics_allow = parsed(getenv, "EDGE_METRICS_ALLOW", "127.0.0.1/32,::1/128",
             cidr.parse_list),
+        -- Certificates (certs.lua); nil: nginx's conf/certs, set by load().
+        cert_dir = text(getenv, "EDGE_CERT_DIR", nil),
+        cert_ttl = number(getenv, "EDGE_CERT_TTL", 60, 0.001),
+        -- The port visitors reach HTTPS on, for the HTTP -> HTTPS redirect.
+        https_port = number(getenv, "EDGE_HTTPS_PORT", 443, 1),
     }
+    settings.https_port_suffix = settings.https_port == 443 and "" or ":" .. settings.https_port
     if settings.slug_min_length > settings.slug_max_length then
         error(format("EDGE_SLUG_MIN_LENGTH (%s) is above EDGE_SLUG_MAX_LENGTH (%s)",
             settings.slug_min_length, settings.slug_max_length), 0)
@@ -128,6 +134,8 @@ end
 
 function _M.load()
     local settings = _M.parse(os_getenv)
+    -- nginx.conf's `ssl_certificate certs/...` is relative to its own folder.
+    settings.cert_dir = settings.cert_dir or ngx.config.prefix() .. "conf/certs"
     for key, value in pairs(settings) do
         _M[key] = value
     end

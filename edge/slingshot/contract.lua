@@ -4,9 +4,14 @@
 local _M = { _VERSION = "0.1.0" }
 
 _M.LINK_KEY_PREFIX = "slingshot:link:"
+_M.DOMAINS_KEY = "slingshot:domains"
+_M.ROBOTS_KEY_PREFIX = "slingshot:robots:"
 _M.LINK_CHANGES_STREAM = "slingshot:link-changes"
+_M.VISITS_KEY_PREFIX = "slingshot:visits:"
 _M.CLICKS_STREAM = "slingshot:clicks"
+-- A hash per UTC hour of the clicks the edges recorded (accounting.lua).
+_M.SERVED_KEY_PREFIX = "slingshot:served:"
 -- The `v` field of the click entries this edge writes.
-_M.CLICK_RECORD_VERSION = "3"
+_M.CLICK_RECORD_VERSION = "4"
 
 return _M

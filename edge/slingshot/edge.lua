@@ -5,9 +5,15 @@ local slugs = require("slingshot.slug")
 local link = require("slingshot.link")
 local links = require("slingshot.links")
 local clicks = require("slingshot.clicks")
+local accounting = require("slingshot.accounting")
 local redis = require("slingshot.redis")
 local metrics = require("slingshot.metrics")
 local cidr = require("slingshot.cidr")
+local visits = require("slingshot.visits")
+local rules = require("slingshot.rules")
+local domains = require("slingshot.domains")
+local robots = require("slingshot.robots")
+local certs = require("slingshot.certs")
 
 local ngx = ngx
 local var = ngx.var
@@ -16,9 +22,13 @@ local say = ngx.say
 local print = ngx.print
 local exit = ngx.exit
 local redirect = ngx.redirect
+local get_method = ngx.req.get_method
 local time = ngx.time
 local log = ngx.log
 local ERR = ngx.ERR
+local get_uri_args = ngx.req.get_uri_args
+local crc32_short = ngx.crc32_short
+local WARN = ngx.WARN
 
 local _M = { _VERSION = "0.2.0" }
 
@@ -30,10 +40,15 @@ local NOT_FOUND = outcome("not_found")
 local INVALID_SLUG = outcome("invalid_slug")
 local DISABLED = outcome("disabled")
 local EXPIRED = outcome("expired")
+local SCHEDULED = outcome("scheduled")
+local LIMIT_REACHED = outcome("limit_reached")
+local UNLOCK = outcome("unlock")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
 
 local GONE_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1><p>This link has expired.</p>"
+local LIMIT_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1>"
+    .. "<p>This link has had all the visits it was made for.</p>"
 local UNAVAILABLE_PAGE = "<!doctype html><title>Unavailable</title>"
     .. "<h1>Temporarily unavailable</h1><p>Please try again shortly.</p>"
 
@@ -46,6 +61,10 @@ end
 -- dict; run once more at exit, it sends what is left.
 local function tick(premature)
     clicks.flush(premature)
+    local ok, err = accounting.flush()
+    if not ok then
+        log(ERR, err)
+    end
     metrics.sync()
 end
 
@@ -74,32 +93,108 @@ local function send_to(url, status)
     return redirect(url, status or 302)
 end
 
--- An unknown, disabled or malformed slug: EDGE_NOT_FOUND_URL or a 404 page.
-local function not_found()
-    if config.not_found_url then
-        return send_to(config.not_found_url)
+-- An unknown, disabled or malformed slug: the domain's not-found redirect
+-- (the default domain's is EDGE_NOT_FOUND_URL) or a 404 page.
+local function not_found(domain)
+    local url = domain.not_found_url
+    if url then
+        return send_to(url)
     end
     -- nginx's own small 404 page: cheaper than writing a body from Lua,
     -- which a flood of unknown slugs would pay on every request.
     return exit(404)
 end
 
+-- What a link's rules may ask of the request (rules.pick), read only when
+-- a condition needs it. $slingshot_country is nginx.conf's geoip2 lookup,
+-- made only when read; nil where the module is not loaded.
+local MAX_ARGS = 100
+local request = {
+    user_agent = function() return var.http_user_agent end,
+    accept_language = function() return var.http_accept_language end,
+    args = function() return (get_uri_args(MAX_ARGS)) end,
+    country = function() return var.slingshot_country end,
+    -- The same visitor (address and User-Agent) always lands on the same
+    -- destination of a split.
+    visitor = function()
+        return crc32_short((var.remote_addr or "") .. "\n" .. (var.http_user_agent or ""))
+    end,
+}
+
+-- A link that is disabled, scheduled, expiring, limited or locked by a
+-- password: what plain links are spared.
+local function redirect_special(slug, value, domain)
+    local state = link.state(value, value.timed and time())
+    if state == "disabled" then
+        metrics.inc(DISABLED)
+        return not_found(domain)
+    elseif state == "scheduled" then
+        metrics.inc(SCHEDULED)
+        return not_found(domain)
+    elseif state == "expired" then
+        metrics.inc(EXPIRED)
+        return answer(410, GONE_PAGE)
+    end
+    if value.unlock_url then
+        -- The dashboard asks for the password, and records the click.
+        metrics.inc(UNLOCK)
+        return send_to(value.unlock_url)
+    end
+    if value.max_visits then
+        local admitted, err = visits.admit(value, get_method() ~= "HEAD")
+        if admitted == nil then
+            metrics.inc(UNAVAILABLE)
+            log(ERR, "slug ", slug, ": ", err)
+            return answer(503, UNAVAILABLE_PAGE)
+        elseif not admitted then
+            metrics.inc(LIMIT_REACHED)
+            return answer(410, LIMIT_PAGE)
+        end
+    end
+    local url, rule
+    if value.rules then
+        url, rule = rules.pick(value.rules, request)
+    end
+    clicks.record(slug, value.id, rule)
+    metrics.inc(REDIRECTED)
+    return send_to(link.target(value, value.forward_query and var.args, url), value.status)
+end
+
+-- The domain of the request: its Host is read only when there is more
+-- than the default domain.
+local function request_domain()
+    if domains.multi then
+        return domains.for_host(var.host)
+    end
+    return domains.default
+end
+
+-- A domain that wants HTTPS only: the same URL over HTTPS (308 keeps the method).
+local function to_https()
+    return redirect("https://" .. var.host .. config.https_port_suffix .. var.request_uri, 308)
+end
+
 function _M.redirect()
+    local domain = request_domain()
+    if domain.https_redirect and var.https == "" then
+        return to_https()
+    end
     local uri = var.uri
     local slug = slugs.from_path(uri, config.slug_min_length, config.slug_max_length,
         config.slug_alphabet)
     if not slug then
         if uri == "/" then
             metrics.inc(ROOT)
-            if config.root_url then
-                return send_to(config.root_url)
+            if domain.root_url then
+                return send_to(domain.root_url)
             end
         else
             metrics.inc(INVALID_SLUG)
         end
-        return not_found()
+        return not_found(domain)
     end
-    local value, err = links.get(slug)
+    local prefix = domain.prefix
+    local value, err = links.get(prefix and prefix .. slug or slug)
     if value == nil then
         metrics.inc(UNAVAILABLE)
         log(ERR, "slug ", slug, ": ", err)
@@ -108,20 +203,32 @@ function _M.redirect()
     if not value then
         metrics.inc(NOT_FOUND)
         clicks.record(slug, "")  -- an orphan visit (none for HEAD)
-        return not_found()
+        return not_found(domain)
     end
-    local state = link.state(value, value.expires_at and time())
-    if state == "disabled" then
-        metrics.inc(DISABLED)
-        return not_found()
-    elseif state == "expired" then
-        metrics.inc(EXPIRED)
-        return answer(410, GONE_PAGE)
+    if not value.plain then
+        return redirect_special(slug, value, domain)
     end
     clicks.record(slug, value.id)
     metrics.inc(REDIRECTED)
     -- Reading a variable costs as much as the rest of a hit: only when used.
     return send_to(link.target(value, value.forward_query and var.args), value.status)
+end
+
+-- The domain's robots.txt: its crawlable links allowed, nothing else.
+function _M.robots()
+    local text, err = robots.text(request_domain())
+    if err then
+        log(WARN, "robots.txt: ", err)
+    end
+    ngx.status = 200
+    header["Content-Type"] = "text/plain"
+    print(text)
+    return exit(200)
+end
+
+-- ssl_certificate_by_lua: each domain's own certificate.
+function _M.certificate()
+    return certs.serve(config)
 end
 
 function _M.healthz()

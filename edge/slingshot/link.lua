@@ -1,6 +1,7 @@
 -- Decoding a published link (docs/contract.md) and deciding what the edge
 -- answers for it. Pure logic: no ngx, so busted tests it directly.
 local cjson = require("cjson.safe")
+local rules = require("slingshot.rules")
 
 local type = type
 local find = string.find
@@ -9,7 +10,7 @@ local byte = string.byte
 local format = string.format
 local floor = math.floor
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = "0.2.0" }
 
 local REDIRECT_STATUSES = { [301] = true, [302] = true, [307] = true, [308] = true }
 
@@ -19,14 +20,21 @@ function _M.safe_url(url)
         and not find(url, "[%c ]")
 end
 
+local function whole(value)
+    return type(value) == "number" and value >= 1 and value == floor(value) and value < 2 ^ 53
+end
+
 -- Returns a link table, or nil and a reason when the value breaks the contract.
-function _M.decode(raw)
+-- `visits_prefix` is the key prefix of the visit counters (contract.lua);
+-- `plain` says the link is active and has no schedule, limit, password or
+-- rules, so that a request for it needs no more than its target.
+function _M.decode(raw, visits_prefix)
     local value = cjson.decode(raw)
     if type(value) ~= "table" then
         return nil, "link value is not a JSON object"
     end
     local id = value.id
-    if type(id) ~= "number" or id < 1 or id ~= floor(id) or id >= 2 ^ 53 then
+    if not whole(id) then
         return nil, "link id is not a positive integer"
     end
     local url = value.url
@@ -39,26 +47,60 @@ function _M.decode(raw)
     elseif not REDIRECT_STATUSES[status] then
         return nil, "link status is not 301, 302, 307 or 308"
     end
-    local expires_at = value.expires_at
+    local expires_at, valid_since = value.expires_at, value.valid_since
     if type(expires_at) ~= "number" then
         expires_at = nil
     end
+    if type(valid_since) ~= "number" then
+        valid_since = nil
+    end
+    local max_visits = value.max_visits
+    if max_visits ~= nil and type(max_visits) ~= "userdata" and not whole(max_visits) then
+        return nil, "link max_visits is not a positive integer"
+    elseif not whole(max_visits) then
+        max_visits = nil
+    end
+    local unlock_url = value.unlock_url
+    if type(unlock_url) ~= "string" then
+        unlock_url = nil
+    elseif not _M.safe_url(unlock_url) then
+        return nil, "link unlock_url is unsafe"
+    end
+    local active = value.active ~= false
+    local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url)
+    if bad_rules then
+        return nil, "link rules: " .. bad_rules
+    end
+    -- As the click records it (clickbuf.lua): the digits, made once here.
+    local digits = format("%d", id)
     return {
-        -- As the click records it (clickbuf.lua): the digits, made once here.
-        id = format("%d", id),
+        id = digits,
         url = url,
         status = status,
-        active = value.active ~= false,
+        active = active,
+        valid_since = valid_since,
         expires_at = expires_at,
+        timed = valid_since ~= nil or expires_at ~= nil,
+        max_visits = max_visits,
+        visits_key = max_visits and (visits_prefix or "") .. digits,
         forward_query = value.forward_query == true,
+        unlock_url = unlock_url,
+        -- rules.compile's, or nil for a link without rules and split.
+        rules = compiled,
+        plain = active and valid_since == nil and expires_at == nil and max_visits == nil
+            and unlock_url == nil and compiled == nil,
     }
 end
 
--- "redirect", "disabled" or "expired" for a decoded link at Unix time `now`
--- (which may be nil for a link without expiry).
+-- "redirect", "disabled", "scheduled" (before valid_since) or "expired" for
+-- a decoded link at Unix time `now` (which may be nil for a link without
+-- valid_since or expires_at).
 function _M.state(link, now)
     if not link.active then
         return "disabled"
+    end
+    if link.valid_since and now < link.valid_since then
+        return "scheduled"
     end
     if link.expires_at and now >= link.expires_at then
         return "expired"
@@ -70,10 +112,11 @@ local function percent(c)
     return format("%%%02X", byte(c))
 end
 
--- The Location for a request whose raw query string is `args` (may be nil).
--- The request's query is appended to the target's, before any fragment.
-function _M.target(link, args)
-    local url = link.url
+-- The Location for a request whose raw query string is `args` (may be nil),
+-- to `url` (a rule's target) or else the link's. The request's query is
+-- appended to the target's, before any fragment.
+function _M.target(link, args, url)
+    url = url or link.url
     if not link.forward_query or args == nil or args == "" then
         return url
     end

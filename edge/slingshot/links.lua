@@ -25,6 +25,8 @@ local redis = require("slingshot.redis")
 local link = require("slingshot.link")
 local metrics = require("slingshot.metrics")
 local contract = require("slingshot.contract")
+local domains = require("slingshot.domains")
+local robots = require("slingshot.robots")
 
 local ngx = ngx
 local log = ngx.log
@@ -32,6 +34,7 @@ local ERR = ngx.ERR
 local WARN = ngx.WARN
 local null = ngx.null
 local timer_at = ngx.timer.at
+local now = ngx.now
 local pairs = pairs
 local error = error
 local unpack = unpack
@@ -39,7 +42,9 @@ local unpack = unpack
 local _M = { _VERSION = "0.2.0" }
 
 local KEY_PREFIX = contract.LINK_KEY_PREFIX
+local VISITS_PREFIX = contract.VISITS_KEY_PREFIX
 local CHANGES = contract.LINK_CHANGES_STREAM
+local DOMAINS = contract.DOMAINS_KEY
 local CHANGES_BATCH = 1000
 
 local HITS = metrics.CACHE_HITS
@@ -81,6 +86,8 @@ local last_change_id
 -- seeing the notification: cached while last_change_id was nil.
 local unsure = false
 local tailing = false
+-- When this worker last read the domains; nil: it must read them again.
+local domains_read_at
 
 function _M.init_worker()
     local err
@@ -91,6 +98,7 @@ function _M.init_worker()
     -- Long enough for the batch's own connect and read timeouts to end it.
     wait_timeout = (config.redis_connect_timeout_ms + config.redis_read_timeout_ms) / 1000 + 0.5
     slots = semaphore.new(LOOKUPS_IN_FLIGHT)
+    domains.use({}, domains.fallback(config), false)
     local ok
     ok, err = ngx.timer.at(0, _M.follow_changes)
     if ok then
@@ -105,7 +113,7 @@ local function decode(slug, raw)
     if raw == null then
         return MISSING
     end
-    local value, bad = link.decode(raw)
+    local value, bad = link.decode(raw, VISITS_PREFIX)
     if not value then
         log(ERR, "slug ", slug, ": ", bad, "; answering as unknown")
         return MISSING
@@ -287,8 +295,9 @@ local function refresh_later(slug)
     end
 end
 
--- Returns the link; false when it is unknown; nil and an error when Redis
--- could not be asked.
+-- Returns the link of `slug`, a cache key: the slug on the default domain,
+-- "host/slug" on another (domains.lua); false when it is unknown; nil and
+-- an error when Redis could not be asked.
 function _M.get(slug)
     local value = recent[slug]
     if value == nil then
@@ -336,6 +345,8 @@ local function read_changes(red)
             return nil, "redis xrevrange: " .. err
         end
         last_change_id = newest[1] and newest[1][1] or "0-0"
+        domains_read_at = nil
+        robots.forget()
         if unsure then
             generation = generation + 1
             cache:flush_all()
@@ -356,10 +367,21 @@ local function read_changes(red)
     for i = 1, #entries do
         local entry = entries[i]
         local fields = entry[2]
+        local slug, host
         for j = 1, #fields - 1, 2 do
-            if fields[j] == "slug" then
-                evict(fields[j + 1])
+            local name = fields[j]
+            if name == "slug" then
+                slug = fields[j + 1]
+            elseif name == "domain" then
+                host = fields[j + 1]
             end
+        end
+        if slug then
+            evict(host and host .. "/" .. slug or slug)
+        elseif host then
+            -- The domain's settings or its robots.txt changed.
+            domains_read_at = nil
+            robots.forget(host)
         end
         last_change_id = entry[1]
     end
@@ -379,7 +401,24 @@ function _M.follow_changes(premature)
         repeat
             count, err = read_changes(red)
         until count ~= CHANGES_BATCH
-        if count then
+        local reusable = true
+        if count and (not domains_read_at or now() - domains_read_at > config.cache_ttl) then
+            local ok, skipped = domains.load(red, DOMAINS, config)
+            if ok then
+                domains_read_at = now()
+                for i = 1, #skipped do
+                    log(ERR, skipped[i], "; answering its requests as the default domain's")
+                end
+            else
+                -- Asked again after EDGE_CACHE_TTL or the next change of a
+                -- domain; the links' cache and the change stream's position
+                -- stay as they are.
+                log(ERR, "domains: ", skipped)
+                domains_read_at = now()
+                reusable = false
+            end
+        end
+        if count and reusable then
             redis.release(red)
         else
             red:close()

@@ -9,11 +9,11 @@ local function parse(payload)
     end
     assert.equal(payload, table.concat(lines, "\n") .. "\n")
     local clicks = {}
-    for i = 3, #lines, 6 do
-        clicks[#clicks + 1] = { slug = lines[i], link = lines[i + 1], msec = lines[i + 2],
-            ip = lines[i + 3], ua = lines[i + 4], ref = lines[i + 5] }
+    for i = 3, #lines, 7 do
+        clicks[#clicks + 1] = { slug = lines[i], link = lines[i + 1], rule = lines[i + 2],
+            msec = lines[i + 3], ip = lines[i + 4], ua = lines[i + 5], ref = lines[i + 6] }
     end
-    assert.equal(0, (#lines - 2) % 6)
+    assert.equal(0, (#lines - 2) % 7)
     return lines[1], tonumber(lines[2], 16), clicks
 end
 
@@ -22,9 +22,9 @@ local function details(ip, ua, ref)
 end
 
 -- Adds a click the way clicks.lua does: details cut first if they are long.
-local function add(buffer, slug, link_id, text)
+local function add(buffer, slug, link_id, text, rule)
     local cut = clickbuf.cut_details(text)
-    return buffer:add(slug, link_id, cut, #cut)
+    return buffer:add(slug, link_id, rule or "", cut, #cut)
 end
 
 describe("clickbuf", function()
@@ -32,10 +32,10 @@ describe("clickbuf", function()
         assert.equal("0001feff61626364", clickbuf.hex_prefix("\0\1\254\255abcd"))
     end)
 
-    it("writes each click's slug, link id and details a line each, as they are", function()
+    it("writes each click's slug, link id, rule and details a line each, as they are", function()
         local tricky = 'say "hi"\\ \1\t","ref":"spoof \255'
         local buffer = clickbuf.new("00000000000000aa", 100)
-        assert.equal(1, add(buffer, "abc", "7", details("10.0.0.1", "curl/8.0", "")))
+        assert.equal(1, add(buffer, "abc", "7", details("10.0.0.1", "curl/8.0", ""), "ab10"))
         assert.equal(2, add(buffer, "gone", "", details("::1", tricky, "https://r.example/?a=1")))
         local out, count = buffer:take({})
         assert.equal(1, #out)
@@ -44,9 +44,9 @@ describe("clickbuf", function()
         assert.equal("00000000000000aa", prefix)
         assert.equal(1, first)
         assert.same({
-            { slug = "abc", link = "7", msec = "1763800000.123", ip = "10.0.0.1", ua = "curl/8.0",
-              ref = "" },
-            { slug = "gone", link = "", msec = "1763800000.123", ip = "::1", ua = tricky,
+            { slug = "abc", link = "7", rule = "ab10", msec = "1763800000.123", ip = "10.0.0.1",
+              ua = "curl/8.0", ref = "" },
+            { slug = "gone", link = "", rule = "", msec = "1763800000.123", ip = "::1", ua = tricky,
               ref = "https://r.example/?a=1" },
         }, clicks)
     end)
@@ -57,10 +57,10 @@ describe("clickbuf", function()
         local bytes = ffi.new("char[?]", #text)
         ffi.copy(bytes, text, #text)
         local buffer = clickbuf.new("0000000000000000", 100)
-        buffer:add("s", "123456789", bytes, #text)
+        buffer:add("s", "123456789", "3", bytes, #text)
         local _, _, clicks = parse(buffer:take({})[1])
-        assert.same({ slug = "s", link = "123456789", msec = "1763800000.123", ip = "192.0.2.7",
-            ua = "Mozilla/5.0", ref = "https://a.example/" }, clicks[1])
+        assert.same({ slug = "s", link = "123456789", rule = "3", msec = "1763800000.123",
+            ip = "192.0.2.7", ua = "Mozilla/5.0", ref = "https://a.example/" }, clicks[1])
     end)
 
     it("cuts long headers, and leaves everything else alone", function()

@@ -4,9 +4,39 @@ local link = require("slingshot.link")
 describe("link.decode", function()
     it("reads every contract field", function()
         local value = assert(link.decode('{"id":42,"url":"https://e.com/a","status":308,'
-            .. '"active":false,"expires_at":1700000000,"forward_query":true,"future":1}'))
+            .. '"active":false,"valid_since":1600000000,"expires_at":1700000000,"max_visits":5,'
+            .. '"forward_query":true,"unlock_url":"https://d.example/unlock/42/","future":1}',
+            "v:"))
         assert.same({ id = "42", url = "https://e.com/a", status = 308, active = false,
-            expires_at = 1700000000, forward_query = true }, value)
+            valid_since = 1600000000, expires_at = 1700000000, timed = true, max_visits = 5,
+            visits_key = "v:42", forward_query = true, unlock_url = "https://d.example/unlock/42/",
+            plain = false }, value)
+    end)
+
+    it("marks a link plain when a request needs nothing but its target", function()
+        local plain = assert(link.decode('{"id":1,"url":"https://e.com/","active":true,'
+            .. '"valid_since":null,"expires_at":null,"max_visits":null,"unlock_url":null}'))
+        assert.is_true(plain.plain)
+        assert.is_false(plain.timed)
+        assert.is_nil(plain.max_visits)
+        assert.is_nil(plain.visits_key)
+        for _, extra in ipairs({ '"active":false', '"valid_since":1', '"expires_at":1',
+                '"max_visits":1', '"unlock_url":"https://d.example/u"' }) do
+            local value = assert(link.decode('{"id":1,"url":"https://e.com/",' .. extra .. '}'))
+            assert.is_false(value.plain, extra)
+        end
+    end)
+
+    it("compiles rules and a split once, which makes a link not plain", function()
+        local value = assert(link.decode('{"id":1,"url":"https://e.com/","rules":[{"url":'
+            .. '"https://r.com/","conditions":[{"type":"country","value":"NL"}]}],'
+            .. '"forward_query":true}'))
+        assert.is_false(value.plain)
+        assert.equal("https://r.com/", value.rules.rules[1].url)
+        local none = assert(link.decode('{"id":1,"url":"https://e.com/","rules":[],"split":[]}'))
+        assert.is_nil(none.rules)
+        assert.is_true(none.plain)
+        assert.equal("https://r.com/?a=1", link.target(value, "a=1", "https://r.com/"))
     end)
 
     it("defaults status to 302 and active to true", function()
@@ -24,7 +54,13 @@ describe("link.decode", function()
                 '{"id":1,"url":"https://e.com/","status":200}', '{"url":"https://e.com/"}',
                 '{"id":"1","url":"https://e.com/"}', '{"id":0,"url":"https://e.com/"}',
                 '{"id":1.5,"url":"https://e.com/"}',
-                '{"id":9007199254740992,"url":"https://e.com/"}' }) do
+                '{"id":9007199254740992,"url":"https://e.com/"}',
+                '{"id":1,"url":"https://e.com/","max_visits":0}',
+                '{"id":1,"url":"https://e.com/","max_visits":"5"}',
+                '{"id":1,"url":"https://e.com/","unlock_url":"javascript:x"}',
+                '{"id":1,"url":"https://e.com/","rules":[{"url":"javascript:x","conditions":[]}]}',
+                '{"id":1,"url":"https://e.com/","split":[{"url":"https://a.com/","weight":1}]}',
+            }) do
             local value, err = link.decode(raw)
             assert.is_nil(value, raw)
             assert.is_string(err)
@@ -33,8 +69,11 @@ describe("link.decode", function()
 end)
 
 describe("link.state", function()
-    it("tells disabled, expired and live links apart", function()
+    it("tells disabled, scheduled, expired and live links apart", function()
         assert.equal("disabled", link.state({ active = false }, 10))
+        assert.equal("scheduled", link.state({ active = true, valid_since = 11 }, 10))
+        assert.equal("redirect",
+            link.state({ active = true, valid_since = 10, expires_at = 11 }, 10))
         assert.equal("expired", link.state({ active = true, expires_at = 10 }, 10))
         assert.equal("redirect", link.state({ active = true, expires_at = 11 }, 10))
         assert.equal("redirect", link.state({ active = true }, 10))

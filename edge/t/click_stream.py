@@ -7,17 +7,19 @@ import re
 
 def decode_clicks(fields: dict[bytes, bytes]) -> list[dict]:
     """The clicks of one stream entry, read as docs/contract.md says
-    (record format 3), as dicts: id, ts (Unix ms), slug, link (the link's
-    id, as digits), ip, ua, ref; an orphan visit has no link but orphan=True."""
-    assert fields[b"v"] == b"3"
+    (record format 4), as dicts: id, ts (Unix ms), slug, link (the link's
+    id, as digits), ip, ua, ref, and rule when one served it; an orphan
+    visit has no link but orphan=True."""
+    assert fields[b"v"] == b"4"
     lines = fields[b"clicks"].decode("utf-8", "replace").split("\n")
-    assert lines.pop() == "" and (len(lines) - 2) % 6 == 0
+    assert lines.pop() == "" and (len(lines) - 2) % 7 == 0
     prefix, first = lines[0], int(lines[1], 16)
     assert re.fullmatch(r"[0-9a-f]{16}", prefix)
     clicks = []
-    for number, at in enumerate(range(2, len(lines), 6), start=first):
-        slug, link, msec, ip, ua, ref = lines[at : at + 6]
+    for number, at in enumerate(range(2, len(lines), 7), start=first):
+        slug, link, rule, msec, ip, ua, ref = lines[at : at + 7]
         assert re.fullmatch(r"[0-9]{0,19}", link) and re.fullmatch(r"\d+\.\d{3}", msec)
+        assert re.fullmatch(r"(?:(?:ab)?[1-9][0-9]?)?", rule)
         click = {
             "id": f"{prefix}{number:016x}",
             "ts": int(msec.replace(".", "")),
@@ -30,5 +32,7 @@ def decode_clicks(fields: dict[bytes, bytes]) -> list[dict]:
             click["link"] = link
         else:
             click["orphan"] = True
+        if rule:
+            click["rule"] = rule
         clicks.append(click)
     return clicks

@@ -28,19 +28,23 @@ def link_id(slug: str) -> int:
     return zlib.crc32(slug.encode()) + 1
 
 
-def publish(client: redis.Redis, slug: str, url: str | None = "https://example.com/", **fields) -> None:
+def publish(
+    client: redis.Redis, slug: str, url: str | None = "https://example.com/", *, host: str | None = None, **fields
+) -> None:
     """A link value (or its deletion) and its change notification in one
     MULTI, as docs/contract.md has it, for the tests of the edge alone.
     Where the dashboard and the edge are tested together, links go through
     the services and the real publisher (test_contract.py, the
-    `through_publisher` tests of test_cache.py, tests/test_publishing.py)."""
+    `through_publisher` tests of test_cache.py, tests/test_publishing.py).
+    `host`: on that domain rather than the default one."""
     pipe = client.pipeline(transaction=True)
     if url is None:
-        pipe.delete(link_key(slug))
+        pipe.delete(link_key(slug, host))
     else:
         value = {"id": link_id(slug), "url": url, "status": 302, "active": True, **fields}
-        pipe.set(link_key(slug), orjson.dumps(value))
-    pipe.xadd(LINK_CHANGES_STREAM, {"slug": slug}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
+        pipe.set(link_key(slug, host), orjson.dumps(value))
+    change = {"slug": slug, "domain": host} if host else {"slug": slug}
+    pipe.xadd(LINK_CHANGES_STREAM, change, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
     pipe.execute()
 
 

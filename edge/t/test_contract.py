@@ -31,17 +31,33 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
     edge = lua_constants("contract")
     assert edge == {
         "LINK_KEY_PREFIX": contract.LINK_KEY_PREFIX,
+        "DOMAINS_KEY": contract.DOMAINS_KEY,
+        "ROBOTS_KEY_PREFIX": contract.ROBOTS_KEY_PREFIX,
         "LINK_CHANGES_STREAM": contract.LINK_CHANGES_STREAM,
+        "VISITS_KEY_PREFIX": contract.VISITS_KEY_PREFIX,
         "CLICKS_STREAM": contract.CLICKS_STREAM,
         "CLICK_RECORD_VERSION": contract.CLICK_RECORD_VERSION,
+        "SERVED_KEY_PREFIX": contract.SERVED_KEY_PREFIX,
     }
-    keys = dict(re.findall(r"^\| (.+?) \| (stream|string \(JSON\)|consumer group) \|", DOC, flags=re.M))
+    keys = dict(
+        re.findall(
+            r"^\| (.+?) \| (stream|string \(JSON\)|string \(integer\)|string \(text\)|hash|hash \(JSON values\)"
+            r"|consumer group) \|",
+            DOC,
+            flags=re.M,
+        )
+    )
     assert keys == {
         f"`{contract.LINK_KEY_PREFIX}<slug>`": "string (JSON)",
+        f"`{contract.LINK_KEY_PREFIX}<host>/<slug>`": "string (JSON)",
+        f"`{contract.DOMAINS_KEY}`": "hash (JSON values)",
+        f"`{contract.ROBOTS_KEY_PREFIX}<host>`": "string (text)",
+        f"`{contract.VISITS_KEY_PREFIX}<link id>`": "string (integer)",
         f"`{contract.LINK_CHANGES_STREAM}`": "stream",
         f"`{contract.CLICKS_STREAM}`": "stream",
         f"consumer group `{contract.CLICKS_GROUP}` on `{contract.CLICKS_STREAM}`": "consumer group",
         f"`{contract.DEAD_LETTER_STREAM}`": "stream",
+        f"`{contract.SERVED_KEY_PREFIX}<hour>`": "hash",
     }
     assert f"| `v` | record format version, `{contract.CLICK_RECORD_VERSION}` |" in DOC
     assert f"### Record format {contract.CLICK_RECORD_VERSION}" in DOC
@@ -62,7 +78,8 @@ def test_the_slug_rule_is_the_same_in_the_document_the_dashboard_and_the_edge():
     assert nginx_paths == set(contract.EDGE_PATHS)
     for path in contract.EDGE_PATHS:
         assert f"`{path}`" in DOC
-    assert set(contract.EDGE_PATHS) | {"new", "import", "admin", "api", "static"} <= slugs.reserved()
+    slug_shaped = {path for path in contract.EDGE_PATHS if "." not in path}
+    assert slug_shaped | {"new", "import", "admin", "api", "static", "unlock", "domains"} <= slugs.reserved()
 
 
 def test_every_slug_the_dashboard_accepts_the_edge_serves(edge):

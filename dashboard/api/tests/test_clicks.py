@@ -1,3 +1,6 @@
+import csv
+import io
+import json
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -62,3 +65,28 @@ def test_clicks_filter_by_ip_link_and_time_with_cursor_pages(api, user, make_use
 )
 def test_bad_click_queries_are_400(api, params):
     assert api.get("/api/v1/clicks", params).status_code == 400
+
+
+def test_clicks_export_as_csv_and_json_lines_streamed(api, user, make_user):
+    mine = link_create(owner=user, url="https://example.com/", slug="x" + uuid.uuid4().hex[:8])
+    theirs = link_create(owner=make_user(), url="https://example.com/", slug="y" + uuid.uuid4().hex[:8])
+    insert_clicks(mine, [(i, "203.0.113.0", f"ua-{i}") for i in range(3)] + [(3, "203.0.113.0", "=cmd|'/c calc'!A1")])
+    insert_clicks(theirs, [(0, "203.0.113.0", "theirs")])
+
+    response = api.get("/api/v1/clicks", {"format": "csv"})
+    assert response.status_code == 200 and response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response.streaming
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [row["user_agent"] for row in rows] == ["ua-0", "ua-1", "ua-2", "'=cmd|'/c calc'!A1"]  # oldest first
+    lines = b"".join(api.get("/api/v1/clicks", {"format": "jsonl", "link": mine.slug}).streaming_content)
+    records = [json.loads(line) for line in lines.decode().splitlines()]
+    assert [record["user_agent"] for record in records][-1] == "=cmd|'/c calc'!A1"  # JSON needs no quote
+    assert api.get("/api/v1/clicks").json()["results"][0]["user_agent"].startswith("=cmd")  # JSON stays the default
+    bad = api.get("/api/v1/clicks", {"format": "csv", "from": "soon"})
+    assert bad.status_code == 400 and bad["Content-Type"] == "application/json" and "from" in bad.json()
+    schema = api.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    content = schema["paths"]["/api/v1/clicks"]["get"]["responses"]["200"]["content"]
+    assert set(content) == {"application/json", "text/csv", "application/jsonl"}
+    assert (
+        "next" in json.dumps(content["application/json"]["schema"]) or "$ref" in content["application/json"]["schema"]
+    )

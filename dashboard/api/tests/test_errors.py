@@ -31,6 +31,12 @@ def test_an_unknown_api_path_is_a_json_404(api):
     assert (response.status_code, response["Content-Type"]) == (404, "application/json")
 
 
+def test_an_empty_page_number_is_a_404_as_any_page_that_is_not_a_number(api):
+    for value in ("", "x", "0"):
+        response = api.get("/api/v1/links", {"page": value})
+        assert response.status_code == 404 and response.json()["detail"].startswith("Invalid page"), value
+
+
 def test_an_error_in_the_api_is_a_json_500_and_elsewhere_a_page():
     factory = RequestFactory()
     api = server_error(factory.get("/api/v1/links"))
@@ -53,7 +59,7 @@ def test_an_error_in_the_api_is_a_json_500_and_elsewhere_a_page():
         ({"url": "https://example.com/", "tags": ["ok", 5]}, "tags"),
         ({"url": "https://example.com/", "tags": "sale"}, "tags"),
         ({"url": ["https://example.com/"]}, "url"),
-        ({"url": "https://example.com/", "max_visits": 3}, "max_visits"),
+        ({"url": "https://example.com/", "max_visits": 3, "visits_left": 3}, "visits_left"),
     ],
 )
 def test_fields_take_the_json_type_their_schema_says_and_unknown_fields_are_named(api, body, field):
@@ -64,3 +70,11 @@ def test_fields_take_the_json_type_their_schema_says_and_unknown_fields_are_name
 def test_the_api_takes_json_only(api):
     response = api.post("/api/v1/links", {"url": "https://example.com/form"})  # multipart, as a browser form would
     assert response.status_code == 415
+
+
+def test_a_page_parameter_given_empty_is_a_400(api):
+    response = api.get("/api/v1/links?page=")
+    assert response.status_code == 400
+    assert response.json() == {"page": ["Leave the parameter out rather than empty."]}
+    assert api.get("/api/v1/links?page=1").status_code == 200
+    assert api.get("/api/v1/links?page=x").status_code == 404

@@ -4,6 +4,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from links.models import Link
 from links.services import link_create
@@ -107,6 +108,7 @@ def test_another_users_link_is_404_for_every_method(api, make_user):
 
 
 def test_superusers_see_every_link_and_staff_only_their_own(client_for, make_user):
+    """A superuser's session reaches every team; a token, even a superuser's, its own team only."""
     theirs = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
     staff = client_for(make_user(is_staff=True))
     for response in (
@@ -117,10 +119,15 @@ def test_superusers_see_every_link_and_staff_only_their_own(client_for, make_use
     ):
         assert response.status_code == 404
     assert theirs.slug not in [link["slug"] for link in staff.get("/api/v1/links").json()["results"]]
-    boss = client_for(make_user(is_staff=True, is_superuser=True))
-    assert boss.get(f"/api/v1/links/{theirs.slug}").status_code == 200
-    assert boss.patch(f"/api/v1/links/{theirs.slug}", {"title": "checked"}, format="json").status_code == 200
+    superuser = make_user(is_staff=True, is_superuser=True)
+    session = APIClient()
+    session.force_login(superuser)
+    assert session.get(f"/api/v1/links/{theirs.slug}").status_code == 200
+    assert session.patch(f"/api/v1/links/{theirs.slug}", {"title": "checked"}, format="json").status_code == 200
     assert Link.objects.get(pk=theirs.pk).title == "checked"
+    assert client_for(superuser).get(f"/api/v1/links/{theirs.slug}").status_code == 404  # the personal team's token
+    boss = client_for(superuser, team=theirs.team)
+    assert boss.patch(f"/api/v1/links/{theirs.slug}", {"title": "by token"}, format="json").status_code == 200
 
 
 def test_partial_update_and_delete(api):

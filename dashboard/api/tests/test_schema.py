@@ -13,8 +13,15 @@ def test_schema_describes_every_endpoint_with_errors(client):
         "/api/v1/links/{slug}/stats",
         "/api/v1/links/bulk",
         "/api/v1/clicks",
+        "/api/v1/domains",
+        "/api/v1/domains/{host}",
         "/api/v1/tokens",
         "/api/v1/tokens/{id}",
+        "/api/v1/teams",
+        "/api/v1/teams/{id}",
+        "/api/v1/teams/{team_id}/members",
+        "/api/v1/teams/{team_id}/members/{username}",
+        "/api/v1/audit",
     ]:
         assert path in paths, path
         for operation in paths[path].values():
@@ -24,13 +31,32 @@ def test_schema_describes_every_endpoint_with_errors(client):
     assert schema["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer"}
     assert paths["/api/v1/links"]["post"]["requestBody"]["content"]["application/json"]["examples"]
     listed = {parameter["name"] for parameter in paths["/api/v1/links"]["get"]["parameters"]}
-    assert listed == {"search", "tag", "is_active", "created_after", "created_before", "ordering", "page"}
+    assert listed == {
+        "search",
+        "domain",
+        "tag",
+        "is_active",
+        "created_after",
+        "created_before",
+        "ordering",
+        "page",
+        "team",
+    }
     assert {parameter["name"] for parameter in paths["/api/v1/links/{slug}/stats"]["get"]["parameters"]} == {
         "slug",
+        "domain",
         "from",
         "to",
         "interval",
         "include_bots",
+        "team",
+        "tz",
+        "referer_host",
+        "browser",
+        "os",
+        "device",
+        "country",
+        "rule",
     }
 
 

@@ -113,3 +113,40 @@ def test_stats_ranges_default_and_reach_the_ends_of_the_calendar(api, user):
 def test_stats_of_another_users_link_are_404(api, make_user):
     theirs = link_create(owner=make_user(), url="https://example.com/", slug="so" + uuid.uuid4().hex[:8])
     assert api.get(f"/api/v1/links/{theirs.slug}/stats").status_code == 404
+
+
+def test_stats_in_a_zone_with_totals_the_period_before_and_filters(api, user):
+    link = link_create(owner=user, url="https://example.com/", slug="sz" + uuid.uuid4().hex[:8])
+    now = datetime.now(timezone.utc).replace(minute=10, second=0, microsecond=0) - timedelta(hours=1)
+    import_clicks(
+        link,
+        [
+            (now, "198.51.100.1", FIREFOX, "https://news.example.org/a"),
+            (now, "203.0.113.2", FIREFOX, ""),
+            (now - timedelta(days=3), "198.51.100.3", FIREFOX, ""),
+            (now, "66.249.66.1", GOOGLEBOT, "https://news.example.org/a"),
+        ],
+    )
+    since = (now - timedelta(days=2)).isoformat()
+    body = api.get(f"/api/v1/links/{link.slug}/stats", {"tz": "Asia/Kolkata", "from": since}).json()
+    assert body["tz"] == "Asia/Kolkata" and body["filters"] == {}
+    assert body["totals"] == {"clicks": 2, "visitors": 2, "bots": 1}
+    assert body["previous"] == {"clicks": 1, "visitors": 1, "bots": 0}
+    assert all(point["bucket"].endswith("T00:00:00+05:30") for point in body["series"])
+    assert body["from"].endswith("+05:30") and body["breakdowns_sample"] is None
+
+    filtered = api.get(
+        f"/api/v1/links/{link.slug}/stats", {"from": since, "referer_host": "news.example.org", "include_bots": "true"}
+    ).json()
+    assert filtered["filters"] == {"referer_host": "news.example.org"}
+    assert filtered["totals"] == {"clicks": 2, "visitors": None, "bots": 1}
+    assert [point["visitors"] for point in filtered["series"]] == [None]
+    assert filtered["breakdowns_sample"] == 2
+    assert {"value": "Googlebot", "clicks": 1} in filtered["breakdowns"]["browser"]
+
+    direct = api.get(f"/api/v1/links/{link.slug}/stats", {"from": since, "referer_host": "", "browser": "Firefox"})
+    assert direct.status_code == 200 and direct.json()["totals"]["clicks"] == 1
+
+    for params, field in [({"tz": "Mars/Olympus"}, "tz"), ({"device": "toaster"}, "device"), ({"os": ""}, "os")]:
+        response = api.get(f"/api/v1/links/{link.slug}/stats", params)
+        assert response.status_code == 400 and list(response.json()) == [field], response.content

@@ -29,6 +29,7 @@ class Migration(migrations.Migration):
                         ('device', models.TextField()),
                         ('country', models.TextField()),
                         ('referer_host', models.TextField()),
+                        ('rule', models.TextField(null=True)),
                     ],
                     options={
                         'db_table': 'clicks',

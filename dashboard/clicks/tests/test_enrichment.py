@@ -46,11 +46,13 @@ def test_an_unknown_privacy_setting_is_refused():
         Enricher(ip_privacy="partial")
 
 
-def test_country_comes_from_the_bundled_data_and_degrades_to_unknown(enricher):
+def test_country_comes_from_the_country_database_and_degrades_to_unknown(enricher, tmp_path):
     assert enricher.ip("8.8.8.8").country == "US"
     assert enricher.ip("2001:4860:4860::8888").country == "US"
+    assert enricher.ip("81.2.69.142").country == "GB"
     assert enricher.ip("10.1.2.3").country == "unknown"
     assert enricher.ip("").country == "unknown"
+    assert Enricher(country_db=tmp_path / "missing.mmdb").ip("8.8.8.8").country == "unknown"
 
 
 @pytest.mark.parametrize(

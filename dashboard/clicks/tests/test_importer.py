@@ -4,7 +4,7 @@ import json
 import socket
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from io import StringIO
 
 import pytest
@@ -14,6 +14,7 @@ from django.db import connection
 
 from clicks.models import Click
 from clicks.partitions import click_tables_maintain, months_before
+from clicks.selectors import link_stats
 from clicks.stream import import_lag
 from clicks.tests.streams import add_entry, empty_streams, entry_fields, importer  # noqa: F401 (autouse fixture)
 from links import services
@@ -106,15 +107,15 @@ def test_poisoned_entries_go_to_the_dead_letter_stream_and_the_rest_is_imported(
         good[:-1],  # the last line feed missing
         good.replace(f"\n{link.pk}\n".encode(), b"\nx\n", 1),  # a link id that is not digits
         good.replace(b"00000000000000aa", b"xyz", 1),  # an id prefix that is not hex
-        b"00000000000000aa\n7\n" + b"a\n1\n",  # half a click
+        b"00000000000000aa\n7\n" + b"a\n1\n",  # part of a click
         good.replace(b".", b",", 1),  # a time that is not Unix seconds
     ]
     for payload in poisoned:
-        get_redis().xadd(STREAM, {"v": "3", "clicks": payload})
+        get_redis().xadd(STREAM, {"v": "4", "clicks": payload})
     get_redis().xadd(STREAM, {"v": "2", "clicks": good})
     get_redis().xadd(STREAM, {"garbage": "1"})
     get_redis().xadd(STREAM, out_of_range)
-    get_redis().xadd(STREAM, {"v": "3", "clicks": good})
+    get_redis().xadd(STREAM, {"v": "4", "clicks": good})
 
     call_command("import_clicks", "--once", "--consumer", "dlq-test")
 
@@ -127,7 +128,7 @@ def test_poisoned_entries_go_to_the_dead_letter_stream_and_the_rest_is_imported(
     assert [fields.get(b"clicks") for _, fields in dead][:5] == poisoned
     reasons = " | ".join(fields[b"reason"].decode() for _, fields in dead)
     for expected in (
-        "six lines a click",
+        "7 lines a click",
         "link id",
         "prefix",
         "Unix seconds",
@@ -286,3 +287,43 @@ def test_importers_making_the_same_partition_at_once_both_succeed():
             first.execute("DROP TABLE IF EXISTS clicks_y2090m01, orphan_visits_y2090m01")
         first.close()
         second.close()
+
+
+def test_format_3_and_4_entries_are_both_imported_with_the_rule_that_served(link):
+    """An upgrade: format-3 entries an older edge left in the stream are read
+    on (served by the link's url) beside format-4 ones, which carry the rule."""
+    now = int(datetime.now(timezone.utc).timestamp() * 1000)
+    old = b"00000000000000cc\n1\n%s\n%d\n%d.%03d\n198.51.100.7\ncurl/8.0\n\n" % (
+        link.slug.encode(),
+        link.pk,
+        now // 1000,
+        now % 1000,
+    )
+    get_redis().xadd(STREAM, {"v": "3", "clicks": old})
+    add_entry(
+        [make_click(link, rule="1"), make_click(link, rule="ab2"), make_click(link, rule="1"), make_click(link)],
+        prefix="00000000000000dd",
+    )
+
+    call_command("import_clicks", "--once", "--consumer", "upgrade-test")
+
+    rules = sorted(
+        (str(click_id), rule)
+        for click_id, rule in Click.objects.filter(link_id=link.pk).values_list("click_id", "rule")
+    )
+    assert rules == [
+        ("00000000-0000-00cc-0000-000000000001", None),
+        ("00000000-0000-00dd-0000-000000000000", "1"),
+        ("00000000-0000-00dd-0000-000000000001", "ab2"),
+        ("00000000-0000-00dd-0000-000000000002", "1"),
+        ("00000000-0000-00dd-0000-000000000003", None),
+    ]
+    assert get_redis().xlen(DEAD_LETTER_STREAM) == 0
+    stats = link_stats(
+        link_ids=[link.pk],
+        start=datetime.now(timezone.utc) - timedelta(days=1),
+        end=datetime.now(timezone.utc) + timedelta(hours=1),
+        include_bots=True,
+    )
+    assert stats.clicks == 5
+    assert stats.breakdowns["rule"] == [("1", 2), ("ab2", 1)]

@@ -8,6 +8,7 @@ CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko)
 
 
 def entry(clicks: bytes, version: bytes = b"3") -> dict:
+    """An entry of these clicks; format 3 unless told, as the payloads below are written."""
     return {b"v": version, b"clicks": clicks}
 
 
@@ -20,11 +21,13 @@ def test_rows_number_the_clicks_from_the_first():
             "ip": "203.0.113.9",
             "ua": CHROME,
             "ref": "https://r.example/?a=1",
+            "rule": "ab2",
         },
         {"ts": 1763800000004, "slug": "nope", "link": None, "ip": "2001:db8::7", "ua": "", "ref": ""},
     ]
     fields = encode_entry("8f1c2a9b3d4e5f60", 0xFFFF_FFFF, clicks)
-    assert fields["clicks"].startswith(b"8f1c2a9b3d4e5f60\nffffffff\nabc\n42\n1763800000.123\n203.0.113.9\n")
+    assert fields["v"] == b"4"
+    assert fields["clicks"].startswith(b"8f1c2a9b3d4e5f60\nffffffff\nabc\n42\nab2\n1763800000.123\n203.0.113.9\n")
     assert decode_entry({key.encode(): value for key, value in fields.items()}) == [
         (
             "8f1c2a9b3d4e5f6000000000ffffffff",
@@ -34,19 +37,74 @@ def test_rows_number_the_clicks_from_the_first():
             "203.0.113.9",
             CHROME,
             "https://r.example/?a=1",
+            "ab2",
         ),
-        ("8f1c2a9b3d4e5f600000000100000000", 1763800000004, "nope", "", "2001:db8::7", "", ""),
+        ("8f1c2a9b3d4e5f600000000100000000", 1763800000004, "nope", "", "2001:db8::7", "", "", ""),
     ]
 
 
 def test_the_contract_example_reads_as_documented():
     payload = (
+        b"8f1c2a9b3d4e5f60\n2a\nabc\n17\n2\n1763800000.123\n203.0.113.9\ncurl/8.0\nhttps://example.org/\n"
+        b"nope\n\n\n1763800000.131\n2001:db8::7\nMozilla/5.0 (X11; Linux x86_64)\n\n"
+    )
+    rows = decode_entry(entry(payload, b"4"))
+    assert [row[0] for row in rows] == ["8f1c2a9b3d4e5f60000000000000002a", "8f1c2a9b3d4e5f60000000000000002b"]
+    assert [row[3] for row in rows] == ["17", ""]
+    assert [row[7] for row in rows] == ["2", ""]
+    assert rows[0][4:7] == ("203.0.113.9", "curl/8.0", "https://example.org/")
+
+
+def test_format_3_entries_left_in_the_stream_by_an_older_edge_still_read():
+    payload = (
         b"8f1c2a9b3d4e5f60\n2a\nabc\n17\n1763800000.123\n203.0.113.9\ncurl/8.0\nhttps://example.org/\n"
         b"nope\n\n1763800000.131\n2001:db8::7\nMozilla/5.0 (X11; Linux x86_64)\n\n"
     )
-    rows = decode_entry(entry(payload))
-    assert [row[0] for row in rows] == ["8f1c2a9b3d4e5f60000000000000002a", "8f1c2a9b3d4e5f60000000000000002b"]
-    assert [row[3] for row in rows] == ["17", ""]
+    rows = decode_entry(entry(payload, b"3"))
+    assert rows == [
+        (
+            "8f1c2a9b3d4e5f60000000000000002a",
+            1763800000123,
+            "abc",
+            "17",
+            "203.0.113.9",
+            "curl/8.0",
+            "https://example.org/",
+            "",
+        ),
+        (
+            "8f1c2a9b3d4e5f60000000000000002b",
+            1763800000131,
+            "nope",
+            "",
+            "2001:db8::7",
+            "Mozilla/5.0 (X11; Linux x86_64)",
+            "",
+            "",
+        ),
+    ]
+    # The same clicks in format 4 are the same rows.
+    four = payload.replace(b"\n17\n", b"\n17\n\n").replace(b"nope\n\n", b"nope\n\n\n")
+    assert decode_entry(entry(four, b"4")) == rows
+
+
+@pytest.mark.parametrize(
+    "payload, reason",
+    [
+        (b"0000000000000000\n1\ns\n1\n3\n1.000\n::1\nua\nref\n", "[]"),
+        (b"0000000000000000\n1\ns\n1\nab12\n1.000\n::1\nua\nref\n", "[]"),
+        (b"0000000000000000\n1\ns\n1\n0\n1.000\n::1\nua\nref\n", "rule"),
+        (b"0000000000000000\n1\ns\n1\nab\n1.000\n::1\nua\nref\n", "rule"),
+        (b"0000000000000000\n1\ns\n1\n100\n1.000\n::1\nua\nref\n", "rule"),
+        (b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\nref\n", "7 lines a click"),
+    ],
+)
+def test_the_rule_line_of_format_4(payload, reason):
+    if reason == "[]":
+        assert decode_entry(entry(payload, b"4"))[0][7] in ("3", "ab12")
+    else:
+        with pytest.raises(BadEntry, match=reason):
+            decode_entry(entry(payload, b"4"))
 
 
 def test_values_are_taken_as_they_came_and_bytes_that_are_not_utf8_replaced():
@@ -60,8 +118,8 @@ def test_values_are_taken_as_they_came_and_bytes_that_are_not_utf8_replaced():
 @pytest.mark.parametrize(
     "payload, reason",
     [
-        (b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\nref", "six lines a click"),
-        (b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\n", "six lines a click"),
+        (b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\nref", "6 lines a click"),
+        (b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\n", "6 lines a click"),
         (b"000000000000000\n1\ns\n1\n1.000\n::1\nua\nref\n", "prefix"),
         (b"000000000000000G\n1\ns\n1\n1.000\n::1\nua\nref\n", "prefix"),
         (b"0000000000000000\n-1\ns\n1\n1.000\n::1\nua\nref\n", "first number"),
@@ -84,7 +142,7 @@ def test_entries_that_break_the_contract_are_refused(payload, reason):
 
 def test_unknown_versions_and_entries_without_clicks_are_refused():
     good = b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\nref\n"
-    for version in (b"1", b"2", b"4", None):
+    for version in (b"1", b"2", b"5", None):
         with pytest.raises(BadEntry, match="record version"):
             decode_entry({b"v": version, b"clicks": good} if version else {b"clicks": good})
     with pytest.raises(BadEntry, match="no clicks"):

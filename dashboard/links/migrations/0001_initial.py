@@ -2,7 +2,9 @@
 import django.contrib.postgres.fields
 import django.contrib.postgres.indexes
 import django.db.models.deletion
+import django.core.validators
 import django.utils.timezone
+import links.rules
 import links.slugs
 import links.validation
 from django.conf import settings
@@ -22,10 +24,25 @@ class Migration(migrations.Migration):
     operations = [
         apply_sql("links.sql", state_operations=[
                 migrations.CreateModel(
+                    name='Domain',
+                    fields=[
+                        ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                        ('host', models.CharField(max_length=253, unique=True, validators=[links.validation.validate_domain_host])),
+                        ('root_url', models.TextField(blank=True, validators=[links.validation.validate_target_url], verbose_name='root redirect')),
+                        ('not_found_url', models.TextField(blank=True, validators=[links.validation.validate_target_url], verbose_name='not-found redirect')),
+                        ('https_redirect', models.BooleanField(default=False, verbose_name='redirect HTTP to HTTPS')),
+                        ('created_at', models.DateTimeField(default=django.utils.timezone.now, editable=False)),
+                    ],
+                    options={
+                        'ordering': ['host'],
+                    },
+                ),
+                migrations.CreateModel(
                     name='LinkOutbox',
                     fields=[
                         ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                        ('slug', models.CharField(max_length=64)),
+                        ('host', models.CharField(max_length=253)),
+                        ('slug', models.CharField(blank=True, max_length=64)),
                         ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                     ],
                     options={
@@ -51,13 +68,21 @@ class Migration(migrations.Migration):
                     name='Link',
                     fields=[
                         ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                        ('slug', models.CharField(max_length=64, unique=True, validators=[links.slugs.validate_slug])),
+                        ('domain', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='links', to='links.domain')),
+                        ('slug', models.CharField(max_length=64, validators=[links.slugs.validate_slug])),
                         ('url', models.TextField(validators=[links.validation.validate_target_url], verbose_name='target URL')),
                         ('title', models.CharField(blank=True, max_length=200)),
+                        ('description', models.TextField(blank=True, max_length=2000)),
                         ('tags', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=50), blank=True, default=list, size=20, validators=[links.validation.validate_tags])),
                         ('redirect_status', models.PositiveSmallIntegerField(choices=[(301, '301'), (302, '302'), (307, '307'), (308, '308')], default=302)),
+                        ('valid_since', models.DateTimeField(blank=True, null=True)),
                         ('expires_at', models.DateTimeField(blank=True, null=True)),
+                        ('max_visits', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)])),
                         ('forward_query', models.BooleanField(default=False)),
+                        ('crawlable', models.BooleanField(default=False)),
+                        ('password', models.CharField(blank=True, max_length=128)),
+                        ('rules', models.JSONField(blank=True, default=list, validators=[links.rules.check_rules])),
+                        ('split', models.JSONField(blank=True, default=list, validators=[links.rules.check_split])),
                         ('is_active', models.BooleanField(default=True, verbose_name='active')),
                         ('created_at', models.DateTimeField(default=django.utils.timezone.now, editable=False)),
                         ('updated_at', models.DateTimeField(auto_now=True)),
@@ -65,8 +90,8 @@ class Migration(migrations.Migration):
                     ],
                     options={
                         'ordering': ['-created_at'],
-                        'indexes': [models.Index(fields=['owner', '-created_at'], name='link_owner_created'), django.contrib.postgres.indexes.GinIndex(fields=['tags'], name='link_tags_gin')],
-                        'constraints': [models.CheckConstraint(condition=models.Q(('redirect_status__in', (301, 302, 307, 308))), name='link_redirect_status_valid'), models.CheckConstraint(condition=models.Q(('slug__regex', '^[A-Za-z0-9_-]{1,64}$')), name='link_slug_shape')],
+                        'indexes': [models.Index(fields=['owner', '-created_at'], name='link_owner_created'), django.contrib.postgres.indexes.GinIndex(fields=['tags'], name='link_tags_gin'), models.Index(condition=models.Q(('crawlable', True)), fields=['domain', 'slug'], name='link_crawlable')],
+                        'constraints': [models.UniqueConstraint(fields=('domain', 'slug'), name='link_domain_slug'), models.CheckConstraint(condition=models.Q(('redirect_status__in', (301, 302, 307, 308))), name='link_redirect_status_valid'), models.CheckConstraint(condition=models.Q(('slug__regex', '^[A-Za-z0-9_-]{1,64}$')), name='link_slug_shape'), models.CheckConstraint(condition=models.Q(('max_visits__gte', 1)), name='link_max_visits_positive'), models.CheckConstraint(condition=models.Q(('valid_since__lt', models.F('expires_at')), ('valid_since__isnull', True), ('expires_at__isnull', True), _connector='OR'), name='link_valid_before_expiry')],
                     },
                 ),
         ]),

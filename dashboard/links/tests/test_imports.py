@@ -4,7 +4,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from links.imports import CSV_COLUMNS, neutralise, row_arguments, unquote
+from links.imports import CSV_COLUMNS, neutralise, unquote
+from links.imports import row_arguments as read_row
 
 TRICKY = ["=1+2", "+1", "-1", "@A1", "\tx", "\rx", "'=x", "''=x", "'x", "x'", "", "'", "''", "plain", "a=b", "'-'"]
 
@@ -31,6 +32,14 @@ def fields(**cells):
     return {name: cells.get(name, "") for name in CSV_COLUMNS}
 
 
+DEFAULT, OTHER = object(), object()  # stand-ins for Domain rows: row_arguments only passes them on
+
+
+def row_arguments(cells):
+    """The row's arguments with two domains known (no query)."""
+    return read_row(cells, {"": DEFAULT, "go.example.com": OTHER})
+
+
 def test_row_arguments_types_the_cells():
     arguments, errors = row_arguments(
         fields(
@@ -46,6 +55,7 @@ def test_row_arguments_types_the_cells():
     )
     assert errors == {}
     assert arguments == {
+        "domain": DEFAULT,
         "url": "https://example.com/",
         "slug": "s",
         "title": "T",
@@ -67,13 +77,18 @@ def test_row_arguments_types_the_cells():
     assert row_arguments(fields(url="https://example.com/", expires_at="2030-01-02"))[0]["expires_at"] == datetime(
         2030, 1, 2, tzinfo=timezone.utc
     )
+    # A domain cell as people write it: any case, a trailing dot.
+    assert row_arguments(fields(url="https://example.com/", domain="Go.Example.com."))[0]["domain"] is OTHER
 
 
 def test_row_arguments_says_which_cells_cannot_be_read():
-    arguments, errors = row_arguments(fields(redirect_status="3O2", expires_at="2030-02-30", is_active="y"))
+    arguments, errors = row_arguments(
+        fields(domain="nowhere.example", redirect_status="3O2", expires_at="2030-02-30", is_active="y")
+    )
     assert arguments is None
     assert errors == {
         "url": ["This field is required."],
+        "domain": ["No such domain: nowhere.example."],
         "redirect_status": ["Enter a whole number."],
         "expires_at": ["Enter a date and time as 2030-01-31T12:00:00Z (ISO 8601; UTC unless an offset is given)."],
         "is_active": ["Use true or false."],

@@ -74,6 +74,8 @@ def test_link_search_words_filters_and_order(django_assert_num_queries):
 def test_taken_slugs_is_one_query_whoever_owns_them(django_assert_num_queries):
     mine = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
     theirs = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
+    domain = mine.domain_id
     asked = [mine.slug, theirs.slug, mine.slug.upper(), fresh_slug(), *(fresh_slug() for _ in range(70_000))]
     with django_assert_num_queries(1):
-        assert selectors.taken_slugs(slugs=asked) == {mine.slug, theirs.slug}
+        taken = selectors.taken_slugs(slugs=[(domain, slug) for slug in asked] + [(domain + 1, mine.slug)])
+    assert taken == {(domain, mine.slug), (domain, theirs.slug)}

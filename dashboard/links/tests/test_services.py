@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from links import services
+from links.domains import default_domain
 from links.models import Link
 from links.redis import get_redis
 from slingshot.contract import LINK_CHANGES_STREAM, link_key
@@ -45,8 +46,13 @@ def test_create_publishes_every_field_after_commit(owner):
         "url": "https://example.com/a",
         "status": 308,
         "active": False,
+        "valid_since": None,
         "expires_at": int(expires.timestamp()),
+        "max_visits": None,
         "forward_query": True,
+        "unlock_url": None,
+        "rules": [],
+        "split": [],
     }
     changes = get_redis().xrevrange(LINK_CHANGES_STREAM, count=1)
     assert changes[0][1] == {b"slug": slug.encode()}
@@ -118,11 +124,15 @@ def test_a_taken_slug_is_refused(owner):
 
 
 def test_link_validate_checks_like_link_create_without_a_query(owner, django_assert_num_queries):
+    domain = default_domain()
+    services.link_validate(url="https://example.com/", domain=domain)  # reads the domains' hosts, kept a while
     with django_assert_num_queries(0):
-        link = services.link_validate(url="https://example.com/", tags=["a"], redirect_status=308)
+        link = services.link_validate(url="https://example.com/", domain=domain, tags=["a"], redirect_status=308)
         assert link.pk is None and len(link.slug) == 7 and link.tags == ["a"]
         with pytest.raises(ValidationError) as caught:
-            services.link_validate(url="ftp://example.com/", slug="admin", tags=["no tag"], redirect_status=303)
+            services.link_validate(
+                url="ftp://example.com/", domain=domain, slug="admin", tags=["no tag"], redirect_status=303
+            )
     assert set(caught.value.message_dict) == {"url", "slug", "tags", "redirect_status"}
     expires = datetime(2030, 1, 1, tzinfo=timezone(timedelta(hours=16)))  # PostgreSQL keeps offsets within ±15:59
     with pytest.raises(ValidationError) as caught:

@@ -34,8 +34,9 @@ def unique_slug(prefix: str = "w") -> str:
     return prefix + uuid.uuid4().hex[:8]
 
 
-def import_clicks(link, count: int = 1, *, ua: str = FIREFOX, when: datetime | None = None) -> None:
-    """Clicks on a link through the real importer, as the edge would have recorded them."""
+def import_clicks(link, count: int = 1, *, ua: str = FIREFOX, when: datetime | None = None, rule: str = "") -> None:
+    """Clicks on a link through the real importer, as the edge would have
+    recorded them (served by `rule`, or by the link's url)."""
     ts = int((when or datetime.now(timezone.utc)).timestamp() * 1000)
     add_entry(
         [
@@ -46,6 +47,7 @@ def import_clicks(link, count: int = 1, *, ua: str = FIREFOX, when: datetime | N
                 "ip": "198.51.100.7",
                 "ua": ua,
                 "ref": "https://news.example.org/post",
+                "rule": rule,
             }
             for _ in range(count)
         ]

@@ -88,7 +88,7 @@ def test_create_follow_import_and_read_the_report(page, edge, settings, tmp_path
     import_until_counted(Link.objects.get(slug=slug), 1)
 
     page.reload()
-    expect(page.locator("#range-clicks")).to_have_text("1")
+    expect(page.locator("#total-clicks")).to_have_text("1")
     expect(page.locator("#recent-clicks tbody tr")).to_have_count(1)
     expect(page.locator(".breakdowns")).to_contain_text("news.example.org")
     drawn = page.evaluate("""() => {
@@ -126,9 +126,12 @@ def test_create_and_revoke_a_token(page):
     expect(row).to_contain_text("active")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "tokens.png", full_page=True)
-    row.get_by_role("button", name="Revoke deploy script").click()
+    page.reload()  # post/redirect/get: a reload creates no second token, and the secret is gone
+    expect(page.locator("#tokens tbody tr", has_text="deploy script")).to_have_count(1)
+    expect(page.locator("#token-value")).to_have_count(0)
+    row.get_by_role("button", name="Revoke deploy script…").click()  # asks first
+    row.get_by_role("button", name="Yes, revoke deploy script").click()
     expect(page.locator("#tokens tbody tr", has_text="deploy script")).to_contain_text("revoked")
-    expect(page.locator("#token-value")).to_have_count(0)  # shown once only
 
 
 def test_import_a_csv_with_one_bad_row(page, user):
@@ -154,3 +157,133 @@ def test_import_a_csv_with_one_bad_row(page, user):
     expect(page.locator("#import-status")).to_have_text("Done: 2 links created.")
     expect(page.locator("#import-progress")).to_have_attribute("value", "3")
     assert set(Link.objects.filter(owner=user).values_list("slug", flat=True)) == set(good)
+
+
+CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+
+
+def make_clicked_link(edge, user, *, firefox: int, chrome: int) -> Link:
+    from links.services import link_create
+
+    link = link_create(owner=user, url="https://example.com/report", slug=unique_slug("rp"), title="Report test")
+    for agent, count in ((FIREFOX, firefox), (CHROME, chrome)):
+        for _ in range(count):
+            assert edge.request(f"/{link.slug}", headers={"User-Agent": agent}).status == 302
+    import_until_counted(link, firefox + chrome)
+    return link
+
+
+def test_presets_custom_range_and_a_breakdown_filter(page, edge, user):
+    link = make_clicked_link(edge, user, firefox=2, chrome=3)
+    page.goto(f"/links/{link.slug}/")
+    expect(page.locator("#total-clicks")).to_have_text("5")
+    page.get_by_role("link", name="Last 7 days").click()
+    expect(page.get_by_role("link", name="Last 7 days")).to_have_attribute("aria-current", "page")
+    expect(page.locator("#total-clicks")).to_have_text("5")
+    # A custom range of days long past: nothing in it, and the chart says so.
+    page.get_by_label("From").fill("2020-01-01")
+    page.get_by_label("To (included)").fill("2020-01-31")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator("#total-clicks")).to_have_text("0")
+    expect(page.locator("#chart-empty")).to_be_visible()
+    page.get_by_role("link", name="Last 30 days").click()
+    # A breakdown row filters the whole report; its chip takes the filter away.
+    page.locator("#breakdown-browser a", has_text="Chrome").click()
+    expect(page.locator("#active-filters")).to_contain_text("Browser: Chrome")
+    expect(page.locator("#total-clicks")).to_have_text("3")
+    expect(page.locator("#recent-clicks tbody tr")).to_have_count(3)
+    expect(page.locator("#breakdown-browser tbody tr")).to_have_count(1)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "link-report-filtered.png", full_page=True)
+    page.locator("#active-filters a.chip").click()
+    expect(page.locator("#total-clicks")).to_have_text("5")
+
+
+def test_a_click_on_the_edge_reaches_the_open_page(page, edge, user):
+    link = make_clicked_link(edge, user, firefox=1, chrome=0)
+    page.goto(f"/links/{link.slug}/")
+    expect(page.locator("#total-clicks")).to_have_text("1")
+    page.evaluate("() => { window.notReloaded = true; }")
+    assert edge.request(f"/{link.slug}", headers={"User-Agent": FIREFOX}).status == 302
+    import_until_counted(link, 2)
+    expect(page.locator("#total-clicks")).to_have_text("2", timeout=10_000)
+    expect(page.locator("#recent-clicks tbody tr")).to_have_count(2)
+    assert page.evaluate("() => window.notReloaded === true")  # updated in place
+    # The overview too.
+    page.goto("/")
+    expect(page.locator("#clicks-today")).to_have_text("2")
+    page.evaluate("() => { window.notReloaded = true; }")
+    assert edge.request(f"/{link.slug}", headers={"User-Agent": FIREFOX}).status == 302
+    import_until_counted(link, 3)
+    expect(page.locator("#clicks-today")).to_have_text("3", timeout=10_000)
+    assert page.evaluate("() => window.notReloaded === true")
+
+
+def test_csv_export_rows_are_the_clicks_made(page, edge, user, tmp_path):
+    link = make_clicked_link(edge, user, firefox=2, chrome=1)
+    page.goto(f"/links/{link.slug}/")
+    with page.expect_download() as download:
+        page.locator("#export-csv").click()
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    import csv
+
+    with saved.open(newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert saved.name == f"{link.slug}-clicks.csv"
+    assert sorted(row["user_agent"] for row in rows) == sorted([FIREFOX, FIREFOX, CHROME])
+    assert {row["slug"] for row in rows} == {link.slug}
+
+
+PAGES = [
+    ("overview", "/"),
+    ("links-list", "/links/"),
+    ("link-detail", "/links/{slug}/"),
+    ("link-edit", "/links/{slug}/edit/"),
+    ("link-delete", "/links/{slug}/delete/"),
+    ("link-create", "/links/new/"),
+    ("link-import", "/links/import/"),
+    ("tokens", "/tokens/"),
+    ("time-zone", "/time-zone/"),
+    ("password", "/password/"),
+    ("orphan-visits", "/orphan-visits/"),
+    ("accounting", "/accounting/"),
+    ("not-found", "/links/no-such-link-at-all/"),
+]
+
+
+def test_every_page_reads_on_a_phone_without_sideways_scrolling(page, edge, user):
+    user.is_staff = True  # the operations pages too
+    user.save(update_fields=["is_staff"])
+    link = make_clicked_link(edge, user, firefox=2, chrome=2)
+    assert edge.request("/no-such-slug-here", headers={"User-Agent": FIREFOX}).status == 404
+    link.tags = ["spring", "campaign-with-a-rather-long-name"]
+    link.save(update_fields=["tags"])
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for width, height, suffix in ((1280, 900, ""), (390, 844, "-phone")):
+        page.set_viewport_size({"width": width, "height": height})
+        for name, path in PAGES:
+            page.goto(path.format(slug=link.slug))
+            page.screenshot(path=SCREENSHOTS / f"page-{name}{suffix}.png", full_page=True)
+            # Every aria-describedby names ids that exist; every visible field has a label.
+            broken = page.evaluate("""() => {
+                const out = [];
+                for (const el of document.querySelectorAll("[aria-describedby]"))
+                    for (const id of el.getAttribute("aria-describedby").split(/\\s+/))
+                        if (!document.getElementById(id)) out.push(id);
+                for (const el of document.querySelectorAll("input:not([type=hidden]), select, textarea"))
+                    if (!(el.labels && el.labels.length) && !el.getAttribute("aria-label")) out.push(el.name);
+                return out;
+            }""")
+            assert broken == [], (name, broken)
+            if width == 390:
+                sizes = page.evaluate(
+                    "() => ({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth})"
+                )
+                assert sizes["scroll"] <= sizes["client"], (name, sizes)
+    # On a phone the navigation is one menu, and recent clicks a list of cards.
+    page.goto(f"/links/{link.slug}/")
+    expect(page.locator(".nav-wide")).to_be_hidden()
+    page.locator(".nav-menu summary").click()
+    expect(page.locator(".nav-menu").get_by_role("link", name="API docs")).to_be_visible()
+    expect(page.locator("#recent-clicks thead")).to_be_hidden()

@@ -1,27 +1,45 @@
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from api.models import ApiToken
 from api.services import token_create
+from teams import access
+from teams.models import Team
 
 
 class Command(BaseCommand):
-    help = "Create an API token for a user and print it once (only its hash is stored)."
+    help = (
+        "Create an API token for a user and print it once (only its hash is stored). It reaches one team: "
+        "--team (its id, or its name among the user's teams), else the user's personal team."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument("--scope", choices=[ApiToken.Scope.READ, ApiToken.Scope.WRITE], default=ApiToken.Scope.READ)
         parser.add_argument("--name", default="command line")
+        parser.add_argument("--team", default="", help="a team's id or name; default: the user's personal team")
 
-    def handle(self, *args, username, scope, name, **options):
+    def handle(self, *args, username, scope, name, team, **options):
         try:
             user = get_user_model().objects.get(username=username)
         except get_user_model().DoesNotExist:
             raise CommandError(f"no user named {username!r}") from None
+        chosen = self._team(user, team) if team else None
         try:
-            token, raw = token_create(user=user, name=name, scope=scope)
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from None
-        self.stderr.write(f"Created {scope} token {token.name!r} for {username}. It is shown only now:")
+            token, raw = token_create(user=user, name=name, scope=scope, team=chosen)
+        except (ValidationError, PermissionDenied) as exc:
+            raise CommandError("; ".join(getattr(exc, "messages", None) or [str(exc)])) from None
+        self.stderr.write(
+            f"Created {scope} token {token.name!r} for {username} in team {token.team.name!r} "
+            f"(id {token.team_id}). It is shown only now:"
+        )
         self.stdout.write(raw)
+
+    def _team(self, user, wanted: str) -> Team:
+        teams = access.teams_of(user)
+        matches = list(teams.filter(pk=int(wanted)) if wanted.isdigit() else teams.filter(name=wanted)[:2])
+        if len(matches) != 1:
+            found = "several teams are" if matches else "no team is"
+            raise CommandError(f"{found} named {wanted!r} among {user.get_username()}'s teams; give its id")
+        return matches[0]

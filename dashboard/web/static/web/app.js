@@ -1,5 +1,6 @@
-// Slingshot dashboard: copy buttons, Chart.js charts, and the CSV import's
-// progress. Every page works without it except the charts.
+// Slingshot dashboard: copy buttons, Chart.js charts, the CSV import's
+// progress and the link form's UTM builder. Every page works without it
+// except the charts.
 "use strict";
 
 document.addEventListener("click", (event) => {
@@ -19,18 +20,14 @@ document.addEventListener("click", (event) => {
   }
 });
 
-function drawCharts() {
-  for (const canvas of document.querySelectorAll("canvas[data-chart]")) {
+function drawCharts(root = document) {
+  for (const canvas of root.querySelectorAll("canvas[data-chart]")) {
     const data = JSON.parse(document.getElementById(canvas.dataset.chart).textContent);
+    const datasets = [{ label: "Clicks", data: data.clicks }];
+    if (data.visitors) datasets.push({ label: "Visitors", data: data.visitors });
     new Chart(canvas, {
       type: "bar",
-      data: {
-        labels: data.labels,
-        datasets: [
-          { label: "Clicks", data: data.clicks },
-          { label: "Visitors", data: data.visitors },
-        ],
-      },
+      data: { labels: data.labels, datasets },
       options: {
         maintainAspectRatio: false,
         animation: false,
@@ -66,8 +63,72 @@ async function runImport(form) {
   }
 }
 
+// The UTM builder: each utm_* value typed is set in the target URL's query
+// as it is typed, as web.forms.with_utm does on the server.
+function buildUtm(form) {
+  const target = form.querySelector("[name=url]");
+  const fields = form.querySelectorAll("[data-utm]");
+  const update = () => {
+    let url;
+    try { url = new URL(target.value); } catch { return; }
+    for (const field of fields) {
+      if (field.value) url.searchParams.set(field.dataset.utm, field.value);
+    }
+    target.value = url.toString();
+  };
+  for (const field of fields) field.addEventListener("change", update);
+}
+
+// Live: the link page asks every few seconds whether its link's clicks
+// changed (a small JSON answer), and only then fetches its report again.
+// Short polling rather than Server-Sent Events: a sync gunicorn worker would
+// be held by each open page for as long as it stays open (docs/dashboard.md).
+const LIVE_EVERY_MS = 2000;
+
+function followLive(report) {
+  let version = report.dataset.liveVersion;
+  let busy = false;
+  const tick = async () => {
+    if (busy || document.hidden) return;
+    busy = true;
+    try {
+      const answer = await fetch(report.dataset.liveUrl, { headers: { Accept: "application/json" } });
+      if (!answer.ok) return;
+      const latest = String((await answer.json()).version);
+      if (latest === version) return;
+      const page = await fetch(report.dataset.reportUrl);
+      if (!page.ok) return;
+      report.innerHTML = await page.text();
+      version = latest;
+      report.dataset.liveVersion = latest;
+      if (window.Chart) drawCharts(report);
+    } catch (error) {
+      // The next tick tries again; the page keeps what it shows.
+    } finally {
+      busy = false;
+    }
+  };
+  setInterval(tick, LIVE_EVERY_MS);
+}
+
+// A first visit: the browser's zone becomes the person's until they choose one.
+async function guessTimeZone(form) {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (!zone) return;
+  form.elements.time_zone.value = zone;
+  const answer = await fetch(form.action, { method: "POST", body: new FormData(form), headers: { Accept: "application/json" } });
+  const named = (name) => (name === "Etc/UTC" ? "UTC" : name);
+  if (answer.ok && named((await answer.json()).time_zone) !== named(form.dataset.shown)) window.location.reload();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  const linkForm = document.getElementById("link-form");
+  if (linkForm) buildUtm(linkForm);
   if (window.Chart) drawCharts();
+  const report = document.getElementById("report");
+  if (report && report.dataset.liveUrl) followLive(report);
+  const zoneGuess = document.getElementById("zone-guess");
+  if (zoneGuess) guessTimeZone(zoneGuess);
   const form = document.getElementById("import-form");
   if (form) form.addEventListener("submit", (event) => { event.preventDefault(); runImport(form); });
 });

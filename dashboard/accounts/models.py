@@ -1,0 +1,18 @@
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class SessionUse(models.Model):
+    """When a signed-in session was last used, and from which browser, so
+    its person can see their sessions and a deactivation can end them
+    (accounts/services.py). Written at most once a minute per session
+    (accounts/middleware.py). Its table is in sql/accounts.sql."""
+
+    session_key = models.CharField(max_length=40, primary_key=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_uses")
+    user_agent = models.CharField(max_length=200, blank=True)
+    last_used_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.user_agent[:40]}"

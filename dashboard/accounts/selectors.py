@@ -1,0 +1,24 @@
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.sessions.models import Session
+from django.db.models import Count, QuerySet
+from django.utils import timezone
+
+from api.models import ApiToken
+
+from .models import SessionUse
+
+
+def users_for_management() -> QuerySet:
+    """Every person, with how many teams they are in, by name."""
+    return get_user_model().objects.annotate(teams=Count("memberships")).order_by("username")
+
+
+def sessions_of(user: AbstractBaseUser) -> QuerySet[SessionUse]:
+    """The person's sessions that have not ended, last used first."""
+    alive = Session.objects.filter(expire_date__gt=timezone.now()).values("session_key")
+    return SessionUse.objects.filter(user=user, session_key__in=alive).order_by("-last_used_at")
+
+
+def tokens_of(user: AbstractBaseUser) -> QuerySet[ApiToken]:
+    return ApiToken.objects.filter(user=user).select_related("team").order_by("-created_at")

@@ -1,0 +1,68 @@
+"""People, managed from the dashboard by superusers (teams.access.manages_users):
+made with an invitation link that expires, in which they choose their own
+password; deactivated, which ends their sessions and stops their tokens
+at once; given a link to set a new password. Every person made gets a
+personal team (teams/signals.py)."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.tokens import default_token_generator
+from django.contrib.sessions.models import Session
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
+from teams import access
+
+from .models import SessionUse
+
+
+def _require_manager(actor: AbstractBaseUser) -> None:
+    if not access.manages_users(actor):
+        raise PermissionDenied("Managing people takes a superuser, signed in.")
+
+
+def password_link(user: AbstractBaseUser) -> str:
+    """The path of a link in which `user` sets a password: it works once and
+    expires after PASSWORD_RESET_TIMEOUT (Django's token generator, which
+    the new password invalidates)."""
+    uid = urlsafe_base64_encode(force_bytes(user.pk))
+    return reverse("web:password-set", args=[uid, default_token_generator.make_token(user)])
+
+
+@transaction.atomic
+def user_invite(*, actor: AbstractBaseUser, username: str, email: str = "") -> tuple[AbstractBaseUser, str]:
+    """A new active person without a password yet, and the path of their
+    invitation link (password_link)."""
+    _require_manager(actor)
+    model = get_user_model()
+    user = model(username=username.strip(), email=email.strip())
+    user.set_unusable_password()
+    user.full_clean(exclude=["password"])
+    user.save()
+    return user, password_link(user)
+
+
+@transaction.atomic
+def user_set_active(*, actor: AbstractBaseUser, user: AbstractBaseUser, active: bool) -> AbstractBaseUser:
+    """Deactivating ends the person's sessions now; their tokens are refused
+    from the next request (api.services.token_authenticate checks is_active)."""
+    _require_manager(actor)
+    if not active and user.pk == actor.pk:
+        raise ValidationError("You cannot deactivate yourself.")
+    user.is_active = active
+    user.save(update_fields=["is_active"])
+    if not active:
+        keys = SessionUse.objects.filter(user=user).values("session_key")
+        Session.objects.filter(session_key__in=keys).delete()
+        SessionUse.objects.filter(user=user).delete()
+    return user
+
+
+def user_password_reset(*, actor: AbstractBaseUser, user: AbstractBaseUser) -> str:
+    """The path of a link in which the person sets a new password; their
+    current password works until then."""
+    _require_manager(actor)
+    return password_link(user)

@@ -1,0 +1,111 @@
+"""People managed from the dashboard: invitations, deactivation, password
+links, and each person's sessions and tokens with their last use."""
+
+import re
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from accounts.models import SessionUse
+from api.services import token_create
+from teams.models import Membership
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "correct horse battery staple"
+
+
+def make_user(**extra):
+    return get_user_model().objects.create_user("u-" + uuid.uuid4().hex[:10], password=PASSWORD, **extra)
+
+
+def signed_in(user, agent="Firefox/120.0") -> Client:
+    client = Client(HTTP_USER_AGENT=agent)
+    response = client.post(reverse("web:sign-in"), {"username": user.username, "password": PASSWORD})
+    assert response.status_code == 302
+    return client
+
+
+def set_password(link: str, password: str) -> Client:
+    visitor = Client()
+    form = visitor.get(link, follow=True)
+    assert form.status_code == 200 and form.context["validlink"]
+    done = visitor.post(form.redirect_chain[-1][0], {"new_password1": password, "new_password2": password})
+    assert done.status_code == 302 and done["Location"] == reverse("web:sign-in")
+    return visitor
+
+
+def test_a_superuser_invites_someone_who_chooses_a_password_once():
+    boss = signed_in(make_user(is_superuser=True))
+    page = boss.post(reverse("web:users"), {"username": "newcomer", "email": ""})
+    assert page.status_code == 200
+    link = page.context["link"]["url"]
+    newcomer = get_user_model().objects.get(username="newcomer")
+    assert not newcomer.has_usable_password()
+    assert Membership.objects.get(user=newcomer).team.personal_for_id == newcomer.pk  # a personal team
+    set_password(link, "a new and long passphrase")
+    assert (
+        Client()
+        .post(reverse("web:sign-in"), {"username": "newcomer", "password": "a new and long passphrase"})
+        .status_code
+        == 302
+    )
+    again = Client().get(link, follow=True)
+    assert not again.context["validlink"]  # used once
+
+
+def test_only_superusers_manage_people():
+    staff = signed_in(make_user(is_staff=True))
+    someone = make_user()
+    assert staff.get(reverse("web:users")).status_code == 403
+    assert staff.post(reverse("web:user-active", args=[someone.pk]), {"active": "false"}).status_code == 403
+    assert staff.post(reverse("web:user-password-link", args=[someone.pk])).status_code == 403
+    assert get_user_model().objects.get(pk=someone.pk).is_active
+
+
+def test_deactivating_ends_sessions_and_tokens_at_once():
+    boss = signed_in(make_user(is_superuser=True))
+    person = make_user()
+    browser = signed_in(person)
+    assert browser.get(reverse("web:link-list")).status_code == 200
+    [key] = SessionUse.objects.filter(user=person).values_list("session_key", flat=True)
+    _, raw = token_create(user=person, name="ci", scope="read")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert api.get("/api/v1/links").status_code == 200
+
+    assert boss.post(reverse("web:user-active", args=[person.pk]), {"active": "false"}).status_code == 302
+    response = browser.get(reverse("web:link-list"))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("web:sign-in"))
+    assert not Session.objects.filter(session_key=key).exists()  # ended, not only refused
+    assert api.get("/api/v1/links").status_code == 401
+
+
+def test_a_password_link_resets_a_password():
+    boss = signed_in(make_user(is_superuser=True))
+    person = make_user()
+    page = boss.post(reverse("web:user-password-link", args=[person.pk]))
+    assert re.search(r"/password/set/[^/]+/[^/]+/$", page.context["link"]["url"])
+    set_password(page.context["link"]["url"], "another long passphrase")
+    person.refresh_from_db()
+    assert person.check_password("another long passphrase")
+
+
+def test_people_see_their_sessions_and_tokens_with_their_last_use():
+    person = make_user()
+    signed_in(person, agent="Chromium/131 on a phone")
+    browser = signed_in(person, agent="Firefox/120.0")
+    token, raw = token_create(user=person, name="reports", scope="read")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    api.get("/api/v1/links")
+    page = browser.get(reverse("web:account"))
+    assert [session.user_agent for session in page.context["sessions"]] == ["Firefox/120.0", "Chromium/131 on a phone"]
+    assert b"(this one)" in page.content
+    [listed] = page.context["tokens"]
+    assert listed.name == "reports" and listed.last_used_at is not None

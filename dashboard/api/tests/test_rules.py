@@ -1,0 +1,72 @@
+"""Redirect rules and A/B splits through the API: kept normalised, published
+for the edge, and refused with the path of the bad part."""
+
+import orjson
+import pytest
+
+from links.models import Link
+from links.redis import get_redis
+from slingshot.contract import link_key
+
+from .conftest import fresh_slug
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RULES = [
+    {"url": "HTTPS://iOS.example/app", "conditions": [{"type": "device", "value": "ios"}]},
+    {
+        "url": "https://de.example/",
+        "conditions": [{"type": "language", "value": "de"}, {"type": "country", "value": "at"}],
+    },
+    {"url": "https://q.example/", "conditions": [{"type": "query", "key": "ref"}]},
+]
+SPLIT = [{"url": "https://a.example/", "weight": 80}, {"url": "https://b.example/", "weight": 20}]
+
+
+def test_rules_and_split_round_trip_and_reach_redis(api):
+    slug = fresh_slug()
+    response = api.post(
+        "/api/v1/links", {"url": "https://example.com/", "slug": slug, "rules": RULES, "split": SPLIT}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    created = response.json()
+    assert created["rules"][0] == {"url": "https://ios.example/app", "conditions": [{"type": "device", "value": "ios"}]}
+    assert created["rules"][1]["conditions"][1] == {"type": "country", "value": "AT"}
+    assert created["rules"][2]["conditions"] == [{"type": "query", "key": "ref", "value": None}]
+    assert created["split"] == SPLIT
+    assert Link.objects.get(slug=slug).rules == created["rules"]
+    published = orjson.loads(get_redis().get(link_key(slug)))
+    assert published["rules"] == created["rules"] and published["split"] == SPLIT
+
+    cleared = api.patch(f"/api/v1/links/{slug}", {"rules": [], "split": []}, format="json")
+    assert cleared.status_code == 200, cleared.content
+    published = orjson.loads(get_redis().get(link_key(slug)))
+    assert published["rules"] == [] and published["split"] == []
+
+
+def test_a_link_without_rules_has_empty_lists(api):
+    slug = fresh_slug()
+    created = api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug}, format="json").json()
+    assert created["rules"] == [] and created["split"] == []
+
+
+@pytest.mark.parametrize(
+    "fields, reason",
+    [
+        ({"rules": {"url": "https://e.example/"}}, "rules: must be a list."),
+        ({"rules": None}, "This field may not be null."),
+        ({"rules": [{"url": "https://e.example/", "conditions": [{"type": "device", "value": "tv"}]}]}, "rules[0]"),
+        ({"rules": [{"url": "ftp://e.example/", "conditions": [{"type": "device", "value": "ios"}]}]}, "rules[0].url"),
+        ({"rules": [{"url": "https://e.example/", "conditions": [{"type": "country", "value": "XX"}]}]}, "XX"),
+        ({"rules": [{"url": "https://e.example/", "conditions": [], "weight": 1}]}, "unknown field(s) weight"),
+        ({"split": [{"url": "https://a.example/", "weight": 100}]}, "split: must hold 2 to 10"),
+        ({"split": [*SPLIT[:1], {"url": "https://b.example/", "weight": "5"}]}, "split[1].weight"),
+    ],
+)
+def test_invalid_rules_are_a_400_with_the_reason(api, fields, reason):
+    slug = fresh_slug()
+    response = api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug, **fields}, format="json")
+    assert response.status_code == 400
+    field = next(iter(fields))
+    assert any(reason in message for message in response.json()[field]), response.json()
+    assert not Link.objects.filter(slug=slug).exists()

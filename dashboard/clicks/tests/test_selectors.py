@@ -1,0 +1,232 @@
+"""Reports in a time zone, by week and month, with totals, comparisons and
+filters: clicks through the real importer, read by clicks.selectors."""
+
+import threading
+import uuid
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import psycopg
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from clicks.rollups import fold_days
+from clicks.selectors import (
+    Point,
+    ReportTooLarge,
+    Totals,
+    bucket_end,
+    bucket_start,
+    link_stats,
+    next_bucket,
+    stats_range,
+)
+from clicks.tests.streams import entry
+from clicks.tests.streams import importer as make_importer
+from links.models import Link
+
+from .test_rollups import CHROME, GOOGLEBOT, IPHONE, click
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_rollups")]
+
+BERLIN = ZoneInfo("Europe/Berlin")
+KOLKATA = ZoneInfo("Asia/Kolkata")  # +05:30 all year
+UTC = timezone.utc
+
+
+def _winter_wednesday() -> datetime:
+    """A Wednesday (the 8th to the 20th of its month) of Berlin's winter time,
+    the latest at least 40 days ago: its clicks, and some three weeks before,
+    are within the importer's 400 days."""
+    day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=40)
+    while not (
+        day.weekday() == 2
+        and 8 <= day.day <= 20
+        and all((day + timedelta(days=n)).astimezone(BERLIN).utcoffset() == timedelta(hours=1) for n in (-21, 14))
+    ):
+        day -= timedelta(days=1)
+    return day
+
+
+MIDNIGHT = _winter_wednesday()
+FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
+
+
+@pytest.fixture
+def link() -> Link:
+    owner = get_user_model().objects.create_user("sel-" + uuid.uuid4().hex[:8])
+    return Link.objects.create(slug="s" + uuid.uuid4().hex[:10], url="https://example.com/", owner=owner)
+
+
+@pytest.fixture
+def store(link):
+    importer = make_importer("selectors")
+
+    def store(*clicks: dict) -> None:
+        assert importer.store(importer.maker.make([entry(list(clicks))])) == len(clicks)
+
+    return store
+
+
+def stats(link, start, end, **options):
+    return link_stats(link_ids=[link.pk], start=start, end=end, **options)
+
+
+def test_buckets_of_a_zone():
+    moment = datetime(2026, 3, 29, 0, 30, tzinfo=UTC)  # Berlin: 01:30 CET, the night clocks go forward
+    assert bucket_start(moment, "day", BERLIN) == datetime(2026, 3, 29, tzinfo=BERLIN)
+    short_day = datetime(2026, 3, 29, tzinfo=BERLIN)
+    assert next_bucket(short_day, "day", BERLIN).astimezone(UTC) - short_day.astimezone(UTC) == timedelta(hours=23)
+    assert bucket_start(moment, "week", BERLIN) == datetime(2026, 3, 23, tzinfo=BERLIN)  # the Monday
+    assert bucket_start(moment, "month", BERLIN) == datetime(2026, 3, 1, tzinfo=BERLIN)
+    assert next_bucket(datetime(2026, 12, 1, tzinfo=BERLIN), "month", BERLIN) == datetime(2027, 1, 1, tzinfo=BERLIN)
+    # An hour is a UTC hour, shown in the zone.
+    assert bucket_start(moment, "hour", KOLKATA) == datetime(2026, 3, 29, 5, 30, tzinfo=KOLKATA)
+    assert bucket_end(datetime(2026, 3, 29, tzinfo=BERLIN), "day", BERLIN) == datetime(2026, 3, 29, tzinfo=BERLIN)
+
+
+def test_days_of_a_zone_are_its_own_and_a_half_hour_zone_gets_the_hours_that_start_in_its_day(link, store):
+    # 22:30 UTC the day before is that day in UTC and in Berlin (23:30), and
+    # the day itself in Kolkata (04:00). 23:10 UTC is the day in Berlin
+    # (00:10). 18:40 UTC on the day is 00:10 the next day in Kolkata, but its
+    # UTC hour, 18:00, starts at 23:30 there: it counts on the day.
+    store(
+        click(link, MIDNIGHT - timedelta(minutes=90), "203.0.113.5", CHROME),
+        click(link, MIDNIGHT - timedelta(minutes=50), "203.0.113.5", CHROME),
+        click(link, MIDNIGHT + timedelta(hours=18, minutes=40), "198.51.100.1", IPHONE),
+    )
+    start, end = MIDNIGHT - timedelta(days=2), MIDNIGHT + timedelta(days=2)
+    utc = stats(link, start, end, interval="day")
+    day, before = MIDNIGHT.date(), MIDNIGHT.date() - timedelta(days=1)
+
+    def local(when, zone):
+        return datetime.combine(when, datetime.min.time(), tzinfo=zone)
+
+    assert utc.series == [Point(local(before, UTC), 2, 1), Point(local(day, UTC), 1, 1)]
+    berlin = stats(link, start, end, interval="day", zone=BERLIN)
+    assert berlin.series == [Point(local(before, BERLIN), 1, 1), Point(local(day, BERLIN), 2, 2)]
+    kolkata = stats(link, start, end, interval="day", zone=KOLKATA)
+    assert kolkata.series == [Point(local(day, KOLKATA), 3, 2)]
+    assert kolkata.series[0].bucket.utcoffset() == timedelta(hours=5, minutes=30)
+    hours = stats(link, start, end, interval="hour", zone=KOLKATA)
+    assert [point.bucket.strftime("%H:%M") for point in hours.series] == ["03:30", "04:30", "23:30"]
+    # The same figures once the days are folded (the day tables serve UTC only).
+    fold_days(until=datetime.now(UTC))
+    assert stats(link, start, end, interval="day") == utc
+    assert stats(link, start, end, interval="day", zone=BERLIN) == berlin
+
+
+def test_weeks_months_totals_and_the_period_before(link, store):
+    tuesday = MIDNIGHT + timedelta(days=6)
+    store(
+        click(link, MIDNIGHT + timedelta(hours=1), "203.0.113.5", CHROME),
+        click(link, tuesday, "203.0.113.5", CHROME),
+        click(link, tuesday + timedelta(hours=2), "198.51.100.1", IPHONE),
+        click(link, tuesday + timedelta(hours=3), "66.249.66.1", GOOGLEBOT),
+        click(link, MIDNIGHT - timedelta(days=20), "203.0.113.77", FIREFOX),  # the month before
+    )
+    monday = MIDNIGHT - timedelta(days=2)
+    start, end = monday, monday + timedelta(days=14)
+    weeks = stats(link, start, end, interval="week", compare=True, now=end + timedelta(days=30))
+    assert weeks.series == [Point(monday, 1, 1), Point(monday + timedelta(days=7), 2, 2)]
+    assert weeks.totals == Totals(clicks=3, visitors=2, bots=1)
+    # The fortnight before, which the click of the month before is not in.
+    assert weeks.previous == Totals(clicks=0, visitors=0, bots=0)
+    month = bucket_start(MIDNIGHT, "month")
+    months = stats(link, month - timedelta(days=1), end, interval="month", include_bots=True)
+    assert months.series == [Point(bucket_start(month - timedelta(days=1), "month"), 1, 1), Point(month, 4, 3)]
+    assert months.totals == Totals(clicks=5, visitors=4, bots=1)
+    # The range ends in the future: it is compared with as much before it as has passed.
+    days = stats(link, tuesday, end, compare=True, now=tuesday + timedelta(days=1))
+    assert days.totals.clicks == 2 and days.previous == Totals(clicks=0, visitors=0, bots=0)
+    week_before = stats(link, tuesday, end, compare=True, now=tuesday + timedelta(days=7))
+    assert week_before.previous == Totals(clicks=1, visitors=1, bots=0)
+
+
+def test_one_filter_reads_the_breakdown_rollups_and_the_other_breakdowns_the_raw_clicks(link, store, settings):
+    store(
+        click(link, MIDNIGHT + timedelta(hours=1), "203.0.113.5", CHROME, "https://www.google.com/"),
+        click(link, MIDNIGHT + timedelta(hours=1), "203.0.113.6", CHROME, "https://news.example.org/"),
+        click(link, MIDNIGHT + timedelta(hours=2), "198.51.100.1", IPHONE, "https://www.google.com/"),
+        click(link, MIDNIGHT + timedelta(hours=3), "66.249.66.1", GOOGLEBOT, "https://www.google.com/"),
+    )
+    start, end = MIDNIGHT, MIDNIGHT + timedelta(days=1)
+    google = stats(link, start, end, interval="hour", filters={"referer_host": "www.google.com"})
+    assert google.series == [
+        Point(MIDNIGHT + timedelta(hours=1), 1, None),
+        Point(MIDNIGHT + timedelta(hours=2), 1, None),
+    ]
+    assert google.totals == Totals(clicks=2, visitors=None, bots=1)
+    assert google.breakdowns["browser"] == [("Chrome", 1), ("Mobile Safari", 1)]
+    assert google.breakdowns["referer_host"] == [("www.google.com", 2)]
+    assert google.sample == 2
+    with_bots = stats(link, start, end, interval="day", include_bots=True, filters={"referer_host": "www.google.com"})
+    assert with_bots.series == [Point(MIDNIGHT, 3, None)] and with_bots.totals.clicks == 3
+    # The breakdowns count the latest matching clicks only.
+    settings.REPORT_FILTER_SAMPLE = 1
+    latest = stats(link, start, end, include_bots=True, filters={"referer_host": "www.google.com"})
+    assert latest.sample == 1 and latest.breakdowns["browser"] == [("Googlebot", 1)]
+    assert latest.totals.clicks == 3  # the totals are not sampled
+
+
+def test_several_filters_read_the_raw_clicks(link, store):
+    store(
+        click(link, MIDNIGHT + timedelta(hours=1), "203.0.113.5", CHROME, "https://www.google.com/"),
+        click(link, MIDNIGHT + timedelta(hours=1), "203.0.113.5", CHROME, "https://news.example.org/"),
+        click(link, MIDNIGHT + timedelta(hours=2), "198.51.100.1", IPHONE, "https://www.google.com/"),
+    )
+    report = stats(
+        link,
+        MIDNIGHT,
+        MIDNIGHT + timedelta(days=1),
+        interval="hour",
+        zone=KOLKATA,
+        filters={"referer_host": "www.google.com", "browser": "Chrome"},
+        compare=True,
+        now=MIDNIGHT + timedelta(days=2),
+    )
+    assert report.series == [Point(MIDNIGHT + timedelta(hours=1), 1, None)]
+    assert report.series[0].bucket.tzinfo is KOLKATA
+    assert report.totals == Totals(clicks=1, visitors=None, bots=0)
+    assert report.previous == Totals(clicks=0, visitors=None, bots=0)
+    assert report.breakdowns["os"] == [("Windows", 1)]
+
+
+def test_a_raw_report_that_would_take_too_long_is_refused(link, store, settings):
+    store(click(link, MIDNIGHT + timedelta(hours=1), "203.0.113.5", CHROME))
+    settings.REPORT_RAW_TIMEOUT_MS = 200
+    locked, release = threading.Event(), threading.Event()
+    db = connection.settings_dict
+
+    def hold_a_lock():
+        with psycopg.connect(
+            host=db["HOST"], port=db["PORT"], user=db["USER"], password=db["PASSWORD"], dbname=db["NAME"]
+        ) as other:
+            other.execute("LOCK TABLE clicks IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_a_lock)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        with pytest.raises(ReportTooLarge, match="shorter range"):
+            stats(link, MIDNIGHT, MIDNIGHT + timedelta(days=1), filters={"browser": "Chrome"})
+    finally:
+        release.set()
+        holder.join()
+    # The connection is usable, and without the timeout, once the report is over.
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "0"
+    assert stats(link, MIDNIGHT, MIDNIGHT + timedelta(days=1), filters={"browser": "Chrome"}).sample == 1
+
+
+def test_stats_range_counts_points_per_interval():
+    end = datetime(2026, 6, 1, tzinfo=UTC)
+    assert stats_range(start=end - timedelta(days=3000), end=end, interval="month").interval == "month"
+    with pytest.raises(Exception, match="At most 2000 points"):
+        stats_range(start=end - timedelta(days=90), end=end, interval="hour")
+    span = stats_range(end=end, interval="week", zone=BERLIN)
+    assert span.zone is BERLIN and span.end - span.start == timedelta(weeks=26)

@@ -1,0 +1,100 @@
+"""Domains: the host names the edge serves links on. Reads and writes both
+live here, small as they are; every write is published through the outbox
+like a link change (links/publishing.py), so the edge learns of a new
+domain, its redirects and its robots.txt within a second."""
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Count, QuerySet
+
+from .models import Domain
+from .outbox import publish_domain
+from .validation import default_host, domain_host, forget_domain_hosts
+
+DOMAIN_FIELDS = frozenset({"root_url", "not_found_url", "https_redirect"})
+
+
+class DomainInUse(Exception):
+    """A domain that links use, or the default domain, cannot be removed."""
+
+
+def default_domain() -> Domain:
+    """The default domain's row (the host of EDGE_BASE_URL), made on first use."""
+    host = default_host()
+    domain = Domain.objects.filter(host=host).first()
+    if domain is None:
+        try:
+            with transaction.atomic():
+                domain = Domain.objects.create(host=host)
+                publish_domain(host)
+        except IntegrityError:  # made meanwhile by another request
+            domain = Domain.objects.get(host=host)
+    return domain
+
+
+def domain_list() -> QuerySet[Domain]:
+    """Every domain with the number of its links (`link_count`); everyone
+    signed in may read them, to choose one for a link."""
+    default_domain()
+    return Domain.objects.annotate(link_count=Count("links")).order_by("host")
+
+
+def domain_for_host(host: str | None) -> Domain:
+    """The domain of a host as people write it (any case, IDN or punycode);
+    the default domain for None, "" or its host (which may be an address,
+    as in a local stack's EDGE_BASE_URL). Raises Domain.DoesNotExist."""
+    try:
+        host = domain_host(host)
+        if host == default_host():
+            return default_domain()
+        return Domain.objects.get(host=host)
+    except ValidationError:
+        raise Domain.DoesNotExist(f"no domain {host!r}") from None
+
+
+@transaction.atomic
+def domain_create(*, host: str, root_url: str = "", not_found_url: str = "", https_redirect: bool = False) -> Domain:
+    domain = Domain(host=host, root_url=root_url, not_found_url=not_found_url, https_redirect=https_redirect)
+    domain.full_clean(validate_unique=False)
+    if Domain.objects.filter(host=domain.host).exists():
+        raise ValidationError({"host": ValidationError("This domain is there already.", code="unique")})
+    try:
+        with transaction.atomic():
+            domain.save()
+    except IntegrityError:
+        raise ValidationError({"host": ValidationError("This domain is there already.", code="unique")}) from None
+    publish_domain(domain.host)
+    transaction.on_commit(forget_domain_hosts)
+    return domain
+
+
+@transaction.atomic
+def domain_update(*, domain: Domain, **changes) -> Domain:
+    unknown = set(changes) - DOMAIN_FIELDS
+    if unknown:
+        raise TypeError("not editable: " + ", ".join(sorted(unknown)))
+    for name, value in changes.items():
+        setattr(domain, name, value)
+    domain.full_clean(validate_unique=False)
+    domain.save(update_fields=list(changes))
+    publish_domain(domain.host)
+    return domain
+
+
+@transaction.atomic
+def domain_delete(*, domain: Domain) -> None:
+    """Removes a domain no link uses; the default domain stays. Raises
+    DomainInUse otherwise: its links are to be moved or deleted first."""
+    domain = Domain.objects.select_for_update().get(pk=domain.pk)
+    if domain.is_default:
+        raise DomainInUse("The default domain (the host of EDGE_BASE_URL) cannot be removed.")
+    count = domain.links.count()
+    if count:
+        raise DomainInUse(
+            f"{count} link{'s' if count != 1 else ''} use{'s' if count == 1 else ''} {domain.host}: "
+            "move them to another domain or delete them first."
+        )
+    host = domain.host
+    domain.delete()
+    publish_domain(host)
+    transaction.on_commit(forget_domain_hosts)

@@ -1,0 +1,90 @@
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Role(models.TextChoices):
+    """What a member may do in a team; each role may do all that the one
+    before it may (teams/access.py has the rule)."""
+
+    VIEWER = "viewer", "viewer: reads links and reports"
+    EDITOR = "editor", "editor: also creates, changes, disables and deletes links"
+    ADMIN = "admin", "admin: also manages members and the team's tokens"
+
+
+class Team(models.Model):
+    """A group of people who manage links together; every link belongs to
+    one. Each person has a personal team (`personal_for`), made with them
+    (teams/signals.py). Its tables are in sql/teams.sql."""
+
+    name = models.CharField(max_length=100)
+    personal_for = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="personal_team"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    # Indexed by membership_once, which starts with it.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships", db_index=False
+    )
+    role = models.CharField(max_length=6, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["team", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "team"], name="membership_once"),
+            models.CheckConstraint(condition=models.Q(role__in=Role.values), name="membership_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class Action(models.TextChoices):
+    TEAM_CREATED = "team.created", "created the team"
+    LINK_CREATED = "link.created", "created a link"
+    LINK_CHANGED = "link.changed", "changed a link"
+    LINK_DISABLED = "link.disabled", "disabled a link"
+    LINK_ENABLED = "link.enabled", "enabled a link"
+    LINK_DELETED = "link.deleted", "deleted a link"
+    MEMBER_ADDED = "member.added", "added a member"
+    MEMBER_CHANGED = "member.changed", "changed a member's role"
+    MEMBER_REMOVED = "member.removed", "removed a member"
+    TOKEN_CREATED = "token.created", "created an API token"
+    TOKEN_REVOKED = "token.revoked", "revoked an API token"
+
+
+class AuditEntry(models.Model):
+    """Who did what to a team's links, members or tokens, and when; written
+    in the same transaction as the change (teams/audit.py). The link is kept
+    as its id and slug, not a foreign key, so its entries outlive it."""
+
+    id = models.BigAutoField(primary_key=True)
+    # Indexed by audit_team_newest, which starts with it.
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="audit_entries", db_index=False)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    actor_name = models.CharField(max_length=150, blank=True)  # as it was; '' for the system
+    action = models.CharField(max_length=20, choices=Action.choices)
+    link_id = models.BigIntegerField(null=True)
+    slug = models.CharField(max_length=64, blank=True)
+    subject = models.CharField(max_length=200, blank=True)  # a member's user name, a token's name
+    changes = models.JSONField(default=dict)  # {field: [before, after]}
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["team", "-id"], name="audit_team_newest")]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.actor_name or 'system'} {self.action} {self.slug or self.subject}".strip()

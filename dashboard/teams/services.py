@@ -1,0 +1,147 @@
+"""Writes to teams and memberships, each with its audit entry and each
+checked against teams/access.py. A team always keeps an admin, and a
+personal team keeps its person as one."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from api.models import ApiToken
+
+from . import access, audit
+from .models import Action, Membership, Role, Team
+
+
+def personal_team_create(*, user: AbstractBaseUser) -> Team:
+    team = Team.objects.create(name=user.get_username(), personal_for=user)
+    Membership.objects.create(team=team, user=user, role=Role.ADMIN)
+    return team
+
+
+def personal_team(user: AbstractBaseUser) -> Team:
+    """The user's personal team, made now for a user made without one (by
+    bulk_create, which sends no signal)."""
+    try:
+        return Team.objects.get(personal_for=user)
+    except Team.DoesNotExist:
+        pass
+    try:
+        with transaction.atomic():
+            return personal_team_create(user=user)
+    except IntegrityError:  # made meanwhile by another request
+        return Team.objects.get(personal_for=user)
+
+
+def default_team(user: AbstractBaseUser) -> Team:
+    """Where what a person makes without naming a team goes: the team of the
+    API token the request came with, else their personal team."""
+    token = access.token_of(user)
+    return token.team if token is not None else personal_team(user)
+
+
+@transaction.atomic
+def team_create(*, actor: AbstractBaseUser, name: str) -> Team:
+    """A new team, with `actor` its admin."""
+    team = Team(name=name.strip())
+    team.full_clean(exclude=["personal_for"])
+    team.save()
+    Membership.objects.create(team=team, user=actor, role=Role.ADMIN)
+    audit.record(team_id=team.pk, actor=actor, action=Action.TEAM_CREATED, subject=team.name)
+    return team
+
+
+def _keeps_an_admin(membership: Membership, new_role: str | None) -> None:
+    """Refuses a change that would leave the team without an admin, or a
+    personal team without its person. Locks the team's admins, so two
+    admins removing each other at once cannot both succeed."""
+    if membership.team.personal_for_id == membership.user_id and new_role != Role.ADMIN:
+        raise ValidationError(
+            {"role": ValidationError("A personal team keeps its person as an admin.", code="personal_team")}
+        )
+    if membership.role != Role.ADMIN or new_role == Role.ADMIN:
+        return
+    admins = list(
+        Membership.objects.select_for_update().filter(team_id=membership.team_id, role=Role.ADMIN).values_list("pk")
+    )
+    if len(admins) <= 1:
+        raise ValidationError(
+            {
+                "role": ValidationError(
+                    "A team keeps at least one admin: make someone else admin first.", code="last_admin"
+                )
+            }
+        )
+
+
+@transaction.atomic
+def member_add(*, actor: AbstractBaseUser, team: Team, username: str, role: str) -> Membership:
+    access.require(actor, team.pk, Role.ADMIN, to="manage members")
+    try:
+        user = get_user_model().objects.get(username=username, is_active=True)
+    except get_user_model().DoesNotExist:
+        raise ValidationError({"username": ValidationError("No active user has this name.", code="unknown")}) from None
+    membership = Membership(team=team, user=user, role=role)
+    membership.full_clean(exclude=["team", "user"], validate_unique=False, validate_constraints=False)
+    try:
+        with transaction.atomic():
+            membership.save()
+    except IntegrityError:
+        raise ValidationError(
+            {"username": ValidationError("Already a member: change their role instead.", code="member")}
+        ) from None
+    audit.record(
+        team_id=team.pk, actor=actor, action=Action.MEMBER_ADDED, subject=username, changes={"role": [None, role]}
+    )
+    return membership
+
+
+@transaction.atomic
+def member_change(*, actor: AbstractBaseUser, membership: Membership, role: str) -> Membership:
+    access.require(actor, membership.team_id, Role.ADMIN, to="manage members")
+    membership = Membership.objects.select_for_update().select_related("team", "user").get(pk=membership.pk)
+    if role not in Role.values:
+        raise ValidationError({"role": ValidationError(f"Use one of {', '.join(Role.values)}.", code="invalid")})
+    if role == membership.role:
+        return membership
+    _keeps_an_admin(membership, role)
+    before = membership.role
+    membership.role = role
+    membership.save(update_fields=["role"])
+    audit.record(
+        team_id=membership.team_id,
+        actor=actor,
+        action=Action.MEMBER_CHANGED,
+        subject=membership.user.get_username(),
+        changes={"role": [before, role]},
+    )
+    return membership
+
+
+@transaction.atomic
+def member_remove(*, actor: AbstractBaseUser, membership: Membership) -> None:
+    """Removes a member (an admin's to do, or the member's own: leaving) and
+    revokes their tokens for the team; each revocation is in the audit log."""
+    if actor.pk != membership.user_id or access.token_of(actor) is not None:
+        access.require(actor, membership.team_id, Role.ADMIN, to="manage members")
+    membership = Membership.objects.select_for_update().select_related("team", "user").get(pk=membership.pk)
+    _keeps_an_admin(membership, None)
+    membership.delete()
+    username = membership.user.get_username()
+    audit.record(
+        team_id=membership.team_id,
+        actor=actor,
+        action=Action.MEMBER_REMOVED,
+        subject=username,
+        changes={"role": [membership.role, None]},
+    )
+    now = timezone.now()
+    for token in ApiToken.objects.filter(user_id=membership.user_id, team_id=membership.team_id, revoked_at=None):
+        ApiToken.objects.filter(pk=token.pk).update(revoked_at=now)
+        audit.record(
+            team_id=membership.team_id,
+            actor=actor,
+            action=Action.TOKEN_REVOKED,
+            subject=f"{token} of {username}",
+        )

@@ -1,0 +1,96 @@
+"""People on the dashboard: a superuser's page of everyone (invite,
+deactivate, give a link to set a new password; accounts/services.py acts)
+and each person's own page of their sessions and tokens, with their last
+use. An invitation or reset link opens Django's own set-password form."""
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse_lazy
+from django.views.decorators.http import require_POST
+
+from accounts import selectors, services
+from teams import access
+
+from . import forms
+
+
+def _managers_only(request) -> None:
+    if not access.manages_users(request.user):
+        raise PermissionDenied("Managing people takes a superuser.")
+
+
+def _users_page(request, form, link=None):
+    return render(
+        request,
+        "web/users.html",
+        {"form": form, "users": selectors.users_for_management(), "link": link},
+    )
+
+
+@login_required
+def users(request):
+    _managers_only(request)
+    form = forms.InviteForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user, path = services.user_invite(actor=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            link = {"user": user, "url": request.build_absolute_uri(path), "what": "invitation"}
+            return _users_page(request, forms.InviteForm(), link)
+    return _users_page(request, form)
+
+
+@login_required
+@require_POST
+def user_active(request, pk: int):
+    _managers_only(request)
+    user = get_object_or_404(get_user_model(), pk=pk)
+    active = request.POST.get("active") == "true"
+    try:
+        services.user_set_active(actor=request.user, user=user, active=active)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        done = "reactivated" if active else "deactivated: their sessions are ended and their tokens refused"
+        messages.success(request, f"{user.get_username()} is {done}.")
+    return redirect("web:users")
+
+
+@login_required
+@require_POST
+def user_password_link(request, pk: int):
+    _managers_only(request)
+    user = get_object_or_404(get_user_model(), pk=pk)
+    path = services.user_password_reset(actor=request.user, user=user)
+    link = {"user": user, "url": request.build_absolute_uri(path), "what": "new password"}
+    return _users_page(request, forms.InviteForm(), link)
+
+
+@login_required
+def account(request):
+    return render(
+        request,
+        "web/account.html",
+        {
+            "sessions": selectors.sessions_of(request.user),
+            "current_key": request.session.session_key,
+            "tokens": selectors.tokens_of(request.user),
+        },
+    )
+
+
+class PasswordSetView(auth_views.PasswordResetConfirmView):
+    """An invitation or a reset link (accounts.services.password_link)."""
+
+    template_name = "web/password_set.html"
+    success_url = reverse_lazy("web:sign-in")
+
+    def form_valid(self, form):
+        messages.success(self.request, "Your password is set: sign in with it.")
+        return super().form_valid(form)

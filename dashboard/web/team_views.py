@@ -1,0 +1,138 @@
+"""The dashboard's team pages: switching team, a team's members (an
+admin's to manage) and its audit log (an admin's to read). The services of
+teams/ act and check the roles (teams/access.py); these pages parse and
+show."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from teams import access
+from teams import selectors as team_selectors
+from teams import services as team_services
+from teams.models import Membership, Role, Team
+
+from . import forms
+from .teams import choose
+
+AUDIT_PER_PAGE = 50
+
+
+def _team_or_404(request, team_id: int, needed: str = Role.VIEWER) -> Team:
+    try:
+        return team_selectors.team_for(request.user, team_id, needed)
+    except Team.DoesNotExist:
+        raise Http404("No such team among yours.") from None
+
+
+@login_required
+@require_POST
+def team_switch(request):
+    try:
+        team_id = int(request.POST.get("team", ""))
+    except ValueError:
+        team_id = 0
+    if not choose(request, team_id):
+        raise Http404("No such team among yours.")
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = ""
+    return redirect(back or "web:link-list")
+
+
+@login_required
+def team_list(request):
+    form = forms.TeamForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            team = team_services.team_create(actor=request.user, name=form.cleaned_data["name"])
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            choose(request, team.pk)
+            messages.success(request, f"Created the team {team.name}; you are its admin.")
+            return redirect("web:team-detail", team_id=team.pk)
+    # A superuser may work in any team: they see every one.
+    every = access.acts_everywhere(request.user)
+    teams = team_selectors.teams_for(request.user) if every else team_selectors.teams_belonging_to(request.user)
+    return render(request, "web/team_list.html", {"form": form, "teams": teams})
+
+
+@login_required
+def team_detail(request, team_id: int):
+    team = _team_or_404(request, team_id)
+    manages = access.allows(team.role, Role.ADMIN)
+    form = forms.MemberForm(request.POST or None)
+    if request.method == "POST":
+        if not manages:
+            raise Http404("No such team among those you administer.")
+        if form.is_valid():
+            try:
+                team_services.member_add(actor=request.user, team=team, **form.cleaned_data)
+            except ValidationError as exc:
+                forms.add_service_errors(form, exc)
+            else:
+                messages.success(request, f"Added {form.cleaned_data['username']} as {form.cleaned_data['role']}.")
+                return redirect("web:team-detail", team_id=team.pk)
+    return render(
+        request,
+        "web/team_detail.html",
+        {
+            "team": team,
+            "manages": manages,
+            "members": team_selectors.team_members(team),
+            "roles": Role.choices,
+            "form": form,
+        },
+    )
+
+
+def _member_or_404(request, team_id: int, username: str) -> Membership:
+    team = _team_or_404(request, team_id)
+    try:
+        return team_selectors.member_of(team, username)
+    except Membership.DoesNotExist:
+        raise Http404("No such member of this team.") from None
+
+
+@login_required
+@require_POST
+def member_role(request, team_id: int, username: str):
+    membership = _member_or_404(request, team_id, username)
+    try:
+        team_services.member_change(actor=request.user, membership=membership, role=request.POST.get("role", ""))
+    except ValidationError as exc:
+        for message in exc.messages:
+            messages.error(request, message)
+    else:
+        messages.success(request, f"{username} is now {request.POST['role']}.")
+    return redirect("web:team-detail", team_id=team_id)
+
+
+@login_required
+@require_POST
+def member_remove(request, team_id: int, username: str):
+    membership = _member_or_404(request, team_id, username)
+    try:
+        team_services.member_remove(actor=request.user, membership=membership)
+    except ValidationError as exc:
+        for message in exc.messages:
+            messages.error(request, message)
+        return redirect("web:team-detail", team_id=team_id)
+    messages.success(request, f"Removed {username} from the team; their tokens for it are revoked.")
+    if membership.user_id == request.user.pk:
+        return redirect("web:team-list")
+    return redirect("web:team-detail", team_id=team_id)
+
+
+@login_required
+def team_audit(request, team_id: int):
+    team = _team_or_404(request, team_id, Role.ADMIN)
+    entries = team_selectors.audit_entries(team_ids=[team.pk])
+    page = Paginator(entries, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "web/team_audit.html", {"team": team, "page": page})

@@ -1,0 +1,118 @@
+"""Every click accounted for: traffic at a real edge, imported, and the
+accounting page's served and stored figures for the hour; then clicks
+removed behind the importer's back, and the difference shown."""
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.urls import reverse
+
+from clicks import accounting
+from links.redis import get_redis
+from links.services import link_create
+from slingshot.contract import SERVED_KEY_PREFIX
+
+from .conftest import FIREFOX, unique_slug
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def import_all() -> None:
+    call_command("import_clicks", "--once", "--consumer", "accounting-test")
+
+
+def current(now: datetime | None = None) -> accounting.HourAccount:
+    now = now or datetime.now(timezone.utc)
+    return accounting.accounts(client=get_redis(), start=now, end=now, now=now)[0]
+
+
+def wait_until(condition, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, "timed out"
+        import_all()
+    return found
+
+
+def test_served_and_stored_agree_and_a_removal_shows(client, make_user, edge, settings):
+    staff = make_user(is_staff=True)
+    client.force_login(staff)
+    # A clean slate: what earlier tests left in the stream imported, then forgotten on both sides.
+    import_all()
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM click_rollup_hour; DELETE FROM orphan_visits")
+    redis = get_redis()
+    redis.delete(*redis.keys(SERVED_KEY_PREFIX + "*") or ["none"])
+
+    link = link_create(owner=staff, url="https://example.com/acc", slug=unique_slug("ac"))
+    for _ in range(5):
+        assert edge.request(f"/{link.slug}", headers={"User-Agent": FIREFOX}).status == 302
+    assert edge.request(f"/{link.slug}", method="HEAD").status == 302  # no click, so not counted either
+    for _ in range(2):
+        assert edge.request(f"/{unique_slug('no')}", headers={"User-Agent": FIREFOX}).status == 404
+
+    def caught_up():
+        hour = current()
+        return hour if (hour.served, hour.stored) == (7, 7) else None
+
+    hour = wait_until(caught_up)
+    assert (hour.served_redirects, hour.served_orphans, hour.stored_clicks, hour.stored_orphans) == (5, 2, 5, 2)
+    page = client.get(reverse("web:accounting"))
+    row = page.context["hours"][0]
+    assert (row.served, row.stored, row.difference) == (7, 7, 0)
+    assert b'id="accounting-ok"' in page.content
+    api = client.get("/api/v1/accounting")
+    assert api.status_code == 200
+    assert {k: api.json()["hours"][0][k] for k in ("served_redirects", "stored_clicks", "difference")} == {
+        "served_redirects": 5,
+        "stored_clicks": 5,
+        "difference": 0,
+    }
+
+    # Two clicks removed behind the importer's back: the difference stays, and
+    # once past the grace period the overview flags it.
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE click_rollup_hour SET clicks = clicks - 2, human_clicks = human_clicks - 2")
+    page = client.get(reverse("web:accounting"))
+    assert page.context["hours"][0].difference == 2
+    assert b"2 (importing)" in page.content  # within the grace period: not flagged yet
+    assert b'id="accounting-flag"' not in client.get(reverse("web:overview")).content
+    settings.ACCOUNTING_GRACE_MINUTES = -60  # the current hour counts as settled
+    assert b'id="accounting-flag"' in client.get(reverse("web:accounting")).content
+    overview = client.get(reverse("web:overview"))
+    assert b'id="accounting-flag"' in overview.content and b"Clicks unaccounted for: 1 hour" in overview.content
+
+
+def test_accounting_and_orphan_visits_are_for_staff(signed_in):
+    for name in ("web:accounting", "web:orphan-visits"):
+        response = signed_in.get(reverse(name))
+        assert response.status_code == 403 and b'id="error-403"' in response.content
+    for path in ("/api/v1/accounting", "/api/v1/orphan-visits"):
+        assert signed_in.get(path).status_code == 403
+
+
+def test_orphan_visits_by_path_and_referrer(client, make_user, edge):
+    staff = make_user(is_staff=True)
+    client.force_login(staff)
+    missing = unique_slug("gone")
+    for referer in ("https://news.example.org/a", "https://news.example.org/b", None):
+        headers = {"User-Agent": FIREFOX} | ({"Referer": referer} if referer else {})
+        assert edge.request(f"/{missing}", headers=headers).status == 404
+    assert edge.request(f"/{missing}", headers={"User-Agent": "curl/8.0"}).status == 404
+
+    def found():
+        page = client.get(reverse("web:orphan-visits"))
+        paths = {path: (visits, bots) for path, visits, bots in page.context["found"].by_path}
+        return page if paths.get(missing) == (4, 1) else None
+
+    page = wait_until(found)
+    referrers = {host: visits for host, visits, _ in page.context["found"].by_referrer}
+    assert referrers["news.example.org"] == 2 and referrers[""] >= 2
+    assert f"/{missing}".encode() in page.content
+    humans = client.get(reverse("web:orphan-visits"), {"humans_only": "on", "days": "1"}).context["found"]
+    assert {p: v for p, v, _ in humans.by_path}[missing] == 3
+    api = client.get("/api/v1/orphan-visits", {"days": "1"}).json()
+    assert {row["path"]: row["visits"] for row in api["by_path"]}[missing] == 4

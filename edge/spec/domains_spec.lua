@@ -1,0 +1,58 @@
+package.path = "./?.lua;" .. package.path
+local domains = require("slingshot.domains")
+
+local SETTINGS = { root_url = "https://env.example/", not_found_url = "https://env.example/404" }
+
+describe("domains.build", function()
+    it("keeps the default domain's keys bare and prefixes the others'", function()
+        local hosts, default, multi, errors = domains.build({
+            "sho.rt", '{"default":true,"root_url":null,"not_found_url":"https://sho.rt.example/x"}',
+            "go.example.com", '{"default":false,"root_url":"https://www.example.com/",'
+                .. '"not_found_url":null,"https_redirect":true}',
+        }, SETTINGS)
+        assert.same({}, errors)
+        assert.is_true(multi)
+        assert.equal(hosts["sho.rt"], default)
+        assert.is_nil(default.prefix)
+        -- The default domain's own redirect wins; EDGE_ROOT_URL fills in what it lacks.
+        assert.equal("https://sho.rt.example/x", default.not_found_url)
+        assert.equal("https://env.example/", default.root_url)
+        local go = hosts["go.example.com"]
+        assert.equal("go.example.com/", go.prefix)
+        assert.equal("https://www.example.com/", go.root_url)
+        assert.is_nil(go.not_found_url)
+        assert.is_true(go.https_redirect)
+    end)
+
+    it("uses the environment's redirects until the hash names a default domain", function()
+        local hosts, default, multi = domains.build({}, SETTINGS)
+        assert.same({}, hosts)
+        assert.is_false(multi)
+        assert.is_true(default.default)
+        assert.equal("https://env.example/404", default.not_found_url)
+    end)
+
+    it("is not multi with the default domain alone, and skips broken entries", function()
+        local flat = { "sho.rt", '{"default":true}', "bad.example", "[" }
+        local _, _, multi, errors = domains.build(flat, SETTINGS)
+        assert.is_false(multi)
+        assert.equal(1, #errors)
+        assert.matches("bad.example", errors[1])
+    end)
+
+    it("refuses redirects a Location header could not carry", function()
+        local domain = domains.decode("x.example",
+            '{"root_url":"javascript:alert(1)","not_found_url":"https://x/\\r\\nA: b"}')
+        assert.is_nil(domain.root_url)
+        assert.is_nil(domain.not_found_url)
+    end)
+
+    it("answers an unknown host with the default domain", function()
+        local hosts, default, multi = domains.build({ "a.example", '{"default":true}',
+            "b.example", '{"default":false}' }, SETTINGS)
+        domains.use(hosts, default, multi)
+        assert.equal(hosts["b.example"], domains.for_host("b.example"))
+        assert.equal(default, domains.for_host("unknown.example"))
+        assert.equal(2, domains.count())
+    end)
+end)

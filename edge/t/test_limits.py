@@ -1,0 +1,83 @@
+"""Activation and limits at the edge: valid_since, max_visits counted exactly
+across workers, and links with a password sent to the dashboard."""
+
+import threading
+import time
+import uuid
+
+from edge_helpers import link_id, metrics, publish, session_redis, wait_for_clicks
+
+from devstack.pytest_plugin import http_request
+from slingshot.contract import visits_key
+
+
+def test_a_link_before_valid_since_is_answered_as_unknown(edge, rds):
+    later, sooner = "vs" + uuid.uuid4().hex[:8], "vp" + uuid.uuid4().hex[:8]
+    publish(rds, later, valid_since=int(time.time()) + 3600)
+    publish(rds, sooner, valid_since=int(time.time()) - 1)
+    before = metrics(edge)
+    assert edge.request(f"/{later}").status == 404
+    assert edge.request(f"/{sooner}").status == 302
+    after = metrics(edge)
+    assert (
+        after['slingshot_edge_requests_total{outcome="scheduled"}']
+        - before.get('slingshot_edge_requests_total{outcome="scheduled"}', 0)
+        == 1
+    )
+    clicks = wait_for_clicks(rds, later, 0, timeout=0.5)
+    assert clicks == []  # neither a click nor an orphan visit
+
+
+def test_not_found_redirect_covers_scheduled_links(make_edge, rds):
+    edge = make_edge(env={"EDGE_NOT_FOUND_URL": "https://www.example.com/missing"})
+    slug = "vn" + uuid.uuid4().hex[:8]
+    publish(rds, slug, valid_since=int(time.time()) + 3600)
+    response = edge.request(f"/{slug}")
+    assert (response.status, response.headers["Location"]) == (302, "https://www.example.com/missing")
+
+
+def test_max_visits_is_exact_under_concurrent_traffic_from_several_workers(make_edge):
+    """No redirect over the limit and none refused under it, with requests
+    on new connections spread over the workers of two edges at once."""
+    client = session_redis()
+    edges = [make_edge(workers=3), make_edge(workers=2)]
+    slug, limit, visitors, each = "mv" + uuid.uuid4().hex[:8], 1000, 8, 300
+    publish(client, slug, max_visits=limit)
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def visit(n: int) -> None:
+        port = edges[n % 2].port
+        mine = [http_request(port, f"/{slug}").status for _ in range(each)]
+        with lock:
+            statuses.extend(mine)
+
+    threads = [threading.Thread(target=visit, args=(n,)) for n in range(visitors)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(statuses) == visitors * each
+    assert statuses.count(302) == limit
+    assert statuses.count(410) == visitors * each - limit
+    assert int(client.get(visits_key(link_id(slug)))) == visitors * each
+    clicks = wait_for_clicks(client, slug, limit, timeout=10)
+    assert len(clicks) == limit
+
+
+def test_head_requests_look_at_the_limit_without_using_it(edge, rds):
+    slug = "mh" + uuid.uuid4().hex[:8]
+    publish(rds, slug, max_visits=1)
+    for _ in range(3):
+        assert edge.request(f"/{slug}", method="HEAD").status == 302
+    assert edge.request(f"/{slug}").status == 302
+    assert edge.request(f"/{slug}", method="HEAD").status == 410
+    assert edge.request(f"/{slug}").status == 410
+
+
+def test_a_link_with_a_password_goes_to_its_unlock_page_without_a_click(edge, rds):
+    slug = "pw" + uuid.uuid4().hex[:8]
+    publish(rds, slug, unlock_url="https://dashboard.example/unlock/7/")
+    response = edge.request(f"/{slug}")
+    assert (response.status, response.headers["Location"]) == (302, "https://dashboard.example/unlock/7/")
+    assert wait_for_clicks(rds, slug, 0, timeout=0.5) == []
