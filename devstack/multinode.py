@@ -335,6 +335,7 @@ class Result:
     served: dict[str, int] = field(default_factory=dict)  # per edge
     stored: int = 0
     duplicates: int = 0
+    reports_on_replica: bool = False
     without_primary: float = 0.0
     change_seen_after: float = 0.0  # from the change
     change_seen_after_promotion: float = 0.0  # from the new primary taking writes
@@ -347,13 +348,19 @@ class Result:
 
     @property
     def reconciled(self) -> bool:
-        return self.total_served == self.stored and self.duplicates == 0 and all(self.served.values())
+        return (
+            self.total_served == self.stored
+            and self.duplicates == 0
+            and all(self.served.values())
+            and self.reports_on_replica
+        )
 
     def lines(self) -> list[str]:
         served = ", ".join(f"{edge} {count}" for edge, count in self.served.items())
         return [
             f"redirects served: {served}; clicks stored: {self.stored}; duplicates: {self.duplicates}",
             f"failed visits: {', '.join(f'{edge} {n}' for edge, n in self.edge_errors.items())}",
+            f"link report read from the PostgreSQL replica: {'yes' if self.reports_on_replica else 'NO'}",
             f"seconds without a working Redis primary: {self.without_primary:.2f}",
             f"seconds until every edge served the link changed during the failover: {self.change_seen_after:.2f} "
             f"({self.change_seen_after_promotion:.2f} after the new primary took writes)",
@@ -449,7 +456,24 @@ class Scenario:
             )
         time.sleep(2.0)  # a duplicate would arrive after the count is reached
         self.result.stored, self.result.duplicates = self.stored(slug)
+        self.result.reports_on_replica = self.report_reads_replica(slug)
         return self.result
+
+    def report_reads_replica(self, slug: str) -> bool:
+        """Whether the link's stats, asked through the API, ran on the
+        replica: a dashboard connection there whose last statement read the
+        click rollups."""
+        import psycopg
+
+        status, _ = self.api(f"/api/v1/links/{slug}/stats")
+        url = self.topology.database_url(self.topology.pg_replica_port)
+        with psycopg.connect(url, connect_timeout=5, autocommit=True) as conn:
+            (readers,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = 'slingshot' AND pid <> pg_backend_pid()"
+                " AND query LIKE %s",
+                ["%click_%"],
+            ).fetchone()
+        return status == 200 and readers > 0
 
     def fail_over(self, changed: str) -> None:
         """Kills the primary; while Sentinel promotes a replica, changes a link."""
