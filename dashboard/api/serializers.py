@@ -461,6 +461,12 @@ class AddressField(serializers.IPAddressField):
 
 class ClickQuerySerializer(TimeRangeSerializer):
     link = serializers.RegexField(rf"^{SLUG_PATTERN}$", required=False, help_text="Slug of one of your links.")
+    domain = serializers.RegexField(
+        HOST_PATTERN,
+        required=False,
+        max_length=253,
+        help_text="The domain of `link` (a host of /api/v1/domains); the default domain when left out.",
+    )
     ip = AddressField(
         required=False,
         help_text="An IPv4 or IPv6 address: clicks from it, or from its network where addresses are stored anonymised.",

@@ -445,6 +445,7 @@ class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return selectors.clicks_visible_to(
             self.request.user,
             slug=params.get("link"),
+            host=params.get("domain"),
             ip=params.get("ip"),
             start=params.get("from"),
             end=params.get("to"),

@@ -214,17 +214,23 @@ def clicks_visible_to(
     user: AbstractBaseUser,
     *,
     slug: str | None = None,
+    host: str | None = None,
     ip: str | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
 ) -> QuerySet[Click]:
-    """The clicks of the links the user sees; of one of them with `slug`."""
+    """The clicks of the links the user sees; of one of them with `slug`, on
+    the domain of `host` (the default domain for None)."""
     clicks = Click.objects.select_related("agent")
     teams = access.team_ids(user)
     if teams is not None:
         clicks = clicks.filter(link__team__in=teams)
     if slug:
-        clicks = clicks.filter(link__in=links_visible_to(user).filter(slug=slug))  # on any of the domains
+        try:
+            host = domain_host(host)
+        except ValidationError:
+            return clicks.none()
+        clicks = clicks.filter(link__in=links_visible_to(user).filter(domain__host=host, slug=slug))
     if ip:
         # Stored whole or anonymised, depending on CLICK_IP_PRIVACY when imported.
         clicks = clicks.filter(ip__in={ip, anonymise(ipaddress.ip_address(ip))})

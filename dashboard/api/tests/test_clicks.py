@@ -90,3 +90,19 @@ def test_clicks_export_as_csv_and_json_lines_streamed(api, user, make_user):
     assert (
         "next" in json.dumps(content["application/json"]["schema"]) or "$ref" in content["application/json"]["schema"]
     )
+
+
+def test_clicks_of_a_slug_are_those_of_its_domain(api, user):
+    from links.domains import domain_create
+
+    other = domain_create(host=f"go-{uuid.uuid4().hex[:6]}.example.com")
+    slug = "d" + uuid.uuid4().hex[:8]
+    on_default = link_create(owner=user, url="https://example.com/a", slug=slug)
+    on_other = link_create(owner=user, url="https://example.com/b", slug=slug, domain=other)
+    insert_clicks(on_default, [(0, "203.0.113.0", "default-domain")])
+    insert_clicks(on_other, [(1, "203.0.113.0", "other-domain"), (2, "203.0.113.0", "other-domain")])
+
+    agents = lambda **params: [c["user_agent"] for c in api.get("/api/v1/clicks", params).json()["results"]]  # noqa: E731
+    assert agents(link=slug) == ["default-domain"]
+    assert agents(link=slug, domain=other.host.upper()) == ["other-domain", "other-domain"]
+    assert agents(link=slug, domain="unknown.example.org") == []

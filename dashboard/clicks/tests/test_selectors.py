@@ -24,6 +24,7 @@ from clicks.selectors import (
 )
 from clicks.tests.streams import entry
 from clicks.tests.streams import importer as make_importer
+from links.domains import default_domain
 from links.models import Link
 
 from .test_rollups import CHROME, GOOGLEBOT, IPHONE, click
@@ -56,7 +57,13 @@ FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.
 @pytest.fixture
 def link() -> Link:
     owner = get_user_model().objects.create_user("sel-" + uuid.uuid4().hex[:8])
-    return Link.objects.create(slug="s" + uuid.uuid4().hex[:10], url="https://example.com/", owner=owner)
+    return Link.objects.create(
+        domain=default_domain(),
+        slug="s" + uuid.uuid4().hex[:10],
+        url="https://example.com/",
+        owner=owner,
+        team=owner.personal_team,
+    )
 
 
 @pytest.fixture
