@@ -45,8 +45,8 @@ def decode_entry(fields: dict) -> list[tuple]:
     `clicks` is two header lines, the click id prefix (16 hex digits) and the
     first click's number (hex), then seven lines a click (six in format 3):
     slug, link id (empty for an orphan visit), rule (empty for the link's
-    own url; an orphan visit's kind and host in format 5; not in format 3), time (Unix seconds with three decimals),
-    address, User-Agent, Referer; every line ends in a line feed. A click's
+    own url; an orphan visit's kind and host in format 5; not in format 3),
+    time (Unix seconds with three decimals), address, User-Agent, Referer; every line ends in a line feed. A click's
     id is the prefix and its number (the first click's plus its place) as 16
     hex digits. Bytes that are not UTF-8 become U+FFFD. Raises BadEntry if
     the entry breaks the contract."""

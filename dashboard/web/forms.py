@@ -399,10 +399,13 @@ class OrphanVisitsForm(DaysForm):
 
     domain = forms.CharField(label="Domain", required=False, help_text="A host; empty: every domain.")
 
-    def orphan_domain(self) -> str | None:
-        """The domain to read as orphan_visits names it; None for every one."""
-        host = self.cleaned_data["domain"] if self.is_valid() else ""
+    def clean_domain(self) -> str | None:
+        """As orphan_visits names the domain ('' the default one); None for every domain."""
+        host = self.cleaned_data["domain"].strip()
         return orphan_domain(host) if host else None
+
+    def orphan_domain(self) -> str | None:
+        return self.cleaned_data["domain"] if self.is_valid() else None
 
 
 class TimeZoneForm(forms.Form):

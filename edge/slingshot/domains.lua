@@ -14,6 +14,7 @@ local contract = require("slingshot.contract")
 
 local type = type
 local pairs = pairs
+local ipairs = ipairs
 local next = next
 local find = string.find
 
@@ -34,7 +35,7 @@ _M.HOST_MAX = 253
 -- default one. Made once per domain, so that a request joins no strings.
 function _M.orphan_labels(host)
     local labels = {}
-    for _, kind in pairs(contract.ORPHAN_KINDS) do
+    for _, kind in ipairs(contract.ORPHAN_KINDS) do
         labels[kind] = host and kind .. " " .. host or kind
     end
     return labels

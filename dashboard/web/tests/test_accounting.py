@@ -163,5 +163,7 @@ def test_orphan_visits_show_their_domain_and_kind_and_filter_by_domain(client, m
     page = client.get(reverse("web:orphan-visits"), {"domain": domain.host})
     assert domain.host.encode() in page.content and f"/{missing}".encode() in page.content
     assert f"/{slugs['disabled']}".encode() not in page.content
+    refused = client.get(reverse("web:orphan-visits"), {"domain": "not a host"})
+    assert refused.status_code == 200 and refused.context["form"].errors["domain"]
     everywhere = client.get(reverse("web:orphan-visits")).content.decode()
     assert "<td>disabled</td>" in everywhere and "<td>expired</td>" in everywhere
