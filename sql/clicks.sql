@@ -31,9 +31,10 @@ CREATE TABLE clicks (
 
 CREATE INDEX clicks_link_time ON clicks (link_id, occurred_at);
 
--- A visit to a well-formed slug that has no link (the edge records no link
--- for it), with the slug asked for. Partitioned like `clicks` so the same
--- retention drops them.
+-- A visit to a well-formed slug that has no link, or whose link is not
+-- served (the edge records no link for it), with the slug asked for, on
+-- which domain, and what the edge found. Partitioned like `clicks` so the
+-- same retention drops them.
 CREATE TABLE orphan_visits (
     click_id    uuid        NOT NULL,
     occurred_at timestamptz NOT NULL,
@@ -43,6 +44,8 @@ CREATE TABLE orphan_visits (
     country     text        NOT NULL,
     user_agent  text        NOT NULL,
     referer     text        NOT NULL,
+    kind        text        NOT NULL CHECK (kind IN ('unknown', 'disabled', 'scheduled', 'expired')),
+    domain      text        NOT NULL,  -- its domain's host; '' the default domain (and every older record)
     PRIMARY KEY (click_id, occurred_at)
 ) PARTITION BY RANGE (occurred_at);
 

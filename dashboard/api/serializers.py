@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from clicks.models import Click
 from clicks.rollups import DIMENSIONS
-from clicks.selectors import INTERVALS, stats_range, time_zones, zone_named
+from clicks.selectors import INTERVALS, orphan_domain, stats_range, time_zones, zone_named
 from links import rules as link_rules
 from links.domains import domain_for_host
 from links.models import Domain, Link
@@ -15,6 +15,7 @@ from links.selectors import LinkState, link_state
 from links.slugs import PATTERN as SLUG_PATTERN
 from links.slugs import validate_slug
 from links.validation import normalise_target, validate_target_url
+from slingshot.contract import ORPHAN_KINDS
 from teams.models import Action, AuditEntry, Membership, Role, Team
 
 from .fields import StrictCharField, StrictChoiceField, StrictIntegerField, StrictJSONMixin
@@ -693,6 +694,16 @@ class OrphanQuerySerializer(QueryParameters):
         required=False, min_value=1, max_value=90, default=7, help_text="The last this many days, today included."
     )
     include_bots = serializers.BooleanField(required=False, default=True, help_text="Count visits by bots.")
+    domain = serializers.CharField(
+        required=False, help_text="Only the visits on the domain of this host (the default domain's host included)."
+    )
+
+    def validate_domain(self, value: str) -> str:
+        """As orphan_visits names the domain: '' for the default one."""
+        try:
+            return orphan_domain(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
 
 
 class AccountingQuerySerializer(QueryParameters):
@@ -707,7 +718,13 @@ class OrphanCountSerializer(serializers.Serializer):
 
 
 class OrphanPathSerializer(OrphanCountSerializer):
+    domain = serializers.CharField(help_text="The host of the domain it was asked on; empty for the default domain.")
     path = serializers.CharField(help_text="The slug asked for, without the leading slash.")
+    kind = serializers.ChoiceField(
+        choices=ORPHAN_KINDS,
+        help_text="What the edge found: no link (unknown), or a link disabled, scheduled (before its "
+        "valid_since) or expired.",
+    )
 
 
 class OrphanReferrerSerializer(OrphanCountSerializer):

@@ -655,8 +655,9 @@ class AuditViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
 @extend_schema(
     summary="Orphan visits",
-    description="Visits to paths that are no link (a slug nobody created, or one deleted) over the last "
-    "`days` days, counted by path and by referrer host, bots counted apart. For staff and superusers.",
+    description="Visits to paths that are no link (a slug nobody created or one deleted, or a link disabled, "
+    "scheduled or expired) over the last `days` days, counted by domain and path and by referrer host, bots "
+    "counted apart; `domain` reads one domain alone. For staff and superusers.",
     parameters=[serializers.OrphanQuerySerializer],
     responses={200: serializers.OrphanVisitsSerializer},
 )
@@ -668,14 +669,18 @@ def orphan_visits(request):
     end = datetime.now(timezone.utc)
     start = end - timedelta(days=query.validated_data["days"])
     include_bots = query.validated_data["include_bots"]
+    domain = query.validated_data.get("domain")
     try:
-        found = orphan_visits_report(start=start, end=end, include_bots=include_bots)
+        found = orphan_visits_report(start=start, end=end, include_bots=include_bots, domain=domain)
     except ReportTooLarge as exc:
         raise as_api_error(exc) from None
     body = {
         "visits": found.visits,
         "bots": found.bots,
-        "by_path": [{"path": path, "visits": n, "bots": bots} for path, n, bots in found.by_path],
+        "by_path": [
+            {"domain": host, "path": path, "kind": kind, "visits": n, "bots": bots}
+            for host, path, kind, n, bots in found.by_path
+        ],
         "by_referrer": [{"referer_host": host, "visits": n, "bots": bots} for host, n, bots in found.by_referrer],
         "include_bots": include_bots,
         "start": _iso(start),

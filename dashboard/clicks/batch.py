@@ -37,7 +37,18 @@ CLICK_COLUMNS = (
     "referer_host",
     "rule",
 )
-ORPHAN_COLUMNS = ("click_id", "occurred_at", "slug", "ip", "country", "user_agent", "is_bot", "referer")
+ORPHAN_COLUMNS = (
+    "click_id",
+    "occurred_at",
+    "slug",
+    "ip",
+    "country",
+    "user_agent",
+    "is_bot",
+    "referer",
+    "kind",
+    "domain",
+)
 NULL = "\\N"
 CACHE_MAX = 100_000  # raw values per cache before it starts again
 
@@ -170,8 +181,10 @@ class BatchMaker:
                     slug = copy_text(slug.replace("\x00", ""))
                 occurred_at = (seconds.get(ts // 1000) or second(ts // 1000)) + millis[ts % 1000]
                 if not link:
+                    kind, _, domain = rule.partition(" ")  # checked by records.decode_entry
                     orphan_lines.append(
-                        f"{click_id}\t{occurred_at}\t{slug}\t{ip_text}\t{orphan_agent_text}\t{bare_referer_text}\n"
+                        f"{click_id}\t{occurred_at}\t{slug}\t{ip_text}\t{orphan_agent_text}\t{bare_referer_text}"
+                        f"\t{kind}\t{domain}\n"
                     )
                     continue
                 click_lines.append(

@@ -24,6 +24,8 @@ from django.db import OperationalError, connections, transaction
 
 from slingshot.db import reports_db
 
+from links.validation import default_host, domain_host
+
 from .rollups import DIMENSIONS, NOT_FOLDED
 
 Interval = Literal["hour", "day", "week", "month"]
@@ -603,24 +605,40 @@ def link_totals(*, link_ids: Iterable[int]) -> dict[int, LinkTotals]:
 
 @dataclass(frozen=True)
 class OrphanVisits:
-    """Visits to paths that are no link, in a range: counts by path (the slug
-    asked for) and by referrer host ('' for none), each (value, visits, bots)."""
+    """Visits to paths that are no link, in a range: counts by path, as
+    (domain, path, kind, visits, bots) with the domain's host ('' the default
+    domain), the slug asked for, and what the edge found (unknown, disabled,
+    scheduled, expired); and by referrer host ('' for none), as (host,
+    visits, bots)."""
 
     visits: int
     bots: int
-    by_path: list[tuple[str, int, int]]
+    by_path: list[tuple[str, str, str, int, int]]
     by_referrer: list[tuple[str, int, int]]
+
+
+def orphan_domain(host: str) -> str:
+    """How orphan_visits names the domain of `host` as people write it (any
+    case, IDN or punycode): '' for the default domain's. Raises
+    ValidationError for what cannot be a domain's host."""
+    host = domain_host(host.strip())
+    return "" if host == default_host() else host
 
 
 _REFERER_HOST = r"lower(coalesce(substring(referer from '^[A-Za-z][A-Za-z0-9+.-]*://([^/?#:@]+)'), ''))"
 
 
-def orphan_visits(*, start: datetime, end: datetime, include_bots: bool = True, top: int = 50) -> OrphanVisits:
+def orphan_visits(
+    *, start: datetime, end: datetime, include_bots: bool = True, domain: str | None = None, top: int = 50
+) -> OrphanVisits:
     """From the raw orphan_visits (partitioned by month, so a range reads
     only its months), under REPORT_RAW_TIMEOUT_MS like any raw report;
-    raises ReportTooLarge past it."""
+    raises ReportTooLarge past it. `domain`: only the visits on the domain
+    of this host ('' the default domain)."""
     where = "occurred_at >= %(start)s AND occurred_at < %(end)s" + ("" if include_bots else " AND NOT is_bot")
-    params = {"start": start, "end": end, "top": top}
+    if domain is not None:
+        where += " AND domain = %(domain)s"
+    params = {"start": start, "end": end, "top": top, "domain": domain}
     grouped = (
         "SELECT {key}, count(*), count(*) FILTER (WHERE is_bot) FROM orphan_visits WHERE "
         + where
@@ -629,8 +647,13 @@ def orphan_visits(*, start: datetime, end: datetime, include_bots: bool = True, 
     with _RawReport(), _reports().cursor() as cursor:
         cursor.execute(f"SELECT count(*), count(*) FILTER (WHERE is_bot) FROM orphan_visits WHERE {where}", params)
         visits, bots = cursor.fetchone()
-        cursor.execute(grouped.format(key="slug"), params)
-        by_path = [(value, int(n), int(b)) for value, n, b in cursor.fetchall()]
+        cursor.execute(
+            "SELECT domain, slug, kind, count(*), count(*) FILTER (WHERE is_bot) FROM orphan_visits WHERE "
+            + where
+            + " GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT %(top)s",
+            params,
+        )
+        by_path = [(host, path, kind, int(n), int(b)) for host, path, kind, n, b in cursor.fetchall()]
         cursor.execute(grouped.format(key=_REFERER_HOST), params)
         by_referrer = [(value, int(n), int(b)) for value, n, b in cursor.fetchall()]
     return OrphanVisits(visits=int(visits), bots=int(bots), by_path=by_path, by_referrer=by_referrer)

@@ -22,7 +22,9 @@ DEAD_LETTER_STREAM = "slingshot:clicks:dead"
 SERVED_KEY_PREFIX = "slingshot:served:"
 SERVED_FIELDS = ("redirect", "orphan")
 # The `v` field of a click entry: the record format the importer reads.
-CLICK_RECORD_VERSION = "4"
+CLICK_RECORD_VERSION = "5"
+# What an orphan visit found (record format 5): no link, or a link not served.
+ORPHAN_KINDS = ("unknown", "disabled", "scheduled", "expired")
 
 # Paths the edge answers itself (nginx.conf's `location =` blocks): never slugs.
 EDGE_PATHS = ("healthz", "metrics", "robots.txt")

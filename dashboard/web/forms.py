@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from api.models import ApiToken
 from clicks.rollups import DIMENSIONS
-from clicks.selectors import INTERVALS, StatsRange, stats_range, time_zones
+from clicks.selectors import INTERVALS, StatsRange, orphan_domain, stats_range, time_zones
 from links.domains import default_domain
 from links.imports import CSV_COLUMNS
 from links.models import Domain, Link
@@ -392,6 +392,20 @@ class DaysForm(forms.Form):
 
     def include_bots(self) -> bool:
         return not (self.is_valid() and self.cleaned_data["humans_only"])
+
+
+class OrphanVisitsForm(DaysForm):
+    """The orphan visits page's range, bots, and domain."""
+
+    domain = forms.CharField(label="Domain", required=False, help_text="A host; empty: every domain.")
+
+    def clean_domain(self) -> str | None:
+        """As orphan_visits names the domain ('' the default one); None for every domain."""
+        host = self.cleaned_data["domain"].strip()
+        return orphan_domain(host) if host else None
+
+    def orphan_domain(self) -> str | None:
+        return self.cleaned_data["domain"] if self.is_valid() else None
 
 
 class TimeZoneForm(forms.Form):

@@ -479,12 +479,14 @@ def _staff_only(request) -> None:
 def orphan_visits(request):
     """Visits to paths that are no link, for staff (docs/dashboard.md)."""
     _staff_only(request)
-    form = forms.DaysForm(request.GET, choices=ORPHAN_DAYS, default=7)
+    form = forms.OrphanVisitsForm(request.GET, choices=ORPHAN_DAYS, default=7)
     days, include_bots = form.days(), form.include_bots()
     now = datetime.now(timezone.utc)
     try:
         found, too_large = (
-            clicks_selectors.orphan_visits(start=now - timedelta(days=days), end=now, include_bots=include_bots),
+            clicks_selectors.orphan_visits(
+                start=now - timedelta(days=days), end=now, include_bots=include_bots, domain=form.orphan_domain()
+            ),
             None,
         )
     except ReportTooLarge as exc:

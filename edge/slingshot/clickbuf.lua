@@ -1,11 +1,12 @@
 -- The click buffer of a worker, and the payloads of its stream entries
--- (docs/contract.md, record format 4). Pure: LuaJIT's FFI, no ngx, so
+-- (docs/contract.md, record format 5). Pure: LuaJIT's FFI, no ngx, so
 -- busted tests it directly (under LuaJIT).
 --
 -- Clicks are written straight into byte chunks the way the stream carries
 -- them, one entry after another:
 --   <id prefix>\n<first click's number, hex>\n     (an entry's header)
---   <slug>\n<link id, or nothing>\n<rule, or nothing>\n<details>\n
+--   <slug>\n<link id, or nothing>\n<rule, or nothing; for an orphan visit,
+--   its kind and domain>\n<details>\n
 --                                                  (each of its clicks)
 -- where `details` is nginx's $slingshot_click (nginx.conf): the request's
 -- time, address, User-Agent and Referer, a line each. nginx refuses a header
@@ -43,10 +44,13 @@ _M.CHUNK_SIZE = 1024 * 1024
 local LF = 10
 -- The longest label of what served a click (rules.lua: "ab10", "20").
 _M.RULE_MAX = 4
+-- The longest third line of an orphan visit: its kind ("scheduled"), a
+-- space and a host (domains.HOST_MAX).
+_M.ORPHAN_LABEL_MAX = 9 + 1 + 253
 -- The longest click a chunk must hold: a slug of 64, a link id of 19
--- digits, a rule label, and details cut down to the time, an IPv6 address,
--- User-Agent and Referer, each with its line feed.
-local CLICK_MAX = 64 + 1 + 19 + 1 + _M.RULE_MAX + 1 + 14 + 1 + 45 + 1 + _M.UA_MAX + 1
+-- digits or an orphan visit's label, and details cut down to the time, an
+-- IPv6 address, User-Agent and Referer, each with its line feed.
+local CLICK_MAX = 64 + 1 + 19 + 1 + _M.ORPHAN_LABEL_MAX + 1 + 14 + 1 + 45 + 1 + _M.UA_MAX + 1
     + _M.REFERER_MAX + 1
 
 -- 16 hex digits from 8 random bytes: the per-worker half of every click id.
@@ -128,7 +132,8 @@ end
 
 -- Appends a click on `slug` served by the link `link_id` (its id as a
 -- string of digits; "" for an orphan visit) through `rule` (the label
--- rules.pick gave, at most RULE_MAX bytes; "" for the link's own url),
+-- rules.pick gave, at most RULE_MAX bytes; "" for the link's own url; for
+-- an orphan visit its kind and domain, at most ORPHAN_LABEL_MAX bytes),
 -- whose details are `len` bytes at `details` (a pointer, or a Lua string),
 -- which must be cut already if longer than CHECK_ABOVE (cut_details).
 -- Returns its number.

@@ -65,8 +65,10 @@ end
 -- Buffers the current request's click on `slug`, served by the link whose
 -- id is `link_id` (a string of digits) through `rule` (rules.pick's label,
 -- or nil for the link's own url), or an orphan visit (a slug without a
--- link) when `link_id` is "". A HEAD request, whose details nginx leaves
--- empty, is no click. Only copies into the buffer; the flush makes the payloads.
+-- link, or whose link is not served) when `link_id` is "", and then `rule`
+-- is the visit's kind and domain (domains.orphan_labels). A HEAD request,
+-- whose details nginx leaves empty, is no click. Only copies into the
+-- buffer; the flush makes the payloads.
 function _M.record(slug, link_id, rule)
     local at, len = details()
     if not at then

@@ -12,6 +12,8 @@ _M.CLICKS_STREAM = "slingshot:clicks"
 -- A hash per UTC hour of the clicks the edges recorded (accounting.lua).
 _M.SERVED_KEY_PREFIX = "slingshot:served:"
 -- The `v` field of the click entries this edge writes.
-_M.CLICK_RECORD_VERSION = "4"
+_M.CLICK_RECORD_VERSION = "5"
+-- What an orphan visit found: no link, or a link not served (record format 5).
+_M.ORPHAN_KINDS = { "unknown", "disabled", "scheduled", "expired" }
 
 return _M

@@ -10,17 +10,36 @@
 -- its entry sets its own.
 local cjson = require("cjson.safe")
 local link = require("slingshot.link")
+local contract = require("slingshot.contract")
 
 local type = type
 local pairs = pairs
+local ipairs = ipairs
 local next = next
+local find = string.find
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = "0.2.0" }
 
 -- A domain table: host (nil for the default domain before the hash is
--- read), default, root_url, not_found_url, https_redirect, and `prefix`:
--- what a slug's cache and Redis key start with ("host/"; nil on the
--- default domain, whose keys are the slugs alone).
+-- read), default, root_url, not_found_url, https_redirect, `prefix`: what
+-- a slug's cache and Redis key start with ("host/"; nil on the default
+-- domain, whose keys are the slugs alone), and `orphan`: the third line of
+-- its orphan visits' records by kind (orphan_labels).
+
+-- The longest host: DNS names are at most 253 characters.
+_M.HOST_MAX = 253
+
+-- What an orphan visit of each kind on the domain of `host` (nil for the
+-- default domain) records on its third line (docs/contract.md, record
+-- format 5): the kind, then a space and the host unless the domain is the
+-- default one. Made once per domain, so that a request joins no strings.
+function _M.orphan_labels(host)
+    local labels = {}
+    for _, kind in ipairs(contract.ORPHAN_KINDS) do
+        labels[kind] = host and kind .. " " .. host or kind
+    end
+    return labels
+end
 
 local function optional_url(value)
     if type(value) == "string" and link.safe_url(value) then
@@ -36,6 +55,10 @@ function _M.decode(host, raw)
         return nil, "domain " .. host .. ": not a JSON object"
     end
     local default = value.default == true
+    -- Its host goes into the click records of its orphan visits, a line each.
+    if not default and (#host > _M.HOST_MAX or find(host, "[%s%c]")) then
+        return nil, "domain " .. host .. ": not a host name"
+    end
     return {
         host = host,
         default = default,
@@ -43,6 +66,7 @@ function _M.decode(host, raw)
         not_found_url = optional_url(value.not_found_url),
         https_redirect = value.https_redirect == true,
         prefix = not default and host .. "/" or nil,
+        orphan = _M.orphan_labels(not default and host or nil),
     }
 end
 
@@ -50,7 +74,7 @@ end
 -- EDGE_NOT_FOUND_URL from `settings` (config.lua).
 function _M.fallback(settings)
     return { default = true, root_url = settings.root_url, not_found_url = settings.not_found_url,
-        https_redirect = false }
+        https_redirect = false, orphan = _M.orphan_labels(nil) }
 end
 
 -- From HGETALL's flat reply {host, json, host, json, ...}: the domains by

@@ -122,17 +122,21 @@ local request = {
 }
 
 -- A link that is disabled, scheduled, expiring, limited or locked by a
--- password: what plain links are spared.
+-- password: what plain links are spared. A visit to a link that is not
+-- served is no click of the link but an orphan visit, as to an unknown slug.
 local function redirect_special(slug, value, domain)
     local state = link.state(value, value.timed and time())
     if state == "disabled" then
         metrics.inc(DISABLED)
+        clicks.record(slug, "", domain.orphan.disabled)
         return not_found(domain)
     elseif state == "scheduled" then
         metrics.inc(SCHEDULED)
+        clicks.record(slug, "", domain.orphan.scheduled)
         return not_found(domain)
     elseif state == "expired" then
         metrics.inc(EXPIRED)
+        clicks.record(slug, "", domain.orphan.expired)
         return answer(410, GONE_PAGE)
     end
     if value.unlock_url then
@@ -202,7 +206,7 @@ function _M.redirect()
     end
     if not value then
         metrics.inc(NOT_FOUND)
-        clicks.record(slug, "")  -- an orphan visit (none for HEAD)
+        clicks.record(slug, "", domain.orphan.unknown)  -- an orphan visit (none for HEAD)
         return not_found(domain)
     end
     if not value.plain then

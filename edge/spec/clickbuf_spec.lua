@@ -51,6 +51,25 @@ describe("clickbuf", function()
         }, clicks)
     end)
 
+    it("writes an orphan visit's kind and domain on the rule's line, even the longest", function()
+        local label = "scheduled " .. string.rep("h", 253)
+        assert.equal(clickbuf.ORPHAN_LABEL_MAX, #label)
+        local long = details("2001:db8::1", string.rep("u", 600), string.rep("r", 2000))
+        local buffer = clickbuf.new("00000000000000aa", 100, 4096)
+        for _ = 1, 5 do
+            add(buffer, string.rep("s", 64), "", long, label)
+        end
+        local out, count = buffer:take({})
+        assert.equal(5, count)
+        for i = 1, #out do
+            local _, _, clicks = parse(out[i])
+            for _, click in ipairs(clicks) do
+                assert.equal("", click.link)
+                assert.equal(label, click.rule)
+            end
+        end
+    end)
+
     it("copies details from a pointer to nginx's memory, not only from strings", function()
         local ffi = require("ffi")
         local text = details("192.0.2.7", "Mozilla/5.0", "https://a.example/")

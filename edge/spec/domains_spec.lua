@@ -47,6 +47,26 @@ describe("domains.build", function()
         assert.is_nil(domain.not_found_url)
     end)
 
+    it("labels its orphan visits with their kind, and the host unless it is the default", function()
+        local hosts, default = domains.build({ "sho.rt", '{"default":true}',
+            "go.example.com", '{"default":false}' }, SETTINGS)
+        assert.same({ unknown = "unknown", disabled = "disabled", scheduled = "scheduled",
+            expired = "expired" }, default.orphan)
+        assert.same({ unknown = "unknown go.example.com", disabled = "disabled go.example.com",
+            scheduled = "scheduled go.example.com", expired = "expired go.example.com" },
+            hosts["go.example.com"].orphan)
+        local _, fallback = domains.build({}, SETTINGS)
+        assert.equal("unknown", fallback.orphan.unknown)
+    end)
+
+    it("skips a host that a click record could not carry on one line", function()
+        local _, err = domains.decode("a b.example", '{"default":false}')
+        assert.matches("not a host name", err)
+        _, err = domains.decode(string.rep("a", 254), '{"default":false}')
+        assert.matches("not a host name", err)
+        assert.is_table(domains.decode(string.rep("a", 253), '{"default":false}'))
+    end)
+
     it("answers an unknown host with the default domain", function()
         local hosts, default, multi = domains.build({ "a.example", '{"default":true}',
             "b.example", '{"default":false}' }, SETTINGS)

@@ -7,10 +7,11 @@ import re
 
 def decode_clicks(fields: dict[bytes, bytes]) -> list[dict]:
     """The clicks of one stream entry, read as docs/contract.md says
-    (record format 4), as dicts: id, ts (Unix ms), slug, link (the link's
+    (record format 5), as dicts: id, ts (Unix ms), slug, link (the link's
     id, as digits), ip, ua, ref, and rule when one served it; an orphan
-    visit has no link but orphan=True."""
-    assert fields[b"v"] == b"4"
+    visit has no link but orphan=True, its kind and its domain's host ("" for
+    the default domain)."""
+    assert fields[b"v"] == b"5"
     lines = fields[b"clicks"].decode("utf-8", "replace").split("\n")
     assert lines.pop() == "" and (len(lines) - 2) % 7 == 0
     prefix, first = lines[0], int(lines[1], 16)
@@ -19,7 +20,6 @@ def decode_clicks(fields: dict[bytes, bytes]) -> list[dict]:
     for number, at in enumerate(range(2, len(lines), 7), start=first):
         slug, link, rule, msec, ip, ua, ref = lines[at : at + 7]
         assert re.fullmatch(r"[0-9]{0,19}", link) and re.fullmatch(r"\d+\.\d{3}", msec)
-        assert re.fullmatch(r"(?:(?:ab)?[1-9][0-9]?)?", rule)
         click = {
             "id": f"{prefix}{number:016x}",
             "ts": int(msec.replace(".", "")),
@@ -29,10 +29,13 @@ def decode_clicks(fields: dict[bytes, bytes]) -> list[dict]:
             "ref": ref,
         }
         if link:
+            assert re.fullmatch(r"(?:(?:ab)?[1-9][0-9]?)?", rule)
             click["link"] = link
+            if rule:
+                click["rule"] = rule
         else:
-            click["orphan"] = True
-        if rule:
-            click["rule"] = rule
+            kind, _, domain = rule.partition(" ")
+            assert kind in ("unknown", "disabled", "scheduled", "expired") and " " not in domain
+            click.update(orphan=True, kind=kind, domain=domain)
         clicks.append(click)
     return clicks

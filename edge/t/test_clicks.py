@@ -16,6 +16,8 @@ from edge_helpers import (
     wait_until,
 )
 
+from slingshot.contract import SERVED_KEY_PREFIX
+
 
 def new_slug(letter: str) -> str:
     return letter + uuid.uuid4().hex[:10]
@@ -43,6 +45,33 @@ def test_visits_to_unknown_slugs_are_orphan_clicks(edge, rds):
     found = wait_for_clicks(rds, slug, 3)
     assert len(found) == 3
     assert all(click["orphan"] is True and click["ref"] == "https://r.example/" for click in found)
+    assert all(click["kind"] == "unknown" and click["domain"] == "" for click in found)
+
+
+def served_orphans(rds) -> int:
+    return sum(int(rds.hget(key, "orphan") or 0) for key in rds.scan_iter(SERVED_KEY_PREFIX + "*"))
+
+
+def test_visits_to_disabled_scheduled_and_expired_links_are_orphan_visits(edge, rds):
+    now = int(time.time())
+    states = {
+        "disabled": {"active": False},
+        "scheduled": {"valid_since": now + 3600},
+        "expired": {"expires_at": now - 5},
+    }
+    slugs = {kind: new_slug(kind[0]) for kind in states}
+    for kind, fields in states.items():
+        publish(rds, slugs[kind], **fields)
+    orphans_before = served_orphans(rds)
+    for kind, status in (("disabled", 404), ("scheduled", 404), ("expired", 410)):
+        assert edge.request(f"/{slugs[kind]}", method="HEAD").status == status
+        assert edge.request(f"/{slugs[kind]}", headers={"Referer": "https://r.example/"}).status == status
+    for kind, slug in slugs.items():
+        (click,) = wait_for_clicks(rds, slug, 1)  # the HEAD is none
+        assert "link" not in click and "rule" not in click
+        assert (click["orphan"], click["kind"], click["domain"], click["ref"]) == (True, kind, "", "https://r.example/")
+    # Counted as orphan visits served, so that the accounting balances.
+    wait_until(lambda: served_orphans(rds) - orphans_before == 3, what="three orphan visits counted as served")
 
 
 def test_head_requests_own_paths_and_malformed_slugs_are_not_clicks(edge, rds):

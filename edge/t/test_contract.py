@@ -61,6 +61,11 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
     }
     assert f"| `v` | record format version, `{contract.CLICK_RECORD_VERSION}` |" in DOC
     assert f"### Record format {contract.CLICK_RECORD_VERSION}" in DOC
+    lua = (REPO / "edge" / "slingshot" / "contract.lua").read_text()
+    (edge_kinds,) = re.findall(r"^_M\.ORPHAN_KINDS = \{ (.*) \}$", lua, flags=re.M)
+    assert tuple(kind.strip('"') for kind in edge_kinds.split(", ")) == contract.ORPHAN_KINDS
+    kinds_table = DOC.split("| kind | what the edge found |\n|---|---|\n")[1].split("\n\n")[0]
+    assert tuple(re.findall(r"^\| `(\w+)` \|", kinds_table, flags=re.M)) == contract.ORPHAN_KINDS
     assert f"MAXLEN ~ {contract.LINK_CHANGES_MAXLEN}" in DOC
 
 

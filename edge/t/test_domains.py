@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
-from edge_helpers import following, metrics, publish, wait_until
+from edge_helpers import following, metrics, publish, wait_for_clicks, wait_until
 
 from links import domains, services
 from links.redis import get_redis
@@ -71,6 +71,19 @@ def test_a_link_is_served_on_its_own_domain_only(edge, owner, two_domains):
     services.link_update(link=link, domain=to)
     settled(edge, lambda: served(edge, f"/{slug}", to.host, "https://example.com/only"), "the moved link served")
     settled(edge, lambda: get(edge, f"/{slug}", go.host).status == 404, "the old domain's key gone")
+
+
+def test_an_orphan_visit_records_the_host_of_its_domain(edge, owner, two_domains, rds):
+    go, to = two_domains
+    slug = "v" + uuid.uuid4().hex[:8]
+    services.link_create(owner=owner, url="https://example.com/to", slug=slug + "x", domain=to)
+    settled(edge, lambda: served(edge, f"/{slug}x", to.host, "https://example.com/to"), "the link served")
+    # The same path, asked for on a domain that has no link of it (nor ever had).
+    assert get(edge, f"/{slug}", go.host).status == 404
+    assert get(edge, f"/{slug}", "unknown.example.net").status == 404  # the default domain's
+    found = [click for click in wait_for_clicks(rds, slug, 2) if click.get("orphan")]
+    # Two workers may flush them in either order.
+    assert sorted((click["kind"], click["domain"]) for click in found) == [("unknown", ""), ("unknown", go.host)]
 
 
 def test_each_domain_has_its_own_root_and_not_found_redirects(edge, owner, two_domains):

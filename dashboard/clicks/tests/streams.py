@@ -1,5 +1,5 @@
 """What the importer's tests here and in tests/ share: click stream entries
-written as the edge writes them (record format 4), and a fixture that starts
+written as the edge writes them (record format 5), and a fixture that starts
 each test with empty click and dead-letter streams (import it into a test
 module)."""
 
@@ -29,7 +29,8 @@ def empty_streams():
 def entry_fields(clicks: list[dict], *, prefix: str | None = None, first: int = 0) -> dict[str, bytes]:
     """The fields of an entry of these clicks (each a dict of `ts` in Unix ms,
     `slug`, `link` (the link's id, or None for an orphan visit), `ip`, `ua`,
-    `ref`, and `rule` if one served it), numbered from `first`; sets each click's `id` as the contract
+    `ref`, and `rule` if one served it, or an orphan visit's `kind` and
+    `domain`), numbered from `first`; sets each click's `id` as the contract
     makes it."""
     prefix = prefix or uuid.uuid4().hex[:16]
     for number, click in enumerate(clicks, start=first):

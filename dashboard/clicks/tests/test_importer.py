@@ -20,9 +20,9 @@ from clicks.tests.streams import add_entry, empty_streams, entry_fields, importe
 from links import services
 from links.models import Link
 from links.redis import get_redis
+from slingshot.contract import CLICK_RECORD_VERSION, DEAD_LETTER_STREAM
 from slingshot.contract import CLICKS_GROUP as GROUP
 from slingshot.contract import CLICKS_STREAM as STREAM
-from slingshot.contract import DEAD_LETTER_STREAM
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -111,11 +111,11 @@ def test_poisoned_entries_go_to_the_dead_letter_stream_and_the_rest_is_imported(
         good.replace(b".", b",", 1),  # a time that is not Unix seconds
     ]
     for payload in poisoned:
-        get_redis().xadd(STREAM, {"v": "4", "clicks": payload})
+        get_redis().xadd(STREAM, {"v": CLICK_RECORD_VERSION, "clicks": payload})
     get_redis().xadd(STREAM, {"v": "2", "clicks": good})
     get_redis().xadd(STREAM, {"garbage": "1"})
     get_redis().xadd(STREAM, out_of_range)
-    get_redis().xadd(STREAM, {"v": "4", "clicks": good})
+    get_redis().xadd(STREAM, {"v": CLICK_RECORD_VERSION, "clicks": good})
 
     call_command("import_clicks", "--once", "--consumer", "dlq-test")
 
@@ -327,3 +327,36 @@ def test_format_3_and_4_entries_are_both_imported_with_the_rule_that_served(link
     )
     assert stats.clicks == 5
     assert stats.breakdowns["rule"] == [("1", 2), ("ab2", 1)]
+
+
+def test_orphan_visits_of_format_4_and_5_are_stored_with_their_kind_and_domain(link):
+    """An upgrade: a format-4 orphan visit an older edge left in the stream is
+    of an unknown slug on the default domain; format 5 says which."""
+    slug = "orph" + uuid.uuid4().hex[:6]
+    now = int(datetime.now(timezone.utc).timestamp() * 1000)
+    old = b"00000000000000ee\n1\n%s\n\n\n%d.%03d\n198.51.100.7\ncurl/8.0\n\n" % (slug.encode(), now // 1000, now % 1000)
+    get_redis().xadd(STREAM, {"v": "4", "clicks": old})
+    add_entry(
+        [
+            make_click(link, link=None, slug=slug, kind="unknown", domain="go.example.com"),
+            make_click(link, link=None, slug=slug, kind="disabled"),
+            make_click(link, link=None, slug=slug, kind="expired", domain="go.example.com"),
+            make_click(link, rule="1"),
+        ],
+        prefix="00000000000000ef",
+    )
+
+    call_command("import_clicks", "--once", "--consumer", "orphan-upgrade-test")
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT click_id::text, kind, domain FROM orphan_visits WHERE slug = %s ORDER BY click_id", [slug]
+        )
+        assert cursor.fetchall() == [
+            ("00000000-0000-00ee-0000-000000000001", "unknown", ""),
+            ("00000000-0000-00ef-0000-000000000000", "unknown", "go.example.com"),
+            ("00000000-0000-00ef-0000-000000000001", "disabled", ""),
+            ("00000000-0000-00ef-0000-000000000002", "expired", "go.example.com"),
+        ]
+    assert list(Click.objects.filter(link_id=link.pk).values_list("rule", flat=True)) == ["1"]
+    assert get_redis().xlen(DEAD_LETTER_STREAM) == 0

@@ -26,7 +26,7 @@ def test_rows_number_the_clicks_from_the_first():
         {"ts": 1763800000004, "slug": "nope", "link": None, "ip": "2001:db8::7", "ua": "", "ref": ""},
     ]
     fields = encode_entry("8f1c2a9b3d4e5f60", 0xFFFF_FFFF, clicks)
-    assert fields["v"] == b"4"
+    assert fields["v"] == b"5"
     assert fields["clicks"].startswith(b"8f1c2a9b3d4e5f60\nffffffff\nabc\n42\nab2\n1763800000.123\n203.0.113.9\n")
     assert decode_entry({key.encode(): value for key, value in fields.items()}) == [
         (
@@ -39,19 +39,19 @@ def test_rows_number_the_clicks_from_the_first():
             "https://r.example/?a=1",
             "ab2",
         ),
-        ("8f1c2a9b3d4e5f600000000100000000", 1763800000004, "nope", "", "2001:db8::7", "", "", ""),
+        ("8f1c2a9b3d4e5f600000000100000000", 1763800000004, "nope", "", "2001:db8::7", "", "", "unknown"),
     ]
 
 
 def test_the_contract_example_reads_as_documented():
     payload = (
         b"8f1c2a9b3d4e5f60\n2a\nabc\n17\n2\n1763800000.123\n203.0.113.9\ncurl/8.0\nhttps://example.org/\n"
-        b"nope\n\n\n1763800000.131\n2001:db8::7\nMozilla/5.0 (X11; Linux x86_64)\n\n"
+        b"nope\n\nunknown\n1763800000.131\n2001:db8::7\nMozilla/5.0 (X11; Linux x86_64)\n\n"
     )
-    rows = decode_entry(entry(payload, b"4"))
+    rows = decode_entry(entry(payload, b"5"))
     assert [row[0] for row in rows] == ["8f1c2a9b3d4e5f60000000000000002a", "8f1c2a9b3d4e5f60000000000000002b"]
     assert [row[3] for row in rows] == ["17", ""]
-    assert [row[7] for row in rows] == ["2", ""]
+    assert [row[7] for row in rows] == ["2", "unknown"]
     assert rows[0][4:7] == ("203.0.113.9", "curl/8.0", "https://example.org/")
 
 
@@ -80,7 +80,7 @@ def test_format_3_entries_left_in_the_stream_by_an_older_edge_still_read():
             "2001:db8::7",
             "Mozilla/5.0 (X11; Linux x86_64)",
             "",
-            "",
+            "unknown",  # an older edge recorded only unknown slugs, on no domain
         ),
     ]
     # The same clicks in format 4 are the same rows.
@@ -105,6 +105,34 @@ def test_the_rule_line_of_format_4(payload, reason):
     else:
         with pytest.raises(BadEntry, match=reason):
             decode_entry(entry(payload, b"4"))
+
+
+@pytest.mark.parametrize(
+    "third, reason",
+    [
+        (b"unknown", None),
+        (b"disabled go.example.com", None),
+        (b"scheduled xn--bcher-kva.example", None),
+        (b"expired " + b"h" * 253, None),
+        (b"", "orphan visit"),
+        (b"gone", "orphan visit"),
+        (b"1", "orphan visit"),
+        (b"unknown ", "orphan visit"),
+        (b"unknown a b", "orphan visit"),
+        (b"unknown a\\b", "orphan visit"),
+        (b"expired " + b"h" * 254, "orphan visit"),
+    ],
+)
+def test_an_orphan_visit_of_format_5_has_a_kind_and_maybe_a_host(third, reason):
+    payload = b"0000000000000000\n1\ns\n\n" + third + b"\n1.000\n::1\nua\nref\ns\n1\nab1\n1.000\n::1\nua\nref\n"
+    if reason is None:
+        assert [row[7] for row in decode_entry(entry(payload, b"5"))] == [third.decode(), "ab1"]
+    else:
+        with pytest.raises(BadEntry, match=reason):
+            decode_entry(entry(payload, b"5"))
+    # A link's click of format 5 has a rule, never a kind.
+    with pytest.raises(BadEntry, match="rule"):
+        decode_entry(entry(b"0000000000000000\n1\ns\n1\nunknown\n1.000\n::1\nua\nref\n", b"5"))
 
 
 def test_values_are_taken_as_they_came_and_bytes_that_are_not_utf8_replaced():
@@ -142,7 +170,7 @@ def test_entries_that_break_the_contract_are_refused(payload, reason):
 
 def test_unknown_versions_and_entries_without_clicks_are_refused():
     good = b"0000000000000000\n1\ns\n1\n1.000\n::1\nua\nref\n"
-    for version in (b"1", b"2", b"5", None):
+    for version in (b"1", b"2", b"6", None):
         with pytest.raises(BadEntry, match="record version"):
             decode_entry({b"v": version, b"clicks": good} if version else {b"clicks": good})
     with pytest.raises(BadEntry, match="no clicks"):

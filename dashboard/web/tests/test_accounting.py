@@ -3,7 +3,7 @@ accounting page's served and stored figures for the hour; then clicks
 removed behind the importer's back, and the difference shown."""
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.core.management import call_command
@@ -11,8 +11,11 @@ from django.db import connection
 from django.urls import reverse
 
 from clicks import accounting
+from clicks.models import Click
+from links.domains import domain_create
 from links.redis import get_redis
 from links.services import link_create
+from links.validation import default_host
 from slingshot.contract import SERVED_KEY_PREFIX
 
 from .conftest import FIREFOX, unique_slug
@@ -105,14 +108,62 @@ def test_orphan_visits_by_path_and_referrer(client, make_user, edge):
 
     def found():
         page = client.get(reverse("web:orphan-visits"))
-        paths = {path: (visits, bots) for path, visits, bots in page.context["found"].by_path}
-        return page if paths.get(missing) == (4, 1) else None
+        paths = {
+            (domain, path, kind): (visits, bots) for domain, path, kind, visits, bots in page.context["found"].by_path
+        }
+        return page if paths.get(("", missing, "unknown")) == (4, 1) else None
 
     page = wait_until(found)
     referrers = {host: visits for host, visits, _ in page.context["found"].by_referrer}
     assert referrers["news.example.org"] == 2 and referrers[""] >= 2
-    assert f"/{missing}".encode() in page.content
+    assert f"/{missing}".encode() in page.content and b"default domain" in page.content
     humans = client.get(reverse("web:orphan-visits"), {"humans_only": "on", "days": "1"}).context["found"]
-    assert {p: v for p, v, _ in humans.by_path}[missing] == 3
+    assert {p: v for _, p, _, v, _ in humans.by_path}[missing] == 3
     api = client.get("/api/v1/orphan-visits", {"days": "1"}).json()
-    assert {row["path"]: row["visits"] for row in api["by_path"]}[missing] == 4
+    assert {(row["domain"], row["path"], row["kind"]): row["visits"] for row in api["by_path"]}[
+        ("", missing, "unknown")
+    ] == 4
+
+
+def test_orphan_visits_show_their_domain_and_kind_and_filter_by_domain(client, make_user, edge):
+    """Visits on a second domain to a path it has no link of, and to a
+    disabled, a scheduled and an expired link: orphan visits, none a click."""
+    staff = make_user(is_staff=True)
+    client.force_login(staff)
+    domain = domain_create(host=unique_slug("orph") + ".example.com")
+    now = datetime.now(timezone.utc)
+    slugs = {kind: unique_slug(kind[:4]) for kind in ("disabled", "scheduled", "expired")}
+    url = "https://example.com/"
+    made = [
+        link_create(owner=staff, url=url, slug=slugs["disabled"], is_active=False),
+        link_create(owner=staff, url=url, slug=slugs["scheduled"], valid_since=now + timedelta(days=1)),
+        link_create(owner=staff, url=url, slug=slugs["expired"], expires_at=now + timedelta(seconds=1)),
+    ]
+    missing = unique_slug("nowhere")
+    time.sleep(1)
+    wanted = {(domain.host, missing, "unknown")} | {("", slug, kind) for kind, slug in slugs.items()}
+
+    def found():
+        # Asked again until the edge has the domain and the links.
+        assert edge.request(f"/{missing}", headers={"Host": domain.host}).status == 404
+        for slug in slugs.values():
+            assert edge.request(f"/{slug}").status in (404, 410)
+        api = client.get("/api/v1/orphan-visits", {"days": "1"}).json()
+        return wanted <= {(row["domain"], row["path"], row["kind"]) for row in api["by_path"]}
+
+    wait_until(found)
+    assert Click.objects.filter(link_id__in=[link.pk for link in made]).count() == 0
+    only = client.get("/api/v1/orphan-visits", {"days": "1", "domain": domain.host.upper()}).json()
+    assert {(row["domain"], row["path"]) for row in only["by_path"]} == {(domain.host, missing)}
+    default = client.get("/api/v1/orphan-visits", {"days": "1", "domain": default_host()}).json()
+    assert {row["domain"] for row in default["by_path"]} == {""}
+    assert {row["path"] for row in default["by_path"]} >= set(slugs.values())
+    assert client.get("/api/v1/orphan-visits", {"domain": "not a host"}).status_code == 400
+    assert client.get("/api/v1/orphan-visits", {"domain": ""}).status_code == 400
+    page = client.get(reverse("web:orphan-visits"), {"domain": domain.host})
+    assert domain.host.encode() in page.content and f"/{missing}".encode() in page.content
+    assert f"/{slugs['disabled']}".encode() not in page.content
+    refused = client.get(reverse("web:orphan-visits"), {"domain": "not a host"})
+    assert refused.status_code == 200 and refused.context["form"].errors["domain"]
+    everywhere = client.get(reverse("web:orphan-visits")).content.decode()
+    assert "<td>disabled</td>" in everywhere and "<td>expired</td>" in everywhere

@@ -44,7 +44,7 @@ def test_the_right_password_redirects_and_records_one_click(edge, user, visitor,
     assert (response.status_code, response["Location"]) == (302, "https://example.com/secret")
     (payload,) = stream_clicks()
     lines = payload.decode().split("\n")
-    # Record format 4: slug, link, rule (none: the link's own url), time, address, User-Agent, Referer.
+    # Record format 5: slug, link, rule (none: the link's own url), time, address, User-Agent, Referer.
     assert lines[2:6] == [link.slug, str(link.pk), "", lines[5]] and lines[6:9] == [
         "203.0.113.50",
         FIREFOX,
