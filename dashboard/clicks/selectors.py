@@ -22,9 +22,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import OperationalError, connections, transaction
 
-from slingshot.db import reports_db
-
 from links.validation import default_host, domain_host
+from slingshot.db import reports_db
 
 from .rollups import DIMENSIONS, NOT_FOLDED
 
