@@ -26,19 +26,20 @@ from devstack.throwaway import ThrowawayStack  # noqa: E402
 from loadtest.bench_api import MANAGE, percentile  # noqa: E402
 
 LINKS_SQL = """
-INSERT INTO links_link (slug, url, owner_id, team_id, title, description, tags, redirect_status, expires_at,
-                        forward_query, crawlable, password, rules, split, is_active, created_at, updated_at)
-SELECT 'b' || i, 'https://example.com/landing/' || i, %(owner)s, %(team)s, 'Campaign link ' || i, '',
+INSERT INTO links_link (domain_id, slug, url, owner_id, team_id, title, description, tags, redirect_status,
+                        expires_at, forward_query, crawlable, password, rules, split, is_active, created_at, updated_at)
+SELECT %(domain)s, 'b' || i, 'https://example.com/landing/' || i, %(owner)s, %(team)s, 'Campaign link ' || i, '',
        ARRAY['tag' || (i %% 20), 'all'], 302, NULL, false, false, '', '[]', '[]', i %% 10 <> 0,
        now() - make_interval(secs => i * 60), now()
 FROM generate_series(1, %(links)s) i;
 
 -- Links of the member's personal team and of a team they are not in: the
 -- list shows the current team's only.
-INSERT INTO links_link (slug, url, owner_id, team_id, title, tags, redirect_status, forward_query, is_active,
-                        created_at, updated_at)
-SELECT 'o' || i, 'https://example.com/other/' || i, %(owner)s, CASE WHEN i %% 2 = 0 THEN %(personal)s ELSE %(other)s END,
-       '', '{}', 302, false, true, now() - make_interval(secs => i * 60), now()
+INSERT INTO links_link (domain_id, slug, url, owner_id, team_id, title, description, tags, redirect_status,
+                        forward_query, crawlable, password, rules, split, is_active, created_at, updated_at)
+SELECT %(domain)s, 'o' || i, 'https://example.com/other/' || i, %(owner)s,
+       CASE WHEN i %% 2 = 0 THEN %(personal)s ELSE %(other)s END,
+       '', '', '{}', 302, false, false, '', '[]', '[]', true, now() - make_interval(secs => i * 60), now()
 FROM generate_series(1, %(links)s / 10) i;
 
 INSERT INTO click_rollup_day (link_id, bucket, clicks, human_clicks, visitors, human_visitors)
@@ -59,6 +60,7 @@ VACUUM ANALYZE link_click_totals;
 SESSION = """
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.sessions.backends.db import SessionStore
+from links.domains import default_domain
 from teams.models import Role
 from teams.services import member_add, team_create
 from web.teams import SESSION_KEY as TEAM_KEY
@@ -70,7 +72,7 @@ session = SessionStore()
 session.update({SESSION_KEY: str(user.pk), BACKEND_SESSION_KEY: "django.contrib.auth.backends.ModelBackend",
                 HASH_SESSION_KEY: user.get_session_auth_hash(), TEAM_KEY: team.pk})
 session.save()
-print(user.pk, team.pk, user.personal_team.pk, other.pk, session.session_key)
+print(default_domain().pk, user.pk, team.pk, user.personal_team.pk, other.pk, session.session_key)
 """
 
 
@@ -111,13 +113,19 @@ def main() -> int:
         env = {**os.environ, **stack.environment(), "EDGE_BASE_URL": "http://127.0.0.1:8080"}
         run = lambda *cmd: subprocess.run([*MANAGE, *cmd], env=env, check=True, capture_output=True, text=True)  # noqa: E731
         run("migrate", "--no-input")
-        owner, team, personal, other, session = run("shell", "-c", SESSION).stdout.split()[-5:]
+        domain, owner, team, personal, other, session = run("shell", "-c", SESSION).stdout.split()[-6:]
         import psycopg
 
         started = time.monotonic()
         with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
             for statement in filter(str.strip, LINKS_SQL.split(";")):
-                ids = {"owner": int(owner), "team": int(team), "personal": int(personal), "other": int(other)}
+                ids = {
+                    "domain": int(domain),
+                    "owner": int(owner),
+                    "team": int(team),
+                    "personal": int(personal),
+                    "other": int(other),
+                }
                 conn.execute(statement, {**ids, "links": args.links})
         print(
             f"{args.links:,} links of one team with 7 days of rollups each, {args.links // 10:,} of two others, "
