@@ -132,7 +132,8 @@ local function fetch(slugs, n)
     if n == 1 then
         local raw
         raw, err = red:get(KEY_PREFIX .. slugs[1])
-        raws = raw ~= nil and { raw } or nil
+        -- false is an error reply (LOADING from a replica resyncing, say): not an answer
+        raws = raw and { raw } or nil
     else
         local keys = {}
         for i = 1, n do

@@ -95,3 +95,18 @@ def test_an_unreachable_redis_answers_503_quickly(make_edge, where):
         assert edge.request("/x" + uuid.uuid4().hex[:8]).status == 503
     assert edge.request("/healthz").status == 503
     assert time.monotonic() - started < 2.0
+
+
+def test_an_error_reply_to_a_lookup_is_a_503_not_an_unknown_link(make_edge, private_redis):
+    """A replica resyncing answers LOADING, an error: the link is not known to
+    be missing, so the visit is a 503 and nothing is cached as unknown. (Here
+    the error is a WRONGTYPE, from a key of another type.)"""
+    edge = make_edge(workers=1, env=private_redis.edge_env())
+    rds = private_redis.client()
+    slug = "e" + uuid.uuid4().hex[:8]
+    rds.hset(f"slingshot:link:{slug}", "not", "a string")
+    assert edge.request(f"/{slug}").status == 503
+    rds.delete(f"slingshot:link:{slug}")
+    rds.set(f"slingshot:link:{slug}", b'{"id": 9, "url": "https://example.com/back", "status": 302, "active": true}')
+    response = edge.request(f"/{slug}")  # asked again at once: no negative entry was kept
+    assert response.status == 302 and response.headers["Location"] == "https://example.com/back"
