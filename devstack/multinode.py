@@ -340,6 +340,7 @@ class Result:
     change_seen_after: float = 0.0  # from the change
     change_seen_after_promotion: float = 0.0  # from the new primary taking writes
     edge_errors: dict[str, int] = field(default_factory=dict)
+    failure_kinds: dict[str, set[str]] = field(default_factory=dict)  # per edge: what failed visits saw
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -445,7 +446,9 @@ class Scenario:
         for n, v in enumerate(visitors):
             self.result.served[f"edge{n + 1}"] = v.served[slug] + self.probes.get((n, slug), 0)
             self.result.edge_errors[f"edge{n + 1}"] = len(v.failures)
-            self.result.notes += [f"edge{n + 1}: {what}" for what in sorted({what for _, what in v.failures})]
+            kinds = {what for _, what in v.failures}
+            self.result.failure_kinds[f"edge{n + 1}"] = kinds
+            self.result.notes += [f"edge{n + 1}: {what}" for what in sorted(kinds)]
         self.log(f"visitors stopped: {self.result.total_served} redirects served; waiting for the importers")
         with suppress(TimeoutError):
             wait_until(
