@@ -1,5 +1,10 @@
+import uuid
+
 import pytest
+from django.contrib.auth import get_user_model
 from edge_helpers import PrivateRedis, session_redis
+
+from links import domains, services
 
 
 @pytest.fixture
@@ -13,3 +18,20 @@ def private_redis():
 @pytest.fixture(scope="session")
 def rds():
     return session_redis()
+
+
+@pytest.fixture
+def owner():
+    """A person of this test's own, to own links."""
+    return get_user_model().objects.create_user("edge-" + uuid.uuid4().hex[:8])
+
+
+@pytest.fixture
+def two_domains():
+    """Two domains of this test's own; removed (with their links) after it."""
+    made = [domains.domain_create(host=f"{name}-{uuid.uuid4().hex[:6]}.example.com") for name in ("go", "to")]
+    yield made
+    for domain in made:
+        for link in domain.links.all():
+            services.link_delete(link=link)
+        domains.domain_delete(domain=domain)

@@ -5,7 +5,6 @@ domain, each domain's own redirects and robots.txt."""
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
 from edge_helpers import following, metrics, publish, wait_for_clicks, wait_until
 
 from links import domains, services
@@ -13,22 +12,6 @@ from links.redis import get_redis
 from slingshot.contract import DOMAINS_KEY, LINK_CHANGES_STREAM
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def owner():
-    return get_user_model().objects.create_user("domains-" + uuid.uuid4().hex[:8])
-
-
-@pytest.fixture
-def two_domains():
-    """Two domains of this test's own; removed (with their links) after it."""
-    made = [domains.domain_create(host=f"{name}-{uuid.uuid4().hex[:6]}.example.com") for name in ("go", "to")]
-    yield made
-    for domain in made:
-        for link in domain.links.all():
-            services.link_delete(link=link)
-        domains.domain_delete(domain=domain)
 
 
 def get(edge, path: str, host: str):

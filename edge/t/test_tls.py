@@ -7,28 +7,12 @@ import ssl
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
 from edge_helpers import wait_until
 
 import devstack
 from links import domains, services
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def owner():
-    return get_user_model().objects.create_user("tls-" + uuid.uuid4().hex[:8])
-
-
-@pytest.fixture
-def two_domains():
-    made = [domains.domain_create(host=f"{name}-{uuid.uuid4().hex[:6]}.example.com") for name in ("go", "to")]
-    yield made
-    for domain in made:
-        for link in domain.links.all():
-            services.link_delete(link=link)
-        domains.domain_delete(domain=domain)
 
 
 def der(path) -> bytes:
