@@ -9,6 +9,8 @@ each such store is named in CLICK_STORES and read by `import_clicks
 group (docs/scale-out.md).
 """
 
+from functools import cache
+
 import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -24,9 +26,11 @@ def store_names() -> list[str]:
     return [PRIMARY, *settings.CLICK_STORES]
 
 
+@cache
 def quick_store(name: str) -> redis.Redis:
     """A client for a store besides the primary with the short timeouts of a
-    request (REDIS_REQUEST_TIMEOUT), for the pages and the API."""
+    request (REDIS_REQUEST_TIMEOUT), for the pages and the API; one per
+    process, so its connections are kept for the next request."""
     timeout = settings.REDIS_REQUEST_TIMEOUT
     return redis.Redis.from_url(
         settings.CLICK_STORES[name], socket_connect_timeout=timeout, socket_timeout=timeout, retry=NO_RETRY
