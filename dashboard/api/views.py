@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from clicks import export
 from clicks.accounting import accounts
-from clicks.selectors import ReportTooLarge, link_stats, zone_name
+from clicks.selectors import ReportTooLarge, range_stats, zone_name
 from clicks.selectors import orphan_visits as orphan_visits_report
 from links import domains, selectors, services, slugs
 from links.models import Domain, Link
@@ -234,16 +234,7 @@ class LinkViewSet(
         query = serializers.StatsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         span = query.validated_data
-        stats = link_stats(
-            link_ids=[link.pk],
-            start=span.start,
-            end=span.end,
-            interval=span.interval,
-            include_bots=span.include_bots,
-            zone=span.zone,
-            filters=span.filters,
-            compare=True,
-        )
+        stats = range_stats(span, link_ids=[link.pk])
         # Written out here rather than by StatsSerializer, which documents it:
         # DRF's fields cost more than the query for a series of 2,000 points.
         body = {

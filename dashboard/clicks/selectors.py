@@ -360,6 +360,22 @@ def link_stats(
     )
 
 
+def range_stats(span: StatsRange, *, link_ids: Iterable[int], **options) -> LinkStats:
+    """link_stats over a range as stats_range checked it, with the period
+    before for comparison; `options` as link_stats takes them (top, now)."""
+    return link_stats(
+        link_ids=link_ids,
+        start=span.start,
+        end=span.end,
+        interval=span.interval,
+        include_bots=span.include_bots,
+        zone=span.zone,
+        filters=span.filters,
+        compare=True,
+        **options,
+    )
+
+
 @dataclass
 class _Report:
     ids: list[int]

@@ -24,7 +24,7 @@ from clicks import accounting as clicks_accounting
 from clicks import selectors as clicks_selectors
 from clicks.export import CHUNK as EXPORT_CHUNK
 from clicks.export import FORMATS, export_lines
-from clicks.selectors import INTERVALS, ReportTooLarge, link_stats, link_totals
+from clicks.selectors import INTERVALS, ReportTooLarge, link_totals, range_stats
 from clicks.stores import import_lag_of_every_store
 from links import domains, imports, selectors, services, unlocking
 from links.models import Domain, Link, LinkImport
@@ -339,11 +339,11 @@ def _link_report(request, link: Link) -> dict:
     span = form.span if form.is_valid() else form.default_span()  # the defaults, below the form's errors
     too_large = None
     try:
-        stats = _stats(link, span, now)
+        stats = range_stats(span, link_ids=[link.pk], top=10, now=now)
     except ReportTooLarge as exc:
         too_large = exc.messages[0]
         span = form.default_span()
-        stats = _stats(link, span, now)
+        stats = range_stats(span, link_ids=[link.pk], top=10, now=now)
     filters = dict(span.filters)
     query = request.GET.copy()
     recent = selectors.clicks_visible_to(request.user, start=span.start, end=span.end).filter(link_id=link.pk)
@@ -398,21 +398,6 @@ def _link_report(request, link: Link) -> dict:
             label=f"Clicks per {span.interval} ({tz.get_current_timezone_name()}){what}",
         ),
     }
-
-
-def _stats(link: Link, span, now: datetime):
-    return link_stats(
-        link_ids=[link.pk],
-        start=span.start,
-        end=span.end,
-        interval=span.interval,
-        include_bots=span.include_bots,
-        zone=span.zone,
-        filters=span.filters,
-        compare=True,
-        top=10,
-        now=now,
-    )
 
 
 @login_required
