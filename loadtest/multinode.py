@@ -7,7 +7,8 @@ the publisher and the dashboard; sends visitors to both edges; kills the
 Redis primary and lets Sentinel promote a replica while a link changes;
 kills one importer host; restarts one edge; then waits and prints
 `reconciled: stored/served`, the seconds without a working primary and the
-seconds until every edge served the changed link. Exits 1 on any difference.
+seconds until every edge served the changed link. Exits 1 on any difference,
+or if an edge answered the existing link 404.
 """
 
 import sys
