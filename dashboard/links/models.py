@@ -63,6 +63,14 @@ class Domain(models.Model):
                     setattr(self, name, normalise_target(getattr(self, name)))
 
 
+class LowerTags(models.Func):
+    """A link's tags in lower case: lower_tags(), an SQL function of
+    migration 0003, which the tag filter's index is made of."""
+
+    function = "lower_tags"
+    output_field = ArrayField(models.TextField())
+
+
 class Link(models.Model):
     """A short link; its table is in sql/links.sql."""
 
@@ -113,7 +121,8 @@ class Link(models.Model):
         indexes = [
             models.Index(fields=["owner", "-created_at"], name="link_owner_created"),
             models.Index(fields=["team", "-created_at"], name="link_team_created"),
-            GinIndex(fields=["tags"], name="link_tags_gin"),
+            # The tag filter, case aside (links.selectors.link_search; migration 0003).
+            GinIndex(LowerTags("tags"), name="link_tags_lower_gin"),
             # A domain's robots.txt lists these (links.publishing.robots_txt).
             models.Index(fields=["domain", "slug"], condition=models.Q(crawlable=True), name="link_crawlable"),
         ]

@@ -115,12 +115,9 @@ def link_search(
     if domain is not None:
         links = links.filter(domain=domain)
     if tag:
+        # As the index link_tags_lower_gin has it, lower-cased by PostgreSQL on both sides.
         links = links.filter(
-            RawSQL(
-                f"EXISTS (SELECT 1 FROM unnest({Link._meta.db_table}.tags) t WHERE lower(t) = lower(%s))",
-                [tag],
-                output_field=BooleanField(),
-            )
+            RawSQL(f"lower_tags({Link._meta.db_table}.tags) @> ARRAY[lower(%s)]", [tag], output_field=BooleanField())
         )
     if is_active is not None:
         links = links.filter(is_active=is_active)

@@ -2,6 +2,7 @@
 a target that passes `normalise_target` is ASCII, has nothing a header could
 be split on, and is served by the edge as it is."""
 
+import functools
 import ipaddress
 import re
 import socket
@@ -112,7 +113,12 @@ def _host_and_port(netloc: str) -> tuple[str, int | None]:
 
 def default_host() -> str:
     """The default domain's host: EDGE_BASE_URL's, as normalise_target writes hosts."""
-    host = urlsplit(settings.EDGE_BASE_URL).hostname or ""
+    return _host_of(settings.EDGE_BASE_URL)
+
+
+@functools.lru_cache(maxsize=8)  # asked for by every link shown (Link.short_url, Link.domain_query)
+def _host_of(base_url: str) -> str:
+    host = urlsplit(base_url).hostname or ""
     try:
         return _ascii_host(host)
     except ValidationError:

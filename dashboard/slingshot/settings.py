@@ -107,6 +107,13 @@ TEMPLATES = [
             ],
         },
     },
+    {
+        # The rows of the links list only (web/jinja_env.py).
+        "BACKEND": "django.template.backends.jinja2.Jinja2",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {"environment": "web.jinja_env.environment"},
+    },
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL")}

@@ -162,6 +162,29 @@ def test_import_a_csv_with_one_bad_row(page, user):
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
 
 
+def test_the_list_filters_by_a_tag_case_aside_and_each_row_disables_its_link(page, user):
+    from links.services import link_create
+
+    tagged = link_create(owner=user, url="https://example.com/tagged", slug=unique_slug("tg"), tags=["Spring-Sale"])
+    other = link_create(owner=user, url="https://example.com/other", slug=unique_slug("tg"), tags=["winter"])
+    page.goto("/links/?tag=SPRING-SALE")
+    rows = page.locator("#links tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text(tagged.slug)
+
+    page.goto("/links/")
+    page.get_by_role("button", name=f"Disable {tagged.slug}").click()
+    expect(page.get_by_text(f"{tagged.slug} is now disabled.")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/links/$"))
+    tagged.refresh_from_db()
+    other.refresh_from_db()
+    assert (tagged.is_active, other.is_active) == (False, True)  # the one row's button, not another's
+    page.get_by_role("button", name=f"Enable {tagged.slug}").click()
+    expect(page.get_by_text(f"{tagged.slug} is now active.")).to_be_visible()
+    tagged.refresh_from_db()
+    assert tagged.is_active
+
+
 def make_clicked_link(edge, user, *, firefox: int, chrome: int) -> Link:
     from links.services import link_create
 
