@@ -268,6 +268,7 @@ def test_list_parameters_parse_in_the_api_and_filter_in_the_selector(api, user):
         ({"created_after": "yesterday"}, "created_after"),
         ({"created_before": "0001-01-01T00:00:00+01:00"}, "created_before"),
         ({"search": "a\x00b"}, "search"),
+        ({"tag": "a\x00b"}, "tag"),
         ({"page": "9"}, "detail"),
     ],
 )

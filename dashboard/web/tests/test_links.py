@@ -210,7 +210,9 @@ def test_list_filters_cost_no_more_queries(signed_in, user, django_assert_max_nu
 
 def test_bad_list_parameters_are_left_out(signed_in, user):
     link_create(owner=user, url="https://example.com/", slug=unique_slug())
-    response = signed_in.get(reverse("web:link-list"), {"sort": "nonsense", "status": "maybe", "q": "a\x00b"})
+    response = signed_in.get(
+        reverse("web:link-list"), {"sort": "nonsense", "status": "maybe", "q": "a\x00b", "tag": "a\x00b"}
+    )
     assert response.status_code == 200 and response.context["page"].paginator.count == 1
 
 
