@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.sessions.models import Session
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from api.models import ApiToken
@@ -9,9 +9,13 @@ from api.models import ApiToken
 from .models import SessionUse
 
 
-def users_for_management() -> QuerySet:
-    """Every person, with how many teams they are in, by name."""
-    return get_user_model().objects.annotate(teams=Count("memberships")).order_by("username")
+def users_for_management(*, search: str = "") -> QuerySet:
+    """Every person (whose user name or e-mail address contains `search`,
+    case aside), with how many teams they are in, by name."""
+    people = get_user_model().objects.all()
+    if search:
+        people = people.filter(Q(username__icontains=search) | Q(email__icontains=search))
+    return people.annotate(teams=Count("memberships")).order_by("username")
 
 
 def sessions_of(user: AbstractBaseUser) -> QuerySet[SessionUse]:

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_POST
@@ -23,11 +24,19 @@ def _managers_only(request) -> None:
         raise PermissionDenied("Managing people takes a superuser.")
 
 
+USERS_PER_PAGE = 50
+
+
 def _users_page(request, form, link=None):
+    search = forms.PeopleSearchForm(request.GET)
+    people = selectors.users_for_management(search=search.is_valid() and search.cleaned_data["q"] or "")
+    page = Paginator(people, USERS_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
     return render(
         request,
         "web/users.html",
-        {"form": form, "users": selectors.users_for_management(), "link": link},
+        {"form": form, "search": search, "page": page, "query": query.urlencode(), "link": link},
     )
 
 

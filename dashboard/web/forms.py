@@ -494,6 +494,17 @@ class MemberForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
 
 
+class PeopleSearchForm(forms.Form):
+    """The people page's search: part of a user name or e-mail address."""
+
+    q = forms.CharField(
+        label="Search",
+        required=False,
+        max_length=150,
+        widget=forms.SearchInput(attrs={"placeholder": "Name or e-mail"}),
+    )
+
+
 class InviteForm(forms.Form):
     username = forms.CharField(label="User name", max_length=150)
     email = forms.EmailField(required=False, help_text="For your records; no mail is sent.")

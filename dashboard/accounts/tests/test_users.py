@@ -59,6 +59,24 @@ def test_a_superuser_invites_someone_who_chooses_a_password_once():
     assert not again.context["validlink"]  # used once
 
 
+def test_the_people_page_pages_and_searches_by_name_or_address(django_assert_max_num_queries):
+    from web.account_views import USERS_PER_PAGE
+
+    boss = signed_in(make_user(is_superuser=True))
+    get_user_model().objects.bulk_create(
+        get_user_model()(username=f"crowd-{n:03}", email=f"crowd{n}@example.com") for n in range(USERS_PER_PAGE + 5)
+    )
+    with django_assert_max_num_queries(10):  # one count and one page, whatever the number of people
+        first = boss.get(reverse("web:users"))
+    assert len(first.context["page"]) == USERS_PER_PAGE
+    second = boss.get(reverse("web:users"), {"page": "2"})
+    people = [p.username for p in first.context["page"]] + [p.username for p in second.context["page"]]
+    assert len(set(people)) == get_user_model().objects.count() == USERS_PER_PAGE + 6  # everyone once
+    found = boss.get(reverse("web:users"), {"q": "CROWD7@EXAMPLE"})
+    assert [p.username for p in found.context["page"]] == ["crowd-007"]
+    assert boss.get(reverse("web:users"), {"q": "a\x00b"}).status_code == 200  # a bad search is left out
+
+
 def test_only_superusers_manage_people():
     staff = signed_in(make_user(is_staff=True))
     someone = make_user()
