@@ -34,6 +34,13 @@ def record_sign_in(sender, request, user, **kwargs):
         record_use(request, user)
 
 
+def forget_sign_out(sender, request, user, **kwargs):
+    """user_logged_out: the session is over, and so is its record."""
+    key = getattr(getattr(request, "session", None), "session_key", None)
+    if key:
+        SessionUse.objects.filter(session_key=key).delete()
+
+
 class SessionUseMiddleware:
     """Records a signed-in session's last use (SessionUse), at most once a
     minute per session."""

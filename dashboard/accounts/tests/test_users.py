@@ -1,6 +1,7 @@
 """People managed from the dashboard: invitations, deactivation, password
 links, and each person's sessions and tokens with their last use."""
 
+import io
 import re
 import uuid
 
@@ -127,3 +128,25 @@ def test_people_see_their_sessions_and_tokens_with_their_last_use():
     assert b"(this one)" in page.content
     [listed] = page.context["tokens"]
     assert listed.name == "reports" and listed.last_used_at is not None
+
+
+def test_a_sign_out_and_prune_sessions_leave_no_record_of_ended_sessions():
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    person = make_user()
+    leaving, expiring, staying = signed_in(person), signed_in(person), signed_in(person)
+    assert SessionUse.objects.filter(user=person).count() == 3
+    keys = {
+        name: client.session.session_key
+        for name, client in [("leaving", leaving), ("expiring", expiring), ("staying", staying)]
+    }
+    leaving.post(reverse("web:sign-out"))
+    assert not SessionUse.objects.filter(session_key=keys["leaving"]).exists()
+    Session.objects.filter(session_key=keys["expiring"]).update(expire_date=timezone.now() - timedelta(seconds=1))
+    call_command("prune_sessions", stdout=io.StringIO())
+    assert set(SessionUse.objects.filter(user=person).values_list("session_key", flat=True)) == {keys["staying"]}
+    assert not Session.objects.filter(session_key=keys["expiring"]).exists()
+    assert staying.get(reverse("web:account")).status_code == 200  # the live one is untouched
