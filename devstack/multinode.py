@@ -52,6 +52,7 @@ MANAGE = [sys.executable, str(devstack.REPO / "dashboard" / "manage.py")]
 MASTER_NAME = "slingshot"
 PROBES = 4  # connections to each edge that must all serve a link (Scenario.every_edge_serves)
 SETTLE = 0.5  # seconds: more than two EDGE_LINK_CHANGES_INTERVAL (0.2 s)
+PIN_SECONDS = 1.0  # a person's lists read the primary this long after their write (slingshot/db.py)
 
 
 class Process:
@@ -135,6 +136,7 @@ class Topology:
             "CLICK_STORES": stores,
             "EDGE_BASE_URL": f"http://127.0.0.1:{self.edge_ports[0]}",
             "LINK_PUBLISH_INLINE": "false",
+            "DATABASE_REPLICA_PIN_SECONDS": str(PIN_SECONDS),
         }
 
     def edge_env(self, n: int) -> dict[str, str]:
@@ -338,6 +340,8 @@ class Result:
     stored: int = 0
     duplicates: int = 0
     reports_on_replica: bool = False
+    own_change_listed: bool = False  # at once, with the replica's replay paused
+    replica_listed_after_pin: bool = False  # the replica's older title once the pin was over
     without_primary: float = 0.0
     change_seen_after: float = 0.0  # from the change
     change_seen_after_promotion: float = 0.0  # from the new primary taking writes
@@ -356,6 +360,8 @@ class Result:
             and self.duplicates == 0
             and all(self.served.values())
             and self.reports_on_replica
+            and self.own_change_listed
+            and self.replica_listed_after_pin
         )
 
     @property
@@ -370,6 +376,9 @@ class Result:
             f"failed visits: {', '.join(f'{edge} {n}' for edge, n in self.edge_errors.items())}",
             f"visits to the existing link answered 404: {self.taken_for_unknown}",
             f"link report read from the PostgreSQL replica: {'yes' if self.reports_on_replica else 'NO'}",
+            "a change listed at once to who made it, the replica paused: "
+            f"{'yes' if self.own_change_listed else 'NO'}; the list read the replica "
+            f"{PIN_SECONDS:g} s later: {'yes' if self.replica_listed_after_pin else 'NO'}",
             f"seconds without a working Redis primary: {self.without_primary:.2f}",
             f"seconds until every edge served the link changed during the failover: {self.change_seen_after:.2f} "
             f"({self.change_seen_after_promotion:.2f} after the new primary took writes)",
@@ -490,7 +499,37 @@ class Scenario:
         time.sleep(2.0)  # a duplicate would arrive after the count is reached
         self.result.stored, self.result.duplicates = self.stored(slug)
         self.result.reports_on_replica = self.report_reads_replica(slug)
+        self.result.own_change_listed, self.result.replica_listed_after_pin = self.own_change_listed(slug)
         return self.result
+
+    def listed_title(self, slug: str) -> str | None:
+        status, body = self.api(f"/api/v1/links?search={slug}")
+        return next((link["title"] for link in body.get("results", []) if link["slug"] == slug), None)
+
+    def own_change_listed(self, slug: str) -> tuple[bool, bool]:
+        """With the PostgreSQL replica's replay paused, so that it lacks any
+        new write: whether the API's links list shows the title its person
+        has just set (their lists read the primary for a moment), and whether
+        it shows the replica's older title once that moment is over (the
+        list does read the replica)."""
+        import psycopg
+
+        top = self.topology
+        title = f"changed at {time.time():.3f}"
+        with psycopg.connect(
+            host=str(top.root / "pg-replica"), port=top.pg_replica_port, user="postgres", autocommit=True
+        ) as replica:
+            replica.execute("SELECT pg_wal_replay_pause()")
+            try:
+                status, body = self.api(f"/api/v1/links/{slug}", method="PATCH", body={"title": title})
+                if status != 200:
+                    raise RuntimeError(f"changing /{slug}'s title: HTTP {status} {body}")
+                at_once = self.listed_title(slug) == title
+                time.sleep(PIN_SECONDS + 0.5)
+                later = self.listed_title(slug) not in (title, None)
+            finally:
+                replica.execute("SELECT pg_wal_replay_resume()")
+        return at_once, later
 
     def report_reads_replica(self, slug: str) -> bool:
         """Whether the link's stats, asked through the API, ran on the

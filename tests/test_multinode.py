@@ -35,6 +35,9 @@ def test_a_redis_failover_under_traffic_loses_no_click_and_no_link_change(topolo
     assert result.stored == result.total_served, report
     assert result.duplicates == 0, report
     assert result.reconciled, report
+    # A person's own change is in their list at once, even from a paused
+    # replica, and the list reads the replica again a moment later.
+    assert result.own_change_listed and result.replica_listed_after_pin, report
     # Sentinel promoted a replica, and the change made meanwhile reached both edges.
     assert 0 < result.without_primary < 30, report
     assert result.change_seen_after_promotion < 10, report

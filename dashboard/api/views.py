@@ -123,7 +123,7 @@ class LinkViewSet(
             query.is_valid(raise_exception=True)
             arguments = dict(query.validated_data)
             arguments["team"] = readable_team(self.request, arguments.get("team"))
-            return selectors.link_search(user=user, **arguments).using(reports_db())
+            return selectors.link_search(user=user, **arguments).using(reports_db(user))
         links = selectors.with_role(selectors.links_visible_to(user), user)
         if self.action in ("retrieve", "stats"):
             query = serializers.LinkDomainQuerySerializer(data=self.request.query_params)

@@ -86,6 +86,7 @@ MIDDLEWARE = [
     "web.middleware.TimeZoneMiddleware",  # the person's zone, from their session
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "accounts.middleware.SessionUseMiddleware",  # after auth, inside sessions: it records a session's use
+    "slingshot.db.PrimaryAfterWriteMiddleware",  # a person's writes pin their lists to the primary a moment
     "axes.middleware.AxesMiddleware",  # last, as axes requires
 ]
 
@@ -138,6 +139,9 @@ if DATABASE_REPLICA_URL:
         "TEST": {"MIRROR": "default"},
     }
 DATABASE_ROUTERS = ["slingshot.db.PrimaryRouter"]
+# After a person's write, their links list and exports read the primary this
+# long, so that they see their change whatever the replica's lag (slingshot/db.py).
+DATABASE_REPLICA_PIN_SECONDS = env.float("DATABASE_REPLICA_PIN_SECONDS", default=5.0)
 
 # Sign-in throttling (slingshot/signin.py): axes' backend first, so that a
 # locked-out client's password is not even checked.

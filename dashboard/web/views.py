@@ -162,7 +162,9 @@ class _RowUrls:
 def link_list(request):
     form = forms.LinkListForm(request.GET)
     team = _current_team(request)
-    links = selectors.link_search(user=request.user, team=team.pk, **form.search_arguments()).using(reports_db())
+    links = selectors.link_search(user=request.user, team=team.pk, **form.search_arguments()).using(
+        reports_db(request.user)
+    )
     # The page's ids first, then those rows with their click totals: PostgreSQL
     # would otherwise join the totals of every row an OFFSET skips too.
     page = Paginator(links.values_list("pk", flat=True), settings.WEB_LINKS_PER_PAGE).get_page(request.GET.get("page"))
@@ -245,7 +247,7 @@ def link_bulk(request):
 def link_export(request):
     links = selectors.link_search(
         user=request.user, team=_current_team(request).pk, **forms.LinkListForm(request.GET).search_arguments()
-    ).using(reports_db())
+    ).using(reports_db(request.user))
     response = StreamingHttpResponse(
         imports.export_lines(links.iterator(chunk_size=2000)), content_type="text/csv; charset=utf-8"
     )
