@@ -49,7 +49,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(primary_key=True, serialize=False)),
                 ('actor_name', models.CharField(blank=True, max_length=150)),
-                ('action', models.CharField(choices=[('team.created', 'created the team'), ('team.renamed', 'renamed the team'), ('link.created', 'created a link'), ('link.changed', 'changed a link'), ('link.disabled', 'disabled a link'), ('link.enabled', 'enabled a link'), ('link.deleted', 'deleted a link'), ('member.added', 'added a member'), ('member.changed', "changed a member's role"), ('member.removed', 'removed a member'), ('token.created', 'created an API token'), ('token.revoked', 'revoked an API token')], max_length=20)),
+                ('action', models.CharField(choices=[('team.created', 'created the team'), ('link.created', 'created a link'), ('link.changed', 'changed a link'), ('link.disabled', 'disabled a link'), ('link.enabled', 'enabled a link'), ('link.deleted', 'deleted a link'), ('member.added', 'added a member'), ('member.changed', "changed a member's role"), ('member.removed', 'removed a member'), ('token.created', 'created an API token'), ('token.revoked', 'revoked an API token')], max_length=20)),
                 ('link_id', models.BigIntegerField(null=True)),
                 ('slug', models.CharField(blank=True, max_length=64)),
                 ('subject', models.CharField(blank=True, max_length=200)),
