@@ -83,3 +83,13 @@ def test_the_raw_tables_are_there_with_their_functions():
         assert all(row[0] for row in cursor.fetchall())
         cursor.execute("SELECT slingshot_ensure_click_partitions(now(), 0)")
         assert cursor.fetchone()[0] == 0  # the migration made the current month's already
+
+
+def test_the_models_need_no_migration_that_is_not_written():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("makemigrations", "--check", "--dry-run", stdout=out)  # exits 1 if one is missing
+    assert "No changes detected" in out.getvalue()

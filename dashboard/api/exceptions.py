@@ -10,9 +10,14 @@ class Conflict(exceptions.APIException):
 
 
 # Refusals because of what is there already, not of what was asked: a slug
-# taken, a member already in the team, a team's last admin
-# (teams/services.py).
-CONFLICTS = {"slug": {"unique"}, "username": {"member"}, "role": {"last_admin", "personal_team"}}
+# taken, a member already in the team, a team's last admin, a team to
+# delete that is personal or still has links (teams/services.py).
+CONFLICTS = {
+    "slug": {"unique"},
+    "username": {"member"},
+    "role": {"last_admin", "personal_team"},
+    "team": {"personal_team", "has_links"},
+}
 
 
 class Unavailable(exceptions.APIException):

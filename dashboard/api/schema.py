@@ -17,7 +17,8 @@ _MESSAGES = {
     "a token tried to manage tokens or make a team (that takes a signed-in session), "
     "or someone who is not staff asked for an operations report.",
     "404": "No such object among yours.",
-    "409": "The slug is taken, the person is a member already, or the team would be left without an admin.",
+    "409": "The slug is taken, the person is a member already, the team would be left without an admin, or "
+    "the team to delete is a personal team or still has links.",
     "429": "Too many requests; see Retry-After.",
 }
 
@@ -43,6 +44,8 @@ def add_error_responses(result, generator, request, public):
             if path.startswith("/api/v1/links") and method in ("post", "patch") and not path.endswith("/bulk"):
                 codes.append("409")
             if "/members" in path and method in ("post", "patch", "delete"):
+                codes.append("409")
+            if path == "/api/v1/teams/{id}" and method == "delete":
                 codes.append("409")
             responses = operation.setdefault("responses", {})
             for code in codes:

@@ -515,6 +515,17 @@ class SessionToCreate(SignedInSession):
     ),
     retrieve=extend_schema(summary="One team"),
     create=extend_schema(summary="Create a team", description="You become its admin. From a signed-in session."),
+    partial_update=extend_schema(
+        summary="Rename a team",
+        description="An admin's to do, a personal team's included. `name` as when creating a team; the rename "
+        "is in the audit log.",
+    ),
+    destroy=extend_schema(
+        summary="Delete a team",
+        description="An admin's to do. Its memberships, API tokens (refused at once) and CSV imports go with "
+        "it, and so does its audit log. A personal team, and a team that still has links, are not deleted (409): "
+        "move or delete its links first.",
+    ),
 )
 class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     serializer_class = serializers.TeamSerializer
@@ -540,6 +551,18 @@ class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Creat
             serializers.TeamSerializer(team_selectors.team_for(request.user, team.pk)).data,
             status=status.HTTP_201_CREATED,
         )
+
+    def partial_update(self, request, *args, **kwargs):
+        team = self.get_object()
+        body = serializers.TeamSerializer(data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        # Without a name nothing changes, but the role is checked all the same.
+        team_services.team_rename(actor=request.user, team=team, name=body.validated_data.get("name", team.name))
+        return Response(serializers.TeamSerializer(team_selectors.team_for(request.user, team.pk)).data)
+
+    def destroy(self, request, *args, **kwargs):
+        team_services.team_delete(actor=request.user, team=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 USERNAME_PATTERN = r"[\w.@+-]{1,150}"

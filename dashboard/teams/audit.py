@@ -1,6 +1,6 @@
 """The audit log's one writer: every service that changes a link, a
-membership or a token calls record() in its own transaction, so an entry
-exists exactly when its change does."""
+membership, a token or a team's name calls record() in its own
+transaction, so an entry exists exactly when its change does."""
 
 from collections.abc import Mapping
 from datetime import datetime

@@ -52,6 +52,7 @@ class Membership(models.Model):
 
 class Action(models.TextChoices):
     TEAM_CREATED = "team.created", "created the team"
+    TEAM_RENAMED = "team.renamed", "renamed the team"
     LINK_CREATED = "link.created", "created a link"
     LINK_CHANGED = "link.changed", "changed a link"
     LINK_DISABLED = "link.disabled", "disabled a link"
@@ -65,9 +66,10 @@ class Action(models.TextChoices):
 
 
 class AuditEntry(models.Model):
-    """Who did what to a team's links, members or tokens, and when; written
+    """Who did what to a team's name, links, members or tokens, and when; written
     in the same transaction as the change (teams/audit.py). The link is kept
-    as its id and slug, not a foreign key, so its entries outlive it."""
+    as its id and slug, not a foreign key, so its entries outlive it; a
+    team's entries go with the team (teams.services.team_delete logs it)."""
 
     id = models.BigAutoField(primary_key=True)
     # Indexed by audit_team_newest, which starts with it.

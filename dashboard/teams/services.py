@@ -2,16 +2,22 @@
 checked against teams/access.py. A team always keeps an admin, and a
 personal team keeps its person as one."""
 
+import logging
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from api.models import ApiToken
+from links.models import Link
 
 from . import access, audit
 from .models import Action, Membership, Role, Team
+
+log = logging.getLogger(__name__)
 
 
 def personal_team_create(*, user: AbstractBaseUser) -> Team:
@@ -50,6 +56,75 @@ def team_create(*, actor: AbstractBaseUser, name: str) -> Team:
     Membership.objects.create(team=team, user=actor, role=Role.ADMIN)
     audit.record(team_id=team.pk, actor=actor, action=Action.TEAM_CREATED, subject=team.name)
     return team
+
+
+@transaction.atomic
+def team_rename(*, actor: AbstractBaseUser, team: Team, name: str) -> Team:
+    """Renames the team, with the rule of names team_create has; a personal
+    team too (it stays its person's)."""
+    access.require(actor, team.pk, Role.ADMIN, to="rename the team")
+    team = Team.objects.select_for_update().get(pk=team.pk)
+    before = team.name
+    team.name = name.strip()
+    team.full_clean(exclude=["personal_for"])
+    if team.name != before:
+        team.save(update_fields=["name"])
+        audit.record(
+            team_id=team.pk,
+            actor=actor,
+            action=Action.TEAM_RENAMED,
+            subject=team.name,
+            changes={"name": [before, team.name]},
+        )
+    return team
+
+
+def _links_first(count: int) -> ValidationError:
+    return ValidationError(
+        {
+            "team": ValidationError(
+                f"The team still has {count} link{'' if count == 1 else 's'}: move them to another team or "
+                "delete them first.",
+                code="has_links",
+            )
+        }
+    )
+
+
+@transaction.atomic
+def team_delete(*, actor: AbstractBaseUser, team: Team) -> None:
+    """Deletes a team that has no links, with its memberships, its API
+    tokens (refused from the next request) and its CSV imports. Its audit
+    log goes with it, so the deletion is logged here. A personal team is
+    not deleted."""
+    access.require(actor, team.pk, Role.ADMIN, to="delete the team")
+    # A link made or moved into the team meanwhile checks its team row
+    # (FOR KEY SHARE), which this lock holds off until the team is gone.
+    team = Team.objects.select_for_update().get(pk=team.pk)
+    if team.personal_for_id is not None:
+        raise ValidationError(
+            {"team": ValidationError("A personal team is not deleted: it is its person's.", code="personal_team")}
+        )
+    links = Link.objects.filter(team_id=team.pk)
+    if count := links.count():
+        raise _links_first(count)
+    team_id = team.pk
+    try:
+        with transaction.atomic():
+            _, gone = team.delete()
+            connection.check_constraints()  # the deferred foreign keys, here rather than at commit
+    except (ProtectedError, IntegrityError):
+        raise _links_first(links.count() or 1) from None
+    log.info(
+        "team %s (%r) deleted by %s, with %d memberships, %d API tokens, %d audit entries, %d CSV imports",
+        team_id,
+        team.name,
+        actor.get_username(),
+        gone.get("teams.Membership", 0),
+        gone.get("api.ApiToken", 0),
+        gone.get("teams.AuditEntry", 0),
+        gone.get("links.LinkImport", 0),
+    )
 
 
 def _keeps_an_admin(membership: Membership, new_role: str | None) -> None:

@@ -1,7 +1,7 @@
-"""The dashboard's team pages: switching team, a team's members (an
-admin's to manage) and its audit log (an admin's to read). The services of
-teams/ act and check the roles (teams/access.py); these pages parse and
-show."""
+"""The dashboard's team pages: switching team, a team's members, name and
+deletion (an admin's to manage) and its audit log (an admin's to read).
+The services of teams/ act and check the roles (teams/access.py); these
+pages parse and show."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -63,13 +63,27 @@ def team_list(request):
     return render(request, "web/team_list.html", {"form": form, "teams": teams})
 
 
+def _team_page(request, team: Team, *, form=None, rename_form=None):
+    return render(
+        request,
+        "web/team_detail.html",
+        {
+            "team": team,
+            "manages": access.allows(team.role, Role.ADMIN),
+            "members": team_selectors.team_members(team),
+            "roles": Role.choices,
+            "form": form or forms.MemberForm(),
+            "rename_form": rename_form or forms.TeamForm(initial={"name": team.name}),
+        },
+    )
+
+
 @login_required
 def team_detail(request, team_id: int):
     team = _team_or_404(request, team_id)
-    manages = access.allows(team.role, Role.ADMIN)
     form = forms.MemberForm(request.POST or None)
     if request.method == "POST":
-        if not manages:
+        if not access.allows(team.role, Role.ADMIN):
             raise Http404("No such team among those you administer.")
         if form.is_valid():
             try:
@@ -79,17 +93,41 @@ def team_detail(request, team_id: int):
             else:
                 messages.success(request, f"Added {form.cleaned_data['username']} as {form.cleaned_data['role']}.")
                 return redirect("web:team-detail", team_id=team.pk)
-    return render(
-        request,
-        "web/team_detail.html",
-        {
-            "team": team,
-            "manages": manages,
-            "members": team_selectors.team_members(team),
-            "roles": Role.choices,
-            "form": form,
-        },
-    )
+    return _team_page(request, team, form=form)
+
+
+@login_required
+@require_POST
+def team_rename(request, team_id: int):
+    team = _team_or_404(request, team_id)
+    access.require(request.user, team.pk, Role.ADMIN, to="rename the team")
+    rename_form = forms.TeamForm(request.POST)
+    if rename_form.is_valid():
+        try:
+            renamed = team_services.team_rename(actor=request.user, team=team, name=rename_form.cleaned_data["name"])
+        except ValidationError as exc:
+            forms.add_service_errors(rename_form, exc)
+        else:
+            messages.success(request, f"The team is now called {renamed.name}.")
+            return redirect("web:team-detail", team_id=team.pk)
+    return _team_page(request, team, rename_form=rename_form)
+
+
+@login_required
+def team_delete(request, team_id: int):
+    """A page that asks first; the deletion is a POST."""
+    team = _team_or_404(request, team_id)
+    access.require(request.user, team.pk, Role.ADMIN, to="delete the team")
+    if request.method == "POST":
+        try:
+            team_services.team_delete(actor=request.user, team=team)
+        except ValidationError as exc:
+            for message in exc.messages:
+                messages.error(request, message)
+            return redirect("web:team-detail", team_id=team_id)
+        messages.success(request, f"Deleted the team {team.name}.")
+        return redirect("web:team-list")
+    return render(request, "web/team_delete.html", {"team": team})
 
 
 def _member_or_404(request, team_id: int, username: str) -> Membership:

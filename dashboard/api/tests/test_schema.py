@@ -28,6 +28,8 @@ def test_schema_describes_every_endpoint_with_errors(client):
             assert operation.get("summary"), (path, operation)
             assert {"401", "429"} <= set(operation["responses"]), path
     assert "409" in paths["/api/v1/links"]["post"]["responses"]
+    assert {"patch", "delete"} <= set(paths["/api/v1/teams/{id}"]) and "put" not in paths["/api/v1/teams/{id}"]
+    assert "409" in paths["/api/v1/teams/{id}"]["delete"]["responses"]
     assert schema["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer"}
     assert paths["/api/v1/links"]["post"]["requestBody"]["content"]["application/json"]["examples"]
     listed = {parameter["name"] for parameter in paths["/api/v1/links"]["get"]["parameters"]}

@@ -1,17 +1,23 @@
 """What takes effect at once: a removed membership, a lowered role, a
-deactivated person; and what the audit log keeps."""
+deactivated person, a deleted team; and what the audit log keeps."""
+
+import logging
+import threading
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import IntegrityError, connection, transaction
 from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from api.models import ApiToken
 from api.services import token_create
-from links.services import link_create
+from links.models import Link, LinkImport
+from links.services import link_create, link_delete
 from teams import selectors
-from teams.models import Action, AuditEntry, Role
-from teams.services import member_change, member_remove
+from teams.models import Action, AuditEntry, Membership, Role, Team
+from teams.services import member_change, member_remove, team_delete
 
 from .conftest import PASSWORD, fresh, session_api
 
@@ -149,3 +155,120 @@ def test_create_api_token_takes_a_team(crew, capsys):
         call_command("create_api_token", viewer.username, "--team", str(crew.team.pk), "--scope", "write")
     with pytest.raises(CommandError, match="no team"):
         call_command("create_api_token", crew.people["non-member"].username, "--team", str(crew.team.pk))
+
+
+def page_client(user, team=None) -> Client:
+    client = Client()
+    client.force_login(user)
+    if team is not None:
+        assert client.post(reverse("web:team-switch"), {"team": team.pk}).status_code == 302
+    return client
+
+
+def test_a_rename_is_audited_and_shows_in_the_team_switcher(crew):
+    admin, viewer = crew.people["admin"], crew.people["viewer"]
+    before = crew.team.name
+    renamed = session_api(admin).patch(f"/api/v1/teams/{crew.team.pk}", {"name": "  Spring team "}, format="json")
+    assert renamed.status_code == 200 and renamed.json()["name"] == "Spring team"
+    entry = AuditEntry.objects.filter(team=crew.team).first()
+    assert (entry.action, entry.actor_id, entry.subject) == (Action.TEAM_RENAMED, admin.pk, "Spring team")
+    assert entry.changes == {"name": [before, "Spring team"]}
+    same = session_api(admin).patch(f"/api/v1/teams/{crew.team.pk}", {"name": "Spring team"}, format="json")
+    assert same.status_code == 200
+    assert AuditEntry.objects.filter(team=crew.team, action=Action.TEAM_RENAMED).count() == 1  # nothing changed
+
+    page = page_client(viewer, crew.team).get(reverse("web:link-list"))
+    assert b'id="current-team" aria-label="Team: Spring team"' in page.content
+    form = page_client(admin, crew.team).post(reverse("web:team-rename", args=[crew.team.pk]), {"name": "Autumn"})
+    assert form.status_code == 302
+    switcher = page_client(viewer, crew.team).get(reverse("web:team-list")).content
+    assert b"Team: Autumn" in switcher and b"Spring team" not in switcher
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 101, "a\x00b", 7, None])
+def test_a_bad_team_name_is_refused_with_the_field(crew, name):
+    admin = crew.people["admin"]
+    response = session_api(admin).patch(f"/api/v1/teams/{crew.team.pk}", {"name": name}, format="json")
+    assert response.status_code == 400 and list(response.json()) == ["name"]
+    if isinstance(name, str):
+        page = page_client(admin).post(reverse("web:team-rename", args=[crew.team.pk]), {"name": name})
+        assert page.status_code == 200 and "name" in page.context["rename_form"].errors
+        assert b'class="error field-error"' in page.content
+    assert Team.objects.get(pk=crew.team.pk).name == crew.team.name
+    assert not AuditEntry.objects.filter(team=crew.team, action=Action.TEAM_RENAMED).exists()
+
+
+def test_a_personal_team_is_renamed_by_its_person_but_not_deleted(crew):
+    admin = crew.people["admin"]
+    personal = admin.personal_team
+    api = session_api(admin)
+    assert api.patch(f"/api/v1/teams/{personal.pk}", {"name": "Mine"}, format="json").json()["personal"] is True
+    refused = api.delete(f"/api/v1/teams/{personal.pk}")
+    assert refused.status_code == 409 and "personal" in refused.json()["team"][0]
+    page = page_client(admin).post(reverse("web:team-delete", args=[personal.pk]), follow=True)
+    assert b"A personal team is not deleted" in page.content
+    assert Team.objects.get(pk=personal.pk).personal_for == admin
+
+
+def test_a_team_with_links_is_not_deleted(crew):
+    admin = crew.people["admin"]
+    token_create(user=crew.people["editor"], team=crew.team, name="ci", scope="write")
+    link_create(owner=admin, team=crew.team, url="https://example.com/second", slug=fresh("l"))
+    kept = (Membership.objects.filter(team=crew.team).count(), ApiToken.objects.filter(team=crew.team).count())
+    refused = session_api(admin).delete(f"/api/v1/teams/{crew.team.pk}")
+    assert refused.status_code == 409 and "still has 2 links" in refused.json()["team"][0]
+    page = page_client(admin).post(reverse("web:team-delete", args=[crew.team.pk]), follow=True)
+    assert page.redirect_chain[-1][0] == reverse("web:team-detail", args=[crew.team.pk])
+    assert b"still has 2 links: move them to another team or delete them first" in page.content
+    assert Team.objects.filter(pk=crew.team.pk).exists() and crew.team.links.count() == 2
+    assert (Membership.objects.filter(team=crew.team).count(), ApiToken.objects.filter(team=crew.team).count()) == kept
+
+
+def test_a_deleted_teams_tokens_stop_and_its_members_fall_back_to_their_personal_team(crew, caplog):
+    admin, editor, viewer = crew.people["admin"], crew.people["editor"], crew.people["viewer"]
+    superuser = crew.people["superuser"]
+    api = token_client(editor, crew.team)
+    assert api.get("/api/v1/links").status_code == 200
+    sessions = {person: page_client(person, crew.team) for person in (viewer, superuser)}
+    LinkImport.objects.create(owner=admin, team=crew.team, filename="x.csv", rows=[])
+    link_delete(link=crew.link, actor=admin)
+    with caplog.at_level(logging.INFO, logger="teams.services"):
+        assert session_api(admin).delete(f"/api/v1/teams/{crew.team.pk}").status_code == 204
+    assert f"team {crew.team.pk} ({crew.team.name!r}) deleted by {admin.username}" in caplog.text
+    assert api.get("/api/v1/links").status_code == 401
+    assert not Membership.objects.filter(team_id=crew.team.pk).exists()
+    assert not ApiToken.objects.filter(team_id=crew.team.pk).exists()
+    assert not LinkImport.objects.filter(team_id=crew.team.pk).exists()
+    for person, client in sessions.items():
+        page = client.get(reverse("web:link-list"))
+        assert page.status_code == 200 and page.context["current_membership"].team == person.personal_team
+        assert client.get(reverse("web:team-list")).status_code == 200
+        assert client.get(reverse("web:team-detail", args=[crew.team.pk])).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_link_made_while_its_team_is_deleted_is_refused_not_orphaned(crew):
+    admin = crew.people["admin"]
+    link_delete(link=crew.link, actor=admin)
+    made, go, outcome = threading.Event(), threading.Event(), []
+
+    def create_then_wait():
+        try:
+            with transaction.atomic():
+                link_create(owner=admin, team=crew.team, url="https://example.com/late", slug=fresh("late"))
+                made.set()
+                go.wait(10)
+        except IntegrityError as exc:
+            outcome.append(exc)
+        finally:
+            made.set()
+            connection.close()
+
+    creator = threading.Thread(target=create_then_wait)
+    creator.start()
+    assert made.wait(10)
+    team_delete(actor=admin, team=crew.team)  # the uncommitted link is not seen, and holds no lock
+    go.set()
+    creator.join(10)
+    assert len(outcome) == 1 and "links_link_team_id" in str(outcome[0])
+    assert not Link.objects.filter(url="https://example.com/late").exists()

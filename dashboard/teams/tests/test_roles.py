@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from api.models import ApiToken
 from links.models import Link
-from links.services import link_create
-from teams.models import Membership
+from links.services import link_create, link_delete
+from teams.models import Membership, Team
 
 from .conftest import fresh, session_api
 
@@ -71,6 +71,21 @@ def api_operations(crew, role):
     assert Membership.objects.filter(team=crew.team, user__username=newcomer).exists() is MANAGES[role]
     audit = api.get("/api/v1/audit", {"team": team})
     yield "audit", expected(role, MANAGES, yes=200, refused=403), audit.status_code
+    renamed = api.patch(f"/api/v1/teams/{team}", {"name": "Renamed"}, format="json")
+    yield "rename", expected(role, MANAGES, yes=200, refused=403), renamed.status_code
+    yield "renamed", MANAGES[role], Team.objects.get(pk=team).name == "Renamed"
+    yield from team_deletions(crew, role, lambda: api.delete(f"/api/v1/teams/{team}"), yes=204, refused=409)
+
+
+def team_deletions(crew, role, delete, *, yes, refused):
+    """Deleting the team, refused while it has links, then once they are gone."""
+    with_links = delete()
+    yield "delete with links", expected(role, MANAGES, yes=refused, refused=403), with_links.status_code
+    yield "kept with its links", True, Team.objects.filter(pk=crew.team.pk).exists()
+    for link in Link.objects.filter(team=crew.team):
+        link_delete(link=link, actor=crew.people["admin"])
+    yield "delete", expected(role, MANAGES, yes=yes, refused=403), delete().status_code
+    yield "deleted", MANAGES[role], not Team.objects.filter(pk=crew.team.pk).exists()
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -126,6 +141,18 @@ def page_operations(crew, role):
         "audit",
         expected(role, MANAGES, yes=200, refused=404),
         client.get(reverse("web:team-audit", args=[team])).status_code,
+    )
+    page = client.get(reverse("web:team-detail", args=[team]))
+    yield "rename and delete offered", MANAGES[role], b'id="rename-team"' in page.content
+    yield "delete offered", MANAGES[role], b"Delete team" in page.content
+    renamed = client.post(reverse("web:team-rename", args=[team]), {"name": "Renamed"})
+    yield "rename", expected(role, MANAGES, yes=302, refused=403), renamed.status_code
+    yield "renamed", MANAGES[role], Team.objects.get(pk=team).name == "Renamed"
+    confirm = client.get(reverse("web:team-delete", args=[team]))
+    yield "delete page", expected(role, MANAGES, yes=200, refused=403), confirm.status_code
+    # Refused or done, an admin is sent on with a message.
+    yield from team_deletions(
+        crew, role, lambda: client.post(reverse("web:team-delete", args=[team])), yes=302, refused=302
     )
 
 

@@ -66,3 +66,41 @@ def test_an_admin_adds_a_viewer_who_reads_but_cannot_edit(browser, live_server, 
     tab.screenshot(path=SCREENSHOTS / "team-viewer-link.png", full_page=True)
     assert tab.goto(f"/links/{slug}/edit/").status == 403
     context.close()
+
+
+def no_sideways_scrolling(tab) -> None:
+    sizes = tab.evaluate(
+        "() => ({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth})"
+    )
+    assert sizes["scroll"] <= sizes["client"], sizes
+
+
+def test_an_admin_renames_then_deletes_a_team_on_a_phone(browser, live_server, make_user):  # noqa: F811
+    admin = make_user()
+    team = team_create(actor=admin, name="Campaigns")
+    context, tab = sign_in(browser, live_server, admin)
+    switch_to(tab, "Campaigns")
+    tab.set_viewport_size({"width": 390, "height": 844})
+    tab.goto(f"/teams/{team.pk}/")
+    rename = tab.locator("#rename-team")
+    rename.get_by_label("Name").fill(" ")
+    rename.get_by_role("button", name="Rename").click()
+    expect(tab.locator("#rename-team .field-error")).to_be_visible()
+    tab.locator("#rename-team").get_by_label("Name").fill("Spring campaigns")
+    tab.locator("#rename-team").get_by_role("button", name="Rename").click()
+    expect(tab.get_by_text("The team is now called Spring campaigns.")).to_be_visible()
+    expect(tab.locator("#current-team")).to_have_text("Team: Spring campaigns")
+    no_sideways_scrolling(tab)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=SCREENSHOTS / "team-detail-phone.png", full_page=True)
+
+    tab.get_by_role("button", name="Delete team").click()
+    expect(tab.get_by_role("heading", name="Delete the team Spring campaigns?")).to_be_visible()
+    no_sideways_scrolling(tab)
+    tab.screenshot(path=SCREENSHOTS / "team-delete-phone.png", full_page=True)
+    tab.set_viewport_size({"width": 1280, "height": 900})
+    tab.get_by_role("button", name="Delete Spring campaigns").click()
+    expect(tab.get_by_text("Deleted the team Spring campaigns.")).to_be_visible()
+    expect(tab.locator("#teams")).not_to_contain_text("Spring campaigns")
+    expect(tab.locator("#current-team")).to_have_text(f"Team: {admin.username}")
+    context.close()
