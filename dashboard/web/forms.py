@@ -156,10 +156,20 @@ class LinkForm(forms.Form):
     # Edited apart from the rest, in their own section of the form.
     RULE_FIELDS = ("rules", "split")
 
-    def __init__(self, *args, editing: bool = False, has_password: bool = False, **kwargs):
+    def __init__(self, *args, editing: bool = False, has_password: bool = False, teams=None, **kwargs):
+        """`teams`: those the link may move to (the person's, as an editor),
+        when there is a choice."""
         super().__init__(*args, **kwargs)
         if not editing:
             self.fields["domain"].initial = default_domain()
+        if teams is not None:
+            self.fields["team"] = forms.ModelChoiceField(
+                queryset=teams.order_by("name", "id"),
+                empty_label=None,
+                required=False,
+                help_text="The team whose link it is; its clicks and reports go with it.",
+            )
+            self.order_fields(["url", "domain", "team"])
         for name in UTM_PARAMETERS:
             self.fields[name] = forms.CharField(
                 label=name, required=False, max_length=200, widget=forms.TextInput(attrs={"data-utm": name})
@@ -210,6 +220,8 @@ class LinkForm(forms.Form):
         }
         if "domain" in changes and changes["domain"] is None:
             del changes["domain"]  # left out of the form: the link stays on its domain
+        if "team" in self.changed_data and self.cleaned_data.get("team") is not None:
+            changes["team"] = self.cleaned_data["team"]
         if any(name in self.changed_data for name in UTM_PARAMETERS):
             changes["url"] = self.cleaned_data["url"]
         if self.cleaned_data.get("password"):

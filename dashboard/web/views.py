@@ -272,8 +272,13 @@ def link_create(request):
 @login_required
 def link_edit(request, slug: str):
     link = _link_or_404(request, slug, Role.EDITOR)
+    teams = access.teams_of(request.user, Role.EDITOR)
     form = forms.LinkForm(
-        request.POST or None, initial=forms.LinkForm.initial_for(link), editing=True, has_password=link.has_password
+        request.POST or None,
+        initial={**forms.LinkForm.initial_for(link), "team": link.team_id},
+        editing=True,
+        has_password=link.has_password,
+        teams=teams if teams.count() > 1 else None,
     )
     if request.method == "POST" and form.is_valid():
         try:

@@ -272,3 +272,33 @@ def test_a_link_made_while_its_team_is_deleted_is_refused_not_orphaned(crew):
     creator.join(10)
     assert len(outcome) == 1 and "links_link_team_id" in str(outcome[0])
     assert not Link.objects.filter(url="https://example.com/late").exists()
+
+
+def test_the_edit_page_moves_a_link_into_another_team_the_editor_edits_in(crew, make_user):
+    from teams.services import member_add, team_create
+
+    editor = crew.people["editor"]
+    other = team_create(actor=editor, name=fresh("Sales "))  # the editor is its admin
+    read_only = team_create(actor=crew.people["admin"], name=fresh("Legal "))
+    member_add(actor=crew.people["admin"], team=read_only, username=editor.username, role=Role.VIEWER)
+    client = Client()
+    client.force_login(editor)
+    edit = reverse("web:link-edit", args=[crew.link.slug])
+    offered = {team.pk for team in client.get(edit).context["form"].fields["team"].queryset}
+    assert offered == {crew.team.pk, other.pk, editor.personal_team.pk}  # not the team they only read
+
+    form = client.get(edit).context["form"]
+    data = {name: value for name, value in form.initial.items() if value not in (None, [], "")}
+    data.update(tags=",".join(crew.link.tags), is_active="on", rules="[]", split="[]")
+    refused = client.post(edit, {**data, "team": read_only.pk})
+    assert refused.status_code == 200 and "team" in refused.context["form"].errors
+    crew.link.refresh_from_db()
+    assert crew.link.team_id == crew.team.pk
+
+    moved = client.post(edit, {**data, "team": other.pk})
+    assert moved.status_code == 302, moved.context["form"].errors if moved.context else moved
+    crew.link.refresh_from_db()
+    assert crew.link.team_id == other.pk
+    for team in (crew.team, other):  # the move is in both teams' audit logs
+        entry = AuditEntry.objects.filter(team=team, link_id=crew.link.pk).latest("id")
+        assert entry.changes["team"] == [crew.team.pk, other.pk]
