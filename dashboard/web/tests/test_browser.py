@@ -272,12 +272,18 @@ PAGES = [
     ("orphan-visits", "/orphan-visits/"),
     ("accounting", "/accounting/"),
     ("not-found", "/links/no-such-link-at-all/"),
+    ("domains", "/domains/"),
+    ("teams", "/teams/"),
+    ("team", "/teams/{team}/"),
+    ("team-audit", "/teams/{team}/audit/"),
+    ("account", "/account/"),
+    ("people", "/users/"),
 ]
 
 
 def test_every_page_reads_on_a_phone_without_sideways_scrolling(page, edge, user):
-    user.is_staff = True  # the operations pages too
-    user.save(update_fields=["is_staff"])
+    user.is_staff = user.is_superuser = True  # the operations pages and the people page too
+    user.save(update_fields=["is_staff", "is_superuser"])
     link = make_clicked_link(edge, user, firefox=2, chrome=2)
     assert edge.request("/no-such-slug-here", headers={"User-Agent": FIREFOX}).status == 404
     link.tags = ["spring", "campaign-with-a-rather-long-name"]
@@ -286,7 +292,7 @@ def test_every_page_reads_on_a_phone_without_sideways_scrolling(page, edge, user
     for width, height, suffix in ((1280, 900, ""), (390, 844, "-phone")):
         page.set_viewport_size({"width": width, "height": height})
         for name, path in PAGES:
-            page.goto(path.format(slug=link.slug))
+            page.goto(path.format(slug=link.slug, team=user.personal_team.pk))
             page.screenshot(path=SCREENSHOTS / f"page-{name}{suffix}.png", full_page=True)
             # Every aria-describedby names ids that exist; every visible field has a label.
             broken = page.evaluate("""() => {
