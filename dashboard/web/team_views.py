@@ -83,8 +83,7 @@ def team_detail(request, team_id: int):
     team = _team_or_404(request, team_id)
     form = forms.MemberForm(request.POST or None)
     if request.method == "POST":
-        if not access.allows(team.role, Role.ADMIN):
-            raise Http404("No such team among those you administer.")
+        access.require(request.user, team.pk, Role.ADMIN, to="add members")
         if form.is_valid():
             try:
                 team_services.member_add(actor=request.user, team=team, **form.cleaned_data)
@@ -170,7 +169,8 @@ def member_remove(request, team_id: int, username: str):
 
 @login_required
 def team_audit(request, team_id: int):
-    team = _team_or_404(request, team_id, Role.ADMIN)
+    team = _team_or_404(request, team_id)
+    access.require(request.user, team.pk, Role.ADMIN, to="read the audit log")
     entries = team_selectors.audit_entries(team_ids=[team.pk])
     page = Paginator(entries, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "web/team_audit.html", {"team": team, "page": page})

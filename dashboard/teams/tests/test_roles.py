@@ -136,10 +136,10 @@ def page_operations(crew, role):
     member = client.post(
         reverse("web:team-detail", args=[team]), {"username": crew.people["non-member"].username, "role": "viewer"}
     )
-    yield "members", expected(role, MANAGES, yes=302, refused=404), member.status_code
+    yield "members", expected(role, MANAGES, yes=302, refused=403), member.status_code
     yield (
         "audit",
-        expected(role, MANAGES, yes=200, refused=404),
+        expected(role, MANAGES, yes=200, refused=403),
         client.get(reverse("web:team-audit", args=[team])).status_code,
     )
     page = client.get(reverse("web:team-detail", args=[team]))
