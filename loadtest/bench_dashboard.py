@@ -48,6 +48,10 @@ FROM (SELECT l.id, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC
              1 + (l.id + d) %% 50 AS c, 1 + (l.id + d) %% 50 - (1 + (l.id + d) %% 50) / 10 AS h
       FROM links_link l CROSS JOIN generate_series(0, 6) d WHERE l.team_id = %(team)s) counts;
 
+-- A tag only three of the team's links have.
+UPDATE links_link SET tags = tags || ARRAY['Rare']::varchar[]
+WHERE team_id = %(team)s AND slug IN ('b500', 'b50000', 'b99999');
+
 -- The all-time totals the importer keeps beside the rollups (docs/rollups.md).
 INSERT INTO link_click_totals (link_id, clicks, human_clicks)
 SELECT link_id, sum(clicks), sum(human_clicks) FROM click_rollup_day GROUP BY link_id;
@@ -138,6 +142,7 @@ def main() -> int:
             ("first page, newest first", "/links/"),
             ("page 1,000 of 2,000", "/links/?page=1000"),
             ("tag filter (5,000 links)", "/links/?tag=tag7"),
+            ("tag filter (3 links)", "/links/?tag=rare"),
             ("search in slug, title and target", "/links/?q=landing/4242"),
             ("disabled only", "/links/?status=disabled"),
             ("sorted by clicks", "/links/?sort=-clicks"),

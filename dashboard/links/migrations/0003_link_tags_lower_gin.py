@@ -7,6 +7,10 @@ lower_tags() is the index's expression, and tells the planner two things:
 - PARALLEL RESTRICTED: the filter is not shared with parallel workers, whose
   start costs more (about 2 ms a query, twice a page) than the index scan
   they would share.
+The index keeps 10 times PostgreSQL's default statistics of its tags: with
+the default, a tag on 3 links of 100,000 was estimated at 500, and the
+page's 50 ids were read by walking the whole team's index (360 ms) rather
+than from this one (0.1 ms).
 The index on the tags as written served nothing but that filter's first,
 case-sensitive form. (A stored column of the lower-cased tags was tried:
 it widened the table, and the scans of the first page's count and of the
@@ -36,5 +40,8 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="link",
             index=django.contrib.postgres.indexes.GinIndex(links.models.LowerTags("tags"), name="link_tags_lower_gin"),
+        ),
+        migrations.RunSQL(
+            "ALTER INDEX link_tags_lower_gin ALTER COLUMN 1 SET STATISTICS 1000;", reverse_sql=migrations.RunSQL.noop
         ),
     ]
