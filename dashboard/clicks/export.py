@@ -3,12 +3,10 @@ the links' CSV export does, links.imports.neutralise) or JSON lines. The
 caller streams the lines from a QuerySet's iterator, so memory stays flat
 however many clicks there are."""
 
-import csv
-import io
 import json
 from collections.abc import Iterable, Iterator
 
-from links.imports import neutralise
+from links.imports import csv_line, neutralise
 
 from .models import Click
 
@@ -52,16 +50,7 @@ def _cell(value) -> str:
 
 
 def csv_lines(clicks: Iterable[Click]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-
-    def line(values) -> str:
-        writer.writerow([_cell(value) for value in values])
-        text = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-        return text
-
+    line = csv_line(_cell)
     yield line(COLUMNS)
     for click in clicks:
         record = _record(click)

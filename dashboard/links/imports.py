@@ -13,7 +13,7 @@ import takes that quote off again, so an export imports back as it was.
 
 import csv
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, time, timezone
 from typing import Any
 
@@ -62,6 +62,22 @@ def neutralise(value: str) -> str:
     """The cell as export_lines writes it: a formula, or a value that
     unquote would change (a quote before a formula), behind one more quote."""
     return "'" + value if value.startswith(FORMULA_STARTS) or _looks_quoted(value) else value
+
+
+def csv_line(cell: Callable[[Any], str] = neutralise) -> Callable[[Iterable], str]:
+    """A function that writes one CSV row, each value through `cell`, and
+    returns it as a line of text: for exports that stream a line at a time."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+
+    def line(values: Iterable) -> str:
+        writer.writerow([cell(value) for value in values])
+        text = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+        return text
+
+    return line
 
 
 def unquote(value: str) -> str:
@@ -242,16 +258,7 @@ def export_lines(links: Iterable[Link]) -> Iterator[str]:
     """The CSV of these links, a line at a time, header first: CSV_COLUMNS,
     then the short URL, all-time clicks (the `clicks` that
     links.selectors.with_click_totals annotates) and creation time."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-
-    def line(values: list[str]) -> str:
-        writer.writerow([neutralise(value) for value in values])
-        text = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-        return text
-
+    line = csv_line()
     yield line(EXPORT_COLUMNS)
     for link in links:
         yield line(
