@@ -345,7 +345,6 @@ class Result:
     without_primary: float = 0.0
     change_seen_after: float = 0.0  # from the change
     change_seen_after_promotion: float = 0.0  # from the new primary taking writes
-    edge_errors: dict[str, int] = field(default_factory=dict)
     failure_times: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # per edge and kind: s from the kill
     notes: list[str] = field(default_factory=list)
 
@@ -364,6 +363,9 @@ class Result:
             and self.replica_listed_after_pin
         )
 
+    def failed_visits(self, edge: str) -> int:
+        return sum(len(times) for times in self.failure_times[edge].values())
+
     @property
     def taken_for_unknown(self) -> int:
         """Visits to the existing link that an edge answered 404."""
@@ -373,7 +375,7 @@ class Result:
         served = ", ".join(f"{edge} {count}" for edge, count in self.served.items())
         return [
             f"redirects served: {served}; clicks stored: {self.stored}; duplicates: {self.duplicates}",
-            f"failed visits: {', '.join(f'{edge} {n}' for edge, n in self.edge_errors.items())}",
+            f"failed visits: {', '.join(f'{edge} {self.failed_visits(edge)}' for edge in self.failure_times)}",
             f"visits to the existing link answered 404: {self.taken_for_unknown}",
             f"link report read from the PostgreSQL replica: {'yes' if self.reports_on_replica else 'NO'}",
             "a change listed at once to who made it, the replica paused: "
@@ -481,7 +483,6 @@ class Scenario:
                 v.stop()
         for n, v in enumerate(visitors):
             self.result.served[f"edge{n + 1}"] = v.served[slug] + self.probes.get((n, slug), 0)
-            self.result.edge_errors[f"edge{n + 1}"] = len(v.failures)
             times = failure_times(v.failures, self.killed_at)
             self.result.failure_times[f"edge{n + 1}"] = times
             self.result.notes += [
