@@ -34,8 +34,9 @@ def wait_until(condition, *, timeout: float, what: str, interval: float = 0.05):
 
 
 class SupervisedStack:
-    def __init__(self, root: Path, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, root: Path, *, env: dict[str, str] | None = None, repo: Path = devstack.REPO) -> None:
         self.root = root
+        self.repo = repo  # the checkout whose `make run` starts it: another version's, for tests/test_upgrade.py
         self.run = root / "run"
         self.ports = {
             name: devstack.free_port()
@@ -75,7 +76,7 @@ class SupervisedStack:
         pid, terminal = pty.fork()
         if pid == 0:  # the child: a session leader with the terminal as its own
             try:
-                os.chdir(devstack.REPO)
+                os.chdir(self.repo)
                 os.execve(make, [make, "--no-print-directory", "-o", "setup", "run"], self.env)
             finally:
                 os._exit(127)

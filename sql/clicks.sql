@@ -1,6 +1,7 @@
 -- Raw clicks, orphan visits and the user agents they were made with. The
 -- importer (dashboard/clicks/importer.py) writes them; nothing else does.
--- Applied by dashboard/clicks/migrations/0001_initial.py, with rollups.sql.
+-- Applied by dashboard/clicks/migrations/0001_squashed_0002_catch_up.py on a
+-- new database, with rollups.sql.
 
 -- A redirect the edge served, with what the importer learnt about it
 -- (dashboard/clicks/enrichment.py). Partitioned by month (UTC), so that
@@ -31,9 +32,9 @@ CREATE TABLE clicks (
 
 CREATE INDEX clicks_link_time ON clicks (link_id, occurred_at);
 
--- A visit to a well-formed slug that has no link, or whose link is not
--- served (the edge records no link for it), with the slug asked for, on
--- which domain, and what the edge found. Partitioned like `clicks` so the
+-- A visit to a well-formed slug that has no link, or whose link does not
+-- redirect it (the edge records no link for it), with the slug asked for,
+-- on which domain, and what the edge found (docs/contract.md, the kinds). Partitioned like `clicks` so the
 -- same retention drops them.
 CREATE TABLE orphan_visits (
     click_id    uuid        NOT NULL,
@@ -44,7 +45,7 @@ CREATE TABLE orphan_visits (
     country     text        NOT NULL,
     user_agent  text        NOT NULL,
     referer     text        NOT NULL,
-    kind        text        NOT NULL CHECK (kind IN ('unknown', 'disabled', 'scheduled', 'expired')),
+    kind        text        NOT NULL CHECK (kind IN ('unknown', 'disabled', 'scheduled', 'expired', 'limit', 'password')),
     domain      text        NOT NULL,  -- its domain's host; '' the default domain (and every older record)
     PRIMARY KEY (click_id, occurred_at)
 ) PARTITION BY RANGE (occurred_at);

@@ -1,7 +1,8 @@
 -- What reports read: clicks counted by link and hour or day, by dimension,
 -- and in all. docs/rollups.md says what they count; every statement that
 -- writes them is in dashboard/clicks/rollups.py.
--- Applied by dashboard/clicks/migrations/0001_initial.py, after clicks.sql.
+-- Applied by dashboard/clicks/migrations/0001_squashed_0002_catch_up.py on a
+-- new database, after clicks.sql.
 
 -- Unique visitors are HyperLogLog sketches (the `hll` extension, packaged
 -- as postgresql-15-hll). CREATE EXTENSION needs a superuser: `make run`, the

@@ -1,0 +1,356 @@
+"""An upgrade keeps everything: a stack made by an older version's own
+`make run` (a git worktree of its commit, with its own virtualenv), filled
+through that version (people, tokens, links, clicks, orphan visits, and
+clicks the old edge left in the stream for the importer), stopped with
+Ctrl-C, then started by this checkout's `make run` on the same run
+directory. Every person, token, link, click, rollup and orphan visit is
+kept and served, every program runs, the next click is stored, and the
+database's schema is the one a new install gets.
+
+The versions are the databases an operator may have: main before release
+1.0.0 rewrote its first migrations in place (00bccb7, 2026-11-23, and main
+as 1.0.0 was cut, 3fdb8fd); each release from 1.0.0 on joins this list
+(docs/releasing.md). `pytest -s` prints what each step took."""
+
+import http.client
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+
+import devstack
+from devstack.faults import request
+from devstack.supervised import SupervisedStack, wait_until
+
+OLD_VERSIONS = {
+    "main-2026-11-23": "00bccb7",
+    "main-2026-11-26": "3fdb8fd",
+}
+ADMIN = "ops"
+CLICKS = {"plain": 7, "moved": 4, "later": 3}  # visits made through the old edge, imported by the old importer
+IN_FLIGHT = 5  # visits of "plain" the old importer never took: in the stream at the upgrade
+ORPHANS = 6
+HUMAN = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+
+
+def git(*args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(devstack.REPO), *args], check=True, capture_output=True, text=True, timeout=120
+    ).stdout
+
+
+@pytest.fixture(scope="module")
+def checkouts():
+    """Worktrees of the old versions, made on first use, removed at the end."""
+    made: dict[str, Path] = {}
+    root = Path(tempfile.mkdtemp(prefix="slingshot-old-"))
+
+    def checkout(commit: str) -> Path:
+        if commit not in made:
+            path = root / commit
+            git("worktree", "add", "--detach", str(path), commit)
+            made[commit] = path
+            _install(path)
+        return made[commit]
+
+    yield checkout
+    for path in made.values():
+        git("worktree", "remove", "--force", str(path))
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _install(path: Path) -> None:
+    """What the old version's bin/setup would make, from what this checkout has."""
+    if (path / "requirements.txt").read_bytes() == (devstack.REPO / "requirements.txt").read_bytes():
+        (path / ".venv").symlink_to(devstack.REPO / ".venv")
+    else:
+        subprocess.run([sys.executable, "-m", "venv", str(path / ".venv")], check=True, timeout=120)
+        subprocess.run(
+            [str(path / ".venv" / "bin" / "pip"), "install", "--quiet", "-r", str(path / "requirements.txt")],
+            check=True,
+            timeout=900,
+        )
+    for shared in ("dashboard/frontend/build", "data/geo/node_modules"):
+        if (devstack.REPO / shared).exists() and (path / shared).parent.exists() and not (path / shared).exists():
+            (path / shared).symlink_to(devstack.REPO / shared)
+
+
+class Stack:
+    """One run directory, started by one checkout's `make run` after another."""
+
+    def __init__(self, root: Path) -> None:
+        self.supervised = SupervisedStack(
+            root, env={"SLINGSHOT_ADMIN_USER": ADMIN, "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)}
+        )
+
+    def start(self, repo: Path) -> None:
+        self.supervised.repo = repo
+        self.supervised.start()
+
+    def stop(self) -> None:
+        self.supervised.interrupt()
+        assert self.supervised.wait_exit(timeout=180) == 0, self.supervised.console()[-3000:]
+
+    def manage(self, repo: Path, *args: str) -> str:
+        env = {**self.supervised.env, "SLINGSHOT_ENV_FILE": str(self.supervised.run / "env")}
+        python = repo / ".venv" / "bin" / "python"
+        done = subprocess.run(
+            [str(python), str(repo / "dashboard" / "manage.py"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, f"manage.py {' '.join(args)}: {done.stdout}{done.stderr}"
+        return done.stdout
+
+    def sql(self, statement: str, params=None) -> list[tuple]:
+        with psycopg.connect(self.supervised.secrets["DATABASE_URL"], connect_timeout=5) as conn:
+            return conn.execute(statement, params).fetchall()
+
+    def api(self, method: str, path: str, token: str, body: dict | None = None) -> tuple[int, object]:
+        status, raw = request(self.supervised.ports["DASHBOARD_PORT"], path, method=method, body=body, token=token)
+        return status, json.loads(raw) if raw else None
+
+    def visit(self, path: str, *, agent: str = HUMAN) -> tuple[int, str]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.supervised.ports["EDGE_PORT"], timeout=10)
+        try:
+            conn.request("GET", path, headers={"User-Agent": agent, "Referer": "https://news.example/item"})
+            response = conn.getresponse()
+            response.read()
+            return response.status, response.getheader("Location") or ""
+        finally:
+            conn.close()
+
+    def published(self, slug: str) -> bool:
+        secrets = self.supervised.secrets
+        client = redis.Redis(port=int(secrets["REDIS_PORT"]), password=secrets["REDIS_PASSWORD"])
+        try:
+            return bool(client.exists(f"slingshot:link:{slug}"))
+        finally:
+            client.close()
+
+    def clicks_by_slug(self) -> dict[str, int]:
+        return dict(
+            self.sql(
+                "SELECT l.slug, count(c.*) FROM links_link l LEFT JOIN clicks c ON c.link_id = l.id GROUP BY l.slug"
+            )
+        )
+
+    def everything(self) -> dict:
+        """What an upgrade must keep, as rows."""
+        return {
+            "people": self.sql("SELECT id, username, password, is_superuser, email FROM auth_user ORDER BY id"),
+            "tokens": self.sql("SELECT id, user_id, digest, scope, name FROM api_apitoken ORDER BY id"),
+            "links": self.sql(
+                "SELECT id, slug, url, title, tags, redirect_status, expires_at, forward_query, is_active, owner_id"
+                " FROM links_link ORDER BY id"
+            ),
+            "clicks": self.sql(
+                "SELECT click_id, occurred_at, link_id, slug, ip, user_agent_id, is_bot, country, browser, os,"
+                " device, referer, referer_host FROM clicks ORDER BY click_id"
+            ),
+            "rollups": self.sql("SELECT * FROM click_rollup_hour ORDER BY link_id, bucket"),
+            "breakdowns": self.sql(
+                "SELECT link_id, bucket, dimension, value, clicks, human_clicks FROM click_breakdown_hour"
+                " ORDER BY 1, 2, 3, 4"
+            ),
+            "totals": self.sql("SELECT * FROM link_click_totals ORDER BY link_id"),
+            "orphans": self.sql(
+                "SELECT click_id, occurred_at, slug, ip, country, user_agent, referer FROM orphan_visits ORDER BY 1"
+            ),
+        }
+
+
+def _timed(what: str, started: float) -> None:
+    print(f"  {what}: {time.monotonic() - started:.1f} s", flush=True)
+
+
+@pytest.mark.parametrize("version", list(OLD_VERSIONS))
+def test_an_upgrade_from_an_older_version_keeps_and_serves_everything(version, checkouts):
+    started = time.monotonic()
+    old = checkouts(OLD_VERSIONS[version])
+    _timed(f"checkout of {version} ({OLD_VERSIONS[version]})", started)
+    root = Path(tempfile.mkdtemp(prefix="slingshot-upgrade-"))
+    stack = Stack(root)
+    try:
+        started = time.monotonic()
+        stack.start(old)
+        _timed("the old stack started", started)
+        tokens, links = _fill_through_old_version(stack, old)
+        before = stack.everything()
+        stack.stop()
+
+        started = time.monotonic()
+        stack.start(devstack.REPO)
+        _timed("this version started on the old run directory", started)
+        _check_everything_kept(stack, before, tokens, links)
+        _check_everything_served(stack, tokens, links)
+        _check_the_schema_is_a_new_installs(stack)
+    finally:
+        stack.supervised.cleanup(remove=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _fill_through_old_version(stack: Stack, old: Path) -> tuple[dict, dict]:
+    admin_token = stack.manage(old, "create_api_token", ADMIN, "--scope", "write", "--name", "admin's").strip()
+    stack.manage(
+        old,
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model;"
+        "get_user_model().objects.create_user('bo', 'bo@example.com', 'bo-password-1234')",
+    )
+    bo_token = stack.manage(old, "create_api_token", "bo", "--scope", "write", "--name", "bo's").strip()
+    bo_read = stack.manage(old, "create_api_token", "bo", "--scope", "read", "--name", "bo's reader").strip()
+    links = {
+        "plain": ({"url": "https://example.com/plain", "slug": "plain", "title": "Plain", "tags": ["a", "b"]}, ADMIN),
+        "moved": (
+            {"url": "https://example.com/moved?x=1", "slug": "moved", "redirect_status": 301, "forward_query": True},
+            ADMIN,
+        ),
+        "later": (
+            {"url": "https://example.org/later", "slug": "later", "expires_at": "2031-01-01T00:00:00Z"},
+            "bo",
+        ),
+    }
+    for slug, (body, owner) in links.items():
+        status, reply = stack.api("POST", "/api/v1/links", admin_token if owner == ADMIN else bo_token, body)
+        assert status == 201, (slug, reply)
+    wait_until(lambda: stack.published("later"), timeout=30, what="the old publisher to publish")
+    for slug, count in CLICKS.items():
+        for n in range(count):
+            assert stack.visit(f"/{slug}", agent=HUMAN if n % 2 else "curl/8.5")[0] in (301, 302)
+    for n in range(ORPHANS):
+        assert stack.visit(f"/nothing-{n % 2}")[0] == 404
+    expected = dict(CLICKS)
+    wait_until(lambda: stack.clicks_by_slug() == expected, timeout=60, what="the old importer to store the clicks")
+    # The importer stops; what the edge serves next waits in the stream for the new version.
+    stack.supervised.rpc().supervisor.stopProcess("importer")
+    for _ in range(IN_FLIGHT):
+        assert stack.visit("/plain")[0] == 302
+    return {"admin": admin_token, "bo": bo_token, "bo-read": bo_read}, links
+
+
+def _check_everything_kept(stack: Stack, before: dict, tokens: dict, links: dict) -> None:
+    expected = {**CLICKS, "plain": CLICKS["plain"] + IN_FLIGHT}
+    wait_until(lambda: stack.clicks_by_slug() == expected, timeout=60, what="the in-flight clicks to be stored")
+    after = stack.everything()
+    assert after["people"] == before["people"]
+    assert after["tokens"] == before["tokens"]
+    assert after["links"] == before["links"]
+    old_ids = {row[0] for row in before["clicks"]}
+    assert [row for row in after["clicks"] if row[0] in old_ids] == before["clicks"]
+    assert len(after["clicks"]) == len(before["clicks"]) + IN_FLIGHT
+    assert after["orphans"] == before["orphans"] and len(before["orphans"]) == ORPHANS
+    # The rollups and totals of the old clicks, plus the in-flight ones, and nothing else.
+    plain = next(row[0] for row in after["links"] if row[1] == "plain")
+    assert sum(row[2] for row in after["rollups"]) == sum(row[2] for row in before["rollups"]) + IN_FLIGHT
+    assert [row for row in after["rollups"] if row[0] != plain] == [row for row in before["rollups"] if row[0] != plain]
+    assert [row for row in after["totals"] if row[0] != plain] == [row for row in before["totals"] if row[0] != plain]
+    totals = {row[0]: row[1] for row in after["totals"]}
+    assert totals[plain] == expected["plain"]
+    # Each person's links are in their personal team, and each token acts in it.
+    teams = dict(stack.sql("SELECT personal_for_id, id FROM teams_team WHERE personal_for_id IS NOT NULL"))
+    owners = dict(stack.sql("SELECT slug, owner_id FROM links_link"))
+    for slug, team in stack.sql("SELECT slug, team_id FROM links_link"):
+        assert team == teams[owners[slug]], slug
+    for user, team in stack.sql("SELECT user_id, team_id FROM api_apitoken"):
+        assert team == teams[user]
+    # The orphan visits of before had no kind: visits of unknown slugs, on the default domain.
+    assert stack.sql("SELECT DISTINCT kind, domain FROM orphan_visits") == [("unknown", "")]
+
+
+def _check_everything_served(stack: Stack, tokens: dict, links: dict) -> None:
+    # The tokens of before, in the API of now, each within its person's team.
+    status, mine = stack.api("GET", "/api/v1/links", tokens["admin"])
+    assert status == 200, mine
+    assert sorted(link["slug"] for link in mine["results"]) == ["moved", "plain"]
+    status, theirs = stack.api("GET", "/api/v1/links", tokens["bo-read"])
+    assert status == 200 and [link["slug"] for link in theirs["results"]] == ["later"]
+    assert stack.api("POST", "/api/v1/links", tokens["bo-read"], {"url": "https://example.com/"})[0] == 403
+    status, plain = stack.api("GET", "/api/v1/links/plain", tokens["admin"])
+    assert status == 200 and plain["clicks"] == CLICKS["plain"] + IN_FLIGHT, plain
+    # Every link redirects as it did.
+    assert stack.visit("/plain") == (302, "https://example.com/plain")
+    assert stack.visit("/moved?utm=1") == (301, "https://example.com/moved?x=1&utm=1")
+    assert stack.visit("/later") == (302, "https://example.org/later")
+    assert stack.visit("/nothing-0")[0] == 404
+    # The next click is stored, and the publisher delivers a new link.
+    wait_until(
+        lambda: stack.clicks_by_slug()["plain"] == CLICKS["plain"] + IN_FLIGHT + 1,
+        timeout=60,
+        what="the next click to be stored",
+    )
+    status, created = stack.api(
+        "POST", "/api/v1/links", tokens["admin"], {"url": "https://example.net/", "slug": "after-upgrade"}
+    )
+    assert status == 201, created
+    wait_until(lambda: stack.visit("/after-upgrade")[0] == 302, timeout=30, what="a new link to be served")
+    running = {info["name"]: info["statename"] for info in stack.supervised.rpc().supervisor.getAllProcessInfo()}
+    assert set(running.values()) == {"RUNNING"}, running
+
+
+# --- the schema: an upgraded database against a new install ------------------------------
+
+
+def _check_the_schema_is_a_new_installs(stack: Stack) -> None:
+    run, port = stack.supervised.run, int(stack.supervised.secrets["POSTGRES_PORT"])
+    superuser = {"host": str(run / "pg"), "port": port, "user": "postgres"}
+    with psycopg.connect(dbname="postgres", autocommit=True, **superuser) as conn:
+        conn.execute("DROP DATABASE IF EXISTS new_install")
+        conn.execute("CREATE DATABASE new_install OWNER slingshot")
+    url = re.sub(r"/slingshot$", "/new_install", stack.supervised.secrets["DATABASE_URL"])
+    subprocess.run(
+        [sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), "migrate", "--no-input", "-v", "0"],
+        env={**os.environ, **stack.supervised.secrets, "SLINGSHOT_ENV_FILE": "", "DATABASE_URL": url},
+        check=True,
+        timeout=300,
+    )
+    upgraded, new = (schema_of(database, **superuser) for database in ("slingshot", "new_install"))
+    assert upgraded == new
+
+
+def schema_of(database: str, *, host: str, port: int, user: str) -> list[str]:
+    """pg_dump's schema of a database as its statements, with two things set
+    aside that neither the code nor the operator reads: the order of a
+    table's columns (an upgrade adds a column at the end of its table, a new
+    install has it where sql/ writes it; every COPY and INSERT names its
+    columns), and which months have click partitions yet (the importer makes
+    them as clicks need them; each has its parent's columns and indexes)."""
+    dump = subprocess.run(
+        [str(devstack.pg_bindir() / "pg_dump"), "--schema-only", "--no-owner", "--no-privileges"]
+        + ["-h", host, "-p", str(port), "-U", user, database],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    lines = [
+        line
+        for line in dump.splitlines()
+        if line.strip() and not line.startswith(("--", "\\restrict", "\\unrestrict", "SET ", "SELECT pg_catalog."))
+    ]
+    statements = []
+    for statement in "\n".join(lines).split(";\n"):
+        if PARTITION.search(statement):
+            continue
+        head, _, rest = statement.partition("(\n")
+        if head.startswith("CREATE TABLE") and rest:
+            body, _, tail = rest.rpartition("\n)")
+            statement = head + "(\n" + "\n".join(sorted(line.rstrip(",") for line in body.split("\n"))) + "\n)" + tail
+        statements.append(statement)
+    return statements
+
+
+PARTITION = re.compile(r"_y\d{4}m\d{2}(?![0-9])")
