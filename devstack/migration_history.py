@@ -1,11 +1,12 @@
-"""`python -m devstack.migration_history`: does the database's migration
-history belong to this checkout?
+"""`python -m devstack.migration_history`: can this checkout migrate the
+database?
 
-A database made by an older checkout can hold applied migrations of
-Slingshot's apps that this checkout no longer has (its schema was since
-rewritten as one `0001_initial` per app): `migrate` would then take the
-old tables for the new ones. Prints those migrations, one `app.name` a
-line, and exits 2 if there are any; devstack/stack.py says what to do.
+A database migrated by a newer version of Slingshot, or by a development
+branch, holds applied migrations of Slingshot's apps that this checkout does
+not have: `migrate` cannot take it back. Prints those migrations, one
+`app.name` a line, and exits 2 if there are any; devstack/stack.py says
+what to do. (A database made by any earlier release or main before 1.0.0
+is one `migrate` brings up to date: docs/operations.md, "Upgrading".)
 """
 
 import sys

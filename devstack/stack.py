@@ -235,10 +235,10 @@ def prepare(run: Path) -> dict[str, str]:
         ).splitlines()
         if foreign:
             raise StackError(
-                f"the database in {run / 'pg'} was made by another version of Slingshot: it has migrations this "
-                f"checkout does not know ({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}). "
-                f"To start over with an empty database (this deletes the local links, clicks and users): "
-                f"stop the stack, `rm -rf {run}`, then `make run`"
+                f"the database in {run / 'pg'} was migrated by a newer version of Slingshot: it has migrations "
+                f"this checkout does not know ({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}). "
+                "Run that version (git checkout it, then `make run`), or restore the backup taken before its "
+                "upgrade (docs/operations.md, 'Backing up and restoring')"
             )
         say("migrating the database")
         step([*MANAGE, "migrate", "--no-input", "-v", "1"], env=env, what="manage.py migrate")

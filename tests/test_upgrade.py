@@ -194,6 +194,7 @@ def test_an_upgrade_from_an_older_version_keeps_and_serves_everything(version, c
         started = time.monotonic()
         stack.start(devstack.REPO)
         _timed("this version started on the old run directory", started)
+        assert "Slingshot" in stack.manage(devstack.REPO, "slingshot_version")
         _check_everything_kept(stack, before, tokens, links)
         _check_everything_served(stack, tokens, links)
         _check_the_schema_is_a_new_installs(stack)

@@ -1,11 +1,14 @@
 """The base of Slingshot's long-running management commands (import_clicks,
-run_publisher): one way to stop and one way to retry."""
+run_publisher): one check of the database as they start, one way to stop
+and one way to retry."""
 
 import signal
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
+
+from .schema import SchemaMismatch, check_schema
 
 
 class ServiceCommand(BaseCommand):
@@ -15,6 +18,10 @@ class ServiceCommand(BaseCommand):
     stopping = False
 
     def execute(self, *args, **options):
+        try:
+            check_schema(connection)
+        except SchemaMismatch as exc:
+            raise CommandError(str(exc), returncode=78) from None  # EX_CONFIG: starting again will not help
         self.stopping = False
         previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:

@@ -1,6 +1,7 @@
 """/healthz: whether this dashboard can reach what it needs, for load
 balancers and container health checks. No sign-in; the answer names what
-failed and how (an exception's class), never an address or a password."""
+failed and how (an exception's class), never an address or a password,
+and this version of Slingshot in its Slingshot-Version header."""
 
 import logging
 
@@ -9,6 +10,8 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse
 
 from links.redis import get_quick_redis
+
+from .release import VERSION
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +39,10 @@ def problems() -> list[str]:
 def healthz(request: HttpRequest) -> HttpResponse:
     found = problems()
     response = HttpResponse(
-        "".join(f"{problem}\n" for problem in found) or "ok\n",
+        "".join(f"{problem}\n" for problem in found) + ("" if found else "ok\n") + f"version: {VERSION}\n",
         status=503 if found else 200,
         content_type="text/plain; charset=utf-8",
     )
     response["Cache-Control"] = "no-store"
+    response["Slingshot-Version"] = VERSION
     return response

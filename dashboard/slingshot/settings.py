@@ -17,6 +17,8 @@ import environ
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from slingshot.release import VERSION
+
 DASHBOARD_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = DASHBOARD_DIR.parent
 
@@ -64,6 +66,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "csp",
+    "slingshot",
     "links",
     "clicks",
     "api",
@@ -279,7 +282,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Slingshot API",
     "DESCRIPTION": "Short links, their click statistics and raw clicks. "
     "Authenticate with `Authorization: Bearer <token>` (make one with `manage.py create_api_token`).",
-    "VERSION": "1.0.0",
+    "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -14,7 +14,12 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "slingshot.settings")
 application = get_wsgi_application()
 
-from django.urls import get_resolver  # noqa: E402 -- after the settings are configured
+from django.db import connection  # noqa: E402 -- after the settings are configured
+from django.urls import get_resolver  # noqa: E402
 
+from slingshot.schema import check_schema  # noqa: E402
+
+check_schema(connection)  # a worker does not boot against a database of another version
+connection.close()
 _ = get_resolver().url_patterns  # imports every view module now, rather than on the first request
 gc.freeze()

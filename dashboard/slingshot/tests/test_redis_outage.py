@@ -17,6 +17,7 @@ from devstack.pytest_plugin import SERVERS
 from devstack.throwaway import ThrowawayStack
 from links.redis import CircuitBreaker, RedisUnavailable, breaker, get_quick_redis
 from links.services import link_create
+from slingshot.release import VERSION
 
 from .conftest import request
 
@@ -130,20 +131,21 @@ def test_the_overview_shows_the_import_lag_once_redis_answers_again(visitor, fro
 
 def test_healthz(client):
     response = client.get("/healthz")
-    assert (response.status_code, response.content) == (200, b"ok\n")
+    assert (response.status_code, response.content) == (200, f"ok\nversion: {VERSION}\n".encode())
     assert response["Content-Type"].startswith("text/plain")
+    assert response["Slingshot-Version"] == VERSION
 
 
 def test_healthz_answers_503_within_a_second_while_redis_hangs(client, frozen_redis):
     for _ in range(2):  # the health check asks Redis every time, breaker or not
         response, took = timed(lambda: client.get("/healthz"))
-        assert response.status_code == 503 and response.content == b"redis: TimeoutError\n"
+        assert response.status_code == 503 and response.content == f"redis: TimeoutError\nversion: {VERSION}\n".encode()
         assert took < BUDGET
 
 
 def test_healthz_answers_503_without_secrets_while_redis_is_down(client, gone_redis, settings):
     response, took = timed(lambda: client.get("/healthz"))
-    assert response.status_code == 503 and response.content == b"redis: ConnectionError\n"
+    assert response.status_code == 503 and response.content == f"redis: ConnectionError\nversion: {VERSION}\n".encode()
     assert took < BUDGET
     assert settings.REDIS_PASSWORD.encode() not in response.content
 
@@ -153,7 +155,7 @@ def test_healthz_names_postgresql_when_it_does_not_answer(make_dashboard):
     port = make_dashboard({"DATABASE_URL": nowhere}, workers=1)
     request(port, "/healthz")  # the first waits for the worker to boot
     response, took = timed(lambda: request(port, "/healthz"))
-    assert (response.status, response.body) == (503, b"postgresql: OperationalError\n")
+    assert (response.status, response.body) == (503, f"postgresql: OperationalError\nversion: {VERSION}\n".encode())
     assert took < BUDGET
 
 

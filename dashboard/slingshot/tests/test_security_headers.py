@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from devstack import REPO
+from slingshot.release import VERSION
 
 from .conftest import request
 
@@ -100,4 +101,4 @@ def test_tls_behind_a_proxy(make_dashboard):
 
     # Health checks come over plain HTTP, by whatever name reaches the container.
     health = request(port, "/healthz", headers={"Host": "dashboard:8000"})
-    assert (health.status, health.body) == (200, b"ok\n")
+    assert (health.status, health.body) == (200, f"ok\nversion: {VERSION}\n".encode())

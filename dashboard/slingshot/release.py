@@ -1,0 +1,42 @@
+"""This version of Slingshot, and what its releases promise an operator.
+
+A release is a version number here, a section of CHANGELOG.md, and the
+lock of its migrations (RELEASED_MIGRATIONS): every migration file of the
+release, and every sql/ file a migration reads, with its SHA-256. A
+migration that has been released is never edited again (tests/test_release.py
+fails when one differs); a change to the schema is a new migration.
+`python -m devstack.release` writes the lock when a version is released
+(docs/releasing.md)."""
+
+import hashlib
+from pathlib import Path
+
+VERSION = "1.0.0"
+
+DASHBOARD_DIR = Path(__file__).resolve().parent.parent
+REPO_DIR = DASHBOARD_DIR.parent
+RELEASED_MIGRATIONS = Path(__file__).resolve().with_name("released_migrations.txt")
+
+
+def schema_files() -> list[Path]:
+    """Every file whose content makes the schema: the apps' migrations and the sql/ files they apply."""
+    migrations = sorted(DASHBOARD_DIR.glob("*/migrations/0*.py"))
+    return migrations + sorted((REPO_DIR / "sql").glob("*.sql"))
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def lock_text(version: str) -> str:
+    lines = [f"# The migrations and schema files of Slingshot {version}: never edited again (slingshot/release.py)."]
+    lines += [f"{digest(path)}  {path.relative_to(REPO_DIR).as_posix()}" for path in schema_files()]
+    return "\n".join(lines) + "\n"
+
+
+def released() -> tuple[str, dict[str, str]]:
+    """The version the lock was written for, and its files' digests by path."""
+    lines = RELEASED_MIGRATIONS.read_text().splitlines()
+    version = lines[0].split("Slingshot ", 1)[1].split(":", 1)[0]
+    files = dict(reversed(line.split("  ", 1)) for line in lines[1:] if line.strip())
+    return version, files
