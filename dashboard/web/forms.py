@@ -482,10 +482,6 @@ class DomainForm(forms.ModelForm):
         pass  # links.domains says a domain is there already
 
 
-class UnlockForm(forms.Form):
-    password = forms.CharField(widget=forms.PasswordInput(attrs={"autofocus": True}), max_length=128, strip=False)
-
-
 class TokenForm(forms.ModelForm):
     class Meta:
         model = ApiToken

@@ -78,6 +78,12 @@ function _M.cut_details(details)
         .. sub(details, ua_end + 1, ua_end + _M.REFERER_MAX)
 end
 
+-- Details with `referer` in place of the request's Referer.
+function _M.with_referer(details, referer)
+    local ip_end = find(details, "\n", find(details, "\n", 1, true) + 1, true)
+    return sub(details, 1, find(details, "\n", ip_end + 1, true)) .. referer
+end
+
 local Buffer = {}
 Buffer.__index = Buffer
 
