@@ -265,6 +265,8 @@ def link_create(request):
         else:
             messages.success(request, f"Created {link.short_url}")
             return _detail(link)
+    if form.is_bound:
+        form.before_shown_again()
     return render(request, "web/link_form.html", {"form": form, "title": "New link"})
 
 
@@ -287,6 +289,8 @@ def link_edit(request, slug: str):
         else:
             messages.success(request, "Saved.")
             return _detail(link)
+    if form.is_bound:
+        form.before_shown_again()
     return render(request, "web/link_form.html", {"form": form, "title": f"Edit {slug}", "link": link})
 
 

@@ -332,10 +332,11 @@ end
 
 local STATUS = { wrong = 403, locked = 429, empty = 400, ["cross-site"] = 403, unavailable = 503 }
 
--- The password page for `slug` with `message` (nil: none), an orphan
--- visit of kind `password` on `domain`.
+-- The password page for `slug` with what `answer` (nil: none) says, an
+-- orphan visit of kind `password` on `domain` from `referer`: where the
+-- visitor came from before the page, also when it is shown again.
 local function ask_again(slug, domain, referer, answer)
-    clicks.record(slug, "", domain.orphan.password)
+    clicks.record_from(slug, "", domain.orphan.password, referer)
     local status = answer and STATUS[answer.outcome] or 200
     local body = _M.page(_M.self_url(slug, var.args), referer, answer and _M.message(answer))
     return answer_page(status, body, answer and answer.retry_after)
