@@ -51,7 +51,8 @@ def link_password_check(request: HttpRequest) -> HttpResponse:
         return _refusal(401, "an edge's Authorization: Bearer EDGE_DASHBOARD_SECRET is required")
     if request.method != "POST":
         return _refusal(405, "POST only")
-    if int(request.headers.get("Content-Length") or 0) > BODY_MAX_BYTES:
+    length = request.headers.get("Content-Length") or "0"
+    if not length.isdigit() or int(length) > BODY_MAX_BYTES:
         return _refusal(413, f"a check is at most {BODY_MAX_BYTES} bytes")
     try:
         body = json.loads(request.body)

@@ -53,7 +53,8 @@ _M.ORPHAN_LABEL_MAX = 9 + 1 + 253
 local CLICK_MAX = 64 + 1 + 19 + 1 + _M.ORPHAN_LABEL_MAX + 1 + 14 + 1 + 45 + 1 + _M.UA_MAX + 1
     + _M.REFERER_MAX + 1
 
--- 16 hex digits from 8 random bytes: the per-worker half of every click id.
+-- `bytes` in lower-case hex: from 8 random bytes, the per-worker half of
+-- every click id (and, from 16, a password's pass, unlock.lua).
 function _M.hex_prefix(bytes)
     local out = {}
     for i = 1, #bytes do

@@ -26,6 +26,7 @@ local config = require("slingshot.config")
 local redis = require("slingshot.redis")
 local clicks = require("slingshot.clicks")
 local contract = require("slingshot.contract")
+local clickbuf = require("slingshot.clickbuf")
 
 local ngx = ngx
 local var = ngx.var
@@ -294,7 +295,7 @@ local function random_token()
     end
     local bytes = f:read(16)
     f:close()
-    return (gsub(bytes, ".", function(c) return format("%02x", byte(c)) end))
+    return clickbuf.hex_prefix(bytes)
 end
 
 local function give_pass(link_id, referer)

@@ -25,8 +25,9 @@ from links.redis import get_redis
 from links.services import link_create
 from slingshot.contract import SERVED_KEY_PREFIX
 
-from .conftest import PASSWORD, unique_slug
+from .conftest import unique_slug
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS
+from .test_browser_teams import sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -170,18 +171,6 @@ def test_a_visitor_types_the_password_and_lands_where_the_link_sends_them(
     assert hour.difference == 0
 
 
-def sign_in(browser, live_server, user, viewport):
-    context = browser.new_context(base_url=live_server.url, viewport=VIEWPORTS[viewport])
-    context.set_default_timeout(15_000)
-    tab = context.new_page()
-    tab.goto("/sign-in/")
-    tab.get_by_label("Username").fill(user.username)
-    tab.get_by_label("Password").fill(PASSWORD)
-    tab.get_by_role("button", name="Sign in").click()
-    expect(tab.get_by_role("heading", name="Overview")).to_be_visible()
-    return context, tab
-
-
 NOT_KEPT = "Type the password again: it is not kept when the form comes back with an error"
 
 
@@ -189,7 +178,7 @@ NOT_KEPT = "Type the password again: it is not kept when the form comes back wit
 def test_a_password_typed_in_a_form_that_comes_back_is_never_dropped(browser, live_server, make_user, viewport):
     owner = make_user()
     taken = link_create(owner=owner, url="https://example.com/taken", slug=unique_slug("tk"))
-    context, tab = sign_in(browser, live_server, owner, viewport)
+    context, tab = sign_in(browser, live_server, owner, VIEWPORTS[viewport])
     slug = unique_slug("nw")
 
     tab.goto("/links/new/")
