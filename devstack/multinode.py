@@ -100,6 +100,7 @@ class Topology:
     redis_password: str = field(default_factory=lambda: secrets.token_hex(16))
     db_password: str = field(default_factory=lambda: secrets.token_hex(16))
     replication_password: str = field(default_factory=lambda: secrets.token_hex(16))
+    edge_dashboard_secret: str = field(default_factory=lambda: secrets.token_hex(16))
     processes: dict[str, Process] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -126,6 +127,7 @@ class Topology:
             "SLINGSHOT_ENV_FILE": "",
             "DJANGO_SETTINGS_MODULE": "slingshot.settings",
             "SECRET_KEY": secrets.token_hex(32),
+            "EDGE_DASHBOARD_SECRET": self.edge_dashboard_secret,
             "DATABASE_URL": self.database_url(self.pg_port),
             "DATABASE_REPLICA_URL": self.database_url(self.pg_replica_port),
             "REDIS_PASSWORD": self.redis_password,
@@ -151,6 +153,8 @@ class Topology:
             "EDGE_LINKS_REDIS_PORT": str(replica),
             "EDGE_CLICKS_REDIS_HOST": "127.0.0.1",
             "EDGE_CLICKS_REDIS_PORT": str(self.store_ports[f"clicks{n + 1}"]),
+            "EDGE_DASHBOARD_URL": f"http://127.0.0.1:{self.dashboard_port}",
+            "EDGE_DASHBOARD_SECRET": self.edge_dashboard_secret,
         }
 
     # --- starting --------------------------------------------------------------------------

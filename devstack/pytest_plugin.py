@@ -189,6 +189,25 @@ def edge(_shared_edge):
     return _shared_edge
 
 
+@pytest.fixture(scope="session")
+def _password_edge(live_server):
+    # By address: nginx resolves a name only with a `resolver`, which the
+    # test edge has not.
+    port = live_server.url.rsplit(":", 1)[1]
+    running = Edge(env={"EDGE_DASHBOARD_URL": f"http://127.0.0.1:{port}"}).start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def password_edge(_password_edge):
+    """An edge that has link passwords checked by the test run's live
+    dashboard (pytest-django's live_server), with the run's
+    EDGE_DASHBOARD_SECRET; shared by the whole run."""
+    _password_edge.mark()
+    return _password_edge
+
+
 @pytest.fixture
 def make_edge():
     """Starts edges with their own settings; stops them after the test."""

@@ -37,7 +37,7 @@ from devstack.programs import MANAGE, PORT_DEFAULTS, port, run_dir
 
 CONF = Path(__file__).resolve().with_name("supervisord.conf")
 PYTHON = sys.executable
-SECRETS = ("SECRET_KEY", "POSTGRES_PASSWORD", "REDIS_PASSWORD", "SUPERVISOR_PASSWORD")
+SECRETS = ("SECRET_KEY", "POSTGRES_PASSWORD", "REDIS_PASSWORD", "SUPERVISOR_PASSWORD", "EDGE_DASHBOARD_SECRET")
 READY_TIMEOUT = 180.0
 
 
@@ -204,6 +204,8 @@ def prepare(run: Path) -> dict[str, str]:
         DATABASE_URL=f"postgres://slingshot:{values['POSTGRES_PASSWORD']}@127.0.0.1:{ports['POSTGRES_PORT']}/slingshot",
         REDIS_HOST="127.0.0.1",
         EDGE_BASE_URL=os.environ.get("EDGE_BASE_URL") or f"http://127.0.0.1:{ports['EDGE_PORT']}",
+        # Where the edge has link passwords checked: the dashboard, directly.
+        EDGE_DASHBOARD_URL=f"http://127.0.0.1:{ports['DASHBOARD_PORT']}",
         STATIC_ROOT=str(run / "static"),
         SUPERVISOR_USERNAME="slingshot",
         # Kept, so that the docs' commands can name the admin as `make run` made it.

@@ -84,6 +84,7 @@ class ThrowawayStack:
         return {
             "SLINGSHOT_ENV_FILE": "",
             "SECRET_KEY": "test-only-secret-key",
+            "EDGE_DASHBOARD_SECRET": "test-only-edge-dashboard-secret",
             "DATABASE_URL": f"postgres://slingshot:test@127.0.0.1:{self.pg_port}/slingshot",
             "REDIS_HOST": "127.0.0.1",
             "REDIS_PORT": str(self.redis_port),

@@ -723,7 +723,7 @@ class OrphanPathSerializer(OrphanCountSerializer):
     kind = serializers.ChoiceField(
         choices=ORPHAN_KINDS,
         help_text="What the edge found: no link (unknown), or a link disabled, scheduled (before its "
-        "valid_since) or expired.",
+        "valid_since), expired, past its max_visits (limit), or a view of its password page (password).",
     )
 
 

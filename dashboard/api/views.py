@@ -670,7 +670,7 @@ class AuditViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 @extend_schema(
     summary="Orphan visits",
     description="Visits to paths that are no link (a slug nobody created or one deleted, or a link disabled, "
-    "scheduled or expired) over the last `days` days, counted by domain and path and by referrer host, bots "
+    "scheduled, expired or past its limit, or a view of a link's password page) over the last `days` days, counted by domain and path and by referrer host, bots "
     "counted apart; `domain` reads one domain alone. For staff and superusers.",
     parameters=[serializers.OrphanQuerySerializer],
     responses={200: serializers.OrphanVisitsSerializer},

@@ -111,7 +111,7 @@ def encode_entry(prefix: str, first: int, clicks: list[dict]) -> dict[str, bytes
     (`ts` in Unix ms, `slug`, `link` the link's id or None for an orphan
     visit, and optionally `rule`, `ip`, `ua`, `ref`, and for an orphan visit
     `kind` and `domain`, its host or '' for the default domain): for the
-    tests and benchmarks that stand in for the edge, and the unlock page."""
+    tests and benchmarks that stand in for the edge."""
     lines = [prefix, f"{first:x}"]
     for click in clicks:
         seconds, millis = divmod(click["ts"], 1000)

@@ -622,8 +622,8 @@ def link_totals(*, link_ids: Iterable[int]) -> dict[int, LinkTotals]:
 class OrphanVisits:
     """Visits to paths that are no link, in a range: counts by path, as
     (domain, path, kind, visits, bots) with the domain's host ('' the default
-    domain), the slug asked for, and what the edge found (unknown, disabled,
-    scheduled, expired); and by referrer host ('' for none), as (host,
+    domain), the slug asked for, and what the edge found (slingshot.contract's
+    ORPHAN_KINDS); and by referrer host ('' for none), as (host,
     visits, bots)."""
 
     visits: int

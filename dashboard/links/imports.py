@@ -193,6 +193,14 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes, tea
         header = [name.strip().lower() for name in reader.fieldnames or []]
         if "url" not in header:
             raise ValidationError("The first row must name the columns, one of them `url`.", code="header")
+        if "password" in header:
+            # Never a link made without the password its row gives; nor one
+            # kept in clear with the upload until the rows are created.
+            raise ValidationError(
+                "The file has a password column, and passwords are not imported: remove the column, import "
+                "the file, then set each password on its link's Edit page.",
+                code="password",
+            )
         reader.fieldnames = header
         domains = domains_by_host()
         rows, slugs = [], []

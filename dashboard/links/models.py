@@ -106,8 +106,8 @@ class Link(models.Model):
     forward_query = models.BooleanField(default=False)
     # Listed as allowed in the domain's /robots.txt; every other link is disallowed.
     crawlable = models.BooleanField(default=False)
-    # A hash by Django's password hashers (links.services.link_password), or
-    # empty: the visitor types the password on the dashboard's unlock page.
+    # A salted hash (links.unlocking.hash_password), or empty: the visitor
+    # types the password on the edge's password page.
     password = models.CharField(max_length=128, blank=True)
     # Redirect rules and an A/B split (links/rules.py), evaluated by the edge.
     rules = models.JSONField(default=list, blank=True, validators=[link_rules.check_rules])

@@ -42,10 +42,13 @@ def _unix(moment, *, up: bool = False) -> int | None:
     return math.ceil(moment.timestamp()) if up else math.floor(moment.timestamp())
 
 
-def unlock_url(link: Link) -> str:
-    """Where the edge sends the visitors of a link with a password: the
-    dashboard's page that asks for it (web.views.link_unlock)."""
-    return settings.DASHBOARD_BASE_URL.rstrip("/") + reverse("web:link-unlock", args=[link.pk])
+def legacy_unlock_url() -> str:
+    """What a link with a password carries for edges older than their own
+    password pages, which send its visitors there: a dashboard page that
+    asks them to come back in a minute, the same for every link
+    (web.views.link_unlock_moved). Never the link's target: an older edge
+    must not serve the link without its password (docs/contract.md, "Upgrading")."""
+    return settings.DASHBOARD_BASE_URL.rstrip("/") + reverse("web:link-unlock-moved", args=[""])
 
 
 def _rules_payload(link: Link, servable: bool) -> tuple[list, list, bool]:
@@ -63,7 +66,8 @@ def link_payload(link: Link) -> str:
     """The value of the link's key (docs/contract.md, "Links"). A target the
     rules refuse now (a domain blocklisted since, say) is published
     disabled: the edge answers it as unknown. A password never leaves
-    PostgreSQL: the edge is only told where its unlock page is."""
+    PostgreSQL: the edge is only told that there is one, and asks the
+    dashboard whether what a visitor typed is it."""
     url, servable = link.url, True
     try:
         url = normalise_target(link.url)
@@ -81,7 +85,8 @@ def link_payload(link: Link) -> str:
             "expires_at": _unix(link.expires_at),
             "max_visits": link.max_visits,
             "forward_query": link.forward_query,
-            "unlock_url": unlock_url(link) if link.password else None,
+            "password": bool(link.password),
+            "unlock_url": legacy_unlock_url() if link.password else None,
             "rules": rules,
             "split": split,
         },

@@ -11,7 +11,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.hashers import make_password
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
@@ -25,6 +24,7 @@ from . import slugs
 from .domains import default_domain
 from .models import Domain, Link
 from .outbox import publish_domain, publish_link
+from .unlocking import PASSWORD_MAX_LENGTH, hash_password
 
 _SLUG_ATTEMPTS = 10
 
@@ -53,17 +53,16 @@ EDITABLE_FIELDS = frozenset(
 # The password shows as whether there is one, never its hash.
 AUDITED_FIELDS = EDITABLE_FIELDS - {"team", "password"}
 SLUG_TAKEN_MESSAGE = "Link with this Slug already exists."
-PASSWORD_MAX_LENGTH = 128
 
 
 def link_password(raw: str | None) -> str:
-    """What Link.password keeps of a password a person chose: a salted, slow
-    hash (Django's PASSWORD_HASHERS), or "" for none (None or "")."""
+    """What Link.password keeps of a password a person chose: a salted hash
+    (links.unlocking.hash_password), or "" for none (None or "")."""
     if not raw:
         return ""
     if not isinstance(raw, str) or len(raw) > PASSWORD_MAX_LENGTH:
         raise ValidationError({"password": f"A password is at most {PASSWORD_MAX_LENGTH} characters."})
-    return make_password(raw)
+    return hash_password(raw)
 
 
 def _publish(link: Link, *, robots: bool = False) -> None:

@@ -24,7 +24,11 @@ SERVED_FIELDS = ("redirect", "orphan")
 # The `v` field of a click entry: the record format the importer reads.
 CLICK_RECORD_VERSION = "5"
 # What an orphan visit found (record format 5): no link, or a link not served.
-ORPHAN_KINDS = ("unknown", "disabled", "scheduled", "expired")
+ORPHAN_KINDS = ("unknown", "disabled", "scheduled", "expired", "limit", "password")
+
+# A visitor's one-time pass through a link's password, made by the edge
+# that checked it and taken by the edge that serves the link (docs/contract.md).
+UNLOCK_KEY_PREFIX = "slingshot:unlock:"
 
 # Paths the edge answers itself (nginx.conf's `location =` blocks): never slugs.
 EDGE_PATHS = ("healthz", "metrics", "robots.txt")

@@ -153,6 +153,13 @@ class LinkForm(forms.Form):
 
     # Not fields of a link: the UTM builder, whose values go into the target URL.
     UTM_FIELDS = UTM_PARAMETERS
+    # A browser never gets a typed password back, so a form shown again with
+    # an error has an empty password field: the form says so, and marks
+    # (password_typed) that the person means the link to have one.
+    PASSWORD_NOT_KEPT = (
+        "Type the password again: it is not kept when the form comes back with an error, "
+        "and the link is not saved without it."
+    )
     # Edited apart from the rest, in their own section of the form.
     RULE_FIELDS = ("rules", "split")
 
@@ -183,13 +190,21 @@ class LinkForm(forms.Form):
             self.fields["remove_password"] = forms.BooleanField(
                 label="Remove the password", required=False, help_text="Anyone with the short URL gets through."
             )
+        self.fields["password_typed"] = forms.BooleanField(required=False, widget=forms.HiddenInput)
+        if self.is_bound and (self.data.get("password") or self.data.get("password_typed") == "True"):
+            self.data = self.data.copy()
+            self.data["password_typed"] = "True"  # and so in the form shown again
 
     @classmethod
     def initial_for(cls, link: Link) -> dict:
         return {name: getattr(link, name) for name in cls.base_fields if name != "password"}
 
     def link_fields(self):
-        return [self[name] for name in self.fields if name not in UTM_PARAMETERS and name not in self.RULE_FIELDS]
+        return [
+            self[name]
+            for name in self.fields
+            if name not in UTM_PARAMETERS and name not in self.RULE_FIELDS and name != "password_typed"
+        ]
 
     def rule_fields(self):
         return [self[name] for name in self.RULE_FIELDS]
@@ -201,7 +216,15 @@ class LinkForm(forms.Form):
         data = super().clean()
         if data.get("url"):
             data["url"] = with_utm(data["url"], {name: data.get(name, "") for name in UTM_PARAMETERS})
+        if data.get("password_typed") and not data.get("password") and not data.get("remove_password"):
+            self.add_error("password", self.PASSWORD_NOT_KEPT)
         return data
+
+    def before_shown_again(self) -> None:
+        """For a form sent with errors: a password typed in it is not
+        shown again, and its field says so."""
+        if self.data.get("password") and "password" not in self.errors:
+            self.add_error("password", self.PASSWORD_NOT_KEPT)
 
     def service_arguments(self) -> dict:
         """The cleaned fields as link_create takes them."""
@@ -480,10 +503,6 @@ class DomainForm(forms.ModelForm):
 
     def validate_unique(self):
         pass  # links.domains says a domain is there already
-
-
-class UnlockForm(forms.Form):
-    password = forms.CharField(widget=forms.PasswordInput(attrs={"autofocus": True}), max_length=128, strip=False)
 
 
 class TokenForm(forms.ModelForm):

@@ -28,11 +28,10 @@ from clicks.export import CHUNK as EXPORT_CHUNK
 from clicks.export import FORMATS, export_lines
 from clicks.selectors import INTERVALS, ReportTooLarge, link_totals, range_stats
 from clicks.stores import import_lag_of_every_store
-from links import domains, imports, selectors, services, unlocking
+from links import domains, imports, selectors, services
 from links.models import Domain, Link, LinkImport
 from links.redis import RedisUnavailable, quick_call
 from slingshot.db import reports_db
-from slingshot.proxies import client_address
 from teams import access
 from teams.models import Role, Team
 from teams.services import personal_team
@@ -266,6 +265,8 @@ def link_create(request):
         else:
             messages.success(request, f"Created {link.short_url}")
             return _detail(link)
+    if form.is_bound:
+        form.before_shown_again()
     return render(request, "web/link_form.html", {"form": form, "title": "New link"})
 
 
@@ -288,6 +289,8 @@ def link_edit(request, slug: str):
         else:
             messages.success(request, "Saved.")
             return _detail(link)
+    if form.is_bound:
+        form.before_shown_again()
     return render(request, "web/link_form.html", {"form": form, "title": f"Edit {slug}", "link": link})
 
 
@@ -556,43 +559,14 @@ def accounting(request):
     )
 
 
-UNLOCK_STATUS = {
-    unlocking.Outcome.WRONG: 403,
-    unlocking.Outcome.LOCKED_OUT: 429,
-    unlocking.Outcome.GONE: 410,
-    unlocking.Outcome.UNAVAILABLE: 503,
-}
-UNLOCK_MESSAGES = {
-    unlocking.Outcome.WRONG: "That is not the password.",
-    unlocking.Outcome.LOCKED_OUT: "Too many wrong passwords: try again later.",
-    unlocking.Outcome.GONE: "This link has expired, or had all the visits it was made for.",
-    unlocking.Outcome.UNAVAILABLE: "Temporarily unavailable: please try again shortly.",
-}
-
-
-def link_unlock(request, pk: int):
-    """The page the edge sends the visitors of a link with a password to.
-    Open to anyone: the password is the permission (links/unlocking.py)."""
-    link = Link.objects.filter(pk=pk).exclude(password="").first()
-    if link is None:
-        raise Http404("No such link.")
-    form = forms.UnlockForm(request.POST or None)
-    status = 200
-    if request.method == "POST" and form.is_valid():
-        result = unlocking.link_unlock(
-            link=link,
-            password=form.cleaned_data["password"],
-            address=client_address(request),
-            user_agent=request.headers.get("User-Agent", ""),
-            referer=request.headers.get("Referer", ""),
-        )
-        if result.outcome is unlocking.Outcome.UNLOCKED:
-            return redirect(result.target)
-        if result.outcome is unlocking.Outcome.NOT_FOUND:
-            raise Http404("No such link.")
-        form.add_error("password", UNLOCK_MESSAGES[result.outcome])
-        status = UNLOCK_STATUS[result.outcome]
-    return render(request, "web/link_unlock.html", {"form": form, "link": link}, status=status)
+def link_unlock_moved(request, rest: str = ""):
+    """Where edges older than their own password pages send the visitors of
+    a link with a password (docs/contract.md, "Upgrading"): the same answer
+    for every path, so that it tells nothing of any link, until the edges
+    are upgraded and ask for the password themselves."""
+    response = render(request, "web/link_unlock_moved.html", status=503)
+    response["Retry-After"] = "60"
+    return response
 
 
 @login_required

@@ -53,7 +53,8 @@ _M.ORPHAN_LABEL_MAX = 9 + 1 + 253
 local CLICK_MAX = 64 + 1 + 19 + 1 + _M.ORPHAN_LABEL_MAX + 1 + 14 + 1 + 45 + 1 + _M.UA_MAX + 1
     + _M.REFERER_MAX + 1
 
--- 16 hex digits from 8 random bytes: the per-worker half of every click id.
+-- `bytes` in lower-case hex: from 8 random bytes, the per-worker half of
+-- every click id (and, from 16, a password's pass, unlock.lua).
 function _M.hex_prefix(bytes)
     local out = {}
     for i = 1, #bytes do
@@ -76,6 +77,12 @@ function _M.cut_details(details)
     end
     return sub(details, 1, min(ua_end - 1, ip_end + _M.UA_MAX)) .. "\n"
         .. sub(details, ua_end + 1, ua_end + _M.REFERER_MAX)
+end
+
+-- Details with `referer` in place of the request's Referer.
+function _M.with_referer(details, referer)
+    local ip_end = find(details, "\n", find(details, "\n", 1, true) + 1, true)
+    return sub(details, 1, find(details, "\n", ip_end + 1, true)) .. referer
 end
 
 local Buffer = {}

@@ -62,25 +62,8 @@ local function random_prefix()
     return clickbuf.hex_prefix(bytes)
 end
 
--- Buffers the current request's click on `slug`, served by the link whose
--- id is `link_id` (a string of digits) through `rule` (rules.pick's label,
--- or nil for the link's own url), or an orphan visit (a slug without a
--- link, or whose link is not served) when `link_id` is "", and then `rule`
--- is the visit's kind and domain (domains.orphan_labels). A HEAD request,
--- whose details nginx leaves empty, is no click. Only copies into the
--- buffer; the flush makes the payloads.
-function _M.record(slug, link_id, rule)
-    local at, len = details()
-    if not at then
-        if not warned_unset then
-            log(ERR, "$slingshot_click is not set (nginx.conf lacks its map): ",
-                "clicks are not recorded")
-            warned_unset = true
-        end
-        return
-    elseif len == 0 then
-        return
-    end
+-- Copies a click, whose details are `len` bytes at `at`, into the buffer.
+local function buffer_click(slug, link_id, rule, at, len)
     accounting.count(link_id == "" and ORPHAN or REDIRECT, now())
     if buffer.count + unsent_clicks >= config.click_buffer_max then
         metrics.inc(DROPPED)
@@ -102,6 +85,40 @@ function _M.record(slug, link_id, rule)
         accounting.flush()
         metrics.sync()
     end
+end
+
+-- Buffers the current request's click on `slug`, served by the link whose
+-- id is `link_id` (a string of digits) through `rule` (rules.pick's label,
+-- or nil for the link's own url), or an orphan visit (a slug without a
+-- link, or whose link is not served) when `link_id` is "", and then `rule`
+-- is the visit's kind and domain (domains.orphan_labels). A HEAD request,
+-- whose details nginx leaves empty, is no click. Only copies into the
+-- buffer; the flush makes the payloads.
+function _M.record(slug, link_id, rule)
+    local at, len = details()
+    if not at then
+        if not warned_unset then
+            log(ERR, "$slingshot_click is not set (nginx.conf lacks its map): ",
+                "clicks are not recorded")
+            warned_unset = true
+        end
+        return
+    elseif len == 0 then
+        return
+    end
+    return buffer_click(slug, link_id, rule, at, len)
+end
+
+-- As record, with `referer` in place of the request's Referer: for a
+-- visitor let through a link's password, the page they came from before
+-- the password page (unlock.lua). `referer` holds no line feed.
+function _M.record_from(slug, link_id, rule, referer)
+    local at, len = details()
+    if not at or len == 0 then
+        return
+    end
+    local changed = clickbuf.with_referer(ffi_string(at, len), referer)
+    return buffer_click(slug, link_id, rule, changed, #changed)
 end
 
 local function write(payloads)

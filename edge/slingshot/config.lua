@@ -123,8 +123,16 @@ function _M.parse(getenv)
         cert_ttl = number(getenv, "EDGE_CERT_TTL", 60, 0.001),
         -- The port visitors reach HTTPS on, for the HTTP -> HTTPS redirect.
         https_port = number(getenv, "EDGE_HTTPS_PORT", 443, 1),
+        -- Where and with what secret the edge asks the dashboard whether a
+        -- link's password is right (unlock.lua); unset: nobody gets through.
+        dashboard_url = url(getenv, "EDGE_DASHBOARD_URL"),
+        dashboard_secret = text(getenv, "EDGE_DASHBOARD_SECRET", nil),
     }
     settings.https_port_suffix = settings.https_port == 443 and "" or ":" .. settings.https_port
+    if settings.dashboard_url then
+        settings.password_check_url = settings.dashboard_url:gsub("/+$", "")
+            .. "/internal/link-password"
+    end
     if settings.slug_min_length > settings.slug_max_length then
         error(format("EDGE_SLUG_MIN_LENGTH (%s) is above EDGE_SLUG_MAX_LENGTH (%s)",
             settings.slug_min_length, settings.slug_max_length), 0)

@@ -14,6 +14,7 @@ local rules = require("slingshot.rules")
 local domains = require("slingshot.domains")
 local robots = require("slingshot.robots")
 local certs = require("slingshot.certs")
+local unlock = require("slingshot.unlock")
 
 local ngx = ngx
 local var = ngx.var
@@ -42,7 +43,7 @@ local DISABLED = outcome("disabled")
 local EXPIRED = outcome("expired")
 local SCHEDULED = outcome("scheduled")
 local LIMIT_REACHED = outcome("limit_reached")
-local UNLOCK = outcome("unlock")
+local PASSWORD = outcome("password")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
 
@@ -139,13 +140,22 @@ local function redirect_special(slug, value, domain)
         clicks.record(slug, "", domain.orphan.expired)
         return answer(410, GONE_PAGE)
     end
-    if value.unlock_url then
-        -- The dashboard asks for the password, and records the click.
-        metrics.inc(UNLOCK)
-        return send_to(value.unlock_url)
+    -- A visitor let through the password: where they came from before
+    -- the password page; false for a request without a pass (unlock.lua).
+    local referer = false
+    if value.locked then
+        local err
+        referer, err = unlock.redeem(value, slug)
+        if referer == nil then
+            metrics.inc(UNAVAILABLE)
+            log(ERR, "slug ", slug, ": ", err)
+            return answer(503, UNAVAILABLE_PAGE)
+        end
     end
+    local asking = value.locked and not referer
     if value.max_visits then
-        local admitted, err = visits.admit(value, get_method() ~= "HEAD")
+        -- The password page takes no visit: it only looks.
+        local admitted, err = visits.admit(value, not asking and get_method() ~= "HEAD")
         if admitted == nil then
             metrics.inc(UNAVAILABLE)
             log(ERR, "slug ", slug, ": ", err)
@@ -155,11 +165,19 @@ local function redirect_special(slug, value, domain)
             return answer(410, LIMIT_PAGE)
         end
     end
+    if asking then
+        metrics.inc(PASSWORD)
+        return unlock.ask(slug, value, domain)
+    end
     local url, rule
     if value.rules then
         url, rule = rules.pick(value.rules, request)
     end
-    clicks.record(slug, value.id, rule)
+    if referer then
+        clicks.record_from(slug, value.id, rule, referer)
+    else
+        clicks.record(slug, value.id, rule)
+    end
     metrics.inc(REDIRECTED)
     return send_to(link.target(value, value.forward_query and var.args, url), value.status)
 end
@@ -233,6 +251,16 @@ end
 -- ssl_certificate_by_lua: each domain's own certificate.
 function _M.certificate()
     return certs.serve(config)
+end
+
+-- nginx.conf's password-check subrequest (unlock.lua): where the dashboard
+-- answers, and the edge's secret for it.
+function _M.password_check_url()
+    return config.password_check_url or ""
+end
+
+function _M.password_check_authorization()
+    return "Bearer " .. (config.dashboard_secret or "")
 end
 
 function _M.healthz()

@@ -60,12 +60,18 @@ function _M.decode(raw, visits_prefix)
     elseif not whole(max_visits) then
         max_visits = nil
     end
-    local unlock_url = value.unlock_url
-    if type(unlock_url) ~= "string" then
-        unlock_url = nil
-    elseif not _M.safe_url(unlock_url) then
-        return nil, "link unlock_url is unsafe"
+    -- A password: `password` true, or from an older publisher an
+    -- `unlock_url`. Anything else there breaks the contract, and the link
+    -- is answered as unknown rather than served without its password.
+    local password = value.password
+    if password ~= nil and password ~= cjson.null and type(password) ~= "boolean" then
+        return nil, "link password is not a boolean"
     end
+    local unlock_url = value.unlock_url
+    if unlock_url ~= nil and unlock_url ~= cjson.null and type(unlock_url) ~= "string" then
+        return nil, "link unlock_url is not a string"
+    end
+    local locked = password == true or type(unlock_url) == "string"
     local active = value.active ~= false
     local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url)
     if bad_rules then
@@ -84,11 +90,11 @@ function _M.decode(raw, visits_prefix)
         max_visits = max_visits,
         visits_key = max_visits and (visits_prefix or "") .. digits,
         forward_query = value.forward_query == true,
-        unlock_url = unlock_url,
+        locked = locked,
         -- rules.compile's, or nil for a link without rules and split.
         rules = compiled,
         plain = active and valid_since == nil and expires_at == nil and max_visits == nil
-            and unlock_url == nil and compiled == nil,
+            and not locked and compiled == nil,
     }
 end
 

@@ -28,6 +28,13 @@ local function add(buffer, slug, link_id, text, rule)
 end
 
 describe("clickbuf", function()
+    it("puts another referer in a click's details, whatever the first one was", function()
+        assert.equal(details("::1", "UA", "https://news.example/"),
+            clickbuf.with_referer(details("::1", "UA", ""), "https://news.example/"))
+        assert.equal(details("10.0.0.1", "", ""),
+            clickbuf.with_referer(details("10.0.0.1", "", "https://x.example/a\nb"), ""))
+    end)
+
     it("makes the 16-hex-digit id prefix from random bytes", function()
         assert.equal("0001feff61626364", clickbuf.hex_prefix("\0\1\254\255abcd"))
     end)

@@ -5,12 +5,27 @@ describe("link.decode", function()
     it("reads every contract field", function()
         local value = assert(link.decode('{"id":42,"url":"https://e.com/a","status":308,'
             .. '"active":false,"valid_since":1600000000,"expires_at":1700000000,"max_visits":5,'
-            .. '"forward_query":true,"unlock_url":"https://d.example/unlock/42/","future":1}',
-            "v:"))
+            .. '"forward_query":true,"password":true,"unlock_url":"https://d.example/unlock/",'
+            .. '"future":1}', "v:"))
         assert.same({ id = "42", url = "https://e.com/a", status = 308, active = false,
             valid_since = 1600000000, expires_at = 1700000000, timed = true, max_visits = 5,
-            visits_key = "v:42", forward_query = true, unlock_url = "https://d.example/unlock/42/",
-            plain = false }, value)
+            visits_key = "v:42", forward_query = true, locked = true, plain = false }, value)
+    end)
+
+    it("locks a link with a password, as this publisher and an older one say it", function()
+        for _, fields in ipairs({ '"password":true,"unlock_url":"https://d.example/unlock/"',
+                '"password":true', '"unlock_url":"https://d.example/unlock/42/"',
+                '"password":false,"unlock_url":"https://d.example/unlock/42/"',
+                '"unlock_url":"javascript:x"' }) do
+            local value = assert(link.decode('{"id":1,"url":"https://e.com/",' .. fields .. '}'))
+            assert.is_true(value.locked, fields)
+            assert.is_false(value.plain, fields)
+        end
+        for _, fields in ipairs({ '"password":false,"unlock_url":null', '"password":null' }) do
+            local value = assert(link.decode('{"id":1,"url":"https://e.com/",' .. fields .. '}'))
+            assert.is_false(value.locked, fields)
+            assert.is_true(value.plain, fields)
+        end
     end)
 
     it("marks a link plain when a request needs nothing but its target", function()
@@ -21,7 +36,7 @@ describe("link.decode", function()
         assert.is_nil(plain.max_visits)
         assert.is_nil(plain.visits_key)
         for _, extra in ipairs({ '"active":false', '"valid_since":1', '"expires_at":1',
-                '"max_visits":1', '"unlock_url":"https://d.example/u"' }) do
+                '"max_visits":1', '"password":true', '"unlock_url":"https://d.example/u"' }) do
             local value = assert(link.decode('{"id":1,"url":"https://e.com/",' .. extra .. '}'))
             assert.is_false(value.plain, extra)
         end
@@ -57,7 +72,9 @@ describe("link.decode", function()
                 '{"id":9007199254740992,"url":"https://e.com/"}',
                 '{"id":1,"url":"https://e.com/","max_visits":0}',
                 '{"id":1,"url":"https://e.com/","max_visits":"5"}',
-                '{"id":1,"url":"https://e.com/","unlock_url":"javascript:x"}',
+                '{"id":1,"url":"https://e.com/","password":"yes"}',
+                '{"id":1,"url":"https://e.com/","password":1}',
+                '{"id":1,"url":"https://e.com/","unlock_url":true}',
                 '{"id":1,"url":"https://e.com/","rules":[{"url":"javascript:x","conditions":[]}]}',
                 '{"id":1,"url":"https://e.com/","split":[{"url":"https://a.com/","weight":1}]}',
             }) do

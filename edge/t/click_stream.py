@@ -4,6 +4,9 @@ make bench: a reading of the contract of its own, apart from the importer's
 
 import re
 
+# The kinds of docs/contract.md (what slingshot.contract holds too).
+ORPHAN_KINDS = ("unknown", "disabled", "scheduled", "expired", "limit", "password")
+
 
 def decode_clicks(fields: dict[bytes, bytes]) -> list[dict]:
     """The clicks of one stream entry, read as docs/contract.md says
@@ -35,7 +38,7 @@ def decode_clicks(fields: dict[bytes, bytes]) -> list[dict]:
                 click["rule"] = rule
         else:
             kind, _, domain = rule.partition(" ")
-            assert kind in ("unknown", "disabled", "scheduled", "expired") and " " not in domain
+            assert kind in ORPHAN_KINDS and " " not in domain
             click.update(orphan=True, kind=kind, domain=domain)
         clicks.append(click)
     return clicks

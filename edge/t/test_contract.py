@@ -6,11 +6,12 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
+import click_stream
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from links import services, slugs
+from links import services, slugs, unlocking
 from links.redis import get_redis
 from slingshot import contract
 from slingshot.contract import link_key
@@ -38,6 +39,7 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
         "CLICKS_STREAM": contract.CLICKS_STREAM,
         "CLICK_RECORD_VERSION": contract.CLICK_RECORD_VERSION,
         "SERVED_KEY_PREFIX": contract.SERVED_KEY_PREFIX,
+        "UNLOCK_KEY_PREFIX": contract.UNLOCK_KEY_PREFIX,
     }
     keys = dict(
         re.findall(
@@ -58,12 +60,17 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
         f"consumer group `{contract.CLICKS_GROUP}` on `{contract.CLICKS_STREAM}`": "consumer group",
         f"`{contract.DEAD_LETTER_STREAM}`": "stream",
         f"`{contract.SERVED_KEY_PREFIX}<hour>`": "hash",
+        f"`{contract.UNLOCK_KEY_PREFIX}<token>`": "string (text)",
+        # The dashboard's own, in the same Redis.
+        f"`{unlocking.FAILURES_KEY_PREFIX}<link id>` and `...:<link id>:<address>`": "string (integer)",
+        f"`{unlocking.CHECKS_KEY_PREFIX}<second>`": "string (integer)",
     }
     assert f"| `v` | record format version, `{contract.CLICK_RECORD_VERSION}` |" in DOC
     assert f"### Record format {contract.CLICK_RECORD_VERSION}" in DOC
     lua = (REPO / "edge" / "slingshot" / "contract.lua").read_text()
     (edge_kinds,) = re.findall(r"^_M\.ORPHAN_KINDS = \{ (.*) \}$", lua, flags=re.M)
     assert tuple(kind.strip('"') for kind in edge_kinds.split(", ")) == contract.ORPHAN_KINDS
+    assert click_stream.ORPHAN_KINDS == contract.ORPHAN_KINDS
     kinds_table = DOC.split("| kind | what the edge found |\n|---|---|\n")[1].split("\n\n")[0]
     assert tuple(re.findall(r"^\| `(\w+)` \|", kinds_table, flags=re.M)) == contract.ORPHAN_KINDS
     assert f"MAXLEN ~ {contract.LINK_CHANGES_MAXLEN}" in DOC
@@ -79,7 +86,8 @@ def test_the_slug_rule_is_the_same_in_the_document_the_dashboard_and_the_edge():
     assert f"A slug is {slugs.MIN_LENGTH} to {slugs.MAX_LENGTH} characters of `[{slugs.ALPHABET}]`" in " ".join(
         DOC.split()
     )
-    nginx_paths = set(re.findall(r"^\s*location = /([\w.-]+)", (REPO / "nginx.conf").read_text(), flags=re.M))
+    # Each of one path segment; /_slingshot/... are internal, never a slug's shape.
+    nginx_paths = set(re.findall(r"^\s*location = /([\w.-]+) \{", (REPO / "nginx.conf").read_text(), flags=re.M))
     assert nginx_paths == set(contract.EDGE_PATHS)
     for path in contract.EDGE_PATHS:
         assert f"`{path}`" in DOC

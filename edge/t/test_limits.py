@@ -73,11 +73,3 @@ def test_head_requests_look_at_the_limit_without_using_it(edge, rds):
     assert edge.request(f"/{slug}").status == 302
     assert edge.request(f"/{slug}", method="HEAD").status == 410
     assert edge.request(f"/{slug}").status == 410
-
-
-def test_a_link_with_a_password_goes_to_its_unlock_page_without_a_click(edge, rds):
-    slug = "pw" + uuid.uuid4().hex[:8]
-    publish(rds, slug, unlock_url="https://dashboard.example/unlock/7/")
-    response = edge.request(f"/{slug}")
-    assert (response.status, response.headers["Location"]) == (302, "https://dashboard.example/unlock/7/")
-    assert wait_for_clicks(rds, slug, 0, timeout=0.5) == []

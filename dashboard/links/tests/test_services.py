@@ -50,6 +50,7 @@ def test_create_publishes_every_field_after_commit(owner):
         "expires_at": int(expires.timestamp()),
         "max_visits": None,
         "forward_query": True,
+        "password": False,
         "unlock_url": None,
         "rules": [],
         "split": [],

@@ -66,6 +66,19 @@ def test_upload_checks_every_row_then_imports_in_chunks(signed_in, user, setting
     assert LinkImport.objects.get(pk=link_import.pk).created == 3
 
 
+def test_a_file_with_passwords_is_refused_rather_than_imported_without_them(signed_in, user):
+    slug = unique_slug()
+    for header in ("url,slug,password", "URL,Slug, Password "):
+        response = upload(signed_in, f"{header}\nhttps://example.com/,{slug},hunter2\n")
+        assert response.status_code == 200
+        assert (
+            "The file has a password column, and passwords are not imported"
+            in response.context["form"].errors["file"][0]
+        )
+    assert b"set each password on its link&#x27;s Edit page" in response.content
+    assert not LinkImport.objects.filter(owner=user).exists() and not Link.objects.filter(slug=slug).exists()
+
+
 def test_a_row_refused_at_import_time_gets_its_error(signed_in, user, make_user):
     slug = unique_slug()
     upload(signed_in, f"url,slug\nhttps://example.com/,{slug}\n")

@@ -1,0 +1,424 @@
+-- Links with a password (docs/contract.md, "Password checks"). The edge asks
+-- for the password itself, on the link's own domain and scheme:
+--
+-- 1. GET /<slug> answers 200 with the password page, an orphan visit of
+--    kind `password`. Its form posts back to the same URL, query and all,
+--    with the Referer the visitor came with in a hidden field.
+-- 2. POST /<slug> asks the dashboard whether the password is right (an
+--    internal subrequest, nginx.conf's /_slingshot/password-check, with
+--    EDGE_DASHBOARD_SECRET); the dashboard counts wrong guesses per address
+--    and per link and bounds the checks per second, and a lockout it
+--    answers is kept here too, so that guesses under it never reach it.
+-- 3. The right password gets a pass: a random token in Redis for
+--    PASS_TTL seconds with the link id and that Referer, in an HttpOnly
+--    cookie for the link's path, and a page that goes on (meta refresh)
+--    to GET /<slug>?<the same query>.
+-- 4. That GET takes the pass (GETDEL: once) and is served as any request
+--    for the link: visit limit, rules, split, status, forwarded query, one
+--    click with the Referer of step 1 (edge.lua).
+--
+-- Step 3 answers a page rather than a redirect on purpose: browsers apply
+-- the page's CSP form-action to every redirect that follows a form post,
+-- and the link's target is on another site; and a 307 or 308 target would
+-- be sent the password again.
+local cjson = require("cjson.safe")
+local config = require("slingshot.config")
+local redis = require("slingshot.redis")
+local clicks = require("slingshot.clicks")
+local contract = require("slingshot.contract")
+local clickbuf = require("slingshot.clickbuf")
+
+local ngx = ngx
+local var = ngx.var
+local header = ngx.header
+local say = ngx.say
+local exit = ngx.exit
+local log = ngx.log
+local ERR = ngx.ERR
+local capture = ngx.location.capture
+local HTTP_POST = ngx.HTTP_POST
+local get_method = ngx.req.get_method
+local read_body = ngx.req.read_body
+local get_post_args = ngx.req.get_post_args
+local type = type
+local tonumber = tonumber
+local tostring = tostring
+local gsub = string.gsub
+local byte = string.byte
+local format = string.format
+local find = string.find
+local sub = string.sub
+local ceil = math.ceil
+local io_open = io.open
+
+local _M = { _VERSION = "0.1.0" }
+
+_M.COOKIE = "slingshot_unlock"
+local COOKIE_VARIABLE = "cookie_" .. _M.COOKIE
+-- Seconds between the right password and the GET that uses it.
+_M.PASS_TTL = 60
+_M.CHECK_PATH = "/_slingshot/password-check"
+-- What a pass keeps of where the visitor came from (as clickbuf.REFERER_MAX).
+_M.REFERER_MAX = 1024
+-- Longer passwords are wrong: the dashboard keeps none longer.
+_M.PASSWORD_MAX = 128
+
+-- The page's one style block, allowed by its hash alone (the CSP below);
+-- edge/t/test_unlock.py checks that the hash is this text's.
+local STYLE = "body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1f2328;background:#f6f8fa}"
+    .. "main{max-width:24rem;margin:12vh auto;padding:1.5rem;background:#fff;"
+    .. "border:1px solid #d0d7de;border-radius:8px}"
+    .. "h1{font-size:1.25rem;margin:0 0 1rem}"
+    .. "label{display:block;font-weight:600;margin-bottom:.25rem}"
+    .. "input{box-sizing:border-box;width:100%;font:inherit;padding:.5rem;"
+    .. "border:1px solid #8c959f;border-radius:6px}"
+    .. "button{margin-top:1rem;width:100%;font:inherit;padding:.5rem;border:0;border-radius:6px;"
+    .. "background:#0969da;color:#fff;cursor:pointer}"
+    .. ".error{color:#cf222e;font-weight:600}"
+    .. "@media (max-width:30rem){main{margin:0;border:0;border-radius:0;min-height:100vh;"
+    .. "box-sizing:border-box}}"
+_M.STYLE = STYLE
+_M.CSP = "default-src 'none'; "
+    .. "style-src 'sha256-enUyoFlbGwLWshZMQJKWnKyHAGvthDOG8Va06yeHULQ='; "
+    .. "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+local ESCAPES = {
+    ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;",
+}
+
+function _M.escape(text)
+    return (gsub(text, "[&<>\"']", ESCAPES))
+end
+
+local function percent(c)
+    return format("%%%02X", byte(c))
+end
+
+-- The path and query of the link as the visitor asked for it: the form's
+-- action and where the right password goes on to. Bytes a URL should not
+-- hold as they are, and quotes, are percent-encoded.
+function _M.self_url(slug, args)
+    if args == nil or args == "" then
+        return "/" .. slug
+    end
+    return "/" .. slug .. "?" .. gsub(args, "[^!#-&(-;=?-~]", percent)
+end
+
+-- A Referer as a pass keeps it: on one line, at most REFERER_MAX bytes.
+function _M.clean_referer(referer)
+    if type(referer) ~= "string" then
+        return ""
+    end
+    return sub(gsub(referer, "%c", ""), 1, _M.REFERER_MAX)
+end
+
+-- "in 40 seconds", "in 1 minute", "in 15 minutes".
+function _M.wait_words(seconds)
+    if seconds < 60 then
+        return format("in %d second%s", seconds, seconds == 1 and "" or "s")
+    end
+    local minutes = ceil(seconds / 60)
+    return format("in %d minute%s", minutes, minutes == 1 and "" or "s")
+end
+
+local LOCKED_WORDS = {
+    address = "Too many wrong passwords from your address.",
+    link = "Too many wrong passwords for this link.",
+    everyone = "Too many passwords are being checked right now.",
+}
+
+-- What the page says for a check's answer (check below); nil: nothing.
+function _M.message(answer)
+    if answer.outcome == "wrong" then
+        return "That is not the password."
+    elseif answer.outcome == "locked" then
+        return LOCKED_WORDS[answer.scope] .. " Try again " .. _M.wait_words(answer.retry_after)
+            .. "."
+    elseif answer.outcome == "empty" then
+        return "Type the password."
+    elseif answer.outcome == "cross-site" then
+        return "The password can only be sent from this page."
+    end
+    return "Passwords cannot be checked just now. Try again in a minute."
+end
+
+local function head(title)
+    return "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        .. "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        .. "<meta name=\"robots\" content=\"noindex\"><title>" .. title .. "</title>"
+        .. "<style>" .. STYLE .. "</style></head><body><main>"
+end
+
+-- The password page: the form posting to `action`, with `referer` kept,
+-- and `message` (plain text) above it.
+function _M.page(action, referer, message)
+    local alert = ""
+    local described = ""
+    if message then
+        alert = "<p class=\"error\" id=\"error\" role=\"alert\">" .. _M.escape(message) .. "</p>"
+        described = " aria-describedby=\"error\""
+    end
+    return head("Password needed")
+        .. "<h1>This link needs a password</h1>" .. alert
+        .. "<form method=\"post\" action=\"" .. _M.escape(action) .. "\">"
+        .. "<input type=\"hidden\" name=\"ref\" value=\"" .. _M.escape(referer) .. "\">"
+        .. "<label for=\"password\">Password</label>"
+        .. "<input id=\"password\" name=\"password\" type=\"password\" required autofocus"
+        .. " autocomplete=\"current-password\" maxlength=\"" .. _M.PASSWORD_MAX .. "\""
+        .. described .. ">"
+        .. "<button type=\"submit\">Continue</button></form></main></body></html>"
+end
+
+-- After the right password: on to `url` (self_url's), with no script.
+function _M.onward_page(url)
+    local escaped = _M.escape(url)
+    return "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        .. "<meta http-equiv=\"refresh\" content=\"0; url=" .. escaped .. "\">"
+        .. "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        .. "<title>Opening the link</title><style>" .. STYLE .. "</style></head><body><main>"
+        .. "<h1>Opening the link</h1><p><a href=\"" .. escaped .. "\">Continue</a></p>"
+        .. "</main></body></html>"
+end
+
+function _M.pass_cookie(token, path, secure, max_age)
+    return _M.COOKIE .. "=" .. token .. "; Path=" .. path .. "; Max-Age=" .. max_age
+        .. "; HttpOnly; SameSite=Lax" .. (secure and "; Secure" or "")
+end
+
+-- A pass's value in Redis: the link id, a line feed, the Referer.
+function _M.pass_value(link_id, referer)
+    return link_id .. "\n" .. referer
+end
+
+-- The Referer a pass keeps if it is one for `link_id`, else nil.
+function _M.pass_referer(value, link_id)
+    if type(value) ~= "string" then
+        return nil
+    end
+    local lf = find(value, "\n", 1, true)
+    if not lf or sub(value, 1, lf - 1) ~= link_id then
+        return nil
+    end
+    return sub(value, lf + 1)
+end
+
+-- The dashboard's answer to a check (status and body of the subrequest):
+-- { outcome = "right" | "wrong" | "locked" | "unavailable", scope,
+-- retry_after }, or nil and why it is not one.
+function _M.answer(status, body)
+    if status ~= 200 then
+        return nil, "password check: the dashboard answered " .. tostring(status) .. ": "
+            .. sub(tostring(body), 1, 200)
+    end
+    local answer = cjson.decode(body)
+    if type(answer) ~= "table" then
+        return nil, "password check: the dashboard's answer is not JSON"
+    end
+    local outcome = answer.outcome
+    if outcome == "locked" then
+        local wait = tonumber(answer.retry_after)
+        if not LOCKED_WORDS[answer.scope] or not wait or wait < 1 then
+            return nil, "password check: a lockout without scope or retry_after"
+        end
+        return { outcome = outcome, scope = answer.scope, retry_after = ceil(wait) }
+    elseif outcome == "right" or outcome == "wrong" or outcome == "unavailable" then
+        return { outcome = outcome }
+    end
+    return nil, "password check: unknown outcome " .. tostring(outcome)
+end
+
+-- The key of the edge's own copy of a lockout (the shared dict
+-- slingshot_unlock holds when it ends).
+function _M.lockout_key(scope, link_id, address)
+    if scope == "everyone" then
+        return "everyone"
+    elseif scope == "link" then
+        return "link:" .. link_id
+    end
+    return "address:" .. link_id .. ":" .. address
+end
+
+local SCOPES = { "everyone", "link", "address" }
+
+local function known_lockout(link_id, address)
+    local lockouts = ngx.shared.slingshot_unlock
+    local now = ngx.now()
+    for i = 1, #SCOPES do
+        local ends = lockouts:get(_M.lockout_key(SCOPES[i], link_id, address))
+        if ends and ends > now then
+            return { outcome = "locked", scope = SCOPES[i], retry_after = ceil(ends - now) }
+        end
+    end
+    return nil
+end
+
+local warned_unset = false
+
+-- Whether `password` is the link's, as the dashboard says.
+local function check(link_id, password)
+    local address = var.remote_addr
+    local known = known_lockout(link_id, address)
+    if known then
+        return known
+    end
+    if #password > _M.PASSWORD_MAX then
+        return { outcome = "wrong" }
+    end
+    if not config.dashboard_url or not config.dashboard_secret then
+        if not warned_unset then
+            log(ERR, "EDGE_DASHBOARD_URL or EDGE_DASHBOARD_SECRET is not set: ",
+                "no link password can be checked")
+            warned_unset = true
+        end
+        return { outcome = "unavailable" }
+    end
+    local res = capture(_M.CHECK_PATH, {
+        method = HTTP_POST,
+        body = cjson.encode({ link = tonumber(link_id), password = password, address = address }),
+    })
+    local answer, err = _M.answer(res.status, res.body)
+    if not answer then
+        log(ERR, err)
+        return { outcome = "unavailable" }
+    end
+    if answer.outcome == "locked" then
+        ngx.shared.slingshot_unlock:set(_M.lockout_key(answer.scope, link_id, address),
+            ngx.now() + answer.retry_after, answer.retry_after)
+    end
+    return answer
+end
+
+local function random_token()
+    local f, err = io_open("/dev/urandom", "rb")
+    if not f then
+        return nil, "unlock: cannot read /dev/urandom: " .. err
+    end
+    local bytes = f:read(16)
+    f:close()
+    return clickbuf.hex_prefix(bytes)
+end
+
+local function give_pass(link_id, referer)
+    local token, err = random_token()
+    if not token then
+        return nil, err
+    end
+    local red
+    red, err = redis.connect()
+    if not red then
+        return nil, "unlock pass: " .. err
+    end
+    local ok
+    ok, err = red:set(contract.UNLOCK_KEY_PREFIX .. token, _M.pass_value(link_id, referer),
+        "EX", _M.PASS_TTL)
+    if not ok then
+        red:close()
+        return nil, "unlock pass: redis set: " .. err
+    end
+    redis.release(red)
+    return token
+end
+
+local function answer_page(status, body, retry_after)
+    ngx.status = status
+    header["Content-Security-Policy"] = _M.CSP
+    header["Referrer-Policy"] = "same-origin"
+    header["X-Frame-Options"] = "DENY"
+    if retry_after then
+        header["Retry-After"] = tostring(retry_after)
+    end
+    say(body)
+    return exit(status)
+end
+
+local STATUS = { wrong = 403, locked = 429, empty = 400, ["cross-site"] = 403, unavailable = 503 }
+
+-- The password page for `slug` with what `answer` (nil: none) says, an
+-- orphan visit of kind `password` on `domain` from `referer`: where the
+-- visitor came from before the page, also when it is shown again.
+local function ask_again(slug, domain, referer, answer)
+    clicks.record_from(slug, "", domain.orphan.password, referer)
+    local status = answer and STATUS[answer.outcome] or 200
+    local body = _M.page(_M.self_url(slug, var.args), referer, answer and _M.message(answer))
+    return answer_page(status, body, answer and answer.retry_after)
+end
+
+local function first(value)
+    if type(value) == "table" then
+        value = value[1]
+    end
+    return type(value) == "string" and value or nil
+end
+
+-- A form sent from another site (its Origin says so) is refused: it would
+-- spend the visitor's guesses.
+local function cross_site()
+    local origin = var.http_origin
+    if not origin or origin == "null" then
+        return false
+    end
+    return origin ~= var.scheme .. "://" .. (var.http_host or "")
+end
+
+local function sent_password(slug, value, domain)
+    if cross_site() then
+        return ask_again(slug, domain, "", { outcome = "cross-site" })
+    end
+    read_body()
+    local args = get_post_args(10) or {}
+    local referer = _M.clean_referer(first(args.ref))
+    local password = first(args.password)
+    if not password or password == "" then
+        return ask_again(slug, domain, referer, { outcome = "empty" })
+    end
+    local answer = check(value.id, password)
+    if answer.outcome ~= "right" then
+        return ask_again(slug, domain, referer, answer)
+    end
+    local token, err = give_pass(value.id, referer)
+    if not token then
+        log(ERR, "slug ", slug, ": ", err)
+        return ask_again(slug, domain, referer, { outcome = "unavailable" })
+    end
+    header["Set-Cookie"] = _M.pass_cookie(token, "/" .. slug, var.https == "on", _M.PASS_TTL)
+    return answer_page(200, _M.onward_page(_M.self_url(slug, var.args)))
+end
+
+-- Answers a request for the link `value` (decoded by link.lua, with a
+-- password) on `domain` that has no pass: the password page, or for a
+-- POST the password's check.
+function _M.ask(slug, value, domain)
+    if get_method() == "POST" then
+        return sent_password(slug, value, domain)
+    end
+    return ask_again(slug, domain, _M.clean_referer(var.http_referer), nil)
+end
+
+-- For a GET with a pass for the link `value`: takes the pass (it serves
+-- once), tells the browser to forget it, and returns the Referer it
+-- keeps. false when the request has no pass for the link; nil and an
+-- error when Redis could not be asked.
+function _M.redeem(value, slug)
+    local token = var[COOKIE_VARIABLE]
+    if not token or get_method() ~= "GET" then
+        return false
+    end
+    header["Set-Cookie"] = _M.pass_cookie("", "/" .. slug, var.https == "on", 0)
+    if #token ~= 32 or find(token, "[^0-9a-f]") then
+        return false
+    end
+    local red, err = redis.connect()
+    if not red then
+        return nil, "unlock pass: " .. err
+    end
+    local kept
+    kept, err = red:getdel(contract.UNLOCK_KEY_PREFIX .. token)
+    if err then
+        red:close()
+        return nil, "unlock pass: redis getdel: " .. err
+    end
+    redis.release(red)
+    return _M.pass_referer(kept, value.id) or false
+end
+
+return _M
