@@ -79,6 +79,8 @@ def invisible(char: str) -> bool:
 
 
 def first_invisible(value: str) -> str | None:
+    if value.isascii():
+        return None
     return next((char for char in value if invisible(char)), None)
 
 

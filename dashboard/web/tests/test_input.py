@@ -137,6 +137,22 @@ def test_report_filters_that_text_cannot_hold_are_an_error_not_a_500(signed_in, 
         assert export.status_code == 400 and b"Null characters are not allowed." in export.content, name
 
 
+def test_list_filters_and_searches_that_cannot_match_are_left_out(signed_in, user, client, make_user):
+    link = link_create(owner=user, url="https://example.com/", slug=unique_slug(), tags=["spring"])
+    for value in ("a\x00", "\u3164", "%ED%A0%80"):
+        for name in ("q", "tag", "domain", "sort", "status", "page"):
+            page = signed_in.get(reverse("web:link-list"), {name: value})
+            assert page.status_code == 200, (name, value)
+            export = signed_in.get(reverse("web:link-export"), {name: value})
+            assert export.status_code == 200 and b"".join(export.streaming_content), (name, value)
+    assert Link.objects.get() == link
+    client.force_login(make_user(is_superuser=True))
+    assert client.get(reverse("web:users"), {"q": "a\x00"}).status_code == 200
+    for value in ("go\x00.example.org", "go\u3164.example.org"):
+        orphans = client.get(reverse("web:orphan-visits"), {"domain": value})
+        assert orphans.status_code == 200 and orphans.context["form"].errors["domain"], value
+
+
 def test_an_invited_name_is_kept_as_typed_or_refused(client, make_user):
     client.force_login(make_user(is_superuser=True))
     people = get_user_model().objects.count()
