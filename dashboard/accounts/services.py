@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
+from slingshot.text import describe, first_invisible
 from teams import access
 
 from .models import SessionUse
@@ -32,13 +33,30 @@ def password_link(user: AbstractBaseUser) -> str:
     return reverse("web:password-set", args=[uid, default_token_generator.make_token(user)])
 
 
+def _check_username(model, username: str) -> None:
+    """Refuses a name that Django would keep otherwise than typed (NFKC:
+    a full-width A as A, a Hangul filler as another one), or that holds
+    a character that cannot be seen: a person signs in by typing it."""
+    if char := first_invisible(username):
+        raise ValidationError(
+            {"username": ValidationError("Holds %(char)s, which cannot be seen.", params={"char": describe(char)})}
+        )
+    kept = model.normalize_username(username)
+    if kept != username:
+        raise ValidationError(
+            {"username": ValidationError("Would be kept as %(kept)s: type it that way.", params={"kept": kept})}
+        )
+
+
 @transaction.atomic
 def user_invite(*, actor: AbstractBaseUser, username: str, email: str = "") -> tuple[AbstractBaseUser, str]:
     """A new active person without a password yet, and the path of their
     invitation link (password_link)."""
     _require_manager(actor)
     model = get_user_model()
-    user = model(username=username.strip(), email=email.strip())
+    username = username.strip()
+    _check_username(model, username)
+    user = model(username=username, email=email.strip())
     user.set_unusable_password()
     user.full_clean(exclude=["password"])
     user.save()

@@ -2,6 +2,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from slingshot.text import shown, unstorable
+
 
 class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
@@ -37,7 +39,23 @@ def as_api_error(exc: DjangoValidationError) -> exceptions.APIException:
     return exceptions.ValidationError(detail)
 
 
+def encodable(detail):
+    """Error details as a response can carry them: a message or a field name
+    that quotes a lone surrogate of the request (which UTF-8, and so the
+    response, has no bytes for) quotes it as its escape, \\ud800."""
+    if isinstance(detail, dict):
+        return {encodable(key): encodable(value) for key, value in detail.items()}
+    if isinstance(detail, list):
+        return [encodable(item) for item in detail]
+    if isinstance(detail, str) and unstorable(detail):
+        return exceptions.ErrorDetail(shown(detail), code=getattr(detail, "code", None))
+    return detail
+
+
 def exception_handler(exc, context):
     if isinstance(exc, DjangoValidationError):
         exc = as_api_error(exc)
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    if response is not None:
+        response.data = encodable(response.data)
+    return response

@@ -3,8 +3,20 @@ documented, a boolean for a boolean, an integer for an integer. DRF's own
 fields would also take `"true"` or `1` for a boolean and `"302"` for an
 integer, which a client that sends them has most likely got wrong."""
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from rest_framework import serializers
+
+from slingshot.text import check_storable, shown
+
+
+def refuse_unstorable(data) -> None:
+    """A string holding a NUL or a lone surrogate is refused before a field's
+    own checks, which would quote it or encode it."""
+    try:
+        check_storable(data)
+    except DjangoValidationError as exc:
+        raise serializers.ValidationError(exc.messages, code=exc.code) from None
 
 
 class StrictCharField(serializers.CharField):
@@ -13,6 +25,7 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid")
+        refuse_unstorable(data)
         return super().to_internal_value(data)
 
 
@@ -37,6 +50,9 @@ class StrictChoiceField(serializers.ChoiceField):
 
     def to_internal_value(self, data):
         if not any(type(data) is type(choice) and data == choice for choice in self.choices):
+            if isinstance(data, str):
+                refuse_unstorable(data)
+                data = shown(data)
             self.fail("invalid_choice", input=data)
         return data
 
@@ -77,5 +93,5 @@ class StrictJSONMixin:
         if isinstance(data, dict):
             unknown = sorted(set(data) - {name for name, field in self.fields.items() if not field.read_only})
             if unknown:
-                raise serializers.ValidationError({name: ["Not a field of this resource."] for name in unknown})
+                raise serializers.ValidationError({shown(name): ["Not a field of this resource."] for name in unknown})
         return super().to_internal_value(data)

@@ -16,6 +16,7 @@ from links.slugs import PATTERN as SLUG_PATTERN
 from links.slugs import validate_slug
 from links.validation import normalise_target, validate_target_url
 from slingshot.contract import ORPHAN_KINDS
+from slingshot.text import shown
 from teams.models import Action, AuditEntry, Membership, Role, Team
 
 from .fields import StrictCharField, StrictChoiceField, StrictIntegerField, StrictJSONMixin
@@ -147,7 +148,7 @@ class DomainHostField(StrictCharField):
         try:
             return domain_for_host(host)
         except Domain.DoesNotExist:
-            self.fail("no_domain", host=host)
+            self.fail("no_domain", host=shown(host))
 
     def to_representation(self, value):
         return value.host

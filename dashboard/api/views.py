@@ -28,7 +28,7 @@ from teams.models import AuditEntry, Membership, Role, Team
 
 from . import serializers
 from . import services as token_services
-from .exceptions import Conflict, Unavailable, as_api_error
+from .exceptions import Conflict, Unavailable, as_api_error, encodable
 from .models import ApiToken
 from .permissions import SeesOperations, SignedInSession, StaffWrites
 
@@ -289,7 +289,7 @@ class LinkViewSet(
                 items.append(team_from_body(request, item.validated_data))
                 indexes.append(index)
             except ValidationError as exc:
-                results[index].update(status=400, errors=exc.detail)
+                results[index].update(status=400, errors=encodable(exc.detail))
         for index, result in zip(indexes, services.link_bulk_create(owner=request.user, items=items), strict=True):
             if result.link:
                 results[index].update(status=201, link=_new_link_data(result.link))

@@ -24,6 +24,7 @@ from django.db import OperationalError, connections, transaction
 
 from links.validation import default_host, domain_host
 from slingshot.db import reports_db
+from slingshot.text import refusal, unstorable
 
 from .rollups import DIMENSIONS, NOT_FOLDED
 
@@ -194,9 +195,10 @@ def stats_range(
     """The range of a stats request (link_stats' arguments), with defaults:
     up to now, from STATS_DEFAULT_SPAN before the end. Raises ValidationError
     with a message per parameter, named as the API and the link page name
-    them (`from`, `to`, `interval`), for a range that is empty, that has more
-    than STATS_MAX_POINTS buckets, or that PostgreSQL or Python cannot hold
-    once rounded to whole buckets."""
+    them (`from`, `to`, `interval`, a filter's dimension), for a range that
+    is empty, that has more than STATS_MAX_POINTS buckets, or that
+    PostgreSQL or Python cannot hold once rounded to whole buckets, and for
+    a filter text cannot hold."""
     if interval not in INTERVALS:
         raise ValidationError({"interval": f"Use one of {', '.join(INTERVALS)}."})
     out_of_range = "Out of range: buckets must fall between 0001-01-01 and 9999-12-31 (UTC)."
@@ -225,7 +227,7 @@ def stats_range(
         interval=interval,
         include_bots=include_bots,
         zone=zone,
-        filters=_checked_filters(filters),
+        filters=checked_filters(filters),
     )
 
 
@@ -282,11 +284,16 @@ def _from_key(interval: str, zone: tzinfo):
 # --- the report ---------------------------------------------------------------------
 
 
-def _checked_filters(filters: Mapping[str, str] | None) -> dict[str, str]:
+def checked_filters(filters: Mapping[str, str] | None) -> dict[str, str]:
+    """Filters as the queries take them; raises ValidationError naming a
+    dimension whose value text cannot hold (a NUL from a page's query string)."""
     filters = dict(filters or {})
     unknown = set(filters) - set(DIMENSIONS)
     if unknown:
         raise ValueError(f"cannot filter by {', '.join(sorted(unknown))}: use {', '.join(DIMENSIONS)}")
+    for dimension, value in filters.items():
+        if char := unstorable(value):
+            raise ValidationError({dimension: refusal(char)})
     return filters
 
 
@@ -322,7 +329,7 @@ def link_stats(
         raise ValueError(f"interval must be one of {sorted(INTERVALS)}, not {interval!r}")
     if start.tzinfo is None or end.tzinfo is None:
         raise ValueError("start and end must be timezone-aware")
-    filters = _checked_filters(filters)
+    filters = checked_filters(filters)
     zone_name(zone)  # a zone PostgreSQL knows
     ids = list(link_ids)
     start = _hour_ceil(bucket_start(start, interval, zone))

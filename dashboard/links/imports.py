@@ -23,6 +23,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.dateparse import parse_date, parse_datetime
 
+from slingshot.text import shown
 from teams import access
 from teams.models import Role, Team
 from teams.services import default_team
@@ -130,7 +131,7 @@ def _domain(value: str, domains: dict[str, Domain]) -> Domain:
         host = domain_host(value) if value else ""
         return domains["" if host == default_host() else host]
     except (ValidationError, KeyError):
-        raise ValueError(f"No such domain: {value}.") from None
+        raise ValueError(f"No such domain: {shown(value)}.") from None
 
 
 def row_arguments(fields: dict[str, str], domains: dict[str, Domain]) -> tuple[dict[str, Any] | None, Errors]:
@@ -184,8 +185,12 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes, tea
     access.require(owner, team.pk, Role.EDITOR, to="import links")
     try:
         text = content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValidationError("The file is not UTF-8 text.", code="encoding") from None
+    except UnicodeDecodeError as exc:  # a surrogate's bytes (ED A0 80) among them: no text holds one
+        raise ValidationError(
+            "The file is not UTF-8 text: line %(line)d is not.",
+            code="encoding",
+            params={"line": content.count(b"\n", 0, exc.start) + 1},
+        ) from None
     if "\x00" in text:  # PostgreSQL text holds none; a spreadsheet's UTF-16 "Unicode text" has many
         raise ValidationError("The file holds null characters: save it as CSV text in UTF-8.", code="null")
     reader = csv.DictReader(io.StringIO(text, newline=""))

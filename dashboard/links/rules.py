@@ -20,6 +20,7 @@ import pycountry
 from django.core.exceptions import ValidationError
 
 from links.validation import normalise_target
+from slingshot.text import shown
 
 MAX_RULES = 20
 MAX_CONDITIONS = 10
@@ -41,12 +42,17 @@ def _refuse(path: str, message: str) -> ValidationError:
     return ValidationError(f"{path}: {message}", code="invalid_rule")
 
 
+def _quoted(value) -> str:
+    """A value as a message quotes it, what cannot be seen or kept escaped."""
+    return f"'{shown(value)}'" if isinstance(value, str) else repr(value)
+
+
 def _object(value, path: str, required: set[str], optional: set[str] = frozenset()) -> dict:
     if not isinstance(value, dict):
         raise _refuse(path, "must be an object.")
     unknown = sorted(set(value) - required - optional)
     if unknown:
-        raise _refuse(path, f"unknown field(s) {', '.join(unknown)}.")
+        raise _refuse(path, f"unknown field(s) {', '.join(shown(name) for name in unknown)}.")
     missing = sorted(required - set(value))
     if missing:
         raise _refuse(path, f"missing field(s) {', '.join(missing)}.")
@@ -72,7 +78,7 @@ def _language(value, path: str) -> str:
     match = _LANGUAGE_TAG.fullmatch(value) if isinstance(value, str) else None
     primary = match and match[1].lower()
     if not match or not (pycountry.languages.get(alpha_2=primary) or pycountry.languages.get(alpha_3=primary)):
-        raise _refuse(path, f"{value!r} is not a language tag such as en or en-GB.")
+        raise _refuse(path, f"{_quoted(value)} is not a language tag such as en or en-GB.")
     subtags = [part.upper() if len(part) == 2 else part.lower() for part in match[2].split("-")[1:]]
     return "-".join([primary, *subtags])
 
@@ -80,7 +86,7 @@ def _language(value, path: str) -> str:
 def _country(value, path: str) -> str:
     code = value.upper() if isinstance(value, str) and len(value) == 2 else None
     if not code or pycountry.countries.get(alpha_2=code) is None:
-        raise _refuse(path, f"{value!r} is not an ISO 3166 two-letter country code.")
+        raise _refuse(path, f"{_quoted(value)} is not an ISO 3166 two-letter country code.")
     return code
 
 
@@ -108,7 +114,7 @@ def _condition(value, path: str) -> dict:
     raw, at = value["value"], f"{path}.value"
     if kind == "device":
         if not isinstance(raw, str) or raw.lower() not in DEVICES:
-            raise _refuse(at, f"{raw!r} is not a device: one of {', '.join(DEVICES)}.")
+            raise _refuse(at, f"{_quoted(raw)} is not a device: one of {', '.join(DEVICES)}.")
         normalised = raw.lower()
     elif kind == "language":
         normalised = _language(raw, at)

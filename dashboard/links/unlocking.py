@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher, check_password, identify_hasher, make_password
 
+from slingshot.text import unstorable
+
 from .models import Link
 from .redis import RedisUnavailable, quick_call
 
@@ -154,7 +156,9 @@ def _fail(client, by_address: str, by_link: str) -> None:
 
 
 def _matches(link_id: int, password: str, encoded: str) -> bool:
-    if not encoded or len(password) > PASSWORD_MAX_LENGTH:
+    # A lone surrogate (typed bytes that are not UTF-8, as json.loads reads them)
+    # is in no password set: the hasher could not even encode it.
+    if not encoded or len(password) > PASSWORD_MAX_LENGTH or unstorable(password):
         return False
 
     def rehash(raw: str) -> None:

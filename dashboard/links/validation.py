@@ -1,6 +1,11 @@
 """Rules for what a link may hold. The edge trusts these (docs/contract.md):
 a target that passes `normalise_target` is ASCII, has nothing a header could
-be split on, and is served by the edge as it is."""
+be split on, and is served by the edge as it is.
+
+Nothing typed is silently dropped: a host name holding a character IDNA
+would map to nothing (slingshot.text.invisible) is refused rather than
+stored without it, and text that cannot be encoded (slingshot.text.unstorable)
+is refused before anything encodes it."""
 
 import functools
 import ipaddress
@@ -14,6 +19,8 @@ import idna
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from slingshot.text import check_storable, describe, first_invisible
+
 REDIRECT_STATUSES = (301, 302, 307, 308)
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -23,6 +30,12 @@ TAG_PATTERN = re.compile(r"[\w.-]{1,50}")
 
 def validate_tags(value: list[str]) -> None:
     for tag in value:
+        if char := isinstance(tag, str) and first_invisible(tag):  # a Hangul filler is a letter to \w
+            raise ValidationError(
+                "Tags are 1 to 50 letters, digits, '.', '-' or '_': %(tag)r holds %(char)s, which cannot be seen.",
+                code="invalid_tag",
+                params={"tag": tag, "char": describe(char)},
+            )
         if not isinstance(tag, str) or not TAG_PATTERN.fullmatch(tag):
             raise ValidationError(
                 "Tags are 1 to 50 letters, digits, '.', '-' or '_': %(tag)r is not.",
@@ -60,6 +73,12 @@ def _ascii_host(host: str) -> str:
         if len(host) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in labels):
             raise _refuse("%(host)s is not a valid host name.", "invalid_host", host=host)
         return host
+    if char := first_invisible(host):  # which IDNA would drop, leaving another host than the one typed
+        raise _refuse(
+            "The host name holds %(char)s, a character that cannot be seen: type the host without it.",
+            "invisible",
+            char=describe(char),
+        )
     try:
         return idna.encode(host, uts46=True, transitional=False).decode("ascii")
     except idna.IDNAError as exc:
@@ -129,6 +148,8 @@ def validate_domain_host(value: str) -> str:
     """A domain's host as kept: lower case, IDN labels as punycode, no
     trailing dot; a name, not an address, and without a port. Returns it, or
     raises ValidationError."""
+    if isinstance(value, str):
+        check_storable(value)
     if not isinstance(value, str) or not _visible(value) or any(c in value for c in ":/?#@[]"):
         raise _refuse("Enter a host name such as go.example.com, without a scheme, port or path.", "invalid_host")
     host = _ascii_host(value.strip()).rstrip(".")
@@ -187,9 +208,14 @@ def normalise_target(value: str) -> str:
     other than http and https, credentials, invalid ports, control, bidi and
     invisible characters, hosts that are this machine or the edge itself in
     any spelling and with any port (a redirect loop), blocklisted domains,
-    and URLs longer than LINK_URL_MAX_LENGTH."""
+    and URLs longer than LINK_URL_MAX_LENGTH. The other characters that
+    cannot be seen (slingshot.text.invisible: Hangul fillers, variation
+    selectors) are refused in the host, where IDNA would drop them, and
+    percent-encoded in the path, query and fragment like any non-ASCII
+    character; NUL and lone surrogates are refused anywhere."""
     if not isinstance(value, str):
         raise _refuse("Enter a URL.", "invalid")
+    check_storable(value)
     value = value.strip(" \t\r\n")
     if not _visible(value):
         raise _refuse(

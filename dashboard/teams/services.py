@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from api.models import ApiToken
 from links.models import Link
+from slingshot.text import invisible
 
 from . import access, audit
 from .models import Action, Membership, Role, Team
@@ -47,10 +48,22 @@ def default_team(user: AbstractBaseUser) -> Team:
     return token.team if token is not None else personal_team(user)
 
 
+def _team_name(name: str) -> str:
+    """A team's name as kept: without surrounding spaces. One of nothing
+    that can be seen (a Hangul filler, zero-width spaces) is as blank as
+    one of spaces, and refused."""
+    name = name.strip()
+    if name and all(char.isspace() or invisible(char) for char in name):
+        raise ValidationError(
+            {"name": ValidationError("The name shows nothing: it needs a character that can be seen.", code="blank")}
+        )
+    return name
+
+
 @transaction.atomic
 def team_create(*, actor: AbstractBaseUser, name: str) -> Team:
     """A new team, with `actor` its admin."""
-    team = Team(name=name.strip())
+    team = Team(name=_team_name(name))
     team.full_clean(exclude=["personal_for"])
     team.save()
     Membership.objects.create(team=team, user=actor, role=Role.ADMIN)
@@ -65,7 +78,7 @@ def team_rename(*, actor: AbstractBaseUser, team: Team, name: str) -> Team:
     access.require(actor, team.pk, Role.ADMIN, to="rename the team")
     team = Team.objects.select_for_update().get(pk=team.pk)
     before = team.name
-    team.name = name.strip()
+    team.name = _team_name(name)
     team.full_clean(exclude=["personal_for"])
     if team.name != before:
         team.save(update_fields=["name"])

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from links.unlocking import check_link_password
+from slingshot.text import unstorable
 
 PASSWORD_CHECK_PATH = "/internal/link-password"
 # A check is a link id, an address and a password of at most 128 characters.
@@ -63,5 +64,7 @@ def link_password_check(request: HttpRequest) -> HttpResponse:
         isinstance(value, str) for value in (password, address)
     ):
         return _refusal(400, "link is a link id; password and address are strings")
+    if unstorable(address):  # it names Redis keys; an edge sends its remote address
+        return _refusal(400, "address is not text")
     check = check_link_password(link_id=link_id, password=password, address=address[:64] or "unknown")
     return JsonResponse(check.as_json())

@@ -9,16 +9,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from django import forms
 from django.conf import settings
 from django.contrib.postgres.forms import SimpleArrayField
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from api.models import ApiToken
 from clicks.rollups import DIMENSIONS
-from clicks.selectors import INTERVALS, StatsRange, orphan_domain, stats_range, time_zones
+from clicks.selectors import INTERVALS, StatsRange, checked_filters, orphan_domain, stats_range, time_zones
 from links.domains import default_domain
 from links.imports import CSV_COLUMNS
 from links.models import Domain, Link
+from slingshot.text import check_storable, unstorable_in
 from teams.models import Role
 
 from .reports import DEFAULT_PRESET, PRESETS, auto_interval, preset_range
@@ -26,10 +27,14 @@ from .reports import DEFAULT_PRESET, PRESETS, auto_interval, preset_range
 
 def add_service_errors(form: forms.Form, error: ValidationError) -> None:
     """Puts each message of a service's ValidationError on its field, or on
-    the whole form when the form has no such field."""
+    the whole form, after the name it was given, when the form has no such
+    field (a report's filter, a query parameter of its own)."""
     for field, messages in error.message_dict.items():
         for message in messages:
-            form.add_error(field if field in form.fields else None, message)
+            if field in form.fields:
+                form.add_error(field, message)
+            else:
+                form.add_error(None, message if field == NON_FIELD_ERRORS else f"{field}: {message}")
 
 
 class DateInput(forms.DateInput):
@@ -62,10 +67,22 @@ def with_utm(url: str, values: dict[str, str]) -> str:
 
 
 class JSONListField(forms.JSONField):
-    """A JSON list typed in a textarea; an empty list shows as an empty box."""
+    """A JSON list typed in a textarea; an empty list shows as an empty box.
+    A lone surrogate, which JSON's "\\ud800" escape decodes to, is refused
+    here: neither the link nor the page could hold it."""
 
     def prepare_value(self, value):
         return "" if value in (None, [], "") else super().prepare_value(value)
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        check_storable(value)
+        return value
+
+    def bound_data(self, data, initial):
+        value = super().bound_data(data, initial)
+        # Shown again as it was typed, escapes and all: decoded, it may not be text at all.
+        return forms.fields.InvalidJSONInput(data) if isinstance(data, str) and unstorable_in(value) else value
 
     def clean(self, value):
         return super().clean(value) or []
@@ -356,7 +373,7 @@ class ReportForm(forms.Form):
                 filters=self.filters,
             )
         except ValidationError as exc:
-            self.add_error(None, exc)
+            add_service_errors(self, exc)
         return data
 
     def default_span(self) -> StatsRange:
@@ -375,6 +392,13 @@ class ClickExportForm(forms.Form):
         self.fields["from"] = forms.DateTimeField()
         self.fields["to"] = forms.DateTimeField()
         self.filters = {name: self.data[name] for name in DIMENSIONS if name in self.data}
+
+    def clean(self):
+        try:
+            checked_filters(self.filters)
+        except ValidationError as exc:
+            add_service_errors(self, exc)
+        return super().clean()
 
 
 class BulkForm(forms.Form):

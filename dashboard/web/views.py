@@ -320,11 +320,20 @@ def domain_list(request):
     )
 
 
+def _domain_or_404(host: str) -> Domain:
+    """The domain of a host as the API finds it (links.domains.domain_for_host),
+    or a 404 for anything else, a host that cannot be one included."""
+    try:
+        return domains.domain_for_host(host)
+    except Domain.DoesNotExist:
+        raise Http404("No such domain.") from None
+
+
 @login_required
 def domain_edit(request, host: str):
     if not _staff(request.user):
         raise PermissionDenied("Only staff manage domains.")
-    domain = get_object_or_404(Domain, host=host)
+    domain = _domain_or_404(host)
     form = forms.DomainForm(request.POST or None, instance=domain, editing=True)
     if request.method == "POST" and form.is_valid():
         changes = {name: form.cleaned_data[name] for name in form.changed_data}
@@ -343,7 +352,7 @@ def domain_edit(request, host: str):
 def domain_delete(request, host: str):
     if not _staff(request.user):
         raise PermissionDenied("Only staff manage domains.")
-    domain = get_object_or_404(Domain, host=host)
+    domain = _domain_or_404(host)
     try:
         domains.domain_delete(domain=domain)
     except domains.DomainInUse as exc:

@@ -45,6 +45,7 @@ def random_paths(rng: random.Random, count: int) -> list[bytes]:
                         b"%0d%0a",
                         b"%41",
                         b"%c3%a9",
+                        b"%ed%a0%80",  # a lone surrogate's UTF-8 form, which no UTF-8 text holds
                         b"%ff",
                         b"a",
                     ]
@@ -54,7 +55,9 @@ def random_paths(rng: random.Random, count: int) -> list[bytes]:
         elif kind == 3:  # CR/LF and friends
             body = b"a" + rng.choice([b"\r\n", b"\r", b"\n", b"\r\nX-Injected: 1", b"\t", b"\x00", b" x"])
         elif kind == 4:  # unicode
-            body = "".join(rng.choice(["é", "✓", "😀", "ß", "\u202e", "a"]) for _ in range(10)).encode()
+            body = "".join(
+                rng.choice(["é", "✓", "😀", "ß", "\u202e", "\u3164", "\ufe0f", "a"]) for _ in range(10)
+            ).encode()
         elif kind == 5:  # dot segments
             body = rng.choice([b"..", b"../..", b"a/../b", b"./a", b"//a", b"a/./b/../../.."])
         else:  # almost a slug

@@ -78,3 +78,18 @@ def test_a_page_parameter_given_empty_is_a_400(api):
     assert response.json() == {"page": ["Leave the parameter out rather than empty."]}
     assert api.get("/api/v1/links?page=1").status_code == 200
     assert api.get("/api/v1/links?page=x").status_code == 404
+
+
+def test_an_error_quoting_a_lone_surrogate_is_answered_with_its_escape():
+    """The net under every field's own refusal: a message or a field name
+    that quotes what UTF-8 has no bytes for still makes a response."""
+    from rest_framework.exceptions import ValidationError
+    from rest_framework.renderers import JSONRenderer
+
+    from api.exceptions import exception_handler
+
+    error = ValidationError({"k\ud800": ['"a\udfff" is not a valid choice.'], "url": ["fine"]})
+    response = exception_handler(error, {})
+    body = json.loads(JSONRenderer().render(response.data).decode("utf-8"))
+    assert body == {"k\\ud800": ['"a\\udfff" is not a valid choice.'], "url": ["fine"]}
+    assert response.data["url"][0].code == "invalid"

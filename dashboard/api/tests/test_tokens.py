@@ -143,3 +143,13 @@ def test_a_page_given_empty_is_a_400_as_any_query_parameter(session):
     response = session.get("/api/v1/tokens", {"page": ""})
     assert response.status_code == 400 and "page" in response.json()
     assert session.get("/api/v1/tokens").status_code == 200
+
+
+def test_create_api_token_with_arguments_that_are_not_utf8_fails_clearly(user):
+    """Python hands bytes of argv that are not UTF-8 over as lone surrogates."""
+    from django.core.management.base import CommandError
+
+    for arguments in (["nobody\udcff"], [user.username, "--name", "ci\udcff"], [user.username, "--team", "\udce9"]):
+        with pytest.raises(CommandError, match="is not UTF-8 text"):
+            call_command("create_api_token", *arguments)
+    assert not ApiToken.objects.exists()

@@ -70,3 +70,16 @@ def test_a_weak_password_is_refused(monkeypatch):
 def test_there_is_no_password_argument_for_ps_to_show():
     with pytest.raises(CommandError, match="unrecognized arguments"):
         call_command("ensure_admin", "--username", "ops", "--password", "secret")
+
+
+def test_a_name_or_password_that_is_not_utf8_is_refused(monkeypatch):
+    """The environment's bytes that are not UTF-8 come as lone surrogates."""
+    monkeypatch.setenv("SLINGSHOT_ADMIN_USER", "ops\udcff")
+    monkeypatch.delenv("SLINGSHOT_ADMIN_PASSWORD", raising=False)
+    with pytest.raises(CommandError, match="is not UTF-8 text"):
+        ensure_admin()
+    monkeypatch.setenv("SLINGSHOT_ADMIN_USER", "ops")
+    monkeypatch.setenv("SLINGSHOT_ADMIN_PASSWORD", "correct-horse-\udcff-staple")
+    with pytest.raises(CommandError, match="SLINGSHOT_ADMIN_PASSWORD is not UTF-8 text"):
+        ensure_admin()
+    assert not User.objects.exists()

@@ -123,3 +123,24 @@ def test_bad_splits_are_refused_naming_the_part(value, path):
     with pytest.raises(ValidationError) as caught:
         validate_split(value)
     assert caught.value.messages[0].startswith(path), caught.value.messages
+
+
+@pytest.mark.parametrize("char", ["\ud800", "\udfff", "\x00", "\u3164", "\u115f", "\ufe0f"])
+def test_what_cannot_be_kept_or_seen_is_refused_naming_the_part_and_never_quoted_raw(char):
+    host = f"https://exa{char}mple.com/"
+    cases = [
+        (validate_rules, [{"url": host, "conditions": [{"type": "device", "value": "ios"}]}], "rules[0].url:"),
+        (validate_split, [{"url": "https://a.example/", "weight": 1}, {"url": host, "weight": 1}], "split[1].url:"),
+        (validate_rules, [{"url": "https://e.example/", "conditions": [], f"x{char}": 1}], "rules[0]: unknown"),
+        (validate_rules, _one({"type": "query", "key": f"k{char}"}), "rules[0].conditions[0].key:"),
+        (validate_rules, _one({"type": "query", "key": "k", "value": f"v{char}"}), "rules[0].conditions[0].value:"),
+        (validate_rules, _one({"type": "device", "value": f"ios{char}"}), "rules[0].conditions[0].value:"),
+        (validate_rules, _one({"type": "language", "value": f"en{char}"}), "rules[0].conditions[0].value:"),
+        (validate_rules, _one({"type": "country", "value": f"D{char}"}), "rules[0].conditions[0].value:"),
+    ]
+    for check, value, path in cases:
+        with pytest.raises(ValidationError) as caught:
+            check(value)
+        message = caught.value.messages[0]
+        assert message.startswith(path), message
+        assert char not in message and message.encode("utf-8"), message

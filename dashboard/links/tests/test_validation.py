@@ -106,3 +106,76 @@ def test_what_cannot_be_served_is_refused_with_its_reason(target, code):
     with pytest.raises(ValidationError) as refused:
         normalise_target(target)
     assert refused.value.code == code, refused.value.messages
+
+
+# Every character UTS #46 maps to nothing, by kind: what IDNA would drop from
+# a host, leaving another host than the one typed.
+IGNORED_BY_IDNA = ["\u3164", "\u115f", "\u1160", "\uffa0", "\ufe0f", "\U000e0100", "\u034f", "\u180b", "\u17b4"]
+
+
+@pytest.mark.parametrize("char", IGNORED_BY_IDNA)
+def test_a_host_with_a_character_idna_drops_is_refused_not_changed(char):
+    for target in (f"https://exa{char}mple.com/", f"https://b{char}ücher.example/", f"https://{char}example.com/"):
+        with pytest.raises(ValidationError) as refused:
+            normalise_target(target)
+        assert refused.value.code == "invisible"
+        assert f"U+{ord(char):04X}" in refused.value.messages[0]
+    with pytest.raises(ValidationError) as refused:
+        validation.validate_domain_host(f"go{char}.example.org")
+    assert refused.value.code == "invisible"
+
+
+@pytest.mark.parametrize("char", IGNORED_BY_IDNA)
+def test_the_same_character_in_the_path_or_query_is_percent_encoded(char):
+    encoded = "".join(f"%{byte:02X}" for byte in char.encode())
+    assert normalise_target(f"https://example.com/a{char}b?q={char}#{char}") == (
+        f"https://example.com/a{encoded}b?q={encoded}#{encoded}"
+    )
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "https://exa\ud800mple.com/",
+        "https://example.com/a\udfffb",
+        "https://example.com/?q=\udbff",
+        "https://example.com/#\udc00",
+        "\ud800https://example.com/",
+        "https://[::1\ud800]/",
+        "https://example.com:\ud800/",
+    ],
+)
+def test_a_lone_surrogate_anywhere_is_refused_by_name(target):
+    with pytest.raises(ValidationError) as refused:
+        normalise_target(target)
+    assert refused.value.code == "surrogate_characters_not_allowed"
+    assert "U+D" in refused.value.messages[0]
+    assert refused.value.messages[0].encode("utf-8")
+
+
+def test_a_nul_is_refused_anywhere():
+    for target in ("https://exa\x00mple.com/", "https://example.com/\x00"):
+        with pytest.raises(ValidationError) as refused:
+            normalise_target(target)
+        assert refused.value.code == "null_characters_not_allowed"
+
+
+@pytest.mark.parametrize("host", ["go\ud800.example.org", "go\x00.example.org", "\udc80"])
+def test_a_domain_host_that_cannot_be_kept_is_refused(host):
+    with pytest.raises(ValidationError) as refused:
+        validation.validate_domain_host(host)
+    assert refused.value.code in ("surrogate_characters_not_allowed", "null_characters_not_allowed")
+    with pytest.raises(ValidationError):
+        validation.domain_host(host)
+
+
+@pytest.mark.parametrize("tag", ["sale\u3164", "\u115f", "a\ud800", "a\x00", "a\u200b"])
+def test_tags_hold_nothing_invisible_or_unstorable(tag):
+    with pytest.raises(ValidationError) as refused:
+        validation.validate_tags(["ok", tag])
+    assert refused.value.code == "invalid_tag"
+    assert refused.value.messages[0].encode("utf-8")
+
+
+def test_tags_in_any_script_are_kept():
+    validation.validate_tags(["한국", "Bücher", "例え", "a.b-c_d"])

@@ -1,6 +1,7 @@
 """What takes effect at once: a removed membership, a lowered role, a
 deactivated person, a deleted team; and what the audit log keeps."""
 
+import json
 import logging
 import threading
 
@@ -185,12 +186,19 @@ def test_a_rename_is_audited_and_shows_in_the_team_switcher(crew):
     assert b"Team: Autumn" in switcher and b"Spring team" not in switcher
 
 
-@pytest.mark.parametrize("name", ["", "   ", "x" * 101, "a\x00b", 7, None])
+@pytest.mark.parametrize(
+    "name", ["", "   ", "x" * 101, "a\x00b", 7, None, "\u3164", " \u115f\u200b\ufe0f ", "a\ud800b"]
+)
 def test_a_bad_team_name_is_refused_with_the_field(crew, name):
     admin = crew.people["admin"]
-    response = session_api(admin).patch(f"/api/v1/teams/{crew.team.pk}", {"name": name}, format="json")
+    body = json.dumps({"name": name})  # a lone surrogate as JSON's escape, as a client sends it
+    response = session_api(admin).patch(f"/api/v1/teams/{crew.team.pk}", body, content_type="application/json")
     assert response.status_code == 400 and list(response.json()) == ["name"]
-    if isinstance(name, str):
+    teams = Team.objects.count()
+    created = session_api(admin).post("/api/v1/teams", body, content_type="application/json")
+    assert created.status_code == 400 and list(created.json()) == ["name"]
+    assert Team.objects.count() == teams
+    if isinstance(name, str) and not any("\ud800" <= char <= "\udfff" for char in name):  # no form carries one
         page = page_client(admin).post(reverse("web:team-rename", args=[crew.team.pk]), {"name": name})
         assert page.status_code == 200 and "name" in page.context["rename_form"].errors
         assert b'class="error field-error"' in page.content

@@ -36,6 +36,23 @@ def test_an_edge_learns_whether_a_password_is_right(user, settings):
     assert ask({**check, "link": 2**40}, secret="s3cret-of-the-edges").json() == {"outcome": "wrong"}
 
 
+def test_a_typed_password_that_is_not_utf8_is_a_wrong_one(user, settings):
+    """The edge passes the bytes typed as they are; json.loads reads the
+    bytes of a lone surrogate (ED A0 80) as one, as it does the escape."""
+    settings.EDGE_DASHBOARD_SECRET = "s3cret-of-the-edges"
+    link = link_create(owner=user, url="https://example.com/", slug=unique_slug(), password="right")
+    get_redis().delete(*unlocking.failure_keys(link.pk, "203.0.113.7"))
+    for body in (
+        b'{"link": %d, "password": "right\xed\xa0\x80", "address": "203.0.113.7"}' % link.pk,
+        json.dumps({"link": link.pk, "password": "\udfff", "address": "203.0.113.7"}).encode(),
+    ):
+        response = ask(body, secret="s3cret-of-the-edges")
+        assert response.status_code == 200 and response.json() == {"outcome": "wrong"}, body
+    assert int(get_redis().get(unlocking.failure_keys(link.pk, "203.0.113.7")[0])) == 2
+    surrogate_address = json.dumps({"link": link.pk, "password": "right", "address": "203.0.113.7\udfff"})
+    assert ask(surrogate_address.encode(), secret="s3cret-of-the-edges").status_code == 400
+
+
 @pytest.mark.parametrize(
     ("body", "status"),
     [

@@ -97,7 +97,7 @@ def test_a_row_refused_at_import_time_gets_its_error(signed_in, user, make_user)
         ("slug,title\nabc,x\n", "The first row must name the columns, one of them `url`."),
         ("url\n", "The file has no rows below its header."),
         ("url,title\nhttps://example.com/,a\x00b\n", "The file holds null characters: save it as CSV text in UTF-8."),
-        ("url\nhttps://example.com/\n".encode("utf-16"), "The file is not UTF-8 text."),
+        ("url\nhttps://example.com/\n".encode("utf-16"), "The file is not UTF-8 text: line 1 is not."),
     ],
 )
 def test_files_that_are_not_link_lists_are_refused(signed_in, content, message):

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from api.models import ApiToken
 from api.services import token_create
+from slingshot.text import shown, unstorable
 from teams import access
 from teams.models import Team
 
@@ -21,6 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("--team", default="", help="a team's id or name; default: the user's personal team")
 
     def handle(self, *args, username, scope, name, team, **options):
+        for value in (username, name, team):
+            if unstorable(value):  # bytes that are not UTF-8 come as surrogates (Python's surrogateescape)
+                raise CommandError(f"{shown(value)!r} is not UTF-8 text")
         try:
             user = get_user_model().objects.get(username=username)
         except get_user_model().DoesNotExist:

@@ -6,6 +6,8 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from slingshot.text import shown, unstorable
+
 RECOVERY = "Lost its password? `manage.py changepassword {name}` sets a new one."
 
 
@@ -24,6 +26,11 @@ class Command(BaseCommand):
         User = get_user_model()
         named = username or os.environ.get("SLINGSHOT_ADMIN_USER", "")
         password = os.environ.get("SLINGSHOT_ADMIN_PASSWORD", "")
+        # Bytes that are not UTF-8 come as surrogates (Python's surrogateescape), which nothing can store.
+        if unstorable(named):
+            raise CommandError(f"the user name {shown(named)!r} is not UTF-8 text")
+        if unstorable(password):
+            raise CommandError("SLINGSHOT_ADMIN_PASSWORD is not UTF-8 text")
         if named:
             if User.objects.filter(username=named).exists():
                 self.stdout.write(f"admin user {named!r} exists already. {RECOVERY.format(name=named)}")
