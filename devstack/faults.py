@@ -46,8 +46,11 @@ class Visitors:
     """Threads that GET short links on the edge over keep-alive connections,
     counting the 302s per slug and keeping every other outcome with its time."""
 
-    def __init__(self, port: int, slug: str, *, threads: int = 3, rate: float = 300.0) -> None:
+    def __init__(
+        self, port: int, slug: str, *, threads: int = 3, rate: float = 300.0, headers: dict | None = None
+    ) -> None:
         self.port, self.slug = port, slug
+        self.headers = headers or {}
         self.interval = threads / rate
         self.served: Counter = Counter()
         self.failures: list[tuple[float, str]] = []
@@ -76,7 +79,7 @@ class Visitors:
             try:
                 if conn is None:
                     conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-                conn.request("GET", f"/{self.slug}")
+                conn.request("GET", f"/{self.slug}", headers=self.headers)
                 response = conn.getresponse()
                 response.read()
                 self.count(self.slug, response.status)

@@ -84,7 +84,7 @@ end
 
 local function new_journal()
     return journals.create(config.click_spool_dir, random_prefix(), config.clicks_per_entry,
-        config.click_spool_max_mb * 1024 * 1024)
+        config.click_spool_max_mb * 1024 * 1024, config.click_memory_mb * 1024 * 1024)
 end
 
 -- Writes a click, whose details are `len` bytes at `at`, into the journal.

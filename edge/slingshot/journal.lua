@@ -44,8 +44,9 @@ _M.HOUR = 3600
 -- A slot per hour, by hour number: ten days, more than the served hashes live.
 _M.HOUR_SLOTS = 240
 _M.HEADER_SIZE = 8192
--- How much of its journal a worker maps at a time: the memory it writes
--- clicks into. What Redis has not taken yet stays in the file beyond it.
+-- How much of its journal a worker maps at a time unless told: the memory
+-- it writes clicks into. What Redis has not taken yet stays in the file
+-- beyond it.
 _M.WINDOW = 8 * 1024 * 1024
 -- The most an entry can take from the file to read at once.
 _M.READ_SIZE = 4 * 1024 * 1024
@@ -192,9 +193,10 @@ end
 
 -- A new journal in `dir` for clicks with the id prefix `prefix` (16 hex
 -- digits), locked by this process, at most `max_bytes` of entries, at most
--- `per_entry` clicks an entry. Made under another name and renamed when
--- ready, so that no other worker takes it for a journal left behind.
-function _M.create(dir, prefix, per_entry, max_bytes)
+-- `per_entry` clicks an entry, mapped `window` bytes at a time (WINDOW if
+-- nil). Made under another name and renamed when ready, so that no other
+-- worker takes it for a journal left behind.
+function _M.create(dir, prefix, per_entry, max_bytes, window)
     local name = prefix .. _M.SUFFIX
     local making = dir .. "/." .. name .. ".new"
     local fd = C.open(making, O_RDWR + O_CREAT + O_EXCL + O_CLOEXEC, tonumber("600", 8))
@@ -205,7 +207,7 @@ function _M.create(dir, prefix, per_entry, max_bytes)
     if C.flock(fd, LOCK_EX + LOCK_NB) ~= 0 then
         ok, err = failed("flock " .. making)
     end
-    local window = min(_M.WINDOW, max(PAGE, floor(max_bytes / PAGE) * PAGE))
+    window = max(PAGE, floor(min(window or _M.WINDOW, max_bytes) / PAGE) * PAGE)
     local rc = ok and C.posix_fallocate(fd, 0, _M.HEADER_SIZE + window)
     if ok and rc ~= 0 then
         ok, err = failed("posix_fallocate " .. making, rc)

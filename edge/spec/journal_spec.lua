@@ -76,7 +76,6 @@ describe("journal", function()
 
     after_each(function()
         os.execute("rm -rf " .. dir)
-        journals.WINDOW = 8 * 1024 * 1024
     end)
 
     it("writes each click's slug, link id, rule and details a line each, as they are", function()
@@ -152,8 +151,7 @@ describe("journal", function()
     end)
 
     it("maps the next window when one is full, and reads across windows", function()
-        journals.WINDOW = 16384
-        local journal = assert(journals.create(dir, "0123456789abcdef", 1000, 1024 * 1024))
+        local journal = assert(journals.create(dir, "0123456789abcdef", 1000, 1024 * 1024, 16384))
         local ua = string.rep("a", 400)
         for i = 1, 200 do  -- about 90 KB: six windows
             add(journal, "slug" .. i, i % 2 == 0 and "" or tostring(i),
