@@ -290,7 +290,7 @@ def banner(run: Path, env: dict[str, str]) -> str:
         f"{env.get('SLINGSHOT_ADMIN_USER', 'admin')} --scope write`\n"
         f"    Lost the admin password? `{manage}.venv/bin/python dashboard/manage.py changepassword "
         f"{env.get('SLINGSHOT_ADMIN_USER', 'admin')}` while the stack runs.\n"
-        "  Ctrl-C stops everything, the edge first so that its buffered clicks reach Redis.\n"
+        "  Ctrl-C stops everything, the edge first so that its clicks reach Redis.\n"
     )
 
 

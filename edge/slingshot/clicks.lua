@@ -287,11 +287,7 @@ local function scan()
         end
     end
     for _, name in pairs(unfinished) do
-        -- Left by a worker that died while making it: no click is in it.
-        local journal = journals.adopt(config.click_spool_dir, name)
-        if journal then
-            journal:remove()
-        end
+        journals.remove_unfinished(config.click_spool_dir, name)
     end
 end
 

@@ -283,6 +283,20 @@ function _M.adopt(dir, name)
     return opened(dir, name, fd, head)
 end
 
+-- Removes `name`, a journal left half made in `dir` (it holds no click),
+-- unless the worker making it is still at it.
+function _M.remove_unfinished(dir, name)
+    local path = dir .. "/" .. name
+    local fd = C.open(path, O_RDWR + O_CLOEXEC, 0)
+    if fd < 0 then
+        return
+    end
+    if C.flock(fd, LOCK_EX + LOCK_NB) == 0 then
+        C.unlink(path)
+    end
+    C.close(fd)
+end
+
 -- Maps the window of the file that holds offset `pos` and `need` bytes
 -- after it, reserving the disk space first (a write into a mapping of
 -- space the disk does not have would kill the worker). Nil and an error

@@ -52,7 +52,7 @@ local FAMILIES = {
     { _M.REDIS_LOOKUPS, "counter", "Link lookups sent to Redis." },
     { _M.REDIS_ERRORS, "counter", "Redis calls that failed, by purpose.", "op", _M.REDIS_OPS },
     { _M.CACHE_EVICTIONS, "counter", "Cached links dropped because the link changed." },
-    { _M.CLICKS_BUFFERED, "counter", "Clicks put in a worker buffer." },
+    { _M.CLICKS_BUFFERED, "counter", "Clicks written into a worker's journal." },
     { _M.CLICKS_ORPHAN, "counter", "Buffered clicks that are orphan visits." },
     { _M.CLICKS_FLUSHED, "counter", "Clicks written to the stream." },
     { _M.CLICKS_DROPPED, "counter",

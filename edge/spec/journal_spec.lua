@@ -225,6 +225,18 @@ describe("journal", function()
         assert.same({}, (journals.list(dir)))
     end)
 
+    it("removes a journal left half made, not one still being made", function()
+        local path = dir .. "/.00000000000000dd.journal.new"
+        local fd = ffi.C.open(path, 64 + 2, 384)
+        assert.equal(0, ffi.C.flock(fd, 6))
+        assert.same({ ".00000000000000dd.journal.new" }, select(2, journals.list(dir)))
+        journals.remove_unfinished(dir, ".00000000000000dd.journal.new")
+        assert.is_true(exists(path))
+        ffi.C.close(fd)  -- its worker died
+        journals.remove_unfinished(dir, ".00000000000000dd.journal.new")
+        assert.is_false(exists(path))
+    end)
+
     it("is not taken over again once it was sent in full and removed", function()
         local journal = assert(journals.create(dir, "00000000000000ce", 100, 1024 * 1024))
         journal:close()
