@@ -155,6 +155,21 @@ function _M.record_from(slug, link_id, rule, referer)
     return write_click(slug, link_id, rule, changed, #changed)
 end
 
+-- Sends the pipeline; an error on any of its commands is its error.
+local function commit(red, what)
+    local results, err = red:commit_pipeline()
+    if not results then
+        return nil, what .. err
+    end
+    for i = 1, #results do
+        local res = results[i]
+        if type(res) == "table" and res[1] == false then
+            return nil, what .. tostring(res[2])
+        end
+    end
+    return true
+end
+
 -- Appends the entries of `journal` not yet in the stream, in order, a
 -- pipeline at a time, noting in the journal how far they got.
 local function send_entries(red, journal)
@@ -170,15 +185,9 @@ local function send_entries(red, journal)
         for i = 1, #payloads do
             red:xadd(STREAM, "*", "v", VERSION, "clicks", payloads[i])
         end
-        local results, err = red:commit_pipeline()
-        if not results then
-            return nil, "redis xadd: " .. err
-        end
-        for i = 1, #results do
-            local res = results[i]
-            if type(res) == "table" and res[1] == false then
-                return nil, "redis xadd: " .. tostring(res[2])
-            end
+        local ok, err = commit(red, "redis xadd: ")
+        if not ok then
+            return nil, err
         end
         local before = journal.header.sent_clicks
         journal:sent(offset, clicks)
@@ -200,15 +209,9 @@ local function send_counts(red, journal)
         red:hset(c[1], c[2], c[3], c[4], c[5])
         red:expire(c[1], accounting.TTL)
     end
-    local results, err = red:commit_pipeline()
-    if not results then
-        return nil, "accounting: redis: " .. err
-    end
-    for i = 1, #results do
-        local res = results[i]
-        if type(res) == "table" and res[1] == false then
-            return nil, "accounting: redis: " .. tostring(res[2])
-        end
+    local ok, err = commit(red, "accounting: redis: ")
+    if not ok then
+        return nil, err
     end
     journal:counts_sent(counts)
     return true
