@@ -62,7 +62,8 @@ local ROTATE_BYTES = 64 * 1024 * 1024
 -- How often a worker looks for journals left by workers that have gone.
 local SCAN_INTERVAL = 1
 
--- This worker's journal, and those it has taken over, by file name.
+-- This worker's journal, and those it has taken over or retired (rotate),
+-- by file name.
 local own
 local adopted = {}
 local busy = false
@@ -177,7 +178,7 @@ local function send_entries(red, journal)
         local payloads, offset, clicks = journal:unsent(BATCH_BYTES)
         if not payloads then
             if offset then
-                return nil, offset  -- the journal could not be read
+                return nil, offset, true  -- the journal could not be read
             end
             return true
         end
@@ -231,11 +232,11 @@ local function forget(journal)
 end
 
 local function send(red, journal)
-    local ok, err = send_entries(red, journal)
+    local ok, err, unreadable = send_entries(red, journal)
     if ok then
         ok, err = send_counts(red, journal)
     end
-    return ok, err
+    return ok, err, unreadable
 end
 
 -- Everything every journal of this worker holds, to Redis; a journal taken
@@ -251,11 +252,19 @@ local function send_all()
         if not ok then
             break
         end
-        ok, err = send(red, journal)
+        local unreadable
+        ok, err, unreadable = send(red, journal)
         if ok then
             adopted[name] = nil
             journal:remove()
             forget(journal)
+        elseif unreadable then
+            -- Kept aside for a person to look at; the others go on.
+            log(ERR, "click journal set aside as ", journal.path, ".broken: ", err)
+            adopted[name] = nil
+            journal:set_aside()
+            forget(journal)
+            ok, err = true, nil
         end
     end
     if ok then
@@ -294,12 +303,14 @@ local function scan()
     end
 end
 
--- A journal all sent and past ROTATE_BYTES (or half its bound) makes way
--- for a new one.
+-- A journal past ROTATE_BYTES (or half its bound) whose clicks Redis has
+-- nearly all taken makes way for a new one, and is sent and removed as a
+-- journal taken over is: the spool does not grow without end, and a
+-- journal holding an outage's clicks is left whole until they are sent.
 local function rotate()
-    local clicks = own:waiting()
-    if clicks > 0 or own:length() < min(ROTATE_BYTES, own.max_bytes / 2)
-        or #own:unsent_counts(now() - accounting.TTL) > 0 then
+    local limit = min(ROTATE_BYTES, own.max_bytes / 2)
+    local _, waiting_bytes = own:waiting()
+    if own:length() < limit or waiting_bytes > limit / 16 then
         return
     end
     local journal, err = new_journal()
@@ -307,10 +318,8 @@ local function rotate()
         log(ERR, err)
         return
     end
-    local old = own
+    adopted[own.name] = own
     own = journal
-    old:remove()
-    forget(old)
 end
 
 local function flush(premature)

@@ -535,6 +535,12 @@ function Journal:close()
     self.fd = -1
 end
 
+-- Renames the journal out of the way (`.broken`), and lets go of it.
+function Journal:set_aside()
+    C.rename(self.path, self.path .. ".broken")
+    self:close()
+end
+
 -- Marks the journal done and removes it: every entry and count has been
 -- sent. A worker that opened it before cannot take it over after.
 function Journal:remove()

@@ -156,3 +156,25 @@ def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(ma
     final = metrics(edge)
     assert final["slingshot_edge_click_spool_bytes"] == 0 and final["slingshot_edge_clicks_dropped_total"] == 0
     assert final["slingshot_edge_click_journals"] == 2
+
+
+def test_journals_make_way_for_new_ones_under_steady_traffic(make_edge, rds):
+    """A journal past half its bound (here 100 KB) is replaced while clicks
+    keep coming: none is dropped, and the spool keeps no more than the
+    journal being written and the one being finished."""
+    edge = make_edge(workers=1, env={"EDGE_CLICK_SPOOL_MAX_MB": "0.2"})
+    slug = "jr" + uuid.uuid4().hex[:8]
+    publish(rds, slug)
+    visitors = Visitors(edge.port, slug, threads=3, rate=1500, headers={"User-Agent": "u" * 500}).start()
+    try:
+        # About 560 bytes a click: a journal every 180 or so.
+        wait_until(lambda: visitors.served[slug] > 2000, timeout=30, what="traffic")
+    finally:
+        visitors.stop()
+    found, counted = settled(rds, slug, edge, at_least=visitors.served[slug])
+    ids = {click["id"] for click in found}
+    assert len(ids) == visitors.served[slug] == counted
+    assert len({click_id[:16] for click_id in ids}) >= 8
+    final = metrics(edge)
+    assert final["slingshot_edge_clicks_dropped_total"] == 0
+    wait_until(lambda: len(list((edge.prefix / "spool").iterdir())) == 1, what="one journal left in the spool")
