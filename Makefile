@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export loadtest stack-faults multinode
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export loadtest stack-faults click-outage multinode
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -71,6 +71,13 @@ bench-export: setup
 # back and the redirects served against the clicks stored.
 stack-faults: setup
 	$(PY) loadtest/stack_faults.py
+
+# Not part of `make test` (a short form is, edge/t/test_click_journal.py): a
+# fresh `make run` stack, Redis hung for 10 minutes under 5,000 visits a
+# second; prints the click spool's peak, how long it took to drain, and the
+# redirects served against the clicks stored (CLICK_OUTAGE_ARGS).
+click-outage: setup
+	$(PY) loadtest/click_outage.py $(CLICK_OUTAGE_ARGS)
 
 # Not part of `make test` (a short form is): several hosts on this machine, the
 # Redis primary killed under traffic; ends in `reconciled: stored/served`.

@@ -1,7 +1,8 @@
 """kill -9 for each process of a running `make run` stack, one at a time,
-with visitors clicking a short link throughout: how long each took to come
-back, whether the edge kept redirecting, and whether every redirect it
-served became one click stored in PostgreSQL.
+with visitors clicking a short link of the fault's own throughout: how long
+each took to come back, whether the edge kept redirecting, whether every
+redirect it served became one click stored in PostgreSQL, and whether the
+accounting (served against stored, per hour) came out even.
 
 Used by tests/test_stack.py and loadtest/stack_faults.py (`make stack-faults`).
 """
@@ -21,10 +22,11 @@ from dataclasses import dataclass, field
 import devstack
 from devstack.supervised import SupervisedStack, wait_until
 
-# In the order they are killed. The edge's own restart is the one fault
-# during which visitors may see errors.
-FAULTS = ("importer", "publisher", "dashboard", "edge", "redis", "postgres")
-MAIN_SLUG = "faults"
+# In the order they are killed: "edge-worker" is one nginx worker, "edge"
+# the nginx master. The edge's own faults are the ones during which
+# visitors may see errors.
+FAULTS = ("importer", "publisher", "dashboard", "edge-worker", "edge", "redis", "postgres")
+EDGE_FAULTS = ("edge-worker", "edge")
 
 
 def request(
@@ -46,8 +48,11 @@ class Visitors:
     """Threads that GET short links on the edge over keep-alive connections,
     counting the 302s per slug and keeping every other outcome with its time."""
 
-    def __init__(self, port: int, slug: str, *, threads: int = 3, rate: float = 300.0) -> None:
+    def __init__(
+        self, port: int, slug: str, *, threads: int = 3, rate: float = 300.0, headers: dict | None = None
+    ) -> None:
         self.port, self.slug = port, slug
+        self.headers = headers or {}
         self.interval = threads / rate
         self.served: Counter = Counter()
         self.failures: list[tuple[float, str]] = []
@@ -76,7 +81,7 @@ class Visitors:
             try:
                 if conn is None:
                     conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-                conn.request("GET", f"/{self.slug}")
+                conn.request("GET", f"/{self.slug}", headers=self.headers)
                 response = conn.getresponse()
                 response.read()
                 self.count(self.slug, response.status)
@@ -112,25 +117,54 @@ class Recovery:
 
 
 @dataclass
+class FaultResult:
+    """One fault under traffic to a link of its own."""
+
+    recovery: Recovery
+    slug: str
+    served: int  # redirects the visitors got
+    failed: int  # visits that failed, from the first to the last
+    stored: int  # clicks of the link in PostgreSQL, once the importer caught up
+    accounting: dict[str, int | None]  # hour -> served minus stored, every hour of the run so far
+
+    @property
+    def every_redirect_stored(self) -> bool:
+        """Exactly, but for the fault that kills a worker mid-request: a click
+        written and its answer lost with the worker is a failed visit that
+        was stored."""
+        if self.recovery.program == "edge-worker":
+            return self.served <= self.stored <= self.served + self.failed
+        return self.served == self.stored
+
+
+@dataclass
 class Report:
-    recoveries: list[Recovery] = field(default_factory=list)
-    served: dict[str, int] = field(default_factory=dict)
-    stored: dict[str, int] = field(default_factory=dict)
-    failures_outside_edge: list[str] = field(default_factory=list)
+    results: list[FaultResult] = field(default_factory=list)
+
+    @property
+    def recoveries(self) -> list[Recovery]:
+        return [result.recovery for result in self.results]
+
+    @property
+    def failures_outside_edge(self) -> list[str]:
+        return [
+            f"{r.recovery.program}: {r.recovery.edge_errors} failed visits"
+            for r in self.results
+            if r.recovery.edge_errors and r.recovery.program not in EDGE_FAULTS
+        ]
 
     def table(self) -> str:
         lines = [
             f"{'killed (-9)':<12} {'back after':>10} {'RUNNING after':>13} {'edge errors':>11} "
-            f"{'API errors after':>16}  back means"
+            f"{'API errors after':>16} {'served':>7} {'stored':>7} {'difference':>10}  back means"
         ]
-        for r in self.recoveries:
+        for result in self.results:
+            r = result.recovery
+            difference = sum(d or 0 for d in result.accounting.values())
             lines.append(
                 f"{r.program:<12} {r.back_after:>9.2f}s {r.running_after:>12.2f}s {r.edge_errors:>11} "
-                f"{r.dashboard_errors:>16}  {r.how}"
+                f"{r.dashboard_errors:>16} {result.served:>7} {result.stored:>7} {difference:>10}  {r.how}"
             )
-        lines.append("")
-        for slug in sorted(self.served):
-            lines.append(f"/{slug}: redirects served {self.served[slug]}, clicks stored {self.stored.get(slug, 0)}")
         return "\n".join(lines)
 
 
@@ -167,7 +201,6 @@ class FaultRun:
         self.dashboard_port = stack.ports["DASHBOARD_PORT"]
         self.rate = rate
         self.visitors: Visitors | None = None
-        self.report = Report()
 
     # --- links and clicks ----------------------------------------------------------
 
@@ -208,14 +241,14 @@ class FaultRun:
 
     # --- what "back" means for each program ------------------------------------------
 
-    def back(self, program: str, killed_pid: int) -> str:
+    def back(self, program: str, killed_pid: int, slug: str) -> str:
         """Waits until `program` does its job again; says how that was seen."""
         if program == "importer":
-            slug = "probe-importer"
-            before = self.stored()[slug]
-            wait_until(lambda: self.redirects(slug), timeout=30, what="a visit to the importer's probe link")
+            probe = "probe-importer"
+            before = self.stored().get(probe, 0)
+            wait_until(lambda: self.redirects(probe), timeout=30, what="a visit to the importer's probe link")
             wait_until(
-                lambda: self.stored_or_empty().get(slug, 0) > before,
+                lambda: self.stored_or_empty().get(probe, 0) > before,
                 timeout=120,
                 what="the importer storing a click made after its restart",
                 interval=0.1,
@@ -237,9 +270,16 @@ class FaultRun:
                 what="a new gunicorn master to answer the API",
             )
             return "a new gunicorn master answers the API"
+        if program == "edge-worker":
+            wait_until(
+                lambda: killed_pid not in self.edge_workers() and len(self.edge_workers()) == self.workers,
+                timeout=60,
+                what="nginx to start a worker in the killed one's place",
+            )
+            return "nginx started another worker"
         if program == "edge":
             wait_until(
-                lambda: self.stack.master_pid("edge") not in (None, killed_pid) and self.redirects(MAIN_SLUG),
+                lambda: self.stack.master_pid("edge") not in (None, killed_pid) and self.redirects(slug),
                 timeout=120,
                 what="a new nginx master to redirect",
             )
@@ -271,69 +311,126 @@ class FaultRun:
         except redis.RedisError:
             return False
 
+    def edge_workers(self) -> list[int]:
+        master = self.stack.master_pid("edge")
+        return [pid for pid in devstack.group_members(master) if pid != master] if master else []
+
     def victim(self, program: str) -> int:
         if program in ("edge", "dashboard"):
             return self.stack.master_pid(program)  # the master, not devstack's keep_group
+        if program == "edge-worker":
+            workers = self.edge_workers()
+            self.workers = len(workers)
+            return workers[0]
         return self.stack.info(program)["pid"]
+
+    def supervised(self, program: str) -> str:
+        return "edge" if program == "edge-worker" else program
 
     # --- the run ------------------------------------------------------------------------
 
-    def kill_and_wait(self, program: str) -> Recovery:
-        old_supervised = self.stack.info(program)["pid"]
+    def kill_and_wait(self, program: str, visitors: Visitors, slug: str) -> Recovery:
+        supervised = self.supervised(program)
+        old_supervised = self.stack.info(supervised)["pid"]
         pid = self.victim(program)
         killed_at = time.monotonic()
         os.kill(pid, signal.SIGKILL)
-        how = self.back(program, pid)
+        how = self.back(program, pid, slug)
         back_after = time.monotonic() - killed_at
-        # A new supervised process (for the edge and the dashboard, a new keep_group).
-        wait_until(
-            lambda: (info := self.stack.info(program))["statename"] == "RUNNING" and info["pid"] != old_supervised,
-            timeout=120,
-            what=f"{program} RUNNING again",
-        )
-        running_after = time.monotonic() - killed_at
+        if program == "edge-worker":  # nginx's own business: supervisord sees nothing
+            running_after = back_after
+        else:  # a new supervised process (for the edge and the dashboard, a new keep_group)
+            wait_until(
+                lambda: (
+                    (info := self.stack.info(supervised))["statename"] == "RUNNING" and info["pid"] != old_supervised
+                ),
+                timeout=120,
+                what=f"{program} RUNNING again",
+            )
+            running_after = time.monotonic() - killed_at
         # Visitors keep clicking for a while on what came back.
         settle_until = time.monotonic() + 2.0
         wait_until(lambda: time.monotonic() > settle_until, timeout=5, what="settling")
-        errors = self.visitors.failures_between(killed_at, time.monotonic())
+        errors = visitors.failures_between(killed_at, time.monotonic())
         # Once everything is back, every dashboard worker answers, the first time.
         api_errors = sum(not self.api_answers() for _ in range(6))
         recovery = Recovery(program, pid, back_after, running_after, len(errors), api_errors, how)
-        if program != "edge":
-            self.report.failures_outside_edge += [f"{program}: {what}" for what in errors]
         self.log(
             f"killed {program} (pid {pid}): back after {back_after:.2f}s ({how}), RUNNING after "
             f"{running_after:.2f}s, {len(errors)} failed visits meanwhile, {api_errors} failed API requests after"
         )
         return recovery
 
-    def run(self, faults=FAULTS, *, drain_timeout: float = 180.0) -> Report:
-        self.create_link(MAIN_SLUG)
-        self.create_link("probe-importer")
-        self.visitors = Visitors(self.edge_port, MAIN_SLUG, rate=self.rate)
-        wait_until(lambda: self.redirects(MAIN_SLUG), timeout=60, what=f"/{MAIN_SLUG} to redirect")
-        wait_until(lambda: self.redirects("probe-importer"), timeout=60, what="/probe-importer to redirect")
-        self.visitors.start()
+    def one(self, program: str, *, drain_timeout: float = 180.0) -> FaultResult:
+        """`program` killed under traffic to a link of its own; then, once
+        the importer has caught up, the link's clicks stored and the
+        accounting of every hour so far."""
+        slug = f"faults-{program}"
+        visitors = Visitors(self.edge_port, slug, rate=self.rate)
+        self.visitors = visitors
+        self.create_link(slug)
+        if program == "importer":
+            self.create_link("probe-importer")
+            wait_until(lambda: self.redirects("probe-importer"), timeout=60, what="/probe-importer to redirect")
+        wait_until(lambda: self.redirects(slug), timeout=60, what=f"/{slug} to redirect")
+        visitors.start()
         started = time.monotonic()
         wait_until(lambda: time.monotonic() - started > 2.0, timeout=5, what="warming up")
         try:
-            for program in faults:
-                self.report.recoveries.append(self.kill_and_wait(program))
+            recovery = self.kill_and_wait(program, visitors, slug)
         finally:
-            self.visitors.stop()
-        self.report.served = dict(self.visitors.served)
-        wanted = self.report.served
-        self.log(f"visitors stopped; waiting for the importer to store {sum(wanted.values())} clicks")
-
-        def drained():
-            stored = self.stored_or_empty()
-            return stored if all(stored.get(slug, 0) >= n for slug, n in wanted.items()) else None
-
-        with suppress(TimeoutError):  # the report shows the difference
-            wait_until(drained, timeout=drain_timeout, what="every served redirect stored", interval=0.5)
+            visitors.stop()
+        served = visitors.served[slug]
+        self.log(f"visitors stopped; waiting for the importer to store {served} clicks of /{slug}")
+        with suppress(TimeoutError):  # the result shows the difference
+            wait_until(
+                lambda: self.stored_or_empty().get(slug, 0) >= served,
+                timeout=drain_timeout,
+                what="every served redirect stored",
+                interval=0.5,
+            )
         self.wait_import_lag_zero()
-        self.report.stored = {slug: n for slug, n in self.stored().items() if slug in wanted}
-        return self.report
+        result = FaultResult(
+            recovery=recovery,
+            slug=slug,
+            served=served,
+            failed=len(visitors.failures),
+            stored=self.stored().get(slug, 0),
+            accounting=self.settled_accounting(),
+        )
+        self.log(
+            f"/{slug}: {result.served} redirects served, {result.stored} clicks stored; accounting {result.accounting}"
+        )
+        return result
+
+    def run(self, faults=FAULTS) -> Report:
+        report = Report()
+        for program in faults:
+            report.results.append(self.one(program))
+        return report
+
+    def accounting(self) -> dict[str, int | None]:
+        """Served minus stored of every hour of the last day with traffic,
+        from the API the Accounting page shares its figures with."""
+        status, body = request(self.dashboard_port, "/api/v1/accounting?days=1", token=self.token)
+        if status != 200:
+            raise AssertionError(f"/api/v1/accounting: HTTP {status} {body[:300]!r}")
+        return {
+            hour["hour"]: hour["difference"]
+            for hour in json.loads(body)["hours"]
+            if hour["served_redirects"] + hour["served_orphans"] + hour["stored_clicks"] + hour["stored_orphans"]
+        }
+
+    def settled_accounting(self, timeout: float = 30.0) -> dict[str, int | None]:
+        """The accounting once every difference is zero, or as it stands after
+        `timeout` seconds (the edges send their counts a moment after the
+        clicks)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.accounting()
+            if all(difference == 0 for difference in found.values()) or time.monotonic() > deadline:
+                return found
+            time.sleep(0.2)
 
     def wait_import_lag_zero(self) -> None:
         """Until the clicks stream has nothing left to import (`import_clicks

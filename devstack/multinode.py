@@ -592,7 +592,7 @@ class Scenario:
 
     def restart_edge(self, n: int) -> None:
         process = self.topology.processes[f"edge{n + 1}"]
-        process.stop(signal.SIGQUIT)  # graceful: workers send their buffered clicks, then exit
+        process.stop(signal.SIGQUIT)  # graceful: workers send their clicks, then exit
         self.topology.start_edge(n)
         self.log(f"restarted edge{n + 1}")
 

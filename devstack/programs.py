@@ -136,7 +136,8 @@ def edge() -> None:
     # Where the HTTP -> HTTPS redirect of a domain sends visitors.
     os.environ.setdefault("EDGE_HTTPS_PORT", str(port("EDGE_TLS_PORT")))
     # SIGQUIT is nginx's graceful stop: each worker finishes its requests and
-    # writes its buffered clicks to Redis before it exits.
+    # sends its clicks to Redis before it exits (what it cannot send stays
+    # in the click spool, for the next workers).
     sys.exit(
         keep_group(
             devstack.edge_command(prefix, workers=os.environ.get("EDGE_WORKERS", "auto")),

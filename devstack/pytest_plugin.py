@@ -79,7 +79,7 @@ class Edge:
         self.process.send_signal(signal.SIGHUP)
 
     def stop(self) -> None:
-        """Graceful stop (SIGQUIT): workers flush what they buffered."""
+        """Graceful stop (SIGQUIT): workers send their clicks."""
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGQUIT)
             self.process.wait(timeout=30)

@@ -65,12 +65,15 @@ def read_env_file(run: Path | None = None) -> dict[str, str]:
 
 
 def write_env_file(run: Path, values: dict[str, str]) -> None:
-    """Written as 0600 from its first byte: it holds the secrets."""
+    """Written as 0600 from its first byte: it holds the secrets; and under
+    another name first, so that a reader never finds it half written."""
     path = env_file(run)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    making = path.with_name(path.name + ".new")
+    fd = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(fd, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write("".join(f"{key}={value}\n" for key, value in values.items()))
+    os.replace(making, path)
 
 
 def stack_environment(run: Path) -> dict[str, str]:
@@ -287,7 +290,7 @@ def banner(run: Path, env: dict[str, str]) -> str:
         f"{env.get('SLINGSHOT_ADMIN_USER', 'admin')} --scope write`\n"
         f"    Lost the admin password? `{manage}.venv/bin/python dashboard/manage.py changepassword "
         f"{env.get('SLINGSHOT_ADMIN_USER', 'admin')}` while the stack runs.\n"
-        "  Ctrl-C stops everything, the edge first so that its buffered clicks reach Redis.\n"
+        "  Ctrl-C stops everything, the edge first so that its clicks reach Redis.\n"
     )
 
 

@@ -1,15 +1,18 @@
 """`make stack-faults`: the local stack's promise under single faults.
 
 Starts a fresh `make run` stack in a temporary directory on free ports,
-sends visitors to a short link (STACK_FAULTS_RATE requests/s, default 300),
 kills each process with SIGKILL in turn (importer, publisher, gunicorn
-master, nginx master, Redis, PostgreSQL), waits for each to come back, then
-stops the visitors, waits for the importer, and prints how long each took
-to come back and the redirects served against the clicks stored. Stops the
-stack with Ctrl-C (on its pseudo-terminal) at the end.
+master, an nginx worker, the nginx master, Redis, PostgreSQL) while
+visitors click a short link of the fault's own (STACK_FAULTS_RATE
+requests/s, default 300), waits for it to come back, stops the visitors,
+waits for the importer, and prints how long each took to come back, the
+redirects served against the clicks stored, and the accounting's
+difference (served minus stored) over every hour so far. Stops the stack
+with Ctrl-C (on its pseudo-terminal) at the end.
 
-Exits 1 if any redirect was not stored (or stored twice), or if visitors saw
-an error during any fault but the edge's own restart.
+Exits 1 if any redirect was not stored (or stored twice), if the accounting
+is not even, or if visitors saw an error during any fault but the edge's
+own.
 """
 
 import os
@@ -47,7 +50,8 @@ def main() -> int:
         status = stack.wait_exit(timeout=180)
         print(f"\nCtrl-C: make run exited with status {status}")
         ok = (
-            report.served == report.stored
+            all(result.every_redirect_stored for result in report.results)
+            and all(set(result.accounting.values()) == {0} for result in report.results)
             and not report.failures_outside_edge
             and status == 0
             and not any(r.dashboard_errors for r in report.recoveries)

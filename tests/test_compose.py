@@ -34,6 +34,12 @@ def test_the_edge_is_openresty_with_our_conf_and_modules_where_the_conf_looks():
     assert 'lua_package_path "$prefix/edge/?.lua;;"' in (REPO / "nginx.conf").read_text()
     assert mounts["./edge"] == "/usr/local/openresty/nginx/edge"
     assert edge["stop_signal"] == "SIGQUIT"
+    # The click spool (EDGE_CLICK_SPOOL_DIR's default, $prefix/spool) on a
+    # volume of its own: a container that stops before Redis took its
+    # clicks sends them when it starts again.
+    assert mounts["edgespool"] == "/usr/local/openresty/nginx/spool"
+    assert "edgespool" in COMPOSE["volumes"]
+    assert 'ngx.config.prefix() .. "spool"' in (REPO / "edge/slingshot/config.lua").read_text()
 
 
 def test_edge_environment_names_are_declared_in_nginx_conf():

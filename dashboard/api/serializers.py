@@ -698,6 +698,7 @@ class OrphanQuerySerializer(QueryParameters):
     domain = serializers.CharField(
         required=False, help_text="Only the visits on the domain of this host (the default domain's host included)."
     )
+    kind = serializers.ChoiceField(choices=ORPHAN_KINDS, required=False, help_text="Only the visits of this kind.")
 
     def validate_domain(self, value: str) -> str:
         """As orphan_visits names the domain: '' for the default one."""
@@ -748,10 +749,22 @@ class HourAccountSerializer(serializers.Serializer):
     served_orphans = serializers.IntegerField()
     stored_clicks = serializers.IntegerField()
     stored_orphans = serializers.IntegerField()
-    difference = serializers.IntegerField(help_text="Served minus stored.")
+    difference = serializers.IntegerField(
+        allow_null=True, help_text="Served minus stored; null when no edge counted anything in the hour."
+    )
     settled = serializers.BooleanField(help_text="Ended more than ACCOUNTING_GRACE_MINUTES ago.")
+    counted = serializers.BooleanField(
+        help_text="Some edge counted what it served in the hour: false before the edges counted "
+        "(an older version) or past the 8 days the counts are kept."
+    )
+    partly_counted = serializers.BooleanField(
+        help_text="The first hour counted, with more stored than served: the edges began counting within it."
+    )
+    lasting = serializers.BooleanField(
+        help_text="Settled, counted, and a difference that means clicks went missing or were removed."
+    )
 
 
 class AccountingSerializer(serializers.Serializer):
     hours = HourAccountSerializer(many=True, help_text="Newest first.")
-    lasting = serializers.IntegerField(help_text="Settled hours whose difference is not zero.")
+    lasting = serializers.IntegerField(help_text="Hours whose difference is lasting.")

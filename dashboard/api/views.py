@@ -671,7 +671,7 @@ class AuditViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     summary="Orphan visits",
     description="Visits to paths that are no link (a slug nobody created or one deleted, or a link disabled, "
     "scheduled, expired or past its limit, or a view of a link's password page) over the last `days` days, counted by domain and path and by referrer host, bots "
-    "counted apart; `domain` reads one domain alone. For staff and superusers.",
+    "counted apart; `domain` reads one domain alone, `kind` one kind. For staff and superusers.",
     parameters=[serializers.OrphanQuerySerializer],
     responses={200: serializers.OrphanVisitsSerializer},
 )
@@ -685,7 +685,9 @@ def orphan_visits(request):
     include_bots = query.validated_data["include_bots"]
     domain = query.validated_data.get("domain")
     try:
-        found = orphan_visits_report(start=start, end=end, include_bots=include_bots, domain=domain)
+        found = orphan_visits_report(
+            start=start, end=end, include_bots=include_bots, domain=domain, kind=query.validated_data.get("kind")
+        )
     except ReportTooLarge as exc:
         raise as_api_error(exc) from None
     body = {
@@ -707,7 +709,7 @@ def orphan_visits(request):
     summary="Every click accounted for",
     description="Per UTC hour, newest first: the redirects and orphan visits the edges served as clicks, "
     "the clicks and orphan visits stored, and the difference, zero once the importer has caught up "
-    "(docs/operations.md). For staff and superusers.",
+    "(docs/operations.md); none for an hour no edge counted in. For staff and superusers.",
     parameters=[serializers.AccountingQuerySerializer],
     responses={200: serializers.AccountingSerializer},
 )
@@ -732,9 +734,12 @@ def accounting(request):
                 "stored_orphans": hour.stored_orphans,
                 "difference": hour.difference,
                 "settled": hour.settled,
+                "counted": hour.counted,
+                "partly_counted": hour.partly_counted,
+                "lasting": hour.lasting,
             }
             for hour in hours
         ],
-        "lasting": sum(1 for hour in hours if hour.settled and hour.difference),
+        "lasting": sum(1 for hour in hours if hour.lasting),
     }
     return Response(body)

@@ -1,10 +1,12 @@
 """Every click accounted for: per UTC hour, the redirects and orphan visits
 the edges recorded as clicks (their counts in Redis, contract.SERVED_KEY_PREFIX,
-added by edge/slingshot/accounting.lua) beside the clicks stored for that
+sent by edge/slingshot/accounting.lua) beside the clicks stored for that
 hour (the hour rollups, bots included, and orphan_visits). Once the importer
 has caught up, the difference is zero; one that stays past
 ACCOUNTING_GRACE_MINUTES means clicks were lost or removed after the edge
-served them (docs/operations.md, "Every click accounted for")."""
+served them (docs/operations.md, "Every click accounted for"). An hour no
+edge counted anything in (before the edges counted, or past the 8 days
+Redis keeps the counts) has no difference to show: it is "not counted"."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -17,6 +19,7 @@ from slingshot.contract import SERVED_FIELDS, SERVED_KEY_PREFIX
 
 from .stores import quick_store
 
+REDIRECT, ORPHAN = SERVED_FIELDS
 HOUR = timedelta(hours=1)
 # The longest range asked at once: the edge keeps its counts 8 days.
 MAX_HOURS = 8 * 24
@@ -39,6 +42,8 @@ class HourAccount:
     stored_clicks: int
     stored_orphans: int
     settled: bool  # ended more than the grace period ago: a difference now is one that stays
+    counted: bool = True  # some edge counted what it served in this hour
+    whole: bool = True  # ... and in the hour before: the count covers the hour from its start
 
     @property
     def served(self) -> int:
@@ -49,9 +54,34 @@ class HourAccount:
         return self.stored_clicks + self.stored_orphans
 
     @property
-    def difference(self) -> int:
-        """Served but not stored (below zero: stored but never counted as served)."""
-        return self.served - self.stored
+    def difference(self) -> int | None:
+        """Served but not stored (below zero: stored but never counted as
+        served); None when no edge counted anything in the hour."""
+        return self.served - self.stored if self.counted else None
+
+    @property
+    def partly_counted(self) -> bool:
+        """The first hour the edges counted in, with more stored than they
+        counted: they began counting within it (an upgrade), and the clicks
+        before that were never counted."""
+        return self.counted and not self.whole and self.served < self.stored
+
+    @property
+    def lasting(self) -> bool:
+        """A settled difference that means clicks went missing or were removed."""
+        return self.settled and bool(self.difference) and not self.partly_counted
+
+
+def served_counts(fields: dict) -> tuple[int, int]:
+    """The redirects and orphan visits a served hash holds (a field per edge
+    journal and kind, `<journal>:redirect`, and the plain `redirect` and
+    `orphan` that edges before journals added to)."""
+    sums = {REDIRECT: 0, ORPHAN: 0}
+    for field, count in fields.items():
+        kind = (field.decode() if isinstance(field, bytes) else field).rpartition(":")[2]
+        if kind in sums:
+            sums[kind] += int(count)
+    return sums[REDIRECT], sums[ORPHAN]
 
 
 def hour_floor(moment: datetime) -> datetime:
@@ -69,15 +99,21 @@ def accounts(*, client: redis.Redis, start: datetime, end: datetime, now: dateti
     while hour < end:
         hours.append(hour)
         hour += HOUR
-    # Each edge counts beside its clicks: in the primary, and in each click store of CLICK_STORES.
-    served = [[0, 0] for _ in hours]
+    # Each edge counts beside its clicks: in the primary, and in each click
+    # store of CLICK_STORES. The hour before the first tells whether the
+    # first one was counted from its start.
+    asked = [start - HOUR, *hours]
+    served = [[0, 0] for _ in asked]
+    counted = [False for _ in asked]
     for store in [client, *(quick_store(name) for name in settings.CLICK_STORES)]:
         pipe = store.pipeline(transaction=False)
-        for hour in hours:
-            pipe.hmget(SERVED_KEY_PREFIX + str(int(hour.timestamp())), SERVED_FIELDS)
-        for sums, counts in zip(served, pipe.execute() if hours else [], strict=True):
-            for index, count in enumerate(counts):
-                sums[index] += int(count or 0)
+        for hour in asked:
+            pipe.hgetall(SERVED_KEY_PREFIX + str(int(hour.timestamp())))
+        for index, fields in enumerate(pipe.execute() if hours else []):
+            redirects, orphan_visits = served_counts(fields)
+            served[index][0] += redirects
+            served[index][1] += orphan_visits
+            counted[index] = counted[index] or bool(fields)
     with connection.cursor() as cursor:
         cursor.execute(_STORED, {"start": start, "end": end})
         stored = dict(cursor.fetchall())
@@ -85,16 +121,18 @@ def accounts(*, client: redis.Redis, start: datetime, end: datetime, now: dateti
         orphans = dict(cursor.fetchall())
     grace = timedelta(minutes=settings.ACCOUNTING_GRACE_MINUTES)
     found = []
-    for hour, (redirects, orphan_visits) in zip(hours, served, strict=True):
+    for index, hour in enumerate(hours, start=1):
         epoch = int(hour.timestamp())
         found.append(
             HourAccount(
                 hour=hour,
-                served_redirects=int(redirects or 0),
-                served_orphans=int(orphan_visits or 0),
+                served_redirects=served[index][0],
+                served_orphans=served[index][1],
                 stored_clicks=stored.get(epoch, 0),
                 stored_orphans=orphans.get(epoch, 0),
                 settled=hour + HOUR + grace <= now,
+                counted=counted[index],
+                whole=counted[index - 1],
             )
         )
     return found[::-1]
@@ -104,4 +142,4 @@ def lasting_differences(*, client: redis.Redis, now: datetime | None = None) -> 
     """The hours of the last day whose difference has stayed past the grace period."""
     now = now or datetime.now(timezone.utc)
     found = accounts(client=client, start=now - timedelta(days=1), end=now, now=now)
-    return [account for account in found if account.settled and account.difference]
+    return [account for account in found if account.lasting]

@@ -625,6 +625,17 @@ def link_totals(*, link_ids: Iterable[int]) -> dict[int, LinkTotals]:
 # --- orphan visits ------------------------------------------------------------------
 
 
+# What each kind of orphan visit means to a person (contract.ORPHAN_KINDS).
+ORPHAN_KIND_LABELS = {
+    "unknown": "unknown",
+    "disabled": "disabled",
+    "scheduled": "scheduled",
+    "expired": "expired",
+    "limit": "past its visit limit",
+    "password": "password page",
+}
+
+
 @dataclass(frozen=True)
 class OrphanVisits:
     """Visits to paths that are no link, in a range: counts by path, as
@@ -651,16 +662,24 @@ _REFERER_HOST = r"lower(coalesce(substring(referer from '^[A-Za-z][A-Za-z0-9+.-]
 
 
 def orphan_visits(
-    *, start: datetime, end: datetime, include_bots: bool = True, domain: str | None = None, top: int = 50
+    *,
+    start: datetime,
+    end: datetime,
+    include_bots: bool = True,
+    domain: str | None = None,
+    kind: str | None = None,
+    top: int = 50,
 ) -> OrphanVisits:
     """From the raw orphan_visits (partitioned by month, so a range reads
     only its months), under REPORT_RAW_TIMEOUT_MS like any raw report;
     raises ReportTooLarge past it. `domain`: only the visits on the domain
-    of this host ('' the default domain)."""
+    of this host ('' the default domain); `kind`: only those of this kind."""
     where = "occurred_at >= %(start)s AND occurred_at < %(end)s" + ("" if include_bots else " AND NOT is_bot")
     if domain is not None:
         where += " AND domain = %(domain)s"
-    params = {"start": start, "end": end, "top": top, "domain": domain}
+    if kind is not None:
+        where += " AND kind = %(kind)s"
+    params = {"start": start, "end": end, "top": top, "domain": domain, "kind": kind}
     grouped = (
         "SELECT {key}, count(*), count(*) FILTER (WHERE is_bot) FROM orphan_visits WHERE "
         + where

@@ -15,7 +15,15 @@ from django.utils import timezone
 
 from api.models import ApiToken
 from clicks.rollups import DIMENSIONS
-from clicks.selectors import INTERVALS, StatsRange, checked_filters, orphan_domain, stats_range, time_zones
+from clicks.selectors import (
+    INTERVALS,
+    ORPHAN_KIND_LABELS,
+    StatsRange,
+    checked_filters,
+    orphan_domain,
+    stats_range,
+    time_zones,
+)
 from links.domains import default_domain
 from links.imports import CSV_COLUMNS
 from links.models import Domain, Link
@@ -454,9 +462,15 @@ class DaysForm(forms.Form):
 
 
 class OrphanVisitsForm(DaysForm):
-    """The orphan visits page's range, bots, and domain."""
+    """The orphan visits page's range, bots, domain and kind."""
 
     domain = forms.CharField(label="Domain", required=False, help_text="A host; empty: every domain.")
+    kind = forms.ChoiceField(
+        label="Found",
+        required=False,
+        choices=[("", "anything"), *ORPHAN_KIND_LABELS.items()],
+        help_text="What the edge found at the path.",
+    )
 
     def clean_domain(self) -> str | None:
         """As orphan_visits names the domain ('' the default one); None for every domain."""
@@ -465,6 +479,9 @@ class OrphanVisitsForm(DaysForm):
 
     def orphan_domain(self) -> str | None:
         return self.cleaned_data["domain"] if self.is_valid() else None
+
+    def orphan_kind(self) -> str | None:
+        return (self.cleaned_data["kind"] or None) if self.is_valid() else None
 
 
 class TimeZoneForm(forms.Form):

@@ -523,7 +523,11 @@ def orphan_visits(request):
     try:
         found, too_large = (
             clicks_selectors.orphan_visits(
-                start=now - timedelta(days=days), end=now, include_bots=include_bots, domain=form.orphan_domain()
+                start=now - timedelta(days=days),
+                end=now,
+                include_bots=include_bots,
+                domain=form.orphan_domain(),
+                kind=form.orphan_kind(),
             ),
             None,
         )
@@ -532,7 +536,14 @@ def orphan_visits(request):
     return render(
         request,
         "web/orphan_visits.html",
-        {"form": form, "days": days, "found": found, "too_large": too_large, "choices": ORPHAN_DAYS},
+        {
+            "form": form,
+            "days": days,
+            "found": found,
+            "too_large": too_large,
+            "choices": ORPHAN_DAYS,
+            "kinds": clicks_selectors.ORPHAN_KIND_LABELS,
+        },
     )
 
 
@@ -562,7 +573,7 @@ def accounting(request):
             "error": error,
             "choices": ACCOUNTING_DAYS,
             "days": days,
-            "lasting": [hour for hour in hours if hour.settled and hour.difference],
+            "lasting": [hour for hour in hours if hour.lasting],
             "grace": settings.ACCOUNTING_GRACE_MINUTES,
         },
     )

@@ -108,7 +108,11 @@ function _M.parse(getenv)
         link_changes_interval = number(getenv, "EDGE_LINK_CHANGES_INTERVAL", 0.2, 0.001),
         click_flush_interval = number(getenv, "EDGE_CLICK_FLUSH_INTERVAL", 0.1, 0.001),
         click_retry_max = number(getenv, "EDGE_CLICK_RETRY_MAX", 2, 0.001),
-        click_buffer_max = number(getenv, "EDGE_CLICK_BUFFER_MAX", 200000, 1),
+        -- The click spool (journal.lua); nil: nginx's prefix/spool, set by load().
+        click_spool_dir = text(getenv, "EDGE_CLICK_SPOOL_DIR", nil),
+        click_spool_max_mb = number(getenv, "EDGE_CLICK_SPOOL_MAX_MB", 1024, 0.1),
+        click_memory_mb = number(getenv, "EDGE_CLICK_MEMORY_MB", 8, 0.1),
+        click_spool_sync_interval = number(getenv, "EDGE_CLICK_SPOOL_SYNC_INTERVAL", 1, 0.001),
         clicks_per_entry = number(getenv, "EDGE_CLICKS_PER_ENTRY", 100, 1),
         slug_min_length = number(getenv, "EDGE_SLUG_MIN_LENGTH", slug.MIN_LENGTH, 1),
         slug_max_length = number(getenv, "EDGE_SLUG_MAX_LENGTH", slug.MAX_LENGTH, 1),
@@ -144,6 +148,7 @@ function _M.load()
     local settings = _M.parse(os_getenv)
     -- nginx.conf's `ssl_certificate certs/...` is relative to its own folder.
     settings.cert_dir = settings.cert_dir or ngx.config.prefix() .. "conf/certs"
+    settings.click_spool_dir = settings.click_spool_dir or ngx.config.prefix() .. "spool"
     for key, value in pairs(settings) do
         _M[key] = value
     end

@@ -5,7 +5,6 @@ local slugs = require("slingshot.slug")
 local link = require("slingshot.link")
 local links = require("slingshot.links")
 local clicks = require("slingshot.clicks")
-local accounting = require("slingshot.accounting")
 local redis = require("slingshot.redis")
 local metrics = require("slingshot.metrics")
 local cidr = require("slingshot.cidr")
@@ -56,16 +55,13 @@ local UNAVAILABLE_PAGE = "<!doctype html><title>Unavailable</title>"
 function _M.init()
     config.load()
     metrics.init()
+    clicks.init()
 end
 
--- One timer per worker flushes clicks and moves counters into the shared
--- dict; run once more at exit, it sends what is left.
+-- One timer per worker sends clicks and their counts, and moves counters
+-- into the shared dict; run once more at exit, it sends what is left.
 local function tick(premature)
     clicks.flush(premature)
-    local ok, err = accounting.flush()
-    if not ok then
-        log(ERR, err)
-    end
     metrics.sync()
 end
 
@@ -124,7 +120,8 @@ local request = {
 
 -- A link that is disabled, scheduled, expiring, limited or locked by a
 -- password: what plain links are spared. A visit to a link that is not
--- served is no click of the link but an orphan visit, as to an unknown slug.
+-- served (past its visit limit too) is no click of the link but an orphan
+-- visit, as to an unknown slug.
 local function redirect_special(slug, value, domain)
     local state = link.state(value, value.timed and time())
     if state == "disabled" then
@@ -162,6 +159,7 @@ local function redirect_special(slug, value, domain)
             return answer(503, UNAVAILABLE_PAGE)
         elseif not admitted then
             metrics.inc(LIMIT_REACHED)
+            clicks.record(slug, "", domain.orphan.limit)
             return answer(410, LIMIT_PAGE)
         end
     end

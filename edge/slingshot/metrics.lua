@@ -31,6 +31,8 @@ _M.CLICKS_ORPHAN = "slingshot_edge_clicks_orphan_total"
 _M.CLICKS_FLUSHED = "slingshot_edge_clicks_flushed_total"
 _M.CLICKS_DROPPED = "slingshot_edge_clicks_dropped_total"
 _M.CLICK_BUFFER_DEPTH = "slingshot_edge_click_buffer_depth"
+_M.CLICK_SPOOL_BYTES = "slingshot_edge_click_spool_bytes"
+_M.CLICK_JOURNALS = "slingshot_edge_click_journals"
 
 -- The series of `family` with one label, e.g. labelled(REQUESTS, "outcome", "redirect").
 function _M.labelled(family, label, value)
@@ -50,15 +52,23 @@ local FAMILIES = {
     { _M.REDIS_LOOKUPS, "counter", "Link lookups sent to Redis." },
     { _M.REDIS_ERRORS, "counter", "Redis calls that failed, by purpose.", "op", _M.REDIS_OPS },
     { _M.CACHE_EVICTIONS, "counter", "Cached links dropped because the link changed." },
-    { _M.CLICKS_BUFFERED, "counter", "Clicks put in a worker buffer." },
+    { _M.CLICKS_BUFFERED, "counter", "Clicks written into a worker's journal." },
     { _M.CLICKS_ORPHAN, "counter", "Buffered clicks that are orphan visits." },
     { _M.CLICKS_FLUSHED, "counter", "Clicks written to the stream." },
     { _M.CLICKS_DROPPED, "counter",
-        "Clicks lost because a buffer was full or Redis was away at exit." },
-    { _M.CLICK_BUFFER_DEPTH, "gauge", "Clicks waiting in worker buffers." },
+        "Clicks lost because a click journal was full (EDGE_CLICK_SPOOL_MAX_MB) or the disk." },
+    -- Gauges of the click journals, a part each (set_part).
+    { _M.CLICK_BUFFER_DEPTH, "gauge", "Clicks not yet written to the stream, in the journals." },
+    { _M.CLICK_SPOOL_BYTES, "gauge", "Bytes of those clicks in the click spool." },
+    { _M.CLICK_JOURNALS, "gauge",
+        "Click journals in the spool: one per worker, and those taken over." },
 }
 
 local pending = {}
+local PART = "|"
+-- The gauges made of parts (set_part), shown as their sum.
+local SUMMED = { [_M.CLICK_BUFFER_DEPTH] = true, [_M.CLICK_SPOOL_BYTES] = true,
+    [_M.CLICK_JOURNALS] = true }
 
 -- Adds n (default 1) to a series, e.g. inc(CACHE_HITS).
 function _M.inc(key, n)
@@ -98,9 +108,20 @@ function _M.sync()
     end
 end
 
+-- A gauge made of parts, one per click journal, which /metrics adds up. A
+-- part outlives a worker that dies, as its journal does, until the worker
+-- that takes the journal over sets it again or drops it.
+function _M.set_part(family, part, value)
+    shared[_M.DICT]:set(family .. PART .. part, value)
+end
+
+function _M.drop_part(family, part)
+    shared[_M.DICT]:delete(family .. PART .. part)
+end
+
 local function family_of(key)
-    local brace = find(key, "{", 1, true)
-    return brace and sub(key, 1, brace - 1) or key
+    local cut = find(key, "[{|]")
+    return cut and sub(key, 1, cut - 1) or key
 end
 
 -- The whole exposition, every family with its HELP and TYPE lines.
@@ -120,8 +141,16 @@ function _M.render()
         out[#out + 1] = "# TYPE " .. name .. " " .. family[2]
         local keys = by_family[name] or {}
         sort(keys)
-        for _, key in ipairs(keys) do
-            out[#out + 1] = key .. " " .. tostring(dict:get(key) or 0)
+        if SUMMED[name] then
+            local sum = 0
+            for _, key in ipairs(keys) do
+                sum = sum + (dict:get(key) or 0)
+            end
+            out[#out + 1] = name .. " " .. tostring(sum)
+        else
+            for _, key in ipairs(keys) do
+                out[#out + 1] = key .. " " .. tostring(dict:get(key) or 0)
+            end
         end
     end
     out[#out + 1] = ""

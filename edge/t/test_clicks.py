@@ -16,6 +16,7 @@ from edge_helpers import (
     wait_until,
 )
 
+from clicks.accounting import served_counts
 from slingshot.contract import SERVED_KEY_PREFIX
 
 
@@ -48,8 +49,12 @@ def test_visits_to_unknown_slugs_are_orphan_clicks(edge, rds):
     assert all(click["kind"] == "unknown" and click["domain"] == "" for click in found)
 
 
+def served_redirects(rds) -> int:
+    return sum(served_counts(rds.hgetall(key))[0] for key in rds.scan_iter(SERVED_KEY_PREFIX + "*"))
+
+
 def served_orphans(rds) -> int:
-    return sum(int(rds.hget(key, "orphan") or 0) for key in rds.scan_iter(SERVED_KEY_PREFIX + "*"))
+    return sum(served_counts(rds.hgetall(key))[1] for key in rds.scan_iter(SERVED_KEY_PREFIX + "*"))
 
 
 def test_visits_to_disabled_scheduled_and_expired_links_are_orphan_visits(edge, rds):
@@ -139,9 +144,10 @@ def test_reload_during_traffic_loses_no_click(make_edge, rds):
     assert len({click["id"] for click in found}) == len(served) == len(found), (len(traffic.failed), len(served))
 
 
-def test_a_full_buffer_drops_and_counts_and_the_rest_arrives(make_edge, private_redis):
+def test_a_full_journal_drops_counts_and_shows_the_loss_and_the_rest_arrives(make_edge, private_redis):
+    # A journal of 100 KB: about 180 clicks with a User-Agent of 500 bytes.
     edge = make_edge(
-        workers=1, env={**private_redis.edge_env(), "EDGE_CLICK_BUFFER_MAX": "10", "EDGE_CLICK_RETRY_MAX": "0.2"}
+        workers=1, env={**private_redis.edge_env(), "EDGE_CLICK_SPOOL_MAX_MB": "0.1", "EDGE_CLICK_RETRY_MAX": "0.2"}
     )
     client = private_redis.client()
     slug = new_slug("b")
@@ -152,18 +158,28 @@ def test_a_full_buffer_drops_and_counts_and_the_rest_arrives(make_edge, private_
     wait_for_clicks(client, slug, 1)
     private_redis.stop()
     before = metrics(edge)
-    for _ in range(30):
-        assert edge.request(f"/{slug}").status == 302
+    agent = {"User-Agent": "u" * 500}
+    for _ in range(300):
+        assert edge.request(f"/{slug}", headers=agent).status == 302
     during = metrics(edge)
-    assert delta(before, during, "slingshot_edge_clicks_dropped_total") == 20
-    assert during["slingshot_edge_click_buffer_depth"] == 10
+    dropped = delta(before, during, "slingshot_edge_clicks_dropped_total")
+    kept = during["slingshot_edge_click_buffer_depth"]
+    assert 150 < kept < 200 and dropped == 300 - kept
+    assert 0.9 * 100 * 1024 < during["slingshot_edge_click_spool_bytes"] <= 100 * 1024
     assert delta(before, during, 'slingshot_edge_redis_errors_total{op="clicks"}') >= 1
+    assert "clicks dropped until there is room" in edge.errors()
     private_redis.start()
-    found = wait_for_clicks(client, slug, 11)
-    assert len({click["id"] for click in found}) == len(found) == 11
+    found = wait_for_clicks(client, slug, 1 + kept)
+    assert len({click["id"] for click in found}) == len(found) == 1 + kept
     after = metrics(edge)
-    assert after["slingshot_edge_click_buffer_depth"] == 0
-    assert delta(during, after, "slingshot_edge_clicks_flushed_total") == 10
+    assert after["slingshot_edge_click_buffer_depth"] == after["slingshot_edge_click_spool_bytes"] == 0
+    assert delta(during, after, "slingshot_edge_clicks_flushed_total") == kept
+    # Every one was counted as served: the loss shows in the accounting.
+    wait_until(lambda: served_redirects(client) == 301, what="301 redirects counted as served")
+    # The journal, sent, makes way for a new one: clicks are kept again.
+    wait_until(lambda: metrics(edge)["slingshot_edge_click_journals"] == 1, what="one journal")
+    assert edge.request(f"/{slug}", headers=agent).status == 302
+    assert len(wait_for_clicks(client, slug, 2 + kept)) == 2 + kept
 
 
 def test_headers_with_quotes_or_bytes_that_are_not_utf8_arrive_as_valid_json(edge, rds):

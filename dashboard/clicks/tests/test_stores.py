@@ -50,11 +50,12 @@ def test_the_accounting_adds_up_what_every_store_counted(edge_store):
     key = SERVED_KEY_PREFIX + str(int(hour.timestamp()))
     primary = get_redis()
     primary.delete(key)
-    primary.hset(key, mapping={"redirect": 2, "orphan": 1})
-    edge_store.hset(key, mapping={"redirect": 5})
+    # An edge before journals added to plain fields; one with them sets a field per journal.
+    primary.hset(key, mapping={"redirect": 2, "orphan": 1, "00000000000000aa:redirect": 10})
+    edge_store.hset(key, mapping={"redirect": 5, "00000000000000bb:redirect": 3, "00000000000000bb:orphan": 4})
     try:
         (latest, *_) = accounts(client=primary, start=now - timedelta(hours=1), end=now, now=now)
         assert latest.hour == hour
-        assert (latest.served_redirects, latest.served_orphans) == (7, 1)
+        assert (latest.served_redirects, latest.served_orphans) == (20, 5)
     finally:
         primary.delete(key)

@@ -40,10 +40,13 @@ def wait_until(condition, timeout: float = 15.0):
     return found
 
 
-def test_served_and_stored_agree_and_a_removal_shows(client, make_user, edge, settings):
+def test_served_and_stored_agree_and_a_removal_shows(client, make_user, make_edge, settings):
     staff = make_user(is_staff=True)
     client.force_login(staff)
-    # A clean slate: what earlier tests left in the stream imported, then forgotten on both sides.
+    # A clean slate: what earlier tests left in the stream imported, then
+    # forgotten on both sides, and an edge of the test's own, whose
+    # journals have counted nothing yet.
+    edge = make_edge(workers=1)
     import_all()
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM click_rollup_hour; DELETE FROM orphan_visits")
@@ -127,18 +130,20 @@ def test_orphan_visits_by_path_and_referrer(client, make_user, edge):
 
 def test_orphan_visits_show_their_domain_and_kind_and_filter_by_domain(client, make_user, edge):
     """Visits on a second domain to a path it has no link of, and to a
-    disabled, a scheduled and an expired link: orphan visits, none a click."""
+    disabled, a scheduled, an expired and a used-up link: orphan visits,
+    none a click."""
     staff = make_user(is_staff=True)
     client.force_login(staff)
     domain = domain_create(host=unique_slug("orph") + ".example.com")
     now = datetime.now(timezone.utc)
-    slugs = {kind: unique_slug(kind[:4]) for kind in ("disabled", "scheduled", "expired")}
+    slugs = {kind: unique_slug(kind[:4]) for kind in ("disabled", "scheduled", "expired", "limit")}
     url = "https://example.com/"
     made = [
         link_create(owner=staff, url=url, slug=slugs["disabled"], is_active=False),
         link_create(owner=staff, url=url, slug=slugs["scheduled"], valid_since=now + timedelta(days=1)),
         link_create(owner=staff, url=url, slug=slugs["expired"], expires_at=now + timedelta(seconds=1)),
     ]
+    used_up = link_create(owner=staff, url=url, slug=slugs["limit"], max_visits=1)
     missing = unique_slug("nowhere")
     time.sleep(1)
     wanted = {(domain.host, missing, "unknown")} | {("", slug, kind) for kind, slug in slugs.items()}
@@ -146,13 +151,14 @@ def test_orphan_visits_show_their_domain_and_kind_and_filter_by_domain(client, m
     def found():
         # Asked again until the edge has the domain and the links.
         assert edge.request(f"/{missing}", headers={"Host": domain.host}).status == 404
-        for slug in slugs.values():
-            assert edge.request(f"/{slug}").status in (404, 410)
+        for kind, slug in slugs.items():
+            assert edge.request(f"/{slug}").status in ((302, 410) if kind == "limit" else (404, 410))
         api = client.get("/api/v1/orphan-visits", {"days": "1"}).json()
         return wanted <= {(row["domain"], row["path"], row["kind"]) for row in api["by_path"]}
 
     wait_until(found)
     assert Click.objects.filter(link_id__in=[link.pk for link in made]).count() == 0
+    assert Click.objects.filter(link_id=used_up.pk).count() == 1  # its one visit; the rest are orphans
     only = client.get("/api/v1/orphan-visits", {"days": "1", "domain": domain.host.upper()}).json()
     assert {(row["domain"], row["path"]) for row in only["by_path"]} == {(domain.host, missing)}
     default = client.get("/api/v1/orphan-visits", {"days": "1", "domain": default_host()}).json()
@@ -166,4 +172,74 @@ def test_orphan_visits_show_their_domain_and_kind_and_filter_by_domain(client, m
     refused = client.get(reverse("web:orphan-visits"), {"domain": "not a host"})
     assert refused.status_code == 200 and refused.context["form"].errors["domain"]
     everywhere = client.get(reverse("web:orphan-visits")).content.decode()
-    assert "<td>disabled</td>" in everywhere and "<td>expired</td>" in everywhere
+    assert (
+        '<td data-kind="disabled">disabled</td>' in everywhere and '<td data-kind="expired">expired</td>' in everywhere
+    )
+    assert '<td data-kind="limit">past its visit limit</td>' in everywhere
+    # One kind alone, on the page and in the API; a kind that is none is refused.
+    limited = client.get(reverse("web:orphan-visits"), {"kind": "limit"}).context["found"]
+    assert {(path, kind) for _, path, kind, _, _ in limited.by_path} == {(slugs["limit"], "limit")}
+    api = client.get("/api/v1/orphan-visits", {"days": "1", "kind": "limit"}).json()
+    assert {(row["path"], row["kind"]) for row in api["by_path"]} == {(slugs["limit"], "limit")}
+    assert client.get("/api/v1/orphan-visits", {"kind": "lost"}).status_code == 400
+
+
+def test_an_hour_no_edge_counted_in_is_not_counted_rather_than_a_difference(client, make_user, settings):
+    """Clicks stored in hours before the edges counted (a database from an
+    older version, or counts past their 8 days): no difference, no flag.
+    The first hour counted, begun before the edges counted, is not flagged
+    for what was stored before; a loss after that is."""
+    staff = make_user(is_staff=True)
+    client.force_login(staff)
+    settings.ACCOUNTING_GRACE_MINUTES = 0
+    redis = get_redis()
+    now = datetime.now(timezone.utc).replace(minute=30)
+    hours = [now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=n) for n in (6, 5, 4, 3)]
+    keys = [SERVED_KEY_PREFIX + str(int(hour.timestamp())) for hour in hours]
+    redis.delete(*keys)
+    link = link_create(owner=staff, url="https://example.com/old", slug=unique_slug("old"))
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM click_rollup_hour WHERE bucket >= %s", [hours[0]])
+        for hour, clicks in zip(hours, (40, 30, 20, 10), strict=True):
+            cursor.execute(
+                "INSERT INTO click_rollup_hour (link_id, bucket, clicks, human_clicks, visitors, human_visitors)"
+                " VALUES (%s, %s, %s, %s, 1, 1)",
+                [link.pk, hour, clicks, clicks],
+            )
+    # No count for the first two hours; the edges began within the third
+    # (12 of its 20 counted); the fourth lost 2 of 12.
+    redis.hset(keys[2], mapping={"0123456789abcdef:redirect": 12, "0123456789abcdef:orphan": 0})
+    redis.hset(keys[3], mapping={"0123456789abcdef:redirect": 9, "fedcba9876543210:redirect": 3, "redirect": 0})
+    try:
+        found = {hour.hour: hour for hour in accounting.accounts(client=redis, start=hours[0], end=now, now=now)}
+        old, older = found[hours[1]], found[hours[0]]
+        assert (old.counted, old.difference, old.lasting, old.stored) == (False, None, False, 30)
+        assert (older.counted, older.difference, older.lasting) == (False, None, False)
+        first = found[hours[2]]
+        assert (first.counted, first.whole, first.difference, first.partly_counted, first.lasting) == (
+            True,
+            False,
+            -8,
+            True,
+            False,
+        )
+        lost = found[hours[3]]
+        assert (lost.served_redirects, lost.difference, lost.partly_counted, lost.lasting) == (12, 2, False, True)
+
+        page = client.get(reverse("web:accounting"))
+        rows = {row.hour: row for row in page.context["hours"]}
+        assert [row.hour for row in page.context["lasting"]] == [hours[3]]
+        content = page.content.decode()
+        assert "not counted" in content and "(counted from part of the hour)" in content
+        assert b"1 hour with a difference that stays" in page.content
+        assert rows[hours[1]].difference is None
+        api = {row["hour"]: row for row in client.get("/api/v1/accounting").json()["hours"]}
+        row = api[hours[1].isoformat().replace("+00:00", "Z")]
+        assert (row["counted"], row["difference"], row["lasting"]) == (False, None, False)
+        row = api[hours[2].isoformat().replace("+00:00", "Z")]
+        assert (row["partly_counted"], row["difference"], row["lasting"]) == (True, -8, False)
+        assert client.get("/api/v1/accounting").json()["lasting"] == 1
+    finally:
+        redis.delete(*keys)
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM click_rollup_hour WHERE link_id = %s", [link.pk])

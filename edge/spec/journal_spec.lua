@@ -1,0 +1,272 @@
+package.path = "./?.lua;" .. package.path
+local ffi = require("ffi")
+local journals = require("slingshot.journal")
+local clickbuf = require("slingshot.clickbuf")
+
+-- Splits a payload the way docs/contract.md reads it.
+local function parse(payload)
+    local lines = {}
+    for line in (payload):gmatch("([^\n]*)\n") do
+        lines[#lines + 1] = line
+    end
+    assert.equal(payload, table.concat(lines, "\n") .. "\n")
+    local clicks = {}
+    for i = 3, #lines, 7 do
+        clicks[#clicks + 1] = { slug = lines[i], link = lines[i + 1], rule = lines[i + 2],
+            msec = lines[i + 3], ip = lines[i + 4], ua = lines[i + 5], ref = lines[i + 6] }
+    end
+    assert.equal(0, (#lines - 2) % 7)
+    return lines[1], tonumber(lines[2], 16), clicks
+end
+
+local function details(ip, ua, ref)
+    return "1763800000.123\n" .. ip .. "\n" .. ua .. "\n" .. ref
+end
+
+-- Adds a click the way clicks.lua does: details cut first if they are long.
+local function add(journal, slug, link_id, text, rule)
+    local cut = clickbuf.cut_details(text)
+    return journal:add(slug, link_id, rule or "", cut, #cut)
+end
+
+-- Every unsent payload, sent in batches of about `batch` bytes.
+local function drain(journal, batch)
+    local all = {}
+    while true do
+        local payloads, offset, clicks = journal:unsent(batch or 1024 * 1024)
+        if not payloads then
+            assert.is_nil(offset)
+            return all
+        end
+        for _, payload in ipairs(payloads) do
+            all[#all + 1] = payload
+        end
+        journal:sent(offset, clicks)
+    end
+end
+
+local function slugs_of(payloads)
+    local seen, numbers = {}, {}
+    for _, payload in ipairs(payloads) do
+        local _, first, clicks = parse(payload)
+        numbers[#numbers + 1] = first
+        for _, click in ipairs(clicks) do
+            seen[#seen + 1] = click.slug
+        end
+    end
+    return seen, numbers
+end
+
+local dir
+
+local function exists(path)
+    local f = io.open(path, "rb")
+    if f then
+        f:close()
+    end
+    return f ~= nil
+end
+
+describe("journal", function()
+    before_each(function()
+        dir = os.tmpname()
+        os.remove(dir)
+        assert.is_true(journals.prepare_dir(dir, "nobody"))
+    end)
+
+    after_each(function()
+        os.execute("rm -rf " .. dir)
+    end)
+
+    it("writes each click's slug, link id, rule and details a line each, as they are", function()
+        local tricky = 'say "hi"\\ \1\t","ref":"spoof \255'
+        local journal = assert(journals.create(dir, "00000000000000aa", 100, 1024 * 1024))
+        assert.equal(1, add(journal, "abc", "7", details("10.0.0.1", "curl/8.0", ""), "ab10"))
+        assert.equal(2, add(journal, "gone", "", details("::1", tricky, "https://r.example/?a=1"),
+            "scheduled " .. string.rep("h", 253)))
+        journal:close_entry()
+        local payloads, offset, count = journal:unsent(1024)
+        assert.equal(1, #payloads)
+        assert.equal(2, count)
+        assert.equal(journal.header.committed, offset)
+        local prefix, first, clicks = parse(payloads[1])
+        assert.equal("00000000000000aa", prefix)
+        assert.equal(1, first)
+        assert.same({
+            { slug = "abc", link = "7", rule = "ab10", msec = "1763800000.123", ip = "10.0.0.1",
+              ua = "curl/8.0", ref = "" },
+            { slug = "gone", link = "", rule = "scheduled " .. string.rep("h", 253),
+              msec = "1763800000.123", ip = "::1", ua = tricky, ref = "https://r.example/?a=1" },
+        }, clicks)
+    end)
+
+    it("copies details from a pointer to nginx's memory, not only from strings", function()
+        local journal = assert(journals.create(dir, "00000000000000ab", 100, 1024 * 1024))
+        local text = details("192.0.2.1", "ffi/1.0", "")
+        local memory = ffi.new("char[?]", #text)
+        ffi.copy(memory, text, #text)
+        journal:add("p", "1", "", memory, #text)
+        journal:close_entry()
+        local _, _, clicks = parse(journal:unsent(1024)[1])
+        assert.equal("ffi/1.0", clicks[1].ua)
+    end)
+
+    it("splits clicks into entries of at most per_entry, numbered on across sends", function()
+        local journal = assert(journals.create(dir, "0000000000000000", 3, 1024 * 1024))
+        for i = 1, 7 do
+            add(journal, "s" .. i, "1", details("::1", "", ""))
+        end
+        journal:close_entry()
+        local payloads = drain(journal)
+        local seen, firsts = slugs_of(payloads)
+        assert.same({ 1, 4, 7 }, firsts)
+        assert.same({ "s1", "s2", "s3", "s4", "s5", "s6", "s7" }, seen)
+        assert.same({ 0, 0 }, { journal:waiting() })
+        -- Nothing left after a send; the next clicks go on from 8 in a new entry.
+        assert.is_nil(journal:unsent(1024))
+        add(journal, "s8", "", details("::1", "", ""))
+        journal:close_entry()
+        assert.same({ 1, journal.header.committed - journal.header.sent }, { journal:waiting() })
+        local _, first, clicks = parse(journal:unsent(1024)[1])
+        assert.equal(8, first)
+        assert.equal("s8", clicks[1].slug)
+    end)
+
+    it("sends in batches of about the size asked, in order, and notes how far they got", function()
+        local journal = assert(journals.create(dir, "0123456789abcdef", 10, 1024 * 1024))
+        local ua = string.rep("a", 400)
+        for i = 1, 100 do
+            add(journal, "slug" .. i, tostring(i), details("203.0.113.9", ua, "https://r.example/"))
+        end
+        journal:close_entry()
+        local payloads, offset, clicks = journal:unsent(10000)  -- two entries of ten clicks
+        assert.equal(2, #payloads)
+        assert.equal(20, clicks)
+        journal:sent(offset, clicks)
+        assert.equal(80, (journal:waiting()))
+        local seen, firsts = slugs_of(drain(journal, 10000))
+        assert.same({ 21, 31, 41, 51, 61, 71, 81, 91 }, firsts)
+        assert.equal("slug21", seen[1])
+        assert.equal("slug100", seen[80])
+    end)
+
+    it("maps the next window when one is full, and reads across windows", function()
+        local journal = assert(journals.create(dir, "0123456789abcdef", 1000, 1024 * 1024, 16384))
+        local ua = string.rep("a", 400)
+        for i = 1, 200 do  -- about 90 KB: six windows
+            add(journal, "slug" .. i, i % 2 == 0 and "" or tostring(i),
+                details("203.0.113.9", ua, "https://r.example/" .. i))
+        end
+        assert.is_true(journal.base > 4 * 16384)
+        journal:close_entry()
+        local i = 0
+        for _, payload in ipairs(drain(journal, 20000)) do
+            local prefix, _, clicks = parse(payload)
+            assert.equal("0123456789abcdef", prefix)
+            for _, click in ipairs(clicks) do
+                i = i + 1
+                assert.equal("slug" .. i, click.slug)
+                assert.equal(i % 2 == 0 and "" or tostring(i), click.link)
+                assert.equal("https://r.example/" .. i, click.ref)
+            end
+        end
+        assert.equal(200, i)
+    end)
+
+    it("refuses clicks past its size, and says why", function()
+        local journal = assert(journals.create(dir, "0123456789abcdef", 100, 102400))
+        local ua = string.rep("u", 500)
+        local added, err = 0, nil
+        for _ = 1, 1000 do
+            local seq
+            seq, err = add(journal, "s", "1", details("::1", ua, ""))
+            if not seq then
+                break
+            end
+            added = seq
+        end
+        assert.is_true(added > 150 and added < 205, added)
+        assert.matches("is full", err)
+        journal:close_entry()
+        assert.equal(added, #slugs_of(drain(journal)))
+    end)
+
+    it("is taken over once its writer has gone, open entry included, never half a click", function()
+        local journal = assert(journals.create(dir, "00000000000000cd", 100, 1024 * 1024))
+        assert.same({ "00000000000000cd.journal" }, (journals.list(dir)))
+        for i = 1, 5 do
+            add(journal, "s" .. i, "1", details("::1", "", ""))
+        end
+        journal:close_entry()
+        local payloads, offset, clicks = journal:unsent(1024)
+        journal:sent(offset, clicks)
+        assert.equal(1, #payloads)
+        for i = 6, 8 do
+            add(journal, "s" .. i, "", details("::1", "", ""), "unknown")
+        end
+        journal:count(journals.REDIRECT, 7200.5)
+        -- Half a click: bytes written past the last whole one.
+        ffi.copy(journal.map + (journal.pos - journal.base), "half\n7\n", 7)
+        -- Its worker holds it: nobody else may take it.
+        assert.is_nil(journals.adopt(dir, "00000000000000cd.journal"))
+        journal:close()  -- the worker dies: the kernel lets go of its lock
+
+        local taken = assert(journals.adopt(dir, "00000000000000cd.journal"))
+        assert.is_nil(journals.adopt(dir, "00000000000000cd.journal"))
+        assert.equal("00000000000000cd", taken.prefix)
+        assert.same({ 3 }, { (taken:waiting()) })
+        local rest = drain(taken)
+        local seen, firsts = slugs_of(rest)
+        assert.same({ "s6", "s7", "s8" }, seen)
+        assert.same({ 6 }, firsts)
+        assert.same({ { 7200, 1, 0 } }, taken:unsent_counts(0))
+        taken:remove()
+        assert.is_false(exists(dir .. "/00000000000000cd.journal"))
+        assert.same({}, (journals.list(dir)))
+    end)
+
+    it("removes a journal left half made, not one still being made", function()
+        local path = dir .. "/.00000000000000dd.journal.new"
+        local fd = ffi.C.open(path, 64 + 2, 384)
+        assert.equal(0, ffi.C.flock(fd, 6))
+        assert.same({ ".00000000000000dd.journal.new" }, select(2, journals.list(dir)))
+        journals.remove_unfinished(dir, ".00000000000000dd.journal.new")
+        assert.is_true(exists(path))
+        ffi.C.close(fd)  -- its worker died
+        journals.remove_unfinished(dir, ".00000000000000dd.journal.new")
+        assert.is_false(exists(path))
+    end)
+
+    it("is not taken over again once it was sent in full and removed", function()
+        local journal = assert(journals.create(dir, "00000000000000ce", 100, 1024 * 1024))
+        journal:close()
+        local path = dir .. "/00000000000000ce.journal"
+        local first = assert(journals.adopt(dir, "00000000000000ce.journal"))
+        -- A second worker opened the file before the first removed it.
+        local fd = ffi.C.open(path, 2, 0)
+        first:remove()
+        assert.equal(0, ffi.C.flock(fd, 6))
+        ffi.C.close(fd)
+        assert.is_nil(journals.adopt(dir, "00000000000000ce.journal"))
+    end)
+
+    it("counts per UTC hour and kind, and gives the counts that changed since sent", function()
+        local journal = assert(journals.create(dir, "00000000000000ef", 100, 1024 * 1024))
+        journal:count(journals.REDIRECT, 7200.5)
+        journal:count(journals.REDIRECT, 10799.999)
+        journal:count(journals.ORPHAN, 7200)
+        journal:count(journals.REDIRECT, 10800)
+        local counts = journal:unsent_counts(0)
+        table.sort(counts, function(a, b) return a[1] < b[1] end)
+        assert.same({ { 7200, 2, 1 }, { 10800, 1, 0 } }, counts)
+        journal:counts_sent(counts)
+        assert.same({}, journal:unsent_counts(0))
+        journal:count(journals.ORPHAN, 10801)
+        assert.same({ { 10800, 1, 1 } }, journal:unsent_counts(0))
+        -- Hours past `since` are left out (their hash has expired).
+        assert.same({}, journal:unsent_counts(14400))
+        -- Ten days on, an hour's slot is used again from zero.
+        journal:count(journals.REDIRECT, 7200 + 240 * 3600)
+        assert.same({ { 7200 + 240 * 3600, 1, 0 } }, journal:unsent_counts(14400))
+    end)
+end)

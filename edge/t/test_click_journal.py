@@ -1,0 +1,183 @@
+"""The click journal (edge/slingshot/journal.lua) through the faults it is
+for, under traffic: a worker killed, Redis hung and then killed for longer
+than one journal window fills, nginx reloaded meanwhile, and a command of
+the accounting's pipeline refused. Each ends with every click served in
+the stream once, and the edge's served counts equal to it."""
+
+import os
+import signal
+import time
+import uuid
+
+from edge_helpers import following, metrics, publish, stream_clicks, wait_for_notifications, wait_until
+
+import devstack
+from clicks.accounting import served_counts
+from devstack.faults import Visitors
+from slingshot.contract import SERVED_KEY_PREFIX
+
+
+def workers(edge) -> list[int]:
+    """The edge's worker processes (its master leads their process group)."""
+    return [pid for pid in devstack.group_members(edge.process.pid) if pid != edge.process.pid]
+
+
+def served_by(client, prefixes: set[str]) -> int:
+    """What the journals of these click id prefixes counted as served, in every hour."""
+    total = 0
+    for key in client.scan_iter(SERVED_KEY_PREFIX + "*"):
+        fields = {field: n for field, n in client.hgetall(key).items() if field.split(b":")[0].decode() in prefixes}
+        total += sum(served_counts(fields))
+    return total
+
+
+def settled(client, slug: str, edge, *, at_least: int, timeout: float = 60) -> tuple[list[dict], int]:
+    """Waits until the stream holds `at_least` clicks on `slug` and the edge
+    has nothing left to send; returns them and what their journals counted."""
+
+    def done():
+        found = stream_clicks(client, slug)
+        ids = {click["id"] for click in found}
+        values = metrics(edge)
+        if len(ids) < at_least or values["slingshot_edge_click_buffer_depth"] != 0:
+            return None
+        return found, served_by(client, {click_id[:16] for click_id in ids})
+
+    deadline = time.monotonic() + timeout
+    while not (result := done()) or result[1] != len({click["id"] for click in result[0]}):
+        assert time.monotonic() < deadline, f"not settled: {result and (len(result[0]), result[1])}"
+        time.sleep(0.2)
+    return result
+
+
+def test_a_worker_killed_under_traffic_leaves_its_clicks_to_a_sibling(make_edge, rds):
+    # A flush interval far longer than the test: only a takeover can send the killed worker's clicks.
+    edge = make_edge(workers=2, env={"EDGE_CLICK_FLUSH_INTERVAL": "5"})
+    slug = "wk" + uuid.uuid4().hex[:8]
+    publish(rds, slug)
+    visitors = Visitors(edge.port, slug, threads=4, rate=800).start()
+    try:
+        wait_until(lambda: visitors.served[slug] > 400, timeout=10, what="traffic")
+        victim = workers(edge)[0]
+        os.kill(victim, signal.SIGKILL)
+        wait_until(lambda: victim not in workers(edge) and len(workers(edge)) == 2, what="a new worker")
+        time.sleep(1)
+    finally:
+        visitors.stop()
+    served, failed = visitors.served[slug], len(visitors.failures)
+    found, counted = settled(rds, slug, edge, at_least=served)
+    ids = {click["id"] for click in found}
+    # A request whose click was written but whose answer died with the worker
+    # is a failed visit for the visitor, and a click for the edge.
+    assert served <= len(ids) <= served + failed, (served, failed, len(ids))
+    assert counted == len(ids)
+    assert "took over the click journal" in edge.log_path.read_text()
+
+
+def test_an_error_on_one_command_keeps_the_counts_for_the_next_flush(make_edge, private_redis):
+    edge = make_edge(workers=1, env=private_redis.edge_env())
+    client = private_redis.client()
+    slug = "ce" + uuid.uuid4().hex[:8]
+    publish(client, slug)
+    hour = int(time.time()) // 3600 * 3600
+    keys = [f"{SERVED_KEY_PREFIX}{hour + n * 3600}" for n in range(2)]
+    for key in keys:
+        client.set(key, "not a hash")  # HSET on it answers WRONGTYPE; the pipeline's XADDs do not fail
+    for _ in range(5):
+        assert edge.request(f"/{slug}").status == 302
+    wait_until(lambda: len(stream_clicks(client, slug)) == 5, what="the clicks")
+    wait_until(lambda: "accounting: redis: WRONGTYPE" in edge.log_path.read_text(), what="the refusal logged")
+    client.delete(*keys)
+    prefixes = {click["id"][:16] for click in stream_clicks(client, slug)}
+    wait_until(lambda: served_by(client, prefixes) == 5, what="the counts sent again, whole")
+
+
+def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(make_edge, private_redis):
+    """Redis hung, then killed, under load, for longer than the memory each
+    worker writes its clicks into (1 MB here) takes to fill; a worker
+    killed and nginx reloaded meanwhile. Every click arrives once Redis is
+    back. (Workers started during the outage have no link cached: they
+    answer 503, and those are no clicks.)"""
+    edge = make_edge(
+        workers=2, env={**private_redis.edge_env(), "EDGE_CLICK_RETRY_MAX": "0.5", "EDGE_CLICK_MEMORY_MB": "1"}
+    )
+    client = private_redis.client()
+    slug = "ou" + uuid.uuid4().hex[:8]
+    seen = following(edge, client)
+    publish(client, slug)
+    wait_for_notifications(edge, seen + 2)
+    assert edge.request(f"/{slug}").status == 302
+    # About 1.6 KB a click: about 650 fill a worker's memory.
+    headers = {"User-Agent": "agent/" + "u" * 500, "Referer": "https://r.example/" + "r" * 1000}
+    visitors = Visitors(edge.port, slug, threads=4, rate=3000, headers=headers).start()
+    peak = 0.0
+    try:
+        wait_until(lambda: visitors.served[slug] > 300, timeout=10, what="traffic")
+        private_redis.stack.redis.send_signal(signal.SIGSTOP)  # hung: connects, never answers
+        hung_at = time.monotonic()
+
+        def spooled(bytes_: float) -> bool:
+            nonlocal peak
+            peak = max(peak, metrics(edge)["slingshot_edge_click_spool_bytes"])
+            return peak > bytes_
+
+        wait_until(lambda: spooled(3 * 2**20), timeout=60, what="3 MiB spooled")
+        os.kill(workers(edge)[-1], signal.SIGKILL)
+        wait_until(lambda: spooled(5 * 2**20), timeout=60, what="5 MiB spooled")  # by the other worker
+        private_redis.stack.redis.send_signal(signal.SIGCONT)
+        private_redis.stop()  # now down: refused
+        old = set(workers(edge))
+        edge.reload()
+        wait_until(lambda: not old & set(workers(edge)), timeout=30, what="the old workers gone")
+        during = metrics(edge)
+        outage = time.monotonic() - hung_at
+        private_redis.start()
+    finally:
+        visitors.stop()
+    served, failed = visitors.served[slug], len(visitors.failures)
+    back = time.monotonic()
+    found, counted = settled(private_redis.client(), slug, edge, at_least=served, timeout=120)
+    drained = time.monotonic() - back
+    ids = {click["id"] for click in found}
+    print(
+        f"\noutage {outage:.1f}s, {served} redirects served ({failed} failed visits), spool peak "
+        f"{peak / 2**20:.1f} MiB, {during['slingshot_edge_click_buffer_depth']:.0f} clicks waiting; "
+        f"all in the stream {drained:.1f}s after Redis came back"
+    )
+    assert served <= len(ids) <= served + failed, (served, failed, len(ids))
+    assert counted == len(ids)
+    # In the order they were made, journal by journal.
+    by_journal: dict[str, list[int]] = {}
+    for click in found:
+        by_journal.setdefault(click["id"][:16], []).append(int(click["id"][16:], 16))
+    for numbers in by_journal.values():
+        assert sorted(set(numbers)) == list(range(1, max(numbers) + 1))
+    assert len(by_journal) >= 2
+    final = metrics(edge)
+    assert final["slingshot_edge_click_spool_bytes"] == 0 and final["slingshot_edge_clicks_dropped_total"] == 0
+    assert final["slingshot_edge_click_journals"] == 2
+    # Timers fired every 0.1 s while each flush waited on Redis: none ran into another.
+    log = edge.log_path.read_text()
+    assert "click flush: " not in log and "attempt to" not in log
+
+
+def test_journals_make_way_for_new_ones_under_steady_traffic(make_edge, rds):
+    """A journal past half its bound (here 100 KB) is replaced while clicks
+    keep coming: none is dropped, and the spool keeps no more than the
+    journal being written and the one being finished."""
+    edge = make_edge(workers=1, env={"EDGE_CLICK_SPOOL_MAX_MB": "0.2"})
+    slug = "jr" + uuid.uuid4().hex[:8]
+    publish(rds, slug)
+    visitors = Visitors(edge.port, slug, threads=3, rate=1500, headers={"User-Agent": "u" * 500}).start()
+    try:
+        # About 560 bytes a click: a journal every 180 or so.
+        wait_until(lambda: visitors.served[slug] > 2000, timeout=30, what="traffic")
+    finally:
+        visitors.stop()
+    found, counted = settled(rds, slug, edge, at_least=visitors.served[slug])
+    ids = {click["id"] for click in found}
+    assert len(ids) == visitors.served[slug] == counted
+    assert len({click_id[:16] for click_id in ids}) >= 8
+    final = metrics(edge)
+    assert final["slingshot_edge_clicks_dropped_total"] == 0
+    wait_until(lambda: len(list((edge.prefix / "spool").iterdir())) == 1, what="one journal left in the spool")

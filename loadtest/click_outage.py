@@ -1,0 +1,155 @@
+"""`make click-outage`: the clicks of a long Redis outage under load.
+
+Starts a fresh `make run` stack in a temporary directory on free ports
+(its edge keeps links cached for two hours, so that the link stays served
+through the outage), makes one link, and sends it a steady rate of visits
+with wrk (--rate, default 5,000 a second). After 10 s it stops Redis
+(SIGSTOP: hung, every connection waits) for --minutes (default 10), then
+lets it go on. It prints the edge's click spool every 30 s (clicks waiting,
+bytes on disk), its peak, how long the edge took to send everything to
+Redis once it was back, and then, once the importer has caught up, the
+redirects the edge served against the clicks stored and the accounting's
+difference over the hours of the run. Exits 1 unless every redirect served
+is one click stored and the accounting is even.
+"""
+
+import argparse
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
+
+from devstack.faults import FaultRun, Visitors, request  # noqa: E402
+from devstack.supervised import SupervisedStack, wait_until  # noqa: E402
+
+SLUG = "outage"
+SERVED = 'slingshot_edge_requests_total{outcome="redirect"}'
+DEPTH = "slingshot_edge_click_buffer_depth"
+SPOOL = "slingshot_edge_click_spool_bytes"
+DROPPED = "slingshot_edge_clicks_dropped_total"
+
+
+def edge_metrics(port: int) -> dict[str, float]:
+    time.sleep(0.3)  # every worker moves its counts to the shared dict every 0.1 s
+    status, body = request(port, "/metrics")
+    assert status == 200, body
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in body.decode().splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=5000.0, help="visits a second")
+    parser.add_argument("--connections", type=int, default=50)
+    args = parser.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="slingshot-outage-"))
+    stack = SupervisedStack(
+        root,
+        env={
+            "SLINGSHOT_ADMIN_USER": "outage",
+            "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16),
+            "EDGE_CACHE_TTL": "7200",
+        },
+    )
+    ok = False
+    redis_pid = None
+    try:
+        print(f"starting `make run` in {root} (ports {stack.ports})", flush=True)
+        stack.start()
+        run = FaultRun(stack, admin="outage", log=lambda line: print(line, flush=True))
+        run.visitors = Visitors(run.edge_port, SLUG)
+        run.create_link(SLUG)
+        wait_until(lambda: run.redirects(SLUG), timeout=60, what=f"/{SLUG} to redirect")
+        for _ in range(200):  # every worker has it cached
+            run.redirects(SLUG)
+        paths = root / "paths.txt"
+        paths.write_text(f"/{SLUG}\n")
+        outage = args.minutes * 60
+        pause_ms = max(0, args.connections * 1000 / args.rate - 0.3)
+        wrk = subprocess.Popen(
+            ["wrk", "-t1", f"-c{args.connections}", f"-d{int(outage + 25)}s", "-s"]
+            + [str(REPO / "loadtest" / "click_outage.wrk.lua"), stack.edge_url, str(paths), f"{pause_ms:.2f}"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(10)
+        redis_pid = stack.info("redis")["pid"]
+        before = edge_metrics(run.edge_port)
+        os.kill(redis_pid, signal.SIGSTOP)
+        hung_at = time.monotonic()
+        print(f"Redis hung (SIGSTOP, pid {redis_pid}) for {outage:.0f}s", flush=True)
+        peak_depth = peak_bytes = 0.0
+        last_print = 0.0
+        while (elapsed := time.monotonic() - hung_at) < outage:
+            values = edge_metrics(run.edge_port)
+            peak_depth, peak_bytes = max(peak_depth, values[DEPTH]), max(peak_bytes, values[SPOOL])
+            if elapsed - last_print >= 30:
+                last_print = elapsed
+                rate = (values[SERVED] - before[SERVED]) / max(elapsed, 1)
+                print(
+                    f"  {elapsed:5.0f}s: {values[SERVED] - before[SERVED]:.0f} redirects ({rate:.0f}/s), "
+                    f"{values[DEPTH]:.0f} clicks waiting, spool {values[SPOOL] / 2**20:.1f} MiB",
+                    flush=True,
+                )
+            time.sleep(min(5, outage - elapsed) if outage > elapsed else 0)
+        during = edge_metrics(run.edge_port)
+        os.kill(redis_pid, signal.SIGCONT)
+        redis_pid = None
+        back_at = time.monotonic()
+        served_in_outage = during[SERVED] - before[SERVED]
+        print(
+            f"Redis back after {back_at - hung_at:.0f}s: {served_in_outage:.0f} redirects during the outage "
+            f"({served_in_outage / (back_at - hung_at):.0f}/s)",
+            flush=True,
+        )
+        wait_until(lambda: edge_metrics(run.edge_port)[DEPTH] == 0, timeout=600, what="the spool sent", interval=0.5)
+        drained = time.monotonic() - back_at
+        print(f"every spooled click in Redis {drained:.1f}s after it came back", flush=True)
+        wrk_out, _ = wrk.communicate(timeout=outage + 120)
+        requests = re.search(r"(\d+) requests in", wrk_out)
+        after = edge_metrics(run.edge_port)
+        served = int(after[SERVED])
+        print(f"wrk: {requests.group(1) if requests else '?'} requests; the edge served {served} redirects")
+        wait_until(
+            lambda: run.stored_or_empty().get(SLUG, 0) >= served, timeout=900, what="every click stored", interval=2
+        )
+        imported = time.monotonic() - back_at
+        run.wait_import_lag_zero()
+        stored = run.stored()[SLUG]
+        accounting = run.settled_accounting()
+        print(
+            f"\noutage {outage / 60:.1f} min at {served_in_outage / outage:.0f} redirects/s; spool peak "
+            f"{peak_depth:.0f} clicks, {peak_bytes / 2**20:.1f} MiB; sent to Redis {drained:.1f}s after it came "
+            f"back, all stored {imported:.0f}s after; dropped {after[DROPPED]:.0f}\n"
+            f"redirects served {served}, clicks stored {stored}; accounting (served - stored) by hour: "
+            f"{json.dumps(accounting)}"
+        )
+        ok = stored == served and after[DROPPED] == 0 and set(accounting.values()) == {0}
+        print("OK" if ok else "FAILED", flush=True)
+        stack.interrupt()
+        stack.wait_exit(timeout=180)
+        return 0 if ok else 1
+    finally:
+        if redis_pid:
+            os.kill(redis_pid, signal.SIGCONT)
+        stack.cleanup(remove=ok)
+        if not ok:
+            print(f"the stack's console and logs are kept in {root}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
