@@ -24,9 +24,10 @@ from loadtest.bench_api import MANAGE  # noqa: E402
 
 SEED = """
 from django.contrib.auth import get_user_model
+from links.fields import LinkFields
 from links.services import link_create
 user = get_user_model().objects.create_user("bench")
-print(link_create(owner=user, url="https://example.com/export", slug="export").pk)
+print(link_create(owner=user, fields=LinkFields(url="https://example.com/export", slug="export")).pk)
 """
 
 CLICKS_SQL = """

@@ -263,8 +263,8 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     from clicks.rollups import fold_days
     from clicks.stream import ClickStream
     from links.models import Link
-    from links.redis import get_redis
     from slingshot.contract import CLICKS_STREAM as STREAM
+    from slingshot.redis import get_redis
 
     call_command("migrate", verbosity=0)
     args.batch_size = args.batch_size or settings.CLICK_IMPORT_BATCH_ENTRIES
@@ -403,7 +403,7 @@ def bench_selectors(link_id: int) -> None:
     4 device classes and 50 countries every hour)."""
     from django.db import connection
 
-    from clicks.selectors import link_stats, link_totals
+    from clicks.reports import link_stats, link_totals
 
     values = {"referer_host": 20, "browser": 15, "os": 10, "device": 4, "country": 50}
     hours = "generate_series(date_trunc('hour', now()) - interval '365 days', date_trunc('hour', now()), '1 hour')"

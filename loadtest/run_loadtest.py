@@ -97,7 +97,7 @@ def final_counts(stats_json: Path) -> tuple[int, int, int]:
 
 def wait_for_import(*, timeout: float) -> None:
     from clicks.stream import import_lag
-    from links.redis import get_redis
+    from slingshot.redis import get_redis
 
     deadline = time.monotonic() + timeout
     time.sleep(1.0)  # the edge flushes its click buffers every 0.1 s

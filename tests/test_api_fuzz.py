@@ -22,7 +22,7 @@ from django.utils.crypto import get_random_string
 
 import devstack
 from accounts.models import SessionUse
-from api.services import token_create
+from tokens.services import token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

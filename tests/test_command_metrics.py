@@ -17,16 +17,15 @@ from django.core.management import CommandError, call_command
 from prometheus_client.parser import text_string_to_metric_families
 
 import devstack
-from clicks.tests.streams import empty_streams  # noqa: F401 (autouse fixture)
 from devstack.throwaway import ThrowawayStack
 from links.domains import default_domain
 from links.models import LinkOutbox
-from links.redis import get_redis
-from links.services import link_create
 from slingshot.contract import CLICKS_STREAM, DEAD_LETTER_STREAM
+from slingshot.redis import get_redis
+from testing.factories import make_link
 from tests.test_import_faults import database_url, links, produce, spawn_importer  # noqa: F401 (links: fixture)
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams")]
 
 REPO = devstack.REPO
 
@@ -184,7 +183,7 @@ def test_the_publisher_reports_its_outbox_retries_and_deliveries(tmp_path, priva
         owner = django_user_model.objects.create_user("pub-" + uuid.uuid4().hex[:6])
         slugs = [f"pm{uuid.uuid4().hex[:8]}" for _ in range(3)]
         for slug in slugs:
-            link_create(owner=owner, url="https://example.com/metrics", slug=slug)
+            make_link(owner=owner, url="https://example.com/metrics", slug=slug)
         waiting = wait_for_metrics(
             port,
             lambda m: m["slingshot_publisher_retries_total"] >= 1 and m["slingshot_publisher_outbox_depth"] == 3,

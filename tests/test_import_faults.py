@@ -16,22 +16,22 @@ from pathlib import Path
 import psycopg
 import pytest
 import redis
-from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import connection
 
 import devstack
 from clicks.importer import lock_key
 from clicks.rollups import fold_days
-from clicks.tests.streams import empty_streams, entry_fields  # noqa: F401 (autouse fixture)
 from links.domains import default_domain
 from links.models import Link
-from links.redis import get_redis
 from slingshot.contract import CLICKS_GROUP as GROUP
 from slingshot.contract import CLICKS_STREAM as STREAM
 from slingshot.contract import DEAD_LETTER_STREAM
+from slingshot.redis import get_redis
+from testing.factories import make_user
+from testing.streams import entry_fields
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams")]
 
 REPO = Path(__file__).resolve().parent.parent
 CLICKS_PER_ENTRY = 100
@@ -39,7 +39,7 @@ CLICKS_PER_ENTRY = 100
 
 @pytest.fixture
 def links() -> list[Link]:
-    owner = get_user_model().objects.create_user("fault-" + uuid.uuid4().hex[:8])
+    owner = make_user()
     made = [f"f{uuid.uuid4().hex[:10]}" for _ in range(5)]
     domain = default_domain()
     return Link.objects.bulk_create(

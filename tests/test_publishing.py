@@ -11,9 +11,10 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from rest_framework.test import APIClient
 
-from api.services import token_create
 from devstack import REPO
 from links.models import LinkOutbox
+from testing.factories import make_link
+from tokens.services import token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,12 +71,11 @@ def test_links_created_while_redis_is_down_redirect_once_it_is_back(servers, mak
 
 
 def test_publish_links_check_finds_every_difference_and_all_repairs(django_user_model, capsys):
-    from links.redis import get_redis
-    from links.services import link_create
     from slingshot.contract import link_key
+    from slingshot.redis import get_redis
 
     owner = django_user_model.objects.create_user("check")
-    a, b = (link_create(owner=owner, url="https://example.com/", slug="ck" + uuid.uuid4().hex[:8]) for _ in range(2))
+    a, b = (make_link(owner=owner, url="https://example.com/", slug="ck" + uuid.uuid4().hex[:8]) for _ in range(2))
     client = get_redis()
     client.delete(link_key(a.slug))
     client.set(link_key(b.slug), '{"url":"https://stale.example/","status":302,"active":true}')
@@ -96,14 +96,13 @@ def test_publish_links_check_finds_every_difference_and_all_repairs(django_user_
 
 def test_publish_links_covers_domains_their_links_and_robots_txt(django_user_model, capsys):
     from links import domains
-    from links.redis import get_redis
-    from links.services import link_create
     from slingshot.contract import DOMAINS_KEY, link_key, robots_key
+    from slingshot.redis import get_redis
 
     owner = django_user_model.objects.create_user("check-domains")
     domain = domains.domain_create(host=f"ck-{uuid.uuid4().hex[:6]}.example.com", root_url="https://example.com/")
-    link = link_create(owner=owner, url="https://example.com/", slug="cd" + uuid.uuid4().hex[:8], domain=domain)
-    link_create(owner=owner, url="https://example.com/", slug=link.slug, crawlable=True)  # the default domain's
+    link = make_link(owner=owner, url="https://example.com/", slug="cd" + uuid.uuid4().hex[:8], domain=domain)
+    make_link(owner=owner, url="https://example.com/", slug=link.slug, crawlable=True)  # the default domain's
     client = get_redis()
     gone = f"gone-{uuid.uuid4().hex[:6]}.example.com"
     client.delete(link_key(link.slug, domain.host))
@@ -132,14 +131,13 @@ def test_publish_links_covers_domains_their_links_and_robots_txt(django_user_mod
 def test_the_publisher_is_woken_by_notify_not_by_its_poll(through_publisher, django_user_model):
     """The publisher polls once a minute here: only a NOTIFY can wake it in
     time. It takes milliseconds; the bound leaves room for a busy machine."""
-    from links.redis import get_redis
-    from links.services import link_create
     from slingshot.contract import link_key
+    from slingshot.redis import get_redis
 
     owner = django_user_model.objects.create_user("notify")
     for _ in range(3):
         slug = "nt" + uuid.uuid4().hex[:8]
-        link_create(owner=owner, url="https://example.com/notified", slug=slug)
+        make_link(owner=owner, url="https://example.com/notified", slug=slug)
         created = time.monotonic()
         while get_redis().get(link_key(slug)) is None:
             assert time.monotonic() - created < 2, "not delivered within 2 s"

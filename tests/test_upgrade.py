@@ -31,6 +31,7 @@ import redis
 import devstack
 from devstack.faults import request
 from devstack.supervised import SupervisedStack, wait_until
+from testing.schema import schema_of
 
 OLD_VERSIONS = {
     "main-2026-11-23": "00bccb7",
@@ -320,38 +321,3 @@ def _check_the_schema_is_a_new_installs(stack: Stack) -> None:
     )
     upgraded, new = (schema_of(database, **superuser) for database in ("slingshot", "new_install"))
     assert upgraded == new
-
-
-def schema_of(database: str, *, host: str, port: int, user: str) -> list[str]:
-    """pg_dump's schema of a database as its statements, with two things set
-    aside that neither the code nor the operator reads: the order of a
-    table's columns (an upgrade adds a column at the end of its table, a new
-    install has it where sql/ writes it; every COPY and INSERT names its
-    columns), and which months have click partitions yet (the importer makes
-    them as clicks need them; each has its parent's columns and indexes)."""
-    dump = subprocess.run(
-        [str(devstack.pg_bindir() / "pg_dump"), "--schema-only", "--no-owner", "--no-privileges"]
-        + ["-h", host, "-p", str(port), "-U", user, database],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
-    lines = [
-        line
-        for line in dump.splitlines()
-        if line.strip() and not line.startswith(("--", "\\restrict", "\\unrestrict", "SET ", "SELECT pg_catalog."))
-    ]
-    statements = []
-    for statement in "\n".join(lines).split(";\n"):
-        if PARTITION.search(statement):
-            continue
-        head, _, rest = statement.partition("(\n")
-        if head.startswith("CREATE TABLE") and rest:
-            body, _, tail = rest.rpartition("\n)")
-            statement = head + "(\n" + "\n".join(sorted(line.rstrip(",") for line in body.split("\n"))) + "\n)" + tail
-        statements.append(statement)
-    return statements
-
-
-PARTITION = re.compile(r"_y\d{4}m\d{2}(?![0-9])")

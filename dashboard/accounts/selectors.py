@@ -4,7 +4,7 @@ from django.contrib.sessions.models import Session
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from api.models import ApiToken
+from tokens.models import ApiToken
 
 from .models import SessionUse
 

@@ -66,7 +66,7 @@ def user_invite(*, actor: AbstractBaseUser, username: str, email: str = "") -> t
 @transaction.atomic
 def user_set_active(*, actor: AbstractBaseUser, user: AbstractBaseUser, active: bool) -> AbstractBaseUser:
     """Deactivating ends the person's sessions now; their tokens are refused
-    from the next request (api.services.token_authenticate checks is_active)."""
+    from the next request (tokens.services.token_authenticate checks is_active)."""
     _require_manager(actor)
     if not active and user.pk == actor.pk:
         raise ValidationError("You cannot deactivate yourself.")

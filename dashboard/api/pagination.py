@@ -5,7 +5,7 @@ from rest_framework import exceptions, pagination
 
 class PageNumberPagination(pagination.PageNumberPagination):
     """DRF's, except that `page` given empty is a 400, as for every other
-    query parameter (api.serializers.QueryParameters), not page 1; a page
+    query parameter (api.common.QueryParameters), not page 1; a page
     that is not a number, or past the last, stays DRF's 404."""
 
     def get_page_number(self, request, paginator):

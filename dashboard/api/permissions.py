@@ -1,8 +1,7 @@
 from rest_framework import permissions
 
 from links import selectors as links_selectors
-
-from .models import ApiToken
+from tokens.models import ApiToken
 
 
 class SignedInSession(permissions.BasePermission):

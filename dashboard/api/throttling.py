@@ -4,10 +4,9 @@ import time
 from django.conf import settings
 from rest_framework.throttling import BaseThrottle
 
-from links.redis import RedisUnavailable, quick_call
 from slingshot.proxies import client_address
-
-from .models import ApiToken
+from slingshot.redis import RedisUnavailable, quick_call
+from tokens.models import ApiToken
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +27,7 @@ class TokenOrUserRateThrottle(BaseThrottle):
 
     While Redis is unreachable or slow, requests are let through, so the API
     keeps working (link changes wait in the outbox): the counters go through
-    links.redis.quick_call, which gives up within a fraction of a second and
+    slingshot.redis.quick_call, which gives up within a fraction of a second and
     then skips Redis for a few seconds."""
 
     def ident(self, request) -> str:

@@ -1,8 +1,7 @@
 from django.contrib import admin
 
-from links.selectors import clicks_visible_to
-
 from .models import Click
+from .selectors import clicks_visible_to
 
 
 @admin.register(Click)

@@ -1,12 +1,16 @@
 """The raw clicks as a file, a line at a time: CSV (formulas neutralised as
-the links' CSV export does, links.imports.neutralise) or JSON lines. The
-caller streams the lines from a QuerySet's iterator, so memory stays flat
-however many clicks there are."""
+the links' CSV export does, slingshot.csv_text.neutralise) or JSON lines. The
+lines are streamed from a QuerySet's iterator, so memory stays flat however
+many clicks there are."""
 
 import json
 from collections.abc import Iterable, Iterator
 
-from links.imports import csv_line, neutralise
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
+
+from slingshot.csv_text import csv_line, neutralise
+from slingshot.db import reports_db
 
 from .models import Click
 
@@ -65,3 +69,13 @@ def jsonl_lines(clicks: Iterable[Click]) -> Iterator[str]:
 def export_lines(clicks: Iterable[Click], kind: str) -> Iterator[str]:
     """`kind` is a key of FORMATS."""
     return csv_lines(clicks) if kind == "csv" else jsonl_lines(clicks)
+
+
+def export_response(clicks: QuerySet[Click], kind: str, *, name: str) -> StreamingHttpResponse:
+    """The clicks, oldest first, as the attachment `name`.`kind`, streamed
+    from a server-side cursor on the reports' database (slingshot/db.py):
+    the API's and the link page's exports alike."""
+    rows = clicks.using(reports_db()).order_by("occurred_at").iterator(chunk_size=CHUNK)
+    response = StreamingHttpResponse(export_lines(rows, kind), content_type=FORMATS[kind])
+    response["Content-Disposition"] = f'attachment; filename="{name}.{kind}"'
+    return response

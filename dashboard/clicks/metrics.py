@@ -5,8 +5,8 @@ and the stream's backlog, read from Redis when Prometheus scrapes."""
 import redis
 from prometheus_client import CollectorRegistry, Counter
 
-from links.redis import get_quick_redis
 from slingshot.metrics import ScrapeGauges
+from slingshot.redis import get_quick_redis
 
 from .importer import BatchResult
 from .stream import import_lag

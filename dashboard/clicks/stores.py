@@ -15,7 +15,7 @@ import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from links.redis import NO_RETRY, get_redis
+from slingshot.redis import NO_RETRY, get_redis
 
 from .stream import ImportLag, import_lag
 

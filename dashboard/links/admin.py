@@ -4,6 +4,7 @@ from teams import access
 from teams.models import Role
 
 from . import services
+from .fields import OPTION_NAMES, LinkFields
 from .models import Link
 from .selectors import links_visible_to
 
@@ -20,22 +21,8 @@ class LinkAdmin(admin.ModelAdmin):
     list_filter = ["is_active", "redirect_status"]
     search_fields = ["slug", "url", "title"]
     list_select_related = ["team", "owner"]
-    # The password is set from the dashboard's link form or the API, which take it in clear.
-    fields = [
-        "slug",
-        "url",
-        "title",
-        "description",
-        "redirect_status",
-        "valid_since",
-        "expires_at",
-        "max_visits",
-        "forward_query",
-        "crawlable",
-        "is_active",
-        "team",
-        "owner",
-    ]
+    # Every option but the password, which the link form and the API take in clear (links/fields.py).
+    fields = [*(name for name in OPTION_NAMES if name != "password"), "team", "owner"]
     actions = ["delete_selected"]
 
     def get_readonly_fields(self, request, obj=None):
@@ -61,7 +48,8 @@ class LinkAdmin(admin.ModelAdmin):
             link = Link.objects.get(pk=obj.pk)
             services.link_update(link=link, actor=request.user, **data)
         else:
-            created = services.link_create(owner=request.user, **data)
+            team = data.pop("team", None)
+            created = services.link_create(owner=request.user, fields=LinkFields(**data), team=team)
             obj.pk, obj.slug, obj.owner, obj.team = created.pk, created.slug, created.owner, created.team
 
     def get_queryset(self, request):

@@ -6,117 +6,45 @@ the file's slugs already taken; nothing is created then. import_run_chunk
 creates the valid rows afterwards in chunks, through link_bulk_create, so a
 large file shows progress and a failure loses only its chunk.
 
-export_lines writes the same columns. A cell that a spreadsheet would run
-as a formula gets a leading single quote (OWASP, "CSV injection"); the
-import takes that quote off again, so an export imports back as it was.
+export_lines writes the same columns, every option a person sets but the
+password (links/fields.py), each cell as slingshot.csv_text writes it, so
+that an export imports back as it was.
 """
 
 import csv
 import io
-from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime, time, timezone
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils.dateparse import parse_date, parse_datetime
 
+from slingshot.csv_text import csv_line, unquote
 from slingshot.text import shown
 from teams import access
 from teams.models import Role, Team
 from teams.services import default_team
 
 from .domains import default_domain
+from .fields import CSV_OPTIONS, OPTIONS, LinkFields
 from .models import Domain, Link, LinkImport
 from .selectors import taken_slugs
 from .services import SLUG_TAKEN_MESSAGE, Outcome, link_bulk_create, link_validate
 from .validation import default_host, domain_host
 
-CSV_COLUMNS = [
-    "domain",
-    "slug",
-    "url",
-    "title",
-    "tags",
-    "redirect_status",
-    "expires_at",
-    "forward_query",
-    "is_active",
-]
+# The columns of a links CSV: each option with a cell (links/fields.py), and
+# the domain by its host; an export adds what a link has that no one sets.
+COLUMNS = sorted(
+    (option for option in OPTIONS if option.csv or option.name == "domain"),
+    key=lambda option: ("domain", "slug", "url").index(option.name) if option.name in ("domain", "slug", "url") else 3,
+)  # where a link is, first, as exports have always begun
+CSV_COLUMNS = [option.name for option in COLUMNS]
 EXPORT_COLUMNS = [*CSV_COLUMNS, "short_url", "clicks", "created_at"]
-# The first characters that make a spreadsheet read a cell as a formula.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
 _REPEATED_SLUG = "This slug appears on an earlier row of the file."
 
 Errors = dict[str, list[str]]
-
-
-def _looks_quoted(value: str) -> bool:
-    return value.startswith("'") and value.lstrip("'").startswith(FORMULA_STARTS)
-
-
-def neutralise(value: str) -> str:
-    """The cell as export_lines writes it: a formula, or a value that
-    unquote would change (a quote before a formula), behind one more quote."""
-    return "'" + value if value.startswith(FORMULA_STARTS) or _looks_quoted(value) else value
-
-
-def csv_line(cell: Callable[[Any], str] = neutralise) -> Callable[[Iterable], str]:
-    """A function that writes one CSV row, each value through `cell`, and
-    returns it as a line of text: for exports that stream a line at a time."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-
-    def line(values: Iterable) -> str:
-        writer.writerow([cell(value) for value in values])
-        text = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-        return text
-
-    return line
-
-
-def unquote(value: str) -> str:
-    """The value people typed, from a cell neutralise wrote: one leading
-    quote less when the quote precedes = + - @, a tab or a carriage return."""
-    return value[1:] if _looks_quoted(value) else value
-
-
-def _flag(value: str, default: bool) -> bool:
-    if value == "":
-        return default
-    if value.lower() in _TRUE:
-        return True
-    if value.lower() in _FALSE:
-        return False
-    raise ValueError("Use true or false.")
-
-
-def _status(value: str) -> int:
-    try:
-        return int(value) if value else 302
-    except ValueError:
-        raise ValueError("Enter a whole number.") from None
-
-
-def _moment(value: str) -> datetime | None:
-    """An ISO 8601 date or time; without an offset, UTC."""
-    if value == "":
-        return None
-    try:
-        moment = parse_datetime(value)
-        if moment is None and (day := parse_date(value)) is not None:
-            moment = datetime.combine(day, time())
-    except ValueError:
-        moment = None
-    if moment is None:
-        raise ValueError("Enter a date and time as 2030-01-31T12:00:00Z (ISO 8601; UTC unless an offset is given).")
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def domains_by_host() -> dict[str, Domain]:
@@ -134,42 +62,29 @@ def _domain(value: str, domains: dict[str, Domain]) -> Domain:
         raise ValueError(f"No such domain: {shown(value)}.") from None
 
 
-def row_arguments(fields: dict[str, str], domains: dict[str, Domain]) -> tuple[dict[str, Any] | None, Errors]:
-    """link_create's arguments (but the owner) from a row's cells, as typed
-    values; or, when a cell cannot be read as its type, the row's errors.
+def row_arguments(fields: dict[str, str], domains: dict[str, Domain]) -> tuple[LinkFields | None, Errors]:
+    """The LinkFields of a row's cells, each read as its option's cell
+    (links/fields.py); or, when a cell cannot be read, the row's errors.
     `domains` is domains_by_host()."""
     errors: Errors = {}
     if not fields["url"]:
         errors["url"] = ["This field is required."]
+    values: dict[str, Any] = {}
     try:
-        domain = _domain(fields.get("domain", ""), domains)
+        values["domain"] = _domain(fields.get("domain", ""), domains)
     except ValueError as exc:
         errors["domain"] = [str(exc)]
-        domain = None
-    arguments: dict[str, Any] = {
-        "domain": domain,
-        "url": fields["url"],
-        "slug": fields["slug"] or None,
-        "title": fields["title"],
-        "tags": [tag.strip() for tag in fields["tags"].split(",") if tag.strip()],
-    }
-    readers = {
-        "redirect_status": _status,
-        "expires_at": _moment,
-        "forward_query": lambda value: _flag(value, False),
-        "is_active": lambda value: _flag(value, True),
-    }
-    for name, read in readers.items():
+    for option in CSV_OPTIONS:
         try:
-            arguments[name] = read(fields[name])
+            values[option.name] = option.csv.read(fields.get(option.name, ""))
         except ValueError as exc:
-            errors.setdefault(name, [str(exc)])
-    return (None, errors) if errors else (arguments, {})
+            errors.setdefault(option.name, [str(exc)])
+    return (None, errors) if errors else (LinkFields(**values), {})
 
 
-def _validation_errors(arguments: dict[str, Any]) -> Errors:
+def _validation_errors(link_fields: LinkFields) -> Errors:
     try:
-        link_validate(**arguments)
+        link_validate(link_fields)
     except ValidationError as exc:
         return exc.message_dict
     return {}
@@ -220,7 +135,7 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes, tea
             arguments, errors = row_arguments(fields, domains)
             errors = errors or _validation_errors(arguments)
             rows.append({"line": reader.line_num, "fields": fields, "errors": errors})
-            slugs.append(None if errors or not arguments["slug"] else (arguments["domain"].pk, arguments["slug"]))
+            slugs.append(None if errors or not arguments.slug else (arguments.domain.pk, arguments.slug))
     except csv.Error as exc:
         raise ValidationError(
             "Line %(line)d is not valid CSV: %(error)s", code="csv", params={"line": reader.line_num, "error": exc}
@@ -256,7 +171,7 @@ def import_run_chunk(*, link_import: LinkImport, size: int | None = None) -> Lin
         arguments, row["errors"] = row_arguments(row["fields"], domains)
         if arguments is not None:
             pending.append(row)
-            items.append(arguments)
+            items.append((arguments, None))
     for row, result in zip(
         pending, link_bulk_create(owner=link_import.owner, team=link_import.team, items=items), strict=True
     ):
@@ -276,15 +191,10 @@ def export_lines(links: Iterable[Link]) -> Iterator[str]:
     for link in links:
         yield line(
             [
-                link.domain.host,
-                link.slug,
-                link.url,
-                link.title,
-                ",".join(link.tags),
-                str(link.redirect_status),
-                link.expires_at.isoformat() if link.expires_at else "",
-                str(link.forward_query).lower(),
-                str(link.is_active).lower(),
+                *(
+                    option.csv.write(getattr(link, option.name)) if option.csv else link.domain.host
+                    for option in COLUMNS
+                ),
                 link.short_url,
                 str(link.clicks),
                 link.created_at.isoformat(),

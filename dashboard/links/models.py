@@ -15,6 +15,7 @@ from .validation import (
     REDIRECT_STATUSES,
     default_host,
     normalise_target,
+    storable_offset,
     validate_domain_host,
     validate_tags,
     validate_target_url,
@@ -76,8 +77,16 @@ class Link(models.Model):
 
     # A slug is unique per domain (link_domain_slug), which serves the domain's foreign key too.
     domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="links", db_index=False)
-    slug = models.CharField(max_length=slugs.MAX_LENGTH, validators=[slugs.validate_slug])
-    url = models.TextField("target URL", validators=[validate_target_url])
+    slug = models.CharField(
+        max_length=slugs.MAX_LENGTH,
+        validators=[slugs.validate_slug],
+        help_text="The part of the short URL after the domain; generated when left out.",
+    )
+    url = models.TextField(
+        "target URL",
+        validators=[validate_target_url],
+        help_text="The absolute http or https URL the short link redirects to.",
+    )
     # The team the link belongs to, with its clicks and reports; indexed by
     # link_team_created, which starts with it.
     team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="links", db_index=False)
@@ -94,18 +103,37 @@ class Link(models.Model):
     )
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(max_length=2000, blank=True)
-    tags = ArrayField(models.CharField(max_length=50), default=list, blank=True, size=20, validators=[validate_tags])
+    tags = ArrayField(
+        models.CharField(max_length=50),
+        default=list,
+        blank=True,
+        size=20,
+        validators=[validate_tags],
+        help_text="Up to 20 tags of 1 to 50 letters, digits, '.', '-' or '_'.",
+    )
     redirect_status = models.PositiveSmallIntegerField(
         choices=[(status, str(status)) for status in REDIRECT_STATUSES], default=302
     )
     # Before valid_since the edge answers as if the link did not exist; from
     # expires_at on, and after max_visits redirects, 410 Gone.
-    valid_since = models.DateTimeField(null=True, blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    max_visits = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
-    forward_query = models.BooleanField(default=False)
+    valid_since = models.DateTimeField(
+        null=True, blank=True, help_text="Before it the short URL answers as if the link did not exist (404)."
+    )
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="From it on the short URL answers 410 Gone.")
+    max_visits = models.PositiveIntegerField(
+        "visit limit",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="After this many redirects the short URL answers 410 Gone; empty: no limit.",
+    )
+    forward_query = models.BooleanField(
+        "forward query string", default=False, help_text="The visitor's query parameters are added to the target."
+    )
     # Listed as allowed in the domain's /robots.txt; every other link is disallowed.
-    crawlable = models.BooleanField(default=False)
+    crawlable = models.BooleanField(
+        default=False, help_text="Allowed to search engines in the short domain's robots.txt; other links are not."
+    )
     # A salted hash (links.unlocking.hash_password), or empty: the visitor
     # types the password on the edge's password page.
     password = models.CharField(max_length=128, blank=True)
@@ -160,11 +188,18 @@ class Link(models.Model):
         return "" if self.domain.is_default else "?" + urlencode({"domain": self.domain.host})
 
     def clean(self) -> None:
-        """The target as normalise_target writes it: every way a link is
-        made or changed (services, admin) runs full_clean, and so this."""
+        """The target as normalise_target writes it, and times PostgreSQL
+        can keep in the right order: every way a link is made or changed
+        (services, admin) runs full_clean, and so this."""
         with suppress(ValidationError):  # the field's own validator has said why
             self.url = normalise_target(self.url)
         self.clean_rules()
+        for name in ("valid_since", "expires_at"):
+            moment = getattr(self, name)
+            if moment is not None and not storable_offset(moment):
+                raise ValidationError({name: "The UTC offset must be within ±15:59."})
+        if self.valid_since and self.expires_at and self.valid_since >= self.expires_at:
+            raise ValidationError({"expires_at": "Must be after valid_since."})
 
     def clean_rules(self) -> None:
         """Rules and split as links.rules keeps them (targets normalised too)."""

@@ -11,8 +11,8 @@ also delivers right after its commit (no publisher needed, a few ms slower).
 
 import json
 import logging
-import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -21,11 +21,11 @@ from django.db import connection, transaction
 from django.urls import reverse
 
 from slingshot.contract import DOMAINS_KEY, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key, robots_key
+from slingshot.redis import RedisUnavailable, get_redis, quick_call
 
+from .fields import PUBLISHED
 from .models import Domain, Link, LinkOutbox
-from .redis import RedisUnavailable, get_redis, quick_call
-from .rules import validate_rules, validate_split
-from .validation import default_host, normalise_target
+from .validation import default_host
 
 log = logging.getLogger(__name__)
 
@@ -35,63 +35,35 @@ OUTBOX_CHANNEL = "slingshot_link_outbox"  # NOTIFY'd by every change
 _DELIVERY_LOCK = 0x51_1D_0B_0C
 
 
-def _unix(moment, *, up: bool = False) -> int | None:
-    """Unix seconds, rounded down, or up (a link is never live early)."""
-    if moment is None:
-        return None
-    return math.ceil(moment.timestamp()) if up else math.floor(moment.timestamp())
-
-
 def legacy_unlock_url() -> str:
     """What a link with a password carries for edges older than their own
     password pages, which send its visitors there: a dashboard page that
     asks them to come back in a minute, the same for every link
-    (web.views.link_unlock_moved). Never the link's target: an older edge
+    (web.link_views.link_unlock_moved). Never the link's target: an older edge
     must not serve the link without its password (docs/contract.md, "Upgrading")."""
     return settings.DASHBOARD_BASE_URL.rstrip("/") + reverse("web:link-unlock-moved", args=[""])
 
 
-def _rules_payload(link: Link, servable: bool) -> tuple[list, list, bool]:
-    """The link's rules and split as the edge gets them, and whether the
-    link stays servable: like its url, a rule whose target is refused now
-    has the link published disabled."""
-    try:
-        return validate_rules(link.rules), validate_split(link.split), servable
-    except ValidationError as exc:
-        log.warning("link %s is published disabled, its rules are refused now: %s", link.slug, "; ".join(exc.messages))
-        return [], [], False
-
-
 def link_payload(link: Link) -> str:
-    """The value of the link's key (docs/contract.md, "Links"). A target the
-    rules refuse now (a domain blocklisted since, say) is published
-    disabled: the edge answers it as unknown. A password never leaves
-    PostgreSQL: the edge is only told that there is one, and asks the
-    dashboard whether what a visitor typed is it."""
-    url, servable = link.url, True
-    try:
-        url = normalise_target(link.url)
-    except ValidationError as exc:
-        log.warning("link %s is published disabled, its target is refused now: %s", link.slug, "; ".join(exc.messages))
-        servable = False
-    rules, split, servable = _rules_payload(link, servable)
-    return json.dumps(
-        {
-            "id": link.pk,
-            "url": url,
-            "status": link.redirect_status,
-            "active": link.is_active and servable,
-            "valid_since": _unix(link.valid_since, up=True),
-            "expires_at": _unix(link.expires_at),
-            "max_visits": link.max_visits,
-            "forward_query": link.forward_query,
-            "password": bool(link.password),
-            "unlock_url": legacy_unlock_url() if link.password else None,
-            "rules": rules,
-            "split": split,
-        },
-        separators=(",", ":"),
-    )
+    """The value of the link's key (docs/contract.md, "Links"): its id, and
+    each option the edge is told of, as links/fields.py says. A value
+    refused since it was saved (a target on a domain blocklisted since, say)
+    has the link published disabled: the edge answers it as unknown. A
+    password never leaves PostgreSQL: the edge is only told that there is
+    one, and asks the dashboard whether what a visitor typed is it."""
+    payload, refused = {"id": link.pk}, []
+    for option in PUBLISHED:
+        value = getattr(link, option.name)
+        try:
+            payload[option.edge] = option.to_edge(value)
+        except ValidationError as exc:
+            refused.append(f"{option.name}: {'; '.join(exc.messages)}")
+            payload[option.edge] = value if isinstance(value, str) else []
+    if refused:
+        log.warning("link %s is published disabled, refused now: %s", link.slug, " / ".join(refused))
+        payload["active"] = False
+    payload["unlock_url"] = legacy_unlock_url() if link.password else None
+    return json.dumps(payload, separators=(",", ":"))
 
 
 def domain_payload(domain: Domain) -> str:
@@ -107,9 +79,19 @@ def domain_payload(domain: Domain) -> str:
     )
 
 
+# The option whose links a domain's robots.txt allows (links/fields.py).
+ROBOTS_OPTION = "crawlable"
+
+
+def in_robots(link: Link | Mapping[str, Any]) -> bool:
+    """Whether the link (or its values, as a mapping) is allowed in its domain's robots.txt."""
+    return bool(link[ROBOTS_OPTION] if isinstance(link, Mapping) else getattr(link, ROBOTS_OPTION))
+
+
 def robots_txt(domain: Domain) -> str:
-    """The domain's robots.txt: its crawlable links allowed, every other path not."""
-    slugs = Link.objects.filter(domain=domain, crawlable=True).order_by("slug").values_list("slug", flat=True)
+    """The domain's robots.txt: the links in_robots allowed, every other path not."""
+    listed = Link.objects.filter(domain=domain, **{ROBOTS_OPTION: True})
+    slugs = listed.order_by("slug").values_list("slug", flat=True)
     return "\n".join(["User-agent: *", *(f"Allow: /{slug}$" for slug in slugs), "Disallow: /", ""])
 
 

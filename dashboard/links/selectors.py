@@ -5,7 +5,6 @@ is a member of, of every team for a superuser, of its one team for a request
 made with an API token. The staff flag shows no link by itself."""
 
 import enum
-import ipaddress
 import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -22,14 +21,12 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from rest_framework.filters import search_smart_split
 
-from clicks.enrichment import anonymise
-from clicks.models import Click
 from slingshot.contract import visits_key
+from slingshot.redis import RedisUnavailable, quick_call
 from teams import access
 from teams.models import Role
 
 from .models import Domain, Link
-from .redis import RedisUnavailable, quick_call
 from .validation import domain_host
 
 log = logging.getLogger(__name__)
@@ -205,34 +202,3 @@ def link_for(*, user: AbstractBaseUser, slug: str, host: str | None = None, team
     if team is not None:
         links = links.filter(team_id=team)
     return with_role(links, user).get(domain__host=host, slug=slug)
-
-
-def clicks_visible_to(
-    user: AbstractBaseUser,
-    *,
-    slug: str | None = None,
-    host: str | None = None,
-    ip: str | None = None,
-    start: datetime | None = None,
-    end: datetime | None = None,
-) -> QuerySet[Click]:
-    """The clicks of the links the user sees; of one of them with `slug`, on
-    the domain of `host` (the default domain for None)."""
-    clicks = Click.objects.select_related("agent")
-    teams = access.team_ids(user)
-    if teams is not None:
-        clicks = clicks.filter(link__team__in=teams)
-    if slug:
-        try:
-            host = domain_host(host)
-        except ValidationError:
-            return clicks.none()
-        clicks = clicks.filter(link__in=links_visible_to(user).filter(domain__host=host, slug=slug))
-    if ip:
-        # Stored whole or anonymised, depending on CLICK_IP_PRIVACY when imported.
-        clicks = clicks.filter(ip__in={ip, anonymise(ipaddress.ip_address(ip))})
-    if start:
-        clicks = clicks.filter(occurred_at__gte=start)
-    if end:
-        clicks = clicks.filter(occurred_at__lt=end)
-    return clicks

@@ -5,53 +5,30 @@ once the transaction has committed."""
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from clicks.selectors import storable_offset
-from clicks.services import clicks_delete_for_link
 from teams import access, audit
 from teams.models import Action, Role, Team
 from teams.services import default_team
 
 from . import slugs
 from .domains import default_domain
+from .fields import AUDITED, OPTION_NAMES, LinkFields, values_of
 from .models import Domain, Link
 from .outbox import publish_domain, publish_link
+from .publishing import in_robots
+from .signals import link_deleted
 from .unlocking import PASSWORD_MAX_LENGTH, hash_password
 
 _SLUG_ATTEMPTS = 10
 
-EDITABLE_FIELDS = frozenset(
-    {
-        "domain",
-        "slug",
-        "url",
-        "title",
-        "description",
-        "tags",
-        "redirect_status",
-        "valid_since",
-        "expires_at",
-        "max_visits",
-        "forward_query",
-        "crawlable",
-        "password",
-        "is_active",
-        "rules",
-        "split",
-        "team",
-    }
-)
-# What a link's entries in the audit log show of it.
-# The password shows as whether there is one, never its hash.
-AUDITED_FIELDS = EDITABLE_FIELDS - {"team", "password"}
+# What link_update changes: the options (links/fields.py), and the team.
+EDITABLE_FIELDS = frozenset({*OPTION_NAMES, "team"})
 SLUG_TAKEN_MESSAGE = "Link with this Slug already exists."
 
 
@@ -75,17 +52,11 @@ def _publish(link: Link, *, robots: bool = False) -> None:
 
 
 def _validate(link: Link) -> None:
-    # Field validators, and an expiry PostgreSQL can store: the owner, the
-    # team and the domain (rows) come from the caller, the check constraints
-    # repeat the field validators, and a taken slug is found by the unique
-    # index itself (_save), which a concurrent insert cannot race.
+    # Field validators and Link.clean: the owner, the team and the domain
+    # (rows) come from the caller, the check constraints repeat the field
+    # validators, and a taken slug is found by the unique index itself
+    # (_save), which a concurrent insert cannot race.
     link.full_clean(exclude=["owner", "team", "domain"], validate_unique=False, validate_constraints=False)
-    for name in ("valid_since", "expires_at"):
-        moment = getattr(link, name)
-        if moment is not None and not storable_offset(moment):
-            raise ValidationError({name: "The UTC offset must be within ±15:59."})
-    if link.valid_since and link.expires_at and link.valid_since >= link.expires_at:
-        raise ValidationError({"expires_at": "Must be after valid_since."})
 
 
 def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
@@ -105,49 +76,18 @@ def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
     raise IntegrityError(f"could not find a free slug after {_SLUG_ATTEMPTS} attempts")
 
 
-def link_validate(
-    *,
-    url: str,
-    slug: str | None = None,
-    domain: Domain | None = None,
-    title: str = "",
-    description: str = "",
-    tags: list[str] | None = None,
-    redirect_status: int = 302,
-    valid_since: datetime | None = None,
-    expires_at: datetime | None = None,
-    max_visits: int | None = None,
-    forward_query: bool = False,
-    crawlable: bool = False,
-    password: str | None = None,
-    is_active: bool = True,
-    rules: list[dict] | None = None,
-    split: list[dict] | None = None,
-) -> Link:
+def link_validate(link_fields: LinkFields) -> Link:
     """The link link_create would save, unsaved and without an owner or a
-    team, after the same checks; raises ValidationError with messages per field. Reads
-    no table, so whether a slug is taken is left to the save (or to
-    links.selectors.taken_slugs, asked beforehand for many slugs at once).
-    Without a slug, one is generated; without a domain, the default domain's.
-    A password is kept hashed (link_password)."""
-    link = Link(
-        domain=domain or default_domain(),
-        slug=slug or slugs.generate_slug(settings.LINK_SLUG_LENGTH),
-        url=url,
-        title=title,
-        description=description,
-        tags=list(tags or []),
-        redirect_status=redirect_status,
-        valid_since=valid_since,
-        expires_at=expires_at,
-        max_visits=max_visits,
-        forward_query=forward_query,
-        crawlable=crawlable,
-        password=link_password(password),
-        is_active=is_active,
-        rules=list(rules or []),
-        split=list(split or []),
-    )
+    team, after the same checks; raises ValidationError with messages per
+    field. Reads no table, so whether a slug is taken is left to the save
+    (or to links.selectors.taken_slugs, asked beforehand for many slugs at
+    once). Without a slug, one is generated; without a domain, the default
+    domain's. A password is kept hashed (link_password)."""
+    values = values_of(link_fields)
+    values["domain"] = values["domain"] or default_domain()
+    values["slug"] = values["slug"] or slugs.generate_slug(settings.LINK_SLUG_LENGTH)
+    values["password"] = link_password(values["password"])
+    link = Link(**values)
     _validate(link)
     return link
 
@@ -159,65 +99,26 @@ def _team_to_create_in(owner: AbstractBaseUser, team: Team | None) -> Team:
 
 
 @transaction.atomic
-def link_create(
-    *,
-    owner: AbstractBaseUser,
-    url: str,
-    team: Team | None = None,
-    slug: str | None = None,
-    domain: Domain | None = None,
-    title: str = "",
-    description: str = "",
-    tags: list[str] | None = None,
-    redirect_status: int = 302,
-    valid_since: datetime | None = None,
-    expires_at: datetime | None = None,
-    max_visits: int | None = None,
-    forward_query: bool = False,
-    crawlable: bool = False,
-    password: str | None = None,
-    is_active: bool = True,
-    rules: list[dict] | None = None,
-    split: list[dict] | None = None,
-) -> Link:
+def link_create(*, owner: AbstractBaseUser, fields: LinkFields, team: Team | None = None) -> Link:
     """A new link in `team` (by default teams.services.default_team), made by
     `owner`, who must be an editor there (PermissionDenied otherwise)."""
-    return _create(
-        owner=owner,
-        team=_team_to_create_in(owner, team),
-        url=url,
-        slug=slug,
-        domain=domain,
-        title=title,
-        description=description,
-        tags=tags,
-        redirect_status=redirect_status,
-        valid_since=valid_since,
-        expires_at=expires_at,
-        max_visits=max_visits,
-        forward_query=forward_query,
-        crawlable=crawlable,
-        password=password,
-        is_active=is_active,
-        rules=rules,
-        split=split,
-    )
+    return _create(owner=owner, team=_team_to_create_in(owner, team), link_fields=fields)
 
 
 @transaction.atomic
-def _create(*, owner: AbstractBaseUser, team: Team, **fields) -> Link:
-    link = link_validate(**fields)
+def _create(*, owner: AbstractBaseUser, team: Team, link_fields: LinkFields) -> Link:
+    link = link_validate(link_fields)
     link.owner, link.team = owner, team
-    _save(link, regenerate_slug=not fields.get("slug"))
+    _save(link, regenerate_slug=not link_fields.slug)
     audit.record(
         team_id=team.pk,
         actor=owner,
         action=Action.LINK_CREATED,
         link_id=link.pk,
         slug=link.slug,
-        changes=audit.changes_between({}, {name: getattr(link, name) for name in sorted(AUDITED_FIELDS)}),
+        changes=audit.changes_between({}, {name: getattr(link, name) for name in sorted(AUDITED)}),
     )
-    _publish(link, robots=link.crawlable)
+    _publish(link, robots=in_robots(link))
     return link
 
 
@@ -237,18 +138,18 @@ class BulkResult:
 
 @transaction.atomic
 def link_bulk_create(
-    *, owner: AbstractBaseUser, items: Iterable[Mapping[str, Any]], team: Team | None = None
+    *, owner: AbstractBaseUser, items: Iterable[tuple[LinkFields, Team | None]], team: Team | None = None
 ) -> list[BulkResult]:
-    """Creates a link for each item (link_create's arguments but the owner;
-    an item without a team goes to `team`, by default
-    teams.services.default_team), each in its own savepoint, so an item refused leaves the others
-    be. One result per item, in their order; all the links commit together.
-    The owner's role is looked up once per team."""
+    """Creates a link of each item's LinkFields in the item's team (None:
+    `team`, by default teams.services.default_team), each in its own
+    savepoint, so an item refused leaves the others be. One result per item,
+    in their order; all the links commit together. The owner's role is
+    looked up once per team."""
     results, teams, default = [], {}, default_domain()
-    for arguments in items:
-        arguments = dict(arguments)
-        arguments["domain"] = arguments.get("domain") or default
-        chosen = arguments.pop("team", None) or team
+    for link_fields, chosen in items:
+        if link_fields.domain is None:
+            link_fields = replace(link_fields, domain=default)
+        chosen = chosen or team
         key = chosen.pk if chosen else None
         try:
             if key not in teams:
@@ -259,7 +160,7 @@ def link_bulk_create(
             if isinstance(teams[key], PermissionDenied):
                 results.append(BulkResult(outcome=Outcome.FORBIDDEN, errors={"team": [str(teams[key])]}))
                 continue
-            link = _create(owner=owner, team=teams[key], **arguments)
+            link = _create(owner=owner, team=teams[key], link_fields=link_fields)
         except ValidationError as exc:
             errors = exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.messages}
             taken = any(error.code == "unique" for error in getattr(exc, "error_dict", {}).get("slug", []))
@@ -287,7 +188,7 @@ def link_update(*, link: Link, actor: AbstractBaseUser | None = None, **changes)
         raise TypeError("not editable: " + ", ".join(sorted(unknown)))
     if "password" in changes:
         changes["password"] = link_password(changes["password"])
-    before = Link.objects.select_for_update().values(*AUDITED_FIELDS, "team_id", "password").get(pk=link.pk)
+    before = Link.objects.select_for_update().values(*AUDITED, "team_id", "password").get(pk=link.pk)
     before["team"] = before.pop("team_id")
     if actor is not None:
         access.require(actor, before["team"], Role.EDITOR, to="change links")
@@ -298,7 +199,7 @@ def link_update(*, link: Link, actor: AbstractBaseUser | None = None, **changes)
     _validate(link)
     _save(link, regenerate_slug=False, update_fields=[*changes, "updated_at"])
     after = {name: getattr(link, name) for name in changes}
-    if "password" in changes:  # whether there is one, never a hash
+    if "password" in changes:  # whether there is one, never a hash (fields.Option.audited)
         had = before.pop("password")
         before["password"] = "set" if had else "none"
         after["password"] = ("replaced" if had else "set") if link.password else "none"
@@ -321,15 +222,16 @@ def link_update(*, link: Link, actor: AbstractBaseUser | None = None, **changes)
             else Domain.objects.values_list("host", flat=True).get(pk=before["domain"])
         )
         publish_link(old_host, before["slug"])
-        if before["crawlable"]:
+        if in_robots(before):
             publish_domain(old_host)
-    _publish(link, robots=link.crawlable or (before["crawlable"] and not moved))
+    _publish(link, robots=in_robots(link) or (in_robots(before) and not moved))
     return link
 
 
 @transaction.atomic
 def link_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> None:
-    """Deletes the link with its clicks, rollups and totals; `actor` must be
+    """Deletes the link, and with it (links.signals.link_deleted) its clicks,
+    rollups and totals; `actor` must be
     an editor of its team (None: the system). Deleting the row first waits
     for any import holding the link (importer.py), so that clicks it was
     storing go too. The audit log keeps the link's id and slug."""
@@ -337,9 +239,9 @@ def link_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> None:
         access.require(actor, link.team_id, Role.EDITOR, to="delete links")
     slug, link_id, team_id = link.slug, link.pk, link.team_id
     link.delete()
-    clicks_delete_for_link(link_id=link_id)
+    link_deleted.send(sender=Link, link_id=link_id)
     audit.record(team_id=team_id, actor=actor, action=Action.LINK_DELETED, link_id=link_id, slug=slug)
-    _publish(link, robots=link.crawlable)
+    _publish(link, robots=in_robots(link))
 
 
 BULK_ACTIONS = ("tag", "untag", "disable", "enable", "delete")

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher, check_password, identify_hasher, make_password
 
+from slingshot.redis import RedisUnavailable, quick_call
 from slingshot.text import unstorable
 
 from .models import Link
-from .redis import RedisUnavailable, quick_call
 
 # The longest password a link can have (links.services.link_password).
 PASSWORD_MAX_LENGTH = 128

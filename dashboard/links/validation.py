@@ -13,15 +13,19 @@ import re
 import socket
 import time
 import unicodedata
+from datetime import datetime, timedelta
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import idna
+from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from slingshot.text import check_storable, describe, first_invisible
 
 REDIRECT_STATUSES = (301, 302, 307, 308)
+# The largest UTC offset PostgreSQL's timestamptz takes.
+MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -190,9 +194,9 @@ def edge_hosts() -> set[str]:
     global _domain_hosts
     read_at, hosts = _domain_hosts
     if time.monotonic() - read_at > _DOMAIN_HOSTS_TTL:
-        from .models import Domain  # the models import this module
-
-        hosts = frozenset(Domain.objects.values_list("host", flat=True))
+        # By the app registry: links.models imports this module for the fields' validators.
+        domains = apps.get_model("links", "Domain").objects
+        hosts = frozenset(domains.values_list("host", flat=True))
         _domain_hosts = (time.monotonic(), hosts)
     return {default_host(), *hosts}
 
@@ -269,3 +273,9 @@ def _blocked_domain(host: str, blocklist: list[str]) -> str | None:
         if domain and (host == domain or host.endswith("." + domain)):
             return domain
     return None
+
+
+def storable_offset(moment: datetime) -> bool:
+    """Whether PostgreSQL takes this time's UTC offset (naive times have none)."""
+    offset = moment.utcoffset()
+    return offset is None or abs(offset) <= MAX_UTC_OFFSET

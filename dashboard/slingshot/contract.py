@@ -9,7 +9,7 @@ LINK_KEY_PREFIX = "slingshot:link:"
 DOMAINS_KEY = "slingshot:domains"
 ROBOTS_KEY_PREFIX = "slingshot:robots:"
 LINK_CHANGES_STREAM = "slingshot:link-changes"
-# A counter per link with max_visits: the redirects the edge has let through.
+# A counter per link with a visit limit: the redirects the edge has let through.
 VISITS_KEY_PREFIX = "slingshot:visits:"
 # Change notifications are only hints to evict a cached copy: the stream is capped.
 LINK_CHANGES_MAXLEN = 100_000

@@ -28,7 +28,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import OperationalError, connections
 from django.http import HttpRequest, HttpResponse
 
-from links.redis import RedisUnavailable, quick_call
+from slingshot.redis import RedisUnavailable, quick_call
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import redis
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse
 
-from links.redis import get_quick_redis
+from slingshot.redis import get_quick_redis
 
 from .release import VERSION
 

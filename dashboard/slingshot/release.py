@@ -2,9 +2,10 @@
 
 A release is a version number here, a section of CHANGELOG.md, and the
 lock of its migrations (RELEASED_MIGRATIONS): every migration file of the
-release, and every sql/ file a migration reads, with its SHA-256. A
-migration that has been released is never edited again (tests/test_release.py
-fails when one differs); a change to the schema is a new migration.
+release with its SHA-256. A migration that has been released is never
+edited again (tests/test_release.py fails when one differs); a change to the
+schema is a new migration, and the same change in sql/, which stays the
+schema as it is (docs/releasing.md).
 `python -m devstack.release` writes the lock when a version is released
 (docs/releasing.md)."""
 
@@ -19,9 +20,8 @@ RELEASED_MIGRATIONS = Path(__file__).resolve().with_name("released_migrations.tx
 
 
 def schema_files() -> list[Path]:
-    """Every file whose content makes the schema: the apps' migrations and the sql/ files they apply."""
-    migrations = sorted(DASHBOARD_DIR.glob("*/migrations/0*.py"))
-    return migrations + sorted((REPO_DIR / "sql").glob("*.sql"))
+    """The apps' migrations."""
+    return sorted(DASHBOARD_DIR.glob("*/migrations/0*.py"))
 
 
 def digest(path: Path) -> str:
@@ -29,7 +29,7 @@ def digest(path: Path) -> str:
 
 
 def lock_text(version: str) -> str:
-    lines = [f"# The migrations and schema files of Slingshot {version}: never edited again (slingshot/release.py)."]
+    lines = [f"# The migrations of Slingshot {version}: never edited again (slingshot/release.py)."]
     lines += [f"{digest(path)}  {path.relative_to(REPO_DIR).as_posix()}" for path in schema_files()]
     return "\n".join(lines) + "\n"
 

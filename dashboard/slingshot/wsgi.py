@@ -1,10 +1,10 @@
 """The dashboard's WSGI application, as gunicorn loads it in each worker.
 
+It refuses to start on a database of another schema (slingshot/schema.py).
 Once Django, the URLconf and the views are loaded, everything made so far
 moves out of the garbage collector's sight (gc.freeze): those objects live
 as long as the worker does, and a full collection would otherwise walk all
-of them, some 100,000, a 25-35 ms pause in one request out of every few
-dozen (docs/benchmarks.md, "The dashboard")."""
+of them on a request now and then."""
 
 import gc
 import os

@@ -10,12 +10,12 @@ apply only within what the roles allow.
 
 A request made with an API token reaches the token's team only, with the
 role its user has there now, and no more than `viewer` for a read-only
-token. api.services.token_authenticate looks that role up with the token on
+token. tokens.services.token_authenticate looks that role up with the token on
 every request and binds it to the request's user (bind_token); nothing keeps
 it longer, so a removed membership or a deactivated user stops the token at
 once.
 
-links.selectors (links_visible_to, links_editable_by, clicks_visible_to),
+links.selectors (links_visible_to, links_editable_by), clicks.selectors (clicks_visible_to),
 the services that change links, teams and tokens, the pages, the API and the
 admin all ask here."""
 
@@ -50,7 +50,7 @@ def token_role(*, scope: str, member_role: str | None, is_superuser: bool) -> Ro
 
 def bind_token(user: AbstractBaseUser, token) -> None:
     """From now on `user` (this request's) acts as the token allows: its team,
-    its role (`token.role`, set by api.services.token_authenticate)."""
+    its role (`token.role`, set by tokens.services.token_authenticate)."""
     setattr(user, _TOKEN_ATTRIBUTE, token)
 
 

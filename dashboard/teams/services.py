@@ -11,8 +11,6 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
-from api.models import ApiToken
-from links.models import Link
 from slingshot.text import invisible
 
 from . import access, audit
@@ -118,7 +116,7 @@ def team_delete(*, actor: AbstractBaseUser, team: Team) -> None:
         raise ValidationError(
             {"team": ValidationError("A personal team is not deleted: it is its person's.", code="personal_team")}
         )
-    links = Link.objects.filter(team_id=team.pk)
+    links = team.links.all()  # links.Link, by its team's related name: links sit above teams
     if count := links.count():
         raise _links_first(count)
     team_id = team.pk
@@ -134,7 +132,7 @@ def team_delete(*, actor: AbstractBaseUser, team: Team) -> None:
         team.name,
         actor.get_username(),
         gone.get("teams.Membership", 0),
-        gone.get("api.ApiToken", 0),
+        gone.get("tokens.ApiToken", 0),
         gone.get("teams.AuditEntry", 0),
         gone.get("links.LinkImport", 0),
     )
@@ -225,8 +223,9 @@ def member_remove(*, actor: AbstractBaseUser, membership: Membership) -> None:
         changes={"role": [membership.role, None]},
     )
     now = timezone.now()
-    for token in ApiToken.objects.filter(user_id=membership.user_id, team_id=membership.team_id, revoked_at=None):
-        ApiToken.objects.filter(pk=token.pk).update(revoked_at=now)
+    # tokens.ApiToken, by the team's related name: tokens sit above teams.
+    for token in membership.team.api_tokens.filter(user_id=membership.user_id, revoked_at=None):
+        membership.team.api_tokens.filter(pk=token.pk).update(revoked_at=now)
         audit.record(
             team_id=membership.team_id,
             actor=actor,

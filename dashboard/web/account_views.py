@@ -9,14 +9,18 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
+from django.utils import timezone as tz
 from django.views.decorators.http import require_POST
 
 from accounts import selectors, services
 from teams import access
 
 from . import forms
+from . import services as web_services
+from .middleware import remember_time_zone
 
 
 def _managers_only(request) -> None:
@@ -103,3 +107,31 @@ class PasswordSetView(auth_views.PasswordResetConfirmView):
     def form_valid(self, form):
         messages.success(self.request, "Your password is set: sign in with it.")
         return super().form_valid(form)
+
+
+class SignInView(auth_views.LoginView):
+    """Django's sign-in; django-axes throttles it like every other way to
+    sign in (slingshot/signin.py)."""
+
+    template_name = "web/sign_in.html"
+    redirect_authenticated_user = True
+
+
+@login_required
+def time_zone(request):
+    """The zone the pages show times and make days in. app.js posts the
+    browser's zone with `guess` on a first visit, which never overrides a choice."""
+    guess = request.method == "POST" and "guess" in request.POST
+    form = forms.TimeZoneForm(request.POST or None, initial={"time_zone": tz.get_current_timezone_name()})
+    if request.method == "POST" and form.is_valid():
+        preferences = web_services.preferences_set_time_zone(
+            user=request.user, time_zone=form.cleaned_data["time_zone"], only_if_unset=guess
+        )
+        remember_time_zone(request, preferences.time_zone)
+        if guess:
+            return JsonResponse({"time_zone": preferences.time_zone})
+        messages.success(request, f"Times are now shown in {preferences.time_zone}.")
+        return redirect("web:time-zone")
+    if guess:
+        return JsonResponse({"errors": form.errors}, status=400)
+    return render(request, "web/time_zone.html", {"form": form})

@@ -4,7 +4,7 @@ from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
 from django.utils import timezone
 
-from clicks.selectors import zone_named
+from clicks.calendar import zone_named
 
 from .models import Preferences
 

@@ -11,8 +11,10 @@ from urllib.parse import urlencode
 from babel import Locale
 from django.http import QueryDict
 
+from clicks.calendar import bucket_start, next_bucket
+from clicks.report_queries import Point, Totals
+from clicks.reports import LinkStats
 from clicks.rollups import DIMENSIONS
-from clicks.selectors import LinkStats, Point, Totals, bucket_start, next_bucket
 
 PRESETS = {
     "today": "Today",
@@ -234,7 +236,7 @@ def totals_changes(totals: Totals, previous: Totals | None) -> dict[str, Change]
 
 
 def export_url(base: str, *, start: datetime, end: datetime, include_bots: bool, filters: dict, kind: str) -> str:
-    """The export of the raw clicks of this report (web/views.py link_clicks_export)."""
+    """The export of the raw clicks of this report (web/report_views.py link_clicks_export)."""
     params = {"from": start.isoformat(), "to": end.isoformat(), "format": kind}
     if include_bots:
         params["include_bots"] = "true"

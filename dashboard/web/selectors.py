@@ -11,7 +11,8 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import Sum
 
-from clicks.selectors import LinkStats, Point, link_stats
+from clicks.report_queries import Point
+from clicks.reports import LinkStats, link_stats
 from links.models import Link
 from links.rules import Served, served_by
 from links.selectors import links_visible_to, with_click_totals

@@ -4,7 +4,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from clicks.selectors import zone_named
+from clicks.calendar import zone_named
 
 from .models import Preferences
 

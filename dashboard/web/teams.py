@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from teams import access
 from teams.models import Membership, Role, Team
 from teams.selectors import memberships_of
+from teams.services import personal_team
 
 SESSION_KEY = "team"
 
@@ -52,3 +53,17 @@ def navigation(request: HttpRequest) -> dict:
     if user is None or not user.is_authenticated:
         return {}
     return {"team_memberships": memberships(request), "current_membership": current_membership(request)}
+
+
+def current_team(request) -> Team:
+    """The team chosen in the navigation, else the personal team."""
+    membership = current_membership(request)
+    return membership.team if membership else personal_team(request.user)
+
+
+def edits_in(request, team: Team) -> bool:
+    """Whether the person may create and change links in the team."""
+    membership = current_membership(request)
+    if membership and membership.team_id == team.pk and not access.acts_everywhere(request.user):
+        return access.allows(membership.role, Role.EDITOR)
+    return access.allows(access.role_in(request.user, team.pk), Role.EDITOR)

@@ -11,10 +11,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from links import services, slugs, unlocking
-from links.redis import get_redis
+from links import slugs, unlocking
 from slingshot import contract
 from slingshot.contract import link_key
+from slingshot.redis import get_redis
+from testing.factories import make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -104,8 +105,8 @@ def test_every_slug_the_dashboard_accepts_the_edge_serves(edge):
         every_character[:32] + uuid.uuid4().hex,
         uuid.uuid4().hex[:8] + every_character[32:],
     ]
-    links = [services.link_create(owner=owner, url=f"https://example.com/{slug}", slug=slug) for slug in chosen]
-    links += [services.link_create(owner=owner, url="https://example.com/generated") for _ in range(20)]
+    links = [make_link(owner=owner, url=f"https://example.com/{slug}", slug=slug) for slug in chosen]
+    links += [make_link(owner=owner, url="https://example.com/generated") for _ in range(20)]
     for link in links:
         assert edge.request(f"/{link.slug}").status == 302, link.slug
 
@@ -116,7 +117,7 @@ def owner():
 
 
 def create(owner, **fields):
-    return services.link_create(owner=owner, slug="c" + uuid.uuid4().hex[:12], **fields)
+    return make_link(owner=owner, slug="c" + uuid.uuid4().hex[:12], **fields)
 
 
 @pytest.mark.parametrize("status", [301, 302, 307, 308])

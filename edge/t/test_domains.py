@@ -8,8 +8,9 @@ import pytest
 from edge_helpers import following, metrics, publish, wait_for_clicks, wait_until
 
 from links import domains, services
-from links.redis import get_redis
 from slingshot.contract import DOMAINS_KEY, LINK_CHANGES_STREAM
+from slingshot.redis import get_redis
+from testing.factories import make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,9 +33,9 @@ def settled(edge, check, what: str) -> None:
 def test_the_same_slug_on_two_domains_goes_to_two_targets(edge, owner, two_domains):
     go, to = two_domains
     slug = "d" + uuid.uuid4().hex[:8]
-    services.link_create(owner=owner, url="https://example.com/go", slug=slug, domain=go)
-    services.link_create(owner=owner, url="https://example.com/to", slug=slug, domain=to)
-    services.link_create(owner=owner, url="https://example.com/default", slug=slug)
+    make_link(owner=owner, url="https://example.com/go", slug=slug, domain=go)
+    make_link(owner=owner, url="https://example.com/to", slug=slug, domain=to)
+    make_link(owner=owner, url="https://example.com/default", slug=slug)
     settled(edge, lambda: served(edge, f"/{slug}", go.host, "https://example.com/go"), "the first domain served")
     settled(edge, lambda: served(edge, f"/{slug}", to.host, "https://example.com/to"), "the second domain served")
     # Host as browsers send it: any case, a port, a trailing dot.
@@ -47,7 +48,7 @@ def test_the_same_slug_on_two_domains_goes_to_two_targets(edge, owner, two_domai
 def test_a_link_is_served_on_its_own_domain_only(edge, owner, two_domains):
     go, to = two_domains
     slug = "o" + uuid.uuid4().hex[:8]
-    link = services.link_create(owner=owner, url="https://example.com/only", slug=slug, domain=go)
+    link = make_link(owner=owner, url="https://example.com/only", slug=slug, domain=go)
     settled(edge, lambda: served(edge, f"/{slug}", go.host, "https://example.com/only"), "the link served")
     assert get(edge, f"/{slug}", to.host).status == 404
     assert get(edge, f"/{slug}", "127.0.0.1").status == 404
@@ -59,7 +60,7 @@ def test_a_link_is_served_on_its_own_domain_only(edge, owner, two_domains):
 def test_an_orphan_visit_records_the_host_of_its_domain(edge, owner, two_domains, rds):
     go, to = two_domains
     slug = "v" + uuid.uuid4().hex[:8]
-    services.link_create(owner=owner, url="https://example.com/to", slug=slug + "x", domain=to)
+    make_link(owner=owner, url="https://example.com/to", slug=slug + "x", domain=to)
     settled(edge, lambda: served(edge, f"/{slug}x", to.host, "https://example.com/to"), "the link served")
     # The same path, asked for on a domain that has no link of it (nor ever had).
     assert get(edge, f"/{slug}", go.host).status == 404
@@ -83,8 +84,8 @@ def test_each_domain_has_its_own_root_and_not_found_redirects(edge, owner, two_d
 def test_robots_txt_allows_each_domains_crawlable_links_only(edge, owner, two_domains):
     go, to = two_domains
     crawl, hidden = "c" + uuid.uuid4().hex[:8], "h" + uuid.uuid4().hex[:8]
-    link = services.link_create(owner=owner, url="https://example.com/c", slug=crawl, domain=go, crawlable=True)
-    services.link_create(owner=owner, url="https://example.com/h", slug=hidden, domain=go)
+    link = make_link(owner=owner, url="https://example.com/c", slug=crawl, domain=go, crawlable=True)
+    make_link(owner=owner, url="https://example.com/h", slug=hidden, domain=go)
     expected = f"User-agent: *\nAllow: /{crawl}$\nDisallow: /\n".encode()
     settled(edge, lambda: get(edge, "/robots.txt", go.host).body == expected, "the robots.txt")
     response = get(edge, "/robots.txt", go.host)
@@ -97,7 +98,7 @@ def test_robots_txt_allows_each_domains_crawlable_links_only(edge, owner, two_do
 def test_a_removed_domain_is_gone_from_redis_and_served_as_the_default(edge, owner):
     domain = domains.domain_create(host=f"gone-{uuid.uuid4().hex[:6]}.example.com")
     assert get_redis().hexists(DOMAINS_KEY, domain.host)
-    link = services.link_create(owner=owner, url="https://example.com/", slug="g" + uuid.uuid4().hex[:8], domain=domain)
+    link = make_link(owner=owner, url="https://example.com/", slug="g" + uuid.uuid4().hex[:8], domain=domain)
     with pytest.raises(domains.DomainInUse):
         domains.domain_delete(domain=domain)
     services.link_delete(link=link)

@@ -10,7 +10,8 @@ import pytest
 from edge_helpers import wait_until
 
 import devstack
-from links import domains, services
+from links import domains
+from testing.factories import make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,8 +33,8 @@ def test_two_domains_with_the_same_slug_each_over_https_with_its_own_certificate
     go, to = two_domains
     certificates = {domain.host: certificate_for(edge, domain.host) for domain in two_domains}
     slug = "s" + uuid.uuid4().hex[:8]
-    services.link_create(owner=owner, url="https://example.com/go", slug=slug, domain=go)
-    services.link_create(owner=owner, url="https://example.com/to", slug=slug, domain=to)
+    make_link(owner=owner, url="https://example.com/go", slug=slug, domain=go)
+    make_link(owner=owner, url="https://example.com/to", slug=slug, domain=to)
 
     def served(domain, target):
         response, peer = edge.https_request(f"/{slug}", server_name=domain.host)
@@ -78,8 +79,8 @@ def test_a_domain_may_send_plain_http_to_https(edge, owner, two_domains):
     go, to = two_domains
     certificate_for(edge, go.host)
     slug = "h" + uuid.uuid4().hex[:8]
-    services.link_create(owner=owner, url="https://example.com/h", slug=slug, domain=go)
-    services.link_create(owner=owner, url="https://example.com/t", slug=slug, domain=to)
+    make_link(owner=owner, url="https://example.com/h", slug=slug, domain=go)
+    make_link(owner=owner, url="https://example.com/t", slug=slug, domain=to)
     domains.domain_update(domain=go, https_redirect=True)
     expected = f"https://{go.host}:{edge.tls_port}/{slug}?a=1"
 

@@ -17,7 +17,8 @@ from edge_helpers import publish, wait_for_clicks
 from devstack.pytest_plugin import Response
 from links import services, unlocking
 from links.models import Link
-from links.redis import get_redis
+from slingshot.redis import get_redis
+from testing.factories import make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -69,15 +70,15 @@ def owner(django_user_model):
 
 def twins(owner, password: str = "hunter2", **fields) -> tuple[Link, Link]:
     """The same link twice, without a password and with one."""
-    plain = services.link_create(owner=owner, slug="p" + uuid.uuid4().hex[:10], **fields)
-    locked = services.link_create(owner=owner, slug="l" + uuid.uuid4().hex[:10], password=password, **fields)
+    plain = make_link(owner=owner, slug="p" + uuid.uuid4().hex[:10], **fields)
+    locked = make_link(owner=owner, slug="l" + uuid.uuid4().hex[:10], password=password, **fields)
     return plain, locked
 
 
 def test_the_page_is_the_links_own_with_a_strict_csp_and_a_view_is_an_orphan_visit(password_edge, owner, rds):
     from links.publishing import link_payload
 
-    link = services.link_create(owner=owner, url="https://example.com/t", slug=uuid.uuid4().hex[:10], password="pw")
+    link = make_link(owner=owner, url="https://example.com/t", slug=uuid.uuid4().hex[:10], password="pw")
     page = visit(password_edge, f"/{link.slug}?utm_source=mail&x=%22q%22", headers={"Referer": NEWS})
     assert page.status == 200 and page.headers["Content-Type"] == "text/html; charset=utf-8"
     assert b"This link needs a password" in page.body and b'type="password"' in page.body
@@ -155,7 +156,7 @@ def test_wrong_guesses_lock_an_address_then_the_link_from_every_address(password
     settings.LINK_UNLOCK_FAILURE_LIMIT = 2
     settings.LINK_UNLOCK_LINK_FAILURE_LIMIT = 5
     settings.LINK_UNLOCK_COOLOFF_MINUTES = 10
-    link = services.link_create(owner=owner, url="https://example.com/g", slug=uuid.uuid4().hex[:10], password="right")
+    link = make_link(owner=owner, url="https://example.com/g", slug=uuid.uuid4().hex[:10], password="right")
     path = f"/{link.slug}"
     for guess in range(2):
         assert visit(password_edge, path, form={"password": f"wrong{guess}"}, source="127.0.0.2").status == 403
@@ -176,13 +177,13 @@ def test_wrong_guesses_lock_an_address_then_the_link_from_every_address(password
     get_redis().delete(by_link)
     assert visit(password_edge, path, form={"password": "right"}, source="127.0.0.7").status == 429
     assert get_redis().get(by_link) is None
-    other = services.link_create(owner=owner, url="https://example.com/o", slug=uuid.uuid4().hex[:10], password="right")
+    other = make_link(owner=owner, url="https://example.com/o", slug=uuid.uuid4().hex[:10], password="right")
     assert visit(password_edge, f"/{other.slug}", form={"password": "right"}, source="127.0.0.2").status == 200
 
 
 def test_no_answer_tells_which_links_have_a_password(password_edge, owner, live_server):
-    locked = services.link_create(owner=owner, url="https://example.com/a", slug=uuid.uuid4().hex[:10], password="x")
-    plain = services.link_create(owner=owner, url="https://example.com/b", slug=uuid.uuid4().hex[:10])
+    locked = make_link(owner=owner, url="https://example.com/a", slug=uuid.uuid4().hex[:10], password="x")
+    plain = make_link(owner=owner, url="https://example.com/b", slug=uuid.uuid4().hex[:10])
     answers = set()
     for path in (f"/unlock/{locked.pk}/", f"/unlock/{plain.pk}/", "/unlock/999999999/", "/unlock/"):
         conn = http.client.HTTPConnection("127.0.0.1", int(live_server.url.rsplit(":", 1)[1]), timeout=10)
@@ -202,7 +203,7 @@ def test_no_answer_tells_which_links_have_a_password(password_edge, owner, live_
 
 
 def test_a_form_from_another_site_is_refused_unchecked(password_edge, owner):
-    link = services.link_create(owner=owner, url="https://example.com/c", slug=uuid.uuid4().hex[:10], password="right")
+    link = make_link(owner=owner, url="https://example.com/c", slug=uuid.uuid4().hex[:10], password="right")
     sent = visit(password_edge, f"/{link.slug}", form={"password": "right"}, headers={"Origin": "https://evil.example"})
     assert sent.status == 403 and b"can only be sent from this page" in sent.body and "Set-Cookie" not in sent.headers
     origin = f"http://127.0.0.1:{password_edge.port}"
@@ -223,7 +224,7 @@ def test_checks_over_the_budget_wait_a_second_without_hashing(make_edge, live_se
     port = live_server.url.rsplit(":", 1)[1]
     edge = make_edge(env={"EDGE_DASHBOARD_URL": f"http://127.0.0.1:{port}"})
     settings.LINK_UNLOCK_CHECKS_PER_SECOND = 3
-    link = services.link_create(owner=owner, url="https://example.com/b", slug=uuid.uuid4().hex[:10], password="right")
+    link = make_link(owner=owner, url="https://example.com/b", slug=uuid.uuid4().hex[:10], password="right")
     spent_budget(3)
     refused = visit(edge, f"/{link.slug}", form={"password": "right"})
     assert refused.status == 429 and refused.headers["Retry-After"] == "1"
@@ -232,7 +233,7 @@ def test_checks_over_the_budget_wait_a_second_without_hashing(make_edge, live_se
 
 
 def test_an_edge_that_cannot_ask_the_dashboard_never_serves_the_link(make_edge, owner, rds):
-    link = services.link_create(owner=owner, url="https://example.com/f", slug=uuid.uuid4().hex[:10], password="right")
+    link = make_link(owner=owner, url="https://example.com/f", slug=uuid.uuid4().hex[:10], password="right")
     for env in ({"EDGE_DASHBOARD_URL": ""}, {"EDGE_DASHBOARD_URL": "http://127.0.0.1:9"}):
         edge = make_edge(env=env)
         refused = visit(edge, f"/{link.slug}", form={"password": "right"})
@@ -251,7 +252,7 @@ def test_a_link_published_by_an_older_dashboard_keeps_its_password(password_edge
 
 
 def test_a_password_set_before_the_link_hasher_is_made_again_with_it(owner):
-    link = services.link_create(owner=owner, url="https://example.com/h", slug=uuid.uuid4().hex[:10])
+    link = make_link(owner=owner, url="https://example.com/h", slug=uuid.uuid4().hex[:10])
     Link.objects.filter(pk=link.pk).update(password=make_password("right"))  # Django's default, ~0.2 s a check
     encoded = Link.objects.get(pk=link.pk).password
     assert unlocking.check_cost(encoded) == 50

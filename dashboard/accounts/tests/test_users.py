@@ -3,7 +3,6 @@ links, and each person's sessions and tokens with their last use."""
 
 import io
 import re
-import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -13,16 +12,11 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from accounts.models import SessionUse
-from api.services import token_create
 from teams.models import Membership
+from testing.factories import PASSWORD, make_user
+from tokens.services import token_create
 
 pytestmark = pytest.mark.django_db
-
-PASSWORD = "correct horse battery staple"
-
-
-def make_user(**extra):
-    return get_user_model().objects.create_user("u-" + uuid.uuid4().hex[:10], password=PASSWORD, **extra)
 
 
 def signed_in(user, agent="Firefox/120.0") -> Client:

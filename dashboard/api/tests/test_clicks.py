@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from clicks.enrichment import hash64
-from links.services import link_create
+from testing.factories import make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,8 +30,8 @@ def insert_clicks(link, rows):
 
 
 def test_clicks_filter_by_ip_link_and_time_with_cursor_pages(api, user, make_user):
-    mine = link_create(owner=user, url="https://example.com/", slug="m" + uuid.uuid4().hex[:8])
-    theirs = link_create(owner=make_user(), url="https://example.com/", slug="o" + uuid.uuid4().hex[:8])
+    mine = make_link(owner=user, url="https://example.com/", slug="m" + uuid.uuid4().hex[:8])
+    theirs = make_link(owner=make_user(), url="https://example.com/", slug="o" + uuid.uuid4().hex[:8])
     insert_clicks(mine, [(i, "203.0.113.0" if i % 2 else "198.51.100.0", f"ua-{i}") for i in range(150)])
     insert_clicks(theirs, [(i, "203.0.113.0", "theirs") for i in range(10)])
 
@@ -68,8 +68,8 @@ def test_bad_click_queries_are_400(api, params):
 
 
 def test_clicks_export_as_csv_and_json_lines_streamed(api, user, make_user):
-    mine = link_create(owner=user, url="https://example.com/", slug="x" + uuid.uuid4().hex[:8])
-    theirs = link_create(owner=make_user(), url="https://example.com/", slug="y" + uuid.uuid4().hex[:8])
+    mine = make_link(owner=user, url="https://example.com/", slug="x" + uuid.uuid4().hex[:8])
+    theirs = make_link(owner=make_user(), url="https://example.com/", slug="y" + uuid.uuid4().hex[:8])
     insert_clicks(mine, [(i, "203.0.113.0", f"ua-{i}") for i in range(3)] + [(3, "203.0.113.0", "=cmd|'/c calc'!A1")])
     insert_clicks(theirs, [(0, "203.0.113.0", "theirs")])
 
@@ -97,8 +97,8 @@ def test_clicks_of_a_slug_are_those_of_its_domain(api, user):
 
     other = domain_create(host=f"go-{uuid.uuid4().hex[:6]}.example.com")
     slug = "d" + uuid.uuid4().hex[:8]
-    on_default = link_create(owner=user, url="https://example.com/a", slug=slug)
-    on_other = link_create(owner=user, url="https://example.com/b", slug=slug, domain=other)
+    on_default = make_link(owner=user, url="https://example.com/a", slug=slug)
+    on_other = make_link(owner=user, url="https://example.com/b", slug=slug, domain=other)
     insert_clicks(on_default, [(0, "203.0.113.0", "default-domain")])
     insert_clicks(on_other, [(1, "203.0.113.0", "other-domain"), (2, "203.0.113.0", "other-domain")])
 

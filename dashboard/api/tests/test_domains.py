@@ -7,11 +7,10 @@ import orjson
 import pytest
 
 from links.models import Domain
-from links.redis import get_redis
 from links.validation import default_host
 from slingshot.contract import DOMAINS_KEY, link_key, robots_key
-
-from .conftest import fresh_slug
+from slingshot.redis import get_redis
+from testing.factories import fresh
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,7 +86,7 @@ def test_only_staff_change_domains_and_everyone_reads_them(api, staff_api):
 def test_a_domain_with_links_and_the_default_domain_are_not_removed(api, staff_api):
     host = new_host()
     staff_api.post("/api/v1/domains", {"host": host}, format="json")
-    slug = fresh_slug()
+    slug = fresh()
     assert api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug, "domain": host}, format="json")
     response = staff_api.delete(f"/api/v1/domains/{host}")
     assert response.status_code == 409 and "1 link uses" in response.json()["detail"]
@@ -97,7 +96,7 @@ def test_a_domain_with_links_and_the_default_domain_are_not_removed(api, staff_a
 def test_the_same_slug_on_two_domains_and_links_addressed_by_domain(api, staff_api):
     host = new_host()
     staff_api.post("/api/v1/domains", {"host": host}, format="json")
-    slug = fresh_slug()
+    slug = fresh()
     default = api.post("/api/v1/links", {"url": "https://example.com/d", "slug": slug}, format="json")
     assert default.status_code == 201 and default.json()["domain"] == default_host()
     other = api.post("/api/v1/links", {"url": "https://example.com/o", "slug": slug, "domain": host}, format="json")

@@ -10,13 +10,11 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from api.models import ApiToken
 from links.models import Domain, Link
-from links.services import link_create
 from teams.models import Team
 from teams.services import team_create
-
-from .conftest import fresh_slug
+from testing.factories import fresh, make_link
+from tokens.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -106,7 +104,7 @@ def test_a_link_with_what_cannot_be_kept_or_seen_is_a_400_naming_the_field(api):
 
 
 def test_a_change_to_a_link_likewise_and_the_link_stays_as_it_was(api, user):
-    link = link_create(owner=user, url="https://example.com/kept", slug=fresh_slug(), title="Kept", tags=["a"])
+    link = make_link(owner=user, url="https://example.com/kept", slug=fresh(), title="Kept", tags=["a"])
     kept = api.get(f"/api/v1/links/{link.slug}").json()
     for char in EVERY:
         for field, body in link_bodies(char):
@@ -137,7 +135,7 @@ def test_bulk_create_refuses_each_bad_item_by_its_field_and_creates_the_others(a
         for field, body in link_bodies(char)[:5]:
             items.append(body)
             fields.append(field)
-    good = fresh_slug()
+    good = fresh()
     items.insert(3, {"url": "https://example.com/good", "slug": good})
     response = send(api, "post", "/api/v1/links/bulk", {"links": items})
     assert response.status_code == 200, response.content
@@ -202,7 +200,7 @@ def test_tokens_and_members_refuse_what_cannot_be_kept(user):
 )
 def test_query_parameters_are_refused_by_name(client_for, make_user, path, field):
     staff = make_user(is_staff=True)
-    link = link_create(owner=staff, url="https://example.com/", slug=fresh_slug())
+    link = make_link(owner=staff, url="https://example.com/", slug=fresh())
     refused(client_for(staff).get(path.format(slug=link.slug)), field, path)
 
 
@@ -210,7 +208,7 @@ def test_bytes_that_are_not_utf8_in_a_query_never_reach_a_500(client_for, make_u
     """A surrogate's bytes (ED A0 80) cannot be a query's text: Django reads
     them as U+FFFD, which is text; whatever the answer, it is not a 500."""
     staff = make_user(is_staff=True)
-    link = link_create(owner=staff, url="https://example.com/", slug=fresh_slug())
+    link = make_link(owner=staff, url="https://example.com/", slug=fresh())
     api = client_for(staff)
     for path in [
         "/api/v1/links?search=%ED%A0%80",

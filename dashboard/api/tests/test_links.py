@@ -7,16 +7,14 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from links.models import Link
-from links.services import link_create
-
-from .conftest import fresh_slug
+from testing.factories import fresh, make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_create_returns_every_field(api, settings):
     settings.EDGE_BASE_URL = "https://sho.rt"
-    slug = fresh_slug()
+    slug = fresh()
     response = api.post(
         "/api/v1/links",
         {
@@ -89,7 +87,7 @@ def test_invalid_or_reserved_slugs_are_400(api, slug):
 
 
 def test_a_taken_slug_is_409(api, make_user, client_for):
-    slug = fresh_slug()
+    slug = fresh()
     assert api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug}, format="json").status_code == 201
     other = client_for(make_user())
     response = other.post("/api/v1/links", {"url": "https://example.org/", "slug": slug}, format="json")
@@ -98,7 +96,7 @@ def test_a_taken_slug_is_409(api, make_user, client_for):
 
 
 def test_another_users_link_is_404_for_every_method(api, make_user):
-    theirs = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
+    theirs = make_link(owner=make_user(), url="https://example.com/", slug=fresh())
     path = f"/api/v1/links/{theirs.slug}"
     assert api.get(path).status_code == 404
     assert api.patch(path, {"title": "mine"}, format="json").status_code == 404
@@ -109,7 +107,7 @@ def test_another_users_link_is_404_for_every_method(api, make_user):
 
 def test_superusers_see_every_link_and_staff_only_their_own(client_for, make_user):
     """A superuser's session reaches every team; a token, even a superuser's, its own team only."""
-    theirs = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
+    theirs = make_link(owner=make_user(), url="https://example.com/", slug=fresh())
     staff = client_for(make_user(is_staff=True))
     for response in (
         staff.get(f"/api/v1/links/{theirs.slug}"),
@@ -131,7 +129,7 @@ def test_superusers_see_every_link_and_staff_only_their_own(client_for, make_use
 
 
 def test_partial_update_and_delete(api):
-    slug = fresh_slug()
+    slug = fresh()
     api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug}, format="json")
     response = api.patch(f"/api/v1/links/{slug}", {"is_active": False, "title": "off"}, format="json")
     assert response.status_code == 200 and response.json()["is_active"] is False
@@ -144,10 +142,10 @@ def test_partial_update_and_delete(api):
 def test_list_search_filter_order_and_paginate(api, user):
     now = timezone.now()
     for i in range(60):
-        link = link_create(
+        link = make_link(
             owner=user,
             url=f"https://example.com/{i}",
-            slug=fresh_slug("p"),
+            slug=fresh("p"),
             title="needle" if i == 7 else "",
             tags=["even"] if i % 2 == 0 else [],
             is_active=i != 3,
@@ -171,13 +169,13 @@ def test_list_search_filter_order_and_paginate(api, user):
 
 
 def test_bulk_create_reports_each_item(api):
-    taken = fresh_slug()
+    taken = fresh()
     api.post("/api/v1/links", {"url": "https://example.com/", "slug": taken}, format="json")
     items = [
         {"url": "https://example.com/ok1"},
         {"url": "javascript:alert(1)"},
         {"url": "https://example.com/ok2", "slug": taken},
-        {"url": "https://example.com/ok3", "slug": fresh_slug()},
+        {"url": "https://example.com/ok3", "slug": fresh()},
     ]
     response = api.post("/api/v1/links/bulk", {"links": items}, format="json")
     assert response.status_code == 200
@@ -210,7 +208,7 @@ def test_concurrent_generated_slugs_never_collide(user, settings):
         try:
             barrier.wait()
             for i in range(40):
-                link_create(owner=user, url=f"https://example.com/{i}")
+                make_link(owner=user, url=f"https://example.com/{i}")
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
         finally:
@@ -228,13 +226,13 @@ def test_concurrent_generated_slugs_never_collide(user, settings):
 
 def test_list_parameters_parse_in_the_api_and_filter_in_the_selector(api, user):
     now = timezone.now()
-    spring = link_create(
-        owner=user, url="https://example.com/spring", slug=fresh_slug("s"), title="Spring sale", tags=["sale"]
+    spring = make_link(
+        owner=user, url="https://example.com/spring", slug=fresh("s"), title="Spring sale", tags=["sale"]
     )
-    summer = link_create(
+    summer = make_link(
         owner=user,
         url="https://example.com/summer",
-        slug=fresh_slug("u"),
+        slug=fresh("u"),
         title="Summer sale",
         tags=["sale"],
         is_active=False,
@@ -278,7 +276,7 @@ def test_bad_list_parameters_are_400_with_a_message(api, params, field):
 
 
 def test_bulk_create_items_of_the_wrong_shape_or_repeated(api, user):
-    slug = fresh_slug()
+    slug = fresh()
     items = [
         {"url": "https://example.com/1", "slug": slug},
         {"url": "https://example.com/2", "slug": slug},

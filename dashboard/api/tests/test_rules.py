@@ -5,10 +5,9 @@ import orjson
 import pytest
 
 from links.models import Link
-from links.redis import get_redis
 from slingshot.contract import link_key
-
-from .conftest import fresh_slug
+from slingshot.redis import get_redis
+from testing.factories import fresh
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,7 +23,7 @@ SPLIT = [{"url": "https://a.example/", "weight": 80}, {"url": "https://b.example
 
 
 def test_rules_and_split_round_trip_and_reach_redis(api):
-    slug = fresh_slug()
+    slug = fresh()
     response = api.post(
         "/api/v1/links", {"url": "https://example.com/", "slug": slug, "rules": RULES, "split": SPLIT}, format="json"
     )
@@ -45,7 +44,7 @@ def test_rules_and_split_round_trip_and_reach_redis(api):
 
 
 def test_a_link_without_rules_has_empty_lists(api):
-    slug = fresh_slug()
+    slug = fresh()
     created = api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug}, format="json").json()
     assert created["rules"] == [] and created["split"] == []
 
@@ -64,7 +63,7 @@ def test_a_link_without_rules_has_empty_lists(api):
     ],
 )
 def test_invalid_rules_are_a_400_with_the_reason(api, fields, reason):
-    slug = fresh_slug()
+    slug = fresh()
     response = api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug, **fields}, format="json")
     assert response.status_code == 400
     field = next(iter(fields))

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from django.core.management import call_command
 
-from clicks.tests.streams import add_entry
-from links.services import link_create
+from testing.factories import make_link
+from testing.streams import add_entry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +26,7 @@ def import_clicks(link, clicks):
 
 
 def test_stats_series_breakdowns_and_bot_flag(api, user):
-    link = link_create(owner=user, url="https://example.com/", slug="st" + uuid.uuid4().hex[:8])
+    link = make_link(owner=user, url="https://example.com/", slug="st" + uuid.uuid4().hex[:8])
     now = datetime.now(timezone.utc).replace(minute=30, second=0, microsecond=0)
     earlier = now - timedelta(hours=3)
     import_clicks(
@@ -60,8 +60,8 @@ def test_stats_series_breakdowns_and_bot_flag(api, user):
 
 
 def test_order_by_clicks(api, user):
-    quiet = link_create(owner=user, url="https://example.com/q", slug="oq" + uuid.uuid4().hex[:8])
-    busy = link_create(owner=user, url="https://example.com/b", slug="ob" + uuid.uuid4().hex[:8])
+    quiet = make_link(owner=user, url="https://example.com/q", slug="oq" + uuid.uuid4().hex[:8])
+    busy = make_link(owner=user, url="https://example.com/b", slug="ob" + uuid.uuid4().hex[:8])
     now = datetime.now(timezone.utc)
     import_clicks(busy, [(now, "198.51.100.9", FIREFOX, "")] * 3)
     import_clicks(quiet, [(now, "198.51.100.9", FIREFOX, "")])
@@ -83,13 +83,13 @@ def test_order_by_clicks(api, user):
     ],
 )
 def test_bad_stats_queries_are_400(api, user, params, field):
-    link = link_create(owner=user, url="https://example.com/", slug="sb" + uuid.uuid4().hex[:8])
+    link = make_link(owner=user, url="https://example.com/", slug="sb" + uuid.uuid4().hex[:8])
     response = api.get(f"/api/v1/links/{link.slug}/stats", params)
     assert response.status_code == 400 and list(response.json()) == [field], response.content
 
 
 def test_stats_ranges_default_and_reach_the_ends_of_the_calendar(api, user):
-    link = link_create(owner=user, url="https://example.com/", slug="sr" + uuid.uuid4().hex[:8])
+    link = make_link(owner=user, url="https://example.com/", slug="sr" + uuid.uuid4().hex[:8])
 
     def span(**params):
         response = api.get(f"/api/v1/links/{link.slug}/stats", params)
@@ -111,12 +111,12 @@ def test_stats_ranges_default_and_reach_the_ends_of_the_calendar(api, user):
 
 
 def test_stats_of_another_users_link_are_404(api, make_user):
-    theirs = link_create(owner=make_user(), url="https://example.com/", slug="so" + uuid.uuid4().hex[:8])
+    theirs = make_link(owner=make_user(), url="https://example.com/", slug="so" + uuid.uuid4().hex[:8])
     assert api.get(f"/api/v1/links/{theirs.slug}/stats").status_code == 404
 
 
 def test_stats_in_a_zone_with_totals_the_period_before_and_filters(api, user):
-    link = link_create(owner=user, url="https://example.com/", slug="sz" + uuid.uuid4().hex[:8])
+    link = make_link(owner=user, url="https://example.com/", slug="sz" + uuid.uuid4().hex[:8])
     now = datetime.now(timezone.utc).replace(minute=10, second=0, microsecond=0) - timedelta(hours=1)
     import_clicks(
         link,

@@ -5,10 +5,9 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from api.models import ApiToken
-from api.services import token_create, token_digest
-
-from .conftest import fresh_slug
+from testing.factories import fresh
+from tokens.models import ApiToken
+from tokens.services import token_create, token_digest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -116,7 +115,7 @@ def test_create_api_token_command_prints_a_working_token(user, capsys):
     call_command("create_api_token", user.username, "--scope", "write", "--name", "deploy")
     raw = capsys.readouterr().out.strip()
     assert raw.startswith("ssk_")
-    response = bearer(raw).post("/api/v1/links", {"url": "https://example.com/", "slug": fresh_slug()}, format="json")
+    response = bearer(raw).post("/api/v1/links", {"url": "https://example.com/", "slug": fresh()}, format="json")
     assert response.status_code == 201
     assert ApiToken.objects.get(digest=token_digest(raw)).name == "deploy"
 

@@ -8,29 +8,28 @@ from datetime import datetime, timedelta, timezone
 from io import StringIO
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
 
 from clicks.models import Click
 from clicks.partitions import click_tables_maintain, months_before
-from clicks.selectors import link_stats
+from clicks.reports import link_stats
 from clicks.stream import import_lag
-from clicks.tests.streams import add_entry, empty_streams, entry_fields, importer  # noqa: F401 (autouse fixture)
-from links import services
 from links.models import Link
-from links.redis import get_redis
 from slingshot.contract import CLICK_RECORD_VERSION, DEAD_LETTER_STREAM
 from slingshot.contract import CLICKS_GROUP as GROUP
 from slingshot.contract import CLICKS_STREAM as STREAM
+from slingshot.redis import get_redis
+from testing.factories import make_link, make_user
+from testing.streams import add_entry, entry_fields, importer
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams")]
 
 
 @pytest.fixture
 def link() -> Link:
-    owner = get_user_model().objects.create_user("importer-" + uuid.uuid4().hex[:8])
-    return services.link_create(owner=owner, url="https://example.org/", slug="imp" + uuid.uuid4().hex[:6])
+    owner = make_user()
+    return make_link(owner=owner, url="https://example.org/", slug="imp" + uuid.uuid4().hex[:6])
 
 
 def make_click(of: Link, **overrides) -> dict:
@@ -252,41 +251,6 @@ def test_the_ip_privacy_setting_decides_what_address_is_stored(settings, link, p
     call_command("import_clicks", "--once", "--consumer", "privacy")
 
     assert list(Click.objects.filter(link_id=link.pk).values_list("ip", flat=True)) == [stored]
-
-
-def test_importers_making_the_same_partition_at_once_both_succeed():
-    """Two importers that start together both make next month's partitions:
-    the second waits for the first, then finds them made."""
-    import threading
-
-    import psycopg
-
-    params = connection.get_connection_params()
-    month = datetime(2090, 1, 1, tzinfo=timezone.utc)
-    first = psycopg.connect(**params)
-    second = psycopg.connect(**params)
-    try:
-        assert first.execute("SELECT slingshot_ensure_click_partitions(%s, 0)", [month]).fetchone() == (2,)
-        outcome = []
-        racer = threading.Thread(
-            target=lambda: outcome.append(
-                second.execute("SELECT slingshot_ensure_click_partitions(%s, 0)", [month]).fetchone()
-            )
-        )
-        racer.start()
-        racer.join(timeout=1)
-        assert racer.is_alive()  # waiting for the first transaction
-        first.commit()
-        racer.join(timeout=30)
-        assert outcome == [(0,)]  # found them made, no "already exists"
-        second.commit()
-    finally:
-        for conn in (first, second):
-            conn.rollback()
-        with first.transaction():
-            first.execute("DROP TABLE IF EXISTS clicks_y2090m01, orphan_visits_y2090m01")
-        first.close()
-        second.close()
 
 
 def test_format_3_and_4_entries_are_both_imported_with_the_rule_that_served(link):

@@ -4,17 +4,19 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 
+from clicks.calendar import bucket_start
 from clicks.importer import ClickImporter
+from clicks.report_queries import Point
+from clicks.reports import LinkTotals, link_stats, link_totals
 from clicks.rollups import fold_days
-from clicks.selectors import LinkTotals, Point, bucket_start, link_stats, link_totals
-from clicks.tests.streams import ENRICHER, entry
-from clicks.tests.streams import importer as make_importer
 from links import services
 from links.domains import default_domain
 from links.models import Link
+from testing.factories import make_user
+from testing.streams import ENRICHER, entry
+from testing.streams import importer as make_importer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_rollups")]
 
@@ -38,7 +40,7 @@ def click(link: Link | str, at: datetime, ip: str, ua: str, ref: str = "") -> di
 
 @pytest.fixture
 def link() -> Link:
-    owner = get_user_model().objects.create_user("rollup-" + uuid.uuid4().hex[:8])
+    owner = make_user()
     slug = "r" + uuid.uuid4().hex[:10]
     return Link.objects.create(
         domain=default_domain(), slug=slug, url="https://example.com/", owner=owner, team=owner.personal_team

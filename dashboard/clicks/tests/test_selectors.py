@@ -8,24 +8,17 @@ from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 
+from clicks.calendar import bucket_end, bucket_start, next_bucket, stats_range
+from clicks.report_queries import Point, ReportTooLarge, Totals
+from clicks.reports import link_stats
 from clicks.rollups import fold_days
-from clicks.selectors import (
-    Point,
-    ReportTooLarge,
-    Totals,
-    bucket_end,
-    bucket_start,
-    link_stats,
-    next_bucket,
-    stats_range,
-)
-from clicks.tests.streams import entry
-from clicks.tests.streams import importer as make_importer
 from links.domains import default_domain
 from links.models import Link
+from testing.factories import make_user
+from testing.streams import entry
+from testing.streams import importer as make_importer
 
 from .test_rollups import CHROME, GOOGLEBOT, IPHONE, click
 
@@ -56,7 +49,7 @@ FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.
 
 @pytest.fixture
 def link() -> Link:
-    owner = get_user_model().objects.create_user("sel-" + uuid.uuid4().hex[:8])
+    owner = make_user()
     return Link.objects.create(
         domain=default_domain(),
         slug="s" + uuid.uuid4().hex[:10],

@@ -9,8 +9,8 @@ from django.conf import settings as django_settings
 
 from clicks.accounting import accounts
 from clicks.stores import import_lag_of_every_store, quick_store, store_names
-from links.redis import get_redis
 from slingshot.contract import CLICKS_GROUP, CLICKS_STREAM, SERVED_KEY_PREFIX
+from slingshot.redis import get_redis
 
 pytestmark = pytest.mark.django_db
 

@@ -1,27 +1,20 @@
 """The Django admin shows each person the links the API and the pages show
 them: model permissions given to staff apply to their own links only."""
 
-import uuid
-
 import pytest
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
 from links.models import Link
-from links.services import link_create
+from testing.factories import make_link, make_user
 
 pytestmark = pytest.mark.django_db
 
 
-def person(**flags):
-    return get_user_model().objects.create_user("admin-" + uuid.uuid4().hex[:8], **flags)
-
-
 def test_staff_with_link_permissions_reach_only_their_own_links(client):
-    staff = person(is_staff=True)
+    staff = make_user(is_staff=True)
     staff.user_permissions.add(*Permission.objects.filter(codename__in=["view_link", "change_link", "delete_link"]))
-    mine = link_create(owner=staff, url="https://example.com/mine")
-    theirs = link_create(owner=person(), url="https://example.com/theirs")
+    mine = make_link(owner=staff, url="https://example.com/mine")
+    theirs = make_link(owner=make_user(), url="https://example.com/theirs")
     client.force_login(staff)
 
     listing = client.get("/admin/links/link/")
@@ -38,7 +31,7 @@ def test_staff_with_link_permissions_reach_only_their_own_links(client):
 
 
 def test_superusers_reach_every_link_in_the_admin(client):
-    theirs = link_create(owner=person(), url="https://example.com/theirs")
-    client.force_login(person(is_staff=True, is_superuser=True))
+    theirs = make_link(owner=make_user(), url="https://example.com/theirs")
+    client.force_login(make_user(is_staff=True, is_superuser=True))
     assert theirs.slug in client.get("/admin/links/link/").content.decode()
     assert client.get(f"/admin/links/link/{theirs.pk}/change/").status_code == 200

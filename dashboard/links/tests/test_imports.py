@@ -4,8 +4,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from links.imports import CSV_COLUMNS, neutralise, unquote
+from links.fields import LinkFields
+from links.imports import CSV_COLUMNS
 from links.imports import row_arguments as read_row
+from slingshot.csv_text import neutralise, unquote
 
 TRICKY = ["=1+2", "+1", "-1", "@A1", "\tx", "\rx", "'=x", "''=x", "'x", "x'", "", "'", "''", "plain", "a=b", "'-'"]
 
@@ -54,31 +56,31 @@ def test_row_arguments_types_the_cells():
         )
     )
     assert errors == {}
-    assert arguments == {
-        "domain": DEFAULT,
-        "url": "https://example.com/",
-        "slug": "s",
-        "title": "T",
-        "tags": ["a", "b", "c"],
-        "redirect_status": 301,
-        "expires_at": datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc),
-        "forward_query": True,
-        "is_active": False,
-    }
+    assert arguments == LinkFields(
+        domain=DEFAULT,
+        url="https://example.com/",
+        slug="s",
+        title="T",
+        tags=["a", "b", "c"],
+        redirect_status=301,
+        expires_at=datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc),
+        forward_query=True,
+        is_active=False,
+    )
     defaults, _ = row_arguments(fields(url="https://example.com/", expires_at="2030-01-02T00:00:00+05:30"))
-    assert (
-        defaults["slug"],
-        defaults["tags"],
-        defaults["redirect_status"],
-        defaults["forward_query"],
-        defaults["is_active"],
-    ) == (None, [], 302, False, True)
-    assert defaults["expires_at"].utcoffset() == timedelta(hours=5, minutes=30)
-    assert row_arguments(fields(url="https://example.com/", expires_at="2030-01-02"))[0]["expires_at"] == datetime(
+    assert (defaults.slug, defaults.tags, defaults.redirect_status, defaults.forward_query, defaults.is_active) == (
+        None,
+        [],
+        302,
+        False,
+        True,
+    )
+    assert defaults.expires_at.utcoffset() == timedelta(hours=5, minutes=30)
+    assert row_arguments(fields(url="https://example.com/", expires_at="2030-01-02"))[0].expires_at == datetime(
         2030, 1, 2, tzinfo=timezone.utc
     )
     # A domain cell as people write it: any case, a trailing dot.
-    assert row_arguments(fields(url="https://example.com/", domain="Go.Example.com."))[0]["domain"] is OTHER
+    assert row_arguments(fields(url="https://example.com/", domain="Go.Example.com."))[0].domain is OTHER
 
 
 def test_row_arguments_says_which_cells_cannot_be_read():

@@ -1,45 +1,35 @@
-import uuid
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from links import selectors
 from links.models import Link
-from links.services import link_create
+from testing.factories import fresh, make_link, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def make_user(**extra):
-    return get_user_model().objects.create_user("sel-" + uuid.uuid4().hex[:8], **extra)
-
-
-def fresh_slug(prefix: str = "l") -> str:
-    return prefix + uuid.uuid4().hex[:10]
 
 
 def test_link_search_words_filters_and_order(django_assert_num_queries):
     owner, other = make_user(), make_user()
     now = timezone.now()
-    spring = link_create(
+    spring = make_link(
         owner=owner,
         url="https://shop.example/spring",
-        slug=fresh_slug("sp"),
+        slug=fresh("sp"),
         title="Spring Sale",
         tags=["sale", "2030"],
     )
-    summer = link_create(
+    summer = make_link(
         owner=owner,
         url="https://shop.example/summer",
-        slug=fresh_slug("su"),
+        slug=fresh("su"),
         title="Summer sale",
         tags=["sale"],
         is_active=False,
     )
-    blog = link_create(owner=owner, url="https://blog.example/post", slug=fresh_slug("bl"), title="A post")
-    theirs = link_create(owner=other, url="https://shop.example/theirs", slug=fresh_slug("th"), title="Sale")
+    blog = make_link(owner=owner, url="https://blog.example/post", slug=fresh("bl"), title="A post")
+    theirs = make_link(owner=other, url="https://shop.example/theirs", slug=fresh("th"), title="Sale")
     for age, link in enumerate([spring, summer, blog, theirs]):
         Link.objects.filter(pk=link.pk).update(created_at=now - timedelta(days=age))
 
@@ -72,10 +62,10 @@ def test_link_search_words_filters_and_order(django_assert_num_queries):
 
 
 def test_taken_slugs_is_one_query_whoever_owns_them(django_assert_num_queries):
-    mine = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
-    theirs = link_create(owner=make_user(), url="https://example.com/", slug=fresh_slug())
+    mine = make_link(owner=make_user(), url="https://example.com/", slug=fresh())
+    theirs = make_link(owner=make_user(), url="https://example.com/", slug=fresh())
     domain = mine.domain_id
-    asked = [mine.slug, theirs.slug, mine.slug.upper(), fresh_slug(), *(fresh_slug() for _ in range(70_000))]
+    asked = [mine.slug, theirs.slug, mine.slug.upper(), fresh(), *(fresh() for _ in range(70_000))]
     with django_assert_num_queries(1):
         taken = selectors.taken_slugs(slugs=[(domain, slug) for slug in asked] + [(domain + 1, mine.slug)])
     assert taken == {(domain, mine.slug), (domain, theirs.slug)}

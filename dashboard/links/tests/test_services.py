@@ -3,24 +3,25 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from links import services
 from links.domains import default_domain
+from links.fields import LinkFields
 from links.models import Link
-from links.redis import get_redis
 from slingshot.contract import LINK_CHANGES_STREAM, link_key
+from slingshot.redis import get_redis
+from testing.factories import make_link, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def owner():
-    return get_user_model().objects.create_user("owner-" + uuid.uuid4().hex[:8])
+    return make_user()
 
 
-def fresh_slug(prefix: str = "s") -> str:
+def fresh(prefix: str = "s") -> str:
     return prefix + uuid.uuid4().hex[:10]
 
 
@@ -30,9 +31,9 @@ def published(slug: str):
 
 
 def test_create_publishes_every_field_after_commit(owner):
-    slug = fresh_slug()
+    slug = fresh()
     expires = datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
-    link = services.link_create(
+    link = make_link(
         owner=owner,
         url="https://example.com/a",
         slug=slug,
@@ -62,17 +63,17 @@ def test_create_publishes_every_field_after_commit(owner):
 def test_nothing_is_published_when_the_transaction_rolls_back(owner):
     from django.db import transaction
 
-    slug = fresh_slug()
+    slug = fresh()
     with pytest.raises(RuntimeError), transaction.atomic():
-        services.link_create(owner=owner, url="https://example.com/", slug=slug)
+        make_link(owner=owner, url="https://example.com/", slug=slug)
         raise RuntimeError("rolled back")
     assert published(slug) is None
     assert not Link.objects.filter(slug=slug).exists()
 
 
 def test_update_and_rename_and_delete_keep_redis_in_step(owner):
-    old, new = fresh_slug("old"), fresh_slug("new")
-    link = services.link_create(owner=owner, url="https://example.com/1", slug=old)
+    old, new = fresh("old"), fresh("new")
+    link = make_link(owner=owner, url="https://example.com/1", slug=old)
     services.link_update(link=link, slug=new, url="https://example.com/2")
     assert published(old) is None
     assert published(new)["url"] == "https://example.com/2"
@@ -82,7 +83,7 @@ def test_update_and_rename_and_delete_keep_redis_in_step(owner):
 
 def test_generated_slugs_are_base62_of_the_configured_length(owner, settings):
     settings.LINK_SLUG_LENGTH = 9
-    link = services.link_create(owner=owner, url="https://example.com/")
+    link = make_link(owner=owner, url="https://example.com/")
     assert len(link.slug) == 9 and link.slug.isalnum()
     assert published(link.slug)["url"] == "https://example.com/"
 
@@ -105,53 +106,57 @@ def test_generated_slugs_are_base62_of_the_configured_length(owner, settings):
 def test_unsafe_targets_are_refused(owner, settings, url, message):
     settings.EDGE_BASE_URL = "http://127.0.0.1:8080"
     with pytest.raises(ValidationError) as caught:
-        services.link_create(owner=owner, url=url, slug=fresh_slug())
+        make_link(owner=owner, url=url, slug=fresh())
     assert message in str(caught.value)
 
 
 @pytest.mark.parametrize("slug", ["has space", "semi;colon", "ünïcode", "a" * 65, "admin", "API", "healthz"])
 def test_bad_slugs_are_refused(owner, slug):
     with pytest.raises(ValidationError):
-        services.link_create(owner=owner, url="https://example.com/", slug=slug)
+        make_link(owner=owner, url="https://example.com/", slug=slug)
     assert not Link.objects.filter(slug=slug).exists()
 
 
 def test_a_taken_slug_is_refused(owner):
-    slug = fresh_slug()
-    services.link_create(owner=owner, url="https://example.com/", slug=slug)
+    slug = fresh()
+    make_link(owner=owner, url="https://example.com/", slug=slug)
     with pytest.raises(ValidationError) as caught:
-        services.link_create(owner=owner, url="https://example.org/", slug=slug)
+        make_link(owner=owner, url="https://example.org/", slug=slug)
     assert "already exists" in str(caught.value)
 
 
 def test_link_validate_checks_like_link_create_without_a_query(owner, django_assert_num_queries):
     domain = default_domain()
-    services.link_validate(url="https://example.com/", domain=domain)  # reads the domains' hosts, kept a while
+    services.link_validate(
+        LinkFields(url="https://example.com/", domain=domain)
+    )  # reads the domains' hosts, kept a while
     with django_assert_num_queries(0):
-        link = services.link_validate(url="https://example.com/", domain=domain, tags=["a"], redirect_status=308)
+        link = services.link_validate(
+            LinkFields(url="https://example.com/", domain=domain, tags=["a"], redirect_status=308)
+        )
         assert link.pk is None and len(link.slug) == 7 and link.tags == ["a"]
         with pytest.raises(ValidationError) as caught:
             services.link_validate(
-                url="ftp://example.com/", domain=domain, slug="admin", tags=["no tag"], redirect_status=303
+                LinkFields(url="ftp://example.com/", domain=domain, slug="admin", tags=["no tag"], redirect_status=303)
             )
     assert set(caught.value.message_dict) == {"url", "slug", "tags", "redirect_status"}
     expires = datetime(2030, 1, 1, tzinfo=timezone(timedelta(hours=16)))  # PostgreSQL keeps offsets within ±15:59
     with pytest.raises(ValidationError) as caught:
-        services.link_create(owner=owner, url="https://example.com/", expires_at=expires)
+        make_link(owner=owner, url="https://example.com/", expires_at=expires)
     assert caught.value.message_dict == {"expires_at": ["The UTC offset must be within ±15:59."]}
 
 
 def test_bulk_create_gives_each_item_its_outcome_in_its_own_savepoint(owner):
-    taken = services.link_create(owner=owner, url="https://example.com/", slug=fresh_slug())
-    repeated = fresh_slug()
+    taken = make_link(owner=owner, url="https://example.com/", slug=fresh())
+    repeated = fresh()
     results = services.link_bulk_create(
         owner=owner,
         items=[
-            {"url": "https://example.com/1", "slug": repeated, "tags": ["a"]},
-            {"url": "javascript:alert(1)"},
-            {"url": "https://example.com/3", "slug": taken.slug},
-            {"url": "https://example.com/4", "slug": repeated},
-            {"url": "https://example.com/5"},
+            (LinkFields(url="https://example.com/1", slug=repeated, tags=["a"]), None),
+            (LinkFields(url="javascript:alert(1)"), None),
+            (LinkFields(url="https://example.com/3", slug=taken.slug), None),
+            (LinkFields(url="https://example.com/4", slug=repeated), None),
+            (LinkFields(url="https://example.com/5"), None),
         ],
     )
     assert [result.outcome for result in results] == [

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from links.services import link_create
+from testing.factories import make_link
 from web.tests.test_browser import browser  # noqa: F401 (the fixture)
 
 PASSWORD = "correct horse battery staple"
@@ -63,7 +63,7 @@ def test_the_console_shows_a_violation_when_there_is_one(page, user):
 
 
 def test_the_dashboard_pages_under_the_policy(page, user):
-    link = link_create(owner=user, url="https://example.com/csp", slug="csp" + uuid.uuid4().hex[:6], title="CSP")
+    link = make_link(owner=user, url="https://example.com/csp", slug="csp" + uuid.uuid4().hex[:6], title="CSP")
     sign_in(page, user)
     assert page.locator("canvas[data-chart]").count() == 1
     drawn = page.evaluate("() => Boolean(Chart.getChart(document.querySelector('canvas[data-chart]')))")

@@ -1,6 +1,6 @@
 """Requests while Redis hangs (SIGSTOP) or is gone: the API and the pages
 answer within a second, /healthz says what is wrong, and the circuit breaker
-of links/redis.py keeps the cost to one short timeout now and then."""
+of slingshot/redis.py keeps the cost to one short timeout now and then."""
 
 import signal
 import time
@@ -8,16 +8,15 @@ import uuid
 
 import pytest
 import redis
-from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 import devstack
-from api.services import token_create
 from devstack.pytest_plugin import SERVERS
 from devstack.throwaway import ThrowawayStack
-from links.redis import CircuitBreaker, RedisUnavailable, breaker, get_quick_redis
-from links.services import link_create
+from slingshot.redis import CircuitBreaker, RedisUnavailable, breaker, get_quick_redis
 from slingshot.release import VERSION
+from testing.factories import make_link, make_user
+from tokens.services import token_create
 
 from .conftest import request
 
@@ -82,9 +81,9 @@ def visitor(client, settings):
     """A staff member (whose overview asks Redis for the import lag) with a
     link and an API token."""
     settings.EDGE_HEALTH_URL = "http://127.0.0.1:9/healthz"  # refused at once: only Redis is on trial here
-    user = get_user_model().objects.create_user("ops-" + uuid.uuid4().hex[:8], is_staff=True)
+    user = make_user(is_staff=True)
     settings.LINK_PUBLISH_INLINE = False  # the link is made before the outage; no Redis for it either
-    link_create(owner=user, url="https://example.com/outage", slug="o" + uuid.uuid4().hex[:8])
+    make_link(owner=user, url="https://example.com/outage", slug="o" + uuid.uuid4().hex[:8])
     _, raw = token_create(user=user, name="outage", scope="read")
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")

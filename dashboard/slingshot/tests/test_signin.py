@@ -6,7 +6,7 @@ import uuid
 import pytest
 from django.contrib.auth import get_user_model
 
-from links.redis import get_quick_redis
+from slingshot.redis import get_quick_redis
 
 PASSWORD = "correct horse battery staple"
 LOCKED = b"Too many failed sign-ins from your address"

@@ -1,28 +1,12 @@
-import uuid
 from dataclasses import dataclass
 
 import pytest
-from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from links.models import Link
-from links.services import link_create
 from teams.models import Role, Team
 from teams.services import member_add, team_create
-
-PASSWORD = "correct horse battery staple"
-
-
-def fresh(prefix: str = "t") -> str:
-    return prefix + uuid.uuid4().hex[:10]
-
-
-@pytest.fixture
-def make_user(db):
-    def factory(**extra):
-        return get_user_model().objects.create_user(fresh("user-"), password=PASSWORD, **extra)
-
-    return factory
+from testing.factories import fresh, make_link
 
 
 @dataclass
@@ -43,7 +27,7 @@ def crew(make_user) -> Crew:
     for role in (Role.VIEWER, Role.EDITOR):
         people[role.value] = make_user()
         member_add(actor=admin, team=team, username=people[role.value].username, role=role)
-    link = link_create(owner=admin, team=team, url="https://example.com/campaign", slug=fresh("c"))
+    link = make_link(owner=admin, team=team, url="https://example.com/campaign", slug=fresh("c"))
     return Crew(team=team, link=link, people=people)
 
 

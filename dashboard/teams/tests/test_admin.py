@@ -7,11 +7,9 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from links.models import Link
-from links.services import link_create
 from teams.models import Role
 from teams.services import member_add, team_create
-
-from .conftest import fresh
+from testing.factories import fresh, make_link
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +21,7 @@ def test_staff_reach_only_what_their_roles_allow(crew, make_user):
     staff.user_permissions.add(*Permission.objects.filter(codename__in=EVERY_PERMISSION))
     member_add(actor=crew.people["admin"], team=crew.team, username=staff.username, role=Role.VIEWER)
     elsewhere = team_create(actor=crew.people["non-member"], name=fresh("Elsewhere "))
-    theirs = link_create(owner=crew.people["non-member"], team=elsewhere, url="https://example.com/x", slug=fresh())
+    theirs = make_link(owner=crew.people["non-member"], team=elsewhere, url="https://example.com/x", slug=fresh())
     admin = Client()
     admin.force_login(staff)
 

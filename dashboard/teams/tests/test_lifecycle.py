@@ -12,15 +12,16 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from api.models import ApiToken
-from api.services import token_create
 from links.models import Link, LinkImport
-from links.services import link_create, link_delete
+from links.services import link_delete
 from teams import selectors
 from teams.models import Action, AuditEntry, Membership, Role, Team
 from teams.services import member_change, member_remove, team_delete
+from testing.factories import PASSWORD, fresh, make_link
+from tokens.models import ApiToken
+from tokens.services import token_create
 
-from .conftest import PASSWORD, fresh, session_api
+from .conftest import session_api
 
 pytestmark = pytest.mark.django_db
 
@@ -140,7 +141,7 @@ def test_teams_list_and_create(crew):
         token_client(viewer, crew.team, scope="read").post("/api/v1/teams", {"name": "x"}, format="json").status_code
         == 403
     )
-    link = link_create(owner=viewer, team=viewer.personal_team, url="https://example.com/", slug=fresh())
+    link = make_link(owner=viewer, team=viewer.personal_team, url="https://example.com/", slug=fresh())
     assert link.team_id != crew.team.pk
 
 
@@ -221,7 +222,7 @@ def test_a_personal_team_is_renamed_by_its_person_but_not_deleted(crew):
 def test_a_team_with_links_is_not_deleted(crew):
     admin = crew.people["admin"]
     token_create(user=crew.people["editor"], team=crew.team, name="ci", scope="write")
-    link_create(owner=admin, team=crew.team, url="https://example.com/second", slug=fresh("l"))
+    make_link(owner=admin, team=crew.team, url="https://example.com/second", slug=fresh("l"))
     kept = (Membership.objects.filter(team=crew.team).count(), ApiToken.objects.filter(team=crew.team).count())
     refused = session_api(admin).delete(f"/api/v1/teams/{crew.team.pk}")
     assert refused.status_code == 409 and "still has 2 links" in refused.json()["team"][0]
@@ -263,7 +264,7 @@ def test_a_link_made_while_its_team_is_deleted_is_refused_not_orphaned(crew):
     def create_then_wait():
         try:
             with transaction.atomic():
-                link_create(owner=admin, team=crew.team, url="https://example.com/late", slug=fresh("late"))
+                make_link(owner=admin, team=crew.team, url="https://example.com/late", slug=fresh("late"))
                 made.set()
                 go.wait(10)
         except IntegrityError as exc:

@@ -8,12 +8,13 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from api.models import ApiToken
 from links.models import Link
-from links.services import link_create, link_delete
+from links.services import link_delete
 from teams.models import Membership, Team
+from testing.factories import fresh, make_link
+from tokens.models import ApiToken
 
-from .conftest import fresh, session_api
+from .conftest import session_api
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +36,7 @@ def api_operations(crew, role):
     """(operation, expected status, response) for each operation through the API."""
     api = session_api(crew.people[role])
     team, slug = crew.team.pk, crew.link.slug
-    spare = link_create(owner=crew.people["admin"], team=crew.team, url="https://example.com/spare", slug=fresh("s"))
+    spare = make_link(owner=crew.people["admin"], team=crew.team, url="https://example.com/spare", slug=fresh("s"))
     newcomer = fresh("new-")
     from django.contrib.auth import get_user_model
 
@@ -101,7 +102,7 @@ def page_operations(crew, role):
     client = Client()
     client.force_login(user)
     team, slug = crew.team.pk, crew.link.slug
-    spare = link_create(owner=crew.people["admin"], team=crew.team, url="https://example.com/spare", slug=fresh("s"))
+    spare = make_link(owner=crew.people["admin"], team=crew.team, url="https://example.com/spare", slug=fresh("s"))
     switched = client.post(reverse("web:team-switch"), {"team": team})
     yield "switch", 302 if READS[role] else 404, switched.status_code
     listed = [link.slug for link in client.get(reverse("web:link-list")).context["page"]]

@@ -4,11 +4,11 @@ slingshot/tests/test_signin.py."""
 import pytest
 from django.urls import reverse
 
-from api.models import ApiToken
-from api.services import token_authenticate, token_create
-from links.services import link_create
+from testing.factories import PASSWORD, fresh, make_link
+from tokens.models import ApiToken
+from tokens.services import token_authenticate, token_create
 
-from .conftest import PASSWORD, import_clicks, unique_slug
+from .conftest import import_clicks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,8 +60,8 @@ def test_token_form_errors(signed_in):
 
 
 def test_overview_totals_and_top_links(signed_in, user, django_assert_max_num_queries):
-    busy = link_create(owner=user, url="https://example.com/b", slug=unique_slug())
-    link_create(owner=user, url="https://example.com/q", slug=unique_slug())
+    busy = make_link(owner=user, url="https://example.com/b", slug=fresh())
+    make_link(owner=user, url="https://example.com/q", slug=fresh())
     import_clicks(busy, 4)
     # session, user, the links' ids, the series, the totals, the top links, the live version, the teams
     with django_assert_max_num_queries(8):

@@ -13,12 +13,12 @@ from django.urls import reverse
 from clicks import accounting
 from clicks.models import Click
 from links.domains import domain_create
-from links.redis import get_redis
-from links.services import link_create
 from links.validation import default_host
 from slingshot.contract import SERVED_KEY_PREFIX
+from slingshot.redis import get_redis
+from testing.factories import fresh, make_link
 
-from .conftest import FIREFOX, unique_slug
+from .conftest import FIREFOX
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,12 +53,12 @@ def test_served_and_stored_agree_and_a_removal_shows(client, make_user, make_edg
     redis = get_redis()
     redis.delete(*redis.keys(SERVED_KEY_PREFIX + "*") or ["none"])
 
-    link = link_create(owner=staff, url="https://example.com/acc", slug=unique_slug("ac"))
+    link = make_link(owner=staff, url="https://example.com/acc", slug=fresh("ac"))
     for _ in range(5):
         assert edge.request(f"/{link.slug}", headers={"User-Agent": FIREFOX}).status == 302
     assert edge.request(f"/{link.slug}", method="HEAD").status == 302  # no click, so not counted either
     for _ in range(2):
-        assert edge.request(f"/{unique_slug('no')}", headers={"User-Agent": FIREFOX}).status == 404
+        assert edge.request(f"/{fresh('no')}", headers={"User-Agent": FIREFOX}).status == 404
 
     def caught_up():
         hour = current()
@@ -103,7 +103,7 @@ def test_accounting_and_orphan_visits_are_for_staff(signed_in):
 def test_orphan_visits_by_path_and_referrer(client, make_user, edge):
     staff = make_user(is_staff=True)
     client.force_login(staff)
-    missing = unique_slug("gone")
+    missing = fresh("gone")
     for referer in ("https://news.example.org/a", "https://news.example.org/b", None):
         headers = {"User-Agent": FIREFOX} | ({"Referer": referer} if referer else {})
         assert edge.request(f"/{missing}", headers=headers).status == 404
@@ -134,17 +134,17 @@ def test_orphan_visits_show_their_domain_and_kind_and_filter_by_domain(client, m
     none a click."""
     staff = make_user(is_staff=True)
     client.force_login(staff)
-    domain = domain_create(host=unique_slug("orph") + ".example.com")
+    domain = domain_create(host=fresh("orph") + ".example.com")
     now = datetime.now(timezone.utc)
-    slugs = {kind: unique_slug(kind[:4]) for kind in ("disabled", "scheduled", "expired", "limit")}
+    slugs = {kind: fresh(kind[:4]) for kind in ("disabled", "scheduled", "expired", "limit")}
     url = "https://example.com/"
     made = [
-        link_create(owner=staff, url=url, slug=slugs["disabled"], is_active=False),
-        link_create(owner=staff, url=url, slug=slugs["scheduled"], valid_since=now + timedelta(days=1)),
-        link_create(owner=staff, url=url, slug=slugs["expired"], expires_at=now + timedelta(seconds=1)),
+        make_link(owner=staff, url=url, slug=slugs["disabled"], is_active=False),
+        make_link(owner=staff, url=url, slug=slugs["scheduled"], valid_since=now + timedelta(days=1)),
+        make_link(owner=staff, url=url, slug=slugs["expired"], expires_at=now + timedelta(seconds=1)),
     ]
-    used_up = link_create(owner=staff, url=url, slug=slugs["limit"], max_visits=1)
-    missing = unique_slug("nowhere")
+    used_up = make_link(owner=staff, url=url, slug=slugs["limit"], max_visits=1)
+    missing = fresh("nowhere")
     time.sleep(1)
     wanted = {(domain.host, missing, "unknown")} | {("", slug, kind) for kind, slug in slugs.items()}
 
@@ -197,7 +197,7 @@ def test_an_hour_no_edge_counted_in_is_not_counted_rather_than_a_difference(clie
     hours = [now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=n) for n in (6, 5, 4, 3)]
     keys = [SERVED_KEY_PREFIX + str(int(hour.timestamp())) for hour in hours]
     redis.delete(*keys)
-    link = link_create(owner=staff, url="https://example.com/old", slug=unique_slug("old"))
+    link = make_link(owner=staff, url="https://example.com/old", slug=fresh("old"))
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM click_rollup_hour WHERE bucket >= %s", [hours[0]])
         for hour, clicks in zip(hours, (40, 30, 20, 10), strict=True):

@@ -10,10 +10,11 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect, sync_playwright
 
-from clicks.selectors import link_totals
+from clicks.reports import link_totals
 from links.models import Link
+from testing.factories import PASSWORD, fresh, make_link
 
-from .conftest import FIREFOX, PASSWORD, unique_slug
+from .conftest import FIREFOX
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,7 +73,7 @@ def import_until_counted(link: Link, clicks: int, timeout: float = 10.0) -> None
 
 def test_create_follow_import_and_read_the_report(page, edge, settings, tmp_path):
     settings.EDGE_BASE_URL = edge.url
-    slug = unique_slug("br")
+    slug = fresh("br")
     page.get_by_role("link", name="Links", exact=True).click()
     page.get_by_role("button", name="New link").click()
     page.get_by_label("Target URL").fill("https://example.com/browser-test")
@@ -135,7 +136,7 @@ def test_create_and_revoke_a_token(page):
 
 
 def test_import_a_csv_with_one_bad_row(page, user):
-    good = [unique_slug("im") for _ in range(2)]
+    good = [fresh("im") for _ in range(2)]
     csv_text = (
         f"url,slug,title\nhttps://example.com/a,{good[0]},A\nftp://example.com/b,bad-row,B\n"
         f"https://example.com/c,{good[1]},C\n"
@@ -163,10 +164,9 @@ CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko)
 
 
 def test_the_list_filters_by_a_tag_case_aside_and_each_row_disables_its_link(page, user):
-    from links.services import link_create
 
-    tagged = link_create(owner=user, url="https://example.com/tagged", slug=unique_slug("tg"), tags=["Spring-Sale"])
-    other = link_create(owner=user, url="https://example.com/other", slug=unique_slug("tg"), tags=["winter"])
+    tagged = make_link(owner=user, url="https://example.com/tagged", slug=fresh("tg"), tags=["Spring-Sale"])
+    other = make_link(owner=user, url="https://example.com/other", slug=fresh("tg"), tags=["winter"])
     page.goto("/links/?tag=SPRING-SALE")
     rows = page.locator("#links tbody tr")
     expect(rows).to_have_count(1)
@@ -186,9 +186,8 @@ def test_the_list_filters_by_a_tag_case_aside_and_each_row_disables_its_link(pag
 
 
 def make_clicked_link(edge, user, *, firefox: int, chrome: int) -> Link:
-    from links.services import link_create
 
-    link = link_create(owner=user, url="https://example.com/report", slug=unique_slug("rp"), title="Report test")
+    link = make_link(owner=user, url="https://example.com/report", slug=fresh("rp"), title="Report test")
     for agent, count in ((FIREFOX, firefox), (CHROME, chrome)):
         for _ in range(count):
             assert edge.request(f"/{link.slug}", headers={"User-Agent": agent}).status == 302

@@ -21,11 +21,10 @@ from clicks import accounting
 from clicks.models import Click
 from devstack import free_port
 from links.models import Link
-from links.redis import get_redis
-from links.services import link_create
 from slingshot.contract import SERVED_KEY_PREFIX
+from slingshot.redis import get_redis
+from testing.factories import fresh, make_link
 
-from .conftest import unique_slug
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS
 from .test_browser_teams import sign_in
 
@@ -115,10 +114,10 @@ def test_a_visitor_types_the_password_and_lands_where_the_link_sends_them(
     password_edge = make_edge(env={"EDGE_DASHBOARD_URL": f"http://127.0.0.1:{port}"})
     clean_slate()
     owner = make_user()
-    link = link_create(
+    link = make_link(
         owner=owner,
         url=f"http://{TARGET_HOST}/landing",
-        slug=unique_slug("pw"),
+        slug=fresh("pw"),
         password="open sesame",
         redirect_status=307,
         forward_query=True,
@@ -182,9 +181,9 @@ NOT_KEPT = "Type the password again: it is not kept when the form comes back wit
 @pytest.mark.parametrize("viewport", VIEWPORTS)
 def test_a_password_typed_in_a_form_that_comes_back_is_never_dropped(browser, live_server, make_user, viewport):
     owner = make_user()
-    taken = link_create(owner=owner, url="https://example.com/taken", slug=unique_slug("tk"))
+    taken = make_link(owner=owner, url="https://example.com/taken", slug=fresh("tk"))
     context, tab = sign_in(browser, live_server, owner, VIEWPORTS[viewport])
-    slug = unique_slug("nw")
+    slug = fresh("nw")
 
     tab.goto("/links/new/")
     tab.get_by_label("Target URL").fill("https://example.com/secret")

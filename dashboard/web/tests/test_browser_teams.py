@@ -6,10 +6,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from links.services import link_create
 from teams.services import team_create
+from testing.factories import PASSWORD, fresh, make_link
 
-from .conftest import PASSWORD, unique_slug
 from .test_browser import SCREENSHOTS, browser  # noqa: F401 (the Chromium fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,8 +35,8 @@ def switch_to(tab, team_name: str) -> None:
 def test_an_admin_adds_a_viewer_who_reads_but_cannot_edit(browser, live_server, make_user):  # noqa: F811
     admin, viewer = make_user(), make_user()
     team = team_create(actor=admin, name="Campaigns")
-    slug = unique_slug("tm")
-    link_create(owner=admin, team=team, url="https://example.com/spring", slug=slug, title="Spring sale")
+    slug = fresh("tm")
+    make_link(owner=admin, team=team, url="https://example.com/spring", slug=slug, title="Spring sale")
 
     context, tab = sign_in(browser, live_server, admin)
     switch_to(tab, "Campaigns")

@@ -9,10 +9,8 @@ from django.urls import reverse
 
 from links import domains
 from links.models import Domain
-from links.services import link_create
 from links.validation import default_host
-
-from .conftest import unique_slug
+from testing.factories import fresh, make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,7 +50,7 @@ def test_staff_add_change_and_remove_a_domain_in_the_page(staff):
 
 def test_a_domain_with_links_is_kept_with_a_message(staff, make_user):
     domain = domains.domain_create(host=new_host())
-    link_create(owner=make_user(), url="https://example.com/", slug=unique_slug(), domain=domain)
+    make_link(owner=make_user(), url="https://example.com/", slug=fresh(), domain=domain)
     response = staff.post(reverse("web:domain-delete", args=[domain.host]), follow=True)
     assert "1 link uses" in response.content.decode()
     assert Domain.objects.filter(pk=domain.pk).exists()
@@ -72,7 +70,7 @@ def test_people_who_are_not_staff_read_the_domains_only(signed_in):
 
 def test_a_link_on_a_domain_from_the_form_to_its_page_qr_and_export(signed_in, user):
     domain = domains.domain_create(host=new_host())
-    slug = unique_slug()
+    slug = fresh()
     form = signed_in.get(reverse("web:link-create")).content.decode()
     assert f'value="{domain.host}"' in form
     response = signed_in.post(
@@ -84,7 +82,7 @@ def test_a_link_on_a_domain_from_the_form_to_its_page_qr_and_export(signed_in, u
     link = user.links.get(slug=slug)
     assert link.domain == domain
     # The same slug on the default domain is another link.
-    link_create(owner=user, url="https://example.com/default", slug=slug)
+    make_link(owner=user, url="https://example.com/default", slug=slug)
 
     page = signed_in.get(response["Location"]).content.decode()
     assert f"//{domain.host}" in page and f"/{slug}" in page and "https://example.com/d" in page

@@ -8,10 +8,8 @@ import pytest
 from django.test import Client
 
 from links import unlocking
-from links.redis import get_redis
-from links.services import link_create
-
-from .conftest import unique_slug
+from slingshot.redis import get_redis
+from testing.factories import fresh, make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,7 +26,7 @@ def ask(body, *, secret: str | None, host: str = "dashboard:8000", **headers):
 def test_an_edge_learns_whether_a_password_is_right(user, settings):
     settings.EDGE_DASHBOARD_SECRET = "s3cret-of-the-edges"
     settings.HTTPS_ONLY = settings.SECURE_SSL_REDIRECT = True  # the edge calls over the internal network's HTTP
-    link = link_create(owner=user, url="https://example.com/", slug=unique_slug(), password="right")
+    link = make_link(owner=user, url="https://example.com/", slug=fresh(), password="right")
     get_redis().delete(*unlocking.failure_keys(link.pk, "203.0.113.7"))
     check = {"link": link.pk, "password": "right", "address": "203.0.113.7"}
     assert ask(check, secret="s3cret-of-the-edges").json() == {"outcome": "right"}
@@ -40,7 +38,7 @@ def test_a_typed_password_that_is_not_utf8_is_a_wrong_one(user, settings):
     """The edge passes the bytes typed as they are; json.loads reads the
     bytes of a lone surrogate (ED A0 80) as one, as it does the escape."""
     settings.EDGE_DASHBOARD_SECRET = "s3cret-of-the-edges"
-    link = link_create(owner=user, url="https://example.com/", slug=unique_slug(), password="right")
+    link = make_link(owner=user, url="https://example.com/", slug=fresh(), password="right")
     get_redis().delete(*unlocking.failure_keys(link.pk, "203.0.113.7"))
     for body in (
         b'{"link": %d, "password": "right\xed\xa0\x80", "address": "203.0.113.7"}' % link.pk,

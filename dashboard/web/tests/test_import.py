@@ -11,9 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from links.models import Link, LinkImport
-from links.services import link_create
-
-from .conftest import unique_slug
+from testing.factories import fresh, make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,8 +23,8 @@ def upload(client, content: str | bytes, name: str = "links.csv"):
 
 def test_upload_checks_every_row_then_imports_in_chunks(signed_in, user, settings):
     settings.WEB_IMPORT_CHUNK_ROWS = 2
-    taken = link_create(owner=user, url="https://example.com/", slug=unique_slug())
-    good = [unique_slug() for _ in range(3)]
+    taken = make_link(owner=user, url="https://example.com/", slug=fresh())
+    good = [fresh() for _ in range(3)]
     text = "\n".join(
         [
             "url,slug,title,tags,is_active",
@@ -67,7 +65,7 @@ def test_upload_checks_every_row_then_imports_in_chunks(signed_in, user, setting
 
 
 def test_a_file_with_passwords_is_refused_rather_than_imported_without_them(signed_in, user):
-    slug = unique_slug()
+    slug = fresh()
     for header in ("url,slug,password", "URL,Slug, Password "):
         response = upload(signed_in, f"{header}\nhttps://example.com/,{slug},hunter2\n")
         assert response.status_code == 200
@@ -80,10 +78,10 @@ def test_a_file_with_passwords_is_refused_rather_than_imported_without_them(sign
 
 
 def test_a_row_refused_at_import_time_gets_its_error(signed_in, user, make_user):
-    slug = unique_slug()
+    slug = fresh()
     upload(signed_in, f"url,slug\nhttps://example.com/,{slug}\n")
     link_import = LinkImport.objects.get(owner=user)
-    link_create(owner=make_user(), url="https://example.com/other", slug=slug)  # taken since the upload
+    make_link(owner=make_user(), url="https://example.com/other", slug=slug)  # taken since the upload
     state = signed_in.post(reverse("web:link-import-run", args=[link_import.pk]), HTTP_ACCEPT="application/json").json()
     assert (state["created"], state["failed"], state["done"]) == (0, 1, True)
     assert LinkImport.objects.get(pk=link_import.pk).rows[0]["errors"] == {
@@ -115,7 +113,7 @@ def test_someone_elses_import_is_not_found(signed_in, make_user):
 def test_an_export_imports_back_as_it_was(signed_in, user):
     fields = dict(
         url="https://example.com/r?a=1",
-        slug=unique_slug(),
+        slug=fresh(),
         title="Round, trip",
         tags=["x", "y"],
         redirect_status=308,
@@ -123,7 +121,7 @@ def test_an_export_imports_back_as_it_was(signed_in, user):
         forward_query=True,
         is_active=False,
     )
-    link_create(owner=user, **fields)
+    make_link(owner=user, **fields)
     exported = b"".join(signed_in.get(reverse("web:link-export")).streaming_content).decode()
     Link.objects.filter(owner=user).delete()
 
@@ -136,8 +134,8 @@ def test_an_export_imports_back_as_it_was(signed_in, user):
 
 
 def test_a_10000_row_file_is_checked_at_once(signed_in, user, make_user, django_assert_max_num_queries):
-    taken = link_create(owner=make_user(), url="https://example.com/", slug=unique_slug())
-    prefix = unique_slug("k")
+    taken = make_link(owner=make_user(), url="https://example.com/", slug=fresh())
+    prefix = fresh("k")
     rows = [f'https://example.com/{i},{prefix}-{i},Row {i},"a,b",302,,false,true' for i in range(10_000)]
     bad = {  # line number (the header is line 1) -> (row, errors)
         2: ("ftp://example.com/0,,,,,,,", {"url": ["Only http and https URLs can be shortened."]}),
@@ -274,9 +272,9 @@ def test_the_export_neutralises_formulas_and_imports_back(signed_in, user):
     }
     slugs = {}
     for i, title in enumerate(typed):
-        slug = f"-{unique_slug()}" if i == 0 else unique_slug()
+        slug = f"-{fresh()}" if i == 0 else fresh()
         slugs[slug] = title
-        link_create(owner=user, url=f"https://example.com/{i}", slug=slug, title=title, tags=["-minus", "x"])
+        make_link(owner=user, url=f"https://example.com/{i}", slug=slug, title=title, tags=["-minus", "x"])
     exported = b"".join(signed_in.get(reverse("web:link-export")).streaming_content).decode()
     cells = {row["slug"]: row for row in csv.DictReader(io.StringIO(exported, newline=""))}
     assert {cells["'" + slug if slug.startswith("-") else slug]["title"] for slug in slugs} == set(typed.values())

@@ -12,9 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from links.models import Domain, Link, LinkImport
-from links.services import link_create
-
-from .conftest import unique_slug
+from testing.factories import fresh, make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,7 +40,7 @@ def field_errors(response, field: str, case, form: str = "form") -> list[str]:
 
 def test_a_host_with_an_invisible_character_is_a_field_error_on_the_link_form(signed_in):
     for char in INVISIBLE:
-        slug = unique_slug()
+        slug = fresh()
         split = [{"url": f"https://{char}a.example/", "weight": 1}, {"url": "https://b.example/", "weight": 1}]
         for fields, field in [
             ({"url": f"https://exa{char}mple.com/"}, "url"),
@@ -61,13 +59,13 @@ def test_json_escapes_of_what_text_cannot_hold_are_a_field_error_shown_as_typed(
     typed_rules = json.dumps([{**RULE, "url": "https://rule.example/@"}]).replace("@", escape)
     typed_split = json.dumps([{"url": "https://a.example/", "weight": 1}, {"url": "https://b@.example/", "weight": 1}])
     typed_split = typed_split.replace("@", escape)
-    slug = unique_slug()
+    slug = fresh()
     page = signed_in.post(reverse("web:link-create"), link_form(slug, rules=typed_rules, split=typed_split))
     assert field_errors(page, "rules", escape) and field_errors(page, "split", escape)
     assert typed_rules.replace('"', "&quot;") in page.content.decode()  # the box keeps what was typed
     assert not Link.objects.filter(slug=slug).exists()
 
-    link = link_create(owner=user, url="https://example.com/", slug=unique_slug(), rules=[RULE])
+    link = make_link(owner=user, url="https://example.com/", slug=fresh(), rules=[RULE])
     page = signed_in.post(reverse("web:link-edit", args=[link.slug]), link_form(link.slug, rules=typed_rules))
     field_errors(page, "rules", escape)
     link.refresh_from_db()
@@ -75,7 +73,7 @@ def test_json_escapes_of_what_text_cannot_hold_are_a_field_error_shown_as_typed(
 
 
 def test_the_link_edit_form_refuses_a_changed_host_and_keeps_the_link(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/", slug=fresh())
     page = signed_in.post(
         reverse("web:link-edit", args=[link.slug]), link_form(link.slug, url="https://exa\u3164mple.org/")
     )
@@ -85,7 +83,7 @@ def test_the_link_edit_form_refuses_a_changed_host_and_keeps_the_link(signed_in,
 
 
 def test_the_same_characters_in_a_path_or_a_title_are_kept_as_typed(signed_in):
-    slug = unique_slug()
+    slug = fresh()
     response = signed_in.post(
         reverse("web:link-create"), link_form(slug, url="https://example.com/a\u3164b", title="Sale \u2764\ufe0f")
     )
@@ -122,7 +120,7 @@ def test_a_domain_path_that_cannot_be_a_host_is_a_404(staff):
 
 
 def test_report_filters_that_text_cannot_hold_are_an_error_not_a_500(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/", slug=fresh())
     for name in ("browser", "os", "referer_host", "country", "device", "rule"):
         page = signed_in.get(reverse("web:link-detail", args=[link.slug]), {name: "a\x00"})
         assert page.status_code == 200, name
@@ -138,7 +136,7 @@ def test_report_filters_that_text_cannot_hold_are_an_error_not_a_500(signed_in, 
 
 
 def test_list_filters_and_searches_that_cannot_match_are_left_out(signed_in, user, client, make_user):
-    link = link_create(owner=user, url="https://example.com/", slug=unique_slug(), tags=["spring"])
+    link = make_link(owner=user, url="https://example.com/", slug=fresh(), tags=["spring"])
     for value in ("a\x00", "\u3164", "%ED%A0%80"):
         for name in ("q", "tag", "domain", "sort", "status", "page"):
             page = signed_in.get(reverse("web:link-list"), {name: value})
@@ -173,12 +171,12 @@ def csv_upload(client, content: bytes):
 
 def test_csv_rows_with_invisible_characters_get_row_errors_and_the_rest_imports(signed_in, user):
     Domain.objects.create(host="go.example.org")
-    kept = unique_slug()
+    kept = fresh()
     rows = [
         "domain,slug,url,title,tags",
-        f",{unique_slug()},https://exa\u3164mple.com/,Host,",
-        f"go\u3164.example.org,{unique_slug()},https://example.com/,Domain,",
-        f',{unique_slug()},https://example.com/,Tag,"a,sale\u115f"',
+        f",{fresh()},https://exa\u3164mple.com/,Host,",
+        f"go\u3164.example.org,{fresh()},https://example.com/,Domain,",
+        f',{fresh()},https://example.com/,Tag,"a,sale\u115f"',
         f",{kept},https://example.com/p\u3164th,Title \u3164 kept,",
     ]
     response = csv_upload(signed_in, "\n".join(rows).encode())

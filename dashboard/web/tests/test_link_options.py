@@ -9,12 +9,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from links.models import Link
-from links.redis import get_redis
-from links.services import link_create
 from slingshot.contract import visits_key
-from web.forms import with_utm
-
-from .conftest import unique_slug
+from slingshot.redis import get_redis
+from testing.factories import fresh, make_link
+from web.link_forms import with_utm
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,7 +25,7 @@ def test_utm_values_are_set_in_the_target():
 
 
 def test_create_with_every_option(signed_in):
-    slug = unique_slug()
+    slug = fresh()
     since = (timezone.now() + timedelta(days=2)).replace(second=0, microsecond=0)
     response = signed_in.post(
         reverse("web:link-create"),
@@ -57,7 +55,7 @@ def test_create_with_every_option(signed_in):
 
 
 def test_editing_keeps_the_password_unless_changed_or_removed(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/", slug=unique_slug(), password="old")
+    link = make_link(owner=user, url="https://example.com/", slug=fresh(), password="old")
     form = {"url": link.url, "slug": link.slug, "redirect_status": "302", "is_active": "on"}
     edit = reverse("web:link-edit", args=[link.slug])
     assert signed_in.post(edit, form).status_code == 302
@@ -72,10 +70,10 @@ def test_editing_keeps_the_password_unless_changed_or_removed(signed_in, user):
 
 
 def test_the_list_shows_each_links_state(signed_in, user):
-    active = link_create(owner=user, url="https://example.com/a", slug=unique_slug())
-    limited = link_create(owner=user, url="https://example.com/l", slug=unique_slug(), max_visits=1)
-    expired = link_create(
-        owner=user, url="https://example.com/e", slug=unique_slug(), expires_at=timezone.now() - timedelta(hours=1)
+    active = make_link(owner=user, url="https://example.com/a", slug=fresh())
+    limited = make_link(owner=user, url="https://example.com/l", slug=fresh(), max_visits=1)
+    expired = make_link(
+        owner=user, url="https://example.com/e", slug=fresh(), expires_at=timezone.now() - timedelta(hours=1)
     )
     get_redis().set(visits_key(limited.pk), 1)
     page = signed_in.get(reverse("web:link-list"))

@@ -9,9 +9,9 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from links.models import Link
-from links.services import link_create
+from testing.factories import fresh, make_link
 
-from .conftest import import_clicks, unique_slug
+from .conftest import import_clicks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,14 +30,14 @@ def test_pages_need_sign_in(client):
 
 
 def test_create_shows_the_same_messages_as_the_api(signed_in, user):
-    taken = link_create(owner=user, url="https://example.com/", slug=unique_slug())
+    taken = make_link(owner=user, url="https://example.com/", slug=fresh())
     api = APIClient()
     api.force_authenticate(user)
     for data in [
-        {"url": "ftp://example.com/file", "slug": unique_slug()},
+        {"url": "ftp://example.com/file", "slug": fresh()},
         {"url": "https://example.com/", "slug": "admin"},
         {"url": "https://example.com/", "slug": taken.slug},
-        {"url": "https://example.com/", "slug": unique_slug(), "tags": "ok,not ok"},
+        {"url": "https://example.com/", "slug": fresh(), "tags": "ok,not ok"},
     ]:
         page = signed_in.post(reverse("web:link-create"), {**data, "redirect_status": "302"})
         assert page.status_code == 200
@@ -51,7 +51,7 @@ def test_create_shows_the_same_messages_as_the_api(signed_in, user):
 
 
 def test_create_edit_toggle_delete(signed_in, user):
-    slug = unique_slug()
+    slug = fresh()
     response = signed_in.post(
         reverse("web:link-create"),
         {
@@ -103,7 +103,7 @@ def test_create_edit_toggle_delete(signed_in, user):
 
 
 def test_other_peoples_links_are_not_found(signed_in, make_user):
-    theirs = link_create(owner=make_user(), url="https://example.com/", slug=unique_slug())
+    theirs = make_link(owner=make_user(), url="https://example.com/", slug=fresh())
     for name in ("web:link-detail", "web:link-edit", "web:link-delete"):
         assert signed_in.get(reverse(name, args=[theirs.slug])).status_code == 404
     assert signed_in.post(reverse("web:link-toggle", args=[theirs.slug])).status_code == 404
@@ -121,11 +121,11 @@ def test_forms_refuse_posts_without_csrf_token(user):
 
 
 def test_list_search_filter_sort_and_query_count(signed_in, user, django_assert_max_num_queries):
-    quiet = link_create(owner=user, url="https://example.com/quiet", slug=unique_slug("q"), tags=["a"])
-    busy = link_create(owner=user, url="https://example.com/busy", slug=unique_slug("b"), title="Busy one", tags=["b"])
-    off = link_create(owner=user, url="https://example.com/off", slug=unique_slug("o"), is_active=False, tags=["a"])
+    quiet = make_link(owner=user, url="https://example.com/quiet", slug=fresh("q"), tags=["a"])
+    busy = make_link(owner=user, url="https://example.com/busy", slug=fresh("b"), title="Busy one", tags=["b"])
+    off = make_link(owner=user, url="https://example.com/off", slug=fresh("o"), is_active=False, tags=["a"])
     for i in range(60):
-        link_create(owner=user, url=f"https://example.com/{i}", tags=["bulk"])
+        make_link(owner=user, url=f"https://example.com/{i}", tags=["bulk"])
     import_clicks(busy, 3)
     import_clicks(quiet, 1)
 
@@ -146,8 +146,8 @@ def test_list_search_filter_sort_and_query_count(signed_in, user, django_assert_
 
 
 def test_export_is_the_current_filter(signed_in, user):
-    tagged = link_create(owner=user, url="https://example.com/t", slug=unique_slug(), tags=["x", "y"], title="T")
-    link_create(owner=user, url="https://example.com/u", slug=unique_slug())
+    tagged = make_link(owner=user, url="https://example.com/t", slug=fresh(), tags=["x", "y"], title="T")
+    make_link(owner=user, url="https://example.com/u", slug=fresh())
     response = signed_in.get(reverse("web:link-export"), {"tag": "x"})
     assert response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
@@ -157,7 +157,7 @@ def test_export_is_the_current_filter(signed_in, user):
 
 
 def test_detail_shows_stats_with_a_bounded_number_of_queries(signed_in, user, django_assert_max_num_queries):
-    link = link_create(owner=user, url="https://example.com/d", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/d", slug=fresh())
     import_clicks(link, 2)
     import_clicks(link, 1, ua="curl/8.0")
     url = reverse("web:link-detail", args=[link.slug])
@@ -180,7 +180,7 @@ def test_detail_shows_stats_with_a_bounded_number_of_queries(signed_in, user, dj
 
 
 def test_qr_codes(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/qr", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/qr", slug=fresh())
     png = signed_in.get(reverse("web:link-qr", args=[link.slug, "png"]), {"download": "1"})
     assert png["Content-Type"] == "image/png" and png.content.startswith(b"\x89PNG")
     assert png["Content-Disposition"] == f'attachment; filename="{link.slug}.png"'
@@ -190,14 +190,14 @@ def test_qr_codes(signed_in, user):
 
 def test_list_filters_cost_no_more_queries(signed_in, user, django_assert_max_num_queries):
     for i in range(70):
-        link_create(
+        make_link(
             owner=user,
             url=f"https://example.com/spring/{i}",
             title=f"Spring sale {i}",
             tags=["sale"],
             is_active=i % 5 != 0,
         )
-    link_create(owner=user, url="https://example.com/winter", title="Winter sale", tags=["sale"])
+    make_link(owner=user, url="https://example.com/winter", title="Winter sale", tags=["sale"])
     params = {"q": '"spring sale" example.com', "tag": "sale", "status": "active", "sort": "-clicks", "page": "2"}
     # session, user, their teams (the navigation), their role in the current one, count, the page's ids,
     # its rows with click totals, the domains of the filter
@@ -209,7 +209,7 @@ def test_list_filters_cost_no_more_queries(signed_in, user, django_assert_max_nu
 
 
 def test_bad_list_parameters_are_left_out(signed_in, user):
-    link_create(owner=user, url="https://example.com/", slug=unique_slug())
+    make_link(owner=user, url="https://example.com/", slug=fresh())
     response = signed_in.get(
         reverse("web:link-list"), {"sort": "nonsense", "status": "maybe", "q": "a\x00b", "tag": "a\x00b"}
     )
@@ -227,7 +227,7 @@ def test_bad_list_parameters_are_left_out(signed_in, user):
     ],
 )
 def test_detail_refuses_ranges_it_cannot_show(signed_in, user, params, field):
-    link = link_create(owner=user, url="https://example.com/d", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/d", slug=fresh())
     response = signed_in.get(reverse("web:link-detail", args=[link.slug]), params)
     assert response.status_code == 200 and list(response.context["errors"]) == [field]
     span = response.context["span"]  # the defaults instead
@@ -236,7 +236,7 @@ def test_detail_refuses_ranges_it_cannot_show(signed_in, user, params, field):
 
 
 def test_detail_range_as_asked(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/d", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/d", slug=fresh())
     response = signed_in.get(
         reverse("web:link-detail", args=[link.slug]),
         {"interval": "hour", "from": "2030-01-01", "to": "2030-01-02", "include_bots": "true"},
@@ -259,7 +259,7 @@ def test_an_expiry_postgresql_cannot_store_is_a_form_error(signed_in, user):
         reverse("web:link-create"),
         {
             "url": "https://example.com/",
-            "slug": unique_slug(),
+            "slug": fresh(),
             "redirect_status": "302",
             "expires_at": "2030-01-01T00:00:00+16:00",
         },
@@ -270,8 +270,8 @@ def test_an_expiry_postgresql_cannot_store_is_a_form_error(signed_in, user):
 
 
 def test_bulk_actions_on_a_selection(signed_in, user, make_user):
-    mine = [link_create(owner=user, url=f"https://example.com/b{i}", slug=unique_slug()) for i in range(3)]
-    theirs = link_create(owner=make_user(), url="https://example.com/t", slug=unique_slug())
+    mine = [make_link(owner=user, url=f"https://example.com/b{i}", slug=fresh()) for i in range(3)]
+    theirs = make_link(owner=make_user(), url="https://example.com/t", slug=fresh())
     bulk = reverse("web:link-bulk")
     two = [str(mine[0].pk), str(mine[1].pk), str(theirs.pk), "x1"]  # another person's link and junk are ignored
     assert signed_in.post(bulk, {"action": "tag", "tag": "spring", "selected": two}).status_code == 302

@@ -11,10 +11,10 @@ import pytest
 from django.urls import reverse
 
 from links.selectors import link_state
-from links.services import link_create
+from testing.factories import fresh, make_link
 from web.models import Preferences
 
-from .conftest import import_clicks, unique_slug
+from .conftest import import_clicks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,7 +22,7 @@ CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko)
 
 
 def test_presets_give_whole_days_up_to_today(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/p", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/p", slug=fresh())
     url = reverse("web:link-detail", args=[link.slug])
     for preset, days, interval in (("7d", 7, "day"), ("90d", 90, "day"), ("today", 1, "hour")):
         page = signed_in.get(url, {"range": preset})
@@ -37,7 +37,7 @@ def test_presets_give_whole_days_up_to_today(signed_in, user):
 
 
 def test_totals_compare_with_the_period_before(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/c", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/c", slug=fresh())
     now = datetime.now(timezone.utc)
     import_clicks(link, 2, when=now - timedelta(days=10))  # the 7 days before the last 7
     import_clicks(link, 3)
@@ -49,7 +49,7 @@ def test_totals_compare_with_the_period_before(signed_in, user):
 
 
 def test_a_breakdown_row_filters_the_whole_report(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/f", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/f", slug=fresh())
     import_clicks(link, 2)  # Firefox
     import_clicks(link, 3, ua=CHROME)
     url = reverse("web:link-detail", args=[link.slug])
@@ -79,7 +79,7 @@ def test_countries_read_as_names_with_flags():
 def test_days_are_days_of_the_persons_zone(client, user):
     Preferences.objects.create(user=user, time_zone="America/New_York")
     client.post(reverse("web:sign-in"), {"username": user.username, "password": "correct horse battery staple"})
-    link = link_create(owner=user, url="https://example.com/z", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/z", slug=fresh())
     page = client.get(reverse("web:link-detail", args=[link.slug]), {"from": "2030-01-01", "to": "2030-01-01"})
     span = page.context["span"]
     assert span.start == datetime(2030, 1, 1, 5, tzinfo=timezone.utc)  # midnight in New York
@@ -101,19 +101,19 @@ def test_the_browsers_zone_is_taken_once_and_a_choice_wins(signed_in, user):
 
 
 def test_live_version_changes_with_the_clicks(signed_in, user, make_user):
-    link = link_create(owner=user, url="https://example.com/l", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/l", slug=fresh())
     live = reverse("web:link-live", args=[link.slug])
     assert signed_in.get(live).json() == {"version": 0}
     import_clicks(link, 2)
     assert signed_in.get(live).json() == {"version": 2}
     report = signed_in.get(reverse("web:link-report", args=[link.slug]))
     assert b'id="total-clicks">2<' in report.content and b"<html" not in report.content
-    theirs = link_create(owner=make_user(), url="https://example.com/t", slug=unique_slug())
+    theirs = make_link(owner=make_user(), url="https://example.com/t", slug=fresh())
     assert signed_in.get(reverse("web:link-live", args=[theirs.slug])).status_code == 404
 
 
 def test_export_of_the_reports_clicks(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/e", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/e", slug=fresh())
     import_clicks(link, 2)
     import_clicks(link, 1, ua='=HYPERLINK("https://evil.example")')
     import_clicks(link, 1, ua="curl/8.0")
@@ -142,7 +142,7 @@ def test_link_state():
 
 
 def test_list_shows_the_true_state_and_row_actions(signed_in, user):
-    expired = link_create(owner=user, url="https://example.com/x", slug=unique_slug())
+    expired = make_link(owner=user, url="https://example.com/x", slug=fresh())
     expired.expires_at = datetime.now(timezone.utc) - timedelta(hours=1)
     expired.save(update_fields=["expires_at"])
     page = signed_in.get(reverse("web:link-list"))

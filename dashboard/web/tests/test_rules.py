@@ -7,10 +7,10 @@ import pytest
 from django.urls import reverse
 
 from links.models import Link
-from links.services import link_create
-from web.forms import LinkForm
+from testing.factories import fresh, make_link
+from web.link_forms import LinkForm
 
-from .conftest import import_clicks, unique_slug
+from .conftest import import_clicks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,7 +23,7 @@ def form_data(slug: str, **fields) -> dict:
 
 
 def test_create_and_edit_with_rules_and_a_split(signed_in):
-    slug = unique_slug()
+    slug = fresh()
     response = signed_in.post(
         reverse("web:link-create"), form_data(slug, rules=json.dumps(RULES), split=json.dumps(SPLIT))
     )
@@ -50,7 +50,7 @@ def test_create_and_edit_with_rules_and_a_split(signed_in):
     ],
 )
 def test_bad_rules_are_a_form_error(signed_in, fields, field, reason):
-    slug = unique_slug()
+    slug = fresh()
     response = signed_in.post(reverse("web:link-create"), form_data(slug, **fields))
     assert response.status_code == 200
     assert any(reason in error for error in response.context["form"].errors[field]), response.context["form"].errors
@@ -58,16 +58,16 @@ def test_bad_rules_are_a_form_error(signed_in, fields, field, reason):
 
 
 def test_link_page_shows_the_rules(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/", slug=unique_slug(), rules=RULES, split=SPLIT)
+    link = make_link(owner=user, url="https://example.com/", slug=fresh(), rules=RULES, split=SPLIT)
     page = signed_in.get(reverse("web:link-detail", args=[link.slug])).content.decode()
     assert "https://ios.example/" in page and "device is ios" in page and "No rule matched" not in page
     assert "https://b.example/" in page and "75%" in page
-    plain = link_create(owner=user, url="https://example.com/", slug=unique_slug())
+    plain = make_link(owner=user, url="https://example.com/", slug=fresh())
     assert 'id="link-rules"' not in signed_in.get(reverse("web:link-detail", args=[plain.slug])).content.decode()
 
 
 def test_link_page_counts_clicks_per_rule(signed_in, user):
-    link = link_create(owner=user, url="https://example.com/", slug=unique_slug(), rules=RULES)
+    link = make_link(owner=user, url="https://example.com/", slug=fresh(), rules=RULES)
     import_clicks(link, 3, rule="1")
     import_clicks(link, 2)
     response = signed_in.get(reverse("web:link-detail", args=[link.slug]))
@@ -77,7 +77,7 @@ def test_link_page_counts_clicks_per_rule(signed_in, user):
 
 
 def test_an_edit_that_leaves_the_rules_alone_does_not_change_them(user):
-    link = link_create(owner=user, url="https://example.com/", slug=unique_slug())
+    link = make_link(owner=user, url="https://example.com/", slug=fresh())
     form = LinkForm(form_data(link.slug, title="New title", rules="", split=""), initial=LinkForm.initial_for(link))
     assert form.is_valid(), form.errors
     assert set(form.changes()) == {"title"}

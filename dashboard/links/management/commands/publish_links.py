@@ -5,7 +5,6 @@ from tqdm import tqdm
 from links.domains import default_domain
 from links.models import Domain, Link
 from links.publishing import domain_payload, link_payload, publish_keys, redis_link_key, robots_txt
-from links.redis import get_redis
 from links.validation import default_host
 from slingshot.contract import (
     DOMAINS_KEY,
@@ -15,6 +14,7 @@ from slingshot.contract import (
     ROBOTS_KEY_PREFIX,
     robots_key,
 )
+from slingshot.redis import get_redis
 
 CHUNK = 1000
 

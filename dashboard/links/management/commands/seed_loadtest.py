@@ -7,11 +7,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from api.models import ApiToken
-from api.services import token_create, token_revoke
+from links.fields import LinkFields
 from links.models import Link
 from links.publishing import deliver_outbox
 from links.services import link_create
+from tokens.models import ApiToken
+from tokens.services import token_create, token_revoke
 
 DEFAULT_OUT = Path(settings.REPO_DIR) / ".run" / "loadtest" / "seed.json"
 
@@ -38,7 +39,9 @@ class Command(BaseCommand):
 
         existing = Link.objects.filter(owner=user, tags__contains=["seeded"]).count()
         for i in tqdm(range(existing, links), desc="seeding links", unit="link", disable=None):
-            link_create(owner=user, url=f"https://example.com/loadtest/{i}?via=slingshot", tags=["seeded"])
+            link_create(
+                owner=user, fields=LinkFields(url=f"https://example.com/loadtest/{i}?via=slingshot", tags=["seeded"])
+            )
         deliver_outbox()  # the redirects must work now, publisher or not
         seeded = list(
             Link.objects.filter(owner=user, tags__contains=["seeded"]).order_by("id").values_list("slug", "url")[:links]

@@ -25,6 +25,7 @@ class ApiToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "api_apitoken"  # made by the api app before tokens had one of their own
         ordering = ["-created_at"]
         constraints = [models.CheckConstraint(condition=models.Q(scope__in=["read", "write"]), name="api_token_scope")]
 

@@ -1,29 +1,17 @@
-"""What the importer's tests here and in tests/ share: click stream entries
-written as the edge writes them (record format 5), and a fixture that starts
-each test with empty click and dead-letter streams (import it into a test
-module)."""
+"""Click stream entries written as the edge writes them (record format 5),
+for tests of the importer and of what it stores, and an importer to read them."""
 
 import uuid
-
-import pytest
 
 from clicks.batch import BatchMaker
 from clicks.enrichment import Enricher
 from clicks.importer import ClickImporter
 from clicks.records import encode_entry
 from clicks.stream import ClickStream
-from links.redis import get_redis
-from slingshot.contract import CLICKS_STREAM, DEAD_LETTER_STREAM
+from slingshot.contract import CLICKS_STREAM
+from slingshot.redis import get_redis
 
 ENRICHER = Enricher()
-
-
-@pytest.fixture(autouse=True)
-def empty_streams():
-    client = get_redis()
-    client.delete(CLICKS_STREAM, DEAD_LETTER_STREAM)
-    yield
-    client.delete(CLICKS_STREAM, DEAD_LETTER_STREAM)
 
 
 def entry_fields(clicks: list[dict], *, prefix: str | None = None, first: int = 0) -> dict[str, bytes]:

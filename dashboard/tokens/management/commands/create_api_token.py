@@ -2,11 +2,11 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from api.models import ApiToken
-from api.services import token_create
 from slingshot.text import shown, unstorable
 from teams import access
 from teams.models import Team
+from tokens.models import ApiToken
+from tokens.services import token_create
 
 
 class Command(BaseCommand):

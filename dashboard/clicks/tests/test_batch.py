@@ -1,0 +1,81 @@
+"""Entries to a batch (clicks/batch.py): pure, no database, no Redis."""
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from clicks.batch import CLICK_COLUMNS, ORPHAN_COLUMNS, BatchMaker
+from clicks.enrichment import Enricher
+from testing.streams import entry
+
+CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+BOT = "Googlebot/2.1 (+http://www.google.com/bot.html)"
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
+TS = int(NOW.timestamp() * 1000)
+
+
+@pytest.fixture(scope="module")
+def maker():
+    return BatchMaker(Enricher())
+
+
+def click(**values) -> dict:
+    return {"ts": TS, "slug": "abc", "link": 7, "ip": "203.0.113.9", "ua": CHROME, "ref": "", **values}
+
+
+def rows(payload: bytes, columns) -> list[dict]:
+    return [dict(zip(columns, line.split("\t"), strict=True)) for line in payload.decode().splitlines()]
+
+
+def test_clicks_and_orphan_visits_become_the_rows_of_their_tables(maker):
+    batch = maker.make(
+        [
+            entry([click(ref="https://news.example/a"), click(link=8, ua=BOT, rule="ab2")]),
+            entry([click(slug="gone", link=None, kind="disabled", domain="go.example.com")]),
+        ],
+        now=NOW,
+    )
+    assert (batch.clicks, batch.orphans, batch.size, batch.dead) == (2, 1, 3, [])
+    assert batch.link_ids == {7, 8}
+    assert len(batch.ack_ids) == 2
+    assert batch.first_ms == batch.last_ms == TS
+    stored = rows(batch.click_rows, CLICK_COLUMNS)
+    assert [(row["link_id"], row["browser"], row["is_bot"], row["rule"]) for row in stored] == [
+        ("7", "Chrome", "f", "\\N"),
+        ("8", "Googlebot", "t", "ab2"),
+    ]
+    assert stored[0]["referer_host"] == "news.example" and stored[0]["ip"] == "203.0.113.0"  # anonymised
+    (orphan,) = rows(batch.orphan_rows, ORPHAN_COLUMNS)
+    assert (orphan["slug"], orphan["kind"], orphan["domain"]) == ("gone", "disabled", "go.example.com")
+    # Each user agent once, by the id the clicks refer to it with.
+    assert set(batch.agents.values()) == {CHROME, BOT}
+    assert {row["user_agent_id"] for row in stored} == {str(agent) for agent in batch.agents}
+    # One visitor row per click, and breakdown rows for each dimension.
+    assert len(batch.visitor_rows.decode().splitlines()) == 2
+    assert b"\trule\tab2\t" in batch.breakdown_rows
+
+
+def test_an_entry_that_breaks_the_contract_goes_to_dead_letters_whole_and_costs_the_others_nothing(maker):
+    bad = (b"1-0", {b"v": b"5", b"clicks": b"not\nlines\n"})
+    too_old = entry([click(ts=int((NOW - timedelta(days=401)).timestamp() * 1000))])
+    good = entry([click()])
+    batch = maker.make([bad, too_old, good], now=NOW)
+    assert batch.clicks == 1
+    assert [reason for _, _, reason in batch.dead] == [
+        "click id prefix or first number is not lower-case hex",
+        "click time is out of range",
+    ]
+    # Every entry is acknowledged: the dead ones once copied to the dead letters.
+    assert batch.ack_ids == [bad[0], too_old[0], good[0]]
+
+
+def test_an_entry_deleted_while_pending_is_acknowledged_with_nothing_to_store(maker):
+    batch = maker.make([(b"9-0", {})], now=NOW)
+    assert (batch.ack_ids, batch.size, batch.dead) == ([b"9-0"], 0, [])
+
+
+def test_the_values_a_copy_would_misread_are_escaped(maker):
+    batch = maker.make([entry([click(ref="https://r.example/a\\b", ua="tab\there")])], now=NOW)
+    (row,) = rows(batch.click_rows, CLICK_COLUMNS)
+    assert row["referer"] == "https://r.example/a\\\\b"
+    assert batch.agents and "tab\there" in batch.agents.values()

@@ -1,0 +1,60 @@
+"""The fixtures every app's tests share (a pytest plugin: pytest.ini loads
+it before Django is set up, so the app modules are imported in the
+fixtures)."""
+
+import pytest
+
+
+@pytest.fixture
+def make_user(db):
+    """make_user(**flags): a person with testing.factories.PASSWORD."""
+    from .factories import make_user
+
+    return make_user
+
+
+@pytest.fixture
+def user(make_user):
+    return make_user()
+
+
+@pytest.fixture
+def signed_in(client, user):
+    """Django's test client, signed in as `user`."""
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def client_for(db):
+    """client_for(user, scope="write", **token_fields): an API client with a fresh token."""
+    from .factories import api_client
+
+    return api_client
+
+
+@pytest.fixture
+def api(client_for, user):
+    return client_for(user)
+
+
+@pytest.fixture
+def empty_streams():
+    """Empty click and dead-letter streams before and after the test: ask for
+    it (`pytest.mark.usefixtures("empty_streams")`) in tests of the import."""
+    from slingshot.contract import CLICKS_STREAM, DEAD_LETTER_STREAM
+    from slingshot.redis import get_redis
+
+    client = get_redis()
+    client.delete(CLICKS_STREAM, DEAD_LETTER_STREAM)
+    yield
+    client.delete(CLICKS_STREAM, DEAD_LETTER_STREAM)
+
+
+@pytest.fixture(autouse=True)
+def closed_breaker():
+    """Each test starts with the dashboard's Redis breaker closed: an outage
+    another test made (and ended) is not this test's (slingshot.redis)."""
+    from slingshot.redis import breaker
+
+    breaker.reset()

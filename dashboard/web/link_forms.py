@@ -1,0 +1,338 @@
+"""The forms of the links pages: a link's options as links/fields.py
+declares them, with the UTM builder, and the list's filters and bulk actions."""
+
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from django import forms
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.template.defaultfilters import filesizeformat
+from django.utils import timezone
+
+from links.domains import default_domain
+from links.fields import OPTION_NAMES, LinkFields
+from links.imports import CSV_COLUMNS
+from links.models import Domain, Link
+from links.unlocking import PASSWORD_MAX_LENGTH
+from slingshot.text import check_storable, unstorable_in
+
+from .forms import DateTimeInput
+
+RULES_HELP = (
+    "A JSON list, tried in order; a visitor goes to the url of the first rule whose conditions all "
+    'hold. Conditions: {"type": "device", "value": "ios"} (or android, mobile, desktop, windows, macos, linux), '
+    '{"type": "language", "value": "en"} (en also matches en-GB), {"type": "country", "value": "DE"}, '
+    '{"type": "query", "key": "ref", "value": "mail"} (value left out: the key is present). Example: '
+    '[{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}]'
+)
+SPLIT_HELP = (
+    "Used when no rule matched: 2 to 10 destinations sharing the visitors by weight (1 to 100); each "
+    'visitor always gets the same one. Example: [{"url": "https://example.com/a", "weight": 50}, '
+    '{"url": "https://example.com/b", "weight": 50}]'
+)
+UTM_PARAMETERS = ("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
+
+
+def with_utm(url: str, values: dict[str, str]) -> str:
+    """The URL with these utm_* parameters set (replacing any of the same
+    name), the others and the fragment left as they are. static/web/app.js
+    does the same as people type."""
+    given = {name: value for name, value in values.items() if value}
+    if not given:
+        return url
+    parts = urlsplit(url)
+    query = [(name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True) if name not in given]
+    return urlunsplit(parts._replace(query=urlencode([*query, *given.items()])))
+
+
+class JSONListField(forms.JSONField):
+    """A JSON list typed in a textarea; an empty list shows as an empty box.
+    A lone surrogate, which JSON's "\\ud800" escape decodes to, is refused
+    here: neither the link nor the page could hold it."""
+
+    def prepare_value(self, value):
+        return "" if value in (None, [], "") else super().prepare_value(value)
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        check_storable(value)
+        return value
+
+    def bound_data(self, data, initial):
+        value = super().bound_data(data, initial)
+        # Shown again as it was typed, escapes and all: decoded, it may not be text at all.
+        return forms.fields.InvalidJSONInput(data) if isinstance(data, str) and unstorable_in(value) else value
+
+    def clean(self, value):
+        return super().clean(value) or []
+
+    def has_changed(self, initial, data):
+        try:
+            return (initial or []) != (self.to_python(data) or [])
+        except ValidationError:
+            return True
+
+
+def _option_field(model_field, **kwargs) -> forms.Field:
+    """The form field of an option (links/fields.py), from its model field:
+    its label, help text, checks and default; times in the person's zone,
+    JSON lists typed in a box."""
+    if isinstance(model_field, models.DateTimeField):
+        kwargs.setdefault("widget", DateTimeInput)
+    if isinstance(model_field, models.JSONField):
+        kwargs.setdefault("form_class", JSONListField)
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "code"}))
+    if isinstance(model_field, models.TextField) and model_field.max_length:
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 2}))
+    return model_field.formfield(**kwargs)
+
+
+class _LinkFormBase(forms.Form):
+    # Not fields of a link: the UTM builder, whose values go into the target URL.
+    UTM_FIELDS = UTM_PARAMETERS
+    # A browser never gets a typed password back, so a form shown again with
+    # an error has an empty password field: the form says so, and marks
+    # (password_typed) that the person means the link to have one.
+    PASSWORD_NOT_KEPT = (
+        "Type the password again: it is not kept when the form comes back with an error, "
+        "and the link is not saved without it."
+    )
+    # Edited apart from the rest, in their own section of the form.
+    RULE_FIELDS = ("rules", "split")
+
+    def __init__(self, *args, editing: bool = False, has_password: bool = False, teams=None, **kwargs):
+        """`teams`: those the link may move to (the person's, as an editor),
+        when there is a choice."""
+        super().__init__(*args, **kwargs)
+        if not editing:
+            self.fields["domain"].initial = default_domain()
+        if teams is not None:
+            self.fields["team"] = forms.ModelChoiceField(
+                queryset=teams.order_by("name", "id"),
+                empty_label=None,
+                required=False,
+                help_text="The team whose link it is; its clicks and reports go with it.",
+            )
+            self.order_fields(["url", "domain", "team"])
+        for name in UTM_PARAMETERS:
+            self.fields[name] = forms.CharField(
+                label=name, required=False, max_length=200, widget=forms.TextInput(attrs={"data-utm": name})
+            )
+        for field in self.fields.values():
+            if isinstance(field, forms.DateTimeField):  # as the person's zone has them
+                field.label = f"{field.label} ({timezone.get_current_timezone_name()})"
+        if editing:
+            self.fields["slug"].required = True
+            self.fields["slug"].help_text = "Changing it breaks the old short URL."
+        if has_password:
+            self.fields["password"].help_text = "Leave empty to keep the current password."
+            self.fields["remove_password"] = forms.BooleanField(
+                label="Remove the password", required=False, help_text="Anyone with the short URL gets through."
+            )
+        self.fields["password_typed"] = forms.BooleanField(required=False, widget=forms.HiddenInput)
+        if self.is_bound and (self.data.get("password") or self.data.get("password_typed") == "True"):
+            self.data = self.data.copy()
+            self.data["password_typed"] = "True"  # and so in the form shown again
+
+    @classmethod
+    def initial_for(cls, link: Link) -> dict:
+        return {name: getattr(link, name) for name in OPTION_NAMES if name != "password"}
+
+    def link_fields(self):
+        return [
+            self[name]
+            for name in self.fields
+            if name not in UTM_PARAMETERS and name not in self.RULE_FIELDS and name != "password_typed"
+        ]
+
+    def rule_fields(self):
+        return [self[name] for name in self.RULE_FIELDS]
+
+    def utm_fields(self):
+        return [self[name] for name in UTM_PARAMETERS]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("url"):
+            data["url"] = with_utm(data["url"], {name: data.get(name, "") for name in UTM_PARAMETERS})
+        if data.get("password_typed") and not data.get("password") and not data.get("remove_password"):
+            self.add_error("password", self.PASSWORD_NOT_KEPT)
+        return data
+
+    def before_shown_again(self) -> None:
+        """For a form sent with errors: a password typed in it is not
+        shown again, and its field says so."""
+        if self.data.get("password") and "password" not in self.errors:
+            self.add_error("password", self.PASSWORD_NOT_KEPT)
+
+    def as_link_fields(self) -> LinkFields:
+        """The cleaned options as link_create takes them."""
+        data = {name: self.cleaned_data[name] for name in OPTION_NAMES}
+        data["slug"] = data["slug"] or None
+        data["password"] = data["password"] or None
+        return LinkFields(**data)
+
+    def changes(self) -> dict:
+        """The changed fields as link_update takes them: an empty password
+        keeps the current one, unless it is to be removed."""
+        changes = {
+            name: self.cleaned_data[name] for name in self.changed_data if name in OPTION_NAMES and name != "password"
+        }
+        if "domain" in changes and changes["domain"] is None:
+            del changes["domain"]  # left out of the form: the link stays on its domain
+        if "team" in self.changed_data and self.cleaned_data.get("team") is not None:
+            changes["team"] = self.cleaned_data["team"]
+        if any(name in self.changed_data for name in UTM_PARAMETERS):
+            changes["url"] = self.cleaned_data["url"]
+        if self.cleaned_data.get("password"):
+            changes["password"] = self.cleaned_data["password"]
+        elif self.cleaned_data.get("remove_password"):
+            changes["password"] = None
+        return changes
+
+
+LinkForm = type(
+    "LinkForm",
+    (_LinkFormBase,),
+    {
+        "__module__": __name__,
+        "__doc__": "A link's options (links/fields.py) as the New and Edit pages show them.",
+        **forms.fields_for_model(Link, fields=OPTION_NAMES, formfield_callback=_option_field),
+        # What the model's fields do not say: the target's input, the domain by
+        # its host, a generated slug, the password never shown back.
+        "url": forms.CharField(
+            label="Target URL",
+            widget=forms.URLInput(attrs={"placeholder": "https://"}),
+            help_text=Link._meta.get_field("url").help_text,
+        ),
+        "domain": forms.ModelChoiceField(
+            queryset=Domain.objects.order_by("host"),
+            to_field_name="host",
+            empty_label=None,
+            required=False,
+            help_text="The short domain the link is served on.",
+        ),
+        "slug": forms.CharField(
+            required=False, help_text="The part after the short domain. Left empty, one is generated."
+        ),
+        "password": forms.CharField(
+            required=False,
+            max_length=PASSWORD_MAX_LENGTH,
+            strip=False,
+            widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+            help_text="Visitors must type it before they are sent on. Kept only as a salted hash.",
+        ),
+        "rules": JSONListField(
+            label="Redirect rules",
+            required=False,
+            widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false", "class": "code"}),
+            help_text=RULES_HELP,
+        ),
+        "split": JSONListField(
+            label="A/B split",
+            required=False,
+            widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "class": "code"}),
+            help_text=SPLIT_HELP,
+        ),
+    },
+)
+
+
+class LinkListForm(forms.Form):
+    """The links page's filters, as links.selectors.link_search takes them.
+    A value that does not parse is left out."""
+
+    SORTS = {
+        "-created": "-created_at",
+        "created": "created_at",
+        "-clicks": "-clicks",
+        "clicks": "clicks",
+        "slug": "slug",
+    }
+    STATUSES = [("", "Any status"), ("active", "Active"), ("disabled", "Disabled")]
+
+    q = forms.CharField(
+        label="Search", required=False, widget=forms.SearchInput(attrs={"placeholder": "Slug, title or target"})
+    )
+    domain = forms.ModelChoiceField(
+        queryset=Domain.objects.order_by("host"), to_field_name="host", required=False, empty_label="Any domain"
+    )
+    tag = forms.CharField(required=False)
+    status = forms.ChoiceField(choices=STATUSES, required=False)
+    sort = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("-created", "Newest"),
+            ("created", "Oldest"),
+            ("-clicks", "Most clicks"),
+            ("clicks", "Fewest clicks"),
+            ("slug", "Slug"),
+        ],
+    )
+
+    def search_arguments(self) -> dict:
+        self.is_valid()
+        data = self.cleaned_data
+        return {
+            "query": data.get("q") or "",
+            "domain": data.get("domain"),
+            "tag": data.get("tag") or None,
+            "is_active": {"active": True, "disabled": False}.get(data.get("status") or ""),
+            "ordering": self.SORTS[data.get("sort") or "-created"],
+        }
+
+
+class BulkForm(forms.Form):
+    """An action on the links selected in the list (links.services.link_bulk_change), or their export."""
+
+    action = forms.ChoiceField(
+        label="With the selected links",
+        choices=[
+            ("tag", "Add a tag"),
+            ("untag", "Remove a tag"),
+            ("disable", "Disable"),
+            ("enable", "Enable"),
+            ("delete", "Delete…"),
+            ("export", "Export as CSV"),
+        ],
+    )
+    tag = forms.CharField(label="Tag", required=False, max_length=64, help_text="For adding or removing a tag.")
+    selected = forms.MultipleChoiceField(required=False)  # slugs; the view sets the choices it may take
+    confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("selected"):
+            raise ValidationError("Select at least one link.")
+        if data.get("action") in ("tag", "untag") and not data.get("tag"):
+            self.add_error("tag", "Give the tag to add or take away.")
+        return data
+
+
+class CsvUploadForm(forms.Form):
+    file = forms.FileField(label="CSV file")
+
+    def __init__(self, *args, too_large: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.too_large = too_large
+        self.max_bytes = settings.WEB_IMPORT_MAX_BYTES
+        field = self.fields["file"]
+        field.required = not too_large  # a file cut off by UploadLimitHandler is absent, not missing
+        field.help_text = (
+            f"A header row with at least `url`; optional: {', '.join(name for name in CSV_COLUMNS if name != 'url')} "
+            f"(the columns of the export). Up to {filesizeformat(self.max_bytes)} and "
+            f"{settings.WEB_IMPORT_MAX_ROWS:,} rows. A cell that begins with a single quote followed by "
+            "=, +, -, @, a tab or a carriage return loses that quote: the export adds it so that spreadsheets "
+            "show such values instead of running them as formulas."
+        )
+
+    def clean_file(self):
+        upload = self.cleaned_data.get("file")
+        if self.too_large or (upload and upload.size > self.max_bytes):
+            raise ValidationError(
+                "The file is larger than %(max)s: split it.",
+                code="too_large",
+                params={"max": filesizeformat(self.max_bytes)},
+            )
+        return upload

@@ -1,0 +1,251 @@
+"""The links pages: the list with its filters and bulk actions, a link's
+form, toggle, deletion and QR code, and the CSV export. Views stay thin:
+forms parse, the services of links/ act, the selectors read."""
+
+import io
+
+import segno
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import get_template
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
+
+from links import imports, selectors, services
+from links.models import Link
+from slingshot.db import reports_db
+from teams import access
+from teams.models import Role
+
+from . import forms, link_forms
+from .teams import current_team, edits_in
+
+
+def link_or_404(request, slug: str, needed: str = Role.VIEWER) -> Link:
+    """The link of the slug on the domain `?domain=` names (the default
+    domain without it), as the API addresses links, with `role` (the
+    person's in its team); a 404 for one they do not see, a 403 for one
+    their role does not let them change."""
+    try:
+        link = selectors.link_for(user=request.user, slug=slug, host=request.GET.get("domain"))
+    except Link.DoesNotExist:
+        raise Http404("No such link.") from None
+    if not access.allows(link.role, needed):
+        raise PermissionDenied(f"Changing links takes the {needed} role in their team; yours is {link.role}.")
+    return link
+
+
+def to_detail(link: Link):
+    return redirect(reverse("web:link-detail", args=[link.slug]) + link.domain_query)
+
+
+class _RowUrls:
+    """The addresses of a row of the links list, each name reversed once per
+    page rather than once per row (reverse() cost a 50-row page more than its
+    queries): the slug takes the place of a stand-in, and needs no quoting
+    (A-Z, a-z, 0-9, '_' and '-', Link.slug)."""
+
+    STAND_IN = "row-slug-stand-in"
+    NAMES = {
+        "detail": ("web:link-detail",),
+        "qr": ("web:link-qr", "png"),
+        "edit": ("web:link-edit",),
+        "toggle": ("web:link-toggle",),
+    }
+
+    def __init__(self) -> None:
+        self.parts = {}
+        for key, (name, *rest) in self.NAMES.items():
+            head, _, tail = reverse(name, args=[self.STAND_IN, *rest]).partition(self.STAND_IN)
+            self.parts[key] = (head, tail)
+
+    def of(self, link: Link) -> dict[str, str]:
+        query = link.domain_query
+        urls = {key: head + link.slug + tail + query for key, (head, tail) in self.parts.items()}
+        urls["qr"] += "&download=1" if query else "?download=1"
+        return urls
+
+
+@login_required
+def link_list(request):
+    form = link_forms.LinkListForm(request.GET)
+    team = current_team(request)
+    links = selectors.link_search(user=request.user, team=team.pk, **form.search_arguments()).using(
+        reports_db(request.user)
+    )
+    # The page's ids first, then those rows with their click totals: PostgreSQL
+    # would otherwise join the totals of every row an OFFSET skips too.
+    page = Paginator(links.values_list("pk", flat=True), settings.WEB_LINKS_PER_PAGE).get_page(request.GET.get("page"))
+    by_id = links.in_bulk(list(page))
+    page.object_list = [by_id[pk] for pk in page]
+    states = selectors.link_states(page.object_list)
+    row_urls = _RowUrls()
+    for link in page.object_list:
+        link.state = states[link.pk]
+        link.urls = row_urls.of(link)
+    query = request.GET.copy()
+    query.pop("page", None)
+    edits = edits_in(request, team)
+    rows = get_template("web/_link_rows.html", using="jinja2").render({"links": page.object_list, "edits": edits})
+    return render(
+        request,
+        "web/link_list.html",
+        {
+            "form": form,
+            "page": page,
+            "query": query.urlencode(),
+            "edits": edits,
+            "rows": mark_safe(rows),  # Jinja2 escaped every value (web/jinja_env.py)
+        },
+    )
+
+
+@login_required
+@require_POST
+def link_bulk(request):
+    """An action on the links selected in the list; deleting asks first."""
+    # Links by id: a slug is unique on its domain only.
+    selected = [value for value in request.POST.getlist("selected") if value.isdigit()][: settings.WEB_LINKS_PER_PAGE]
+    # Of the current team's links, as the list shows them; changing them takes an editor (the services check).
+    team = current_team(request)
+    links = list(selectors.links_visible_to(request.user, team=team.pk).filter(pk__in=selected).order_by("slug"))
+    data = request.POST.copy()
+    data.setlist("selected", [str(link.pk) for link in links])  # only those this person sees
+    form = link_forms.BulkForm(data)
+    form.fields["selected"].choices = [(str(link.pk), link.slug) for link in links]
+    if not form.is_valid():
+        for message in [
+            *form.non_field_errors(),
+            *(f"{form[name].label}: {error}" for name in ("action", "tag", "selected") for error in form[name].errors),
+        ]:
+            messages.error(request, message)
+        return redirect("web:link-list")
+    action, chosen = (
+        form.cleaned_data["action"],
+        [link for link in links if str(link.pk) in form.cleaned_data["selected"]],
+    )
+    if action == "export":
+        response = StreamingHttpResponse(
+            imports.export_lines(
+                selectors.with_click_totals(
+                    selectors.links_visible_to(request.user, team=team.pk).filter(pk__in=[link.pk for link in chosen])
+                ).iterator()
+            ),
+            content_type="text/csv; charset=utf-8",
+        )
+        response["Content-Disposition"] = 'attachment; filename="links.csv"'
+        return response
+    if action == "delete" and not form.cleaned_data["confirm"]:
+        return render(request, "web/link_bulk_delete.html", {"links": chosen})
+    try:
+        changed = services.link_bulk_change(
+            links=chosen, action=action, tag=form.cleaned_data["tag"], actor=request.user
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(
+            request,
+            f"{dict(form.fields['action'].choices)[action].rstrip('…')}: {changed} link{'s' if changed != 1 else ''} changed.",
+        )
+    return redirect("web:link-list")
+
+
+@login_required
+def link_export(request):
+    links = selectors.link_search(
+        user=request.user, team=current_team(request).pk, **link_forms.LinkListForm(request.GET).search_arguments()
+    ).using(reports_db(request.user))
+    response = StreamingHttpResponse(
+        imports.export_lines(links.iterator(chunk_size=2000)), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = 'attachment; filename="links.csv"'
+    return response
+
+
+@login_required
+def link_create(request):
+    form = link_forms.LinkForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            link = services.link_create(owner=request.user, team=current_team(request), fields=form.as_link_fields())
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            messages.success(request, f"Created {link.short_url}")
+            return to_detail(link)
+    if form.is_bound:
+        form.before_shown_again()
+    return render(request, "web/link_form.html", {"form": form, "title": "New link"})
+
+
+@login_required
+def link_edit(request, slug: str):
+    link = link_or_404(request, slug, Role.EDITOR)
+    teams = access.teams_of(request.user, Role.EDITOR)
+    form = link_forms.LinkForm(
+        request.POST or None,
+        initial={**link_forms.LinkForm.initial_for(link), "team": link.team_id},
+        editing=True,
+        has_password=link.has_password,
+        teams=teams if teams.count() > 1 else None,
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.link_update(link=link, actor=request.user, **form.changes())
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            messages.success(request, "Saved.")
+            return to_detail(link)
+    if form.is_bound:
+        form.before_shown_again()
+    return render(request, "web/link_form.html", {"form": form, "title": f"Edit {slug}", "link": link})
+
+
+@login_required
+@require_POST
+def link_toggle(request, slug: str):
+    link = link_or_404(request, slug, Role.EDITOR)
+    services.link_update(link=link, actor=request.user, is_active=not link.is_active)
+    messages.success(request, f"{link.slug} is now {'active' if link.is_active else 'disabled'}.")
+    if request.POST.get("next") == "list":
+        return redirect("web:link-list")
+    return to_detail(link)
+
+
+@login_required
+def link_delete(request, slug: str):
+    link = link_or_404(request, slug, Role.EDITOR)
+    if request.method == "POST":
+        services.link_delete(link=link, actor=request.user)
+        messages.success(request, f"Deleted {slug}.")
+        return redirect("web:link-list")
+    return render(request, "web/link_delete.html", {"link": link})
+
+
+@login_required
+def link_qr(request, slug: str, kind: str):
+    link = link_or_404(request, slug)
+    buffer = io.BytesIO()
+    segno.make(link.short_url, error="m").save(buffer, kind=kind, scale=10, border=2)
+    response = HttpResponse(buffer.getvalue(), content_type={"png": "image/png", "svg": "image/svg+xml"}[kind])
+    if request.GET.get("download"):
+        response["Content-Disposition"] = f'attachment; filename="{link.slug}.{kind}"'
+    return response
+
+
+def link_unlock_moved(request, rest: str = ""):
+    """Where edges older than their own password pages send the visitors of
+    a link with a password (docs/contract.md, "Upgrading"): the same answer
+    for every path, so that it tells nothing of any link, until the edges
+    are upgraded and ask for the password themselves."""
+    response = render(request, "web/link_unlock_moved.html", status=503)
+    response["Retry-After"] = "60"
+    return response

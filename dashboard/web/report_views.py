@@ -1,0 +1,275 @@
+"""The report pages: the overview, a link's page with its report, live
+updates and export, and the operators' orphan visits and accounting."""
+
+from datetime import datetime, timedelta, timezone
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone as tz
+
+from clicks import accounting as clicks_accounting
+from clicks import orphans as clicks_orphans
+from clicks import selectors as clicks_selectors
+from clicks.calendar import INTERVALS
+from clicks.export import FORMATS, export_response
+from clicks.report_queries import ReportTooLarge
+from clicks.reports import link_totals, range_stats
+from clicks.stores import import_lag_of_every_store
+from links import selectors
+from links.models import Link
+from slingshot.redis import RedisUnavailable, quick_call
+from teams import access
+from teams.models import Role
+
+from . import report_forms, reports
+from .link_views import link_or_404
+from .selectors import OVERVIEW_DAYS, clicks_per_rule, edge_health, overview_for, overview_version
+
+RECENT_CLICKS = 20
+
+
+ORPHAN_DAYS = (1, 7, 30, 90)
+
+
+ACCOUNTING_DAYS = (1, 2, 8)
+
+
+@login_required
+def overview(request):
+    now = datetime.now(timezone.utc)
+    totals = overview_for(request.user, now=now)
+    context = {
+        "totals": totals,
+        "chart": reports.chart(
+            totals.series,
+            start=now - timedelta(days=OVERVIEW_DAYS - 1),
+            end=now,
+            interval="day",
+            zone=timezone.utc,
+            now=now,
+            label="Clicks per day (UTC), bots left out",
+        ),
+    }
+    if selectors.sees_operations(request.user):
+        context["operations"] = True
+        try:
+            context["lag"] = quick_call(lambda client: import_lag_of_every_store(client=client), what="import lag")
+        except RedisUnavailable as exc:
+            context["lag_error"] = str(exc)
+        context["edge"] = edge_health()
+        try:
+            context["lasting"] = quick_call(
+                lambda client: clicks_accounting.lasting_differences(client=client), what="accounting"
+            )
+        except RedisUnavailable:
+            context["lasting"] = None
+        context["edge_health_url"] = settings.EDGE_HEALTH_URL
+    if request.GET.get("fragment"):
+        return render(request, "web/_overview.html", context)
+    context["live_version"] = overview_version(request.user)
+    return render(request, "web/overview.html", context)
+
+
+@login_required
+def overview_live(request):
+    """A number that changes when the clicks of the person's links do: the overview polls it."""
+    return JsonResponse({"version": overview_version(request.user)})
+
+
+def _link_report(request, link: Link) -> dict:
+    """What the link page's report shows: its range, totals against the
+    period before, chart, breakdowns and recent clicks (web/reports.py)."""
+    now = datetime.now(timezone.utc)
+    zone = tz.get_current_timezone()
+    form = report_forms.ReportForm(request.GET, now=now, zone=zone, since=link.created_at)
+    span = form.span if form.is_valid() else form.default_span()  # the defaults, below the form's errors
+    too_large = None
+    try:
+        stats = range_stats(span, link_ids=[link.pk], top=10, now=now)
+    except ReportTooLarge as exc:
+        too_large = exc.messages[0]
+        span = form.default_span()
+        stats = range_stats(span, link_ids=[link.pk], top=10, now=now)
+    filters = dict(span.filters)
+    query = request.GET.copy()
+    recent = clicks_selectors.clicks_visible_to(request.user, start=span.start, end=span.end).filter(link_id=link.pk)
+    recent = recent.filter(**filters) if span.include_bots else recent.filter(is_bot=False, **filters)
+    what = "" if span.include_bots else ", bots left out"
+    export_base = reverse("web:link-clicks-export", args=[link.slug])
+    # The link's domain rides along (link_clicks_export finds the link as this page does).
+    domain = {"domain": link.domain.host} if link.domain_query else {}
+    export_args = {
+        "start": span.start,
+        "end": span.end,
+        "include_bots": span.include_bots,
+        "filters": {**filters, **domain},
+    }
+    return {
+        "link": link,
+        "form": form,
+        "span": span,
+        "last_day": span.end - timedelta(days=1),
+        "zone_name": tz.get_current_timezone_name(),
+        "intervals": list(INTERVALS),
+        "preset": form.preset if form.is_valid() and not too_large else reports.DEFAULT_PRESET,
+        "presets": [
+            (name, label, reports.href(query, range=name, **{"from": None, "to": None, "interval": None}))
+            for name, label in reports.PRESETS.items()
+        ],
+        "errors": form.errors,
+        "too_large": too_large,
+        "stats": stats,
+        "totals_rows": [
+            (name, label, change)
+            for (name, change), label in zip(
+                reports.totals_changes(stats.totals, stats.previous).items(),
+                ("Clicks", "Unique visitors", "Bots"),
+                strict=True,
+            )
+        ],
+        "filters": reports.active_filters(filters, query),
+        "breakdowns": reports.breakdowns(stats, filters, query),
+        "bots_href": reports.href(query, include_bots=None if span.include_bots else "true"),
+        "recent": recent.order_by("-occurred_at")[:RECENT_CLICKS],
+        "rule_clicks": clicks_per_rule(link, stats),
+        "export": {kind: reports.export_url(export_base, kind=kind, **export_args) for kind in FORMATS},
+        "query": query.urlencode(),
+        "chart": reports.chart(
+            stats.series,
+            start=span.start,
+            end=span.end,
+            interval=span.interval,
+            zone=zone,
+            now=now,
+            label=f"Clicks per {span.interval} ({tz.get_current_timezone_name()}){what}",
+        ),
+    }
+
+
+@login_required
+def link_detail(request, slug: str):
+    link = link_or_404(request, slug)
+    totals = link_totals(link_ids=[link.pk])[link.pk]
+    context = _link_report(request, link)
+    visits = selectors.link_visits([link])
+    context.update(
+        edits=access.allows(link.role, Role.EDITOR),
+        short_url=link.short_url,
+        state=selectors.link_state(link, visits=(visits or {}).get(link.pk)),
+        # None: Redis did not answer; absent: no limit.
+        # Requests over the limit count too: the visits served are at most the limit.
+        visits=None if visits is None else min(visits.get(link.pk, 0), link.max_visits or 0),
+        totals=totals,
+        live_version=totals.clicks,
+    )
+    return render(request, "web/link_detail.html", context)
+
+
+@login_required
+def link_report(request, slug: str):
+    """The report of the link page alone, which the page fetches again as clicks come in."""
+    link = link_or_404(request, slug)
+    return render(request, "web/_link_report.html", _link_report(request, link))
+
+
+@login_required
+def link_live(request, slug: str):
+    """A number that changes when the link's clicks do: the page polls it (docs/dashboard.md)."""
+    link = link_or_404(request, slug)
+    return JsonResponse({"version": link_totals(link_ids=[link.pk])[link.pk].clicks})
+
+
+@login_required
+def link_clicks_export(request, slug: str):
+    """The raw clicks of the link page's report (its range, bots and filters)
+    as CSV or JSON lines, streamed from a server-side cursor."""
+    link = link_or_404(request, slug)
+    kind = request.GET.get("format", "csv")
+    if kind not in FORMATS:
+        return HttpResponse("format is csv or jsonl.", status=400, content_type="text/plain")
+    form = report_forms.ClickExportForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(form.errors.as_text(), status=400, content_type="text/plain")
+    data = form.cleaned_data
+    clicks = clicks_selectors.clicks_visible_to(request.user, start=data["from"], end=data["to"]).filter(
+        link_id=link.pk
+    )
+    clicks = clicks.filter(**form.filters)
+    if not data["include_bots"]:
+        clicks = clicks.filter(is_bot=False)
+    return export_response(clicks, kind, name=f"{link.slug}-clicks")
+
+
+def _staff_only(request) -> None:
+    if not selectors.sees_operations(request.user):
+        raise PermissionDenied("For staff and superusers.")
+
+
+@login_required
+def orphan_visits(request):
+    """Visits to paths that are no link, for staff (docs/dashboard.md)."""
+    _staff_only(request)
+    form = report_forms.OrphanVisitsForm(request.GET, choices=ORPHAN_DAYS, default=7)
+    days, include_bots = form.days(), form.include_bots()
+    now = datetime.now(timezone.utc)
+    try:
+        found, too_large = (
+            clicks_orphans.orphan_visits(
+                start=now - timedelta(days=days),
+                end=now,
+                include_bots=include_bots,
+                domain=form.orphan_domain(),
+                kind=form.orphan_kind(),
+            ),
+            None,
+        )
+    except ReportTooLarge as exc:
+        found, too_large = None, exc.messages[0]
+    return render(
+        request,
+        "web/orphan_visits.html",
+        {
+            "form": form,
+            "days": days,
+            "found": found,
+            "too_large": too_large,
+            "choices": ORPHAN_DAYS,
+            "kinds": clicks_orphans.ORPHAN_KIND_LABELS,
+        },
+    )
+
+
+@login_required
+def accounting(request):
+    """Per hour, the clicks the edges served beside those stored, for staff."""
+    _staff_only(request)
+    form = report_forms.DaysForm(request.GET, choices=ACCOUNTING_DAYS, default=1)
+    days = form.days()
+    now = datetime.now(timezone.utc)
+    try:
+        hours = quick_call(
+            lambda client: clicks_accounting.accounts(
+                client=client, start=now - timedelta(days=days), end=now, now=now
+            ),
+            what="accounting",
+        )
+        error = None
+    except RedisUnavailable as exc:
+        hours, error = [], str(exc)
+    return render(
+        request,
+        "web/accounting.html",
+        {
+            "form": form,
+            "hours": hours,
+            "error": error,
+            "choices": ACCOUNTING_DAYS,
+            "days": days,
+            "lasting": [hour for hour in hours if hour.lasting],
+            "grace": settings.ACCOUNTING_GRACE_MINUTES,
+        },
+    )
