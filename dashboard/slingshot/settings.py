@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "tokens",
     "links",
     "clicks",
+    "importers",
     "api",
     "accounts",
     "web",
