@@ -3,7 +3,7 @@
 -- Every variable named here must also be declared with an `env NAME;` line in
 -- nginx.conf, or nginx hides it from the Lua VM. docs/configuration.md lists them all.
 local slug = require("slingshot.slug")
-local link = require("slingshot.link")
+local link = require("slingshot.linkvalue")
 local cidr = require("slingshot.cidr")
 
 local tonumber = tonumber

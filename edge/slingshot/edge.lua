@@ -2,8 +2,9 @@
 -- `*_by_lua_block` in nginx.conf is a single call into this module.
 local config = require("slingshot.config")
 local slugs = require("slingshot.slug")
-local link = require("slingshot.link")
-local links = require("slingshot.links")
+local link = require("slingshot.linkvalue")
+local linkcache = require("slingshot.linkcache")
+local linkchanges = require("slingshot.linkchanges")
 local clicks = require("slingshot.clicks")
 local redis = require("slingshot.redis")
 local metrics = require("slingshot.metrics")
@@ -66,7 +67,8 @@ local function tick(premature)
 end
 
 function _M.init_worker()
-    links.init_worker()
+    linkcache.init_worker()
+    linkchanges.init_worker()
     clicks.init_worker()
     local ok, err = ngx.timer.every(config.click_flush_interval, tick)
     if not ok then
@@ -214,7 +216,7 @@ function _M.redirect()
         return not_found(domain)
     end
     local prefix = domain.prefix
-    local value, err = links.get(prefix and prefix .. slug or slug)
+    local value, err = linkcache.get(prefix and prefix .. slug or slug)
     if value == nil then
         metrics.inc(UNAVAILABLE)
         log(ERR, "slug ", slug, ": ", err)
