@@ -88,6 +88,16 @@ local function answer(status, body, content_type)
     return exit(status)
 end
 
+-- Redis could not be asked, and nothing cached stands in: a 503 that tells
+-- visitors and crawlers to come back shortly (a failover takes seconds).
+local RETRY_AFTER = "5"
+local function unavailable(slug, err)
+    metrics.inc(UNAVAILABLE)
+    log(ERR, "slug ", slug, ": ", err)
+    header["Retry-After"] = RETRY_AFTER
+    return answer(503, UNAVAILABLE_PAGE)
+end
+
 local function send_to(url, status)
     return redirect(url, status or 302)
 end
@@ -146,9 +156,7 @@ local function redirect_special(slug, value, domain)
         local err
         referer, err = unlock.redeem(value, slug)
         if referer == nil then
-            metrics.inc(UNAVAILABLE)
-            log(ERR, "slug ", slug, ": ", err)
-            return answer(503, UNAVAILABLE_PAGE)
+            return unavailable(slug, err)
         end
     end
     local asking = value.locked and not referer
@@ -156,9 +164,7 @@ local function redirect_special(slug, value, domain)
         -- The password page takes no visit: it only looks.
         local admitted, err = visits.admit(value, not asking and get_method() ~= "HEAD")
         if admitted == nil then
-            metrics.inc(UNAVAILABLE)
-            log(ERR, "slug ", slug, ": ", err)
-            return answer(503, UNAVAILABLE_PAGE)
+            return unavailable(slug, err)
         elseif not admitted then
             metrics.inc(LIMIT_REACHED)
             clicks.record(slug, "", domain.orphan.limit)
@@ -218,9 +224,7 @@ function _M.redirect()
     local prefix = domain.prefix
     local value, err = linkcache.get(prefix and prefix .. slug or slug)
     if value == nil then
-        metrics.inc(UNAVAILABLE)
-        log(ERR, "slug ", slug, ": ", err)
-        return answer(503, UNAVAILABLE_PAGE)
+        return unavailable(slug, err)
     end
     if not value then
         metrics.inc(NOT_FOUND)

@@ -23,6 +23,8 @@ local config = require("slingshot.config")
 local metrics = require("slingshot.metrics")
 local linklookup = require("slingshot.linklookup")
 
+local ngx = ngx
+local now = ngx.now
 local error = error
 
 local _M = { _VERSION = "0.3.0" }
@@ -31,17 +33,24 @@ local HITS = metrics.CACHE_HITS
 local NEGATIVE_HITS = metrics.CACHE_NEGATIVE_HITS
 local MISSES = metrics.CACHE_MISSES
 local EVICTIONS = metrics.CACHE_EVICTIONS
+local STALE_HITS = metrics.CACHE_STALE_HITS
 
--- Cached in place of a link that does not exist (linklookup.lua answers it).
+-- linklookup.lua's answer for a link that does not exist.
 local MISSING = linklookup.MISSING
 
 local cache
--- slug -> link (or MISSING) answered from the cache since the last tick.
+-- slug -> link (or `unknown`) answered from the cache since the last tick.
 local recent = {}
 -- Bumped by every eviction: a lookup that overlapped one is not cached.
 local generation = 0
+-- Each entry is a link table or `unknown`, stamped with the epoch it was
+-- cached in; an entry of an older epoch counts as expired.
+local epoch = 0
+-- Cached in place of a link that does not exist, one per epoch.
+local unknown = { epoch = epoch, unknown = true }
 -- Whether the change stream's follower knows where it is (linkchanges.lua);
--- what is cached while it does not may miss a change.
+-- what is cached while it does not may miss a change. Also this worker's
+-- sign that Redis cannot be asked.
 local following = false
 -- Whether the cache may hold values that changed without this worker
 -- seeing the notification: cached while `following` was false.
@@ -69,22 +78,52 @@ function _M.keep(slug, value, since)
     if not following then
         unsure = true
     end
-    cache:set(slug, value, value == MISSING and config.negative_ttl or config.cache_ttl)
+    if value == MISSING then
+        cache:set(slug, unknown, config.negative_ttl)
+    else
+        value.epoch, value.confirmed = epoch, now()
+        cache:set(slug, value, config.cache_ttl)
+    end
+end
+
+-- After a failed lookup: the link Redis last gave for `slug` (`stale`, an
+-- expired entry, or nil), kept again for EDGE_CACHE_TTL if Redis confirmed
+-- it less than EDGE_STALE_TTL ago; nil otherwise.
+local function resurrect(slug, stale)
+    if stale == nil or stale.unknown then
+        return nil
+    end
+    local left = stale.confirmed + config.stale_ttl - now()
+    if left <= 0 then
+        return nil
+    end
+    cache:set(slug, stale, left < config.cache_ttl and left or config.cache_ttl)
+    metrics.inc(STALE_HITS)
+    return stale
 end
 
 -- Returns the link of `slug`, a cache key: the slug on the default domain,
 -- "host/slug" on another (domains.lua); false when it is unknown; nil and
--- an error when Redis could not be asked.
+-- an error when Redis could not be asked and nothing cached may stand in.
 function _M.get(slug)
     local value = recent[slug]
+    local stale
     if value == nil then
-        local stale
         value, stale = cache:get(slug)
+        if value ~= nil and value.epoch ~= epoch then
+            value, stale = nil, value
+        end
         if value ~= nil then
             recent[slug] = value
-        elseif stale == MISSING then
-            linklookup.refresh_later(slug)
-            value = MISSING
+        elseif stale and stale.unknown then
+            if stale.epoch ~= epoch then
+                stale = nil  -- asked at once, below
+            elseif not following then
+                return nil, "unknown slug not asked again: Redis cannot be read"
+            else
+                linklookup.refresh_later(slug)
+                value = stale
+            end
         end
     end
     if value == nil then
@@ -92,16 +131,21 @@ function _M.get(slug)
         local err
         value, err = linklookup.lookup(slug)
         if value == nil then
-            return nil, err
+            value = resurrect(slug, stale)
+            if value == nil then
+                return nil, err
+            end
+            return value
         end
-    elseif value == MISSING then
+        if value == MISSING then
+            return false
+        end
+        return value
+    elseif value.unknown then
         metrics.inc(NEGATIVE_HITS)
-    else
-        metrics.inc(HITS)
-    end
-    if value == MISSING then
         return false
     end
+    metrics.inc(HITS)
     return value
 end
 
@@ -127,12 +171,14 @@ function _M.lost_changes()
 end
 
 -- The change follower knows where the stream ends again. Anything cached
--- before it knew may have missed a change: forget it all.
+-- before it knew may have missed a change: a new epoch, in which it is
+-- all asked again, and served as it stands only if Redis fails that.
 function _M.found_changes()
     following = true
     if unsure then
         generation = generation + 1
-        cache:flush_all()
+        epoch = epoch + 1
+        unknown = { epoch = epoch, unknown = true }
         clear_table(recent)
         unsure = false
     end

@@ -131,8 +131,10 @@ function _M.follow(premature)
         metrics.inc(CHANGES_ERRORS)
         if last_change_id then
             -- Entries may be trimmed or lost while Redis is away: start over
-            -- from the end of the stream (and an empty cache) when it is back.
-            log(WARN, "link changes: ", err, "; the cache is dropped when Redis answers again")
+            -- from the end of the stream when it is back, and ask again for
+            -- every link cached (linkcache.found_changes).
+            log(WARN, "link changes: ", err,
+                "; every cached link is asked again when Redis answers")
             last_change_id = nil
             linkcache.lost_changes()
         end

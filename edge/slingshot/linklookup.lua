@@ -75,7 +75,24 @@ local function decode(slug, raw)
     return value
 end
 
--- Asks Redis for the links of slugs[1..n] in one round trip.
+-- Whether a Redis that answered "no such key" can be believed: a primary,
+-- or a replica in step with its primary. A replica that lost its primary
+-- (a failover under way) lacks the links made since; their slugs are not
+-- answered as unknown, nor cached so. Returns nil and why otherwise.
+local function in_step(red)
+    local role, err = red:role()
+    if not role then
+        return nil, "redis role: " .. err
+    end
+    if role[1] == "slave" and role[4] ~= "connected" then
+        return nil, "the replica is not in step with its primary (" .. role[4] .. ")"
+    end
+    return true
+end
+
+-- Asks Redis for the links of slugs[1..n] in one round trip (two if some
+-- slug is unknown). Returns the raw values, and why a null one may not be
+-- believed (nil when it may); or nil and an error.
 local function fetch(slugs, n)
     local red, err = redis.connect(config.redis_links)
     if not red then
@@ -99,8 +116,20 @@ local function fetch(slugs, n)
         red:close()
         return nil, "redis get: " .. err
     end
-    redis.release(red)
-    return raws
+    local doubt
+    for i = 1, n do
+        if raws[i] == null then
+            local _
+            _, doubt = in_step(red)
+            break
+        end
+    end
+    if doubt then
+        red:close()
+    else
+        redis.release(red)
+    end
+    return raws, doubt
 end
 
 local function new_batch()
@@ -111,22 +140,24 @@ end
 -- to the cache, and to every request waiting for them. `failed`: do not
 -- ask, only release the waiters with batch.err.
 local function run(batch, failed)
-    local raws, err
+    local raws, err, doubt
     if not failed then
         raws, err = fetch(batch.slugs, batch.n)
+        doubt = raws and err
     end
     for i = 1, batch.n do
         local slug = batch.slugs[i]
         if inflight[slug] == batch then
             inflight[slug] = nil
         end
-        if raws then
-            local value = decode(slug, raws[i])
+        local raw = raws and raws[i]
+        if raw and not (doubt and raw == null) then
+            local value = decode(slug, raw)
             batch.values[slug] = value
             cache.keep(slug, value, batch.generation)
         end
     end
-    if not raws then
+    if not raws or doubt then
         metrics.inc(LOOKUP_ERRORS)
         batch.err = batch.err or err
     end
