@@ -118,8 +118,9 @@ function _M.get(slug)
         elseif stale and stale.unknown then
             if stale.epoch ~= epoch then
                 stale = nil  -- asked at once, below
-            elseif not following then
-                return nil, "unknown slug not asked again: Redis cannot be read"
+            elseif not following or linklookup.doubting() then
+                return nil, "unknown slug not asked again: Redis cannot be read, or could not"
+                    .. " a moment ago"
             else
                 linklookup.refresh_later(slug)
                 value = stale

@@ -9,6 +9,7 @@ local redis = require("slingshot.redis")
 local metrics = require("slingshot.metrics")
 local contract = require("slingshot.contract")
 local linkcache = require("slingshot.linkcache")
+local linklookup = require("slingshot.linklookup")
 local domains = require("slingshot.domains")
 local robots = require("slingshot.robots")
 
@@ -128,6 +129,7 @@ function _M.follow(premature)
         end
     end
     if not count then
+        linklookup.doubt()
         metrics.inc(CHANGES_ERRORS)
         if last_change_id then
             -- Entries may be trimmed or lost while Redis is away: start over

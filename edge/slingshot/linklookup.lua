@@ -20,6 +20,7 @@ local ERR = ngx.ERR
 local WARN = ngx.WARN
 local null = ngx.null
 local timer_at = ngx.timer.at
+local now = ngx.now
 local pairs = pairs
 local pcall = pcall
 local unpack = unpack
@@ -55,6 +56,13 @@ local BATCH_MAX = 100
 local LOOKUPS_IN_FLIGHT = 1
 local slots
 local wait_timeout
+-- Until when an unknown slug is not believed: for a while after Redis
+-- failed this worker or a replica was out of step. A link made during an
+-- outage waits in the dashboard's outbox until the publisher gets it
+-- through (it retries twice a second, and waits up to REDIS_WAIT_TIMEOUT_MS
+-- for a replica); until then its slug is answered 503, not 404.
+local DOUBT_SECONDS = 5
+local doubted_until = 0
 
 function _M.init_worker(answers_to)
     cache = answers_to
@@ -73,6 +81,17 @@ local function decode(slug, raw)
         return MISSING
     end
     return value
+end
+
+-- Redis failed, or answered what may be out of date: unknown slugs are not
+-- believed for DOUBT_SECONDS.
+function _M.doubt()
+    doubted_until = now() + DOUBT_SECONDS
+end
+
+-- Whether an unknown slug may be a link Redis does not have yet.
+function _M.doubting()
+    return now() < doubted_until
 end
 
 -- Whether a Redis that answered "no such key" can be believed: a primary,
@@ -121,6 +140,12 @@ local function fetch(slugs, n)
         if raws[i] == null then
             local _
             _, doubt = in_step(red)
+            if doubt then
+                _M.doubt()
+            elseif _M.doubting() then
+                doubt = "Redis was away or behind a moment ago: a slug it lacks may be a change"
+                    .. " not delivered yet"
+            end
             break
         end
     end
@@ -158,6 +183,9 @@ local function run(batch, failed)
         end
     end
     if not raws or doubt then
+        if not raws then
+            _M.doubt()
+        end
         metrics.inc(LOOKUP_ERRORS)
         batch.err = batch.err or err
     end
