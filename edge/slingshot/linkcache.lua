@@ -97,6 +97,9 @@ local function resurrect(slug, stale)
     if left <= 0 then
         return nil
     end
+    -- Of this epoch now, or a flapping Redis would be asked for it at
+    -- every visit; the next new epoch asks for it again.
+    stale.epoch = epoch
     cache:set(slug, stale, left < config.cache_ttl and left or config.cache_ttl)
     metrics.inc(STALE_HITS)
     return stale
