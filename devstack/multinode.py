@@ -58,6 +58,8 @@ PROBES = 4  # connections to each edge that must all serve a link (Scenario.ever
 SETTLE = 0.5  # seconds: more than two EDGE_LINK_CHANGES_INTERVAL (0.2 s)
 PIN_SECONDS = 1.0  # a person's lists read the primary this long after their write (slingshot/db.py)
 LIMIT = 10**9  # the limited link's max_visits: never reached, but each visit is counted on the primary
+LOCKED = "multinode-locked"
+PASSWORD = "multinode password"  # the locked link's: a visitor's pass through it is kept on the primary
 
 
 class Process:
@@ -367,6 +369,11 @@ class Result:
     new_link_answers: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     new_link_served_after_promotion: float = 0.0
     importer_pending_at_kill: int = 0  # entries the killed importers had read and not stored
+    # The locked link, once a replica was promoted: how long until a visitor
+    # got through on each edge (the pass made and taken on the new primary),
+    # and what the tries before that ended at.
+    passes_after_promotion: dict[str, float] = field(default_factory=dict)
+    passes_refused: list[str] = field(default_factory=list)
     wait_retries: int = 0  # the publisher's deliveries refused for too few replicas, then retried
     notes: list[str] = field(default_factory=list)
 
@@ -397,6 +404,7 @@ class Result:
             and self.limited_counted_on_new_primary > 0
             and self.importer_pending_at_kill > 0
             and self.wait_retries > 0
+            and len(self.passes_after_promotion) == len(self.failure_times)
         )
 
     def failed_visits(self, edge: str) -> int:
@@ -442,6 +450,9 @@ class Result:
                 for edge, answers in self.new_link_answers.items()
             )
             + f"; served by every edge {self.new_link_served_after_promotion:.2f} s after the promotion",
+            "a visitor through the locked link (its pass kept on the new primary), s after the promotion: "
+            + ", ".join(f"{edge} {at:.2f}" for edge, at in self.passes_after_promotion.items())
+            + f"; tries before: {', '.join(self.passes_refused) or 'none'}",
             f"entries the killed importer host had read and not yet stored: {self.importer_pending_at_kill}",
             f"publisher deliveries refused by WAIT (too few replicas) and retried: {self.wait_retries}",
             *self.notes,
@@ -530,6 +541,7 @@ class Scenario:
         for name in (slug, changed):
             self.create(name)
         self.create(limited, max_visits=LIMIT)
+        self.create(LOCKED, password=PASSWORD)
         self.settle(slug, f"https://example.com/{slug}")
         self.settle(limited, f"https://example.com/{limited}")
         visitors = [Visitors(port, slug, threads=2, rate=self.rate).start() for port in top.edge_ports]
@@ -669,6 +681,8 @@ class Scenario:
                 lambda: all(v.served[fresh] for v in newcomers), timeout=60, what="every edge to serve the new link"
             )
             self.result.new_link_served_after_promotion = time.monotonic() - promoted_at
+            for n in range(top.edges):
+                self.result.passes_after_promotion[f"edge{n + 1}"] = self.pass_through(n, promoted_at)
         finally:
             for v in newcomers:
                 v.stop()
@@ -688,6 +702,47 @@ class Scenario:
         # The old primary comes back as a replica of the new one.
         top.start_redis(victim.name, old)
         self.result.notes.append(f"the old primary (port {old}) came back as a replica of port {new}")
+
+    def pass_through(self, n: int, since: float) -> float:
+        """Seconds from `since` until a visitor got through the locked link on edge n."""
+
+        def tried() -> bool:
+            outcome = self.through_password(n)
+            if outcome != "with the pass: HTTP 302":
+                self.result.passes_refused.append(f"edge{n + 1} {outcome}")
+            return outcome == "with the pass: HTTP 302"
+
+        wait_until(tried, timeout=30, what=f"a visitor through the locked link on edge{n + 1}", interval=0.1)
+        return time.monotonic() - since
+
+    def through_password(self, n: int) -> str:
+        """A visitor on edge n: the locked link's page, the password sent
+        from it (the edge keeps the pass on the primary), then the link
+        with the pass (taken from the primary). Returns the last status."""
+        import http.client
+        import re
+        from urllib.parse import urlencode
+
+        def visit(headers: dict, form: dict | None = None) -> http.client.HTTPResponse:
+            conn = http.client.HTTPConnection("127.0.0.1", self.topology.edge_ports[n], timeout=10)
+            body = urlencode(form) if form else None
+            if form:
+                headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+            conn.request("POST" if form else "GET", f"/{LOCKED}", body=body, headers=headers)
+            response = conn.getresponse()
+            response.body = response.read()
+            conn.close()
+            return response
+
+        page = visit({"Referer": "https://example.org/"})
+        kept = re.findall(rb'name="ref" value="([^"]*)"', page.body)
+        if page.status != 200 or not kept:
+            return f"the page: HTTP {page.status}"
+        answer = visit({}, {"ref": kept[0].decode().replace("&amp;", "&"), "password": PASSWORD})
+        cookie = (answer.getheader("Set-Cookie") or "").split(";")[0]
+        if answer.status != 200 or not cookie:
+            return f"the password: HTTP {answer.status}"
+        return f"with the pass: HTTP {visit({'Cookie': cookie}).status}"
 
     def visits_key(self, port: int, slug: str) -> str:
         """The visit counter's key of the link of `slug`, from its published value."""
