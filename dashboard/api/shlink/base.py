@@ -84,7 +84,7 @@ class ShlinkView(APIView):
         self.perform_authentication(request)
         self.check_throttles(request)
         self.check_permissions(request)
-        check_text(request.query_params.lists())
+        check_text([*kwargs.items(), *request.query_params.lists()])
 
     def body(self) -> dict:
         """The JSON object sent; {} for none."""

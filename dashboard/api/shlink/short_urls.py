@@ -112,7 +112,7 @@ class ShortUrlsView(ShlinkView):
     def _past_limit(links) -> list[int]:
         """The links that have had every visit they were made for, as
         links.selectors.link_state tells it (the edge's counters)."""
-        limited = list(links.filter(max_visits__isnull=False).only("pk", "max_visits"))
+        limited = list(links.filter(max_visits__isnull=False).select_related(None).only("pk", "max_visits"))
         visits = selectors.link_visits(limited)
         if visits is None:
             raise Problem(503, None, "Service Unavailable", "The visit counters cannot be read just now; try again.")

@@ -43,19 +43,19 @@ def _countries() -> dict[str, str]:
     return dict(Locale("en").territories)
 
 
-def location(country: str) -> dict | None:
-    """Shlink's VisitLocation of a click: its country, which is all Slingshot locates."""
-    if not country or country == "unknown":
-        return None
+def location(country: str) -> dict:
+    """Shlink's VisitLocation of a visit: its country, all Slingshot locates;
+    empty (isEmpty) for a visit that could not be located, as Shlink's."""
+    known = bool(country) and country != "unknown"
     return {
-        "countryCode": country,
-        "countryName": _countries().get(country, country),
+        "countryCode": country if known else "",
+        "countryName": _countries().get(country, country) if known else "",
         "regionName": "",
         "cityName": "",
         "latitude": 0.0,
         "longitude": 0.0,
         "timezone": "",
-        "isEmpty": False,
+        "isEmpty": not known,
     }
 
 
