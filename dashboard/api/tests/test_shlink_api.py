@@ -8,12 +8,13 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from links.models import Domain
+from links.models import Domain, Link
 from slingshot.contract import visits_key
 from slingshot.redis import get_redis
 from teams.models import Role
-from teams.services import member_add, team_create
+from teams.services import member_add, member_change, team_create
 from testing.factories import make_link, make_user
+from tokens.models import ApiToken
 
 from .shlink import BOT, BROWSER, PROBLEM, shlink_client, store_visits
 
@@ -37,8 +38,6 @@ def test_a_missing_or_wrong_key_is_shlinks_problem(user):
     problem(APIClient().get(f"{V3}/short-urls"), 401, "missing-authentication")
     problem(shlink_client(key="ssk_nope").get(f"{V3}/tags"), 401, "invalid-api-key")
     revoked = shlink_client(user, expires_at=timezone.now() + timedelta(seconds=1))
-    from tokens.models import ApiToken
-
     ApiToken.objects.filter(user=user).update(revoked_at=timezone.now())
     problem(revoked.get(f"{V3}/tags"), 401, "invalid-api-key")
 
@@ -92,12 +91,25 @@ def test_a_teams_key_sees_that_team_only_and_a_viewer_changes_nothing(user):
     problem(viewer.get(f"{V3}/short-urls/mine"), 404, "short-url-not-found")
 
 
-def test_an_editor_of_no_team_cannot_create(user):
-    team = team_create(name="readers", actor=make_user())
-    member_add(team=team, username=user.username, role=Role.VIEWER, actor=team.memberships.get().user)
-    # A write key cannot be made for a viewer's team; the personal team's key creates there.
-    response = shlink_client(user).post(f"{V3}/short-urls", {"longUrl": "https://example.com/p"}, format="json")
-    assert response.status_code == 200
+def test_a_key_acts_with_its_persons_role_now(user):
+    """A write key of an editor whose role is lowered to viewer reads and
+    changes nothing from then on, as in /api/v1."""
+    owner = make_user()
+    team = team_create(name="campaigns", actor=owner)
+    membership = member_add(team=team, username=user.username, role=Role.EDITOR, actor=owner)
+    make_link(owner=owner, team=team, url="https://example.com/c", slug="lowered")
+    key = shlink_client(user, team=team)
+    assert key.patch(f"{V3}/short-urls/lowered", {"title": "ok"}, format="json").status_code == 200
+    member_change(membership=membership, role=Role.VIEWER, actor=owner)
+    problem(key.patch(f"{V3}/short-urls/lowered", {"title": "no"}, format="json"), 403, "https://httpstatus.es/403")
+    problem(
+        key.post(f"{V3}/short-urls", {"longUrl": "https://example.com/n"}, format="json"),
+        403,
+        "https://httpstatus.es/403",
+    )
+    problem(key.delete(f"{V3}/short-urls/lowered/visits"), 403, "https://httpstatus.es/403")
+    problem(key.put(f"{V3}/tags", {"oldName": "x", "newName": "y"}, format="json"), 404, "tag-not-found")
+    assert key.get(f"{V3}/short-urls/lowered").json()["title"] == "ok"
 
 
 def test_requests_are_throttled_a_wrong_key_too(user, settings):
@@ -436,8 +448,6 @@ def test_redirect_rules_map_onto_slingshots_and_what_it_cannot_evaluate_is_refus
         {"type": "geolocation-country-code", "matchKey": None, "matchValue": "DE"},
         {"type": "language", "matchKey": None, "matchValue": "en-US"},
     ]
-    from links.models import Link
-
     link = Link.objects.get(slug="ruled")
     assert link.rules[0] == {
         "url": "https://example.com/android",
