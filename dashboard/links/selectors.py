@@ -15,8 +15,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import BigIntegerField, BooleanField, F, Q, QuerySet
-from django.db.models.expressions import RawSQL
+from django.db.models import BigIntegerField, F, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from rest_framework.filters import search_smart_split
@@ -27,6 +26,7 @@ from teams import access
 from teams.models import Role
 
 from .models import Domain, Link
+from .tags import with_tags
 from .validation import domain_host
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def with_click_totals(links: QuerySet[Link]) -> QuerySet[Link]:
 
 SEARCH_FIELDS = ("slug", "title", "url")
 # What link_search sorts by; each also descending, with a leading '-'.
-ORDERING_FIELDS = ("created_at", "clicks", "slug")
+ORDERING_FIELDS = ("created_at", "clicks", "human_clicks", "slug", "url", "title")
 
 
 def link_search(
@@ -112,10 +112,7 @@ def link_search(
     if domain is not None:
         links = links.filter(domain=domain)
     if tag:
-        # As the index link_tags_lower_gin has it, lower-cased by PostgreSQL on both sides.
-        links = links.filter(
-            RawSQL(f"lower_tags({Link._meta.db_table}.tags) @> ARRAY[lower(%s)]", [tag], output_field=BooleanField())
-        )
+        links = with_tags(links, [tag])
     if is_active is not None:
         links = links.filter(is_active=is_active)
     if created_after:

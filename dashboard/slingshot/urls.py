@@ -6,6 +6,8 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("api.urls")),
+    # Shlink's REST API, for its clients (api/shlink/, docs/compatibility.md).
+    path("rest/", include("api.shlink.urls")),
     path("", include("web.urls")),
 ]
 
