@@ -14,8 +14,9 @@ again. What differs from a live click:
 - its time is the source's: no MAX_CLICK_AGE (clicks/batch.py refuses
   older live clicks); the runner leaves out what CLICK_RETENTION_MONTHS
   would drop and what lies in the future;
-- its id is a hash of the source, the link's id there and the visit's
-  (`visit_id`), so that importing again stores nothing twice;
+- its id is a hash of the source, the link (its id here and there) and
+  the visit's key (`visit_id`), so that importing again stores nothing
+  twice;
 - the country and the bot flag the source recorded, when it did, win over
   what the address and the user agent say (the source saw the visit);
 - each row carries the import's id (clicks.batch.IMPORT_COLUMN), which the
@@ -67,6 +68,11 @@ class Target(NamedTuple):
     link_id: int
     slug: str
     external_id: str  # the link's id at the source
+
+    @property
+    def scope(self) -> str:
+        """What makes its visits' ids (visit_ids) apart from another link's."""
+        return f"{self.link_id}/{self.external_id}"
 
 
 def visit_ids(source_key: str):
@@ -175,7 +181,7 @@ class HistoryBatches:
             bot = "t" if is_bot else "f"
             link = target.link_id
             click_lines.append(
-                f"{visit_id(target.external_id, visit.key, visit.ms)}\t{moment(visit.ms)}\t{copy_text(target.slug)}\t{link}"
+                f"{visit_id(target.scope, visit.key, visit.ms)}\t{moment(visit.ms)}\t{copy_text(target.slug)}\t{link}"
                 f"\t{ip_text}\t{copy_text(country)}\t{agent_hash}\t{agent_text}\t{bot}\t{referer_text}"
                 f"\t{copy_text(host)}\t{NULL}{end}"
             )

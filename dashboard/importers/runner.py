@@ -304,6 +304,7 @@ class ImportRun:
             elif kept:
                 summary.visits_stored += self.store.store(self.batches.make(kept))
             self._consumed("visits", given, summary.visits_stored)
+        summary.visits_left_out += self.source.left_out
 
     def orphans(self) -> None:
         skip = self.job.progress.get("orphans_consumed", 0)
@@ -357,7 +358,7 @@ class ImportRun:
             if not target.link_id:
                 new += 1
                 continue
-            ids.append(self.batches.visit_id(target.external_id, visit.key, visit.ms))
+            ids.append(self.batches.visit_id(target.scope, visit.key, visit.ms))
             moments.append(datetime.fromtimestamp(visit.ms / 1000, tz=timezone.utc))
         for orphan in orphans:
             ids.append(self.batches.visit_id("", orphan.key, orphan.ms))

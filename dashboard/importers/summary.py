@@ -22,7 +22,7 @@ class Summary:
     counts: dict[str, int] = field(default_factory=dict)  # how many of each list above, all of them
     visits_read: int = 0
     visits_stored: int = 0  # new; a dry run: that would be
-    visits_left_out: int = 0  # of links not imported (clashes, invalid, not served)
+    visits_left_out: int = 0  # of links not imported (clashes, invalid, not served), besides those read
     visits_too_old: int = 0  # before what CLICK_RETENTION_MONTHS keeps
     visits_future: int = 0  # more than a day ahead of this host's clock
     orphans_read: int = 0
@@ -40,7 +40,7 @@ class Summary:
     @property
     def visits_there(self) -> int:
         """Read and meant to be stored, but stored before."""
-        kept = self.visits_read - self.visits_left_out - self.visits_too_old - self.visits_future
+        kept = self.visits_read - self.visits_too_old - self.visits_future
         return kept - self.visits_stored
 
     def as_dict(self) -> dict:

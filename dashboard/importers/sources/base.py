@@ -56,6 +56,8 @@ class Source:
 
     key: str = ""
     lists_visits: bool = False
+    # Visits of links `wanted` said no to (not imported), as far as the source could count them.
+    left_out: int = 0
 
     def default_host(self) -> str | None:
         """The host of the source's default domain, if it has one and says

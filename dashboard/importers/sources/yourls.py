@@ -134,6 +134,7 @@ class YourlsSource(Source):
         for row in self._log():
             keyword = row.get("shorturl") or ""
             if not wanted(keyword):
+                self.left_out += 1
                 continue
             if skip:
                 skip -= 1
