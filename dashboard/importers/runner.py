@@ -147,9 +147,9 @@ class ImportRun:
             host = domain_host(item.host)
         except ValidationError:
             return None
-        # This Slingshot's default host at the source (another team's export,
-        # a Shlink on the same host) is the source's default domain too.
-        return self.chosen if host == default_host() else domains.get(host)
+        # The source's default host, and this Slingshot's default host at the
+        # source (another team's export), are the source's default domain.
+        return self.chosen if host in (default_host(), self._source_default_host) else domains.get(host)
 
     def _prepare(self, item: SourceLink, domains: dict[str, Domain]) -> tuple[SourceLink, LinkFields] | None:
         """The link's LinkFields, checked as link_create checks them; None,

@@ -13,11 +13,16 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from urllib.parse import urlsplit
 
+from django.core.exceptions import ValidationError
+
+from links.rules import validate_rules
+
 from ..history import Orphan, Visit
 from .base import Api, Source, SourceError, SourceLink, base_url, host_of, millis, moment
 
 PAGE = 200  # short URLs per request
 VISITS_PAGE = 5000  # visits per request
+ORPHAN_TYPE = "invalid_short_url"
 
 # Shlink's device names that are Slingshot's too (links/rules.py DEVICES).
 _DEVICES = {"android", "ios", "mobile", "desktop", "windows", "macos", "linux"}
@@ -48,7 +53,16 @@ def redirect_rules(rules: list[dict]) -> tuple[list[dict], list[str]]:
     for rule in sorted(rules, key=lambda rule: rule.get("priority", 0)):
         conditions = [_condition(condition) for condition in rule.get("conditions", [])]
         if conditions and all(conditions):
-            found.append({"url": rule.get("longUrl", ""), "conditions": conditions})
+            mapped = {"url": rule.get("longUrl", ""), "conditions": conditions}
+            try:
+                validate_rules([mapped])
+            except ValidationError as exc:
+                notes.append(
+                    f"redirect rule {rule.get('priority', '?')} (to {rule.get('longUrl', '')}) was left out: "
+                    + " ".join(exc.messages)
+                )
+            else:
+                found.append(mapped)
         else:
             given = rule.get("conditions", [])
             kinds = sorted({c.get("type", "?") for c, mapped in zip(given, conditions, strict=True) if not mapped})
@@ -153,8 +167,12 @@ class ShlinkSource(Source):
                 yield external_id, visit
 
     def orphan_visits(self, *, skip: int = 0) -> Iterator[Orphan]:
-        params = {"itemsPerPage": VISITS_PAGE, "endDate": self.until}
-        for visit in _keyed(self._pages("/visits/orphan", "visits", params), orphan=True):
+        # Slingshot's orphan visits are Shlink's invalid_short_url ones; it
+        # records no visit of a domain's root (base_url) or of a path that
+        # cannot be a slug (regular_404).
+        params = {"itemsPerPage": VISITS_PAGE, "endDate": self.until, "type": ORPHAN_TYPE}
+        pages = self._pages("/visits/orphan", "visits", params)
+        for visit in _keyed((item for item in pages if item.get("type", ORPHAN_TYPE) == ORPHAN_TYPE), orphan=True):
             if skip:
                 skip -= 1
                 continue
