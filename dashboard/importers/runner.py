@@ -22,7 +22,6 @@ A dry run reads everything and writes nothing, and says what a run would do.
 
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from itertools import islice
 
@@ -332,7 +331,7 @@ class ImportRun:
             host = "" if self.chosen.is_default else self.chosen.host
         elif host == default_host():
             host = ""
-        return replace(orphan, domain=host) if host != orphan.domain else orphan
+        return orphan._replace(domain=host) if host != orphan.domain else orphan
 
     @property
     def _source_default_host(self) -> str | None:
