@@ -75,7 +75,7 @@ def _clean_tags(tags: list, notes: list[str]) -> list[str]:
 class ImportRun:
     def __init__(self, *, job: ImportJob, source: Source, progress: Progress = lambda phase, done, total: None):
         self.job, self.source, self.progress = job, source, progress
-        self.summary = Summary(dry_run=job.dry_run)
+        self.summary = Summary(dry_run=job.dry_run, lists_visits=source.lists_visits)
         self.targets: dict[str, Target] = {}  # external id -> where its visits go
         self.expected_visits = 0
         self.now = datetime.now(timezone.utc)

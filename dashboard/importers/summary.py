@@ -12,6 +12,7 @@ class Summary:
     """What an import did, or, for a dry run, would do."""
 
     dry_run: bool = False
+    lists_visits: bool = True  # the source has visits to give (importers/sources/base.py)
     links_read: int = 0
     links_created: int = 0  # a dry run: that would be
     links_there: int = 0  # imported before: left as they were
@@ -52,13 +53,16 @@ class Summary:
         lines = [
             f"links: {self.links_read} read, {self.links_created} {would}created, "
             f"{self.links_there} imported before (left as they are), {self.counts.get('clashes', 0)} clashes, "
-            f"{self.counts.get('invalid', 0)} invalid, {self.counts.get('not_served', 0)} on domains not served here",
-            f"visits: {self.visits_read} read, {self.visits_stored} {would}stored, {self.visits_there} stored before, "
-            f"{self.visits_left_out} of links not imported, {self.visits_too_old} older than CLICK_RETENTION_MONTHS "
-            f"keeps, {self.visits_future} in the future",
-            f"orphan visits: {self.orphans_read} read, {self.orphans_stored} {would}stored, "
-            f"{self.orphans_too_old + self.orphans_future} out of the time kept",
+            f"{self.counts.get('invalid', 0)} invalid, {self.counts.get('not_served', 0)} on domains not served here"
         ]
+        if self.lists_visits:
+            lines += [
+                f"visits: {self.visits_read} read, {self.visits_stored} {would}stored, {self.visits_there} stored "
+                f"before, {self.visits_left_out} of links not imported, {self.visits_too_old} older than "
+                f"CLICK_RETENTION_MONTHS keeps, {self.visits_future} in the future",
+                f"orphan visits: {self.orphans_read} read, {self.orphans_stored} {would}stored, "
+                f"{self.orphans_too_old + self.orphans_future} out of the time kept",
+            ]
         if self.carried_clicks:
             lines.append(f"clicks counted by the source without their visits: {self.carried_clicks} {would}added")
         if not self.links_created and not self.visits_stored and not self.orphans_stored and not self.carried_clicks:

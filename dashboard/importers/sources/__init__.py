@@ -36,7 +36,7 @@ def source_for(
     if kind == "bitly":
         if csv_file := opener("csv"):
             return BitlyCsvSource(csv_file=csv_file)
-        return BitlyApiSource(token=secret, group=options.get("group", ""), base=options.get("api") or API)
+        return BitlyApiSource(token=secret, group=options.get("group", ""), base=options.get("url") or API)
     if kind == "csv":
         csv_file = opener("csv")
         if csv_file is None:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from ..files import Opener
-from .base import Api, Source, SourceError, SourceLink, moment
+from .base import Api, Source, SourceError, SourceLink, base_url, moment
 
 API = "https://api-ssl.bitly.com/v4"
 BITLY_HOSTS = {"bit.ly", "j.mp", "bitly.is", "bitly.com"}
@@ -74,7 +74,7 @@ class BitlyApiSource(Source):
         if not token:
             raise SourceError("Bitly needs an access token (BITLY_TOKEN, or --token-file).")
         self.group = group
-        self.api = Api(base=base.rstrip("/"), headers={"Authorization": f"Bearer {token}"}, name="Bitly")
+        self.api = Api(base=base_url(base), headers={"Authorization": f"Bearer {token}"}, name="Bitly")
 
     def links(self) -> Iterator[SourceLink]:
         group = self.group or self.api.get("/user").get("default_group_guid")

@@ -39,7 +39,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dry-run", action="store_true", help="read everything, write nothing, say what a run would do"
         )
-        parser.add_argument("--url", help="shlink, kutt: the server's address")
+        parser.add_argument(
+            "--url", help="shlink, kutt: the server's address; bitly: the API's (default https://api-ssl.bitly.com/v4)"
+        )
         parser.add_argument("--api-key", action="store_true", help="shlink, kutt: type the API key when asked")
         parser.add_argument("--api-key-file", help="shlink, kutt: a file holding the API key")
         parser.add_argument("--token", action="store_true", help="bitly: type the access token when asked")
