@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
+from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 from ..history import Orphan, Visit
@@ -120,28 +121,27 @@ class Api:
     request the server throttled (429) or failed (5xx, a lost connection)
     retried with backoff before the import gives up (SourceError)."""
 
-    ATTEMPTS = 6
-
     def __init__(self, *, base: str, headers: dict[str, str], name: str, timeout: float = 30.0):
         self.base, self.name, self.timeout = base, name, timeout
+        self.attempts = settings.IMPORTERS_API_ATTEMPTS
         self.session = requests.Session()
         self.session.headers.update({"Accept": "application/json", "User-Agent": "slingshot-import", **headers})
 
     def get(self, path: str, params: dict | list | None = None) -> Any:
         url = path if path.startswith(("http://", "https://")) else self.base + path
-        for attempt in range(self.ATTEMPTS):
+        for attempt in range(self.attempts):
             try:
                 response = self.session.get(url, params=params, timeout=self.timeout)
             except requests.RequestException as exc:
-                if attempt == self.ATTEMPTS - 1:
+                if attempt == self.attempts - 1:
                     raise SourceError(
                         f"{self.name} at {self.base} does not answer: {exc.__class__.__name__}."
                     ) from None
                 time.sleep(min(30, 0.5 * 2**attempt))
                 continue
             if response.status_code == 429 or response.status_code >= 500:
-                if attempt == self.ATTEMPTS - 1:
-                    raise SourceError(f"{self.name} answered {response.status_code} to {path} {self.ATTEMPTS} times.")
+                if attempt == self.attempts - 1:
+                    raise SourceError(f"{self.name} answered {response.status_code} to {path} {self.attempts} times.")
                 retry_after = response.headers.get("Retry-After", "")
                 time.sleep(min(60, float(retry_after) if retry_after.isdigit() else 0.5 * 2**attempt))
                 continue

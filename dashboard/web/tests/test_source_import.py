@@ -1,0 +1,90 @@
+"""The Import page: an import from another shortener queued as a background
+job, worked by `manage.py run_imports`, its progress and summary shown."""
+
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.urls import reverse
+
+from importers.models import ImportJob
+from links.models import Link
+from testing.factories import make_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DUMP = Path(__file__).resolve().parents[2] / "importers" / "tests" / "data" / "yourls-1.10.sql"
+
+
+def upload_dump(client, **fields):
+    return client.post(
+        reverse("web:source-import"),
+        {
+            "source": "yourls",
+            "table_prefix": "yourls_",
+            "sql": SimpleUploadedFile("yourls.sql", DUMP.read_bytes(), content_type="application/sql"),
+            **fields,
+        },
+    )
+
+
+def test_a_dry_run_then_the_import_itself_in_the_background(signed_in, user):
+    page = signed_in.get(reverse("web:source-import"))
+    assert page.status_code == 200 and b'id="source-import-form"' in page.content
+
+    answer = upload_dump(signed_in, dry_run="on")
+
+    job = ImportJob.objects.get(owner=user)
+    assert answer.status_code == 302 and answer["Location"] == reverse("web:source-import-detail", args=[job.pk])
+    assert (job.state, job.background, job.dry_run, job.files.count()) == ("queued", True, True, 1)
+    waiting = signed_in.get(answer["Location"])
+    assert b"data-status-url" in waiting.content and b"Waiting for a worker" in waiting.content
+
+    call_command("run_imports", "--once")
+
+    status = signed_in.get(answer["Location"], HTTP_ACCEPT="application/json").json()
+    assert (status["state"], status["finished"]) == ("done", True)
+    assert any("3 would be created" in line for line in status["lines"]), status
+    assert not Link.objects.filter(team=job.team, slug="spring").exists()
+    done = signed_in.get(answer["Location"])
+    assert b"data-status-url" not in done.content and b'id="source-import-for-real"' in done.content
+
+    signed_in.post(reverse("web:source-import-for-real", args=[job.pk]))
+    call_command("run_imports", "--once")
+
+    job.refresh_from_db()
+    assert (job.state, job.dry_run, job.files.count()) == ("done", False, 0)  # the file goes with the job's end
+    assert job.summary["links_created"] == 3 and job.summary["visits_stored"] == 7
+    assert Link.objects.filter(team=job.team, slug="spring").exists()
+    shown = signed_in.get(reverse("web:source-import-detail", args=[job.pk]))
+    assert b"7 stored" in shown.content
+
+
+def test_the_key_is_kept_sealed_and_a_source_without_what_it_needs_is_refused(signed_in, user, settings):
+    settings.IMPORTERS_API_ATTEMPTS = 1
+    refused = signed_in.post(reverse("web:source-import"), {"source": "shlink"})
+    assert refused.status_code == 200 and refused.content.count(b"This source needs it.") == 2
+    assert not ImportJob.objects.exists()
+
+    signed_in.post(
+        reverse("web:source-import"),
+        {"source": "shlink", "url": "http://127.0.0.1:9/", "secret": "very-secret-key", "table_prefix": "yourls_"},
+    )
+    job = ImportJob.objects.get(owner=user)
+    assert job.secret and b"very-secret-key" not in bytes(job.secret)
+
+    call_command("run_imports", "--once")  # nothing answers on port 9
+
+    job.refresh_from_db()
+    assert job.state == "failed" and "does not answer" in job.error and bytes(job.secret) == b""
+    shown = signed_in.get(reverse("web:source-import-detail", args=[job.pk]))
+    assert b"does not answer" in shown.content
+
+
+def test_someone_outside_the_team_sees_no_import(signed_in, client, user):
+    upload_dump(signed_in, dry_run="on")
+    job = ImportJob.objects.get(owner=user)
+    client.force_login(make_user())
+    assert client.get(reverse("web:source-import-detail", args=[job.pk])).status_code == 404
+    assert client.post(reverse("web:source-import-for-real", args=[job.pk])).status_code == 404
