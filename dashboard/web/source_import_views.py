@@ -154,7 +154,8 @@ def job_status(job: ImportJob) -> dict:
         "finished": job.finished,
         "phase": progress.get("phase", ""),
         "done": progress.get("done", 0),
-        "total": progress.get("total"),
+        # The visits a source counted, which its list may outgrow (a YOURLS log longer than its counters).
+        "total": max(progress["total"], progress.get("done", 0)) if progress.get("total") else None,
         "error": job.error,
         "lines": summary.lines() if summary else [],
     }
