@@ -144,12 +144,7 @@ class ClickImporter:
             added_agents = [agent for agent in batch.agents if agent not in self._known_agents]
             if added_agents:
                 cursor.execute(_ADD_AGENTS, [added_agents, [batch.agents[agent] for agent in added_agents]])
-            # A batch an import brought (importers/history.py) goes the slow way
-            # always: it may have been stored before (the import run again),
-            # and its clicks spread over many hours, which PostgreSQL counts
-            # (BREAKDOWN_OF_NEW) faster than the batch would in Python.
-            fast = batch.import_id is None and len(live) == len(batch.link_ids)
-            stored = self._store_all(cursor, batch) if fast else None
+            stored = self._store_all(cursor, batch) if len(live) == len(batch.link_ids) else None
             if stored is None:
                 stored = self._store_new(cursor, batch, live)
             self._copy(cursor, COPY_VISITORS, batch.visitor_rows)

@@ -31,7 +31,7 @@ from typing import NamedTuple
 from clicks.batch import NULL, Batch
 from clicks.enrichment import Enricher
 from clicks.importer import ClickImporter
-from clicks.rollups import HOUR_MS, copy_text
+from clicks.rollups import HOUR_MS, breakdown_rows, copy_text
 
 DAY_S = 86_400
 
@@ -126,12 +126,14 @@ class HistoryBatches:
         self._ips[raw] = row
         return row
 
-    def _agent(self, raw: str) -> tuple[int, str, bool, str, str]:
+    def _agent(self, raw: str) -> tuple[int, str, bool, str, str, tuple]:
         """(id, COPY text of browser, os and device, bot, the user agent as
-        stored, its COPY text)."""
+        stored, its COPY text, and the breakdown's key of its classes for a
+        human's visit and a bot's: rollups.breakdown_rows)."""
         facts = self.enricher.agent(raw)
         text = "\t".join(copy_text(value) for value in (facts.browser, facts.os, facts.device))
-        row = (facts.agent_hash, text, facts.is_bot, facts.user_agent, copy_text(facts.user_agent))
+        classes = tuple((facts.browser, facts.os, facts.device, bot) for bot in (False, True))
+        row = (facts.agent_hash, text, facts.is_bot, facts.user_agent, copy_text(facts.user_agent), classes)
         self._agents[raw] = row
         return row
 
@@ -167,12 +169,13 @@ class HistoryBatches:
                 cache.clear()
         batch = Batch(entries=[], import_id=self.import_id)
         click_lines, orphan_lines, visitor_lines = [], [], []
+        agent_keys, host_keys, country_keys = [], [], []
         ips, agents, referers = self._ips, self._agents, self._referers
         visit_id, moment, country_of, end = self.visit_id, self._moment, self._country, self._end
         first = last = None
         for target, visit in visits:
             ip_text, found_country, network_hash = ips.get(visit.ip) or self._ip(visit.ip)
-            agent_hash, agent_text, agent_bot, stored_agent, _ = agents.get(visit.user_agent) or self._agent(
+            agent_hash, agent_text, agent_bot, stored_agent, _, classes = agents.get(visit.user_agent) or self._agent(
                 visit.user_agent
             )
             referer_text, host = referers.get(visit.referer) or self._referer(visit.referer)
@@ -187,12 +190,16 @@ class HistoryBatches:
             )
             batch.agents[agent_hash] = stored_agent
             batch.link_ids.add(link)
-            visitor_lines.append(f"{link}\t{visit.ms // HOUR_MS}\t{network_hash ^ agent_hash}\t{bot}\n")
+            hour = visit.ms // HOUR_MS
+            visitor_lines.append(f"{link}\t{hour}\t{network_hash ^ agent_hash}\t{bot}\n")
+            agent_keys.append((link, hour, classes[is_bot]))
+            host_keys.append((link, hour, host, is_bot))
+            country_keys.append((link, hour, country, is_bot))
             first = visit.ms if first is None or visit.ms < first else first
             last = visit.ms if last is None or visit.ms > last else last
         for orphan in orphans:
             ip_text, found_country, _ = ips.get(orphan.ip) or self._ip(orphan.ip)
-            _, _, agent_bot, _, agent_text = agents.get(orphan.user_agent) or self._agent(orphan.user_agent)
+            _, _, agent_bot, _, agent_text, _ = agents.get(orphan.user_agent) or self._agent(orphan.user_agent)
             referer_text, _ = referers.get(orphan.referer) or self._referer(orphan.referer)
             bot = "t" if orphan.bot or agent_bot else "f"
             orphan_lines.append(
@@ -207,6 +214,7 @@ class HistoryBatches:
         batch.click_rows = "".join(click_lines).encode("utf-8", "replace")
         batch.orphan_rows = "".join(orphan_lines).encode("utf-8", "replace")
         batch.visitor_rows = "".join(visitor_lines).encode()
+        batch.breakdown_rows = breakdown_rows(agent_keys, host_keys, country_keys)
         return batch
 
 

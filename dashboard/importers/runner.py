@@ -43,6 +43,7 @@ from slingshot.redis import get_redis
 from teams import access
 from teams.models import Role
 
+from .ahead import ahead
 from .history import HistoryBatches, Orphan, Target, Visit, history_store
 from .models import ImportedLink, ImportJob
 from .sources.base import Source, SourceLink
@@ -213,7 +214,7 @@ class ImportRun:
             return
         with transaction.atomic():
             results = link_bulk_create(owner=self.job.owner, items=[(fields, self.job.team) for _, fields in prepared])
-            made, counters, carried = [], {}, {}
+            made, counters, carried, created = [], {}, {}, {}
             for (item, fields), result in zip(prepared, results, strict=True):
                 if result.outcome is Outcome.FORBIDDEN:
                     raise PermissionDenied(" ".join(result.errors["team"]))
@@ -229,7 +230,7 @@ class ImportRun:
                 )
                 made[-1].carried_clicks = item.carried_clicks
                 if item.created_at is not None:
-                    Link.objects.filter(pk=link.pk).update(created_at=item.created_at)
+                    created[link.pk] = item.created_at
                 if link.max_visits and item.visits:
                     counters[VISITS_KEY_PREFIX + str(link.pk)] = item.visits
                 if item.carried_clicks:
@@ -241,6 +242,12 @@ class ImportRun:
             ImportedLink.objects.bulk_create(made)
             with connection.cursor() as cursor:
                 add_carried_totals(cursor, carried)
+                if created:  # the times the source made them at
+                    cursor.execute(
+                        "UPDATE links_link l SET created_at = c.at FROM unnest(%s::bigint[], %s::timestamptz[]) c (id, at)"
+                        " WHERE l.id = c.id",
+                        [list(created), list(created.values())],
+                    )
             if counters:
                 # Before the commit, and so before the publisher lets an edge
                 # serve the link: no visit can have counted yet.
@@ -261,48 +268,61 @@ class ImportRun:
 
         return why
 
-    def _batched(self, items: Iterator, *, key: str, total: int | None, ms: Callable) -> Iterator[tuple[list, int]]:
+    def _batched(self, items: Iterator, *, key: str, ms: Callable) -> Iterator[tuple[list, int]]:
         """Lists of at most VISITS_BATCH of the items whose time is kept,
         each with how many items the source gave for it; those left out for
         their time are counted in the summary."""
         why = self._time_filter()
-        done = self.job.progress.get(key, 0)
         kept, given = [], 0
         for item in items:
             given += 1
             reason = why(ms(item))
             if reason is not None:
-                name = f"{key.partition('_')[0]}_{reason}"
+                name = f"{key}_{reason}"
                 setattr(self.summary, name, getattr(self.summary, name) + 1)
                 continue
             kept.append(item)
             if len(kept) >= VISITS_BATCH:
                 yield kept, given
-                done += given
-                self.progress(key.partition("_")[0], done, total)
                 kept, given = [], 0
         if kept or given:
             yield kept, given
-            self.progress(key.partition("_")[0], done + given, total)
+
+    def _stored(self, key: str, batches: Iterator[tuple[list, int]], make: Callable, total: int | None) -> None:
+        """Stores each batch (a dry run: counts what it would store) and
+        records how far the source was read. The batches are read and made
+        in a thread of their own (importers/ahead.py) while the one before
+        is stored, so that PostgreSQL and Python work at once."""
+        done = self.job.progress.get(f"{key}_consumed", 0)
+        if self.job.dry_run:
+            for kept, given in batches:
+                setattr(
+                    self.summary,
+                    f"{key}_stored",
+                    getattr(self.summary, f"{key}_stored") + self._would_store(*make(kept)),
+                )
+                done += given
+                self.progress(key, done, total)
+            return
+        for batch, given in ahead((self.batches.make(*make(kept)) if kept else None, given) for kept, given in batches):
+            if batch is not None:
+                setattr(self.summary, f"{key}_stored", getattr(self.summary, f"{key}_stored") + self.store.store(batch))
+            self._consumed(key, given, getattr(self.summary, f"{key}_stored"))
+            done += given
+            self.progress(key, done, total)
 
     def visits(self) -> None:
         summary = self.summary
         skip = self.job.progress.get("visits_consumed", 0)
         summary.visits_read += skip  # by the run this one took over from, as what follows
         summary.visits_stored += self.job.progress.get("visits_stored", 0)
+        targets = self.targets
         pairs = (
-            (self.targets[external_id], visit)
-            for external_id, visit in self.source.visits(wanted=self.targets.__contains__, skip=skip)
+            (targets[external_id], visit)
+            for external_id, visit in self.source.visits(wanted=targets.__contains__, skip=skip)
         )
-        batches = self._batched(
-            self._read(pairs, "visits_read"), key="visits_consumed", total=self.expected_visits or None, ms=_pair_ms
-        )
-        for kept, given in batches:
-            if self.job.dry_run:
-                summary.visits_stored += self._would_store(kept)
-            elif kept:
-                summary.visits_stored += self.store.store(self.batches.make(kept))
-            self._consumed("visits", given, summary.visits_stored)
+        batches = self._batched(self._read(pairs, "visits_read"), key="visits", ms=_pair_ms)
+        self._stored("visits", batches, lambda kept: (kept, ()), self.expected_visits or None)
         summary.visits_left_out += self.source.left_out
 
     def orphans(self) -> None:
@@ -310,14 +330,8 @@ class ImportRun:
         self.summary.orphans_read += skip
         self.summary.orphans_stored += self.job.progress.get("orphans_stored", 0)
         orphans = (self._orphan(orphan) for orphan in self.source.orphan_visits(skip=skip))
-        for kept, given in self._batched(
-            self._read(orphans, "orphans_read"), key="orphans_consumed", total=None, ms=_orphan_ms
-        ):
-            if self.job.dry_run:
-                self.summary.orphans_stored += self._would_store([], kept)
-            elif kept:
-                self.summary.orphans_stored += self.store.store(self.batches.make([], kept))
-            self._consumed("orphans", given, self.summary.orphans_stored)
+        batches = self._batched(self._read(orphans, "orphans_read"), key="orphans", ms=_orphan_ms)
+        self._stored("orphans", batches, lambda kept: ((), kept), None)
 
     def _read(self, items: Iterator, counter: str) -> Iterator:
         for item in items:
@@ -348,7 +362,7 @@ class ImportRun:
             progress[f"{phase}_stored"] = stored
             ImportJob.objects.filter(pk=self.job.pk).update(progress=progress)
 
-    def _would_store(self, visits: list[tuple[Target, Visit]], orphans: list[Orphan] = ()) -> int:
+    def _would_store(self, visits: list[tuple[Target, Visit]], orphans: list[Orphan]) -> int:
         """How many of these a run would store: all of a link not created
         yet, and those not stored before."""
         ids, moments, table = [], [], "orphan_visits" if orphans else "clicks"
