@@ -45,7 +45,24 @@ def parse_only(dump: Path) -> int:
     return sum(1 for _ in dump_rows(lambda: dump.open("rb"), "yourls_log", LOG_COLUMNS))
 
 
-def import_dump(dump: Path, *, username: str, team_id: int, name: str = "bench"):
+class Phases:
+    """When each phase of a run began (the progress the command's bar shows)."""
+
+    def __init__(self):
+        self.began: dict[str, float] = {}
+
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        self.began.setdefault(phase, time.perf_counter())
+
+    def lines(self, started: float, ended: float) -> str:
+        marks = sorted(self.began.items(), key=lambda item: item[1])
+        ends = [moment for _, moment in marks[1:]] + [ended]
+        first = marks[0][1] if marks else ended
+        spans = [f"before the first {marks[0][0]} {first - started:.1f}s"] if marks else []
+        return ", ".join(spans + [f"{name} {end - began:.1f}s" for (name, began), end in zip(marks, ends, strict=True)])
+
+
+def import_dump(dump: Path, *, username: str, team_id: int, name: str = "bench", progress=None):
     """`manage.py import_links yourls DUMP` as the command runs it; its Summary."""
     from django.contrib.auth import get_user_model
 
@@ -61,7 +78,7 @@ def import_dump(dump: Path, *, username: str, team_id: int, name: str = "bench")
     )
     job_lock(job)
     try:
-        return job_run(job, opener=lambda kind: path_opener(str(dump)) if kind == "sql" else None)
+        return job_run(job, progress=progress, opener=lambda kind: path_opener(str(dump)) if kind == "sql" else None)
     finally:
         job_unlock(job)
 
@@ -120,8 +137,10 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         meter = CpuMeter(stack)
         meter.start()
         started = time.perf_counter()
-        summary = import_dump(dump, username=person.username, team_id=person.personal_team.pk)
+        phases = Phases()
+        summary = import_dump(dump, username=person.username, team_id=person.personal_team.pk, progress=phases)
         elapsed = time.perf_counter() - started
+        phase_lines = phases.lines(started, started + elapsed)
         cpu = meter.stop()
         if profiler:
             import pstats
@@ -141,6 +160,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             f"{summary.visits_stored / elapsed:,.0f} visits/s, {elapsed / ceiling:.1f}x the ceiling "
             f"(target: 1,000,000 in under 60 s)"
         )
+        print(f"  import: its phases (the first report of each to the next's): {phase_lines}")
         print(f"  import: {cpu}; peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB resident")
 
         started = time.perf_counter()

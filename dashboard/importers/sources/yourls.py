@@ -69,7 +69,11 @@ def dump_rows(open_dump: Opener, table: str, default_columns: tuple[str, ...]) -
             if not insert or insert[1] != table:
                 continue
             names = [name.strip(" `") for name in insert[2].split(",")] if insert[2] else columns
-            values = [_value(quoted, bare) for quoted, bare in _VALUE.findall(line, insert.end())]
+            # Most values are plain quoted strings: kept as they are without a call.
+            values = [
+                quoted if not bare and "\\" not in quoted and "''" not in quoted else _value(quoted, bare)
+                for quoted, bare in _VALUE.findall(line, insert.end())
+            ]
             width = len(names)
             if len(values) % width:
                 raise SourceError(f"An INSERT into {table} holds {len(values)} values, not rows of {width}.")
