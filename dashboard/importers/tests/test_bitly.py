@@ -2,15 +2,13 @@
 API reference, dev.bitly.com) and the CSV of its links."""
 
 from datetime import datetime, timezone
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
-from django.db import connection
 
 from links.models import Link
 from testing.factories import fresh
 
+from .helpers import import_links, total_clicks
 from .servers import ApiServer
 
 pytestmark = pytest.mark.django_db
@@ -98,16 +96,7 @@ def api(brand: str):
 
 
 def run(*args, **options) -> str:
-    out = StringIO()
-    call_command("import_links", "bitly", *args, progress=False, stdout=out, **options)
-    return out.getvalue()
-
-
-def total_clicks(link: Link) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT clicks FROM link_click_totals WHERE link_id = %s", [link.pk])
-        row = cursor.fetchone()
-    return row[0] if row else 0
+    return import_links("bitly", *args, **options)
 
 
 def test_bitlinks_through_the_api_with_their_click_totals(user, team, other_domain, tmp_path):

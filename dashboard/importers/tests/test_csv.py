@@ -1,10 +1,8 @@
 """Slingshot's own links CSV: an export imports into another team as it was."""
 
 from datetime import datetime, timedelta, timezone
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 
 from importers.models import ImportedLink
 from links.fields import OPTION_NAMES
@@ -12,6 +10,8 @@ from links.imports import export_lines
 from links.models import Link
 from links.selectors import with_click_totals
 from testing.factories import fresh, make_link
+
+from .helpers import import_links as run
 
 pytestmark = pytest.mark.django_db
 
@@ -44,12 +44,6 @@ def every_option(slug: str) -> dict:
 
 def export(links) -> str:
     return "".join(export_lines(with_click_totals(Link.objects.filter(pk__in=[link.pk for link in links]))))
-
-
-def run(*args, **options) -> str:
-    out = StringIO()
-    call_command("import_links", *args, progress=False, stdout=out, **options)
-    return out.getvalue()
 
 
 def options_of(link: Link) -> dict:

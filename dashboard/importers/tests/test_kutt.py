@@ -5,17 +5,16 @@ banned one, and their visit totals."""
 
 import json
 from datetime import datetime, timezone
-from io import StringIO
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from django.core.management import CommandError, call_command
-from django.db import connection
+from django.core.management import CommandError
 
 from links.domains import domain_create
 from links.models import Link
 
+from .helpers import import_links, secret_file, total_clicks
 from .servers import ApiServer
 
 pytestmark = pytest.mark.django_db
@@ -33,18 +32,7 @@ def route(path: str, query: dict):
 
 
 def run(url: str, tmp_path, **options) -> str:
-    key = tmp_path / "key"
-    key.write_text(KEY)
-    out = StringIO()
-    call_command("import_links", "kutt", url=url, api_key_file=str(key), progress=False, stdout=out, **options)
-    return out.getvalue()
-
-
-def total_clicks(link: Link) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT clicks FROM link_click_totals WHERE link_id = %s", [link.pk])
-        row = cursor.fetchone()
-    return row[0] if row else 0
+    return import_links("kutt", url=url, api_key_file=secret_file(tmp_path, KEY), **options)
 
 
 def test_a_kutt_servers_links_with_their_visit_totals(user, team, tmp_path):

@@ -4,11 +4,9 @@ another, a real Shlink REST API v3 over HTTP."""
 
 import os
 from datetime import datetime, timedelta, timezone
-from io import StringIO
 
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 from django.db import connection
 
 from api.tests.shlink import BOT, BROWSER, store_visits
@@ -19,6 +17,8 @@ from slingshot.contract import VISITS_KEY_PREFIX
 from slingshot.redis import get_redis
 from testing.factories import fresh, make_link, make_user
 from tokens.services import token_create
+
+from .helpers import import_links, secret_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,11 +59,7 @@ def visits_of(link: Link) -> list[tuple]:
 
 
 def run(url: str, key: str, tmp_path, **options) -> str:
-    key_file = tmp_path / "key"
-    key_file.write_text(key)
-    out = StringIO()
-    call_command("import_links", "shlink", url=url, api_key_file=str(key_file), progress=False, stdout=out, **options)
-    return out.getvalue()
+    return import_links("shlink", url=url, api_key_file=secret_file(tmp_path, key), **options)
 
 
 def test_one_slingshot_imports_another_through_shlinks_api(shlink, team, user, other_domain, tmp_path):

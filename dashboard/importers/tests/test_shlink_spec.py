@@ -5,11 +5,10 @@ installed); test_shlink.py reads Slingshot's own Shlink API."""
 
 import json
 from datetime import datetime, timezone
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.db import connection
 
 from importers.models import ImportJob
@@ -17,6 +16,7 @@ from links.models import Link
 from slingshot.contract import VISITS_KEY_PREFIX
 from slingshot.redis import get_redis
 
+from .helpers import import_links, secret_file
 from .servers import ApiServer, one_page
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,11 +40,7 @@ def route(path: str, query: dict) -> tuple[int, object] | None:
 
 
 def run(url: str, tmp_path, **options) -> str:
-    key_file = tmp_path / "key"
-    key_file.write_text(KEY + "\n")
-    out = StringIO()
-    call_command("import_links", "shlink", url=url, api_key_file=str(key_file), progress=False, stdout=out, **options)
-    return out.getvalue()
+    return import_links("shlink", url=url, api_key_file=secret_file(tmp_path, KEY), **options)
 
 
 def test_the_examples_of_shlinks_spec_import(user, team, tmp_path):

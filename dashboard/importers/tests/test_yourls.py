@@ -4,11 +4,9 @@ logged click through the click importer's store step."""
 
 import csv
 from datetime import datetime, timedelta, timezone
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 
 from clicks import accounting
@@ -21,16 +19,12 @@ from slingshot.redis import get_redis
 from testing.sources import YourlsData, write_yourls_dump
 
 # Stored as the importer stores: each batch commits (its temporary tables empty on COMMIT).
+from .helpers import import_links as run
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DUMP = Path(__file__).parent / "data" / "yourls-1.10.sql"
 UTC = timezone.utc
-
-
-def run(*args, **options) -> str:
-    out = StringIO()
-    call_command("import_links", *args, progress=False, stdout=out, **options)
-    return out.getvalue()
 
 
 def clicks_of(link: Link) -> list[tuple]:
