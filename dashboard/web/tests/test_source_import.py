@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.db import connection
 from django.urls import reverse
 
 from importers.models import ImportJob
@@ -88,3 +89,34 @@ def test_someone_outside_the_team_sees_no_import(signed_in, client, user):
     client.force_login(make_user())
     assert client.get(reverse("web:source-import-detail", args=[job.pk])).status_code == 404
     assert client.post(reverse("web:source-import-for-real", args=[job.pk])).status_code == 404
+
+
+def test_a_job_whose_worker_lost_its_database_is_taken_over_where_it_got(signed_in, user, monkeypatch):
+    from django.db import OperationalError
+
+    from clicks.importer import ClickImporter
+    from importers import runner
+
+    monkeypatch.setattr(runner, "VISITS_BATCH", 3)  # three batches of the dump's seven visits
+    store, calls = ClickImporter.store, []
+
+    def store_then_fail(self, batch):
+        calls.append(batch.size)
+        if len(calls) == 2:  # the second batch: the connection is lost before it commits
+            raise OperationalError("server closed the connection unexpectedly")
+        return store(self, batch)
+
+    monkeypatch.setattr(ClickImporter, "store", store_then_fail)
+    upload_dump(signed_in)
+
+    call_command("run_imports", "--once")
+
+    job = ImportJob.objects.get(owner=user)
+    assert calls == [3, 3, 3, 1]  # the first batch once, the second again, then the rest
+    assert (job.state, job.summary["visits_stored"], job.summary["visits_read"]) == ("done", 7, 7)
+    spring = Link.objects.get(team=job.team, slug="spring")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM clicks WHERE import_id = %s", [job.pk])
+        assert cursor.fetchone()[0] == 7
+        cursor.execute("SELECT clicks FROM link_click_totals WHERE link_id = %s", [spring.pk])
+        assert cursor.fetchone()[0] == 4
