@@ -137,10 +137,10 @@ class HistoryBatches:
         self._agents[raw] = row
         return row
 
-    def _referer(self, raw: str) -> tuple[str, str]:
-        """(COPY text of the referrer, its host)."""
+    def _referer(self, raw: str) -> tuple[str, str, str]:
+        """(COPY text of the referrer, its host, the host's COPY text)."""
         facts = self.enricher.referer(raw)
-        row = (copy_text(facts.referer), facts.host)
+        row = (copy_text(facts.referer), facts.host, copy_text(facts.host))
         self._referers[raw] = row
         return row
 
@@ -178,15 +178,16 @@ class HistoryBatches:
             agent_hash, agent_text, agent_bot, stored_agent, _, classes = agents.get(visit.user_agent) or self._agent(
                 visit.user_agent
             )
-            referer_text, host = referers.get(visit.referer) or self._referer(visit.referer)
+            referer_text, host, host_text = referers.get(visit.referer) or self._referer(visit.referer)
             country = country_of(visit.country, found_country)
             is_bot = visit.bot or agent_bot
             bot = "t" if is_bot else "f"
             link = target.link_id
+            # A slug (links/slugs.py) and a country (two letters, or the enricher's word) need no escaping.
             click_lines.append(
-                f"{visit_id(target.scope, visit.key, visit.ms)}\t{moment(visit.ms)}\t{copy_text(target.slug)}\t{link}"
-                f"\t{ip_text}\t{copy_text(country)}\t{agent_hash}\t{agent_text}\t{bot}\t{referer_text}"
-                f"\t{copy_text(host)}\t{NULL}{end}"
+                f"{visit_id(target.scope, visit.key, visit.ms)}\t{moment(visit.ms)}\t{target.slug}\t{link}"
+                f"\t{ip_text}\t{country}\t{agent_hash}\t{agent_text}\t{bot}\t{referer_text}"
+                f"\t{host_text}\t{NULL}{end}"
             )
             batch.agents[agent_hash] = stored_agent
             batch.link_ids.add(link)
@@ -200,7 +201,7 @@ class HistoryBatches:
         for orphan in orphans:
             ip_text, found_country, _ = ips.get(orphan.ip) or self._ip(orphan.ip)
             _, _, agent_bot, _, agent_text, _ = agents.get(orphan.user_agent) or self._agent(orphan.user_agent)
-            referer_text, _ = referers.get(orphan.referer) or self._referer(orphan.referer)
+            referer_text, _, _ = referers.get(orphan.referer) or self._referer(orphan.referer)
             bot = "t" if orphan.bot or agent_bot else "f"
             orphan_lines.append(
                 f"{visit_id('', orphan.key, orphan.ms)}\t{moment(orphan.ms)}\t{copy_text(orphan.path)}\t{ip_text}"
