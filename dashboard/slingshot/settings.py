@@ -74,12 +74,14 @@ INSTALLED_APPS = [
     "api",
     "accounts",
     "web",
+    "yourls_api",
 ]
 
 MIDDLEWARE = [
     "slingshot.metrics.RequestMetricsMiddleware",  # first: it times all the others
     "slingshot.operators.OperatorEndpointsMiddleware",  # /healthz and /metrics
     "web.edge_calls.EdgeCallsMiddleware",  # what the edges ask, with their secret
+    "yourls_api.views.EdgeYourlsMiddleware",  # the YOURLS API an edge passes on, with its secret
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -306,6 +308,15 @@ SPECTACULAR_SETTINGS = {
 API_BULK_MAX = 1000
 # Requests per token (or per signed-in user without a token), e.g. "6000/min".
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="6000/min")
+
+# The YOURLS API (yourls_api/, docs/compatibility.md). A URL the team has a
+# link to on the same domain already is answered with that link, not made
+# again (YOURLS' YOURLS_UNIQUE_URLS); a time-limited signature's timestamp
+# may be this many seconds from now either way (YOURLS_NONCE_LIFE); user
+# names and passwords are accepted only when allowed (throttled as sign-in).
+YOURLS_UNIQUE_URLS = env.bool("YOURLS_UNIQUE_URLS", default=True)
+YOURLS_SIGNATURE_LIFETIME = env.int("YOURLS_SIGNATURE_LIFETIME", default=12 * 3600)
+YOURLS_PASSWORD_AUTH = env.bool("YOURLS_PASSWORD_AUTH", default=False)
 
 # Dashboard pages (web/).
 LOGIN_URL = "web:sign-in"
