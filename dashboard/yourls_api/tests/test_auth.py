@@ -169,3 +169,16 @@ def test_wrong_signatures_are_throttled_per_address(client, settings):
     ]
     assert statuses == [403, 403, 403, 429, 429]
     assert client.get("/yourls-api.php", {"action": "version"}, REMOTE_ADDR=address()).status_code == 403
+
+
+def test_only_an_edge_reaches_the_internal_path(client, settings):
+    response = client.get("/internal/yourls-api", {"action": "version"}, HTTP_X_SLINGSHOT_ADDRESS="198.51.100.1")
+    assert response.status_code == 401
+    forged = client.get(
+        "/internal/yourls-api", HTTP_AUTHORIZATION="Bearer guess", HTTP_X_SLINGSHOT_ADDRESS="198.51.100.1"
+    )
+    assert forged.status_code == 401
+    edge = {"HTTP_AUTHORIZATION": f"Bearer {settings.EDGE_DASHBOARD_SECRET}"}
+    assert client.get("/internal/yourls-api", HTTP_X_SLINGSHOT_ADDRESS="not an address", **edge).status_code == 400
+    passed = client.get("/internal/yourls-api", {"action": "version"}, HTTP_X_SLINGSHOT_ADDRESS="198.51.100.1", **edge)
+    assert passed.status_code == 403 and b"Please log in" in passed.content
