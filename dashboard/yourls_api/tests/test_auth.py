@@ -27,7 +27,7 @@ def address() -> str:
     return f"2001:db8::{number % 65536:x}:{number // 65536 % 65536:x}"
 
 
-def signed_in(response) -> bool:
+def let_in(response) -> bool:
     return response.status_code == 200 and json.loads(response.content) == {"version": "1.10.4"}
 
 
@@ -67,8 +67,8 @@ def test_a_refusal_in_jsonp_without_a_callback_is_yourls_400(yourls):
 
 def test_the_token_or_its_signature_as_signature(yourls, user, make_token):
     token, raw = make_token(user)
-    assert signed_in(version(yourls, signature=raw))
-    assert signed_in(version(yourls, signature=token_signature(token)))
+    assert let_in(version(yourls, signature=raw))
+    assert let_in(version(yourls, signature=token_signature(token)))
     assert len(token_signature(token)) == 32 and raw not in token_signature(token)
 
 
@@ -82,20 +82,20 @@ def test_time_limited_signatures_each_way_round(yourls, user, make_token, hash_n
     params = timed(token_signature(token), hash_name=hash_name, secret_first=secret_first)
     if sent:
         params["hash"] = sent
-    assert signed_in(version(yourls, **params))
+    assert let_in(version(yourls, **params))
 
 
 def test_time_limited_signatures_expire_and_name_only_known_hashes(yourls, user, make_token, settings):
     token, raw = make_token(user)
     secret, lifetime = token_signature(token), settings.YOURLS_SIGNATURE_LIFETIME
-    assert signed_in(version(yourls, **timed(secret, at=time.time() - lifetime + 60)))
-    assert signed_in(version(yourls, **timed(secret, at=time.time() + lifetime - 60)))
+    assert let_in(version(yourls, **timed(secret, at=time.time() - lifetime + 60)))
+    assert let_in(version(yourls, **timed(secret, at=time.time() + lifetime - 60)))
     for at in (time.time() - lifetime - 5, time.time() + lifetime + 5):
         assert version(yourls, **timed(secret, at=at)).status_code == 403
     assert version(yourls, **timed(raw)).status_code == 403  # signed with the token itself: it is never sent
     assert version(yourls, **timed(secret, hash_name="sha384"), hash="crc32b").status_code == 403
     assert version(yourls, **timed(secret, hash_name="sha384")).status_code == 403  # a 96-digit hash must be named
-    assert signed_in(version(yourls, **timed(secret, hash_name="sha384"), hash="sha384"))
+    assert let_in(version(yourls, **timed(secret, hash_name="sha384"), hash="sha384"))
 
 
 def test_revoked_expired_and_deactivated_are_refused_in_every_form(yourls, user, make_user, make_token):
@@ -118,7 +118,7 @@ def test_passwords_are_off_unless_allowed(yourls, user, settings):
     assert response.status_code == 403
     assert "off here" in json.loads(response.content)["message"]
     settings.YOURLS_PASSWORD_AUTH = True
-    assert signed_in(version(yourls, username=user.username, password=PASSWORD))
+    assert let_in(version(yourls, username=user.username, password=PASSWORD))
     wrong = version(yourls, username=user.username, password="wrong")
     assert (wrong.status_code, json.loads(wrong.content)["message"]) == (403, "Invalid username or password")
 
@@ -182,3 +182,21 @@ def test_only_an_edge_reaches_the_internal_path(client, settings):
     assert client.get("/internal/yourls-api", HTTP_X_SLINGSHOT_ADDRESS="not an address", **edge).status_code == 400
     passed = client.get("/internal/yourls-api", {"action": "version"}, HTTP_X_SLINGSHOT_ADDRESS="198.51.100.1", **edge)
     assert passed.status_code == 403 and b"Please log in" in passed.content
+
+
+def test_a_token_signature_is_shown_once_with_its_token(signed_in, yourls):
+    signed_in.post("/tokens/", {"name": "sharex", "scope": "write"})
+    page = signed_in.get("/tokens/")
+    signature = page.context["created"]["signature"]
+    assert signature.encode() in page.content
+    assert let_in(version(yourls, signature=signature))
+    assert signature.encode() not in signed_in.get("/tokens/").content
+
+
+def test_create_api_token_prints_the_signature_when_asked(user, yourls, capsys):
+    from django.core.management import call_command
+
+    call_command("create_api_token", user.username, "--scope", "write", "--signature")
+    raw, signature = capsys.readouterr().out.split()
+    assert raw.startswith("ssk_") and len(signature) == 32
+    assert let_in(version(yourls, **timed(signature)))
