@@ -40,7 +40,6 @@ YOURLS_DB_VERSION = "507"
 STATS_MAX_LINKS = 1000
 NEED_FORMAT = "Need either XML or JSON format for stats"
 NOT_FOUND = "Error: short URL not found"
-_OFFSET_MAX = 2**62
 
 
 @dataclass(frozen=True)
@@ -228,7 +227,7 @@ def stats(context: Context, params: dict[str, str]) -> dict:
     """`filter` top (the default), bottom, last or rand; `limit` links from
     `start` (YOURLS lists none without a limit), at most STATS_MAX_LINKS."""
     limit = min(php_int(params.get("limit", "")), STATS_MAX_LINKS)
-    start = min(max(php_int(params.get("start", "")), 0), _OFFSET_MAX)
+    start = max(php_int(params.get("start", "")), 0)
     answer = {}
     if limit > 0:
         order = _ORDER.get(params.get("filter", ""), _TOP)

@@ -37,11 +37,13 @@ from teams.models import Team
 from teams.services import personal_team
 from tokens.models import ApiToken
 from tokens.services import TOKEN_PREFIX, token_authenticate
-from tokens.signatures import token_signed
+from tokens.signatures import SIGNATURE_LENGTH, token_signed
 
 HASHES = ("md5", "sha1", "sha224", "sha256", "sha384", "sha512")
 _DEFAULT_HASHES = {32: "md5", 64: "sha256"}  # by the length of the signature's hex digits
 _PHP_INT = re.compile(r"\s*[+-]?\d+")
+PHP_INT_MAX = 2**63 - 1
+_HEX = re.compile(r"[0-9a-fA-F]+")
 
 PLEASE_SIGN_IN = "Please log in"
 WRONG_PASSWORD = "Invalid username or password"
@@ -74,9 +76,15 @@ def php_filled(value: str | None) -> bool:
 
 
 def php_int(value: str) -> int:
-    """PHP's (int) of a string: its leading whole number, else 0."""
+    """PHP's (int) of a string: its leading whole number, else 0; past a
+    64-bit integer, the largest one (of that sign)."""
     found = _PHP_INT.match(value)
-    return int(found[0]) if found else 0
+    if not found:
+        return 0
+    digits = found[0].strip()
+    if len(digits.lstrip("+-")) > 18:
+        return -PHP_INT_MAX if digits.startswith("-") else PHP_INT_MAX
+    return int(digits)
 
 
 def _throttled(retry_after: float) -> Refusal:
@@ -100,7 +108,8 @@ def identify(request: HttpRequest, params: dict[str, str]) -> Caller | Refusal:
     elif timestamp is None and php_filled(signature):
         if signature.startswith(TOKEN_PREFIX):
             found = _token_caller(token_authenticate(signature))
-        else:
+        elif _HEX.fullmatch(signature) and len(signature) == SIGNATURE_LENGTH:
+            signature = signature.lower()
             found = _token_caller(token_signed(lambda secret: hmac.compare_digest(secret, signature)))
     elif php_filled(params.get("username")) and php_filled(params.get("password")):
         found = _password_caller(request, params["username"], params["password"])
@@ -125,7 +134,7 @@ def _timed_token(signature: str, timestamp: str, hash_name: str | None) -> ApiTo
         return None
     signature = signature.lower()
     name = _DEFAULT_HASHES.get(len(signature)) if hash_name is None else hash_name
-    if name not in HASHES:
+    if name not in HASHES or not _HEX.fullmatch(signature):
         return None
 
     def matches(secret: str) -> bool:

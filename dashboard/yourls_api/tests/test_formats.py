@@ -104,3 +104,33 @@ def test_an_unreadable_form_is_a_400(client):
     )
     assert response.status_code == 400
     assert json.loads(response.content)["errorCode"] == "400"
+
+
+ODD_VALUES = [
+    "",
+    "0",
+    "-1",
+    "9" * 5000,
+    " 12abc",
+    "1e3",
+    "é",
+    "\u202e",
+    "[]",
+    "%00",
+    "https://",
+    "http://[::1",
+    "a" * 3000,
+]
+
+
+@pytest.mark.parametrize("action", ["shorturl", "expand", "url-stats", "stats", "db-stats", "version", "nope"])
+def test_odd_values_in_every_parameter_are_never_a_500(client, user, make_token, action):
+    token, raw = make_token(user)
+    for name in ("url", "keyword", "title", "shorturl", "filter", "limit", "start", "db", "format", "callback", "hash"):
+        for value in ODD_VALUES:
+            params = {"action": action, "signature": raw, "format": "json", name: value}
+            response = client.post("/yourls-api.php", params)
+            assert response.status_code < 500, (name, value, response.content[:200])
+    for value in ODD_VALUES:
+        for credentials in ({"signature": value}, {"timestamp": value, "signature": "0" * 32}, {"username": value}):
+            assert client.get("/yourls-api.php", {"action": action, **credentials}).status_code < 500
