@@ -290,6 +290,22 @@ function _M.shlink_rest()
     return shlink.rest()
 end
 
+-- nginx.conf's /yourls-api.php, which YOURLS clients ask of a short domain:
+-- where the dashboard answers it (the query string kept) and the edge's
+-- secret, for the proxy_pass that follows; a 404 while the dashboard or its
+-- secret is not set. A domain that wants HTTPS only gets it there too.
+function _M.yourls_api()
+    if not config.yourls_api_url or not config.dashboard_secret then
+        return exit(404)
+    end
+    if request_domain().https_redirect and var.https == "" then
+        return to_https()
+    end
+    local args = var.args
+    var.slingshot_upstream = args and config.yourls_api_url .. "?" .. args or config.yourls_api_url
+    var.slingshot_dashboard_auth = "Bearer " .. config.dashboard_secret
+end
+
 function _M.healthz()
     local red, err = redis.connect(config.redis_links)
     if red then
