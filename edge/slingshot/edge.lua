@@ -163,7 +163,7 @@ local function redirect_special(slug, value, domain, pixel)
         end
     end
     local asking = value.locked and not referer
-    if value.max_visits then
+    if value.visits_key then
         -- The password page takes no visit: it only looks.
         local admitted, err = visits.admit(value, not asking and get_method() ~= "HEAD")
         if admitted == nil then
@@ -258,7 +258,7 @@ function _M.redirect()
     return send_to(link.target(value, value.forward_query and var.args), value.status)
 end
 
--- The domain's robots.txt: its crawlable links allowed, nothing else.
+-- The domain's robots.txt: the links open to crawlers allowed, nothing else.
 function _M.robots()
     local text, err = robots.text(request_domain())
     if err then
