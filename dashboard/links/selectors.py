@@ -7,6 +7,7 @@ made with an API token. The staff flag shows no link by itself."""
 import enum
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
 from operator import or_
@@ -159,6 +160,35 @@ def link_visits(links: Iterable[Link]) -> dict[int, int] | None:
         log.warning("link states without visit counts: %s", exc)
         return None
     return {pk: int(value or 0) for pk, value in zip(limited, values, strict=True)}
+
+
+@dataclass(frozen=True)
+class VisitLimit:
+    """A limited link's visits: the most it is made for, and how many the
+    edge has served (None while Redis does not answer)."""
+
+    limit: int
+    served: int | None
+
+
+def visit_limit(link: Link) -> VisitLimit | None:
+    """The link's VisitLimit, None when it has no limit. Requests over the
+    limit count too: the visits served are at most the limit."""
+    if not link.max_visits:
+        return None
+    visits = link_visits([link])
+    served = None if visits is None else min(visits.get(link.pk, 0), link.max_visits)
+    return VisitLimit(limit=link.max_visits, served=served)
+
+
+def past_limit(links: QuerySet[Link]) -> list[int] | None:
+    """The ids of these links that have had every visit they were made for,
+    as link_state tells it; None when Redis does not answer at once."""
+    limited = list(links.filter(max_visits__isnull=False).select_related(None).only("pk", "max_visits"))
+    visits = link_visits(limited)
+    if visits is None:
+        return None
+    return [link.pk for link in limited if visits.get(link.pk, 0) >= link.max_visits]
 
 
 def link_state(link: Link, *, now: datetime | None = None, visits: int | None = None) -> LinkState:

@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "api",
     "accounts",
     "web",
+    "yourls_api",
 ]
 
 MIDDLEWARE = [
@@ -85,6 +86,7 @@ MIDDLEWARE = [
     "corsheaders.middleware.CorsMiddleware",
     "slingshot.operators.OperatorEndpointsMiddleware",  # /healthz and /metrics
     "web.edge_calls.EdgeCallsMiddleware",  # what the edges ask, with their secret
+    "yourls_api.views.EdgeYourlsMiddleware",  # the YOURLS API an edge passes on, with its secret
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -322,6 +324,15 @@ CORS_ALLOW_ALL_ORIGINS = SHLINK_CORS_ALLOW_ORIGIN == ["*"]
 CORS_ALLOWED_ORIGINS = [] if CORS_ALLOW_ALL_ORIGINS else SHLINK_CORS_ALLOW_ORIGIN
 CORS_ALLOW_HEADERS = (*default_cors_headers, "x-api-key")
 CORS_PREFLIGHT_MAX_AGE = 3600
+
+# The YOURLS API (yourls_api/, docs/compatibility.md). A URL the team has a
+# link to on the same domain already is answered with that link, not made
+# again (YOURLS' YOURLS_UNIQUE_URLS); a time-limited signature's timestamp
+# may be this many seconds from now either way (YOURLS_NONCE_LIFE); user
+# names and passwords are accepted only when allowed (throttled as sign-in).
+YOURLS_UNIQUE_URLS = env.bool("YOURLS_UNIQUE_URLS", default=True)
+YOURLS_SIGNATURE_LIFETIME = env.int("YOURLS_SIGNATURE_LIFETIME", default=12 * 3600)
+YOURLS_PASSWORD_AUTH = env.bool("YOURLS_PASSWORD_AUTH", default=False)
 
 # Dashboard pages (web/).
 LOGIN_URL = "web:sign-in"

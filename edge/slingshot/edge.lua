@@ -59,12 +59,17 @@ function _M.init()
     config.load()
     metrics.init()
     clicks.init()
+    visits.init()
 end
 
 -- One timer per worker sends clicks and their counts, and moves counters
 -- into the shared dict; run once more at exit, it sends what is left.
 local function tick(premature)
     clicks.flush(premature)
+    local ok, err = visits.flush()
+    if not ok then
+        log(WARN, "visits counted here not sent yet: ", err)
+    end
     metrics.sync()
 end
 
@@ -163,7 +168,7 @@ local function redirect_special(slug, value, domain, pixel)
         end
     end
     local asking = value.locked and not referer
-    if value.max_visits then
+    if value.visits_key then
         -- The password page takes no visit: it only looks.
         local admitted, err = visits.admit(value, not asking and get_method() ~= "HEAD")
         if admitted == nil then
@@ -258,7 +263,7 @@ function _M.redirect()
     return send_to(link.target(value, value.forward_query and var.args), value.status)
 end
 
--- The domain's robots.txt: its crawlable links allowed, nothing else.
+-- The domain's robots.txt: the links open to crawlers allowed, nothing else.
 function _M.robots()
     local text, err = robots.text(request_domain())
     if err then
@@ -288,6 +293,22 @@ end
 -- Shlink's REST API on a short domain: its health check (shlink.lua).
 function _M.shlink_rest()
     return shlink.rest()
+end
+
+-- nginx.conf's /yourls-api.php, which YOURLS clients ask of a short domain:
+-- where the dashboard answers it (the query string kept) and the edge's
+-- secret, for the proxy_pass that follows; a 404 while the dashboard or its
+-- secret is not set. A domain that wants HTTPS only gets it there too.
+function _M.yourls_api()
+    if not config.yourls_api_url or not config.dashboard_secret then
+        return exit(404)
+    end
+    if request_domain().https_redirect and var.https == "" then
+        return to_https()
+    end
+    local args = var.args
+    var.slingshot_upstream = args and config.yourls_api_url .. "?" .. args or config.yourls_api_url
+    var.slingshot_dashboard_auth = "Bearer " .. config.dashboard_secret
 end
 
 function _M.healthz()

@@ -51,6 +51,9 @@ EDITION: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "forwardQuery": ("forward_query", lambda value, name: flag(value, name, default=True)),
 }
 assert all(option in BY_NAME for option, _ in EDITION.values()), "every Shlink name is of an option"
+# What findIfExists compares besides the long URL, slug, domain and tags,
+# when the request gives it.
+FOUND_BY = tuple(EDITION[name][0] for name in ("validSince", "validUntil", "maxVisits"))
 # Shlink's names of Slingshot's, for the elements a problem names.
 SHLINK_NAMES = {
     **{option: shlink for shlink, (option, _) in EDITION.items()},

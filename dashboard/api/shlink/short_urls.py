@@ -17,7 +17,7 @@ from links.validation import normalise_target
 
 from .base import ShlinkView, domain_named, flag, moment, paging, whole
 from .problems import Problem, invalid_data, short_url_not_found
-from .shapes import SHLINK_DEFAULTS, edition, non_unique_slug, refused, short_url, slug_taken
+from .shapes import FOUND_BY, SHLINK_DEFAULTS, edition, non_unique_slug, refused, short_url, slug_taken
 
 # Shlink's orderBy fields, as links.selectors.link_search sorts.
 ORDER_FIELDS = {
@@ -112,11 +112,10 @@ class ShortUrlsView(ShlinkView):
     def _past_limit(links) -> list[int]:
         """The links that have had every visit they were made for, as
         links.selectors.link_state tells it (the edge's counters)."""
-        limited = list(links.filter(max_visits__isnull=False).select_related(None).only("pk", "max_visits"))
-        visits = selectors.link_visits(limited)
-        if visits is None:
+        past = selectors.past_limit(links)
+        if past is None:
             raise Problem(503, None, "Service Unavailable", "The visit counters cannot be read just now; try again.")
-        return [link.pk for link in limited if visits.get(link.pk, 0) >= link.max_visits]
+        return past
 
     def post(self, request, version):
         body = self.body()
@@ -190,7 +189,7 @@ class ShortUrlsView(ShlinkView):
         links = selectors.with_click_totals(selectors.links_visible_to(request.user)).filter(url=url, domain=domain)
         if slug:
             links = links.filter(slug=slug)
-        for option in ("valid_since", "expires_at", "max_visits"):
+        for option in FOUND_BY:
             if values.get(option) is not None:
                 links = links.filter(**{option: values[option]})
         if values.get("tags"):
