@@ -47,11 +47,23 @@ def _value(quoted: str, bare: str) -> str | None:
     return _ESCAPE.sub(_unescape, quoted) if "\\" in quoted or "''" in quoted else quoted
 
 
-def dump_rows(open_dump: Opener, table: str, default_columns: tuple[str, ...]) -> Iterator[dict[str, str | None]]:
-    """The rows of `table` in a mysqldump, each by column name: from the
-    INSERT's column list, else from the dump's CREATE TABLE, else the
-    default order."""
-    columns = list(default_columns)
+Row = tuple[str | None, ...]
+
+
+def _ordered(names: list[str], columns: tuple[str, ...]) -> list[int] | None:
+    """Where each of `columns` is among `names` (-1: absent); None when
+    they are the same, in the same order."""
+    if names == list(columns):
+        return None
+    return [names.index(column) if column in names else -1 for column in columns]
+
+
+def dump_rows(open_dump: Opener, table: str, columns: tuple[str, ...]) -> Iterator[Row]:
+    """The rows of `table` in a mysqldump, each a tuple of `columns` (None
+    for a NULL or a column the table lacks). Which column a value is comes
+    from the INSERT's column list, else from the dump's CREATE TABLE, else
+    `columns`' order."""
+    names = list(columns)
     creating = False
     with open_dump() as raw:
         for data in raw:
@@ -60,40 +72,49 @@ def dump_rows(open_dump: Opener, table: str, default_columns: tuple[str, ...]) -
                 if line.lstrip().startswith(")"):
                     creating = False
                 elif name := _COLUMN.match(line):
-                    columns.append(name[1])
+                    names.append(name[1])
                 continue
             if (created := _CREATE.match(line)) and created[1] == table:
-                creating, columns = True, []
+                creating, names = True, []
                 continue
             insert = _INSERT.match(line)
             if not insert or insert[1] != table:
                 continue
-            names = [name.strip(" `") for name in insert[2].split(",")] if insert[2] else columns
-            # Most values are plain quoted strings: kept as they are without a call.
-            values = [
-                quoted if not bare and "\\" not in quoted and "''" not in quoted else _value(quoted, bare)
-                for quoted, bare in _VALUE.findall(line, insert.end())
-            ]
-            width = len(names)
+            given = [name.strip(" `") for name in insert[2].split(",")] if insert[2] else names
+            found = _VALUE.findall(line, insert.end())
+            if "\\" in line or "''" in line or "NULL" in line:
+                values = [_value(quoted, bare) for quoted, bare in found]
+            else:  # most lines of a log: every value as it is
+                values = [quoted or bare for quoted, bare in found]
+            width = len(given)
             if len(values) % width:
                 raise SourceError(f"An INSERT into {table} holds {len(values)} values, not rows of {width}.")
-            for start in range(0, len(values), width):
-                yield dict(zip(names, values[start : start + width], strict=True))
+            rows = zip(*[iter(values)] * width, strict=True)
+            places = _ordered(given, columns)
+            if places is None:
+                yield from rows
+            else:
+                yield from (tuple(row[place] if place >= 0 else None for place in places) for row in rows)
 
 
-def csv_rows(open_csv: Opener, columns: tuple[str, ...]) -> Iterator[dict[str, str | None]]:
-    """The rows of a table exported as CSV, with a header naming its
-    columns (phpMyAdmin's, MySQL Workbench's) or in the table's own order."""
+def csv_rows(open_csv: Opener, columns: tuple[str, ...]) -> Iterator[Row]:
+    """The rows of a table exported as CSV, each a tuple of `columns`, with
+    a header naming its columns (phpMyAdmin's, MySQL Workbench's) or in the
+    table's own order."""
     with open_csv() as raw:
         reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline=""))
-        names = list(columns)
+        places = None
+        width = len(columns)
         for number, row in enumerate(reader):
             if number == 0 and columns[0] in [cell.strip().lower() for cell in row]:
                 names = [cell.strip().lower() for cell in row]
+                places, width = _ordered(names, columns), len(names)
                 continue
-            if len(row) != len(names):
-                raise SourceError(f"Line {number + 1} of the CSV has {len(row)} cells, not {len(names)}.")
-            yield {name: (None if value == "NULL" else value) for name, value in zip(names, row, strict=True)}
+            if len(row) != width:
+                raise SourceError(f"Line {number + 1} of the CSV has {len(row)} cells, not {width}.")
+            if places is not None:
+                row = [row[place] if place >= 0 else "NULL" for place in places]
+            yield tuple(None if value == "NULL" else value for value in row)
 
 
 class YourlsSource(Source):
@@ -120,40 +141,37 @@ class YourlsSource(Source):
 
     def links(self) -> Iterator[SourceLink]:
         found = False
-        for row in self._urls():
+        for keyword, url, title, timestamp, _, clicks in self._urls():
             found = True
-            keyword = row.get("keyword") or ""
             yield SourceLink(
-                external_id=keyword,
-                url=row.get("url") or "",
-                slug=keyword,
-                options={"title": row.get("title") or ""},
-                created_at=_time(row.get("timestamp")),
-                visits=int(row.get("clicks") or 0),
+                external_id=keyword or "",
+                url=url or "",
+                slug=keyword or "",
+                options={"title": title or ""},
+                created_at=_time(timestamp),
+                visits=int(clicks or 0),
             )
         if not found:
             raise SourceError("The YOURLS data holds no links: is it a dump of yourls_url (see --table-prefix)?")
 
     def visits(self, *, wanted: Callable[[str], bool], skip: int = 0) -> Iterator[tuple[str, Visit]]:
-        for row in self._log():
-            keyword = row.get("shorturl") or ""
+        for click_id, when, keyword, referer, agent, address, country in self._log():
             if not wanted(keyword):
                 self.left_out += 1
                 continue
             if skip:
                 skip -= 1
                 continue
-            referer = row.get("referrer") or ""
-            when = row.get("click_time") or ""
+            when = when or ""
             yield (
                 keyword,
                 Visit(
-                    key=f"{row.get('click_id')}\x1f{when}",
-                    ms=_ms(when),
-                    ip=row.get("ip_address") or "",
-                    user_agent=row.get("user_agent") or "",
-                    referer="" if referer == "direct" else referer,
-                    country=row.get("country_code") or "",
+                    f"{click_id}\x1f{when}",
+                    _ms(when),
+                    address or "",
+                    agent or "",
+                    "" if referer == "direct" else referer or "",
+                    country or "",
                 ),
             )
 

@@ -50,12 +50,18 @@ def totals_of(link: Link) -> tuple[int, int, int]:
 
 
 def test_the_dump_is_read_as_mysqldump_wrote_it():
-    urls = list(dump_rows(lambda: DUMP.open("rb"), "yourls_url", URL_COLUMNS))
+    urls = [
+        dict(zip(URL_COLUMNS, row, strict=True))
+        for row in dump_rows(lambda: DUMP.open("rb"), "yourls_url", URL_COLUMNS)
+    ]
     assert [row["keyword"] for row in urls] == ["Guide2", "it's", "spring", "untitled"]
     assert urls[1]["url"] == "https://example.com/it's?a=1&b=2"
     assert urls[1]["title"] == 'It\'s "quoted"\\nnot a newline'
     assert urls[3]["title"] is None
-    log = list(dump_rows(lambda: DUMP.open("rb"), "yourls_log", LOG_COLUMNS))
+    log = [
+        dict(zip(LOG_COLUMNS, row, strict=True))
+        for row in dump_rows(lambda: DUMP.open("rb"), "yourls_log", LOG_COLUMNS)
+    ]
     assert [row["click_id"] for row in log] == [str(n) for n in range(1, 9)]
     assert log[2]["referrer"] == "https://news.ycombinator.com/item?id=1,2"
     assert log[7]["user_agent"].endswith('"Safari"')
@@ -112,12 +118,14 @@ def test_a_dry_run_says_what_a_run_would_store(user, team):
 
 
 def _as_csv(path: Path, table: str, columns: tuple[str, ...]) -> Path:
-    """A table of the dump as phpMyAdmin exports it: a header, every cell quoted."""
+    """A table of the dump as phpMyAdmin exports it: a header (its columns
+    in another order than the table's), every cell quoted."""
+    order = list(reversed(range(len(columns))))
     with path.open("w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out, quoting=csv.QUOTE_ALL)
-        writer.writerow(columns)
+        writer.writerow([columns[place] for place in order])
         for row in dump_rows(lambda: DUMP.open("rb"), table, columns):
-            writer.writerow(["NULL" if row[name] is None else row[name] for name in columns])
+            writer.writerow(["NULL" if row[place] is None else row[place] for place in order])
     return path
 
 
