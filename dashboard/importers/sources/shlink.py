@@ -84,7 +84,7 @@ class ShlinkSource(Source):
         self.until = until.isoformat()
         self.api = Api(base=self.url + "/rest/v3", headers={"X-Api-Key": api_key}, name="Shlink")
         self._codes: list[tuple[str, str | None]] = []  # (short code, domain) of every short URL, in order
-        self._totals: dict[str, int] = {}  # the visits Shlink counted, by external id
+        self._totals: dict[str, int | None] = {}  # the visits Shlink counted, by external id; None: not said
 
     @staticmethod
     def external_id(short_code: str, domain: str | None) -> str:
@@ -134,7 +134,7 @@ class ShlinkSource(Source):
                 answer = self.api.get(f"/short-urls/{code}/redirect-rules", {"domain": domain} if domain else None)
                 options["rules"], notes = redirect_rules(answer.get("redirectRules") or [])
             summary = item.get("visitsSummary") or {}
-            self._totals[self.external_id(code, domain)] = int(summary.get("total") or 0)
+            self._totals[self.external_id(code, domain)] = int(summary["total"]) if "total" in summary else None
             yield SourceLink(
                 external_id=self.external_id(code, domain),
                 url=item["longUrl"],
@@ -150,8 +150,10 @@ class ShlinkSource(Source):
         for code, domain in self._codes:
             external_id = self.external_id(code, domain)
             if not wanted(external_id):
-                self.left_out += self._totals.get(external_id, 0)
+                self.left_out += self._totals.get(external_id) or 0
                 continue
+            if self._totals.get(external_id) == 0:
+                continue  # none to ask for (as of `until`, the list's end too)
             params = {"itemsPerPage": VISITS_PAGE, "endDate": self.until, **({"domain": domain} if domain else {})}
             path = f"/short-urls/{code}/visits"
             if skip:
