@@ -82,10 +82,13 @@ def dump_rows(open_dump: Opener, table: str, columns: tuple[str, ...]) -> Iterat
                 continue
             given = [name.strip(" `") for name in insert[2].split(",")] if insert[2] else names
             found = _VALUE.findall(line, insert.end())
-            if "\\" in line or "''" in line or "NULL" in line:
-                values = [_value(quoted, bare) for quoted, bare in found]
-            else:  # most lines of a log: every value as it is
-                values = [quoted or bare for quoted, bare in found]
+            # _value, inline: most values are quoted strings without an escape, taken as they are.
+            values = [
+                (None if bare == "NULL" else bare)
+                if bare
+                else (quoted if "\\" not in quoted and "''" not in quoted else _ESCAPE.sub(_unescape, quoted))
+                for quoted, bare in found
+            ]
             width = len(given)
             if len(values) % width:
                 raise SourceError(f"An INSERT into {table} holds {len(values)} values, not rows of {width}.")
