@@ -41,12 +41,6 @@ def _unescape(match: re.Match) -> str:
     return "'" if char is None else _ESCAPED.get(char, char)
 
 
-def _value(quoted: str, bare: str) -> str | None:
-    if bare:
-        return None if bare == "NULL" else bare
-    return _ESCAPE.sub(_unescape, quoted) if "\\" in quoted or "''" in quoted else quoted
-
-
 Row = tuple[str | None, ...]
 
 
@@ -82,7 +76,7 @@ def dump_rows(open_dump: Opener, table: str, columns: tuple[str, ...]) -> Iterat
                 continue
             given = [name.strip(" `") for name in insert[2].split(",")] if insert[2] else names
             found = _VALUE.findall(line, insert.end())
-            # _value, inline: most values are quoted strings without an escape, taken as they are.
+            # A bare NULL is None; most values are quoted strings without an escape, taken as they are.
             values = [
                 (None if bare == "NULL" else bare)
                 if bare
