@@ -121,6 +121,7 @@ def _source_import(request, limit: UploadLimitHandler):
                         "group": data["group"],
                         "table_prefix": data["table_prefix"] or "yourls_",
                         "name": data["source_name"],
+                        "public_only": True,  # this server fetches what a person names: not its own network
                     },
                     secret=data["secret"] if "secret" in NEEDS[source] or source == "bitly" else "",
                     domain=data["domain"],

@@ -21,10 +21,11 @@ def source_for(
     """The source of a job: its kind, options (importers.models.ImportJob),
     secret in clear, and a function opening its files by name."""
     name = options.get("name", "")
+    public_only = bool(options.get("public_only"))  # started from the Import page
     if kind == "shlink":
-        return ShlinkSource(url=options.get("url", ""), api_key=secret, until=until)
+        return ShlinkSource(url=options.get("url", ""), api_key=secret, until=until, public_only=public_only)
     if kind == "kutt":
-        return KuttSource(url=options.get("url", ""), api_key=secret)
+        return KuttSource(url=options.get("url", ""), api_key=secret, public_only=public_only)
     if kind == "yourls":
         return YourlsSource(
             dump=opener("sql"),
@@ -36,7 +37,9 @@ def source_for(
     if kind == "bitly":
         if csv_file := opener("csv"):
             return BitlyCsvSource(csv_file=csv_file)
-        return BitlyApiSource(token=secret, group=options.get("group", ""), base=options.get("url") or API)
+        return BitlyApiSource(
+            token=secret, group=options.get("group", ""), base=options.get("url") or API, public_only=public_only
+        )
     if kind == "csv":
         csv_file = opener("csv")
         if csv_file is None:

@@ -4,6 +4,8 @@ that keep them, their visits and orphan visits (importers/history.py's
 Visit and Orphan), always in the same order, so that a run taken over
 part way skips what was stored before (`skip`)."""
 
+import ipaddress
+import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -116,19 +118,46 @@ def base_url(url: str) -> str:
     return url
 
 
+def public_host(host: str) -> None:
+    """SourceError unless every address of the host is a public one: an
+    import started from the Import page makes this server fetch what a
+    person names, which must not reach its own network (SSRF), unless
+    IMPORTERS_PRIVATE_ADDRESSES allows it."""
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+    except (OSError, UnicodeError):
+        raise SourceError(f"{host} cannot be found.") from None
+    if not found or not all(ipaddress.ip_address(address.split("%")[0]).is_global for address in found):
+        raise SourceError(
+            f"{host} is an address of a private network, which the Import page does not fetch from: "
+            "run manage.py import_links on the server instead (docs/importing.md)."
+        )
+
+
 class Api:
     """JSON over HTTP with a session: a timeout on every request, and a
     request the server throttled (429) or failed (5xx, a lost connection)
-    retried with backoff before the import gives up (SourceError)."""
+    retried with backoff before the import gives up (SourceError). Every
+    request goes to the host of `base` (a page's next link too); with
+    `public_only`, only if that host is a public one (public_host)."""
 
-    def __init__(self, *, base: str, headers: dict[str, str], name: str, timeout: float = 30.0):
+    def __init__(
+        self, *, base: str, headers: dict[str, str], name: str, timeout: float = 30.0, public_only: bool = False
+    ):
         self.base, self.name, self.timeout = base, name, timeout
         self.attempts = settings.IMPORTERS_API_ATTEMPTS
+        self.host = urlsplit(base).hostname or ""
+        if public_only and not settings.IMPORTERS_PRIVATE_ADDRESSES:
+            public_host(self.host)
         self.session = requests.Session()
         self.session.headers.update({"Accept": "application/json", "User-Agent": "slingshot-import", **headers})
 
     def get(self, path: str, params: dict | list | None = None) -> Any:
         url = path if path.startswith(("http://", "https://")) else self.base + path
+        if (urlsplit(url).hostname or "") != self.host:
+            raise SourceError(
+                f"{self.name} pointed the import at another host ({host_of(url)}), which it does not follow."
+            )
         for attempt in range(self.attempts):
             try:
                 response = self.session.get(url, params=params, timeout=self.timeout)

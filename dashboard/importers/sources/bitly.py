@@ -70,11 +70,13 @@ def _link(*, bitlink: str, custom: str, url: str, title: str, created, tags: lis
 class BitlyApiSource(Source):
     key = "bitly"
 
-    def __init__(self, *, token: str, group: str = "", base: str = API):
+    def __init__(self, *, token: str, group: str = "", base: str = API, public_only: bool = False):
         if not token:
             raise SourceError("Bitly needs an access token (BITLY_TOKEN, or --token-file).")
         self.group = group
-        self.api = Api(base=base_url(base), headers={"Authorization": f"Bearer {token}"}, name="Bitly")
+        self.api = Api(
+            base=base_url(base), headers={"Authorization": f"Bearer {token}"}, name="Bitly", public_only=public_only
+        )
 
     def links(self) -> Iterator[SourceLink]:
         group = self.group or self.api.get("/user").get("default_group_guid")

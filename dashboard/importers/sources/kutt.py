@@ -16,12 +16,12 @@ PAGE = 50  # the most Kutt gives at once
 
 
 class KuttSource(Source):
-    def __init__(self, *, url: str, api_key: str):
+    def __init__(self, *, url: str, api_key: str, public_only: bool = False):
         self.url = base_url(url)
         if not api_key:
             raise SourceError("Kutt needs an API key (KUTT_API_KEY, or --api-key-file).")
         self.key = f"kutt {self.url}"
-        self.api = Api(base=self.url + "/api/v2", headers={"X-API-KEY": api_key}, name="Kutt")
+        self.api = Api(base=self.url + "/api/v2", headers={"X-API-KEY": api_key}, name="Kutt", public_only=public_only)
 
     def links(self) -> Iterator[SourceLink]:
         skip = 0

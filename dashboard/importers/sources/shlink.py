@@ -76,13 +76,15 @@ def redirect_rules(rules: list[dict]) -> tuple[list[dict], list[str]]:
 class ShlinkSource(Source):
     lists_visits = True
 
-    def __init__(self, *, url: str, api_key: str, until: datetime):
+    def __init__(self, *, url: str, api_key: str, until: datetime, public_only: bool = False):
         self.url = base_url(url)
         if not api_key:
             raise SourceError("Shlink needs an API key (SHLINK_API_KEY, or --api-key-file).")
         self.key = f"shlink {self.url}"
         self.until = until.isoformat()
-        self.api = Api(base=self.url + "/rest/v3", headers={"X-Api-Key": api_key}, name="Shlink")
+        self.api = Api(
+            base=self.url + "/rest/v3", headers={"X-Api-Key": api_key}, name="Shlink", public_only=public_only
+        )
         self._codes: list[tuple[str, str | None]] = []  # (short code, domain) of every short URL, in order
         self._totals: dict[str, int | None] = {}  # the visits Shlink counted, by external id; None: not said
 

@@ -75,12 +75,21 @@ def test_the_key_is_kept_sealed_and_a_source_without_what_it_needs_is_refused(si
     job = ImportJob.objects.get(owner=user)
     assert job.secret and b"very-secret-key" not in bytes(job.secret)
 
-    call_command("run_imports", "--once")  # nothing answers on port 9
+    call_command("run_imports", "--once")
 
+    # The page's imports fetch from public addresses only: this server's own network is not theirs to reach.
     job.refresh_from_db()
-    assert job.state == "failed" and "does not answer" in job.error and bytes(job.secret) == b""
+    assert job.state == "failed" and "private network" in job.error and bytes(job.secret) == b""
     shown = signed_in.get(reverse("web:source-import-detail", args=[job.pk]))
-    assert b"does not answer" in shown.content
+    assert b"private network" in shown.content
+
+    settings.IMPORTERS_PRIVATE_ADDRESSES = True  # allowed: then nothing answers on port 9
+    signed_in.post(
+        reverse("web:source-import"),
+        {"source": "shlink", "url": "http://127.0.0.1:9/", "secret": "very-secret-key", "table_prefix": "yourls_"},
+    )
+    call_command("run_imports", "--once")
+    assert "does not answer" in ImportJob.objects.filter(owner=user).first().error
 
 
 def test_someone_outside_the_team_sees_no_import(signed_in, client, user):
