@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 
 from importers.files import files_store
 from importers.jobs import job_create, job_import_for_real
-from importers.models import ImportJob, Source
+from importers.models import ImportJob, Source, State
 from importers.summary import Summary
 from links.domains import domain_list
 from links.models import Domain
@@ -36,6 +36,8 @@ NEEDS = {
     "csv": {"csv"},
 }
 FILES = ("sql", "url_csv", "log_csv", "csv")
+# Imports of a team waiting or running at once: more are refused until one ends.
+UNFINISHED_MAX = 3
 
 
 class SourceImportForm(forms.Form):
@@ -107,6 +109,9 @@ def source_import(request):
 def _source_import(request, limit: UploadLimitHandler):
     team = current_team(request)
     form = SourceImportForm(request.POST or None, request.FILES or None, too_large=limit.too_large)
+    unfinished = ImportJob.objects.filter(team=team, state__in=[State.QUEUED, State.RUNNING]).count()
+    if request.method == "POST" and unfinished >= UNFINISHED_MAX:
+        form.add_error(None, f"This team has {unfinished} imports waiting or running: start another once one ends.")
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         source = data["source"]

@@ -129,3 +129,13 @@ def test_a_job_whose_worker_lost_its_database_is_taken_over_where_it_got(signed_
         assert cursor.fetchone()[0] == 7
         cursor.execute("SELECT clicks FROM link_click_totals WHERE link_id = %s", [spring.pk])
         assert cursor.fetchone()[0] == 4
+
+
+def test_a_team_has_at_most_three_imports_waiting(signed_in, user):
+    for _ in range(3):
+        assert upload_dump(signed_in, dry_run="on").status_code == 302
+
+    refused = upload_dump(signed_in, dry_run="on")
+
+    assert refused.status_code == 200 and b"3 imports waiting or running" in refused.content
+    assert ImportJob.objects.filter(owner=user).count() == 3
