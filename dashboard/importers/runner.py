@@ -304,14 +304,14 @@ class ImportRun:
                     getattr(self.summary, f"{key}_stored") + self._would_store(*make(kept)),
                 )
                 done += given
-                self.progress(key, done, total)
+                self.progress(key, done, _at_least(total, done))
             return
         for batch, given in ahead((self.batches.make(*make(kept)) if kept else None, given) for kept, given in batches):
             if batch is not None:
                 setattr(self.summary, f"{key}_stored", getattr(self.summary, f"{key}_stored") + self.store.store(batch))
             self._consumed(key, given, getattr(self.summary, f"{key}_stored"))
             done += given
-            self.progress(key, done, total)
+            self.progress(key, done, _at_least(total, done))
 
     def visits(self) -> None:
         summary = self.summary
@@ -387,6 +387,12 @@ class ImportRun:
                 )
                 new += cursor.fetchone()[0]
         return new
+
+
+def _at_least(total: int | None, done: int) -> int | None:
+    """The visits a source counted, which its list may outgrow (a YOURLS
+    log longer than its counters): never less than those read."""
+    return max(total, done) if total else None
 
 
 def _pair_ms(pair: tuple[Target, Visit]) -> int:

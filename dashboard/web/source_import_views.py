@@ -160,8 +160,7 @@ def job_status(job: ImportJob) -> dict:
         "finished": job.finished,
         "phase": progress.get("phase", ""),
         "done": progress.get("done", 0),
-        # The visits a source counted, which its list may outgrow (a YOURLS log longer than its counters).
-        "total": max(progress["total"], progress.get("done", 0)) if progress.get("total") else None,
+        "total": progress.get("total"),
         "error": job.error,
         "lines": summary.lines() if summary else [],
     }

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
 from clicks import accounting
@@ -174,3 +175,11 @@ def test_the_accounting_leaves_imported_visits_out(user, team, tmp_path):
         assert after.counted and (after.stored, after.difference) == (before.stored, before.difference)
     finally:
         redis.delete(key)
+
+
+def test_the_command_shows_a_bar_for_each_phase(user, team, capsys):
+    call_command("import_links", "yourls", str(DUMP), user=user.username, team=str(team.pk), progress=True)
+
+    bars = capsys.readouterr().err
+    assert "links: " in bars and "4 links" in bars
+    assert "visits: 100%" in bars and "7/7" in bars  # the log has one more click than YOURLS counted
