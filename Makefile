@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export bench-yourls loadtest stack-faults click-outage multinode redis-outage
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export bench-yourls bench-importers loadtest stack-faults click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -61,6 +61,11 @@ bench-api: setup
 # Not part of `make test`: the dashboard's links list with 100,000 links.
 bench-dashboard: setup
 	$(PY) loadtest/bench_dashboard.py
+
+# Not part of `make test` (a small run is, importers/tests/test_bench.py):
+# 1,000,000 visits of a YOURLS dump through `import_links` (docs/importing.md).
+bench-importers: setup
+	flock /tmp/slingshot-bench.lock $(PY) loadtest/bench_importers.py $(BENCH_ARGS)
 
 # Peak memory of a clicks export of 1,000,000 rows (docs/benchmarks.md).
 bench-export: setup

@@ -3,7 +3,7 @@
     run                 the local stack in the foreground (`make run`; devstack/stack.py)
     prepare             only its one-time work: run directory, database, migrations, admin user
     ctl ARGS...         supervisorctl for the running stack (`make status`, `make ctl ARGS=...`)
-    postgres, redis, edge, dashboard, importer, publisher
+    postgres, redis, edge, dashboard, importer, publisher, imports
                         one program of the stack, as supervisord runs it (devstack/programs.py)
     console             supervisord's event listener that prints the programs' output (devstack/console.py)
 

@@ -320,7 +320,7 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals") -> int:
         reap_adopted(supervisord.pid)
         if stop.requested and not stopping_said:
             say(
-                "stopping: the edge first (its workers write their clicks to Redis), then the dashboard, the "
+                "stopping: the edge first (its workers write their clicks to Redis), then the imports, the dashboard, the "
                 "publisher and the importer, then PostgreSQL, and Redis last"
             )
             stopping_said = True

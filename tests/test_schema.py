@@ -21,6 +21,9 @@ MODELS = [
     "teams.AuditEntry",
     "accounts.SessionUse",
     "web.Preferences",
+    "importers.ImportJob",
+    "importers.ImportFile",
+    "importers.ImportedLink",
 ]
 
 
@@ -111,6 +114,7 @@ SQL_MIGRATIONS = [
     ("api", "0001_squashed_0002_apitoken_team"),
     ("accounts", "0001_initial"),
     ("web", "0001_initial"),
+    ("importers", "0001_initial"),
 ]
 
 

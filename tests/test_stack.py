@@ -29,7 +29,7 @@ from devstack.stack import SECRETS
 from devstack.supervised import SupervisedStack, wait_until
 
 ADMIN = "ops"
-STOP_ORDER = ("edge", "dashboard", "publisher", "importer", "postgres", "redis")
+STOP_ORDER = ("edge", "imports", "dashboard", "publisher", "importer", "postgres", "redis")
 
 
 @pytest.fixture(scope="module")

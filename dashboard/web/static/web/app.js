@@ -1,5 +1,5 @@
 // Slingshot dashboard: copy buttons, Chart.js charts, the CSV import's
-// progress and the link form's UTM builder. Every page works without it
+// progress, an import job's, and the link form's UTM builder. Every page works without it
 // except the charts.
 "use strict";
 
@@ -111,6 +111,35 @@ function followLive(report) {
   setInterval(tick, LIVE_EVERY_MS);
 }
 
+// An import from another shortener runs in the background: its page asks
+// for its status every second and shows it, until it ends.
+const IMPORT_EVERY_MS = 1000;
+
+function followImportJob(section) {
+  const progress = document.getElementById("source-import-progress");
+  const state = document.getElementById("source-import-state");
+  const summary = document.getElementById("source-import-summary");
+  const timer = setInterval(async () => {
+    try {
+      const answer = await fetch(section.dataset.statusUrl, { headers: { Accept: "application/json" } });
+      if (!answer.ok) return;
+      const status = await answer.json();
+      if (status.total) { progress.max = status.total; progress.value = status.done; }
+      if (status.finished) {
+        clearInterval(timer);
+        window.location.reload();
+        return;
+      }
+      state.textContent = status.state === "queued"
+        ? "Waiting for a worker (manage.py run_imports)."
+        : `Running: ${status.phase}, ${status.done}${status.total ? ` of ${status.total}` : ""}.`;
+      summary.replaceChildren(...status.lines.map((line) => Object.assign(document.createElement("li"), { textContent: line })));
+    } catch (error) {
+      // The next tick tries again.
+    }
+  }, IMPORT_EVERY_MS);
+}
+
 // A first visit: the browser's zone becomes the person's until they choose one.
 async function guessTimeZone(form) {
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
@@ -129,6 +158,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (report && report.dataset.liveUrl) followLive(report);
   const zoneGuess = document.getElementById("zone-guess");
   if (zoneGuess) guessTimeZone(zoneGuess);
+  const job = document.getElementById("source-import-job");
+  if (job && job.dataset.statusUrl) followImportJob(job);
   const form = document.getElementById("import-form");
   if (form) form.addEventListener("submit", (event) => { event.preventDefault(); runImport(form); });
 });
