@@ -20,7 +20,7 @@ from teams import access
 
 from . import forms
 from . import services as web_services
-from .middleware import remember_time_zone
+from .middleware import PASSWORD_DUE_KEY, remember_time_zone
 
 
 def _managers_only(request) -> None:
@@ -106,6 +106,18 @@ class PasswordSetView(auth_views.PasswordResetConfirmView):
 
     def form_valid(self, form):
         messages.success(self.request, "Your password is set: sign in with it.")
+        return super().form_valid(form)
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """Django's; a password chosen here ends the asking for one in place of
+    a generated password (web.middleware.PasswordChangeDueMiddleware)."""
+
+    template_name = "web/password_change.html"
+    success_url = reverse_lazy("web:password-change-done")
+
+    def form_valid(self, form):
+        self.request.session.pop(PASSWORD_DUE_KEY, None)
         return super().form_valid(form)
 
 
