@@ -54,8 +54,14 @@ class DomainForm(forms.ModelForm):
     class Meta:
         model = Domain
         fields = ["host", "root_url", "not_found_url", "https_redirect"]
+        # One URL each: a line, not a box.
+        widgets = {
+            "root_url": forms.URLInput(attrs={"placeholder": "https://"}),
+            "not_found_url": forms.URLInput(attrs={"placeholder": "https://"}),
+        }
         help_texts = {
-            "host": "A host name such as go.example.com, whose DNS points at the edge.",
+            "host": "A host name such as go.example.com, whose DNS points at the edge. To try one on this "
+            'machine: go.test, with the line "127.0.0.1 go.test" in /etc/hosts.',
             "root_url": "Where / redirects. Empty: a 404 (the default domain: EDGE_ROOT_URL).",
             "not_found_url": "Where unknown and disabled slugs redirect. Empty: a 404 (the default domain: "
             "EDGE_NOT_FOUND_URL).",
