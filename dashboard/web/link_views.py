@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from links import imports, selectors, services
+from links import checks, imports, selectors, services
 from links.models import Link
 from slingshot.db import reports_db
 from teams import access
@@ -169,10 +169,22 @@ def link_export(request):
     return response
 
 
+def checked(form: link_forms.LinkForm, link: Link | None = None) -> bool:
+    """Whether the link form is valid, with every problem found at once: the
+    form's checks and then the services' (links.checks.link_check) on what
+    parsed, so that a bad rule does not hide a slug that is taken."""
+    form.is_valid()
+    try:
+        checks.link_check(values=form.values_to_check(), link=link)
+    except ValidationError as exc:
+        forms.add_service_errors(form, exc)
+    return not form.errors
+
+
 @login_required
 def link_create(request):
     form = link_forms.LinkForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and checked(form):
         try:
             link = services.link_create(owner=request.user, team=current_team(request), fields=form.as_link_fields())
         except ValidationError as exc:
@@ -196,7 +208,7 @@ def link_edit(request, slug: str):
         has_password=link.has_password,
         teams=teams if teams.count() > 1 else None,
     )
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and checked(form, link):
         try:
             services.link_update(link=link, actor=request.user, **form.changes())
         except ValidationError as exc:

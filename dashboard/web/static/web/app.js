@@ -1,6 +1,6 @@
 // Slingshot dashboard: copy buttons, Chart.js charts, the CSV import's
-// progress and the link form's UTM builder. Every page works without it
-// except the charts.
+// progress, the link form's UTM builder and the focus on a form's errors.
+// Every page works without it except the charts.
 "use strict";
 
 document.addEventListener("click", (event) => {
@@ -111,6 +111,36 @@ function followLive(report) {
   setInterval(tick, LIVE_EVERY_MS);
 }
 
+// A form sent back with errors: its summary at the top links to each field
+// in error, and the page starts on the first of them, with whatever hides
+// it (a <details>) opened. A field that a builder shows (static/web/rules.js,
+// data-json) is reached through the builder's rows.
+function reachable(field) {
+  const builder = field.id && document.querySelector(`[data-json="${field.id}"]:not([hidden])`);
+  return (builder && (builder.querySelector("[aria-invalid=true]") || builder.querySelector("input, select, button"))) || field;
+}
+
+function focusField(field) {
+  const target = reachable(field);
+  for (let parent = target.parentElement; parent; parent = parent.parentElement) {
+    if (parent.tagName === "DETAILS") parent.open = true;
+  }
+  target.focus();
+  target.scrollIntoView({ block: "center" });
+}
+
+function showErrors(summary) {
+  summary.addEventListener("click", (event) => {
+    const link = event.target.closest("a[href^='#']");
+    const field = link && document.getElementById(decodeURIComponent(link.hash.slice(1)));
+    if (!field) return;
+    event.preventDefault();
+    focusField(field);
+  });
+  const first = summary.closest("form")?.querySelector("[aria-invalid=true]");
+  if (first) focusField(first);
+}
+
 // A first visit: the browser's zone becomes the person's until they choose one.
 async function guessTimeZone(form) {
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
@@ -122,6 +152,8 @@ async function guessTimeZone(form) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  const summary = document.querySelector(".error-summary");
+  if (summary) showErrors(summary);
   const linkForm = document.getElementById("link-form");
   if (linkForm) buildUtm(linkForm);
   if (window.Chart) drawCharts();
