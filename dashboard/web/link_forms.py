@@ -295,7 +295,13 @@ class LinkListForm(forms.Form):
         "clicks": "clicks",
         "slug": "slug",
     }
-    STATUSES = [("", "Any status"), ("active", "Active"), ("disabled", "Disabled")]
+    STATUSES = [
+        ("", "Any status"),
+        ("active", "Active"),
+        ("scheduled", "Scheduled"),
+        ("expired", "Expired"),
+        ("disabled", "Disabled"),
+    ]
 
     q = forms.CharField(
         label="Search", required=False, widget=forms.SearchInput(attrs={"placeholder": "Slug, title or target"})
@@ -316,6 +322,11 @@ class LinkListForm(forms.Form):
         ],
     )
 
+    def filtered(self) -> bool:
+        """Whether any filter narrows the list (the sort does not)."""
+        self.is_valid()
+        return any(self.cleaned_data.get(name) for name in ("q", "domain", "tag", "status"))
+
     def search_arguments(self) -> dict:
         self.is_valid()
         data = self.cleaned_data
@@ -323,7 +334,7 @@ class LinkListForm(forms.Form):
             "query": data.get("q") or "",
             "domain": data.get("domain"),
             "tag": data.get("tag") or None,
-            "is_active": {"active": True, "disabled": False}.get(data.get("status") or ""),
+            "state": data.get("status") or None,
             "ordering": self.SORTS[data.get("sort") or "-created"],
         }
 

@@ -24,7 +24,7 @@ from teams import access
 from teams.models import Role
 
 from . import forms, link_forms
-from .teams import current_team, edits_in
+from .teams import current_team, edits_in, memberships
 
 
 def link_or_404(request, slug: str, needed: str = Role.VIEWER) -> Link:
@@ -93,6 +93,7 @@ def link_list(request):
     query.pop("page", None)
     edits = edits_in(request, team)
     rows = get_template("web/_link_rows.html", using="jinja2").render({"links": page.object_list, "edits": edits})
+    filtered = form.filtered()
     return render(
         request,
         "web/link_list.html",
@@ -100,10 +101,21 @@ def link_list(request):
             "form": form,
             "page": page,
             "query": query.urlencode(),
+            "filtered": filtered,
+            "team": team,
+            "other_teams": [] if page.paginator.count or filtered else _other_teams(request, team),
             "edits": edits,
             "rows": mark_safe(rows),  # Jinja2 escaped every value (web/jinja_env.py)
         },
     )
+
+
+def _other_teams(request, team) -> list[tuple]:
+    """The person's other teams with their links, to switch back to from a
+    team without any (a new one, say)."""
+    others = [membership for membership in memberships(request) if membership.team_id != team.pk]
+    counts = selectors.link_counts(membership.team_id for membership in others)
+    return [(membership.team, counts.get(membership.team_id, 0)) for membership in others]
 
 
 @login_required

@@ -141,6 +141,19 @@ function showErrors(summary) {
   if (first) focusField(first);
 }
 
+// The links list: on a phone its filters fold unless one is set, so that the
+// links come first; the actions on the selected links unfold once one is ticked.
+function arrangeLinkList(filters, bulk) {
+  if (filters && !filters.hasAttribute("data-filtered") && window.matchMedia("(max-width: 767px)").matches) {
+    filters.open = false;
+  }
+  if (bulk) {
+    document.addEventListener("change", (event) => {
+      if (event.target.matches("input[name=selected]") && event.target.checked) bulk.open = true;
+    });
+  }
+}
+
 // A first visit: the browser's zone becomes the person's until they choose one.
 async function guessTimeZone(form) {
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
@@ -156,6 +169,7 @@ document.addEventListener("DOMContentLoaded", () => {
   if (summary) showErrors(summary);
   const linkForm = document.getElementById("link-form");
   if (linkForm) buildUtm(linkForm);
+  if (document.getElementById("links")) arrangeLinkList(document.getElementById("filters"), document.getElementById("bulk"));
   if (window.Chart) drawCharts();
   const report = document.getElementById("report");
   if (report && report.dataset.liveUrl) followLive(report);

@@ -1,0 +1,183 @@
+"""The pages around the links in a real browser, at 1280 and 390 px: the
+navigation on one line, the links list (its columns, its Status filter, an
+empty one without filters), and a new team that says where one is and how to
+go back. Screenshots in .test-artifacts/screenshots/."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from teams.services import team_create
+from testing.factories import fresh, make_link
+
+from .test_browser import SCREENSHOTS, browser  # noqa: F401 (the Chromium fixture)
+from .test_browser_forms import PHONE, shoot
+from .test_browser_teams import no_sideways_scrolling, sign_in
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WIDE = {"width": 1280, "height": 900}
+
+
+def top_rows(tab, selector: str) -> set[int]:
+    """The distinct tops, in px, of the visible children of each `selector` (one per line they fill)."""
+    return set(
+        tab.evaluate(
+            """(selector) => [...document.querySelectorAll(selector)].flatMap((list) => [...list.children])
+                .map((item) => item.getBoundingClientRect()).filter((box) => box.height > 0)
+                .map((box) => Math.round(box.top + box.height / 2))""",
+            selector,
+        )
+    )
+
+
+def test_the_navigation_of_staff_keeps_to_one_line_and_the_phones_menu_sits_beside_the_team(
+    browser,  # noqa: F811
+    live_server,
+    make_user,
+):
+    admin = make_user(is_staff=True, is_superuser=True)
+    team_create(actor=admin, name="A team whose name is long enough to wrap on a phone")
+    context, tab = sign_in(browser, live_server, admin, WIDE)
+    # The brand, the team switcher and every item of the wide navigation: centred on one line.
+    rows = top_rows(tab, ".site-nav > ul:not(.nav-phone)")
+    assert max(rows) - min(rows) <= 4, rows
+    tab.locator(".nav-wide summary", has_text="Operations").click()
+    for name in ("Orphan visits", "Accounting", "People", "Admin"):
+        expect(tab.locator(".nav-wide").get_by_role("link", name=name)).to_be_visible()
+    shoot(tab, "nav-staff")
+
+    tab.set_viewport_size(PHONE)
+    tab.locator("#current-team").click()
+    tab.get_by_role("button", name=re.compile("A team whose name")).click()
+    expect(tab.locator("#current-team")).to_contain_text("A team whose name")
+    # The Menu beside the team switcher, each on one line: the chevron stays beside the name.
+    rows = top_rows(tab, ".site-nav > ul")
+    assert max(rows) - min(rows) <= 4, rows
+    team, menu = (tab.locator(selector).bounding_box() for selector in ("#current-team", ".nav-menu > summary"))
+    assert team["height"] < 60 and menu["height"] < 60, (team, menu)
+    assert team["x"] + team["width"] <= menu["x"], (team, menu)
+    no_sideways_scrolling(tab)
+    tab.locator(".nav-menu > summary").click()
+    expect(tab.locator(".nav-menu").get_by_role("link", name="Accounting")).to_be_visible()
+    shoot(tab, "nav-staff-phone")
+    context.close()
+
+
+def breaks_inside_words(tab, selector: str) -> list[str]:
+    """Where the text of each `selector` wraps after a letter or digit: the
+    two characters around each such line break."""
+    return tab.evaluate(
+        """(selector) => {
+            const found = [];
+            for (const cell of document.querySelectorAll(selector)) {
+                const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+                let before = null;
+                for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                    for (let at = 0; at < node.length; at++) {
+                        const range = document.createRange();
+                        range.setStart(node, at);
+                        range.setEnd(node, at + 1);
+                        const box = range.getClientRects()[0];
+                        if (!box) continue;
+                        const here = {top: box.top, char: node.data[at]};
+                        if (before && here.top > before.top + 2 && /[A-Za-z0-9]/.test(before.char)
+                            && /[A-Za-z0-9]/.test(here.char)) found.push(before.char + here.char);
+                        before = here;
+                    }
+                }
+            }
+            return found;
+        }""",
+        selector,
+    )
+
+
+def test_the_links_list_shows_domain_password_and_state_and_filters_expired_links(
+    browser,  # noqa: F811
+    live_server,
+    make_user,
+):
+    owner = make_user()
+    now = timezone.now()
+    long_url = "https://example.com/" + "/".join(["averyveryverylongpathsegment"] * 4) + "?utm_source=newsletter"
+    live = make_link(owner=owner, url=long_url, slug=fresh("lv"), title="Live one", tags=["spring"])
+    over = make_link(owner=owner, url="https://example.com/over", slug=fresh("ov"), expires_at=now - timedelta(days=1))
+    later = make_link(
+        owner=owner, url="https://example.com/later", slug=fresh("sc"), valid_since=now + timedelta(days=1)
+    )
+    locked = make_link(owner=owner, url="https://example.com/locked", slug=fresh("pw"), password="open sesame")
+    context, tab = sign_in(browser, live_server, owner, WIDE)
+    tab.goto("/links/")
+    rows = tab.locator("#links tbody tr")
+    expect(rows).to_have_count(4)
+    expect(tab.locator("#links thead")).to_contain_text("Domain")
+    expect(rows.filter(has_text=live.slug).locator("td.domain")).to_have_text(live.domain.host)
+    expect(rows.filter(has_text=locked.slug).locator(".mark")).to_have_text("password")
+    expect(rows.filter(has_text=live.slug).locator(".mark")).to_have_count(0)
+    assert breaks_inside_words(tab, "#links td.target") == []
+    fits = "() => document.querySelector('#links').scrollWidth <= document.querySelector('#links').parentElement.clientWidth"
+    assert tab.evaluate(fits)  # every column within 1280 px, none scrolled out of sight
+    shoot(tab, "links-list-columns")
+
+    def listed(status: str) -> list[str]:
+        tab.get_by_label("Status").select_option(status)
+        tab.get_by_role("button", name="Apply").click()
+        expect(tab).to_have_url(re.compile(f"status={status}"))
+        return sorted(tab.locator("#links tbody tr td.short-link a").all_inner_texts())
+
+    assert listed("expired") == [over.slug]
+    assert listed("active") == sorted([live.slug, locked.slug])
+    assert listed("scheduled") == [later.slug]
+    expect(tab.locator("#links-where")).to_contain_text("1 link matches")
+
+    tab.set_viewport_size(PHONE)
+    tab.goto("/links/")
+    # The links come first: the filters folded, the actions on a selection folded until one is ticked.
+    expect(tab.locator("#filters")).not_to_have_attribute("open", "")
+    expect(tab.locator("#bulk")).not_to_have_attribute("open", "")
+    first = rows.first.bounding_box()
+    assert first["y"] < PHONE["height"], first
+    # A card without a title or tags shows no empty rows for them.
+    card = rows.filter(has_text=over.slug)
+    for label in ("Title", "Tags"):
+        expect(card.locator(f'td[data-label="{label}"]')).to_be_hidden()
+    expect(rows.filter(has_text=live.slug).locator('td[data-label="Title"]')).to_be_visible()
+    assert breaks_inside_words(tab, "#links td.target") == []
+    no_sideways_scrolling(tab)
+    rows.filter(has_text=over.slug).locator("td.select input").check()
+    expect(tab.locator("#bulk")).to_have_attribute("open", "")
+    shoot(tab, "links-list-columns-phone")
+    context.close()
+
+
+def test_a_new_team_says_where_one_is_and_the_way_back_to_ones_links(browser, live_server, make_user):  # noqa: F811
+    owner = make_user()
+    mine = make_link(owner=owner, url="https://example.com/mine", slug=fresh("mn"))
+    for viewport, suffix in ((WIDE, ""), (PHONE, "-phone")):
+        context, tab = sign_in(browser, live_server, owner, viewport)
+        name = fresh("Team ")
+        tab.goto("/teams/")
+        tab.get_by_label("Name").fill(name)
+        tab.get_by_role("button", name=re.compile("Create")).click()
+        expect(tab.locator(".messages, [role=status], .notice").first).to_contain_text(
+            f"Created the team {name}, and you now work in it"
+        )
+        expect(tab.locator("#current-team")).to_have_text(f"Team: {name}")
+        tab.goto("/links/")
+        empty = tab.locator("#links-empty")
+        expect(empty).to_contain_text(f"No links in the team {name} yet")
+        # Nothing to filter or select: no filters, no bulk actions, no export.
+        for selector in ("#filters", "#bulk", "#links"):
+            expect(tab.locator(selector)).to_have_count(0)
+        expect(tab.get_by_role("button", name="Export CSV")).to_have_count(0)
+        expect(empty).to_contain_text("(1 link)")
+        no_sideways_scrolling(tab)
+        shoot(tab, f"links-new-team{suffix}")
+        empty.get_by_role("button", name=owner.username).click()
+        expect(tab.locator("#current-team")).to_have_text(f"Team: {owner.username}")
+        expect(tab.locator("#links tbody tr", has_text=mine.slug)).to_have_count(1)
+        context.close()
