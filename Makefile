@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export loadtest stack-faults click-outage multinode
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export bench-yourls loadtest stack-faults click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -67,6 +67,10 @@ bench-dashboard: setup
 bench-export: setup
 	$(PY) loadtest/bench_export.py
 
+# Not part of `make test`: what a signed YOURLS API request costs among 10,000 tokens.
+bench-yourls: setup
+	$(PY) loadtest/bench_yourls.py
+
 # Not part of `make test`: a fresh `make run` stack, each of its processes
 # killed with SIGKILL in turn under traffic; prints how long each took to come
 # back and the redirects served against the clicks stored.
@@ -79,6 +83,12 @@ stack-faults: setup
 # redirects served against the clicks stored (CLICK_OUTAGE_ARGS).
 click-outage: setup
 	$(PY) loadtest/click_outage.py $(CLICK_OUTAGE_ARGS)
+
+# Not part of `make test` (edge/t/test_stale.py is its short form): an edge
+# under traffic while Redis is hung or killed for longer than the cache TTL;
+# REDIS_OUTAGE_ARGS='--how killed --seconds 120', say.
+redis-outage: setup
+	$(PY) loadtest/redis_outage.py $(REDIS_OUTAGE_ARGS)
 
 # Not part of `make test` (a short form is): several hosts on this machine, the
 # Redis primary killed under traffic; ends in `reconciled: stored/served`.

@@ -2,8 +2,9 @@
 -- `*_by_lua_block` in nginx.conf is a single call into this module.
 local config = require("slingshot.config")
 local slugs = require("slingshot.slug")
-local link = require("slingshot.link")
-local links = require("slingshot.links")
+local link = require("slingshot.linkvalue")
+local linkcache = require("slingshot.linkcache")
+local linkchanges = require("slingshot.linkchanges")
 local clicks = require("slingshot.clicks")
 local redis = require("slingshot.redis")
 local metrics = require("slingshot.metrics")
@@ -14,6 +15,7 @@ local domains = require("slingshot.domains")
 local robots = require("slingshot.robots")
 local certs = require("slingshot.certs")
 local unlock = require("slingshot.unlock")
+local shlink = require("slingshot.shlink")
 
 local ngx = ngx
 local var = ngx.var
@@ -45,6 +47,7 @@ local LIMIT_REACHED = outcome("limit_reached")
 local PASSWORD = outcome("password")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
+local PIXEL = outcome("pixel")
 
 local GONE_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1><p>This link has expired.</p>"
 local LIMIT_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1>"
@@ -66,7 +69,8 @@ local function tick(premature)
 end
 
 function _M.init_worker()
-    links.init_worker()
+    linkcache.init_worker()
+    linkchanges.init_worker()
     clicks.init_worker()
     local ok, err = ngx.timer.every(config.click_flush_interval, tick)
     if not ok then
@@ -84,6 +88,16 @@ local function answer(status, body, content_type)
     end
     say(body)
     return exit(status)
+end
+
+-- Redis could not be asked, and nothing cached stands in: a 503 that tells
+-- visitors and crawlers to come back shortly (a failover takes seconds).
+local RETRY_AFTER = "5"
+local function unavailable(slug, err)
+    metrics.inc(UNAVAILABLE)
+    log(ERR, "slug ", slug, ": ", err)
+    header["Retry-After"] = RETRY_AFTER
+    return answer(503, UNAVAILABLE_PAGE)
 end
 
 local function send_to(url, status)
@@ -121,8 +135,9 @@ local request = {
 -- A link that is disabled, scheduled, expiring, limited or locked by a
 -- password: what plain links are spared. A visit to a link that is not
 -- served (past its visit limit too) is no click of the link but an orphan
--- visit, as to an unknown slug.
-local function redirect_special(slug, value, domain)
+-- visit, as to an unknown slug. A tracking pixel's visit (`pixel`) is
+-- counted the same way and answered with the image instead of a target.
+local function redirect_special(slug, value, domain, pixel)
     local state = link.state(value, value.timed and time())
     if state == "disabled" then
         metrics.inc(DISABLED)
@@ -144,19 +159,15 @@ local function redirect_special(slug, value, domain)
         local err
         referer, err = unlock.redeem(value, slug)
         if referer == nil then
-            metrics.inc(UNAVAILABLE)
-            log(ERR, "slug ", slug, ": ", err)
-            return answer(503, UNAVAILABLE_PAGE)
+            return unavailable(slug, err)
         end
     end
     local asking = value.locked and not referer
-    if value.max_visits then
+    if value.visits_key then
         -- The password page takes no visit: it only looks.
         local admitted, err = visits.admit(value, not asking and get_method() ~= "HEAD")
         if admitted == nil then
-            metrics.inc(UNAVAILABLE)
-            log(ERR, "slug ", slug, ": ", err)
-            return answer(503, UNAVAILABLE_PAGE)
+            return unavailable(slug, err)
         elseif not admitted then
             metrics.inc(LIMIT_REACHED)
             clicks.record(slug, "", domain.orphan.limit)
@@ -168,13 +179,17 @@ local function redirect_special(slug, value, domain)
         return unlock.ask(slug, value, domain)
     end
     local url, rule
-    if value.rules then
+    if value.rules and not pixel then
         url, rule = rules.pick(value.rules, request)
     end
     if referer then
         clicks.record_from(slug, value.id, rule, referer)
     else
         clicks.record(slug, value.id, rule)
+    end
+    if pixel then
+        metrics.inc(PIXEL)
+        return shlink.pixel()
     end
     metrics.inc(REDIRECTED)
     return send_to(link.target(value, value.forward_query and var.args, url), value.status)
@@ -202,6 +217,13 @@ function _M.redirect()
     local uri = var.uri
     local slug = slugs.from_path(uri, config.slug_min_length, config.slug_max_length,
         config.slug_alphabet)
+    -- Shlink's tracking pixel, /<slug>/track: a visit of the link, answered with an image.
+    local pixel = false
+    if not slug then
+        slug = slugs.from_pixel_path(uri, config.slug_min_length, config.slug_max_length,
+            config.slug_alphabet)
+        pixel = slug ~= nil
+    end
     if not slug then
         if uri == "/" then
             metrics.inc(ROOT)
@@ -214,11 +236,9 @@ function _M.redirect()
         return not_found(domain)
     end
     local prefix = domain.prefix
-    local value, err = links.get(prefix and prefix .. slug or slug)
+    local value, err = linkcache.get(prefix and prefix .. slug or slug)
     if value == nil then
-        metrics.inc(UNAVAILABLE)
-        log(ERR, "slug ", slug, ": ", err)
-        return answer(503, UNAVAILABLE_PAGE)
+        return unavailable(slug, err)
     end
     if not value then
         metrics.inc(NOT_FOUND)
@@ -226,15 +246,19 @@ function _M.redirect()
         return not_found(domain)
     end
     if not value.plain then
-        return redirect_special(slug, value, domain)
+        return redirect_special(slug, value, domain, pixel)
     end
     clicks.record(slug, value.id)
+    if pixel then
+        metrics.inc(PIXEL)
+        return shlink.pixel()
+    end
     metrics.inc(REDIRECTED)
     -- Reading a variable costs as much as the rest of a hit: only when used.
     return send_to(link.target(value, value.forward_query and var.args), value.status)
 end
 
--- The domain's robots.txt: its crawlable links allowed, nothing else.
+-- The domain's robots.txt: the links open to crawlers allowed, nothing else.
 function _M.robots()
     local text, err = robots.text(request_domain())
     if err then
@@ -259,6 +283,27 @@ end
 
 function _M.password_check_authorization()
     return "Bearer " .. (config.dashboard_secret or "")
+end
+
+-- Shlink's REST API on a short domain: its health check (shlink.lua).
+function _M.shlink_rest()
+    return shlink.rest()
+end
+
+-- nginx.conf's /yourls-api.php, which YOURLS clients ask of a short domain:
+-- where the dashboard answers it (the query string kept) and the edge's
+-- secret, for the proxy_pass that follows; a 404 while the dashboard or its
+-- secret is not set. A domain that wants HTTPS only gets it there too.
+function _M.yourls_api()
+    if not config.yourls_api_url or not config.dashboard_secret then
+        return exit(404)
+    end
+    if request_domain().https_redirect and var.https == "" then
+        return to_https()
+    end
+    local args = var.args
+    var.slingshot_upstream = args and config.yourls_api_url .. "?" .. args or config.yourls_api_url
+    var.slingshot_dashboard_auth = "Bearer " .. config.dashboard_secret
 end
 
 function _M.healthz()
