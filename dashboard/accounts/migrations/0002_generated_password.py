@@ -1,7 +1,7 @@
 """A password that `make run` generated for the first admin, to be replaced
-at the first sign-in (accounts.models.GeneratedPassword): its table, in
-sql/accounts.sql, which a new database has from 0001 already. TEMP: for the
-lead to fold into the release."""
+at the first sign-in (accounts.models.GeneratedPassword): its table, as
+sql/accounts.sql has it. A new database has it from 0001 already, hence IF
+NOT EXISTS; the model's state is Django's alone."""
 
 import django.db.models.deletion
 from django.conf import settings
