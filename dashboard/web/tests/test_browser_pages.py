@@ -181,3 +181,41 @@ def test_a_new_team_says_where_one_is_and_the_way_back_to_ones_links(browser, li
         expect(tab.locator("#current-team")).to_have_text(f"Team: {owner.username}")
         expect(tab.locator("#links tbody tr", has_text=mine.slug)).to_have_count(1)
         context.close()
+
+
+def test_a_csv_import_asks_before_it_creates_a_link_already_expired(browser, live_server, make_user):  # noqa: F811
+    owner = make_user()
+    for viewport, suffix in ((WIDE, ""), (PHONE, "-phone")):
+        over, later = fresh("ov"), fresh("lt")
+        long_title = "A title long enough to need a few lines in a narrow column of the preview table"
+        csv_text = (
+            "url,slug,title,tags,expires_at\n"
+            f'https://example.com/over,{over},Over,"a,b",2020-01-01T00:00:00Z\n'
+            f'https://example.com/{"later/" * 12},{later},{long_title},"spring,sale",2099-01-01T00:00:00Z\n'
+        )
+        context, tab = sign_in(browser, live_server, owner, viewport)
+        tab.goto("/links/import/")
+        expect(tab.locator("#id_file_helptext")).not_to_contain_text("`")
+        tab.get_by_label("CSV file").set_input_files(
+            files=[{"name": "links.csv", "mimeType": "text/csv", "buffer": csv_text.encode()}]
+        )
+        tab.get_by_role("button", name="Check the file").click()
+        notice = tab.locator("#import-expired")
+        expect(notice).to_contain_text("1 row expires at a time that has passed (line 2)")
+        expect(tab.locator("#import-preview tbody tr")).to_have_count(2)
+        no_sideways_scrolling(tab)
+        fits = "(t) => t.scrollWidth <= t.parentElement.clientWidth"
+        assert tab.locator("#import-preview").evaluate(fits)  # nothing cut off on the right
+        shoot(tab, f"import-expired{suffix}")
+        if suffix:  # on a phone: left out
+            tab.get_by_role("button", name="Import the valid rows").click()
+            expect(tab.locator("#import-status")).to_have_text("Done: 1 link created.")
+            expect(tab.locator("#import-errors")).to_contain_text("This time has passed")
+        else:
+            notice.get_by_label("Import it too, expired").check()
+            tab.get_by_role("button", name="Import the valid rows").click()
+            expect(tab.locator("#import-status")).to_have_text("Done: 2 links created.")
+            tab.goto("/links/?status=expired")
+            expect(tab.locator("#links tbody tr")).to_have_count(1)
+            expect(tab.locator("#links tbody tr")).to_contain_text(over)
+        context.close()
