@@ -16,6 +16,7 @@ from django.utils import timezone as tz
 from django.views.decorators.http import require_POST
 
 from accounts import selectors, services
+from slingshot import signin
 from teams import access
 
 from . import forms
@@ -127,6 +128,12 @@ class SignInView(auth_views.LoginView):
 
     template_name = "web/sign_in.html"
     redirect_authenticated_user = True
+
+    def form_invalid(self, form):
+        warning = signin.failures_left_warning(self.request, {"username": form.data.get("username", "")})
+        if warning:
+            form.add_error(None, warning)
+        return super().form_invalid(form)
 
 
 @login_required
