@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 from teams.services import team_create
 from testing.factories import fresh, make_link
 
+from .conftest import import_clicks
 from .test_browser import SCREENSHOTS, browser  # noqa: F401 (the Chromium fixture)
 from .test_browser_forms import PHONE, shoot
 from .test_browser_teams import no_sideways_scrolling, sign_in
@@ -218,4 +219,39 @@ def test_a_csv_import_asks_before_it_creates_a_link_already_expired(browser, liv
             tab.goto("/links/?status=expired")
             expect(tab.locator("#links tbody tr")).to_have_count(1)
             expect(tab.locator("#links tbody tr")).to_contain_text(over)
+        context.close()
+
+
+def test_a_report_keeps_its_tables_inside_their_cards_and_todays_bar_in_sight(browser, live_server, make_user):  # noqa: F811
+    owner = make_user()
+    link = make_link(owner=owner, url="https://example.com/report", slug=fresh("rp"), title="Report")
+    import_clicks(link, 3)
+    for viewport, suffix in ((WIDE, ""), (PHONE, "-phone")):
+        context, tab = sign_in(browser, live_server, owner, viewport)
+        tab.goto(f"/links/{link.slug}/")
+        expect(tab.locator("#breakdown-os")).to_contain_text("Windows")
+        poking = tab.evaluate(
+            """() => [...document.querySelectorAll(".breakdowns article")].filter((card) => {
+                const table = card.querySelector("table").getBoundingClientRect(), box = card.getBoundingClientRect();
+                return table.right > box.right - 1 || table.left < box.left + 1;
+            }).map((card) => card.id)"""
+        )
+        assert poking == [], (viewport, poking)
+        bar = tab.evaluate(
+            """() => {
+                const chart = Chart.getChart(document.querySelector("canvas[data-chart]"));
+                const bars = chart.getSortedVisibleDatasetMetas().map((meta) => meta.data.at(-1));
+                const box = chart.canvas.getBoundingClientRect(), figure = chart.canvas.parentElement.getBoundingClientRect();
+                const labels = chart.scales.x.getLabelItems().map((item) => item.options.rotation);
+                return {right: Math.max(...bars.map((b) => b.x + b.width / 2)), area: chart.chartArea.right,
+                        width: chart.width, level: labels.every((rotation) => rotation === 0),
+                        canvas: box.right, figure: figure.right, clicks: chart.data.datasets[0].data.at(-1)};
+            }"""
+        )
+        assert bar["clicks"] == 3, bar
+        assert bar["right"] <= bar["area"] + 0.5 and bar["canvas"] <= bar["figure"] + 0.5, (viewport, bar)
+        assert bar["right"] <= bar["width"] - 6 and bar["level"], (viewport, bar)  # clear of the edge, labels level
+        no_sideways_scrolling(tab)
+        shoot(tab, f"report{suffix}")
+        tab.locator("figure.chart").screenshot(path=SCREENSHOTS / f"report-chart{suffix}.png")
         context.close()

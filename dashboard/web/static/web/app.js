@@ -31,7 +31,13 @@ function drawCharts(root = document) {
       options: {
         maintainAspectRatio: false,
         animation: false,
-        scales: { y: { beginAtZero: true, ticks: { precision: 0 } } },
+        // Day labels level and thinned out rather than slanted past the
+        // left edge; room on the right, so that today's bars are not cut off.
+        layout: { padding: { right: 8 } },
+        scales: {
+          x: { ticks: { maxRotation: 0, autoSkipPadding: 12 } },
+          y: { beginAtZero: true, ticks: { precision: 0 } },
+        },
       },
     });
   }
