@@ -60,8 +60,7 @@ class DomainForm(forms.ModelForm):
             "not_found_url": forms.URLInput(attrs={"placeholder": "https://"}),
         }
         help_texts = {
-            "host": "A host name such as go.example.com, whose DNS points at the edge. To try one on this "
-            'machine: go.test, with the line "127.0.0.1 go.test" in /etc/hosts.',
+            "host": "A host name such as go.example.com, whose DNS points at the edge.",
             "root_url": "Where / redirects. Empty: a 404 (the default domain: EDGE_ROOT_URL).",
             "not_found_url": "Where unknown and disabled slugs redirect. Empty: a 404 (the default domain: "
             "EDGE_NOT_FOUND_URL).",

@@ -255,3 +255,26 @@ def test_a_report_keeps_its_tables_inside_their_cards_and_todays_bar_in_sight(br
         shoot(tab, f"report{suffix}")
         tab.locator("figure.chart").screenshot(path=SCREENSHOTS / f"report-chart{suffix}.png")
         context.close()
+
+
+def test_a_domain_takes_one_line_urls_and_localhost_says_how_to_try_a_second_domain(
+    browser,  # noqa: F811
+    live_server,
+    make_user,
+):
+    staff = make_user(is_staff=True)
+    for viewport, suffix in ((WIDE, ""), (PHONE, "-phone")):
+        context, tab = sign_in(browser, live_server, staff, viewport)
+        tab.goto("/domains/")
+        for label in ("Root redirect", "Not-found redirect"):
+            field = tab.get_by_label(label, exact=False).first
+            assert field.evaluate("(input) => input.tagName") == "INPUT", label
+        tab.get_by_label("Host").fill("localhost")
+        tab.get_by_role("button", name="Add", exact=True).click()
+        error = tab.locator("#id_host_error")
+        expect(error).to_contain_text("localhost is this machine")
+        expect(error).to_contain_text("/etc/hosts")
+        assert tab.evaluate("() => document.activeElement.id") == "id_host"
+        no_sideways_scrolling(tab)
+        shoot(tab, f"domains-localhost{suffix}")
+        context.close()
