@@ -59,12 +59,17 @@ function _M.init()
     config.load()
     metrics.init()
     clicks.init()
+    visits.init()
 end
 
 -- One timer per worker sends clicks and their counts, and moves counters
 -- into the shared dict; run once more at exit, it sends what is left.
 local function tick(premature)
     clicks.flush(premature)
+    local ok, err = visits.flush()
+    if not ok then
+        log(WARN, "visits counted here not sent yet: ", err)
+    end
     metrics.sync()
 end
 
