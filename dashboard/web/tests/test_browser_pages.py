@@ -278,3 +278,25 @@ def test_a_domain_takes_one_line_urls_and_localhost_says_how_to_try_a_second_dom
         no_sideways_scrolling(tab)
         shoot(tab, f"domains-localhost{suffix}")
         context.close()
+
+
+def test_the_edges_own_pages_at_both_widths_under_their_policy(browser, edge, make_user):  # noqa: F811
+    expired = make_link(owner=make_user(), url="https://example.com/gone", slug=fresh("eg"), expires_at=timezone.now())
+    refused = []
+    for viewport, suffix in ((WIDE, ""), (PHONE, "-phone")):
+        context = browser.new_context(viewport=viewport, locale="de-DE")
+        tab = context.new_page()
+        tab.on("console", lambda message: refused.append(message.text) if "Content Security" in message.text else None)
+        for path, status, title in (
+            ("/" + fresh("nope"), 404, "Link nicht gefunden"),
+            (f"/{expired.slug}", 410, "Link abgelaufen"),
+        ):
+            response = tab.goto(edge.url + path)
+            assert response.status == status
+            expect(tab.get_by_role("heading", name=title)).to_be_visible()
+            # Its style applied: the policy allows it by its hash.
+            assert tab.evaluate("() => getComputedStyle(document.body).backgroundColor") == "rgb(246, 248, 250)"
+            no_sideways_scrolling(tab)
+            shoot(tab, f"edge-{status}{suffix}")
+        assert refused == []
+        context.close()
