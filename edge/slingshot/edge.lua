@@ -114,7 +114,9 @@ local function page(status, kind, domain)
     ngx.status = status
     header["Content-Security-Policy"] = unlock.CSP
     header["Content-Language"] = lang
-    say(pages.for_domain(domain, kind, lang, unlock.STYLE))
+    local body, length = pages.for_domain(domain, kind, lang, unlock.STYLE)
+    header["Content-Length"] = length
+    print(body)
     return exit(status)
 end
 

@@ -8,6 +8,7 @@ local lower = string.lower
 local match = string.match
 local gsub = string.gsub
 local tonumber = tonumber
+local tostring = tostring
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -117,8 +118,9 @@ function _M.render(kind, lang, domain, style)
         .. "<p>" .. text .. "</p>" .. links .. "</main></body></html>"
 end
 
--- The page, made once per domain table, kind and language: a domain's
--- table is made again when the domains change, and its pages with it.
+-- The page and its length (for Content-Length, which spares nginx the
+-- chunked encoding), made once per domain table, kind and language: a
+-- domain's table is made again when the domains change, and its pages with it.
 function _M.for_domain(domain, kind, lang, style)
     local made = domain.pages
     if not made then
@@ -130,8 +132,9 @@ function _M.for_domain(domain, kind, lang, style)
     if not page then
         page = _M.render(kind, lang, domain, style)
         made[key] = page
+        made[key .. "#"] = tostring(#page)
     end
-    return page
+    return page, made[key .. "#"]
 end
 
 return _M

@@ -28,6 +28,7 @@ def test_root_and_unknown_slugs_answer_the_products_404_page_by_default(edge):
         assert response.headers["Cache-Control"] == "private, no-store"
         assert response.headers["Content-Type"].startswith("text/html")
         assert response.headers["Content-Language"] == "en"
+        assert response.headers["Content-Length"] == str(len(response.body))  # not chunked
         # The password page's CSP, whose one style hash is this page's style too.
         assert response.headers["Content-Security-Policy"].startswith("default-src 'none'; style-src 'sha256-")
 
