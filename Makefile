@@ -11,7 +11,8 @@ setup:
 # The whole stack in the foreground under supervisord (devstack/stack.py):
 # each program's output prefixed with its name, any program that dies started
 # again, Ctrl-C stops them all in order. SLINGSHOT_RUN_DIR (default .run) and
-# DASHBOARD_PORT, EDGE_PORT, POSTGRES_PORT, REDIS_PORT choose where.
+# DASHBOARD_PORT, EDGE_PORT, EDGE_TLS_PORT, POSTGRES_PORT, REDIS_PORT choose
+# where; the run directory remembers the ports (devstack/ports.py).
 run: setup
 	$(PY) -m devstack run
 

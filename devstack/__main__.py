@@ -8,7 +8,8 @@
     console             supervisord's event listener that prints the programs' output (devstack/console.py)
 
 The run directory is SLINGSHOT_RUN_DIR (default .run/); ports come from
-DASHBOARD_PORT, EDGE_PORT, POSTGRES_PORT and REDIS_PORT.
+DASHBOARD_PORT, EDGE_PORT, EDGE_TLS_PORT, POSTGRES_PORT and REDIS_PORT, and
+the run directory remembers them (devstack/ports.py).
 """
 
 import sys

@@ -20,6 +20,7 @@ MODELS = [
     "teams.Membership",
     "teams.AuditEntry",
     "accounts.SessionUse",
+    "accounts.GeneratedPassword",
     "web.Preferences",
     "importers.ImportJob",
     "importers.ImportFile",

@@ -96,6 +96,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "web.middleware.TimeZoneMiddleware",  # the person's zone, from their session
+    "web.middleware.PasswordChangeDueMiddleware",  # a generated password is replaced first
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "accounts.middleware.SessionUseMiddleware",  # after auth, inside sessions: it records a session's use
     "slingshot.db.PrimaryAfterWriteMiddleware",  # a person's writes pin their lists to the primary a moment
@@ -419,4 +420,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        # django-axes names its lockout rule at every start of every process
+        # (each worker, command and program); `make run` has it said once
+        # (devstack/stack.py), and AXES_BANNER=1 shows it anywhere.
+        "axes.apps": {"level": "INFO" if env.bool("AXES_BANNER", default=False) else "WARNING"},
+    },
 }

@@ -1,5 +1,5 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path, re_path, reverse_lazy
+from django.urls import path, re_path
 
 from links import slugs
 
@@ -23,13 +23,7 @@ urlpatterns = [
     path("live", report_views.overview_live, name="overview-live"),
     path("sign-in/", account_views.SignInView.as_view(), name="sign-in"),
     path("sign-out/", auth_views.LogoutView.as_view(), name="sign-out"),
-    path(
-        "password/",
-        auth_views.PasswordChangeView.as_view(
-            template_name="web/password_change.html", success_url=reverse_lazy("web:password-change-done")
-        ),
-        name="password-change",
-    ),
+    path("password/", account_views.PasswordChangeView.as_view(), name="password-change"),
     path(
         "password/done/",
         auth_views.PasswordChangeDoneView.as_view(template_name="web/password_change_done.html"),
