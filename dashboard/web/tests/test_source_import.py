@@ -65,7 +65,8 @@ def test_a_dry_run_then_the_import_itself_in_the_background(signed_in, user):
 def test_the_key_is_kept_sealed_and_a_source_without_what_it_needs_is_refused(signed_in, user, settings):
     settings.IMPORTERS_API_ATTEMPTS = 1
     refused = signed_in.post(reverse("web:source-import"), {"source": "shlink"})
-    assert refused.status_code == 200 and refused.content.count(b"This source needs it.") == 2
+    # Two fields refused, each said beside the field and in the summary at the top.
+    assert refused.status_code == 200 and refused.content.count(b"This source needs it.") == 4
     assert not ImportJob.objects.exists()
 
     signed_in.post(
