@@ -44,7 +44,7 @@ ANALYZE clicks;
 EXPORT = """
 import resource, sys
 from clicks.export import CHUNK, export_lines
-from links.selectors import clicks_visible_to
+from clicks.selectors import clicks_visible_to
 from django.contrib.auth import get_user_model
 user = get_user_model().objects.get(username="bench")
 total = {clicks}

@@ -262,7 +262,8 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     from clicks.importer import ClickImporter, tune_gc
     from clicks.rollups import fold_days
     from clicks.stream import ClickStream
-    from links.models import Link
+    from links.fields import LinkFields
+    from links.services import link_bulk_create, link_create
     from slingshot.contract import CLICKS_STREAM as STREAM
     from slingshot.redis import get_redis
 
@@ -270,13 +271,11 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     args.batch_size = args.batch_size or settings.CLICK_IMPORT_BATCH_ENTRIES
     tune_gc()  # as import_clicks does
     owner = get_user_model().objects.create_user("bench")
-    links = [
-        (link.slug, link.pk)
-        for link in Link.objects.bulk_create(
-            Link(slug=f"bench{i}", url=f"https://example.com/{i}", owner=owner, team=owner.personal_team)
-            for i in range(args.links)
-        )
-    ]
+    made = link_bulk_create(
+        owner=owner,
+        items=[(LinkFields(url=f"https://example.com/{i}", slug=f"bench{i}"), None) for i in range(args.links)],
+    )
+    links = [(result.link.slug, result.link.pk) for result in made]
     client = get_redis()
     durability = "fsync=off" if args.fast_fsync_off else "fsync on, synchronous_commit on"
     durability += "".join(f", {setting}" for setting in args.pg_setting)
@@ -388,11 +387,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB resident"
         )
     if not args.skip_selectors:
-        bench_selectors(
-            Link.objects.create(
-                slug="bench-stats", url="https://example.com/", owner=owner, team=owner.personal_team
-            ).pk
-        )
+        bench_selectors(link_create(owner=owner, fields=LinkFields(url="https://example.com/", slug="bench-stats")).pk)
     connection.close()
 
 
