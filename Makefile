@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export loadtest stack-faults click-outage multinode
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export loadtest stack-faults click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -78,6 +78,12 @@ stack-faults: setup
 # redirects served against the clicks stored (CLICK_OUTAGE_ARGS).
 click-outage: setup
 	$(PY) loadtest/click_outage.py $(CLICK_OUTAGE_ARGS)
+
+# Not part of `make test` (edge/t/test_stale.py is its short form): an edge
+# under traffic while Redis is hung or killed for longer than the cache TTL;
+# REDIS_OUTAGE_ARGS='--how killed --seconds 120', say.
+redis-outage: setup
+	$(PY) loadtest/redis_outage.py $(REDIS_OUTAGE_ARGS)
 
 # Not part of `make test` (a short form is): several hosts on this machine, the
 # Redis primary killed under traffic; ends in `reconciled: stored/served`.

@@ -11,9 +11,13 @@ hosts (`make multinode`, tests/test_multinode.py, docs/scale-out.md).
 - The publisher, which waits for a replica (WAIT) before a change counts as
   delivered, and the dashboard; both find the primary through the Sentinels.
 
-`Scenario.run` sends visitors to both edges, kills the Redis primary and lets
-Sentinel promote a replica, changes a link while there is no primary, kills
-one importer host, restarts one edge, and then waits until every redirect
+`Scenario.run` sends visitors to both edges, to a plain link and to one with
+a visit limit (each of its visits asks the primary, found through the
+Sentinels), kills the Redis primary and keeps it away (`away` seconds) while
+Sentinel promotes a replica, changes a link and makes a new one while there
+is no primary, holds the new primary's replica still so that the
+publisher's WAIT fails and is retried, kills one importer host while one of
+its batches is open, restarts one edge, and then waits until every redirect
 served is one click stored.
 """
 
@@ -53,6 +57,9 @@ MASTER_NAME = "slingshot"
 PROBES = 4  # connections to each edge that must all serve a link (Scenario.every_edge_serves)
 SETTLE = 0.5  # seconds: more than two EDGE_LINK_CHANGES_INTERVAL (0.2 s)
 PIN_SECONDS = 1.0  # a person's lists read the primary this long after their write (slingshot/db.py)
+LIMIT = 10**9  # the limited link's max_visits: never reached, but each visit is counted on the primary
+LOCKED = "multinode-locked"
+PASSWORD = "multinode password"  # the locked link's: a visitor's pass through it is kept on the primary
 
 
 class Process:
@@ -350,6 +357,24 @@ class Result:
     change_seen_after: float = 0.0  # from the change
     change_seen_after_promotion: float = 0.0  # from the new primary taking writes
     failure_times: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # per edge and kind: s from the kill
+    away: float = 0.0  # seconds the old primary was away
+    restarted_at: float = 0.0  # when an edge was restarted, s from the kill: a fault of its own
+    # The limited link: its visits per edge, what failed (s from the kill),
+    # and the visits the new primary counted while the old one was away.
+    limited_served: dict[str, int] = field(default_factory=dict)
+    limited_failures: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    limited_counted_on_new_primary: int = 0
+    # The link made while there was no primary: what each edge answered
+    # before serving it, and how long after the promotion all of them did.
+    new_link_answers: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    new_link_served_after_promotion: float = 0.0
+    importer_pending_at_kill: int = 0  # entries the killed importers had read and not stored
+    # The locked link, once a replica was promoted: how long until a visitor
+    # got through on each edge (the pass made and taken on the new primary),
+    # and what the tries before that ended at.
+    passes_after_promotion: dict[str, float] = field(default_factory=dict)
+    passes_refused: list[str] = field(default_factory=list)
+    wait_retries: int = 0  # the publisher's deliveries refused for too few replicas, then retried
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -367,19 +392,44 @@ class Result:
             and self.replica_listed_after_pin
         )
 
+    @property
+    def held_up(self) -> bool:
+        """What issue 29 asks of a failover: no failed visit to the plain
+        link on any edge, the change followed within 1.5 s of the promotion,
+        the limited link counted by the new primary, an importer killed with
+        a batch open, and a WAIT refused and retried."""
+        return (
+            all(self.failed_in_failover(edge) == 0 for edge in self.failure_times)
+            and self.change_seen_after_promotion < 1.5
+            and self.limited_counted_on_new_primary > 0
+            and self.importer_pending_at_kill > 0
+            and self.wait_retries > 0
+            and len(self.passes_after_promotion) == len(self.failure_times)
+        )
+
     def failed_visits(self, edge: str) -> int:
         return sum(len(times) for times in self.failure_times[edge].values())
 
+    def failed_in_failover(self, edge: str) -> int:
+        """Failed visits from the kill of the primary until an edge was restarted."""
+        return sum(1 for times in self.failure_times[edge].values() for at in times if at < self.restarted_at)
+
     @property
     def taken_for_unknown(self) -> int:
-        """Visits to the existing link that an edge answered 404."""
-        return sum(len(times.get("HTTP 404", [])) for times in self.failure_times.values())
+        """Visits to an existing link, or the link made in the failover, that an edge answered 404."""
+        return sum(
+            len(times.get("HTTP 404", []))
+            for kinds in (self.failure_times, self.limited_failures, self.new_link_answers)
+            for times in kinds.values()
+        )
 
     def lines(self) -> list[str]:
         served = ", ".join(f"{edge} {count}" for edge, count in self.served.items())
         return [
             f"redirects served: {served}; clicks stored: {self.stored}; duplicates: {self.duplicates}",
-            f"failed visits: {', '.join(f'{edge} {self.failed_visits(edge)}' for edge in self.failure_times)}",
+            f"failed visits: {', '.join(f'{edge} {self.failed_visits(edge)}' for edge in self.failure_times)}; "
+            "from the kill of the primary until an edge was restarted: "
+            + ", ".join(f"{edge} {self.failed_in_failover(edge)}" for edge in self.failure_times),
             f"visits to the existing link answered 404: {self.taken_for_unknown}",
             f"link report read from the PostgreSQL replica: {'yes' if self.reports_on_replica else 'NO'}",
             "a change listed at once to who made it, the replica paused: "
@@ -388,6 +438,23 @@ class Result:
             f"seconds without a working Redis primary: {self.without_primary:.2f}",
             f"seconds until every edge served the link changed during the failover: {self.change_seen_after:.2f} "
             f"({self.change_seen_after_promotion:.2f} after the new primary took writes)",
+            f"seconds the old primary was away, under traffic: {self.away:.1f}",
+            "visit-limited link (asks the primary through the Sentinels): served "
+            + ", ".join(f"{edge} {n}" for edge, n in self.limited_served.items())
+            + "; failed "
+            + ", ".join(f"{e} {sum(map(len, t.values()))}" for e, t in self.limited_failures.items())
+            + f"; visits counted by the new primary: {self.limited_counted_on_new_primary}",
+            "the link made with no primary, before every edge served it: "
+            + "; ".join(
+                f"{edge} " + (", ".join(f"{what} ×{len(at)}" for what, at in sorted(answers.items())) or "nothing else")
+                for edge, answers in self.new_link_answers.items()
+            )
+            + f"; served by every edge {self.new_link_served_after_promotion:.2f} s after the promotion",
+            "a visitor through the locked link (its pass kept on the new primary), s after the promotion: "
+            + ", ".join(f"{edge} {at:.2f}" for edge, at in self.passes_after_promotion.items())
+            + f"; tries before: {', '.join(self.passes_refused) or 'none'}",
+            f"entries the killed importer host had read and not yet stored: {self.importer_pending_at_kill}",
+            f"publisher deliveries refused by WAIT (too few replicas) and retried: {self.wait_retries}",
             *self.notes,
             f"reconciled: {self.stored}/{self.total_served}",
         ]
@@ -461,37 +528,49 @@ class Scenario:
             ).fetchone()
         return count, count - distinct
 
-    def create(self, slug: str) -> None:
+    def create(self, slug: str, **fields) -> None:
         status, body = self.api(
-            "/api/v1/links", method="POST", body={"url": f"https://example.com/{slug}", "slug": slug}
+            "/api/v1/links", method="POST", body={"url": f"https://example.com/{slug}", "slug": slug, **fields}
         )
         if status != 201:
             raise RuntimeError(f"creating /{slug}: HTTP {status} {body}")
 
-    def run(self, *, warmup: float = 3.0, drain_timeout: float = 180.0) -> Result:
+    def run(self, *, warmup: float = 3.0, away: float = 120.0, drain_timeout: float = 180.0) -> Result:
         top = self.topology
-        slug, changed = "multinode", "multinode-changed"
+        slug, changed, limited = "multinode", "multinode-changed", "multinode-limited"
         for name in (slug, changed):
             self.create(name)
+        self.create(limited, max_visits=LIMIT)
+        self.create(LOCKED, password=PASSWORD)
         self.settle(slug, f"https://example.com/{slug}")
+        self.settle(limited, f"https://example.com/{limited}")
         visitors = [Visitors(port, slug, threads=2, rate=self.rate).start() for port in top.edge_ports]
+        limited_visitors = [Visitors(port, limited, threads=1, rate=self.rate / 4).start() for port in top.edge_ports]
         try:
             time.sleep(warmup)
-            self.fail_over(changed)
+            self.fail_over(changed, limited, away)
             self.kill_importer_host(1)
             time.sleep(warmup)
+            self.result.restarted_at = time.monotonic() - self.killed_at
             self.restart_edge(top.edges - 1)
             time.sleep(warmup)
         finally:
-            for v in visitors:
+            for v in visitors + limited_visitors:
                 v.stop()
-        for n, v in enumerate(visitors):
-            self.result.served[f"edge{n + 1}"] = v.served[slug] + self.probes.get((n, slug), 0)
+        for n, (v, lv) in enumerate(zip(visitors, limited_visitors, strict=True)):
+            edge = f"edge{n + 1}"
+            self.result.served[edge] = v.served[slug] + self.probes.get((n, slug), 0)
+            self.result.limited_served[edge] = lv.served[limited]
             times = failure_times(v.failures, self.killed_at)
-            self.result.failure_times[f"edge{n + 1}"] = times
+            self.result.failure_times[edge] = times
+            self.result.limited_failures[edge] = failure_times(lv.failures, self.killed_at)
             self.result.notes += [
-                f"edge{n + 1}: {what} ×{len(at)}, {min(at):+.2f} to {max(at):+.2f} s from the kill"
+                f"{edge}: {what} ×{len(at)}, {min(at):+.2f} to {max(at):+.2f} s from the kill"
                 for what, at in sorted(times.items())
+            ]
+            self.result.notes += [
+                f"{edge}, visit-limited link: {what} ×{len(at)}, {min(at):+.2f} to {max(at):+.2f} s from the kill"
+                for what, at in sorted(self.result.limited_failures[edge].items())
             ]
         self.log(f"visitors stopped: {self.result.total_served} redirects served; waiting for the importers")
         with suppress(TimeoutError):
@@ -552,11 +631,21 @@ class Scenario:
             ).fetchone()
         return status == 200 and readers > 0
 
-    def fail_over(self, changed: str) -> None:
-        """Kills the primary; while Sentinel promotes a replica, changes a link."""
+    def redis(self, port: int):
+        import redis
+
+        return redis.Redis(port=port, password=self.topology.redis_password, socket_timeout=2)
+
+    def fail_over(self, changed: str, limited: str, away: float) -> None:
+        """Kills the primary and keeps it away for `away` seconds under
+        traffic. While Sentinel promotes a replica, changes a link and makes
+        a new one; then holds the new primary's replica still for a moment
+        while a link changes, so that the publisher's WAIT fails and its
+        delivery is retried."""
         top = self.topology
         old = top.sentinel_primary()
         victim = top.redis_process_on(old)
+        limited_key = self.visits_key(old, limited)
         killed_at = self.killed_at = time.monotonic()
         victim.stop(signal.SIGKILL)
         self.log(f"killed the Redis primary ({victim.name}, port {old})")
@@ -565,30 +654,165 @@ class Scenario:
         if status != 200:
             raise RuntimeError(f"changing /{changed} during the failover: HTTP {status} {body}")
         changed_at = time.monotonic()
-        new = wait_until(
-            lambda: (port := top.sentinel_primary()) not in (None, old) and top.primary_writable(port) and port,
-            timeout=60,
-            what="Sentinel to promote a replica",
-            interval=0.05,
-        )
-        promoted_at = time.monotonic()
-        self.result.without_primary = promoted_at - killed_at
-        self.log(f"new primary: port {new}, {self.result.without_primary:.2f}s after the kill")
-        wait_until(lambda: self.every_edge_serves(changed, new_url), timeout=60, what="every edge to serve the change")
-        self.result.change_seen_after = time.monotonic() - changed_at
-        self.result.change_seen_after_promotion = time.monotonic() - promoted_at
-        self.log(
-            f"every edge serves the changed link {self.result.change_seen_after:.2f}s after the change, "
-            f"{self.result.change_seen_after_promotion:.2f}s after the new primary took writes"
-        )
+        fresh = "multinode-new"
+        self.create(fresh)
+        newcomers = [Visitors(port, fresh, threads=1, rate=20).start() for port in top.edge_ports]
+        try:
+            new = wait_until(
+                lambda: (port := top.sentinel_primary()) not in (None, old) and top.primary_writable(port) and port,
+                timeout=60,
+                what="Sentinel to promote a replica",
+                interval=0.05,
+            )
+            promoted_at = time.monotonic()
+            self.result.without_primary = promoted_at - killed_at
+            self.log(f"new primary: port {new}, {self.result.without_primary:.2f}s after the kill")
+            counted_at_promotion = self.counter(new, limited_key)
+            wait_until(
+                lambda: self.every_edge_serves(changed, new_url), timeout=60, what="every edge to serve the change"
+            )
+            self.result.change_seen_after = time.monotonic() - changed_at
+            self.result.change_seen_after_promotion = time.monotonic() - promoted_at
+            self.log(
+                f"every edge serves the changed link {self.result.change_seen_after:.2f}s after the change, "
+                f"{self.result.change_seen_after_promotion:.2f}s after the new primary took writes"
+            )
+            wait_until(
+                lambda: all(v.served[fresh] for v in newcomers), timeout=60, what="every edge to serve the new link"
+            )
+            self.result.new_link_served_after_promotion = time.monotonic() - promoted_at
+            for n in range(top.edges):
+                self.result.passes_after_promotion[f"edge{n + 1}"] = self.pass_through(n, promoted_at)
+        finally:
+            for v in newcomers:
+                v.stop()
+        for n, v in enumerate(newcomers):
+            answers = self.result.new_link_answers[f"edge{n + 1}"] = failure_times(v.failures, killed_at)
+            self.result.notes += [
+                f"edge{n + 1}, the link made with no primary: {what} ×{len(at)}, {min(at):+.2f} to {max(at):+.2f} s "
+                f"from the kill (promotion at +{self.result.without_primary:.2f})"
+                for what, at in sorted(answers.items())
+            ]
+        self.hold_replica_during_a_change(new)
+        left = killed_at + away - time.monotonic()
+        self.log(f"the old primary stays away {max(left, 0):.0f}s more, under traffic")
+        time.sleep(max(left, 0))
+        self.result.away = time.monotonic() - killed_at
+        self.result.limited_counted_on_new_primary = self.counter(new, limited_key) - counted_at_promotion
         # The old primary comes back as a replica of the new one.
         top.start_redis(victim.name, old)
         self.result.notes.append(f"the old primary (port {old}) came back as a replica of port {new}")
 
+    def pass_through(self, n: int, since: float) -> float:
+        """Seconds from `since` until a visitor got through the locked link on edge n."""
+
+        def tried() -> bool:
+            outcome = self.through_password(n)
+            if outcome != "with the pass: HTTP 302":
+                self.result.passes_refused.append(f"edge{n + 1} {outcome}")
+            return outcome == "with the pass: HTTP 302"
+
+        wait_until(tried, timeout=30, what=f"a visitor through the locked link on edge{n + 1}", interval=0.1)
+        return time.monotonic() - since
+
+    def through_password(self, n: int) -> str:
+        """A visitor on edge n: the locked link's page, the password sent
+        from it (the edge keeps the pass on the primary), then the link
+        with the pass (taken from the primary). Returns the last status."""
+        import http.client
+        import re
+        from urllib.parse import urlencode
+
+        def visit(headers: dict, form: dict | None = None) -> http.client.HTTPResponse:
+            conn = http.client.HTTPConnection("127.0.0.1", self.topology.edge_ports[n], timeout=10)
+            body = urlencode(form) if form else None
+            if form:
+                headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+            conn.request("POST" if form else "GET", f"/{LOCKED}", body=body, headers=headers)
+            response = conn.getresponse()
+            response.body = response.read()
+            conn.close()
+            return response
+
+        page = visit({"Referer": "https://example.org/"})
+        kept = re.findall(rb'name="ref" value="([^"]*)"', page.body)
+        if page.status != 200 or not kept:
+            return f"the page: HTTP {page.status}"
+        answer = visit({}, {"ref": kept[0].decode().replace("&amp;", "&"), "password": PASSWORD})
+        cookie = (answer.getheader("Set-Cookie") or "").split(";")[0]
+        if answer.status != 200 or not cookie:
+            return f"the password: HTTP {answer.status}"
+        return f"with the pass: HTTP {visit({'Cookie': cookie}).status}"
+
+    def visits_key(self, port: int, slug: str) -> str:
+        """The visit counter's key of the link of `slug`, from its published value."""
+        raw = self.redis(port).get(f"slingshot:link:{slug}")
+        return f"slingshot:visits:{json.loads(raw)['id']}"
+
+    def counter(self, port: int, key: str) -> int:
+        return int(self.redis(port).get(key) or 0)
+
+    def publisher_wait_refusals(self) -> int:
+        log = self.topology.processes["publisher"].log_path.read_text(errors="replace")
+        return log.count("NotReplicated")
+
+    def hold_replica_during_a_change(self, primary: int) -> None:
+        """Stops the new primary's replicas (SIGSTOP) while a link changes:
+        WAIT finds none, the publisher keeps the change and sends it again,
+        and it is served once they go on (SIGCONT)."""
+        top = self.topology
+        replicas = [self.topology.processes[name] for name, port in top.redis_ports.items() if port != primary]
+        replicas = [p for p in replicas if p.alive()]
+        refused = self.publisher_wait_refusals()
+        url = f"https://example.com/multinode-changed/held-{time.monotonic():.0f}"
+        for process in replicas:
+            process.send(signal.SIGSTOP)
+        try:
+            status, body = self.api("/api/v1/links/multinode-changed", method="PATCH", body={"url": url})
+            if status != 200:
+                raise RuntimeError(f"changing a link with the replicas held: HTTP {status} {body}")
+            with suppress(TimeoutError):
+                wait_until(lambda: self.publisher_wait_refusals() > refused, timeout=5, what="a refused WAIT")
+        finally:
+            for process in replicas:
+                process.send(signal.SIGCONT)
+        self.result.wait_retries = self.publisher_wait_refusals() - refused
+        wait_until(lambda: self.every_edge_serves("multinode-changed", url), timeout=30, what="the retried change")
+        self.log(f"replicas held still: the publisher's WAIT refused {self.result.wait_retries}×, then delivered")
+
+    def importer_pending(self, host: int) -> int:
+        """Entries the importers of `host` have read from their click stores and not acknowledged."""
+        import redis
+
+        from slingshot.contract import CLICKS_GROUP, CLICKS_STREAM
+
+        pending = 0
+        for port in self.topology.store_ports.values():
+            with suppress(redis.ConnectionError):
+                for consumer in self.redis(port).xpending(CLICKS_STREAM, CLICKS_GROUP)["consumers"]:
+                    if consumer["name"] in (f"host{host}", f"host{host}".encode()):
+                        pending += consumer["pending"]
+        return pending
+
     def kill_importer_host(self, host: int) -> None:
-        for name in self.topology.importer_names(host):
-            self.topology.processes[name].stop(signal.SIGKILL)
-        self.log(f"killed importer host {host} (its importers' pending entries go to host 2 after 3s idle)")
+        """SIGKILL to the host's importers while one of them holds a batch it
+        has read and not stored: a lock on the clicks table holds every
+        importer's insert, and what a dead consumer read stays pending, so
+        the count after the kill says whether a batch was open."""
+        import psycopg
+
+        names = self.topology.importer_names(host)
+        with psycopg.connect(self.topology.database_url(self.topology.pg_port), connect_timeout=5) as conn:
+            conn.execute("LOCK TABLE clicks IN SHARE MODE")  # inserts wait; reads go on
+            with suppress(TimeoutError):
+                wait_until(lambda: self.importer_pending(host) > 0, timeout=30, what="an open batch")
+            for name in names:
+                self.topology.processes[name].stop(signal.SIGKILL)
+            self.result.importer_pending_at_kill = self.importer_pending(host)
+        self.log(
+            f"killed importer host {host} with {self.result.importer_pending_at_kill} entries read and not stored "
+            "(they go to host 2 after 3s idle)"
+        )
 
     def restart_edge(self, n: int) -> None:
         process = self.topology.processes[f"edge{n + 1}"]
@@ -602,6 +826,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="make multinode", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=float, default=200.0, help="visits per second to each edge")
+    parser.add_argument("--away", type=float, default=180.0, help="seconds the killed primary stays away")
     parser.add_argument("--keep", action="store_true", help="keep the folder with every piece's log")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="slingshot-multinode-"))
@@ -609,7 +834,7 @@ def main(argv: list[str] | None = None) -> int:
     topology = Topology(root)
     try:
         topology.start()
-        result = Scenario(topology, rate=args.rate).run()
+        result = Scenario(topology, rate=args.rate).run(away=args.away)
     finally:
         topology.stop()
         if args.keep:
@@ -618,4 +843,4 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
     for line in result.lines():
         print(line)
-    return 0 if result.reconciled and not result.taken_for_unknown else 1
+    return 0 if result.reconciled and not result.taken_for_unknown and result.held_up else 1

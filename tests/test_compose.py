@@ -42,6 +42,25 @@ def test_the_edge_is_openresty_with_our_conf_and_modules_where_the_conf_looks():
     assert 'ngx.config.prefix() .. "spool"' in (REPO / "edge/slingshot/config.lua").read_text()
 
 
+def test_the_compose_edges_resolve_service_names_and_the_local_edge_needs_no_resolver():
+    """REDIS_HOST=redis and http://dashboard:8000 are names: lua-resty-redis
+    and proxy_pass look them up only through nginx's `resolver`, which the
+    Compose edges get from an include file; the local stack's nginx.conf
+    has none (its names are addresses)."""
+    conf = (REPO / "nginx.conf").read_text()
+    assert "resolver " not in conf.replace("include edge-resolver", "")
+    http_block = conf.split("http {", 1)[1]
+    assert "    include edge-resolver*.conf;" in http_block.split("server {", 1)[0]
+    resolver = (REPO / "edge/docker-resolver.conf").read_text()
+    assert re.search(r"^resolver 127\.0\.0\.11[ ;]", resolver, flags=re.M)
+    mount = "./edge/docker-resolver.conf:/usr/local/openresty/nginx/conf/edge-resolver.conf:ro"
+    scale_out = yaml.safe_load((REPO / "docker-compose.scale-out.yml").read_text())
+    edges = [SERVICES["edge"], scale_out["x-edge-2"]]
+    for edge in edges:
+        assert mount in edge["volumes"]
+    assert SERVICES["edge"]["environment"]["REDIS_HOST"] == "redis"
+
+
 def test_edge_environment_names_are_declared_in_nginx_conf():
     declared = set(re.findall(r"^env (\w+);", (REPO / "nginx.conf").read_text(), flags=re.M))
     assert set(SERVICES["edge"]["environment"]) <= declared

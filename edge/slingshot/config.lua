@@ -3,7 +3,7 @@
 -- Every variable named here must also be declared with an `env NAME;` line in
 -- nginx.conf, or nginx hides it from the Lua VM. docs/configuration.md lists them all.
 local slug = require("slingshot.slug")
-local link = require("slingshot.link")
+local link = require("slingshot.linkvalue")
 local cidr = require("slingshot.cidr")
 
 local tonumber = tonumber
@@ -105,6 +105,9 @@ function _M.parse(getenv)
         cache_size = number(getenv, "EDGE_CACHE_SIZE", 100000, 1),
         cache_ttl = number(getenv, "EDGE_CACHE_TTL", 60, 0.001),
         negative_ttl = number(getenv, "EDGE_NEGATIVE_TTL", 30, 0.001),
+        -- How long after Redis last gave it a cached link is still served
+        -- while Redis cannot be asked (linkcache.lua).
+        stale_ttl = number(getenv, "EDGE_STALE_TTL", 3600, 0),
         link_changes_interval = number(getenv, "EDGE_LINK_CHANGES_INTERVAL", 0.2, 0.001),
         click_flush_interval = number(getenv, "EDGE_CLICK_FLUSH_INTERVAL", 0.1, 0.001),
         click_retry_max = number(getenv, "EDGE_CLICK_RETRY_MAX", 2, 0.001),

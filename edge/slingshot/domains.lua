@@ -3,13 +3,13 @@
 --
 -- Every worker keeps every domain, read from the hash slingshot:domains
 -- when it starts, when a change notification names a domain, and every
--- EDGE_CACHE_TTL in case one was missed. Until the hash has more than the
--- default domain (`multi`), a request costs nothing more than before: its
--- Host is not even read. A host the edge does not know is the default
--- domain's, whose redirects are EDGE_ROOT_URL and EDGE_NOT_FOUND_URL unless
--- its entry sets its own.
+-- EDGE_CACHE_TTL in case one was missed (refresh, from linkchanges.lua).
+-- Until the hash has more than the default domain (`multi`), a request
+-- costs nothing more than before: its Host is not even read. A host the
+-- edge does not know is the default domain's, whose redirects are
+-- EDGE_ROOT_URL and EDGE_NOT_FOUND_URL unless its entry sets its own.
 local cjson = require("cjson.safe")
-local link = require("slingshot.link")
+local link = require("slingshot.linkvalue")
 local contract = require("slingshot.contract")
 
 local type = type
@@ -134,6 +134,27 @@ function _M.load(red, key, settings)
     local hosts, default, multi, errors = _M.build(flat, settings)
     _M.use(hosts, default, multi)
     return true, errors
+end
+
+-- When the domains were last read (or last failed to be); nil: read them
+-- at the next chance (linkchanges.lua calls refresh every tick).
+local read_at
+
+function _M.forget()
+    read_at = nil
+end
+
+-- Reads the domains again with `red` from `key` when they were forgotten
+-- or read longer ago than settings.cache_ttl, at Unix time `now`. Returns
+-- true (and, when it read them, the reasons entries were skipped), or nil
+-- and an error: they are then asked again after settings.cache_ttl, or
+-- once forgotten.
+function _M.refresh(red, key, settings, now)
+    if read_at and now - read_at <= settings.cache_ttl then
+        return true
+    end
+    read_at = now
+    return _M.load(red, key, settings)
 end
 
 function _M.count()

@@ -2,8 +2,9 @@
 -- `*_by_lua_block` in nginx.conf is a single call into this module.
 local config = require("slingshot.config")
 local slugs = require("slingshot.slug")
-local link = require("slingshot.link")
-local links = require("slingshot.links")
+local link = require("slingshot.linkvalue")
+local linkcache = require("slingshot.linkcache")
+local linkchanges = require("slingshot.linkchanges")
 local clicks = require("slingshot.clicks")
 local redis = require("slingshot.redis")
 local metrics = require("slingshot.metrics")
@@ -66,7 +67,8 @@ local function tick(premature)
 end
 
 function _M.init_worker()
-    links.init_worker()
+    linkcache.init_worker()
+    linkchanges.init_worker()
     clicks.init_worker()
     local ok, err = ngx.timer.every(config.click_flush_interval, tick)
     if not ok then
@@ -84,6 +86,16 @@ local function answer(status, body, content_type)
     end
     say(body)
     return exit(status)
+end
+
+-- Redis could not be asked, and nothing cached stands in: a 503 that tells
+-- visitors and crawlers to come back shortly (a failover takes seconds).
+local RETRY_AFTER = "5"
+local function unavailable(slug, err)
+    metrics.inc(UNAVAILABLE)
+    log(ERR, "slug ", slug, ": ", err)
+    header["Retry-After"] = RETRY_AFTER
+    return answer(503, UNAVAILABLE_PAGE)
 end
 
 local function send_to(url, status)
@@ -144,9 +156,7 @@ local function redirect_special(slug, value, domain)
         local err
         referer, err = unlock.redeem(value, slug)
         if referer == nil then
-            metrics.inc(UNAVAILABLE)
-            log(ERR, "slug ", slug, ": ", err)
-            return answer(503, UNAVAILABLE_PAGE)
+            return unavailable(slug, err)
         end
     end
     local asking = value.locked and not referer
@@ -154,9 +164,7 @@ local function redirect_special(slug, value, domain)
         -- The password page takes no visit: it only looks.
         local admitted, err = visits.admit(value, not asking and get_method() ~= "HEAD")
         if admitted == nil then
-            metrics.inc(UNAVAILABLE)
-            log(ERR, "slug ", slug, ": ", err)
-            return answer(503, UNAVAILABLE_PAGE)
+            return unavailable(slug, err)
         elseif not admitted then
             metrics.inc(LIMIT_REACHED)
             clicks.record(slug, "", domain.orphan.limit)
@@ -214,11 +222,9 @@ function _M.redirect()
         return not_found(domain)
     end
     local prefix = domain.prefix
-    local value, err = links.get(prefix and prefix .. slug or slug)
+    local value, err = linkcache.get(prefix and prefix .. slug or slug)
     if value == nil then
-        metrics.inc(UNAVAILABLE)
-        log(ERR, "slug ", slug, ": ", err)
-        return answer(503, UNAVAILABLE_PAGE)
+        return unavailable(slug, err)
     end
     if not value then
         metrics.inc(NOT_FOUND)

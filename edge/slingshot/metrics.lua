@@ -24,6 +24,7 @@ _M.CACHE_HITS = "slingshot_edge_cache_hits_total"
 _M.CACHE_NEGATIVE_HITS = "slingshot_edge_cache_negative_hits_total"
 _M.CACHE_MISSES = "slingshot_edge_cache_misses_total"
 _M.CACHE_EVICTIONS = "slingshot_edge_cache_evictions_total"
+_M.CACHE_STALE_HITS = "slingshot_edge_cache_stale_hits_total"
 _M.REDIS_LOOKUPS = "slingshot_edge_redis_lookups_total"
 _M.REDIS_ERRORS = "slingshot_edge_redis_errors_total"
 _M.CLICKS_BUFFERED = "slingshot_edge_clicks_buffered_total"
@@ -52,6 +53,8 @@ local FAMILIES = {
     { _M.REDIS_LOOKUPS, "counter", "Link lookups sent to Redis." },
     { _M.REDIS_ERRORS, "counter", "Redis calls that failed, by purpose.", "op", _M.REDIS_OPS },
     { _M.CACHE_EVICTIONS, "counter", "Cached links dropped because the link changed." },
+    { _M.CACHE_STALE_HITS, "counter",
+        "Expired links served again as Redis last gave them, because it could not be asked." },
     { _M.CLICKS_BUFFERED, "counter", "Clicks written into a worker's journal." },
     { _M.CLICKS_ORPHAN, "counter", "Buffered clicks that are orphan visits." },
     { _M.CLICKS_FLUSHED, "counter", "Clicks written to the stream." },

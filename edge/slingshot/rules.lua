@@ -17,6 +17,7 @@ local tonumber = tonumber
 local tostring = tostring
 local floor = math.floor
 local sort = table.sort
+local assert = assert
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -25,6 +26,12 @@ _M.MAX_CONDITIONS = 10
 _M.MIN_SPLIT = 2
 _M.MAX_SPLIT = 10
 _M.MAX_WEIGHT = 100
+-- The longest query key or value a condition compares.
+_M.MAX_QUERY_TEXT = 200
+-- The condition types this edge acts on, and a device condition's values.
+-- A rule with a condition of another type never matches (a newer dashboard's).
+_M.CONDITION_TYPES = { "device", "language", "country", "query" }
+_M.DEVICES = { "ios", "android", "mobile", "desktop", "windows", "macos", "linux" }
 
 -- User-Agent tokens of each device condition, looked for as plain text.
 -- iPadOS presents itself as a Mac, and is served as one.
@@ -71,8 +78,10 @@ function _M.devices(ua)
     return set
 end
 
-local DEVICES = { ios = true, android = true, mobile = true, desktop = true,
-    windows = true, macos = true, linux = true }
+local DEVICES = {}
+for i = 1, #_M.DEVICES do
+    DEVICES[_M.DEVICES[i]] = true
+end
 
 -- The visitor's languages from an Accept-Language header, lower-cased, in
 -- the order of their q-values (highest first, the header's order among
@@ -119,34 +128,55 @@ local function covers(want, tag)
     return #tag > #want and sub(tag, 1, #want) == want and sub(tag, #want + 1, #want + 1) == "-"
 end
 
-local function compile_condition(c)
-    if type(c) ~= "table" then
-        return nil, "condition is not an object"
-    end
-    local kind, value = c.type, c.value
-    if kind == "device" then
+local function query_text(value)
+    return type(value) == "string" and #value <= _M.MAX_QUERY_TEXT
+end
+
+-- A compiler for each of CONDITION_TYPES: the condition's compiled form,
+-- or nil and a reason.
+local COMPILE = {
+    device = function(value)
         if type(value) ~= "string" or not DEVICES[lower(value)] then
             return nil, "device condition has an unknown value"
         end
         return { kind = "device", value = lower(value) }
-    elseif kind == "language" then
+    end,
+    language = function(value)
         if type(value) ~= "string" or not find(value, "^%a[%a%d%-]*$") then
             return nil, "language condition is not a language tag"
         end
         return { kind = "language", value = lower(value) }
-    elseif kind == "country" then
+    end,
+    country = function(value)
         if type(value) ~= "string" or not find(value, "^%a%a$") then
             return nil, "country condition is not a two-letter code"
         end
         return { kind = "country", value = upper(value) }
-    elseif kind == "query" then
-        if type(c.key) ~= "string" or c.key == "" then
-            return nil, "query condition has no key"
+    end,
+    query = function(value, key)
+        if not query_text(key) or key == "" then
+            return nil, "query condition has no key of 1 to " .. _M.MAX_QUERY_TEXT .. " characters"
         end
-        if value ~= nil and type(value) ~= "string" then
+        if not query_text(value) then
+            if type(value) == "string" then
+                return nil, "query condition's value is over " .. _M.MAX_QUERY_TEXT .. " characters"
+            end
             value = nil  -- JSON null: the key only has to be present
         end
-        return { kind = "query", key = c.key, value = value }
+        return { kind = "query", key = key, value = value }
+    end,
+}
+for i = 1, #_M.CONDITION_TYPES do
+    assert(COMPILE[_M.CONDITION_TYPES[i]], "no compiler for a declared condition type")
+end
+
+local function compile_condition(c)
+    if type(c) ~= "table" then
+        return nil, "condition is not an object"
+    end
+    local compile = COMPILE[c.type]
+    if compile then
+        return compile(c.value, c.key)
     end
     -- A condition type this edge does not know (a newer dashboard): its
     -- rule never matches, and the link is served as it would be without it.

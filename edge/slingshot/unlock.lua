@@ -384,7 +384,7 @@ local function sent_password(slug, value, domain)
     return answer_page(200, _M.onward_page(_M.self_url(slug, var.args)))
 end
 
--- Answers a request for the link `value` (decoded by link.lua, with a
+-- Answers a request for the link `value` (decoded by linkvalue.lua, with a
 -- password) on `domain` that has no pass: the password page, or for a
 -- POST the password's check.
 function _M.ask(slug, value, domain)

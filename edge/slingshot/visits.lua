@@ -7,7 +7,7 @@ local tonumber = tonumber
 
 local _M = { _VERSION = "0.1.0" }
 
--- Whether a request may be redirected by `link` (decoded by link.lua, with
+-- Whether a request may be redirected by `link` (decoded by linkvalue.lua, with
 -- a max_visits): a visit that counts (`counting`, every method but HEAD)
 -- takes the next number, and is let through while that number is within
 -- the limit; one that does not count only looks. Returns true or false,

@@ -77,3 +77,54 @@ describe("domains.build", function()
         assert.equal(2, domains.count())
     end)
 end)
+
+describe("domains.refresh", function()
+    -- A Redis client that answers HGETALL from a table, or fails.
+    local function client(flat)
+        local asked = 0
+        return {
+            hgetall = function()
+                asked = asked + 1
+                if flat then
+                    return flat
+                end
+                return nil, "timeout"
+            end,
+            asked = function() return asked end,
+        }
+    end
+    local settings = { root_url = SETTINGS.root_url, not_found_url = SETTINGS.not_found_url,
+        cache_ttl = 60 }
+    local flat = { "go.example.com", '{"default":false}' }
+
+    it("reads the domains when forgotten, then only once cache_ttl has passed", function()
+        local red = client(flat)
+        domains.forget()
+        local ok, skipped = domains.refresh(red, "k", settings, 1000)
+        assert.is_true(ok)
+        assert.same({}, skipped)
+        assert.is_true(domains.multi)
+        assert.is_true(domains.refresh(red, "k", settings, 1060))
+        assert.equal(1, red.asked())
+        domains.refresh(red, "k", settings, 1060.5)
+        assert.equal(2, red.asked())
+        domains.forget()  -- a change notification named a domain
+        domains.refresh(red, "k", settings, 1061)
+        assert.equal(3, red.asked())
+    end)
+
+    it("after a failure keeps what it had and asks again only after cache_ttl", function()
+        domains.forget()
+        domains.refresh(client(flat), "k", settings, 2000)
+        local down = client(nil)
+        domains.forget()
+        local ok, err = domains.refresh(down, "k", settings, 2001)
+        assert.is_nil(ok)
+        assert.matches("timeout", err)
+        assert.is_true(domains.multi)  -- the domains read before still answer
+        assert.is_true(domains.refresh(down, "k", settings, 2030))
+        assert.equal(1, down.asked())
+        assert.is_nil(domains.refresh(down, "k", settings, 2062))
+        assert.equal(2, down.asked())
+    end)
+end)

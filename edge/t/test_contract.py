@@ -1,7 +1,9 @@
 """The contract (docs/contract.md): both tiers use the names it gives, and a
 link published by the dashboard is read correctly by the edge."""
 
+import json
 import re
+import subprocess
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -11,7 +13,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from links import slugs, unlocking
+from links import rules, slugs, unlocking
+from links.publishing import link_payload
 from slingshot import contract
 from slingshot.contract import link_key
 from slingshot.redis import get_redis
@@ -21,6 +24,18 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DOC = (REPO / "docs" / "contract.md").read_text()
+
+
+def luajit(script: str) -> dict:
+    """What a Lua script run with the edge's modules prints, as JSON."""
+    lua_path = f"{REPO / 'edge'}/?.lua;;"
+    run = subprocess.run(
+        ["luajit", "-e", f"package.path = {json.dumps(lua_path)}; local cjson = require('cjson'); {script}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(run.stdout)
 
 
 def lua_constants(module: str) -> dict[str, str]:
@@ -196,3 +211,56 @@ def test_healthz_reports_redis(edge):
     assert response.status == 200
     assert response.body.strip() == b"ok"
     assert edge.errors() == ""
+
+
+def test_the_edge_decodes_every_field_the_publisher_writes_and_no_other(owner):
+    """linkvalue.lua's FIELDS, the fields its decode reads, against the keys
+    of a published link with every option set: a field the publisher adds
+    that the edge does not read fails here, and so does one the edge reads
+    that the publisher no longer writes."""
+    now = timezone.now()
+    link = create(
+        owner,
+        url="https://example.com/every",
+        redirect_status=308,
+        valid_since=now - timedelta(days=1),
+        expires_at=now + timedelta(days=1),
+        max_visits=5,
+        forward_query=True,
+        crawlable=True,
+        password="contract password",
+        rules=[{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}],
+        split=[{"url": "https://example.com/a", "weight": 1}, {"url": "https://example.com/b", "weight": 2}],
+    )
+    payload = link_payload(link)
+    published = json.loads(payload)
+    assert all(value not in (None, False, []) for value in published.values()), published  # every option set
+    decoded = luajit(
+        "local linkvalue = require('slingshot.linkvalue'); "
+        f"local value, err = linkvalue.decode({json.dumps(payload)}, 'v:'); "
+        "print(cjson.encode({ fields = linkvalue.FIELDS, err = err or cjson.null, "
+        "locked = value and value.locked, max_visits = value and value.max_visits, "
+        "rules = value and value.rules ~= nil }))"
+    )
+    assert set(decoded["fields"]) == set(published)
+    assert len(decoded["fields"]) == len(set(decoded["fields"]))
+    assert decoded == {"fields": decoded["fields"], "err": None, "locked": True, "max_visits": 5, "rules": True}
+
+
+def test_the_rule_limits_of_the_dashboard_and_the_edge_are_the_same():
+    edge = luajit(
+        "local r = require('slingshot.rules'); print(cjson.encode({ MAX_RULES = r.MAX_RULES, "
+        "MAX_CONDITIONS = r.MAX_CONDITIONS, MIN_SPLIT = r.MIN_SPLIT, MAX_SPLIT = r.MAX_SPLIT, "
+        "MAX_WEIGHT = r.MAX_WEIGHT, MAX_QUERY_TEXT = r.MAX_QUERY_TEXT, "
+        "CONDITION_TYPES = r.CONDITION_TYPES, DEVICES = r.DEVICES }))"
+    )
+    assert edge == {
+        "MAX_RULES": rules.MAX_RULES,
+        "MAX_CONDITIONS": rules.MAX_CONDITIONS,
+        "MIN_SPLIT": rules.MIN_SPLIT,
+        "MAX_SPLIT": rules.MAX_SPLIT,
+        "MAX_WEIGHT": rules.MAX_WEIGHT,
+        "MAX_QUERY_TEXT": rules.MAX_QUERY_TEXT,
+        "CONDITION_TYPES": list(rules.CONDITION_TYPES),
+        "DEVICES": list(rules.DEVICES),
+    }

@@ -58,7 +58,7 @@ class Command(ServiceCommand):
                 if listener is not None:
                     listener.close()
                 metrics.retries.inc()
-                self.retry_later(exc, attempt=failures, first=0.2, cap=5.0, who="run_publisher")
+                self.retry_later(exc, attempt=failures, first=0.2, cap=0.5, who="run_publisher")
                 failures += 1
         if listener is not None:
             listener.close()

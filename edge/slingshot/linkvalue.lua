@@ -1,5 +1,6 @@
--- Decoding a published link (docs/contract.md) and deciding what the edge
--- answers for it. Pure logic: no ngx, so busted tests it directly.
+-- The value of a published link (docs/contract.md, "Links"): decoding it,
+-- and deciding what the edge answers for it. Pure logic: no ngx, so busted
+-- tests it directly.
 local cjson = require("cjson.safe")
 local rules = require("slingshot.rules")
 
@@ -13,6 +14,12 @@ local floor = math.floor
 local _M = { _VERSION = "0.2.0" }
 
 local REDIRECT_STATUSES = { [301] = true, [302] = true, [307] = true, [308] = true }
+
+-- Every field of a link's value that decode reads, and no other: what the
+-- dashboard's publisher writes (edge/t/test_contract.py holds them equal).
+_M.FIELDS = { "id", "url", "status", "active", "valid_since", "expires_at", "max_visits",
+    "forward_query", "password", "unlock_url", "rules", "split" }
+local FIELDS = _M.FIELDS
 
 -- An absolute http(s) URL with nothing a header could be split on.
 function _M.safe_url(url)
@@ -29,9 +36,14 @@ end
 -- `plain` says the link is active and has no schedule, limit, password or
 -- rules, so that a request for it needs no more than its target.
 function _M.decode(raw, visits_prefix)
-    local value = cjson.decode(raw)
-    if type(value) ~= "table" then
+    local json = cjson.decode(raw)
+    if type(json) ~= "table" then
         return nil, "link value is not a JSON object"
+    end
+    local value = {}
+    for i = 1, #FIELDS do
+        local name = FIELDS[i]
+        value[name] = json[name]
     end
     local id = value.id
     if not whole(id) then

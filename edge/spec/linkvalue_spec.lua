@@ -1,5 +1,5 @@
 package.path = "./?.lua;" .. package.path
-local link = require("slingshot.link")
+local link = require("slingshot.linkvalue")
 
 describe("link.decode", function()
     it("reads every contract field", function()
