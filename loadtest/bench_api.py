@@ -133,7 +133,7 @@ for _ in range({count}):
     stats = link_stats(link_ids=[link.pk], start=now - timedelta(days={days}), end=now, interval="hour")
     timings.append(time.perf_counter() - started)
 timings.sort()
-print(len(stats["series"]), timings[len(timings) // 2] * 1000, timings[-1] * 1000)
+print(len(stats.series), timings[len(timings) // 2] * 1000, timings[-1] * 1000)
 """
 
 

@@ -326,15 +326,20 @@ def run_bench(args, stack: ThrowawayStack) -> None:
 
             profiler = cProfile.Profile()
             profiler.enable()
-        timings: dict[str, float] = {}
+        # Per statement: wall seconds and the CPU seconds of the backend that ran it.
+        timings: dict[str, list[float]] = {}
 
-        def timed(execute, sql, params, many, context, timings=timings):
-            began = time.perf_counter()
+        def timing(key, began, cpu_began, timings=timings):
+            spent = timings.setdefault(key, [0.0, 0.0])
+            spent[0] += time.perf_counter() - began
+            spent[1] += cpu_seconds([connection.connection.info.backend_pid]) - cpu_began
+
+        def timed(execute, sql, params, many, context):
+            began, cpu_began = time.perf_counter(), cpu_seconds([connection.connection.info.backend_pid])
             try:
                 return execute(sql, params, many, context)
             finally:
-                key = " ".join(sql.split())[:60]
-                timings[key] = timings.get(key, 0.0) + time.perf_counter() - began
+                timing(" ".join(sql.split())[:60], began, cpu_began)
 
         commits = Commits()
         meter = CpuMeter(stack)
@@ -343,13 +348,12 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         if args.statements:
             copy = ClickImporter._copy
 
-            def timed_copy(cursor, statement, payload, copy=copy, timings=timings):
-                began = time.perf_counter()
+            def timed_copy(cursor, statement, payload, copy=copy):
+                began, cpu_began = time.perf_counter(), cpu_seconds([connection.connection.info.backend_pid])
                 try:
                     return copy(cursor, statement, payload)
                 finally:
-                    key = statement[:60]
-                    timings[key] = timings.get(key, 0.0) + time.perf_counter() - began
+                    timing(statement[:60], began, cpu_began)
 
             importer._copy = timed_copy
             with connection.execute_wrapper(timed):
@@ -365,8 +369,10 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         elapsed = time.perf_counter() - started
         fold_seconds = time.perf_counter() - fold_started
         cpu = meter.stop()
-        for key, seconds in sorted(timings.items(), key=lambda item: -item[1])[:12]:
-            print(f"    {seconds:6.2f}s  {key}")
+        if timings:
+            print("    wall s  backend CPU s  statement")
+        for key, (seconds, cpu_spent) in sorted(timings.items(), key=lambda item: -item[1][1])[:12]:
+            print(f"    {seconds:6.2f}  {cpu_spent:13.2f}  {key}")
         if profiler:
             import pstats
 
