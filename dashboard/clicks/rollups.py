@@ -9,7 +9,7 @@ tables, to the day tables for hours already folded, and to the totals.
 """
 
 import logging
-from collections import Counter, defaultdict
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 
 from django.db import connection, transaction
@@ -55,26 +55,9 @@ def copy_text(value: str) -> str:
     return value
 
 
-def breakdown_rows(
-    agent_keys: list[tuple], host_keys: list[tuple], country_keys: list[tuple], rule_keys: list[tuple] = ()
-) -> bytes:
-    """COPY text of batch_breakdown from a key per counted click:
-    (link, hour, (browser, os, device, is_bot)), (link, hour, referrer host,
-    is_bot) and (link, hour, country, is_bot); and (link, hour, rule,
-    is_bot) per click a rule or a split served."""
-    totals = defaultdict(lambda: [0, 0])
-    for (link, hour, (browser, os_family, device, is_bot)), n in Counter(agent_keys).items():
-        for dimension, value in (("browser", browser), ("os", os_family), ("device", device)):
-            total = totals[link, hour, dimension, value]
-            total[0] += n
-            if not is_bot:
-                total[1] += n
-    for dimension, keys in (("referer_host", host_keys), ("country", country_keys), ("rule", rule_keys)):
-        for (link, hour, value, is_bot), n in Counter(keys).items():
-            total = totals[link, hour, dimension, value]
-            total[0] += n
-            if not is_bot:
-                total[1] += n
+def breakdown_rows(totals: Mapping[tuple[str, int, str, str], list[int]]) -> bytes:
+    """COPY text of batch_breakdown from [clicks, human clicks] by (link,
+    hour, dimension, value)."""
     return "".join(
         f"{link}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{human}\n"
         for (link, hour, dimension, value), (n, human) in totals.items()
