@@ -3,8 +3,8 @@ rows the importer copies into PostgreSQL. No side effects: the only state is
 a cache of rows already made for the raw values seen before.
 
 A batch carries COPY text of its raw clicks (CLICK_COLUMNS), its orphan
-visits (ORPHAN_COLUMNS) and its rollup input (rollups.breakdown_rows and a
-visitor row per click), the links its clicks were served by, and its user
+visits (ORPHAN_COLUMNS) and its rollup input (rollups.breakdown_rows and
+rollups.visitor_rows), the links its clicks were served by, and its user
 agents, which `user_agents` holds once each, by id.
 """
 
@@ -15,7 +15,7 @@ from operator import itemgetter
 
 from .enrichment import Enricher
 from .records import BadEntry, decode_entry
-from .rollups import HOUR_MS, breakdown_rows, copy_text
+from .rollups import HOUR_MS, breakdown_rows, copy_text, visitor_rows
 
 # Clicks this far from the importer's clock are refused: a wild timestamp
 # would otherwise create a partition decades away.
@@ -202,8 +202,9 @@ class BatchMaker:
         return batch
 
     def _rows(self, batch: Batch, decoded: list[list[tuple]], *, first_hour: int) -> None:
-        click_lines, orphan_lines, visitor_lines = [], [], []
+        click_lines, orphan_lines = [], []
         keys, slots = [], {}  # packed breakdown keys; the batch's links, by place
+        visitors: dict[int, set[int]] = {}  # by link, hour and bot (a packed key without its facet)
         rules, rule_key = self._rules, self._rule_key
         ips, ip_row = self._ips, self._ip_row
         agents, agent_row = self._agents, self._agent_row
@@ -241,20 +242,24 @@ class BatchMaker:
                 # A visitor is the anonymised network and the user agent
                 # (docs/rollups.md): the halves are hashed with different
                 # keys, so their XOR is as good as a hash of the pair.
-                visitor_lines.append(f"{link}\t{hour}\t{network_hash ^ agent_hash}\t{'t' if bot else 'f'}\n")
+                seen = visitors.get(at)
+                if seen is None:
+                    seen = visitors[at] = set()
+                seen.add(network_hash ^ agent_hash)
         batch.clicks, batch.orphans = len(click_lines), len(orphan_lines)
         batch.click_rows = "".join(click_lines).encode("utf-8", "replace")
         batch.orphan_rows = "".join(orphan_lines).encode("utf-8", "replace")
-        batch.visitor_rows = "".join(visitor_lines).encode()
-        batch.breakdown_rows = breakdown_rows(self._breakdown(keys, list(slots), first_hour))
+        links = list(slots)
+        batch.visitor_rows = visitor_rows((*_unpack(at, links, first_hour), hashes) for at, hashes in visitors.items())
+        batch.breakdown_rows = breakdown_rows(self._breakdown(keys, links, first_hour))
 
     def _breakdown(self, keys: list[int], links: list[str], first_hour: int) -> dict[tuple, list[int]]:
         """[clicks, human clicks] by (link, hour, dimension, value), from the packed keys."""
-        facets, facet_mask, hour_mask = self._facets, (1 << FACET_BITS) - 1, (1 << HOUR_BITS) - 1
+        facets, facet_mask = self._facets, (1 << FACET_BITS) - 1
         totals = {}
         for key, n in Counter(keys).items():
-            at = key >> FACET_BITS + 1
-            link, hour, human = links[at >> HOUR_BITS], first_hour + (at & hour_mask), 0 if key & 1 else n
+            link, hour, _ = _unpack(key, links, first_hour)
+            human = 0 if key & 1 else n
             for dimension, value in facets[key >> 1 & facet_mask]:
                 total = totals.get((link, hour, dimension, value))
                 if total is None:
@@ -263,6 +268,12 @@ class BatchMaker:
                     total[0] += n
                     total[1] += human
         return totals
+
+
+def _unpack(key: int, links: list[str], first_hour: int) -> tuple[str, int, bool]:
+    """The link, hour and bot bit of a packed key."""
+    at = key >> FACET_BITS + 1
+    return links[at >> HOUR_BITS], first_hour + (at & (1 << HOUR_BITS) - 1), bool(key & 1)
 
 
 _MILLIS = [f".{millis:03d}+00" for millis in range(1000)]

@@ -50,8 +50,10 @@ def test_clicks_and_orphan_visits_become_the_rows_of_their_tables(maker):
     # Each user agent once, by the id the clicks refer to it with.
     assert set(batch.agents.values()) == {CHROME, BOT}
     assert {row["user_agent_id"] for row in stored} == {str(agent) for agent in batch.agents}
-    # One visitor row per click, and breakdown rows for each dimension.
-    assert len(batch.visitor_rows.decode().splitlines()) == 2
+    # A visitor row per link, hour and bot flag, and breakdown rows for each dimension.
+    visitors = [line.split("\t") for line in batch.visitor_rows.decode().splitlines()]
+    assert sorted((link, bot) for link, _, bot, _ in visitors) == [("7", "f"), ("8", "t")]
+    assert all(hashes.startswith("{") and "," not in hashes for *_, hashes in visitors)
     assert b"\trule\tab2\t" in batch.breakdown_rows
 
 
