@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export bench-box loadtest stack-faults click-outage multinode redis-outage
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export bench-box bench-yourls loadtest stack-faults click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -71,6 +71,10 @@ bench-export: setup
 # click as it comes, against a bare nginx (BENCH_BOX_ARGS).
 bench-box: setup
 	$(PY) loadtest/bench_box.py $(BENCH_BOX_ARGS)
+
+# Not part of `make test`: what a signed YOURLS API request costs among 10,000 tokens.
+bench-yourls: setup
+	$(PY) loadtest/bench_yourls.py
 
 # Not part of `make test`: a fresh `make run` stack, each of its processes
 # killed with SIGKILL in turn under traffic; prints how long each took to come

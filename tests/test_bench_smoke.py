@@ -19,6 +19,7 @@ SCRIPTS = [
     ("bench_dashboard.py", "links list, ", 240),
     ("bench_export.py", "both exports in", 180),
     ("bench_box.py", "reconciled: ", 300),
+    ("bench_yourls.py", "median: the token", 180),
 ]
 
 
@@ -41,5 +42,13 @@ def test_every_bench_target_has_a_smoke_run():
     makefile = (REPO / "Makefile").read_text()
     targets = {line.split(":")[0] for line in makefile.splitlines() if line.startswith("bench")}
     scripts = {line.split("loadtest/")[1].split()[0] for line in makefile.splitlines() if "loadtest/bench_" in line}
-    assert targets == {"bench", "bench-import", "bench-api", "bench-dashboard", "bench-export", "bench-box"}, targets
+    assert targets == {
+        "bench",
+        "bench-import",
+        "bench-api",
+        "bench-dashboard",
+        "bench-export",
+        "bench-box",
+        "bench-yourls",
+    }, targets
     assert scripts == {script for script, *_ in SCRIPTS}, scripts

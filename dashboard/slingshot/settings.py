@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from corsheaders.defaults import default_headers as default_cors_headers
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
@@ -61,6 +62,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
+    "corsheaders",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -74,12 +76,16 @@ INSTALLED_APPS = [
     "api",
     "accounts",
     "web",
+    "yourls_api",
 ]
 
 MIDDLEWARE = [
     "slingshot.metrics.RequestMetricsMiddleware",  # first: it times all the others
+    # Before anything that answers: the headers go on errors too (CORS_URLS_REGEX below).
+    "corsheaders.middleware.CorsMiddleware",
     "slingshot.operators.OperatorEndpointsMiddleware",  # /healthz and /metrics
     "web.edge_calls.EdgeCallsMiddleware",  # what the edges ask, with their secret
+    "yourls_api.views.EdgeYourlsMiddleware",  # the YOURLS API an edge passes on, with its secret
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -306,6 +312,26 @@ SPECTACULAR_SETTINGS = {
 API_BULK_MAX = 1000
 # Requests per token (or per signed-in user without a token), e.g. "6000/min".
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="6000/min")
+
+# Shlink's REST API (api/shlink/, docs/compatibility.md), which browsers
+# call from other sites (Shlink's web client): CORS for it alone, answered
+# by django-cors-headers, preflights without a key. "*" lets any site call
+# it, as Shlink does; or a list of origins ("https://app.shlink.io,...").
+SHLINK_CORS_ALLOW_ORIGIN = env.list("SHLINK_CORS_ALLOW_ORIGIN", default=["*"])
+CORS_URLS_REGEX = r"^/rest/"
+CORS_ALLOW_ALL_ORIGINS = SHLINK_CORS_ALLOW_ORIGIN == ["*"]
+CORS_ALLOWED_ORIGINS = [] if CORS_ALLOW_ALL_ORIGINS else SHLINK_CORS_ALLOW_ORIGIN
+CORS_ALLOW_HEADERS = (*default_cors_headers, "x-api-key")
+CORS_PREFLIGHT_MAX_AGE = 3600
+
+# The YOURLS API (yourls_api/, docs/compatibility.md). A URL the team has a
+# link to on the same domain already is answered with that link, not made
+# again (YOURLS' YOURLS_UNIQUE_URLS); a time-limited signature's timestamp
+# may be this many seconds from now either way (YOURLS_NONCE_LIFE); user
+# names and passwords are accepted only when allowed (throttled as sign-in).
+YOURLS_UNIQUE_URLS = env.bool("YOURLS_UNIQUE_URLS", default=True)
+YOURLS_SIGNATURE_LIFETIME = env.int("YOURLS_SIGNATURE_LIFETIME", default=12 * 3600)
+YOURLS_PASSWORD_AUTH = env.bool("YOURLS_PASSWORD_AUTH", default=False)
 
 # Dashboard pages (web/).
 LOGIN_URL = "web:sign-in"

@@ -94,12 +94,18 @@ def token_authenticate(raw: str) -> ApiToken | None:
     same query, and bound to its user for this request (teams.access.bind_token).
     None as well for a person no longer active or no longer a member. Marks
     the token used."""
+    return token_by_digest(token_digest(raw))
+
+
+def token_by_digest(digest: str) -> ApiToken | None:
+    """token_authenticate for the token of this digest, which a caller found
+    some other way than by its secret (tokens/signatures.py)."""
     member_role = Membership.objects.filter(user_id=OuterRef("user_id"), team_id=OuterRef("team_id")).values("role")
     try:
         token = (
             ApiToken.objects.select_related("user", "team")
             .annotate(member_role=Subquery(member_role[:1]))
-            .get(digest=token_digest(raw))
+            .get(digest=digest)
         )
     except ApiToken.DoesNotExist:
         return None

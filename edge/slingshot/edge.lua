@@ -15,6 +15,7 @@ local domains = require("slingshot.domains")
 local robots = require("slingshot.robots")
 local certs = require("slingshot.certs")
 local unlock = require("slingshot.unlock")
+local shlink = require("slingshot.shlink")
 
 local ngx = ngx
 local var = ngx.var
@@ -46,6 +47,7 @@ local LIMIT_REACHED = outcome("limit_reached")
 local PASSWORD = outcome("password")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
+local PIXEL = outcome("pixel")
 
 local GONE_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1><p>This link has expired.</p>"
 local LIMIT_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1>"
@@ -57,12 +59,17 @@ function _M.init()
     config.load()
     metrics.init()
     clicks.init()
+    visits.init()
 end
 
 -- One timer per worker sends clicks and their counts, and moves counters
 -- into the shared dict; run once more at exit, it sends what is left.
 local function tick(premature)
     clicks.flush(premature)
+    local ok, err = visits.flush()
+    if not ok then
+        log(WARN, "visits counted here not sent yet: ", err)
+    end
     metrics.sync()
 end
 
@@ -133,8 +140,9 @@ local request = {
 -- A link that is disabled, scheduled, expiring, limited or locked by a
 -- password: what plain links are spared. A visit to a link that is not
 -- served (past its visit limit too) is no click of the link but an orphan
--- visit, as to an unknown slug.
-local function redirect_special(slug, value, domain)
+-- visit, as to an unknown slug. A tracking pixel's visit (`pixel`) is
+-- counted the same way and answered with the image instead of a target.
+local function redirect_special(slug, value, domain, pixel)
     local state = link.state(value, value.timed and time())
     if state == "disabled" then
         metrics.inc(DISABLED)
@@ -160,7 +168,7 @@ local function redirect_special(slug, value, domain)
         end
     end
     local asking = value.locked and not referer
-    if value.max_visits then
+    if value.visits_key then
         -- The password page takes no visit: it only looks.
         local admitted, err = visits.admit(value, not asking and get_method() ~= "HEAD")
         if admitted == nil then
@@ -176,13 +184,17 @@ local function redirect_special(slug, value, domain)
         return unlock.ask(slug, value, domain)
     end
     local url, rule
-    if value.rules then
+    if value.rules and not pixel then
         url, rule = rules.pick(value.rules, request)
     end
     if referer then
         clicks.record_from(slug, value.id, rule, referer)
     else
         clicks.record(slug, value.id, rule)
+    end
+    if pixel then
+        metrics.inc(PIXEL)
+        return shlink.pixel()
     end
     metrics.inc(REDIRECTED)
     return send_to(link.target(value, value.forward_query and var.args, url), value.status)
@@ -210,6 +222,13 @@ function _M.redirect()
     local uri = var.uri
     local slug = slugs.from_path(uri, config.slug_min_length, config.slug_max_length,
         config.slug_alphabet)
+    -- Shlink's tracking pixel, /<slug>/track: a visit of the link, answered with an image.
+    local pixel = false
+    if not slug then
+        slug = slugs.from_pixel_path(uri, config.slug_min_length, config.slug_max_length,
+            config.slug_alphabet)
+        pixel = slug ~= nil
+    end
     if not slug then
         if uri == "/" then
             metrics.inc(ROOT)
@@ -232,15 +251,19 @@ function _M.redirect()
         return not_found(domain)
     end
     if not value.plain then
-        return redirect_special(slug, value, domain)
+        return redirect_special(slug, value, domain, pixel)
     end
     clicks.record(slug, value.id)
+    if pixel then
+        metrics.inc(PIXEL)
+        return shlink.pixel()
+    end
     metrics.inc(REDIRECTED)
     -- Reading a variable costs as much as the rest of a hit: only when used.
     return send_to(link.target(value, value.forward_query and var.args), value.status)
 end
 
--- The domain's robots.txt: its crawlable links allowed, nothing else.
+-- The domain's robots.txt: the links open to crawlers allowed, nothing else.
 function _M.robots()
     local text, err = robots.text(request_domain())
     if err then
@@ -265,6 +288,27 @@ end
 
 function _M.password_check_authorization()
     return "Bearer " .. (config.dashboard_secret or "")
+end
+
+-- Shlink's REST API on a short domain: its health check (shlink.lua).
+function _M.shlink_rest()
+    return shlink.rest()
+end
+
+-- nginx.conf's /yourls-api.php, which YOURLS clients ask of a short domain:
+-- where the dashboard answers it (the query string kept) and the edge's
+-- secret, for the proxy_pass that follows; a 404 while the dashboard or its
+-- secret is not set. A domain that wants HTTPS only gets it there too.
+function _M.yourls_api()
+    if not config.yourls_api_url or not config.dashboard_secret then
+        return exit(404)
+    end
+    if request_domain().https_redirect and var.https == "" then
+        return to_https()
+    end
+    local args = var.args
+    var.slingshot_upstream = args and config.yourls_api_url .. "?" .. args or config.yourls_api_url
+    var.slingshot_dashboard_auth = "Bearer " .. config.dashboard_secret
 end
 
 function _M.healthz()
