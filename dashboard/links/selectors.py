@@ -16,7 +16,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import BigIntegerField, F, Q, QuerySet
+from django.db.models import BigIntegerField, Count, F, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from rest_framework.filters import search_smart_split
@@ -89,6 +89,7 @@ def link_search(
     domain: Domain | None = None,
     tag: str | None = None,
     is_active: bool | None = None,
+    state: "LinkState | None" = None,
     created_after: datetime | None = None,
     created_before: datetime | None = None,
     ordering: str | Sequence[str] = ("-created_at",),
@@ -99,8 +100,9 @@ def link_search(
     `query` is split into words as the API's `search` parameter documents
     it: spaces and commas separate words, a quoted phrase is one word
     (rest_framework.filters.search_smart_split). Every word must appear in
-    the slug, title or target URL, case aside. `tag` (case aside), `is_active` and the
-    creation range [created_after, created_before) filter when given.
+    the slug, title or target URL, case aside. `tag` (case aside), `is_active`,
+    `state` (in_state) and the creation range [created_after, created_before)
+    filter when given.
     `ordering` takes ORDERING_FIELDS, '-' for descending, and raises
     ValueError for anything else; ties go by id, in the first key's direction."""
     keys = [ordering] if isinstance(ordering, str) else list(ordering or ("-created_at",))
@@ -116,6 +118,8 @@ def link_search(
         links = with_tags(links, [tag])
     if is_active is not None:
         links = links.filter(is_active=is_active)
+    if state is not None:
+        links = links.filter(in_state(LinkState(state)))
     if created_after:
         links = links.filter(created_at__gte=created_after)
     if created_before:
@@ -145,6 +149,29 @@ class LinkState(enum.StrEnum):
     EXPIRED = "expired"  # from expires_at on: 410
     LIMIT_REACHED = "limit reached"  # max_visits redirects served: 410
     DISABLED = "disabled"  # answered as unknown
+
+
+def in_state(state: LinkState, *, now: datetime | None = None) -> Q:
+    """The links in a state as link_state has it, by their columns. Not
+    for LIMIT_REACHED (ValueError): a link's visits are counted by the edge,
+    in Redis (link_visits), and such a link is among the active ones here."""
+    now = now or timezone.now()
+    live, started = Q(is_active=True), Q(valid_since__isnull=True) | Q(valid_since__lte=now)
+    if state == LinkState.ACTIVE:
+        return live & started & (Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+    if state == LinkState.SCHEDULED:
+        return live & Q(valid_since__gt=now)
+    if state == LinkState.EXPIRED:
+        return live & started & Q(expires_at__lte=now)
+    if state == LinkState.DISABLED:
+        return Q(is_active=False)
+    raise ValueError(f"links cannot be searched by the state {state!r}")
+
+
+def link_counts(team_ids: Iterable[int]) -> dict[int, int]:
+    """How many links each of these teams has, by team id; one query."""
+    counted = Link.objects.filter(team_id__in=list(team_ids)).values("team_id").annotate(count=Count("id"))
+    return {row["team_id"]: row["count"] for row in counted}
 
 
 def link_visits(links: Iterable[Link]) -> dict[int, int] | None:

@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "tokens",
     "links",
     "clicks",
+    "importers",
     "api",
     "accounts",
     "web",
@@ -95,6 +96,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "web.middleware.TimeZoneMiddleware",  # the person's zone, from their session
+    "web.middleware.PasswordChangeDueMiddleware",  # a generated password is replaced first
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "accounts.middleware.SessionUseMiddleware",  # after auth, inside sessions: it records a session's use
     "slingshot.db.PrimaryAfterWriteMiddleware",  # a person's writes pin their lists to the primary a moment
@@ -344,6 +346,12 @@ WEB_LINKS_PER_PAGE = env.int("WEB_LINKS_PER_PAGE", default=50)
 WEB_IMPORT_MAX_ROWS = env.int("WEB_IMPORT_MAX_ROWS", default=10_000)
 WEB_IMPORT_MAX_BYTES = env.int("WEB_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)  # larger CSV uploads are refused
 WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
+# Files given to an import from another shortener on the Import page (a YOURLS dump, say; docs/importing.md).
+IMPORTERS_UPLOAD_MAX_BYTES = env.int("IMPORTERS_UPLOAD_MAX_BYTES", default=1024 * 1024 * 1024)
+# Tries of a request to another shortener's API that it throttled or failed, with backoff, before the import stops.
+IMPORTERS_API_ATTEMPTS = env.int("IMPORTERS_API_ATTEMPTS", default=6)
+# Whether an import started from the Import page may fetch from a private network's address (SSRF otherwise).
+IMPORTERS_PRIVATE_ADDRESSES = env.bool("IMPORTERS_PRIVATE_ADDRESSES", default=False)
 # Reports under filters (clicks/selectors.py): the breakdowns count the
 # latest this many matching raw clicks, and a statement of the raw clicks
 # is cancelled after this many milliseconds, its report refused.
@@ -413,4 +421,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        # django-axes names its lockout rule at every start of every process
+        # (each worker, command and program); `make run` has it said once
+        # (devstack/stack.py), and AXES_BANNER=1 shows it anywhere.
+        "axes.apps": {"level": "INFO" if env.bool("AXES_BANNER", default=False) else "WARNING"},
+    },
 }

@@ -16,6 +16,7 @@ local robots = require("slingshot.robots")
 local certs = require("slingshot.certs")
 local unlock = require("slingshot.unlock")
 local shlink = require("slingshot.shlink")
+local pages = require("slingshot.pages")
 
 local ngx = ngx
 local var = ngx.var
@@ -49,9 +50,6 @@ local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
 local PIXEL = outcome("pixel")
 
-local GONE_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1><p>This link has expired.</p>"
-local LIMIT_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1>"
-    .. "<p>This link has had all the visits it was made for.</p>"
 local UNAVAILABLE_PAGE = "<!doctype html><title>Unavailable</title>"
     .. "<h1>Temporarily unavailable</h1><p>Please try again shortly.</p>"
 
@@ -109,16 +107,29 @@ local function send_to(url, status)
     return redirect(url, status or 302)
 end
 
+-- A page of the product for a visitor the link does not send on (pages.lua):
+-- in the visitor's language, under the password page's style and CSP.
+local function page(status, kind, domain)
+    local lang = pages.language(var.http_accept_language)
+    ngx.status = status
+    header["Content-Security-Policy"] = unlock.CSP
+    header["Content-Language"] = lang
+    local body, length = pages.for_domain(domain, kind, lang, unlock.STYLE)
+    header["Content-Length"] = length
+    print(body)
+    return exit(status)
+end
+
 -- An unknown, disabled or malformed slug: the domain's not-found redirect
--- (the default domain's is EDGE_NOT_FOUND_URL) or a 404 page.
+-- (the default domain's is EDGE_NOT_FOUND_URL) or a 404 page (pages.lua).
 local function not_found(domain)
     local url = domain.not_found_url
     if url then
         return send_to(url)
     end
-    -- nginx's own small 404 page: cheaper than writing a body from Lua,
-    -- which a flood of unknown slugs would pay on every request.
-    return exit(404)
+    -- The page is made once per domain and language: a flood of unknown
+    -- slugs pays a header read and a table lookup per request.
+    return page(404, "not_found", domain)
 end
 
 -- What a link's rules may ask of the request (rules.pick), read only when
@@ -155,7 +166,7 @@ local function redirect_special(slug, value, domain, pixel)
     elseif state == "expired" then
         metrics.inc(EXPIRED)
         clicks.record(slug, "", domain.orphan.expired)
-        return answer(410, GONE_PAGE)
+        return page(410, "expired", domain)
     end
     -- A visitor let through the password: where they came from before
     -- the password page; false for a request without a pass (unlock.lua).
@@ -176,7 +187,7 @@ local function redirect_special(slug, value, domain, pixel)
         elseif not admitted then
             metrics.inc(LIMIT_REACHED)
             clicks.record(slug, "", domain.orphan.limit)
-            return answer(410, LIMIT_PAGE)
+            return page(410, "limit", domain)
         end
     end
     if asking then
