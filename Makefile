@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export bench-yourls bench-importers loadtest stack-faults click-outage multinode redis-outage
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export bench-box bench-yourls bench-importers loadtest stack-faults click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -51,7 +51,8 @@ lock:
 	{ echo '# Pinned from requirements.in with `make lock`; install with `make setup`.'; \
 	  $(VENV)/bin/pip freeze --exclude-editable; } > requirements.txt
 
-# Not part of `make test`: preloads 3,000,000 clicks and times the importer.
+# Not part of `make test` (each bench-* script runs there with --smoke,
+# tests/test_bench_smoke.py): preloads 3,000,000 clicks and times the importer.
 bench-import: setup
 	$(PY) loadtest/bench_import.py
 
@@ -71,6 +72,11 @@ bench-importers: setup
 # Peak memory of a clicks export of 1,000,000 rows (docs/benchmarks.md).
 bench-export: setup
 	$(PY) loadtest/bench_export.py
+
+# Not part of `make test`: the whole box, a `make run` stack storing every
+# click as it comes, against a bare nginx (BENCH_BOX_ARGS).
+bench-box: setup
+	$(PY) loadtest/bench_box.py $(BENCH_BOX_ARGS)
 
 # Not part of `make test`: what a signed YOURLS API request costs among 10,000 tokens.
 bench-yourls: setup

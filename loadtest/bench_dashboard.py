@@ -8,7 +8,7 @@ a team they are not in hold links of their own, and times the team's links
 list page as a browser gets it: the first page, a deep page,
 a tag filter, a search and the sort by clicks.
 
-    .venv/bin/python loadtest/bench_dashboard.py [--links 100000] [--requests 50]
+    .venv/bin/python loadtest/bench_dashboard.py [--links 100000] [--requests 50] [--smoke]
 """
 
 import argparse
@@ -109,7 +109,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--links", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=50)
+    parser.add_argument("--smoke", action="store_true", help="1,000 links, 3 requests a page: that the script works")
     args = parser.parse_args()
+    if args.smoke:
+        args.links, args.requests = 1000, 3
 
     stack = ThrowawayStack(prefix="slingshot-bench-dashboard-")
     try:

@@ -508,7 +508,13 @@ def main() -> int:
         metavar="NAME=VALUE",
         help="an edge setting for every case, e.g. EDGE_CLICKS_PER_ENTRY=500",
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="case (b) for one round of 1 s: that the script works (make test)"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.cases, args.rounds, args.duration, args.warmup, args.connections = "b", 1, 1, 1, 8
+        args.miss_slugs, args.unknown_slugs, args.perf = 100, 10, False
     if not args.cases or not set(args.cases) <= set(LABELS) - CEILINGS:
         parser.error(f"--cases takes letters of {''.join(sorted(set(LABELS) - CEILINGS))}")
     if not shutil.which("wrk"):

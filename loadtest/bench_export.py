@@ -6,7 +6,7 @@ page and the API serve (clicks/export.py over a server-side cursor) as CSV
 and as JSON lines into nothing, and prints the process's peak resident
 memory after each tenth of the rows: flat when the export streams.
 
-    .venv/bin/python loadtest/bench_export.py [--clicks 1000000]
+    .venv/bin/python loadtest/bench_export.py [--clicks 1000000] [--smoke]
 """
 
 import argparse
@@ -44,7 +44,7 @@ ANALYZE clicks;
 EXPORT = """
 import resource, sys
 from clicks.export import CHUNK, export_lines
-from links.selectors import clicks_visible_to
+from clicks.selectors import clicks_visible_to
 from django.contrib.auth import get_user_model
 user = get_user_model().objects.get(username="bench")
 total = {clicks}
@@ -63,7 +63,10 @@ for kind in ("csv", "jsonl"):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clicks", type=int, default=1_000_000)
+    parser.add_argument("--smoke", action="store_true", help="2,000 clicks: that the script works (make test)")
     args = parser.parse_args()
+    if args.smoke:
+        args.clicks = 2000
     stack = ThrowawayStack(prefix="slingshot-bench-export-")
     try:
         stack.start()

@@ -8,7 +8,7 @@ draining it, with enrichment off and then on. Prints clicks/s over the whole
 import, and sustained (from the first commit to the last).
 
     .venv/bin/python loadtest/bench_import.py [--clicks 3000000] [--batch-size 3000] [--shuffled-times]
-                                              [--statements] [--profile]
+                                              [--statements] [--profile] [--smoke]
 """
 
 import argparse
@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
 from procstat import CLOCK_TICKS, children, cpu_seconds  # noqa: E402
+from rollup_data import ANALYZE, write_rollups  # noqa: E402
 
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 
@@ -163,7 +164,13 @@ def main() -> None:
     parser.add_argument("--skip-selectors", action="store_true", help="do not time the stats selectors")
     parser.add_argument("--profile", action="store_true", help="cProfile the enriched import, top 25 by own time")
     parser.add_argument("--statements", action="store_true", help="time each SQL statement of the import")
+    parser.add_argument(
+        "--smoke", action="store_true", help="20,000 clicks and 3 days of rollups: that the script works (make test)"
+    )
     args = parser.parse_args()
+    args.selector_days, args.selector_clicks = 365, 10_000_000
+    if args.smoke:
+        args.clicks, args.links, args.selector_days, args.selector_clicks = 20_000, 50, 3, 20_000
     if args.pg_setting is None:
         args.pg_setting = ["shared_buffers=2GB", "max_wal_size=4GB"]
     args.pg_setting = [setting for setting in args.pg_setting if setting]
@@ -262,7 +269,8 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     from clicks.importer import ClickImporter, tune_gc
     from clicks.rollups import fold_days
     from clicks.stream import ClickStream
-    from links.models import Link
+    from links.fields import LinkFields
+    from links.services import link_bulk_create, link_create
     from slingshot.contract import CLICKS_STREAM as STREAM
     from slingshot.redis import get_redis
 
@@ -270,13 +278,11 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     args.batch_size = args.batch_size or settings.CLICK_IMPORT_BATCH_ENTRIES
     tune_gc()  # as import_clicks does
     owner = get_user_model().objects.create_user("bench")
-    links = [
-        (link.slug, link.pk)
-        for link in Link.objects.bulk_create(
-            Link(slug=f"bench{i}", url=f"https://example.com/{i}", owner=owner, team=owner.personal_team)
-            for i in range(args.links)
-        )
-    ]
+    made = link_bulk_create(
+        owner=owner,
+        items=[(LinkFields(url=f"https://example.com/{i}", slug=f"bench{i}"), None) for i in range(args.links)],
+    )
+    links = [(result.link.slug, result.link.pk) for result in made]
     client = get_redis()
     durability = "fsync=off" if args.fast_fsync_off else "fsync on, synchronous_commit on"
     durability += "".join(f", {setting}" for setting in args.pg_setting)
@@ -320,15 +326,20 @@ def run_bench(args, stack: ThrowawayStack) -> None:
 
             profiler = cProfile.Profile()
             profiler.enable()
-        timings: dict[str, float] = {}
+        # Per statement: wall seconds and the CPU seconds of the backend that ran it.
+        timings: dict[str, list[float]] = {}
 
-        def timed(execute, sql, params, many, context, timings=timings):
-            began = time.perf_counter()
+        def timing(key, began, cpu_began, timings=timings):
+            spent = timings.setdefault(key, [0.0, 0.0])
+            spent[0] += time.perf_counter() - began
+            spent[1] += cpu_seconds([connection.connection.info.backend_pid]) - cpu_began
+
+        def timed(execute, sql, params, many, context):
+            began, cpu_began = time.perf_counter(), cpu_seconds([connection.connection.info.backend_pid])
             try:
                 return execute(sql, params, many, context)
             finally:
-                key = " ".join(sql.split())[:60]
-                timings[key] = timings.get(key, 0.0) + time.perf_counter() - began
+                timing(" ".join(sql.split())[:60], began, cpu_began)
 
         commits = Commits()
         meter = CpuMeter(stack)
@@ -337,13 +348,12 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         if args.statements:
             copy = ClickImporter._copy
 
-            def timed_copy(cursor, statement, payload, copy=copy, timings=timings):
-                began = time.perf_counter()
+            def timed_copy(cursor, statement, payload, copy=copy):
+                began, cpu_began = time.perf_counter(), cpu_seconds([connection.connection.info.backend_pid])
                 try:
                     return copy(cursor, statement, payload)
                 finally:
-                    key = statement[:60]
-                    timings[key] = timings.get(key, 0.0) + time.perf_counter() - began
+                    timing(statement[:60], began, cpu_began)
 
             importer._copy = timed_copy
             with connection.execute_wrapper(timed):
@@ -359,8 +369,10 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         elapsed = time.perf_counter() - started
         fold_seconds = time.perf_counter() - fold_started
         cpu = meter.stop()
-        for key, seconds in sorted(timings.items(), key=lambda item: -item[1])[:12]:
-            print(f"    {seconds:6.2f}s  {key}")
+        if timings:
+            print("    wall s  backend CPU s  statement")
+        for key, (seconds, cpu_spent) in sorted(timings.items(), key=lambda item: -item[1][1])[:12]:
+            print(f"    {seconds:6.2f}  {cpu_spent:13.2f}  {key}")
         if profiler:
             import pstats
 
@@ -389,52 +401,36 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         )
     if not args.skip_selectors:
         bench_selectors(
-            Link.objects.create(
-                slug="bench-stats", url="https://example.com/", owner=owner, team=owner.personal_team
-            ).pk
+            link_create(owner=owner, fields=LinkFields(url="https://example.com/", slug="bench-stats")).pk,
+            days=args.selector_days,
+            clicks=args.selector_clicks,
         )
     connection.close()
 
 
-def bench_selectors(link_id: int) -> None:
-    """The reads the stats API makes, for one link with 10,000,000 clicks over
-    a year. Selectors read only rollups, so the rollups are written directly
-    (as the importer would have, with 20 referrers, 15 browsers, 10 systems,
-    4 device classes and 50 countries every hour)."""
+def bench_selectors(link_id: int, *, days: int = 365, clicks: int = 10_000_000) -> None:
+    """The reads the stats API makes, for one link with `clicks` clicks over
+    `days` days. Selectors read only rollups, so the rollups are written
+    directly, as a year of traffic leaves them (rollup_data.py)."""
     from django.db import connection
 
     from clicks.reports import link_stats, link_totals
 
-    values = {"referer_host": 20, "browser": 15, "os": 10, "device": 4, "country": 50}
-    hours = "generate_series(date_trunc('hour', now()) - interval '365 days', date_trunc('hour', now()), '1 hour')"
-    days = "generate_series(date_trunc('day', now()) - interval '365 days', date_trunc('day', now()), '1 day')"
     started = time.perf_counter()
     with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO click_rollup_hour SELECT %s, b, 1142, 1000, 900, 800 FROM {hours} b", [link_id])
-        cursor.execute(f"INSERT INTO click_rollup_day SELECT %s, b, 27400, 24000, 9000, 8000 FROM {days} b", [link_id])
-        for table, series in (("click_breakdown_hour", hours), ("click_breakdown_day", days)):
-            for dimension, count in values.items():
-                cursor.execute(
-                    f"INSERT INTO {table} SELECT %s, b, %s, %s || v, 100 - v, 90 - v FROM {series} b, "
-                    "generate_series(1, %s) v",
-                    [link_id, dimension, dimension, count],
-                )
-        # The day rows written above hold these hours: mark them folded.
-        cursor.execute("UPDATE click_day_fold SET folded_before = date_trunc('hour', now()) + interval '1 hour'")
-        cursor.execute("SELECT sum(clicks) FROM click_rollup_hour WHERE link_id = %s", [link_id])
-        total = cursor.fetchone()[0]
+        total = write_rollups(cursor, link_id=link_id, clicks=clicks, days=days)
     connection.set_autocommit(True)
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE click_rollup_hour, click_rollup_day, click_breakdown_hour, click_breakdown_day")
+        cursor.execute(f"VACUUM {ANALYZE}")
     print(
-        f"  selectors, one link with {total:,} clicks over a year (rollups written in "
+        f"  selectors, one link with {total:,} clicks over {days} days (rollups written in "
         f"{time.perf_counter() - started:.1f}s):"
     )
     now = datetime.now(timezone.utc)
     cases = [
-        ("link_stats a year by day", dict(start=now - timedelta(days=365), end=now, interval="day")),
-        ("link_stats 30 days by hour", dict(start=now - timedelta(days=30), end=now, interval="hour")),
-        ("link_stats a year by hour", dict(start=now - timedelta(days=365), end=now, interval="hour")),
+        ("link_stats a year by day", dict(start=now - timedelta(days=days), end=now, interval="day")),
+        ("link_stats 30 days by hour", dict(start=now - timedelta(days=min(days, 30)), end=now, interval="hour")),
+        ("link_stats a year by hour", dict(start=now - timedelta(days=days), end=now, interval="hour")),
         (
             "link_stats 48 hours by hour, bots",
             dict(start=now - timedelta(hours=48), end=now, interval="hour", include_bots=True),

@@ -11,7 +11,7 @@ md5 signature, back to back, each against the token's.
 Starts its own PostgreSQL and Redis (devstack.throwaway) and the dashboard
 under gunicorn (one worker, so that every request pays the same).
 
-    flock /tmp/slingshot-bench.lock .venv/bin/python loadtest/bench_yourls.py [--tokens 10000] [--requests 300]
+    flock /tmp/slingshot-bench.lock .venv/bin/python loadtest/bench_yourls.py [--tokens 10000] [--requests 300] [--smoke]
 """
 
 import argparse
@@ -52,7 +52,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument(
+        "--smoke", action="store_true", help="100 tokens, 5 requests: that the script works (make test)"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.tokens, args.requests = 100, 5
 
     stack = ThrowawayStack(prefix="slingshot-bench-yourls-")
     try:
@@ -87,7 +92,7 @@ def main() -> int:
             return {"timestamp": timestamp, "signature": hashlib.md5((timestamp + signature).encode()).hexdigest()}
 
         print(f"{args.tokens:,} usable tokens, {args.requests} requests each, gunicorn with 1 worker")
-        median_ms(port, {"signature": raw}, requests=50)  # warm-up, unrecorded
+        median_ms(port, {"signature": raw}, requests=min(50, args.requests))  # warm-up, unrecorded
         for _ in range(2):  # twice, back to back: timings swing
             token = median_ms(port, {"signature": raw}, requests=args.requests)
             plain = median_ms(port, {"signature": signature}, requests=args.requests)

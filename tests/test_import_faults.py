@@ -267,7 +267,8 @@ def test_the_importers_connection_terminated_again_and_again(tmp_path, links):
     client = get_redis()
     ids = produce(client, links, entries=1000)
     url = database_url() + "?application_name=importer-under-fire"
-    # Small batches: more transactions, so the import outlasts the faults.
+    # Small batches, read as soon as the last is stored: more transactions,
+    # so the import outlasts the faults.
     importer = spawn_importer(
         tmp_path,
         "--consumer",
@@ -276,6 +277,8 @@ def test_the_importers_connection_terminated_again_and_again(tmp_path, links):
         "1",
         "--block-ms",
         "100",
+        "--linger-ms",
+        "0",
         name="importer",
         env={"DATABASE_URL": url},
     )

@@ -91,10 +91,11 @@ def tune_gc() -> None:
 
 
 class ClickImporter:
-    def __init__(self, *, stream: ClickStream, maker: BatchMaker, block_ms: int = 1000):
+    def __init__(self, *, stream: ClickStream, maker: BatchMaker, block_ms: int = 1000, linger_ms: int = 0):
         self.stream = stream
         self.maker = maker
         self.block_ms = block_ms
+        self.linger_ms = linger_ms
         self._partitions = MonthPartitions()
         self._session_for = None  # the connection _SESSION ran on
         self._known_agents: set[int] = set()  # ids in user_agents, as far as this importer knows
@@ -248,6 +249,8 @@ class _Feed:
     def __init__(self, importer: ClickImporter, *, once: bool):
         self.stream, self.maker, self.once = importer.stream, importer.maker, once
         self.block_ms = importer.block_ms
+        self.linger = importer.linger_ms / 1000
+        self.next_read = 0.0  # following: new entries are read no sooner than this (linger)
         self.start = "0"  # first what this consumer read before and never acknowledged
         self.claim_cursor, self.next_claim = "0-0", 0.0
         self.drained = False  # with once: nothing left to read
@@ -263,6 +266,13 @@ class _Feed:
                 self.next_claim = time.monotonic() + stream.claim_idle_ms / 2000
         else:
             catching_up = self.start != ">"
+            if not (catching_up or self.once) and self.linger:
+                # A batch of what came in over the linger, not of the few
+                # entries that came while the last one was stored: a
+                # transaction costs PostgreSQL and the importer a few
+                # milliseconds of its own.
+                time.sleep(max(0.0, self.next_read - time.monotonic()))
+                self.next_read = time.monotonic() + self.linger
             entries = stream.read(self.start, None if (self.once or catching_up) else self.block_ms)
             if catching_up:
                 # Own pending entries, oldest first; the next read starts after

@@ -4,6 +4,7 @@ yet), and the statements of one report over them, or over the raw clicks
 under filters, within REPORT_RAW_TIMEOUT_MS (clicks/reports.py has the
 reports themselves; docs/rollups.md what they count)."""
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import NamedTuple
@@ -36,6 +37,12 @@ class Totals:
     clicks: int = 0  # as the report counts them: without bots unless include_bots
     visitors: int | None = 0  # distinct over the whole range; None under filters
     bots: int = 0  # clicks by bots in the range, counted or not
+
+
+# A series of local days in a zone whose days are not UTC days reads hour
+# rows, each with its visitor sketch: a year's are some 10 MB to sort, which
+# PostgreSQL's default work_mem (4 MB) sorts on disk.
+SKETCHES_WORK_MEM = "32MB"
 
 
 class ReportTooLarge(ValidationError):
@@ -115,6 +122,7 @@ class Report:
         counted, filtered = self.counted, bool(self.filters)
         visitors = "visitors" if self.include_bots else "human_visitors"
         sketch = "visitor_sketch" if self.include_bots else "human_visitor_sketch"
+        sorts_sketches = False
         if interval == "hour":
             # One rollup row per link and hour: its visitors need no union.
             sql, params = _span_sql(table, ("hour", False, start, end), self.ids, where, where_params)
@@ -128,6 +136,7 @@ class Report:
             # UTC days; hours otherwise. A link's rows of one bucket add up,
             # and their visitors are the union of the sketches.
             spans = _spans(start, end) if is_utc(self.zone) else [("hour", False, start, end)]
+            sorts_sketches = not (filtered or is_utc(self.zone))
             key = _bucket_key(interval, self.zone)
             parts, params = [], []
             for span in spans:
@@ -151,7 +160,10 @@ class Report:
                     ") SELECT extract(epoch FROM k)::bigint, sum(clicks)::bigint, sum(visitors)::bigint "
                     "FROM per_link GROUP BY k HAVING sum(clicks) > 0 ORDER BY k"
                 )
-        with reports_connection().cursor() as cursor:
+        reports = reports_connection()
+        with transaction.atomic(using=reports.alias) if sorts_sketches else nullcontext(), reports.cursor() as cursor:
+            if sorts_sketches:
+                cursor.execute("SELECT set_config('work_mem', %s, true)", [SKETCHES_WORK_MEM])
             cursor.execute(query, params)
             rows = cursor.fetchall()
         to_bucket = _from_key(interval, self.zone)

@@ -3,13 +3,14 @@ them or deletes from them, and the bucket expressions the selectors read
 them with. The tables are in sql/rollups.sql.
 
 A batch reaches the rollups through two temporary tables: `batch_breakdown`
-(clicks per link, hour, dimension and value) and `batch_visitors` (a row per
-click: link, hour, visitor hash, bot). `add_batch` adds them to the hour
-tables, to the day tables for hours already folded, and to the totals.
+(clicks per link, hour, dimension and value) and `batch_visitor_sets` (the
+visitor hashes of a link's clicks in an hour, bots and humans apart).
+`add_batch` adds them to the hour tables, to the day tables for hours
+already folded, and to the totals.
 """
 
 import logging
-from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 
 from django.db import connection, transaction
@@ -41,11 +42,11 @@ TEMP_TABLES = """
 CREATE TEMP TABLE IF NOT EXISTS batch_breakdown (
     link_id bigint, hour bigint, dimension text, value text, clicks bigint, human_clicks bigint
 ) ON COMMIT DELETE ROWS;
-CREATE TEMP TABLE IF NOT EXISTS batch_visitors (link_id bigint, hour bigint, visitor bigint, is_bot boolean)
+CREATE TEMP TABLE IF NOT EXISTS batch_visitor_sets (link_id bigint, hour bigint, is_bot boolean, visitors bigint[])
     ON COMMIT DELETE ROWS;
 """
 COPY_BREAKDOWN = "COPY batch_breakdown (link_id, hour, dimension, value, clicks, human_clicks) FROM STDIN"
-COPY_VISITORS = "COPY batch_visitors (link_id, hour, visitor, is_bot) FROM STDIN"
+COPY_VISITORS = "COPY batch_visitor_sets (link_id, hour, is_bot, visitors) FROM STDIN"
 
 
 def copy_text(value: str) -> str:
@@ -55,30 +56,20 @@ def copy_text(value: str) -> str:
     return value
 
 
-def breakdown_rows(
-    agent_keys: list[tuple], host_keys: list[tuple], country_keys: list[tuple], rule_keys: list[tuple] = ()
-) -> bytes:
-    """COPY text of batch_breakdown from a key per counted click:
-    (link, hour, (browser, os, device, is_bot)), (link, hour, referrer host,
-    is_bot) and (link, hour, country, is_bot); and (link, hour, rule,
-    is_bot) per click a rule or a split served."""
-    totals = defaultdict(lambda: [0, 0])
-    for (link, hour, (browser, os_family, device, is_bot)), n in Counter(agent_keys).items():
-        for dimension, value in (("browser", browser), ("os", os_family), ("device", device)):
-            total = totals[link, hour, dimension, value]
-            total[0] += n
-            if not is_bot:
-                total[1] += n
-    for dimension, keys in (("referer_host", host_keys), ("country", country_keys), ("rule", rule_keys)):
-        for (link, hour, value, is_bot), n in Counter(keys).items():
-            total = totals[link, hour, dimension, value]
-            total[0] += n
-            if not is_bot:
-                total[1] += n
+def breakdown_rows(totals: Mapping[tuple[str, int, str, str], list[int]]) -> bytes:
+    """COPY text of batch_breakdown from [clicks, human clicks] by (link,
+    hour, dimension, value)."""
     return "".join(
         f"{link}\t{hour}\t{dimension}\t{copy_text(value)}\t{n}\t{human}\n"
         for (link, hour, dimension, value), (n, human) in totals.items()
     ).encode("utf-8", "replace")
+
+
+def visitor_rows(sets: Iterable[tuple[str, int, bool, set[int]]]) -> bytes:
+    """COPY text of batch_visitor_sets from (link, hour, bot, visitor hashes)."""
+    return "".join(
+        f"{link}\t{hour}\t{'t' if bot else 'f'}\t{{{','.join(map(str, hashes))}}}\n" for link, hour, bot, hashes in sets
+    ).encode()
 
 
 # batch_breakdown from the rows of a data-modifying CTE `new` with a click's
@@ -145,7 +136,7 @@ WITH counts AS (
            hll_add_agg(visitor::hll_hashval, {HLL}) AS visitor_sketch,
            coalesce(hll_add_agg(visitor::hll_hashval, {HLL}) FILTER (WHERE NOT is_bot), hll_empty({HLL}))
                AS human_visitor_sketch
-    FROM batch_visitors WHERE {{late}} GROUP BY 1, 2
+    FROM batch_visitor_sets, unnest(visitors) visitor WHERE {{late}} GROUP BY 1, 2
 )
 SELECT c.link_id, c.bucket, c.clicks, c.human_clicks, s.visitor_sketch, s.human_visitor_sketch
 FROM counts c JOIN sketches s USING (link_id, bucket)
@@ -178,7 +169,7 @@ _BATCH_STATEMENTS = [
 
 
 def add_batch(cursor) -> None:
-    """Adds what batch_breakdown and batch_visitors hold, in the caller's transaction."""
+    """Adds what batch_breakdown and batch_visitor_sets hold, in the caller's transaction."""
     for statement in _BATCH_STATEMENTS:
         cursor.execute(statement)
 

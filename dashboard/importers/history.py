@@ -23,6 +23,7 @@ again. What differs from a live click:
   accounting leaves out: no edge served these visits.
 """
 
+from collections import Counter
 from collections.abc import Iterable
 from datetime import date, timedelta
 from hashlib import blake2b
@@ -31,7 +32,7 @@ from typing import NamedTuple
 from clicks.batch import NULL, Batch
 from clicks.enrichment import Enricher
 from clicks.importer import ClickImporter
-from clicks.rollups import HOUR_MS, breakdown_rows, copy_text
+from clicks.rollups import HOUR_MS, breakdown_rows, copy_text, visitor_rows
 
 DAY_S = 86_400
 
@@ -168,8 +169,9 @@ class HistoryBatches:
             if len(cache) > self.CACHE_MAX:
                 cache.clear()
         batch = Batch(entries=[], import_id=self.import_id)
-        click_lines, orphan_lines, visitor_lines = [], [], []
+        click_lines, orphan_lines = [], []
         agent_keys, host_keys, country_keys = [], [], []
+        visitors: dict[tuple, set[int]] = {}  # by link, hour and bot
         ips, agents, referers = self._ips, self._agents, self._referers
         visit_id, moment, country_of, end = self.visit_id, self._moment, self._country, self._end
         first = last = None
@@ -192,7 +194,7 @@ class HistoryBatches:
             batch.agents[agent_hash] = stored_agent
             batch.link_ids.add(link)
             hour = visit.ms // HOUR_MS
-            visitor_lines.append(f"{link}\t{hour}\t{network_hash ^ agent_hash}\t{bot}\n")
+            visitors.setdefault((link, hour, is_bot), set()).add(network_hash ^ agent_hash)
             agent_keys.append((link, hour, classes[is_bot]))
             host_keys.append((link, hour, host, is_bot))
             country_keys.append((link, hour, country, is_bot))
@@ -214,9 +216,30 @@ class HistoryBatches:
         batch.first_ms, batch.last_ms = first, last
         batch.click_rows = "".join(click_lines).encode("utf-8", "replace")
         batch.orphan_rows = "".join(orphan_lines).encode("utf-8", "replace")
-        batch.visitor_rows = "".join(visitor_lines).encode()
-        batch.breakdown_rows = breakdown_rows(agent_keys, host_keys, country_keys)
+        batch.visitor_rows = visitor_rows((*key, hashes) for key, hashes in visitors.items())
+        batch.breakdown_rows = breakdown_rows(_breakdown(agent_keys, host_keys, country_keys))
         return batch
+
+
+def _breakdown(agent_keys: list[tuple], host_keys: list[tuple], country_keys: list[tuple]) -> dict[tuple, list[int]]:
+    """[clicks, human clicks] by (link, hour, dimension, value), from a key per
+    visit: (link, hour, (browser, os, device, is_bot)), (link, hour, referrer
+    host, is_bot) and (link, hour, country, is_bot)."""
+    totals: dict[tuple, list[int]] = {}
+    counted = [
+        ((link, hour, dimension, value), is_bot, n)
+        for (link, hour, (browser, os_family, device, is_bot)), n in Counter(agent_keys).items()
+        for dimension, value in (("browser", browser), ("os", os_family), ("device", device))
+    ]
+    for dimension, keys in (("referer_host", host_keys), ("country", country_keys)):
+        counted += [
+            ((link, hour, dimension, value), is_bot, n) for (link, hour, value, is_bot), n in Counter(keys).items()
+        ]
+    for key, is_bot, n in counted:
+        total = totals.setdefault(key, [0, 0])
+        total[0] += n
+        total[1] += 0 if is_bot else n
+    return totals
 
 
 def _day_text(day: int) -> str:

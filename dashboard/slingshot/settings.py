@@ -410,6 +410,7 @@ CLICK_ENRICH = env.bool("CLICK_ENRICH", default=True)
 GEOIP_COUNTRY_DB = env.str("GEOIP_COUNTRY_DB", default=str(REPO_DIR / "data" / "geo" / "country.mmdb"))
 CLICK_IMPORT_BATCH_ENTRIES = env.int("CLICK_IMPORT_BATCH_ENTRIES", default=3000)
 CLICK_IMPORT_CLAIM_IDLE_MS = env.int("CLICK_IMPORT_CLAIM_IDLE_MS", default=60_000)
+CLICK_IMPORT_LINGER_MS = env.int("CLICK_IMPORT_LINGER_MS", default=250)
 CLICK_IMPORT_LOG_INTERVAL = env.float("CLICK_IMPORT_LOG_INTERVAL", default=10.0)
 CLICK_PARTITIONS_AHEAD = env.int("CLICK_PARTITIONS_AHEAD", default=3)
 CLICK_RETENTION_MONTHS = env.int("CLICK_RETENTION_MONTHS", default=0)  # 0: keep raw clicks forever

@@ -50,8 +50,10 @@ def test_clicks_and_orphan_visits_become_the_rows_of_their_tables(maker):
     # Each user agent once, by the id the clicks refer to it with.
     assert set(batch.agents.values()) == {CHROME, BOT}
     assert {row["user_agent_id"] for row in stored} == {str(agent) for agent in batch.agents}
-    # One visitor row per click, and breakdown rows for each dimension.
-    assert len(batch.visitor_rows.decode().splitlines()) == 2
+    # A visitor row per link, hour and bot flag, and breakdown rows for each dimension.
+    visitors = [line.split("\t") for line in batch.visitor_rows.decode().splitlines()]
+    assert sorted((link, bot) for link, _, bot, _ in visitors) == [("7", "f"), ("8", "t")]
+    assert all(hashes.startswith("{") and "," not in hashes for *_, hashes in visitors)
     assert b"\trule\tab2\t" in batch.breakdown_rows
 
 
@@ -79,3 +81,53 @@ def test_the_values_a_copy_would_misread_are_escaped(maker):
     (row,) = rows(batch.click_rows, CLICK_COLUMNS)
     assert row["referer"] == "https://r.example/a\\\\b"
     assert batch.agents and "tab\there" in batch.agents.values()
+
+
+def test_the_breakdown_counts_each_click_once_in_every_dimension_as_a_plain_count_would(monkeypatch):
+    import random
+    from collections import Counter
+
+    from clicks import batch as batch_module
+
+    rng = random.Random(7)
+    agents = [CHROME, BOT, "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148 Safari/604.1"]
+    clicks = [
+        click(
+            ts=TS - rng.randint(0, 3) * 3_600_000 - rng.randint(0, 999),
+            link=rng.choice([7, 8, 123456789012]),
+            ip=rng.choice(["203.0.113.9", "198.51.100.7", "2001:db8::1", "bad"]),
+            ua=rng.choice(agents),
+            ref=rng.choice(["", "https://news.example/a", "https://b.example/x"]),
+            rule=rng.choice(["", "", "3", "ab2"]),
+        )
+        for _ in range(400)
+    ]
+    expected = Counter()
+    enricher = Enricher()
+    for c in clicks:
+        agent, hour = enricher.agent(c["ua"]), c["ts"] // 3_600_000
+        values = {
+            "browser": agent.browser,
+            "os": agent.os,
+            "device": agent.device,
+            "referer_host": enricher.referer(c["ref"]).host,
+            "country": enricher.ip(c["ip"]).country,
+            "rule": c["rule"],
+        }
+        for dimension, value in values.items():
+            if dimension != "rule" or value:
+                expected[str(c["link"]), str(hour), dimension, value, "clicks"] += 1
+                expected[str(c["link"]), str(hour), dimension, value, "human"] += not agent.is_bot
+    # A cache that starts again between two batches (CACHE_MAX) changes no count.
+    monkeypatch.setattr(batch_module, "CACHE_MAX", 5)
+    maker = BatchMaker(Enricher())
+    counted = Counter()
+    for part in (clicks[:200], clicks[200:]):
+        made = maker.make([entry(part[i : i + 50]) for i in range(0, len(part), 50)], now=NOW)
+        for line in made.breakdown_rows.decode().splitlines():
+            link, hour, dimension, value, n, human = line.split("\t")
+            counted[link, hour, dimension, value, "clicks"] += int(n)
+            counted[link, hour, dimension, value, "human"] += int(human)
+        keys = [tuple(line.split("\t")[:4]) for line in made.breakdown_rows.decode().splitlines()]
+        assert len(keys) == len(set(keys))  # one row a key: the upsert takes each once
+    assert +counted == +expected

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from clicks.importer import _Feed
 from clicks.models import Click
 from clicks.partitions import click_tables_maintain, months_before
 from clicks.reports import link_stats
@@ -60,6 +61,24 @@ def test_a_batch_delivered_twice_is_stored_once(link):
     assert twice.store(batch) == 50
     assert twice.store(batch) == 0
     assert clicks_for(link) == 50
+
+
+def test_a_following_importer_reads_new_entries_at_most_once_a_linger_and_stores_them_together(link):
+    following = importer("linger")
+    following.linger_ms = 400
+    following.stream.ensure_group()
+    feed = _Feed(following, once=False)
+    feed.start, feed.next_claim = ">", time.monotonic() + 60  # nothing of its own pending, no idle entries to claim
+    add_entry([make_click(link)])
+    entries, _ = feed.next()
+    assert len(entries) == 1  # the first read is not held back
+    read_at = time.monotonic()
+    add_entry([make_click(link)])
+    add_entry([make_click(link), make_click(link)])
+    entries, batch = feed.next()
+    assert time.monotonic() - read_at >= 0.39
+    assert len(entries) == 2 and batch.size == 3
+    assert following.store(batch) == 3
 
 
 def test_clicks_are_stored_with_their_link_and_acknowledged(link):

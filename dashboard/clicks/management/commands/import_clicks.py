@@ -114,6 +114,12 @@ class Command(ServiceCommand):
         )
         parser.add_argument("--block-ms", type=int, default=1000, help="how long a read waits for new entries")
         parser.add_argument(
+            "--linger-ms",
+            type=int,
+            default=settings.CLICK_IMPORT_LINGER_MS,
+            help="read new entries at most this often while following, so that a batch gathers what came in",
+        )
+        parser.add_argument(
             "--claim-idle-ms",
             type=int,
             default=settings.CLICK_IMPORT_CLAIM_IDLE_MS,
@@ -145,6 +151,7 @@ class Command(ServiceCommand):
         consumer,
         batch_size,
         block_ms,
+        linger_ms,
         claim_idle_ms,
         store,
         lag,
@@ -159,13 +166,15 @@ class Command(ServiceCommand):
         if lag:
             self.stdout.write(json.dumps(asdict(import_lag(client=client))))
             return
-        if batch_size < 1 or block_ms < 0 or claim_idle_ms < 1:
-            raise CommandError("--batch-size and --claim-idle-ms must be positive, --block-ms not negative")
+        if batch_size < 1 or block_ms < 0 or linger_ms < 0 or claim_idle_ms < 1:
+            raise CommandError(
+                "--batch-size and --claim-idle-ms must be positive, --block-ms and --linger-ms not negative"
+            )
         # A drain by hand beside a following importer must not take its name.
         consumer = consumer or socket.gethostname() + ("-once" if once else "")
         stream = ClickStream(client, consumer=consumer, store=store, batch_size=batch_size, claim_idle_ms=claim_idle_ms)
         maker = BatchMaker(Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH))
-        importer = ClickImporter(stream=stream, maker=maker, block_ms=block_ms)
+        importer = ClickImporter(stream=stream, maker=maker, block_ms=block_ms, linger_ms=linger_ms)
         metrics = ImporterMetrics(lag_client=client)
         serve_metrics(metrics.registry, port=metrics_port, address=metrics_address, who="import_clicks")
         tune_gc()

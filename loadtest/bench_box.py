@@ -1,0 +1,221 @@
+"""`make bench-box`: the whole box, every click stored as it comes.
+
+Starts a fresh `make run` stack (devstack/supervised.py: PostgreSQL, Redis,
+the edge, the dashboard, the publisher and the importer, on free ports) and,
+beside it, a bare nginx with the same number of workers that answers
+`return 302` with the edge's headers and no Lua (bench_edge.py's ceiling).
+Makes one link, then runs wrk (the client script of `make bench`) in rounds:
+the ceiling, then the stack's edge on the link while the importer stores
+every click, then the ceiling again, and so on.
+
+For each run of the edge it prints the redirects served a second, the
+clicks left to import when wrk stopped, how long the importer took to store
+the rest, and the CPU each program used per click. Its figures:
+
+  edge req/s / ceiling   the edge's redirects a second over the mean of the
+                         ceiling runs either side of it
+  stored live / ceiling  the clicks stored a second, from wrk's start until
+                         the last of them is in PostgreSQL, over the same
+                         mean: equal to the first when the importer keeps up
+
+Exits 1 unless every redirect served is one click stored.
+
+    .venv/bin/python loadtest/bench_box.py [--rounds 3] [--duration 10] [--smoke]
+"""
+
+import argparse
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "dashboard"), str(REPO / "loadtest")]
+
+from bench_edge import WRK_SCRIPT, Nginx  # noqa: E402
+from procstat import children, cpu_seconds  # noqa: E402
+
+from devstack.faults import FaultRun, request  # noqa: E402
+from devstack.supervised import SupervisedStack, wait_until  # noqa: E402
+
+SLUG = "box"
+SERVED = 'slingshot_edge_requests_total{outcome="redirect"}'
+PROGRAMS = ("edge", "redis", "importer", "postgres", "publisher", "dashboard")
+
+
+def edge_served(port: int) -> float:
+    time.sleep(0.3)  # every worker moves its counts to the shared dict every 0.1 s
+    status, body = request(port, "/metrics")
+    assert status == 200, body
+    for line in body.decode().splitlines():
+        if line.startswith(SERVED + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+class Box:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.root = Path(tempfile.mkdtemp(prefix="slingshot-box-"))
+        self.stack = SupervisedStack(
+            self.root,
+            env={
+                "SLINGSHOT_ADMIN_USER": "box",
+                "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16),
+                "EDGE_WORKERS": str(args.workers),
+                **dict(setting.split("=", 1) for setting in args.stack_env),
+            },
+        )
+        self.ceiling = None
+        self.ok = False
+
+    def pids(self) -> dict[str, list[int]]:
+        """Every process of each program (a master and its workers, a
+        postmaster and its backends)."""
+        found = {}
+        for program in PROGRAMS:
+            top = self.stack.master_pid(program) if program in ("edge", "dashboard") else None
+            top = top or self.stack.info(program)["pid"]
+            found[program] = [top, *children(top)]
+        return found
+
+    def cpu(self) -> dict[str, float]:
+        return {program: cpu_seconds(pids) for program, pids in self.pids().items()}
+
+    def wrk(self, port: int, paths: Path) -> tuple[float, float]:
+        """(requests a second, the wall seconds wrk ran)."""
+        started = time.monotonic()
+        output = subprocess.run(
+            ["wrk", "-t1", f"-c{self.args.connections}", f"-d{self.args.duration}s", "-s", str(WRK_SCRIPT)]
+            + [f"http://127.0.0.1:{port}", "--", str(paths)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        return float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)), time.monotonic() - started
+
+    def run(self) -> int:
+        a = self.args
+        print(f"starting `make run` in {self.root} (ports {self.stack.ports})", flush=True)
+        self.stack.start()
+        faults = FaultRun(self.stack, admin="box", log=lambda line: print(line, flush=True))
+        self.ceiling = Nginx(
+            self.root,
+            {key: self.stack.secrets[key] for key in ("REDIS_HOST", "REDIS_PORT", "REDIS_PASSWORD")},
+            a.workers,
+            with_ceiling=True,
+            pin=False,
+        )
+        faults.create_link(SLUG)
+        edge_port = self.stack.ports["EDGE_PORT"]
+        wait_until(lambda: request(edge_port, f"/{SLUG}")[0] == 302, timeout=60, what=f"/{SLUG} to redirect")
+        paths = self.root / "paths.txt"
+        paths.write_text(f"/{SLUG}\n")
+        print(
+            f"wrk -t1 -c{a.connections} -d{a.duration}s (the client script of make bench); the stack's edge and the "
+            f"ceiling with {a.workers} workers each; {a.rounds} rounds of ceiling, edge; {os.cpu_count()} CPUs"
+            + (f"; {' '.join(a.stack_env)}" if a.stack_env else ""),
+            flush=True,
+        )
+        self.wrk(edge_port, paths)  # warm up: every worker has the link cached
+        self.wrk(self.ceiling.ceiling_port, paths)
+        faults.wait_import_lag_zero()
+        ceilings, edges = [self.wrk(self.ceiling.ceiling_port, paths)[0]], []
+        print(f"  ceiling {ceilings[-1]:,.0f} req/s", flush=True)
+        for number in range(1, a.rounds + 1):
+            served_before = edge_served(edge_port)
+            stored_before = faults.stored()[SLUG]
+            cpu_before = self.cpu()
+            rps, seconds = self.wrk(edge_port, paths)
+            ended = time.monotonic()
+            served = edge_served(edge_port) - served_before
+            left = served - (faults.stored()[SLUG] - stored_before)
+            wait_until(
+                lambda served=served, stored_before=stored_before: faults.stored()[SLUG] - stored_before >= served,
+                timeout=600,
+                what="every click stored",
+                interval=0.2,
+            )
+            drain = max(0.0, time.monotonic() - ended - 0.5)  # less the metrics' and the count's own wait
+            cpu = {name: seconds_ - cpu_before[name] for name, seconds_ in self.cpu().items()}
+            live = served / (seconds + drain)
+            edges.append((rps, live, served, left, drain, cpu))
+            ceilings.append(self.wrk(self.ceiling.ceiling_port, paths)[0])
+            per_click = ", ".join(f"{name} {spent / served * 1e6:.1f}" for name, spent in cpu.items() if spent >= 0.05)
+            print(
+                f"  round {number}: edge {rps:,.0f} req/s, {served:,.0f} served, {left:,.0f} left to import when wrk "
+                f"stopped, all stored {drain:.1f} s after; ceiling {ceilings[-1]:,.0f} req/s\n"
+                f"    CPU µs a click: {per_click}",
+                flush=True,
+            )
+        faults.wait_import_lag_zero()
+        total_served = edge_served(edge_port)
+        stored = faults.stored()[SLUG]
+        accounting = faults.settled_accounting()
+        ratios = [rps / ((ceilings[i] + ceilings[i + 1]) / 2) for i, (rps, *_) in enumerate(edges)]
+        live_ratios = [live / ((ceilings[i] + ceilings[i + 1]) / 2) for i, (_, live, *_) in enumerate(edges)]
+        cpu_per_click = {
+            name: median(cpu[name] / served * 1e6 for _, _, served, _, _, cpu in edges) for name in PROGRAMS
+        }
+        print(
+            f"\nmedians over {a.rounds} rounds: edge req/s / ceiling {median(ratios):.2f} "
+            f"(per round {', '.join(f'{r:.2f}' for r in ratios)}); stored live / ceiling {median(live_ratios):.2f} "
+            f"(per round {', '.join(f'{r:.2f}' for r in live_ratios)}); ceiling {median(ceilings):,.0f} req/s"
+        )
+        print(
+            "CPU µs a click (median): "
+            + ", ".join(f"{name} {spent:.1f}" for name, spent in cpu_per_click.items() if spent >= 0.05)
+        )
+        print(
+            f"reconciled: {stored}/{total_served:.0f}; accounting (served - stored) by hour: {json.dumps(accounting)}"
+        )
+        self.ok = stored == total_served and set(accounting.values()) == {0}
+        print("OK" if self.ok else "FAILED", flush=True)
+        self.stack.interrupt()
+        self.stack.wait_exit(timeout=180)
+        return 0 if self.ok else 1
+
+    def close(self) -> None:
+        if self.ceiling:
+            self.ceiling.stop()
+        self.stack.cleanup(remove=self.ok)
+        if not self.ok:
+            print(f"the stack's console and logs are kept in {self.root}", file=sys.stderr)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=int, default=10, help="seconds each wrk run lasts")
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=2, help="nginx workers of the edge and of the ceiling")
+    parser.add_argument(
+        "--stack-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the stack, e.g. CLICK_IMPORT_BATCH_ENTRIES=1000",
+    )
+    parser.add_argument("--smoke", action="store_true", help="one round of 1 s: that the script works (make test)")
+    args = parser.parse_args()
+    if args.smoke:
+        args.rounds, args.duration, args.connections = 1, 1, 4
+    if not shutil.which("wrk"):
+        print("wrk is not installed (make setup installs it)", file=sys.stderr)
+        return 2
+    box = Box(args)
+    try:
+        return box.run()
+    finally:
+        box.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

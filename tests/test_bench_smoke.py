@@ -1,0 +1,56 @@
+"""Every `make bench-*` script run at a tiny size (--smoke): a script that
+breaks fails here, not on the day someone needs its figures. The figures of
+a smoke run mean nothing; the full-size runs are outside `make test`
+(docs/benchmarks.md)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from devstack import REPO
+
+# script, a line its run must print (the figure it exists for), seconds it may take
+SCRIPTS = [
+    ("bench_edge.py", "clicks check: OK", 180),
+    ("bench_import.py", "enriched  sustained:", 240),
+    ("bench_api.py", "stats selector, a whole year by hour", 300),
+    ("bench_dashboard.py", "links list, ", 240),
+    ("bench_export.py", "both exports in", 180),
+    ("bench_box.py", "reconciled: ", 300),
+    ("bench_yourls.py", "median: the token", 180),
+]
+
+
+@pytest.mark.parametrize(("script", "expected", "timeout"), SCRIPTS, ids=[script for script, *_ in SCRIPTS])
+def test_bench_script_runs(script, expected, timeout):
+    result = subprocess.run(
+        [sys.executable, str(REPO / "loadtest" / script), "--smoke"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert expected in output, output[-4000:]
+
+
+def test_every_bench_target_has_a_smoke_run():
+    makefile = (REPO / "Makefile").read_text()
+    targets = {line.split(":")[0] for line in makefile.splitlines() if line.startswith("bench")}
+    scripts = {line.split("loadtest/")[1].split()[0] for line in makefile.splitlines() if "loadtest/bench_" in line}
+    assert targets == {
+        "bench",
+        "bench-import",
+        "bench-api",
+        "bench-dashboard",
+        "bench-export",
+        "bench-box",
+        "bench-yourls",
+        "bench-importers",
+    }, targets
+    # bench_importers.py's small run is dashboard/importers/tests/test_bench.py.
+    assert scripts == {script for script, *_ in SCRIPTS} | {"bench_importers.py"}, scripts
