@@ -185,6 +185,8 @@ def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = No
             publish_keys(((host, slug) for _, host, slug in rows), client=client)
             LinkOutbox.objects.filter(id__lte=rows[-1][0]).delete()
             delivered += len(rows)
+        if len(rows) < batch:  # all there was when the call began: a later change comes with a NOTIFY of its own
+            return delivered
 
 
 def deliver_after_commit() -> None:
