@@ -7,9 +7,10 @@ by default), latency counted from each request's scheduled start (no
 coordinated omission, loadtest/bench_api.py's steady_creates). For each rate
 it prints the rate achieved and p50 / p99.
 
-`--against DIR` runs the same rates, back to back in the same run, on the
-dashboard of another checkout (e.g. a worktree of main), on a stack of its
-own, and prints both side by side: the machine's mood is the same for both.
+`--against DIR` runs the same rates on the dashboard of another checkout
+(e.g. a worktree of main) on a stack of its own, started beside this one:
+at each rate the two are measured one after the other, in alternating
+order, so the machine's mood is as near the same for both as it gets.
 
 `--profile N` first times N creates in this process through Django's test
 client against the same kind of stack: the SQL statements one create sends
@@ -58,40 +59,46 @@ def prepare(stack: ThrowawayStack, dashboard: Path) -> tuple[dict, str]:
     return env, run("create_api_token", "bench", "--scope", "write").stdout.strip()
 
 
-def rates_on(dashboard: Path, *, rates: list[float], seconds: float, workers: int, warmup: float) -> list[dict]:
-    """Each rate against gunicorn and the publisher running `dashboard`'s code on a fresh stack."""
-    stack = ThrowawayStack(prefix="slingshot-bench-create-", durable=True)
-    try:
+class Target:
+    """gunicorn and the publisher running a checkout's dashboard on a fresh stack of their own."""
+
+    def __init__(self, name: str, checkout: Path, *, workers: int) -> None:
+        self.commit = subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        self.name, self.dashboard, self.workers = name, checkout / "dashboard", workers
+        self.stack = ThrowawayStack(prefix="slingshot-bench-create-", durable=True)
+
+    def start(self) -> None:
+        stack = self.stack
         stack.start()
-        env, token = prepare(stack, dashboard)
+        env, token = prepare(stack, self.dashboard)
         port = free_port()
-        command = gunicorn_command(port, workers=workers)
-        command[command.index("--chdir") + 1] = str(dashboard)
+        command = gunicorn_command(port, workers=self.workers)
+        command[command.index("--chdir") + 1] = str(self.dashboard)
         gunicorn = stack._spawn(command, "gunicorn", env=env)
         wait_for_port(port, process=gunicorn)
-        publisher = stack._spawn([sys.executable, str(dashboard / "manage.py"), "run_publisher"], "publisher", env=env)
-        client = Client(port, token)
-        groups = {
+        publisher = stack._spawn(
+            [sys.executable, str(self.dashboard / "manage.py"), "run_publisher"], "publisher", env=env
+        )
+        self.client = Client(port, token)
+        self.groups = {
             "gunicorn": lambda: [gunicorn.pid, *children(gunicorn.pid)],
             "postgres": lambda: [stack.postgres.pid, *children(stack.postgres.pid)],
             "publisher": lambda: [publisher.pid],
             "redis": lambda: [stack.redis.pid],
         }
-        # Every worker warmed up (imports, connections), unrecorded: the figures are steady state.
-        steady_creates(client, rate=rates[0], seconds=warmup, threads=32)
-        results = []
-        for rate in rates:
-            time.sleep(2)  # what an overloaded rate left queued drains first
-            before = {name: cpu_seconds(pids()) for name, pids in groups.items()}
-            load_before = sum(os.times()[:2])
-            result = {**steady_creates(client, rate=rate, seconds=seconds, threads=64), "target": rate}
-            cpu = {name: cpu_seconds(pids()) - before[name] for name, pids in groups.items()}
-            cpu["load generator"] = sum(os.times()[:2]) - load_before
-            result["cpu"] = {name: spent / max(result["ok"], 1) * 1000 for name, spent in cpu.items()}
-            results.append(result)
-        return results
-    finally:
-        stack.cleanup()
+
+    def measure(self, rate: float, seconds: float) -> dict:
+        """Creates at `rate` for `seconds`, with the CPU each process spent per create."""
+        time.sleep(2)  # what an overloaded rate left queued drains first
+        before = {name: cpu_seconds(pids()) for name, pids in self.groups.items()}
+        load_before = sum(os.times()[:2])
+        result = {**steady_creates(self.client, rate=rate, seconds=seconds, threads=64), "target": rate}
+        cpu = {name: cpu_seconds(pids()) - before[name] for name, pids in self.groups.items()}
+        cpu["load generator"] = sum(os.times()[:2]) - load_before
+        result["cpu"] = {name: spent / max(result["ok"], 1) * 1000 for name, spent in cpu.items()}
+        return result
 
 
 # What the publisher finds per delivery at 300 creates/s: it waits 20 ms
@@ -202,30 +209,34 @@ def main() -> int:
         profile(args.profile)
     if not rates:
         return 0
-    checkouts = {"this checkout": REPO}
+    targets = [Target("this checkout", REPO, workers=args.workers)]
     if args.against:
-        checkouts[f"{args.against}"] = args.against.resolve()
+        targets.append(Target(str(args.against), args.against.resolve(), workers=args.workers))
     print(f"\ngunicorn with {args.workers} sync workers and the publisher, PostgreSQL and Redis durable, ", end="")
-    print(f"on {os.cpu_count()} cores; {args.seconds:.0f} s per rate")
-    for name, checkout in checkouts.items():
-        commit = subprocess.run(
-            ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        ).stdout.strip()
-        for result in rates_on(
-            checkout / "dashboard", rates=rates, seconds=args.seconds, workers=args.workers, warmup=args.warmup
-        ):
-            print(
-                f"{name} ({commit}): link create at {result['target']:.0f}/s: {result['ok']}/{result['requests']} "
-                f"created ({result['rate']:.0f}/s achieved), p50 {result['p50']:.1f} ms, "
-                f"p99 {result['p99']:.1f} ms, max {result['max']:.1f} ms (target p99 < 50 ms at 300/s)"
-                + (f"; failures e.g. {result['failures']}" if result["failures"] else ""),
-                flush=True,
-            )
-            print(
-                f"  CPU per create: {sum(result['cpu'].values()):.2f} ms, "
-                + ", ".join(f"{name} {spent:.2f}" for name, spent in result["cpu"].items()),
-                flush=True,
-            )
+    print(f"on {os.cpu_count()} cores; {args.seconds:.0f} s per rate, the checkouts in turn at each rate")
+    try:
+        for target in targets:
+            target.start()
+        for target in targets:  # every worker warmed up (imports, connections), unrecorded
+            steady_creates(target.client, rate=rates[0], seconds=args.warmup, threads=32)
+        for index, rate in enumerate(rates):
+            for target in targets if index % 2 == 0 else reversed(targets):
+                result = target.measure(rate, args.seconds)
+                print(
+                    f"{target.name} ({target.commit}): link create at {rate:.0f}/s: {result['ok']}/{result['requests']} "
+                    f"created ({result['rate']:.0f}/s achieved), p50 {result['p50']:.1f} ms, "
+                    f"p99 {result['p99']:.1f} ms, max {result['max']:.1f} ms (target p99 < 50 ms at 300/s)"
+                    + (f"; failures e.g. {result['failures']}" if result["failures"] else ""),
+                    flush=True,
+                )
+                print(
+                    f"  CPU per create: {sum(result['cpu'].values()):.2f} ms, "
+                    + ", ".join(f"{name} {spent:.2f}" for name, spent in result["cpu"].items()),
+                    flush=True,
+                )
+    finally:
+        for target in targets:
+            target.stack.cleanup()
     return 0
 
 
