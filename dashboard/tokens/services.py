@@ -113,7 +113,9 @@ def _lookup_sql() -> str:
 
 def _token_with_digest(digest: str) -> ApiToken | None:
     """The token of this digest, its user and team loaded as
-    select_related would, and `member_role` as annotate would; or None."""
+    select_related would, and `member_role` as annotate would; or None.
+    The values go in as the driver gives them, without the ORM's
+    converters, which none of these models' fields has (a JSONField would)."""
     with connection.cursor() as cursor:
         cursor.execute(_lookup_sql(), [digest])
         row = cursor.fetchone()
