@@ -92,10 +92,14 @@ class Target:
     def measure(self, rate: float, seconds: float) -> dict:
         """Creates at `rate` for `seconds`, with the CPU each process spent per create."""
         time.sleep(2)  # what an overloaded rate left queued drains first
-        before = {name: cpu_seconds(pids()) for name, pids in self.groups.items()}
+        # Per process: a PostgreSQL backend may end (and a new one start) meanwhile.
+        before = {name: {pid: cpu_seconds([pid]) for pid in pids()} for name, pids in self.groups.items()}
         load_before = sum(os.times()[:2])
         result = {**steady_creates(self.client, rate=rate, seconds=seconds, threads=64), "target": rate}
-        cpu = {name: cpu_seconds(pids()) - before[name] for name, pids in self.groups.items()}
+        cpu = {
+            name: sum(cpu_seconds([pid]) - before[name].get(pid, 0) for pid in pids())
+            for name, pids in self.groups.items()
+        }
         cpu["load generator"] = sum(os.times()[:2]) - load_before
         result["cpu"] = {name: spent / max(result["ok"], 1) * 1000 for name, spent in cpu.items()}
         return result
