@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export loadtest stack-faults click-outage multinode redis-outage
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-yourls bench-importers loadtest stack-faults click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -11,7 +11,8 @@ setup:
 # The whole stack in the foreground under supervisord (devstack/stack.py):
 # each program's output prefixed with its name, any program that dies started
 # again, Ctrl-C stops them all in order. SLINGSHOT_RUN_DIR (default .run) and
-# DASHBOARD_PORT, EDGE_PORT, POSTGRES_PORT, REDIS_PORT choose where.
+# DASHBOARD_PORT, EDGE_PORT, EDGE_TLS_PORT, POSTGRES_PORT, REDIS_PORT choose
+# where; the run directory remembers the ports (devstack/ports.py).
 run: setup
 	$(PY) -m devstack run
 
@@ -68,9 +69,18 @@ bench-create: setup
 bench-dashboard: setup
 	$(PY) loadtest/bench_dashboard.py
 
+# Not part of `make test` (a small run is, importers/tests/test_bench.py):
+# 1,000,000 visits of a YOURLS dump through `import_links` (docs/importing.md).
+bench-importers: setup
+	flock /tmp/slingshot-bench.lock $(PY) loadtest/bench_importers.py $(BENCH_ARGS)
+
 # Peak memory of a clicks export of 1,000,000 rows (docs/benchmarks.md).
 bench-export: setup
 	$(PY) loadtest/bench_export.py
+
+# Not part of `make test`: what a signed YOURLS API request costs among 10,000 tokens.
+bench-yourls: setup
+	$(PY) loadtest/bench_yourls.py
 
 # Not part of `make test`: a fresh `make run` stack, each of its processes
 # killed with SIGKILL in turn under traffic; prints how long each took to come

@@ -3,12 +3,13 @@
     run                 the local stack in the foreground (`make run`; devstack/stack.py)
     prepare             only its one-time work: run directory, database, migrations, admin user
     ctl ARGS...         supervisorctl for the running stack (`make status`, `make ctl ARGS=...`)
-    postgres, redis, edge, dashboard, importer, publisher
+    postgres, redis, edge, dashboard, importer, publisher, imports
                         one program of the stack, as supervisord runs it (devstack/programs.py)
     console             supervisord's event listener that prints the programs' output (devstack/console.py)
 
 The run directory is SLINGSHOT_RUN_DIR (default .run/); ports come from
-DASHBOARD_PORT, EDGE_PORT, POSTGRES_PORT and REDIS_PORT.
+DASHBOARD_PORT, EDGE_PORT, EDGE_TLS_PORT, POSTGRES_PORT and REDIS_PORT, and
+the run directory remembers them (devstack/ports.py).
 """
 
 import sys

@@ -176,6 +176,10 @@ def publisher() -> None:
     os.execv(MANAGE[0], [*MANAGE, "run_publisher"])
 
 
+def imports() -> None:
+    os.execv(MANAGE[0], [*MANAGE, "run_imports"])
+
+
 PROGRAMS = {
     "postgres": postgres,
     "redis": redis,
@@ -183,4 +187,5 @@ PROGRAMS = {
     "dashboard": dashboard,
     "importer": importer,
     "publisher": publisher,
+    "imports": imports,
 }

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import devstack
-from devstack.stack import all_running, read_env_file, supervisor_rpc
+from devstack.stack import read_env_file
+from devstack.supervision import all_running, supervisor_rpc
 
 # What the stack needs from the environment that starts it; the rest (a test
 # run's DATABASE_URL, say) stays out.

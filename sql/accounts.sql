@@ -15,3 +15,14 @@ CREATE TABLE accounts_sessionuse (
 );
 CREATE INDEX accounts_sessionuse_session_key_8c9289dd_like ON accounts_sessionuse (session_key varchar_pattern_ops);
 CREATE INDEX accounts_sessionuse_user_id_314bdce4 ON accounts_sessionuse (user_id);
+
+-- A password `make run` generated for the first admin and showed once; the
+-- pages ask for a new one while the person's password is still this hash
+-- (accounts.models.GeneratedPassword). Added by migration 0002 to a database
+-- made before.
+CREATE TABLE accounts_generatedpassword (
+    user_id  integer NOT NULL PRIMARY KEY
+        CONSTRAINT accounts_generatedpassword_user_id_f02317c2_fk_auth_user_id REFERENCES auth_user (id)
+        DEFERRABLE INITIALLY DEFERRED,
+    password varchar(128) NOT NULL
+);

@@ -1,7 +1,9 @@
 -- Raw clicks, orphan visits and the user agents they were made with. The
--- importer (dashboard/clicks/importer.py) writes them; nothing else does.
--- Applied by dashboard/clicks/migrations/0001_squashed_0002_catch_up.py on a
--- new database, with rollups.sql.
+-- importer (dashboard/clicks/importer.py) writes them; nothing else does
+-- (the visits imports bring from other shorteners go through its store
+-- step too, dashboard/importers/history.py). Applied by
+-- dashboard/clicks/migrations/0001_squashed_0002_catch_up.py on a new
+-- database, with rollups.sql; import_id by 0003_import_id.
 
 -- A redirect the edge served, with what the importer learnt about it
 -- (dashboard/clicks/enrichment.py). Partitioned by month (UTC), so that
@@ -27,10 +29,14 @@ CREATE TABLE clicks (
     referer       text        NOT NULL,
     referer_host  text        NOT NULL,  -- '' for no Referer, 'unknown' for one without a host
     rule          text,                  -- what served it: rule '1'..'20', split 'ab1'..'ab10', NULL the link's url
+    import_id     bigint,                -- the import that brought it from another shortener; NULL: served here
     PRIMARY KEY (click_id, occurred_at)
 ) PARTITION BY RANGE (occurred_at);
 
 CREATE INDEX clicks_link_time ON clicks (link_id, occurred_at);
+-- The imported clicks of a range of hours, which the accounting leaves out
+-- (dashboard/clicks/accounting.py): the edges never served them.
+CREATE INDEX clicks_imported_time ON clicks (occurred_at) WHERE import_id IS NOT NULL;
 
 -- A visit to a well-formed slug that has no link, or whose link does not
 -- redirect it (the edge records no link for it), with the slug asked for,
@@ -47,6 +53,7 @@ CREATE TABLE orphan_visits (
     referer     text        NOT NULL,
     kind        text        NOT NULL CHECK (kind IN ('unknown', 'disabled', 'scheduled', 'expired', 'limit', 'password')),
     domain      text        NOT NULL,  -- its domain's host; '' the default domain (and every older record)
+    import_id   bigint,                -- as in clicks
     PRIMARY KEY (click_id, occurred_at)
 ) PARTITION BY RANGE (occurred_at);
 

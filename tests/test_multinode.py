@@ -28,11 +28,12 @@ def topology():
         shutil.rmtree(root, ignore_errors=True)
 
 
-# The primary is away this long in `make test`: Sentinel promotes within
-# about 2 s, the publisher's retry, the change, the new link, the held WAIT
-# and the importer kill all happen in the first seconds; the rest is the
-# edges serving on without it. `make multinode` keeps it away 180 s.
-AWAY = 20.0
+# The primary is away this long in `make test`, a minute as operators see
+# one in a host's reboot: Sentinel promotes within about 2 s, the
+# publisher's retry, the change, the new link, the held WAIT and the
+# importer kill all happen in the first seconds; the rest is the edges
+# serving on without it. `make multinode` keeps it away 180 s.
+AWAY = 60.0
 
 
 def test_a_redis_failover_under_traffic_fails_no_visit_and_loses_no_click_and_no_link_change(topology):
@@ -57,11 +58,11 @@ def test_a_redis_failover_under_traffic_fails_no_visit_and_loses_no_click_and_no
     assert set(result.failure_times["edge1"]) == set(), report
     assert result.taken_for_unknown == 0, report
     # The edges found the new primary through the Sentinels: it counted the
-    # limited link's visits. Its visits fail (503) only while no primary
-    # takes them, and for no longer than the change takes to follow.
+    # limited link's visits. While no primary took them, each edge counted
+    # them itself on its replica's count (visits.lua): none failed.
     assert result.limited_counted_on_new_primary > 0 and all(result.limited_served.values()), report
     limit_failures = [at for times in result.limited_failures.values() for ats in times.values() for at in ats]
-    assert all(at < result.without_primary + 1.5 for at in limit_failures if at < result.restarted_at), report
+    assert [at for at in limit_failures if at < result.restarted_at] == [], report
     # A visitor got through the locked link on both edges once the new
     # primary was found: their pass was kept there and taken from there.
     assert set(result.passes_after_promotion) == set(result.failure_times), report

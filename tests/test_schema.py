@@ -20,7 +20,11 @@ MODELS = [
     "teams.Membership",
     "teams.AuditEntry",
     "accounts.SessionUse",
+    "accounts.GeneratedPassword",
     "web.Preferences",
+    "importers.ImportJob",
+    "importers.ImportFile",
+    "importers.ImportedLink",
 ]
 
 
@@ -111,6 +115,7 @@ SQL_MIGRATIONS = [
     ("api", "0001_squashed_0002_apitoken_team"),
     ("accounts", "0001_initial"),
     ("web", "0001_initial"),
+    ("importers", "0001_initial"),
 ]
 
 

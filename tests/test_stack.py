@@ -1,8 +1,10 @@
 """The supervised local stack, `make run`, against real processes: one stack
-started as a person starts it (make, on a terminal), in a temporary
-directory on free ports, shared by the tests below in this order: its
-processes killed one by one under traffic, a forgotten password reset, a
-program that cannot start, Ctrl-C. `pytest -s` prints the figures.
+started as a person starts it (make, on a terminal, no admin password
+given), in a temporary directory on free ports, shared by the tests below in
+this order: what its first start prints, its processes killed one by one
+under traffic, a forgotten password reset, a program that cannot start,
+Ctrl-C, ports taken by another program, a second start that keeps its ports.
+`pytest -s` prints the figures.
 """
 
 import http.cookiejar
@@ -29,16 +31,14 @@ from devstack.stack import SECRETS
 from devstack.supervised import SupervisedStack, wait_until
 
 ADMIN = "ops"
-STOP_ORDER = ("edge", "dashboard", "publisher", "importer", "postgres", "redis")
+STOP_ORDER = ("edge", "imports", "dashboard", "publisher", "importer", "postgres", "redis")
 
 
 @pytest.fixture(scope="module")
 def stack():
     # Not pytest's tmp_path: PostgreSQL runs as `postgres`, which cannot enter it.
     root = Path(tempfile.mkdtemp(prefix="slingshot-stack-"))
-    running = SupervisedStack(
-        root, env={"SLINGSHOT_ADMIN_USER": ADMIN, "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)}
-    )
+    running = SupervisedStack(root, env={"SLINGSHOT_ADMIN_USER": ADMIN})
     try:
         yield running.start()
     finally:
@@ -58,8 +58,40 @@ def manage(stack: SupervisedStack, *args: str, **run) -> subprocess.CompletedPro
     )
 
 
+def banner_password(stack: SupervisedStack) -> str:
+    """The admin's password, as the closing banner of the first start shows it."""
+    return re.search(rf"Sign in as: +{ADMIN}, password (\S+)\n", stack.console()).group(1)
+
+
+def test_the_first_start_ends_with_the_admins_password_and_says_each_thing_once(stack):
+    wait_until(lambda: "Ctrl-C stops everything" in stack.console(), timeout=30, what="the banner")
+    console = stack.console()
+    banner = console[console.index("Slingshot is running") :]
+    password = banner_password(stack)
+    assert "the first sign-in asks for a password of your own" in banner
+    # Shown once, in the banner, not among the preparation's lines.
+    assert console.count(password) == 1
+    # django-axes names its lockout rule once (the migration), not in every process.
+    assert console.count("AXES: BEGIN") == 1, console
+    # The first sign-in asks for a password of one's own before any page.
+    session = sign_in(stack, ADMIN, password)
+    assert session is not None
+    assert redirected_to(session, f"{stack.dashboard_url}/links/") == "/password/"
+    # `make logs` shows the programs' logs, not supervisord's event protocol with the console.
+    logs = subprocess.run(
+        ["timeout", "3", "make", "--no-print-directory", "logs"],
+        cwd=devstack.REPO,
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
+    assert "==> " in logs and "dashboard.log" in logs
+    assert "READY" not in logs and "RESULT 2" not in logs and "console-stdout" not in logs, logs[:2000]
+
+
 def test_no_secret_is_on_any_command_line(stack):
-    secret_values = [stack.secrets[name] for name in SECRETS] + [stack.env["SLINGSHOT_ADMIN_PASSWORD"]]
+    secret_values = [stack.secrets[name] for name in SECRETS] + [banner_password(stack)]
     command_lines = "\n".join(_command_lines())
     assert stack.run.as_posix() in command_lines  # the stack's processes are among them
     for value in secret_values:
@@ -114,18 +146,19 @@ def test_a_lost_admin_password_is_replaced_with_changepassword(stack):
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Password changed successfully for user '{ADMIN}'" in result.stdout
     assert sign_in(stack, ADMIN, new_password)
-    assert not sign_in(stack, ADMIN, stack.env["SLINGSHOT_ADMIN_PASSWORD"])
+    assert not sign_in(stack, ADMIN, banner_password(stack))
 
 
-def sign_in(stack: SupervisedStack, username: str, password: str) -> bool:
-    """The dashboard's sign-in form, as a browser fills it in."""
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def sign_in(stack: SupervisedStack, username: str, password: str) -> urllib.request.OpenerDirector | None:
+    """The dashboard's sign-in form, as a browser fills it in: the signed-in
+    session (redirects not followed), or None."""
     jar = http.cookiejar.CookieJar()
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):
-            return None
-
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
     url = f"{stack.dashboard_url}/sign-in/"
     page = opener.open(url, timeout=10).read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
@@ -133,8 +166,19 @@ def sign_in(stack: SupervisedStack, username: str, password: str) -> bool:
     try:
         opener.open(urllib.request.Request(url, data=form.encode(), headers={"Referer": url}), timeout=10)
     except urllib.error.HTTPError as exc:
-        return exc.code == 302  # signed in: sent on to the overview
-    return False  # the form again, with its error
+        return opener if exc.code == 302 else None  # signed in: sent on to the overview
+    return None  # the form again, with its error
+
+
+def redirected_to(session: urllib.request.OpenerDirector, url: str) -> str | None:
+    """Where a page sends the session (None: it is shown)."""
+    try:
+        session.open(url, timeout=10)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 302:
+            return exc.headers["Location"]
+        raise
+    return None
 
 
 def test_a_program_that_keeps_failing_to_start_is_left_fatal_and_reported(stack):
@@ -235,9 +279,69 @@ def test_a_run_directory_of_a_newer_version_is_refused_with_advice(stack):
     assert "restore the backup" in output
 
 
-def test_when_supervisord_itself_dies_its_programs_are_stopped_in_order(stack):
+def listen_on(port: int) -> socket.socket:
+    """Another program on the port."""
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("127.0.0.1", port))
+    squatter.listen()
+    return squatter
+
+
+def prepare_again(stack: SupervisedStack, **env: str) -> subprocess.CompletedProcess:
+    """`make run`'s preparation as a second start makes it: none of the port
+    settings in the environment, unless given here."""
+    return subprocess.run(
+        [sys.executable, "-m", "devstack", "prepare"],
+        cwd=devstack.REPO,
+        env={**{name: value for name, value in stack.env.items() if name not in stack.ports}, **env},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_ports_another_program_has_are_named_all_with_a_command_that_picks_free_ones(stack):
     execute_while_stopped(stack, "DELETE FROM django_migrations WHERE name = '0009_user_agent_model'")
+    taken = ("DASHBOARD_PORT", "EDGE_TLS_PORT")
+    squatters = [listen_on(stack.ports[name]) for name in taken]
+    try:
+        result = prepare_again(stack)
+    finally:
+        for squatter in squatters:
+            squatter.close()
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    assert ", ".join(f"{name}={stack.ports[name]}" for name in taken) in output, output
+    command = re.search(r"^ +DASHBOARD_PORT=(\d+) EDGE_TLS_PORT=(\d+) make run$", output, re.M)
+    assert command, output
+    suggested = [int(port) for port in command.groups()]
+    assert not set(suggested) & set(stack.ports.values())
+    for port in suggested:  # free indeed
+        listen_on(port).close()
+
+
+def test_a_port_given_again_wins_says_so_and_the_run_directory_keeps_it(stack):
+    before, moved = stack.ports["EDGE_PORT"], devstack.free_port()
+    result = prepare_again(stack, EDGE_PORT=str(moved))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"EDGE_PORT={moved} from the environment, in place of {before} that the run directory had" in result.stdout
+    assert stack.secrets["EDGE_PORT"] == str(moved)
+    # From now on the stack starts as a second `make run` starts it, without the port settings.
+    stack.env = {name: value for name, value in stack.env.items() if name not in stack.ports}
+    stack.ports["EDGE_PORT"] = moved
+
+
+def test_when_supervisord_itself_dies_its_programs_are_stopped_in_order(stack):
+    before = len(stack.console())
     stack.start()
+    # Started without a port setting: on the ports its run directory keeps.
+    wait_until(lambda: "Ctrl-C stops everything" in stack.console()[before:], timeout=30, what="the banner")
+    banner = stack.console()[before:]
+    assert f"http://127.0.0.1:{stack.ports['DASHBOARD_PORT']}/" in banner
+    assert f"http://127.0.0.1:{stack.ports['EDGE_PORT']}/<slug>" in banner
+    assert "Sign in as:   ops. Lost its password?" in banner  # shown on the first start only
+    assert urllib.request.urlopen(f"{stack.dashboard_url}/healthz", timeout=10).status == 200
     pids = {info["name"]: info["pid"] for info in stack.rpc().supervisor.getAllProcessInfo()}
     pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"))
     supervisord = int((stack.run / "supervisord.pid").read_text())

@@ -16,3 +16,20 @@ class SessionUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} {self.user_agent[:40]}"
+
+
+class GeneratedPassword(models.Model):
+    """A password Slingshot made up and showed once (manage.py ensure_admin):
+    while the person's password is still that one, the pages ask them for a
+    password of their own before anything else (web/middleware.py).
+    `password` is the hash the password had then, so that changing it in
+    any way at all (the pages, the admin, `manage.py changepassword`) ends
+    the asking. Its table is made by migration 0002."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="generated_password"
+    )
+    password = models.CharField(max_length=128)
+
+    def __str__(self) -> str:
+        return f"{self.user}: a generated password"

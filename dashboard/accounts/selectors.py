@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from tokens.models import ApiToken
 
-from .models import SessionUse
+from .models import GeneratedPassword, SessionUse
 
 
 def users_for_management(*, search: str = "") -> QuerySet:
@@ -26,3 +26,9 @@ def sessions_of(user: AbstractBaseUser) -> QuerySet[SessionUse]:
 
 def tokens_of(user: AbstractBaseUser) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user).select_related("team").order_by("-created_at")
+
+
+def password_change_due(user: AbstractBaseUser) -> bool:
+    """Whether the person still has the password Slingshot generated for
+    them (accounts.models.GeneratedPassword); one query."""
+    return GeneratedPassword.objects.filter(user_id=user.pk, password=user.password).exists()

@@ -17,7 +17,7 @@ from django.utils.http import urlsafe_base64_encode
 from slingshot.text import describe, first_invisible
 from teams import access
 
-from .models import SessionUse
+from .models import GeneratedPassword, SessionUse
 
 
 def _require_manager(actor: AbstractBaseUser) -> None:
@@ -84,3 +84,13 @@ def user_password_reset(*, actor: AbstractBaseUser, user: AbstractBaseUser) -> s
     current password works until then."""
     _require_manager(actor)
     return password_link(user)
+
+
+@transaction.atomic
+def superuser_create_with_generated_password(*, username: str, password: str) -> AbstractBaseUser:
+    """A superuser whose password was made up for them and shown once: the
+    pages ask them for one of their own at their first sign-in
+    (accounts.models.GeneratedPassword)."""
+    user = get_user_model().objects.create_superuser(username=username, password=password)
+    GeneratedPassword.objects.create(user=user, password=user.password)
+    return user

@@ -3,7 +3,7 @@ links.services, with the options links/fields.py declares."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, status, viewsets
+from rest_framework import status, viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
@@ -49,12 +49,7 @@ from .stats import LinkStatsMixin
 class LinkViewSet(
     LinkStatsMixin,
     LinkBulkMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
+    viewsets.ModelViewSet,
 ):
     serializer_class = LinkSerializer
     queryset = Link.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows

@@ -55,8 +55,8 @@ class OrphanPathSerializer(OrphanCountSerializer):
     path = serializers.CharField(help_text="The slug asked for, without the leading slash.")
     kind = serializers.ChoiceField(
         choices=ORPHAN_KINDS,
-        help_text="What the edge found: no link (unknown), or a link disabled, scheduled (before its "
-        "valid_since), expired, past its max_visits (limit), or a view of its password page (password).",
+        help_text="What the edge found: no link (unknown), or a link disabled, scheduled (not valid yet), "
+        "expired, past its visit limit (limit), or a view of its password page (password).",
     )
 
 

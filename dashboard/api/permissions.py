@@ -1,6 +1,7 @@
 from rest_framework import permissions
 
 from links import selectors as links_selectors
+from links.domains import manages_domains
 from tokens.models import ApiToken
 
 
@@ -42,5 +43,4 @@ class StaffWrites(permissions.BasePermission):
     def has_permission(self, request, view):
         if request.method in permissions.SAFE_METHODS:
             return True
-        user = request.user
-        return bool(user and user.is_active and (user.is_staff or user.is_superuser))
+        return manages_domains(request.user)

@@ -130,14 +130,7 @@ USERNAME_PATTERN = r"[\w.@+-]{1,150}"
         description="An admin's to do, or the member's own (leaving). Their tokens for the team are revoked.",
     ),
 )
-class MemberViewSet(
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class MemberViewSet(viewsets.ModelViewSet):
     serializer_class = MemberSerializer
     queryset = Membership.objects.none()  # the model, for drf-spectacular; get_queryset gives the rows
     lookup_field = "username"

@@ -1,7 +1,8 @@
 """Every click accounted for: per UTC hour, the redirects and orphan visits
 the edges recorded as clicks (their counts in Redis, contract.SERVED_KEY_PREFIX,
 sent by edge/slingshot/accounting.lua) beside the clicks stored for that
-hour (the hour rollups, bots included, and orphan_visits). Once the importer
+hour (the hour rollups, bots included, and orphan_visits; neither with the
+visits imported from other shorteners). Once the importer
 has caught up, the difference is zero; one that stays past
 ACCOUNTING_GRACE_MINUTES means clicks were lost or removed after the edge
 served them (docs/operations.md, "Every click accounted for"). An hour no
@@ -28,9 +29,15 @@ _STORED = """
 SELECT extract(epoch FROM bucket)::bigint, sum(clicks)::bigint
 FROM click_rollup_hour WHERE bucket >= %(start)s AND bucket < %(end)s GROUP BY bucket
 """
+# The rollups count the visits imports brought from other shorteners too,
+# which no edge served: they are taken away (docs/importing.md).
+_IMPORTED = """
+SELECT extract(epoch FROM date_trunc('hour', occurred_at))::bigint, count(*)
+FROM clicks WHERE import_id IS NOT NULL AND occurred_at >= %(start)s AND occurred_at < %(end)s GROUP BY 1
+"""
 _ORPHANS = """
 SELECT extract(epoch FROM date_trunc('hour', occurred_at))::bigint, count(*)
-FROM orphan_visits WHERE occurred_at >= %(start)s AND occurred_at < %(end)s GROUP BY 1
+FROM orphan_visits WHERE occurred_at >= %(start)s AND occurred_at < %(end)s AND import_id IS NULL GROUP BY 1
 """
 
 
@@ -90,7 +97,7 @@ def hour_floor(moment: datetime) -> datetime:
 
 def accounts(*, client: redis.Redis, start: datetime, end: datetime, now: datetime | None = None) -> list[HourAccount]:
     """One HourAccount for each UTC hour of [start, end), newest first (at
-    most MAX_HOURS of them, the latest). Two queries and one Redis pipeline."""
+    most MAX_HOURS of them, the latest). Three queries and one Redis pipeline."""
     now = now or datetime.now(timezone.utc)
     end = min(hour_floor(end - timedelta(microseconds=1)) + HOUR, hour_floor(now) + HOUR)
     start = max(hour_floor(start), end - MAX_HOURS * HOUR)
@@ -117,6 +124,9 @@ def accounts(*, client: redis.Redis, start: datetime, end: datetime, now: dateti
     with connection.cursor() as cursor:
         cursor.execute(_STORED, {"start": start, "end": end})
         stored = dict(cursor.fetchall())
+        cursor.execute(_IMPORTED, {"start": start, "end": end})
+        for epoch, imported in cursor.fetchall():
+            stored[epoch] = stored.get(epoch, 0) - imported
         cursor.execute(_ORPHANS, {"start": start, "end": end})
         orphans = dict(cursor.fetchall())
     grace = timedelta(minutes=settings.ACCOUNTING_GRACE_MINUTES)

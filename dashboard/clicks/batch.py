@@ -49,6 +49,7 @@ ORPHAN_COLUMNS = (
     "kind",
     "domain",
 )
+IMPORT_COLUMN = "import_id"
 NULL = "\\N"
 CACHE_MAX = 100_000  # raw values per cache before it starts again
 
@@ -68,10 +69,22 @@ class Batch:
     orphan_rows: bytes = b""
     breakdown_rows: bytes = b""
     visitor_rows: bytes = b""
+    # The import that brought these visits from another shortener
+    # (importers/history.py): each row of click_rows and orphan_rows then
+    # ends in it, an IMPORT_COLUMN after the others.
+    import_id: int | None = None
 
     @property
     def size(self) -> int:
         return self.clicks + self.orphans
+
+    @property
+    def click_columns(self) -> tuple[str, ...]:
+        return CLICK_COLUMNS if self.import_id is None else (*CLICK_COLUMNS, IMPORT_COLUMN)
+
+    @property
+    def orphan_columns(self) -> tuple[str, ...]:
+        return ORPHAN_COLUMNS if self.import_id is None else (*ORPHAN_COLUMNS, IMPORT_COLUMN)
 
 
 class BatchMaker:

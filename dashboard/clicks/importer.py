@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import psycopg
 from django.db import IntegrityError, connection, transaction
 
-from .batch import CLICK_COLUMNS, ORPHAN_COLUMNS, Batch, BatchMaker
+from .batch import Batch, BatchMaker
 from .partitions import MonthPartitions
 from .rollups import BREAKDOWN_OF_NEW, COPY_BREAKDOWN, COPY_VISITORS, TEMP_TABLES, add_batch
 from .stream import ClickStream, Entry
@@ -49,8 +49,7 @@ _ADD_AGENTS = (
     "INSERT INTO user_agents (id, user_agent) SELECT * FROM unnest(%s::bigint[], %s::text[]) "
     "ORDER BY 1 ON CONFLICT DO NOTHING"
 )
-_COPY_CLICKS = f"COPY {{table}} ({', '.join(CLICK_COLUMNS)}) FROM STDIN"
-_COPY_ORPHANS = f"COPY {{table}} ({', '.join(ORPHAN_COLUMNS)}) FROM STDIN"
+_COPY = "COPY {table} ({columns}) FROM STDIN"
 _INSERT_NEW_CLICKS = f"""
 WITH new AS (
     INSERT INTO clicks SELECT * FROM click_staging WHERE link_id = ANY(%s) ON CONFLICT DO NOTHING
@@ -72,6 +71,10 @@ class BatchResult:
     clicks: int  # read, orphan visits included
     stored: int  # new rows in clicks and orphan_visits
     dead: int
+
+
+def _copy_into(table: str, columns: tuple[str, ...]) -> str:
+    return _COPY.format(table=table, columns=", ".join(columns))
 
 
 def lock_key(consumer: str, store: str = "primary") -> str:
@@ -156,8 +159,8 @@ class ClickImporter:
         None, with nothing written, if any was there already."""
         try:
             with transaction.atomic():
-                self._copy(cursor, _COPY_CLICKS.format(table="clicks"), batch.click_rows)
-                self._copy(cursor, _COPY_ORPHANS.format(table="orphan_visits"), batch.orphan_rows)
+                self._copy(cursor, _copy_into("clicks", batch.click_columns), batch.click_rows)
+                self._copy(cursor, _copy_into("orphan_visits", batch.orphan_columns), batch.orphan_rows)
         except (IntegrityError, psycopg.errors.UniqueViolation):
             return None
         self._copy(cursor, COPY_BREAKDOWN, batch.breakdown_rows)
@@ -166,8 +169,8 @@ class ClickImporter:
     def _store_new(self, cursor, batch: Batch, live: list[int]) -> int:
         """The slow way, for a batch some of whose clicks are stored already
         or whose link is gone: stores and counts the new clicks of live links."""
-        self._copy(cursor, _COPY_CLICKS.format(table="click_staging"), batch.click_rows)
-        self._copy(cursor, _COPY_ORPHANS.format(table="orphan_staging"), batch.orphan_rows)
+        self._copy(cursor, _copy_into("click_staging", batch.click_columns), batch.click_rows)
+        self._copy(cursor, _copy_into("orphan_staging", batch.orphan_columns), batch.orphan_rows)
         cursor.execute(_INSERT_NEW_CLICKS, [live])
         clicks = cursor.fetchone()[0]
         cursor.execute(_INSERT_NEW_ORPHANS)

@@ -183,6 +183,24 @@ def add_batch(cursor) -> None:
         cursor.execute(statement)
 
 
+_CARRIED_TOTALS = """
+INSERT INTO link_click_totals AS t (link_id, clicks, human_clicks)
+SELECT link_id, clicks, clicks FROM unnest(%s::bigint[], %s::bigint[]) s (link_id, clicks) ORDER BY 1
+ON CONFLICT (link_id) DO UPDATE SET
+    clicks = t.clicks + EXCLUDED.clicks,
+    human_clicks = t.human_clicks + EXCLUDED.human_clicks
+"""
+
+
+def add_carried_totals(cursor, totals: dict[int, int]) -> None:
+    """Adds human clicks to links' all-time totals alone, in the caller's
+    transaction: visits another shortener counted, leaving bots out, but
+    cannot list (docs/importing.md), which no hour of the rollups holds."""
+    if totals:
+        ids = sorted(totals)
+        cursor.execute(_CARRIED_TOTALS, [ids, [totals[link_id] for link_id in ids]])
+
+
 # --- the day fold --------------------------------------------------------------
 
 _FOLDED_HOURS = "bucket >= %(since)s AND bucket < %(until)s"

@@ -1,8 +1,23 @@
 """Writes to the click tables other than the import itself."""
 
-from django.db import connection
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
+from django.db import connection, transaction
+
+from links.models import Link
+from links.selectors import sees_operations
+from teams import access
+from teams.models import Role
 
 from .rollups import link_delete_rollups
+
+
+def _delete_clicks_of(cursor, link_id: int) -> int:
+    """Deletes a link's raw clicks, rollups and totals; returns how many clicks went."""
+    cursor.execute("DELETE FROM clicks WHERE link_id = %s", [link_id])
+    deleted = cursor.rowcount
+    link_delete_rollups(cursor, link_id)
+    return deleted
 
 
 def clicks_delete_for_link(*, link_id: int, **signal) -> None:
@@ -10,5 +25,35 @@ def clicks_delete_for_link(*, link_id: int, **signal) -> None:
     transaction, which must have deleted the link first: the receiver of
     links.signals.link_deleted."""
     with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM clicks WHERE link_id = %s", [link_id])
-        link_delete_rollups(cursor, link_id)
+        _delete_clicks_of(cursor, link_id)
+
+
+@transaction.atomic
+def link_visits_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> int:
+    """Deletes every visit of a link that stays: its raw clicks, rollups and
+    totals, so that its reports start again from nothing; `actor` must be an
+    editor of its team (None: the system). Returns how many clicks went.
+
+    The link's row is locked first (FOR UPDATE), which waits for an import
+    or a day fold holding it (FOR KEY SHARE, importer.py, rollups.py) and
+    holds the next ones back until this commits: the rollups and totals
+    agree with the raw clicks after it. The edge's visit counter of a link
+    with a limit counts what it served, which this does not undo."""
+    if actor is not None:
+        access.require(actor, link.team_id, Role.EDITOR, to="delete a link's visits")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {Link._meta.db_table} WHERE id = %s FOR UPDATE", [link.pk])
+        if cursor.fetchone() is None:
+            return 0
+        return _delete_clicks_of(cursor, link.pk)
+
+
+@transaction.atomic
+def orphan_visits_delete(*, actor: AbstractBaseUser | None = None) -> int:
+    """Deletes every orphan visit; `actor` must see the operations reports
+    (links.selectors.sees_operations; None: the system). Returns how many went."""
+    if actor is not None and not sees_operations(actor):
+        raise PermissionDenied("Orphan visits are for staff and superusers only.")
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM orphan_visits")
+        return cursor.rowcount

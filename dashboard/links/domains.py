@@ -3,6 +3,7 @@ live here, small as they are; every write is published through the outbox
 like a link change (links/publishing.py), so the edge learns of a new
 domain, its redirects and its robots.txt within a second."""
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, QuerySet
@@ -16,6 +17,11 @@ DOMAIN_FIELDS = frozenset({"root_url", "not_found_url", "https_redirect"})
 
 class DomainInUse(Exception):
     """A domain that links use, or the default domain, cannot be removed."""
+
+
+def manages_domains(user: AbstractBaseUser) -> bool:
+    """Adding, changing and removing domains: staff and superusers."""
+    return bool(user and user.is_active and (user.is_staff or user.is_superuser))
 
 
 def default_domain() -> Domain:

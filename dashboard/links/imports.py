@@ -20,6 +20,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from slingshot.csv_text import csv_line, unquote
 from slingshot.text import shown
@@ -43,6 +44,7 @@ COLUMNS = sorted(
 CSV_COLUMNS = [option.name for option in COLUMNS]
 EXPORT_COLUMNS = [*CSV_COLUMNS, "short_url", "clicks", "created_at"]
 _REPEATED_SLUG = "This slug appears on an earlier row of the file."
+EXPIRY_PASSED = "This time has passed: the short URL would answer 410 Gone from the start."
 
 Errors = dict[str, list[str]]
 
@@ -134,7 +136,10 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes, tea
             fields = {name: unquote((record.get(name) or "").strip()) for name in CSV_COLUMNS}
             arguments, errors = row_arguments(fields, domains)
             errors = errors or _validation_errors(arguments)
-            rows.append({"line": reader.line_num, "fields": fields, "errors": errors})
+            row = {"line": reader.line_num, "fields": fields, "errors": errors}
+            if not errors and arguments.expires_at and arguments.expires_at <= timezone.now():
+                row["warnings"] = {"expires_at": [EXPIRY_PASSED]}  # created only if confirmed (import_run_chunk)
+            rows.append(row)
             slugs.append(None if errors or not arguments.slug else (arguments.domain.pk, arguments.slug))
     except csv.Error as exc:
         raise ValidationError(
@@ -155,18 +160,23 @@ def import_upload(*, owner: AbstractBaseUser, filename: str, content: bytes, tea
 
 
 @transaction.atomic
-def import_run_chunk(*, link_import: LinkImport, size: int | None = None) -> LinkImport:
+def import_run_chunk(*, link_import: LinkImport, size: int | None = None, expired_ok: bool = False) -> LinkImport:
     """Creates the links of the next `size` rows (WEB_IMPORT_CHUNK_ROWS) in
     one transaction, with the import locked so a second request (a double
     click) waits and goes on from where this one stopped. A row refused now
     (its slug taken since the upload, say) gets its errors; once its owner
-    is no longer an editor of its team, every row does (link_bulk_create)."""
+    is no longer an editor of its team, every row does (link_bulk_create).
+    A row whose expiry had passed at the upload (its warnings) is created
+    expired when `expired_ok`, and refused otherwise."""
     link_import = LinkImport.objects.select_for_update().get(pk=link_import.pk)
     end = min(link_import.total, link_import.position + (size or settings.WEB_IMPORT_CHUNK_ROWS))
     pending, items = [], []
     domains = domains_by_host()
     for row in link_import.rows[link_import.position : end]:
         if row["errors"]:
+            continue
+        if row.get("warnings") and not expired_ok:
+            row["errors"] = row["warnings"]
             continue
         arguments, row["errors"] = row_arguments(row["fields"], domains)
         if arguments is not None:

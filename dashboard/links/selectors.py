@@ -7,6 +7,7 @@ made with an API token. The staff flag shows no link by itself."""
 import enum
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
 from operator import or_
@@ -15,8 +16,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import BigIntegerField, BooleanField, F, Q, QuerySet
-from django.db.models.expressions import RawSQL
+from django.db.models import BigIntegerField, Count, F, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from rest_framework.filters import search_smart_split
@@ -27,6 +27,7 @@ from teams import access
 from teams.models import Role
 
 from .models import Domain, Link
+from .tags import with_tags
 from .validation import domain_host
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ def with_click_totals(links: QuerySet[Link]) -> QuerySet[Link]:
 
 SEARCH_FIELDS = ("slug", "title", "url")
 # What link_search sorts by; each also descending, with a leading '-'.
-ORDERING_FIELDS = ("created_at", "clicks", "slug")
+ORDERING_FIELDS = ("created_at", "clicks", "human_clicks", "slug", "url", "title")
 
 
 def link_search(
@@ -88,6 +89,7 @@ def link_search(
     domain: Domain | None = None,
     tag: str | None = None,
     is_active: bool | None = None,
+    state: "LinkState | None" = None,
     created_after: datetime | None = None,
     created_before: datetime | None = None,
     ordering: str | Sequence[str] = ("-created_at",),
@@ -98,8 +100,9 @@ def link_search(
     `query` is split into words as the API's `search` parameter documents
     it: spaces and commas separate words, a quoted phrase is one word
     (rest_framework.filters.search_smart_split). Every word must appear in
-    the slug, title or target URL, case aside. `tag` (case aside), `is_active` and the
-    creation range [created_after, created_before) filter when given.
+    the slug, title or target URL, case aside. `tag` (case aside), `is_active`,
+    `state` (in_state) and the creation range [created_after, created_before)
+    filter when given.
     `ordering` takes ORDERING_FIELDS, '-' for descending, and raises
     ValueError for anything else; ties go by id, in the first key's direction."""
     keys = [ordering] if isinstance(ordering, str) else list(ordering or ("-created_at",))
@@ -112,12 +115,11 @@ def link_search(
     if domain is not None:
         links = links.filter(domain=domain)
     if tag:
-        # As the index link_tags_lower_gin has it, lower-cased by PostgreSQL on both sides.
-        links = links.filter(
-            RawSQL(f"lower_tags({Link._meta.db_table}.tags) @> ARRAY[lower(%s)]", [tag], output_field=BooleanField())
-        )
+        links = with_tags(links, [tag])
     if is_active is not None:
         links = links.filter(is_active=is_active)
+    if state is not None:
+        links = links.filter(in_state(LinkState(state)))
     if created_after:
         links = links.filter(created_at__gte=created_after)
     if created_before:
@@ -149,6 +151,29 @@ class LinkState(enum.StrEnum):
     DISABLED = "disabled"  # answered as unknown
 
 
+def in_state(state: LinkState, *, now: datetime | None = None) -> Q:
+    """The links in a state as link_state has it, by their columns. Not
+    for LIMIT_REACHED (ValueError): a link's visits are counted by the edge,
+    in Redis (link_visits), and such a link is among the active ones here."""
+    now = now or timezone.now()
+    live, started = Q(is_active=True), Q(valid_since__isnull=True) | Q(valid_since__lte=now)
+    if state == LinkState.ACTIVE:
+        return live & started & (Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+    if state == LinkState.SCHEDULED:
+        return live & Q(valid_since__gt=now)
+    if state == LinkState.EXPIRED:
+        return live & started & Q(expires_at__lte=now)
+    if state == LinkState.DISABLED:
+        return Q(is_active=False)
+    raise ValueError(f"links cannot be searched by the state {state!r}")
+
+
+def link_counts(team_ids: Iterable[int]) -> dict[int, int]:
+    """How many links each of these teams has, by team id; one query."""
+    counted = Link.objects.filter(team_id__in=list(team_ids)).values("team_id").annotate(count=Count("id"))
+    return {row["team_id"]: row["count"] for row in counted}
+
+
 def link_visits(links: Iterable[Link]) -> dict[int, int] | None:
     """The redirects the edge has counted for each of these links that has
     a visit limit (the counters of docs/contract.md), in one round trip to
@@ -162,6 +187,35 @@ def link_visits(links: Iterable[Link]) -> dict[int, int] | None:
         log.warning("link states without visit counts: %s", exc)
         return None
     return {pk: int(value or 0) for pk, value in zip(limited, values, strict=True)}
+
+
+@dataclass(frozen=True)
+class VisitLimit:
+    """A limited link's visits: the most it is made for, and how many the
+    edge has served (None while Redis does not answer)."""
+
+    limit: int
+    served: int | None
+
+
+def visit_limit(link: Link) -> VisitLimit | None:
+    """The link's VisitLimit, None when it has no limit. Requests over the
+    limit count too: the visits served are at most the limit."""
+    if not link.max_visits:
+        return None
+    visits = link_visits([link])
+    served = None if visits is None else min(visits.get(link.pk, 0), link.max_visits)
+    return VisitLimit(limit=link.max_visits, served=served)
+
+
+def past_limit(links: QuerySet[Link]) -> list[int] | None:
+    """The ids of these links that have had every visit they were made for,
+    as link_state tells it; None when Redis does not answer at once."""
+    limited = list(links.filter(max_visits__isnull=False).select_related(None).only("pk", "max_visits"))
+    visits = link_visits(limited)
+    if visits is None:
+        return None
+    return [link.pk for link in limited if visits.get(link.pk, 0) >= link.max_visits]
 
 
 def link_state(link: Link, *, now: datetime | None = None, visits: int | None = None) -> LinkState:

@@ -59,9 +59,10 @@ def _validate(link: Link) -> None:
     link.full_clean(exclude=["owner", "team", "domain"], validate_unique=False, validate_constraints=False)
 
 
-def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
+def _save(link: Link, *, regenerate_slug: bool, slug_length: int | None = None, **save_options) -> None:
     """Saves in a savepoint. A taken slug is a ValidationError, or, for a
-    generated one, a new slug and another try."""
+    generated one, a new slug (of `slug_length`, by default
+    LINK_SLUG_LENGTH) and another try."""
     for _ in range(_SLUG_ATTEMPTS if regenerate_slug else 1):
         try:
             with transaction.atomic():
@@ -72,20 +73,21 @@ def _save(link: Link, *, regenerate_slug: bool, **save_options) -> None:
                 raise
             if not regenerate_slug:
                 raise ValidationError({"slug": ValidationError(SLUG_TAKEN_MESSAGE, code="unique")}) from None
-            link.slug = slugs.generate_slug(settings.LINK_SLUG_LENGTH)
+            link.slug = slugs.generate_slug(slug_length or settings.LINK_SLUG_LENGTH)
     raise IntegrityError(f"could not find a free slug after {_SLUG_ATTEMPTS} attempts")
 
 
-def link_validate(link_fields: LinkFields) -> Link:
+def link_validate(link_fields: LinkFields, *, slug_length: int | None = None) -> Link:
     """The link link_create would save, unsaved and without an owner or a
     team, after the same checks; raises ValidationError with messages per
     field. Reads no table, so whether a slug is taken is left to the save
     (or to links.selectors.taken_slugs, asked beforehand for many slugs at
     once). Without a slug, one is generated; without a domain, the default
-    domain's. A password is kept hashed (link_password)."""
+    domain's; a generated slug has `slug_length` characters (by default
+    LINK_SLUG_LENGTH). A password is kept hashed (link_password)."""
     values = values_of(link_fields)
     values["domain"] = values["domain"] or default_domain()
-    values["slug"] = values["slug"] or slugs.generate_slug(settings.LINK_SLUG_LENGTH)
+    values["slug"] = values["slug"] or slugs.generate_slug(slug_length or settings.LINK_SLUG_LENGTH)
     values["password"] = link_password(values["password"])
     link = Link(**values)
     _validate(link)
@@ -99,20 +101,24 @@ def _team_to_create_in(owner: AbstractBaseUser, team: Team | None) -> Team:
 
 
 @transaction.atomic
-def link_create(*, owner: AbstractBaseUser, fields: LinkFields, team: Team | None = None) -> Link:
+def link_create(
+    *, owner: AbstractBaseUser, fields: LinkFields, team: Team | None = None, slug_length: int | None = None
+) -> Link:
     """A new link in `team` (by default teams.services.default_team), made by
-    `owner`, who must be an editor there (PermissionDenied otherwise)."""
-    return _create(owner=owner, team=_team_to_create_in(owner, team), link_fields=fields)
+    `owner`, who must be an editor there (PermissionDenied otherwise); a
+    slug generated for it has `slug_length` characters (by default
+    LINK_SLUG_LENGTH)."""
+    return _create(owner=owner, team=_team_to_create_in(owner, team), link_fields=fields, slug_length=slug_length)
 
 
-def _create(*, owner: AbstractBaseUser, team: Team, link_fields: LinkFields) -> Link:
+def _create(*, owner: AbstractBaseUser, team: Team, link_fields: LinkFields, slug_length: int | None = None) -> Link:
     # In the caller's transaction, without a savepoint of its own: what can
     # be refused (the checks, a taken slug) is refused before anything is
     # written or inside _save's savepoint, so a refused item of a bulk
     # create leaves the transaction as it was.
-    link = link_validate(link_fields)
+    link = link_validate(link_fields, slug_length=slug_length)
     link.owner, link.team = owner, team
-    _save(link, regenerate_slug=not link_fields.slug)
+    _save(link, regenerate_slug=not link_fields.slug, slug_length=slug_length)
     audit.record(
         team_id=team.pk,
         actor=owner,

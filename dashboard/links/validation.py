@@ -21,7 +21,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from slingshot.text import check_storable, describe, first_invisible
+from slingshot.text import check_storable, describe, first_invisible, shown
 
 REDIRECT_STATUSES = (301, 302, 307, 308)
 # The largest UTC offset PostgreSQL's timestamptz takes.
@@ -160,7 +160,16 @@ def validate_domain_host(value: str) -> str:
     if _ip_of(host) is not None:
         raise _refuse("Use a host name, not an IP address.", "invalid_host")
     if host == "localhost" or host.endswith(".localhost"):
-        raise _refuse("%(host)s is this machine.", "loop", host=host)
+        base = urlsplit(settings.EDGE_BASE_URL)
+        raise _refuse(
+            "%(host)s is this machine, which visitors elsewhere cannot reach. To try a second domain on this "
+            "machine, add a name such as go.test, point it at 127.0.0.1 in /etc/hosts, and open "
+            "%(scheme)s://go.test%(port)s/<slug>.",
+            "loop",
+            host=host,
+            scheme=base.scheme or "http",
+            port=f":{base.port}" if base.port else "",
+        )
     return host
 
 
@@ -222,6 +231,13 @@ def normalise_target(value: str) -> str:
     check_storable(value)
     value = value.strip(" \t\r\n")
     if not _visible(value):
+        if "://" not in value and " " in value:  # words, such as "example dot com"
+            raise _refuse(
+                "“%(value)s” is not a URL: a URL has no spaces, and begins with https:// or http://, "
+                "such as https://example.com/page.",
+                "not_url",
+                value=shown(value[:60]),
+            )
         raise _refuse(
             "The URL must not contain spaces or control characters, nor invisible or direction-changing ones.", "unsafe"
         )
@@ -231,6 +247,13 @@ def normalise_target(value: str) -> str:
         raise _refuse("The URL's host is not valid.", "invalid_host") from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
+        suggestion = _with_scheme(value)
+        if suggestion:
+            raise _refuse(
+                "Only http and https URLs can be shortened: did you mean %(suggestion)s?",
+                "scheme",
+                suggestion=suggestion,
+            )
         raise _refuse("Only http and https URLs can be shortened.", "scheme")
     if "@" in parts.netloc:
         raise _refuse("The URL must not carry a user name or password.", "credentials")
@@ -260,6 +283,20 @@ def normalise_target(value: str) -> str:
     if len(normalised) > limit:
         raise _refuse("The URL is longer than %(limit)d characters.", "too_long", limit=limit)
     return normalised
+
+
+def _with_scheme(value: str) -> str | None:
+    """What a URL typed without its scheme (example.com/page) means, as
+    https, when that is a URL that could be shortened; None otherwise."""
+    if "://" in value or value.startswith("/"):
+        return None
+    host = value.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "." not in host.rsplit(":", 1)[0]:
+        return None
+    try:
+        return normalise_target("https://" + value)
+    except ValidationError:
+        return None
 
 
 def validate_target_url(value: str) -> None:

@@ -1,10 +1,11 @@
 """The base of Slingshot's long-running management commands (import_clicks,
-run_publisher): one check of the database as they start, one way to stop
-and one way to retry."""
+run_publisher, run_imports): one check of the database as they start, one
+way to stop, one way to retry, and one way to be woken by a NOTIFY."""
 
 import signal
 import time
 
+import psycopg
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
@@ -45,3 +46,34 @@ class ServiceCommand(BaseCommand):
         pause = min(cap, first * 2**attempt)
         self.stderr.write(f"{who}: {exc.__class__.__name__}: {str(exc).strip()}; retrying in {pause:.1f}s")
         self.pause(pause)
+
+    def wait_for_notify(self, listener: psycopg.Connection, seconds: float) -> bool:
+        """Sleeps until a NOTIFY on the listener's channel, for at most
+        `seconds`, waking at least twice a second to see whether it should stop."""
+        deadline = time.monotonic() + seconds
+        while not self.stopping and (left := deadline - time.monotonic()) > 0:
+            if any(True for _ in listener.notifies(timeout=min(left, 0.5), stop_after=1)):
+                return True
+        return False
+
+    @staticmethod
+    def drain(listener: psycopg.Connection) -> None:
+        """Consumes the NOTIFYs already received, without waiting."""
+        for _ in listener.notifies(timeout=0):
+            pass
+
+    @staticmethod
+    def listen(channel: str) -> psycopg.Connection:
+        """A connection of its own to the database (Django's takes part in
+        transactions), listening on `channel`."""
+        db = connection.settings_dict
+        listener = psycopg.connect(
+            host=db["HOST"],
+            port=db["PORT"] or None,
+            user=db["USER"],
+            password=db["PASSWORD"],
+            dbname=db["NAME"],
+            autocommit=True,
+        )
+        listener.execute(f"LISTEN {channel}")
+        return listener

@@ -31,7 +31,7 @@ ORPHAN_KINDS = ("unknown", "disabled", "scheduled", "expired", "limit", "passwor
 UNLOCK_KEY_PREFIX = "slingshot:unlock:"
 
 # Paths the edge answers itself (nginx.conf's `location =` blocks): never slugs.
-EDGE_PATHS = ("healthz", "metrics", "robots.txt")
+EDGE_PATHS = ("healthz", "metrics", "robots.txt", "yourls-api.php")
 
 
 def link_key(slug: str, host: str | None = None) -> str:

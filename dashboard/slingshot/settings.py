@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from corsheaders.defaults import default_headers as default_cors_headers
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
@@ -61,6 +62,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
+    "corsheaders",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -71,15 +73,20 @@ INSTALLED_APPS = [
     "tokens",
     "links",
     "clicks",
+    "importers",
     "api",
     "accounts",
     "web",
+    "yourls_api",
 ]
 
 MIDDLEWARE = [
     "slingshot.metrics.RequestMetricsMiddleware",  # first: it times all the others
+    # Before anything that answers: the headers go on errors too (CORS_URLS_REGEX below).
+    "corsheaders.middleware.CorsMiddleware",
     "slingshot.operators.OperatorEndpointsMiddleware",  # /healthz and /metrics
     "web.edge_calls.EdgeCallsMiddleware",  # what the edges ask, with their secret
+    "yourls_api.views.EdgeYourlsMiddleware",  # the YOURLS API an edge passes on, with its secret
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -89,6 +96,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "web.middleware.TimeZoneMiddleware",  # the person's zone, from their session
+    "web.middleware.PasswordChangeDueMiddleware",  # a generated password is replaced first
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "accounts.middleware.SessionUseMiddleware",  # after auth, inside sessions: it records a session's use
     "slingshot.db.PrimaryAfterWriteMiddleware",  # a person's writes pin their lists to the primary a moment
@@ -307,6 +315,26 @@ API_BULK_MAX = 1000
 # Requests per token (or per signed-in user without a token), e.g. "6000/min".
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="6000/min")
 
+# Shlink's REST API (api/shlink/, docs/compatibility.md), which browsers
+# call from other sites (Shlink's web client): CORS for it alone, answered
+# by django-cors-headers, preflights without a key. "*" lets any site call
+# it, as Shlink does; or a list of origins ("https://app.shlink.io,...").
+SHLINK_CORS_ALLOW_ORIGIN = env.list("SHLINK_CORS_ALLOW_ORIGIN", default=["*"])
+CORS_URLS_REGEX = r"^/rest/"
+CORS_ALLOW_ALL_ORIGINS = SHLINK_CORS_ALLOW_ORIGIN == ["*"]
+CORS_ALLOWED_ORIGINS = [] if CORS_ALLOW_ALL_ORIGINS else SHLINK_CORS_ALLOW_ORIGIN
+CORS_ALLOW_HEADERS = (*default_cors_headers, "x-api-key")
+CORS_PREFLIGHT_MAX_AGE = 3600
+
+# The YOURLS API (yourls_api/, docs/compatibility.md). A URL the team has a
+# link to on the same domain already is answered with that link, not made
+# again (YOURLS' YOURLS_UNIQUE_URLS); a time-limited signature's timestamp
+# may be this many seconds from now either way (YOURLS_NONCE_LIFE); user
+# names and passwords are accepted only when allowed (throttled as sign-in).
+YOURLS_UNIQUE_URLS = env.bool("YOURLS_UNIQUE_URLS", default=True)
+YOURLS_SIGNATURE_LIFETIME = env.int("YOURLS_SIGNATURE_LIFETIME", default=12 * 3600)
+YOURLS_PASSWORD_AUTH = env.bool("YOURLS_PASSWORD_AUTH", default=False)
+
 # Dashboard pages (web/).
 LOGIN_URL = "web:sign-in"
 LOGIN_REDIRECT_URL = "web:overview"
@@ -318,6 +346,12 @@ WEB_LINKS_PER_PAGE = env.int("WEB_LINKS_PER_PAGE", default=50)
 WEB_IMPORT_MAX_ROWS = env.int("WEB_IMPORT_MAX_ROWS", default=10_000)
 WEB_IMPORT_MAX_BYTES = env.int("WEB_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)  # larger CSV uploads are refused
 WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
+# Files given to an import from another shortener on the Import page (a YOURLS dump, say; docs/importing.md).
+IMPORTERS_UPLOAD_MAX_BYTES = env.int("IMPORTERS_UPLOAD_MAX_BYTES", default=1024 * 1024 * 1024)
+# Tries of a request to another shortener's API that it throttled or failed, with backoff, before the import stops.
+IMPORTERS_API_ATTEMPTS = env.int("IMPORTERS_API_ATTEMPTS", default=6)
+# Whether an import started from the Import page may fetch from a private network's address (SSRF otherwise).
+IMPORTERS_PRIVATE_ADDRESSES = env.bool("IMPORTERS_PRIVATE_ADDRESSES", default=False)
 # Reports under filters (clicks/selectors.py): the breakdowns count the
 # latest this many matching raw clicks, and a statement of the raw clicks
 # is cancelled after this many milliseconds, its report refused.
@@ -386,4 +420,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        # django-axes names its lockout rule at every start of every process
+        # (each worker, command and program); `make run` has it said once
+        # (devstack/stack.py), and AXES_BANNER=1 shows it anywhere.
+        "axes.apps": {"level": "INFO" if env.bool("AXES_BANNER", default=False) else "WARNING"},
+    },
 }

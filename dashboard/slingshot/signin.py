@@ -28,11 +28,11 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 ADDRESS_ONLY = ("ip_address",)
+WARN_WHEN_LEFT = 3
 
 
 def _limit(parameters: str | list[str]) -> int:
-    names = (parameters,) if isinstance(parameters, str) else tuple(parameters)
-    return settings.SIGN_IN_ADDRESS_FAILURE_LIMIT if names == ADDRESS_ONLY else settings.AXES_FAILURE_LIMIT
+    return settings.SIGN_IN_ADDRESS_FAILURE_LIMIT if _is_address_only(parameters) else settings.AXES_FAILURE_LIMIT
 
 
 class SignInAttempts(AxesDatabaseHandler):
@@ -45,20 +45,55 @@ class SignInAttempts(AxesDatabaseHandler):
     own limit."""
 
     def get_failures(self, request, credentials: dict | None = None) -> int:
-        counted = zip(
-            get_lockout_parameters(request, credentials), self.get_user_attempts(request, credentials), strict=True
-        )
-        worst = 0
-        for parameters, attempts in counted:
-            failures = attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
-            worst = max(worst, failures - _limit(parameters) + settings.AXES_FAILURE_LIMIT)
-        return worst
+        return settings.AXES_FAILURE_LIMIT - nearest_lockout(request, credentials)[0]
 
 
-def lockout_message(cool_off: timedelta | None) -> str:
+def nearest_lockout(request, credentials: dict | None = None) -> tuple[int, bool]:
+    """The failures left before this client is locked out (0 or less: it
+    is), and whether that is by its address alone, whatever the user name,
+    rather than by the user name from its address."""
+    counted = zip(
+        get_lockout_parameters(request, credentials),
+        AxesDatabaseHandler().get_user_attempts(request, credentials),
+        strict=True,
+    )
+    nearest = (settings.AXES_FAILURE_LIMIT, False)
+    for parameters, attempts in counted:
+        failures = attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
+        nearest = min(nearest, (_limit(parameters) - failures, _is_address_only(parameters)))
+    return nearest
+
+
+def _is_address_only(parameters: str | list[str]) -> bool:
+    return ((parameters,) if isinstance(parameters, str) else tuple(parameters)) == ADDRESS_ONLY
+
+
+def _minutes(cool_off: timedelta | None) -> str:
     minutes = max(1, round(cool_off.total_seconds() / 60)) if cool_off else None
-    wait = f"in {minutes} minute{'s' if minutes != 1 else ''}" if minutes else "later"
-    return f"Too many failed sign-ins from your address. Try again {wait}."
+    return f"{minutes} minute{'s' if minutes != 1 else ''}" if minutes else "a while"
+
+
+def lockout_message(cool_off: timedelta | None, *, address_only: bool = False) -> str:
+    wait = _minutes(cool_off)
+    if address_only:
+        return f"Too many failed sign-ins from your address, whatever the user name: try again in {wait}."
+    return (
+        f"Too many failed sign-ins from your address with this user name: try again in {wait}. "
+        "Until then it cannot sign in from this address; from any other, it can."
+    )
+
+
+def failures_left_warning(request, credentials: dict | None = None) -> str | None:
+    """After a failed sign-in, a warning when few failures are left before
+    a lockout (WARN_WHEN_LEFT or fewer); None otherwise."""
+    left, address_only = nearest_lockout(request, credentials)
+    if not 0 < left <= WARN_WHEN_LEFT:
+        return None
+    tries = f"{left} more failed sign-in{'s' if left != 1 else ''}"
+    wait = _minutes(settings.AXES_COOLOFF_TIME)
+    if address_only:
+        return f"{tries} from your address, whatever the user name, and it must wait {wait}."
+    return f"{tries} with this user name from your address, and it must wait {wait} to sign in from here."
 
 
 def lockout_response(
@@ -68,7 +103,7 @@ def lockout_response(
     page it used, the dashboard's or the admin's, with the lockout in place
     of the form's own error, as 429 Too Many Requests with a Retry-After."""
     cool_off = get_cool_off(request)
-    message = lockout_message(cool_off)
+    message = lockout_message(cool_off, address_only=nearest_lockout(request, credentials)[1])
     context = getattr(original_response, "context_data", None) or {}
     form = context.get("form")
     if isinstance(original_response, TemplateResponse) and isinstance(form, forms.Form):

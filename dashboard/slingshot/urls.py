@@ -6,6 +6,10 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("api.urls")),
+    # Shlink's REST API, for its clients (api/shlink/, docs/compatibility.md).
+    path("rest/", include("api.shlink.urls")),
+    # The YOURLS API at /yourls-api.php (yourls_api/, docs/compatibility.md).
+    path("", include("yourls_api.urls")),
     path("", include("web.urls")),
 ]
 

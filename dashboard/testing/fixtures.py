@@ -2,7 +2,14 @@
 it before Django is set up, so the app modules are imported in the
 fixtures)."""
 
+import os
+import subprocess
+
 import pytest
+
+import devstack
+
+GUNICORN_CONF = devstack.REPO / "dashboard" / "gunicorn.conf.py"
 
 
 @pytest.fixture
@@ -58,3 +65,39 @@ def closed_breaker():
     from slingshot.redis import breaker
 
     breaker.reset()
+
+
+def database_url() -> str:
+    """The test database, for a process of a test's own."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    return f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
+
+
+@pytest.fixture
+def make_dashboard(tmp_path):
+    """make_dashboard(env=None, workers=2): starts the dashboard under
+    gunicorn, as docker-compose.yml does, with these settings on top of the
+    test run's, and returns its port; stops it after the test."""
+    started = []
+
+    def start(env: dict[str, str] | None = None, *, workers: int = 2) -> int:
+        port = devstack.free_port()
+        with open(tmp_path / f"gunicorn-{port}.log", "ab") as log:
+            process = subprocess.Popen(
+                [*devstack.gunicorn_command(port, workers=workers), "--config", str(GUNICORN_CONF)],
+                env={**os.environ, "DATABASE_URL": database_url(), **(env or {})},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        started.append(process)
+        devstack.wait_for_port(port, process=process)
+        return port
+
+    yield start
+    for process in started:
+        process.terminate()
+    for process in started:
+        process.wait(timeout=30)

@@ -137,7 +137,13 @@ def token_authenticate(raw: str) -> ApiToken | None:
     same query, and bound to its user for this request (teams.access.bind_token).
     None as well for a person no longer active or no longer a member. Marks
     the token used."""
-    token = _token_with_digest(token_digest(raw))
+    return token_by_digest(token_digest(raw))
+
+
+def token_by_digest(digest: str) -> ApiToken | None:
+    """token_authenticate for the token of this digest, which a caller found
+    some other way than by its secret (tokens/signatures.py)."""
+    token = _token_with_digest(digest)
     if token is None:
         return None
     now = timezone.now()

@@ -16,11 +16,12 @@ from django.utils import timezone as tz
 from django.views.decorators.http import require_POST
 
 from accounts import selectors, services
+from slingshot import signin
 from teams import access
 
 from . import forms
 from . import services as web_services
-from .middleware import remember_time_zone
+from .middleware import PASSWORD_DUE_KEY, remember_time_zone
 
 
 def _managers_only(request) -> None:
@@ -109,12 +110,30 @@ class PasswordSetView(auth_views.PasswordResetConfirmView):
         return super().form_valid(form)
 
 
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """Django's; a password chosen here ends the asking for one in place of
+    a generated password (web.middleware.PasswordChangeDueMiddleware)."""
+
+    template_name = "web/password_change.html"
+    success_url = reverse_lazy("web:password-change-done")
+
+    def form_valid(self, form):
+        self.request.session.pop(PASSWORD_DUE_KEY, None)
+        return super().form_valid(form)
+
+
 class SignInView(auth_views.LoginView):
     """Django's sign-in; django-axes throttles it like every other way to
     sign in (slingshot/signin.py)."""
 
     template_name = "web/sign_in.html"
     redirect_authenticated_user = True
+
+    def form_invalid(self, form):
+        warning = signin.failures_left_warning(self.request, {"username": form.data.get("username", "")})
+        if warning:
+            form.add_error(None, warning)
+        return super().form_invalid(form)
 
 
 @login_required

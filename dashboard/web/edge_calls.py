@@ -8,13 +8,13 @@ and over the plain HTTP of that network. Nothing here builds a URL from
 the Host header; the caller proves it is an edge with EDGE_DASHBOARD_SECRET.
 """
 
-import hmac
 import json
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from links.unlocking import check_link_password
+from slingshot.edges import from_edge
 from slingshot.text import unstorable
 
 PASSWORD_CHECK_PATH = "/internal/link-password"
@@ -37,18 +37,13 @@ def _refusal(status: int, error: str) -> JsonResponse:
     return JsonResponse({"error": error}, status=status)
 
 
-def _is_edge(request: HttpRequest) -> bool:
-    scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
-    return scheme == "Bearer" and hmac.compare_digest(secret.encode(), settings.EDGE_DASHBOARD_SECRET.encode())
-
-
 def link_password_check(request: HttpRequest) -> HttpResponse:
     """POST {"link": id, "password": "...", "address": "..."} ->
     {"outcome": "right" | "wrong" | "locked" | "unavailable"}, with `scope`
     and `retry_after` (seconds) when locked."""
     if not settings.EDGE_DASHBOARD_SECRET:
         return _refusal(503, "EDGE_DASHBOARD_SECRET is not set: no password can be checked")
-    if not _is_edge(request):
+    if not from_edge(request):
         return _refusal(401, "an edge's Authorization: Bearer EDGE_DASHBOARD_SECRET is required")
     if request.method != "POST":
         return _refusal(405, "POST only")

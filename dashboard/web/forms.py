@@ -54,6 +54,11 @@ class DomainForm(forms.ModelForm):
     class Meta:
         model = Domain
         fields = ["host", "root_url", "not_found_url", "https_redirect"]
+        # One URL each: a line, not a box.
+        widgets = {
+            "root_url": forms.URLInput(attrs={"placeholder": "https://"}),
+            "not_found_url": forms.URLInput(attrs={"placeholder": "https://"}),
+        }
         help_texts = {
             "host": "A host name such as go.example.com, whose DNS points at the edge.",
             "root_url": "Where / redirects. Empty: a 404 (the default domain: EDGE_ROOT_URL).",

@@ -47,16 +47,23 @@ def link_import_detail(request, pk: int):
     link_import = get_object_or_404(LinkImport, pk=pk, owner=request.user)
     rows = link_import.rows
     valid = [row for row in rows if not row["errors"]]
+    # The preview shows the columns the file fills, so that it fits the page.
+    preview = valid[:20]
+    columns = [name for name in imports.CSV_COLUMNS if any(row["fields"].get(name) for row in preview)]
+    # Rows still to come whose expiry has passed: created only if the person says so.
+    expired = [row for row in rows[link_import.position :] if row.get("warnings") and not row["errors"]]
     return render(
         request,
         "web/link_import_detail.html",
         {
             "import": link_import,
-            "columns": imports.CSV_COLUMNS,
+            "columns": columns,
             "valid": len(valid),
             "error_rows": [row for row in rows if row["errors"]][:500],
+            "expired_rows": expired[:500],
+            "expired_count": len(expired),
             "preview_rows": [
-                (row["line"], [row["fields"].get(name, "") for name in imports.CSV_COLUMNS]) for row in valid[:20]
+                (row["line"], [(name, row["fields"].get(name, "")) for name in columns]) for row in preview
             ],
         },
     )
@@ -65,7 +72,10 @@ def link_import_detail(request, pk: int):
 @login_required
 @require_POST
 def link_import_run(request, pk: int):
-    link_import = imports.import_run_chunk(link_import=get_object_or_404(LinkImport, pk=pk, owner=request.user))
+    link_import = imports.import_run_chunk(
+        link_import=get_object_or_404(LinkImport, pk=pk, owner=request.user),
+        expired_ok=request.POST.get("expired_ok") == "on",
+    )
     if request.headers.get("Accept") == "application/json":
         return JsonResponse(
             {

@@ -10,6 +10,7 @@ from django.db import models
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
+from links import rules
 from links.domains import default_domain
 from links.fields import OPTION_NAMES, LinkFields
 from links.imports import CSV_COLUMNS
@@ -20,16 +21,19 @@ from slingshot.text import check_storable, unstorable_in
 from .forms import DateTimeInput
 
 RULES_HELP = (
-    "A JSON list, tried in order; a visitor goes to the url of the first rule whose conditions all "
-    'hold. Conditions: {"type": "device", "value": "ios"} (or android, mobile, desktop, windows, macos, linux), '
-    '{"type": "language", "value": "en"} (en also matches en-GB), {"type": "country", "value": "DE"}, '
-    '{"type": "query", "key": "ref", "value": "mail"} (value left out: the key is present). Example: '
-    '[{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}]'
+    "The rules as a JSON list, as the API takes them, tried in order; a visitor goes to the url of the first rule "
+    'whose conditions all hold. Conditions: {"type": "device", "value": "ios"} (or android, mobile, desktop, '
+    'windows, macos, linux), {"type": "language", "value": "en"} (en also matches en-GB), '
+    '{"type": "country", "value": "DE"}, {"type": "query", "key": "ref", "value": "mail"} (value left out: the key '
+    'is present). Example: [{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}]'
 )
 SPLIT_HELP = (
-    "Used when no rule matched: 2 to 10 destinations sharing the visitors by weight (1 to 100); each "
-    'visitor always gets the same one. Example: [{"url": "https://example.com/a", "weight": 50}, '
-    '{"url": "https://example.com/b", "weight": 50}]'
+    "The split as a JSON list: 2 to 10 destinations sharing the visitors by weight (1 to 100). Example: "
+    '[{"url": "https://example.com/a", "weight": 50}, {"url": "https://example.com/b", "weight": 50}]'
+)
+EXPIRED_MESSAGE = (
+    "This time has passed: the short URL would answer 410 Gone from the start. Choose a later time, "
+    "or tick “Save it expired” below."
 )
 UTM_PARAMETERS = ("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
 
@@ -105,6 +109,12 @@ class _LinkFormBase(forms.Form):
         """`teams`: those the link may move to (the person's, as an editor),
         when there is a choice."""
         super().__init__(*args, **kwargs)
+        self.editing = editing
+        self.expired_to_confirm = False
+        # Shown, after the expiry, only when that has passed (EXPIRED_MESSAGE).
+        self.fields["expired_ok"] = forms.BooleanField(
+            label="Save it expired", required=False, help_text="The short URL answers 410 Gone at once."
+        )
         if not editing:
             self.fields["domain"].initial = default_domain()
         if teams is not None:
@@ -140,14 +150,35 @@ class _LinkFormBase(forms.Form):
         return {name: getattr(link, name) for name in OPTION_NAMES if name != "password"}
 
     def link_fields(self):
-        return [
-            self[name]
-            for name in self.fields
-            if name not in UTM_PARAMETERS and name not in self.RULE_FIELDS and name != "password_typed"
-        ]
+        shown = []
+        for name in self.fields:
+            if name in UTM_PARAMETERS or name in self.RULE_FIELDS or name in ("password_typed", "expired_ok"):
+                continue
+            shown.append(self[name])
+            if name == "expires_at" and (self.expired_to_confirm or self.data.get("expired_ok")):
+                shown.append(self["expired_ok"])
+        return shown
+
+    def expiry_passed(self) -> bool:
+        """Whether the expiry given (a new one, when editing) has passed."""
+        expires_at = getattr(self, "cleaned_data", {}).get("expires_at")
+        changed = not self.editing or "expires_at" in self.changed_data
+        return bool(expires_at and changed and expires_at <= timezone.now())
 
     def rule_fields(self):
         return [self[name] for name in self.RULE_FIELDS]
+
+    @property
+    def builder_options(self) -> dict:
+        """What the rows of rules and split offer (static/web/rules.js), as links/rules.py has it."""
+        return {
+            "types": list(rules.CONDITION_TYPES),
+            "devices": list(rules.DEVICES),
+            "max_rules": rules.MAX_RULES,
+            "max_conditions": rules.MAX_CONDITIONS,
+            "max_split": rules.MAX_SPLIT,
+            "max_weight": rules.MAX_WEIGHT,
+        }
 
     def utm_fields(self):
         return [self[name] for name in UTM_PARAMETERS]
@@ -158,7 +189,21 @@ class _LinkFormBase(forms.Form):
             data["url"] = with_utm(data["url"], {name: data.get(name, "") for name in UTM_PARAMETERS})
         if data.get("password_typed") and not data.get("password") and not data.get("remove_password"):
             self.add_error("password", self.PASSWORD_NOT_KEPT)
+        if self.expiry_passed() and not data.get("expired_ok"):
+            self.expired_to_confirm = True
+            self.add_error("expires_at", EXPIRED_MESSAGE)
         return data
+
+    def values_to_check(self) -> dict:
+        """The options that parsed, for links.checks.link_check: every
+        problem of the link is then shown at once, not one stage at a time."""
+        data = getattr(self, "cleaned_data", {})
+        values = {name: data[name] for name in OPTION_NAMES if name in data and name not in self.errors}
+        if not values.get("slug"):
+            values.pop("slug", None)  # generated when the link is saved
+        if values.get("domain") is None:
+            values.pop("domain", None)
+        return values
 
     def before_shown_again(self) -> None:
         """For a form sent with errors: a password typed in it is not
@@ -250,7 +295,13 @@ class LinkListForm(forms.Form):
         "clicks": "clicks",
         "slug": "slug",
     }
-    STATUSES = [("", "Any status"), ("active", "Active"), ("disabled", "Disabled")]
+    STATUSES = [
+        ("", "Any status"),
+        ("active", "Active"),
+        ("scheduled", "Scheduled"),
+        ("expired", "Expired"),
+        ("disabled", "Disabled"),
+    ]
 
     q = forms.CharField(
         label="Search", required=False, widget=forms.SearchInput(attrs={"placeholder": "Slug, title or target"})
@@ -271,6 +322,11 @@ class LinkListForm(forms.Form):
         ],
     )
 
+    def filtered(self) -> bool:
+        """Whether any filter narrows the list (the sort does not)."""
+        self.is_valid()
+        return any(self.cleaned_data.get(name) for name in ("q", "domain", "tag", "status"))
+
     def search_arguments(self) -> dict:
         self.is_valid()
         data = self.cleaned_data
@@ -278,7 +334,7 @@ class LinkListForm(forms.Form):
             "query": data.get("q") or "",
             "domain": data.get("domain"),
             "tag": data.get("tag") or None,
-            "is_active": {"active": True, "disabled": False}.get(data.get("status") or ""),
+            "state": data.get("status") or None,
             "ordering": self.SORTS[data.get("sort") or "-created"],
         }
 
@@ -320,7 +376,7 @@ class CsvUploadForm(forms.Form):
         field = self.fields["file"]
         field.required = not too_large  # a file cut off by UploadLimitHandler is absent, not missing
         field.help_text = (
-            f"A header row with at least `url`; optional: {', '.join(name for name in CSV_COLUMNS if name != 'url')} "
+            f"A header row naming the columns, url at least; optional: {', '.join(name for name in CSV_COLUMNS if name != 'url')} "
             f"(the columns of the export). Up to {filesizeformat(self.max_bytes)} and "
             f"{settings.WEB_IMPORT_MAX_ROWS:,} rows. A cell that begins with a single quote followed by "
             "=, +, -, @, a tab or a carriage return loses that quote: the export adds it so that spreadsheets "

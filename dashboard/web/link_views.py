@@ -17,14 +17,14 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from links import imports, selectors, services
+from links import checks, imports, selectors, services
 from links.models import Link
 from slingshot.db import reports_db
 from teams import access
 from teams.models import Role
 
 from . import forms, link_forms
-from .teams import current_team, edits_in
+from .teams import current_team, edits_in, memberships
 
 
 def link_or_404(request, slug: str, needed: str = Role.VIEWER) -> Link:
@@ -93,6 +93,7 @@ def link_list(request):
     query.pop("page", None)
     edits = edits_in(request, team)
     rows = get_template("web/_link_rows.html", using="jinja2").render({"links": page.object_list, "edits": edits})
+    filtered = form.filtered()
     return render(
         request,
         "web/link_list.html",
@@ -100,10 +101,21 @@ def link_list(request):
             "form": form,
             "page": page,
             "query": query.urlencode(),
+            "filtered": filtered,
+            "team": team,
+            "other_teams": [] if page.paginator.count or filtered else _other_teams(request, team),
             "edits": edits,
             "rows": mark_safe(rows),  # Jinja2 escaped every value (web/jinja_env.py)
         },
     )
+
+
+def _other_teams(request, team) -> list[tuple]:
+    """The person's other teams with their links, to switch back to from a
+    team without any (a new one, say)."""
+    others = [membership for membership in memberships(request) if membership.team_id != team.pk]
+    counts = selectors.link_counts(membership.team_id for membership in others)
+    return [(membership.team, counts.get(membership.team_id, 0)) for membership in others]
 
 
 @login_required
@@ -169,10 +181,22 @@ def link_export(request):
     return response
 
 
+def checked(form: link_forms.LinkForm, link: Link | None = None) -> bool:
+    """Whether the link form is valid, with every problem found at once: the
+    form's checks and then the services' (links.checks.link_check) on what
+    parsed, so that a bad rule does not hide a slug that is taken."""
+    form.is_valid()
+    try:
+        checks.link_check(values=form.values_to_check(), link=link)
+    except ValidationError as exc:
+        forms.add_service_errors(form, exc)
+    return not form.errors
+
+
 @login_required
 def link_create(request):
     form = link_forms.LinkForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and checked(form):
         try:
             link = services.link_create(owner=request.user, team=current_team(request), fields=form.as_link_fields())
         except ValidationError as exc:
@@ -196,7 +220,7 @@ def link_edit(request, slug: str):
         has_password=link.has_password,
         teams=teams if teams.count() > 1 else None,
     )
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and checked(form, link):
         try:
             services.link_update(link=link, actor=request.user, **form.changes())
         except ValidationError as exc:

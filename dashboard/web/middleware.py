@@ -1,9 +1,15 @@
-"""The signed-in person's time zone (web.Preferences) for the pages."""
+"""What the pages need of the signed-in person before any page: their
+time zone (web.Preferences), and a password of their own in place of one
+Slingshot generated (accounts.models.GeneratedPassword)."""
 
+from django.contrib import messages
 from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
+from django.shortcuts import redirect
+from django.urls import reverse
 from django.utils import timezone
 
+from accounts.selectors import password_change_due
 from clicks.calendar import zone_named
 
 from .models import Preferences
@@ -22,10 +28,16 @@ def remember_time_zone(request, name: str | None = None, *, user=None) -> str:
     return name
 
 
+# Set at sign-in while the person's password is one Slingshot generated.
+PASSWORD_DUE_KEY = "password_change_due"
+
+
 @receiver(user_logged_in)
 def _signed_in(sender, request, user, **kwargs):
     if request is not None and hasattr(request, "session"):
         remember_time_zone(request, user=user)
+        if password_change_due(user):
+            request.session[PASSWORD_DUE_KEY] = True
 
 
 class TimeZoneMiddleware:
@@ -52,3 +64,25 @@ class TimeZoneMiddleware:
             return self.get_response(request)
         finally:
             timezone.deactivate()
+
+
+class PasswordChangeDueMiddleware:
+    """Sends a person whose password Slingshot generated (the first admin of
+    `make run`) to the password page from any page, the admin's included,
+    until they have chosen their own (web.account_views.PasswordChangeView
+    takes the mark away). The API, with its tokens, is left alone."""
+
+    ALLOWED = ("web:password-change", "web:sign-out")
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if (
+            request.session.get(PASSWORD_DUE_KEY)
+            and not request.path.startswith(("/api/", "/static/"))
+            and request.path not in [reverse(name) for name in self.ALLOWED]
+        ):
+            messages.info(request, "Choose a password of your own: the one you signed in with was shown once.")
+            return redirect("web:password-change")
+        return self.get_response(request)

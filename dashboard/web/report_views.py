@@ -155,14 +155,12 @@ def link_detail(request, slug: str):
     link = link_or_404(request, slug)
     totals = link_totals(link_ids=[link.pk])[link.pk]
     context = _link_report(request, link)
-    visits = selectors.link_visits([link])
+    limit = selectors.visit_limit(link)
     context.update(
         edits=access.allows(link.role, Role.EDITOR),
         short_url=link.short_url,
-        state=selectors.link_state(link, visits=(visits or {}).get(link.pk)),
-        # None: Redis did not answer; absent: no limit.
-        # Requests over the limit count too: the visits served are at most the limit.
-        visits=None if visits is None else min(visits.get(link.pk, 0), link.max_visits or 0),
+        state=selectors.link_state(link, visits=limit and limit.served),
+        limit=limit,
         totals=totals,
         live_version=totals.clicks,
     )

@@ -55,7 +55,11 @@ def team_list(request):
             forms.add_service_errors(form, exc)
         else:
             choose(request, team.pk)
-            messages.success(request, f"Created the team {team.name}; you are its admin.")
+            messages.success(
+                request,
+                f"Created the team {team.name}, and you now work in it: its links, tokens and reports, none yet. "
+                "Your links are in the teams they were in: the team menu at the top switches back.",
+            )
             return redirect("web:team-detail", team_id=team.pk)
     # A superuser may work in any team: they see every one.
     every = access.acts_everywhere(request.user)

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 
 from tokens import services as token_services
 from tokens.models import ApiToken
+from tokens.signatures import token_signature
 
 from . import forms
 from .teams import current_team
@@ -31,7 +32,8 @@ def tokens(request):
     tokens = ApiToken.objects.filter(user=request.user).select_related("team")
     created = request.session.pop(CREATED_TOKEN, None) if request.method == "GET" else None
     if created:
-        created = {"token": next((token for token in tokens if token.pk == created["pk"]), None), "raw": created["raw"]}
+        token = next((token for token in tokens if token.pk == created["pk"]), None)
+        created = {"token": token, "raw": created["raw"], "signature": token_signature(token) if token else None}
     return render(request, "web/tokens.html", {"form": form, "created": created, "tokens": tokens})
 
 

@@ -1,9 +1,18 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path, re_path, reverse_lazy
+from django.urls import path, re_path
 
 from links import slugs
 
-from . import account_views, domain_views, import_views, link_views, report_views, team_views, token_views
+from . import (
+    account_views,
+    domain_views,
+    import_views,
+    link_views,
+    report_views,
+    source_import_views,
+    team_views,
+    token_views,
+)
 
 app_name = "web"
 SLUG = rf"(?P<slug>{slugs.PATTERN})"
@@ -14,13 +23,7 @@ urlpatterns = [
     path("live", report_views.overview_live, name="overview-live"),
     path("sign-in/", account_views.SignInView.as_view(), name="sign-in"),
     path("sign-out/", auth_views.LogoutView.as_view(), name="sign-out"),
-    path(
-        "password/",
-        auth_views.PasswordChangeView.as_view(
-            template_name="web/password_change.html", success_url=reverse_lazy("web:password-change-done")
-        ),
-        name="password-change",
-    ),
+    path("password/", account_views.PasswordChangeView.as_view(), name="password-change"),
     path(
         "password/done/",
         auth_views.PasswordChangeDoneView.as_view(template_name="web/password_change_done.html"),
@@ -33,6 +36,9 @@ urlpatterns = [
     path("links/import/", import_views.link_import, name="link-import"),
     path("links/import/<int:pk>/", import_views.link_import_detail, name="link-import-detail"),
     path("links/import/<int:pk>/run", import_views.link_import_run, name="link-import-run"),
+    path("import/", source_import_views.source_import, name="source-import"),
+    path("import/<int:pk>/", source_import_views.source_import_detail, name="source-import-detail"),
+    path("import/<int:pk>/import", source_import_views.source_import_for_real, name="source-import-for-real"),
     re_path(rf"^links/{SLUG}/$", report_views.link_detail, name="link-detail"),
     re_path(rf"^links/{SLUG}/report$", report_views.link_report, name="link-report"),
     re_path(rf"^links/{SLUG}/live$", report_views.link_live, name="link-live"),

@@ -137,8 +137,10 @@ function _M.parse(getenv)
     }
     settings.https_port_suffix = settings.https_port == 443 and "" or ":" .. settings.https_port
     if settings.dashboard_url then
-        settings.password_check_url = settings.dashboard_url:gsub("/+$", "")
-            .. "/internal/link-password"
+        local dashboard = settings.dashboard_url:gsub("/+$", "")
+        settings.password_check_url = dashboard .. "/internal/link-password"
+        -- Where the YOURLS API asked of a short domain is passed (edge.yourls_api).
+        settings.yourls_api_url = dashboard .. "/internal/yourls-api"
     end
     if settings.slug_min_length > settings.slug_max_length then
         error(format("EDGE_SLUG_MIN_LENGTH (%s) is above EDGE_SLUG_MAX_LENGTH (%s)",

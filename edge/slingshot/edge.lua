@@ -15,6 +15,8 @@ local domains = require("slingshot.domains")
 local robots = require("slingshot.robots")
 local certs = require("slingshot.certs")
 local unlock = require("slingshot.unlock")
+local shlink = require("slingshot.shlink")
+local pages = require("slingshot.pages")
 
 local ngx = ngx
 local var = ngx.var
@@ -46,10 +48,8 @@ local LIMIT_REACHED = outcome("limit_reached")
 local PASSWORD = outcome("password")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
+local PIXEL = outcome("pixel")
 
-local GONE_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1><p>This link has expired.</p>"
-local LIMIT_PAGE = "<!doctype html><title>Gone</title><h1>Gone</h1>"
-    .. "<p>This link has had all the visits it was made for.</p>"
 local UNAVAILABLE_PAGE = "<!doctype html><title>Unavailable</title>"
     .. "<h1>Temporarily unavailable</h1><p>Please try again shortly.</p>"
 
@@ -57,12 +57,17 @@ function _M.init()
     config.load()
     metrics.init()
     clicks.init()
+    visits.init()
 end
 
 -- One timer per worker sends clicks and their counts, and moves counters
 -- into the shared dict; run once more at exit, it sends what is left.
 local function tick(premature)
     clicks.flush(premature)
+    local ok, err = visits.flush()
+    if not ok then
+        log(WARN, "visits counted here not sent yet: ", err)
+    end
     metrics.sync()
 end
 
@@ -102,16 +107,29 @@ local function send_to(url, status)
     return redirect(url, status or 302)
 end
 
+-- A page of the product for a visitor the link does not send on (pages.lua):
+-- in the visitor's language, under the password page's style and CSP.
+local function page(status, kind, domain)
+    local lang = pages.language(var.http_accept_language)
+    ngx.status = status
+    header["Content-Security-Policy"] = unlock.CSP
+    header["Content-Language"] = lang
+    local body, length = pages.for_domain(domain, kind, lang, unlock.STYLE)
+    header["Content-Length"] = length
+    print(body)
+    return exit(status)
+end
+
 -- An unknown, disabled or malformed slug: the domain's not-found redirect
--- (the default domain's is EDGE_NOT_FOUND_URL) or a 404 page.
+-- (the default domain's is EDGE_NOT_FOUND_URL) or a 404 page (pages.lua).
 local function not_found(domain)
     local url = domain.not_found_url
     if url then
         return send_to(url)
     end
-    -- nginx's own small 404 page: cheaper than writing a body from Lua,
-    -- which a flood of unknown slugs would pay on every request.
-    return exit(404)
+    -- The page is made once per domain and language: a flood of unknown
+    -- slugs pays a header read and a table lookup per request.
+    return page(404, "not_found", domain)
 end
 
 -- What a link's rules may ask of the request (rules.pick), read only when
@@ -133,8 +151,9 @@ local request = {
 -- A link that is disabled, scheduled, expiring, limited or locked by a
 -- password: what plain links are spared. A visit to a link that is not
 -- served (past its visit limit too) is no click of the link but an orphan
--- visit, as to an unknown slug.
-local function redirect_special(slug, value, domain)
+-- visit, as to an unknown slug. A tracking pixel's visit (`pixel`) is
+-- counted the same way and answered with the image instead of a target.
+local function redirect_special(slug, value, domain, pixel)
     local state = link.state(value, value.timed and time())
     if state == "disabled" then
         metrics.inc(DISABLED)
@@ -147,7 +166,7 @@ local function redirect_special(slug, value, domain)
     elseif state == "expired" then
         metrics.inc(EXPIRED)
         clicks.record(slug, "", domain.orphan.expired)
-        return answer(410, GONE_PAGE)
+        return page(410, "expired", domain)
     end
     -- A visitor let through the password: where they came from before
     -- the password page; false for a request without a pass (unlock.lua).
@@ -160,7 +179,7 @@ local function redirect_special(slug, value, domain)
         end
     end
     local asking = value.locked and not referer
-    if value.max_visits then
+    if value.visits_key then
         -- The password page takes no visit: it only looks.
         local admitted, err = visits.admit(value, not asking and get_method() ~= "HEAD")
         if admitted == nil then
@@ -168,7 +187,7 @@ local function redirect_special(slug, value, domain)
         elseif not admitted then
             metrics.inc(LIMIT_REACHED)
             clicks.record(slug, "", domain.orphan.limit)
-            return answer(410, LIMIT_PAGE)
+            return page(410, "limit", domain)
         end
     end
     if asking then
@@ -176,13 +195,17 @@ local function redirect_special(slug, value, domain)
         return unlock.ask(slug, value, domain)
     end
     local url, rule
-    if value.rules then
+    if value.rules and not pixel then
         url, rule = rules.pick(value.rules, request)
     end
     if referer then
         clicks.record_from(slug, value.id, rule, referer)
     else
         clicks.record(slug, value.id, rule)
+    end
+    if pixel then
+        metrics.inc(PIXEL)
+        return shlink.pixel()
     end
     metrics.inc(REDIRECTED)
     return send_to(link.target(value, value.forward_query and var.args, url), value.status)
@@ -210,6 +233,13 @@ function _M.redirect()
     local uri = var.uri
     local slug = slugs.from_path(uri, config.slug_min_length, config.slug_max_length,
         config.slug_alphabet)
+    -- Shlink's tracking pixel, /<slug>/track: a visit of the link, answered with an image.
+    local pixel = false
+    if not slug then
+        slug = slugs.from_pixel_path(uri, config.slug_min_length, config.slug_max_length,
+            config.slug_alphabet)
+        pixel = slug ~= nil
+    end
     if not slug then
         if uri == "/" then
             metrics.inc(ROOT)
@@ -232,15 +262,19 @@ function _M.redirect()
         return not_found(domain)
     end
     if not value.plain then
-        return redirect_special(slug, value, domain)
+        return redirect_special(slug, value, domain, pixel)
     end
     clicks.record(slug, value.id)
+    if pixel then
+        metrics.inc(PIXEL)
+        return shlink.pixel()
+    end
     metrics.inc(REDIRECTED)
     -- Reading a variable costs as much as the rest of a hit: only when used.
     return send_to(link.target(value, value.forward_query and var.args), value.status)
 end
 
--- The domain's robots.txt: its crawlable links allowed, nothing else.
+-- The domain's robots.txt: the links open to crawlers allowed, nothing else.
 function _M.robots()
     local text, err = robots.text(request_domain())
     if err then
@@ -265,6 +299,27 @@ end
 
 function _M.password_check_authorization()
     return "Bearer " .. (config.dashboard_secret or "")
+end
+
+-- Shlink's REST API on a short domain: its health check (shlink.lua).
+function _M.shlink_rest()
+    return shlink.rest()
+end
+
+-- nginx.conf's /yourls-api.php, which YOURLS clients ask of a short domain:
+-- where the dashboard answers it (the query string kept) and the edge's
+-- secret, for the proxy_pass that follows; a 404 while the dashboard or its
+-- secret is not set. A domain that wants HTTPS only gets it there too.
+function _M.yourls_api()
+    if not config.yourls_api_url or not config.dashboard_secret then
+        return exit(404)
+    end
+    if request_domain().https_redirect and var.https == "" then
+        return to_https()
+    end
+    local args = var.args
+    var.slingshot_upstream = args and config.yourls_api_url .. "?" .. args or config.yourls_api_url
+    var.slingshot_dashboard_auth = "Bearer " .. config.dashboard_secret
 end
 
 function _M.healthz()

@@ -34,6 +34,7 @@ _M.CLICKS_DROPPED = "slingshot_edge_clicks_dropped_total"
 _M.CLICK_BUFFER_DEPTH = "slingshot_edge_click_buffer_depth"
 _M.CLICK_SPOOL_BYTES = "slingshot_edge_click_spool_bytes"
 _M.CLICK_JOURNALS = "slingshot_edge_click_journals"
+_M.VISITS_COUNTED_HERE = "slingshot_edge_visits_counted_here_total"
 
 -- The series of `family` with one label, e.g. labelled(REQUESTS, "outcome", "redirect").
 function _M.labelled(family, label, value)
@@ -41,7 +42,7 @@ function _M.labelled(family, label, value)
 end
 
 _M.OUTCOMES = { "redirect", "not_found", "invalid_slug", "disabled", "expired", "unavailable",
-    "root", "scheduled", "limit_reached", "unlock" }
+    "root", "scheduled", "limit_reached", "unlock", "pixel" }
 _M.REDIS_OPS = { "lookup", "clicks", "changes" }
 
 -- name, type, help, and the label name and values that always exist (shown as 0).
@@ -61,6 +62,8 @@ local FAMILIES = {
     { _M.CLICKS_DROPPED, "counter",
         "Clicks lost because a click journal was full (EDGE_CLICK_SPOOL_MAX_MB) or the disk." },
     -- Gauges of the click journals, a part each (set_part).
+    { _M.VISITS_COUNTED_HERE, "counter",
+        "Visits of limited links counted by the edge while no Redis primary answered." },
     { _M.CLICK_BUFFER_DEPTH, "gauge", "Clicks not yet written to the stream, in the journals." },
     { _M.CLICK_SPOOL_BYTES, "gauge", "Bytes of those clicks in the click spool." },
     { _M.CLICK_JOURNALS, "gauge",

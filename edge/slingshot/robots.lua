@@ -1,5 +1,5 @@
 -- /robots.txt per domain (docs/contract.md, "Domains"): the text the
--- publisher keeps for each domain, allowing its crawlable links only. A
+-- publisher keeps for each domain, allowing only the links open to crawlers. A
 -- worker keeps each domain's for EDGE_CACHE_TTL, and drops it when a change
 -- notification names the domain; without one (a domain the edge does not
 -- know yet, or Redis away) every path is disallowed.

@@ -71,4 +71,15 @@ function _M.from_path(path, min_length, max_length, allowed)
     return sub(path, 2)
 end
 
+local TRACK = "/track"
+
+-- The slug of Shlink's tracking pixel path, "/<slug>/track"; nil for any other.
+function _M.from_pixel_path(path, min_length, max_length, allowed)
+    local n = #path
+    if n <= #TRACK or sub(path, n - #TRACK + 1) ~= TRACK then
+        return nil
+    end
+    return _M.from_path(sub(path, 1, n - #TRACK), min_length, max_length, allowed)
+end
+
 return _M

@@ -51,3 +51,17 @@ describe("slug.alphabet", function()
         end
     end)
 end)
+
+describe("slug.from_pixel_path", function()
+    it("takes the slug of /<slug>/track", function()
+        assert.equal("abc", slug.from_pixel_path("/abc/track"))
+        assert.equal("a", slug.from_pixel_path("/a/track", 1, 3))
+    end)
+
+    it("refuses every other path", function()
+        for _, path in ipairs({ "/track", "//track", "/abc/tracks", "/abc/track/", "/a/b/track",
+                "/abc", "/abc.d/track", "/abcd/track" }) do
+            assert.is_nil(slug.from_pixel_path(path, 1, 3), path)
+        end
+    end)
+end)

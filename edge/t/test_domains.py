@@ -95,6 +95,21 @@ def test_robots_txt_allows_each_domains_crawlable_links_only(edge, owner, two_do
     settled(edge, lambda: get(edge, "/robots.txt", go.host).body == b"User-agent: *\nDisallow: /\n", "robots.txt")
 
 
+def test_each_domain_has_its_own_not_found_page(edge, owner, two_domains):
+    go, to = two_domains
+    domains.domain_update(domain=go, root_url="https://go.example.org/")
+    missing = "/m" + uuid.uuid4().hex[:8]
+    home = b'<a href="https://go.example.org/">Home page</a>'
+    settled(edge, lambda: home in get(edge, missing, go.host).body, "the domain's page with its home page")
+    page = get(edge, missing, go.host)
+    assert page.status == 404 and b"<title>Link not found</title>" in page.body
+    other = get(edge, missing, to.host)
+    assert other.status == 404 and b"<title>Link not found</title>" in other.body and home not in other.body
+    # A not-found redirect set: a redirect, no page.
+    domains.domain_update(domain=to, not_found_url="https://to.example.org/missing")
+    settled(edge, lambda: served(edge, missing, to.host, "https://to.example.org/missing"), "the redirect")
+
+
 def test_a_removed_domain_is_gone_from_redis_and_served_as_the_default(edge, owner):
     domain = domains.domain_create(host=f"gone-{uuid.uuid4().hex[:6]}.example.com")
     assert get_redis().hexists(DOMAINS_KEY, domain.host)

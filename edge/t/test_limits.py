@@ -5,9 +5,10 @@ import threading
 import time
 import uuid
 
-from edge_helpers import link_id, metrics, publish, session_redis, wait_for_clicks
+from edge_helpers import PrivateRedis, delta, link_id, metrics, publish, session_redis, wait_for_clicks
 
 from devstack.pytest_plugin import http_request
+from devstack.supervised import wait_until
 from slingshot.contract import visits_key
 
 
@@ -77,3 +78,40 @@ def test_head_requests_look_at_the_limit_without_using_it(edge, rds):
     assert edge.request(f"/{slug}").status == 302
     assert edge.request(f"/{slug}", method="HEAD").status == 410
     assert edge.request(f"/{slug}").status == 410
+
+
+def test_with_no_primary_a_limited_link_is_counted_on_the_edge_and_sent_once_one_answers(make_edge):
+    """The primary killed (a failover under way): the edge reads the counter
+    from its replica, lets visits through while that count and its own stay
+    within the limit, and adds its own to the primary once it is back."""
+    primary, replica = PrivateRedis().start(), PrivateRedis().start()
+    try:
+        env = {
+            **primary.edge_env(),
+            "EDGE_LINKS_REDIS_PORT": str(replica.stack.redis_port),
+            "EDGE_LINKS_REDIS_PASSWORD": replica.stack.redis_password,
+        }
+        edge = make_edge(workers=2, env=env)
+        slug, limit = "mf" + uuid.uuid4().hex[:8], 10
+        key = visits_key(link_id(slug))
+        for server in (primary, replica):
+            publish(server.client(), slug, max_visits=limit)
+        assert [http_request(edge.port, f"/{slug}").status for _ in range(3)] == [302] * 3
+        assert int(primary.client().get(key)) == 3
+        replica.client().set(key, 3)  # as replication would have it
+        before = metrics(edge)
+
+        primary.stop()
+        statuses = [http_request(edge.port, f"/{slug}").status for _ in range(9)]
+        assert statuses == [302] * (limit - 3) + [410] * 2
+        assert delta(before, metrics(edge), "slingshot_edge_visits_counted_here_total") == 9
+
+        primary.start()  # append-only: it kept its 3
+        wait_until(lambda: int(primary.client().get(key)) == 3 + 9, timeout=10, what="the edge's count sent")
+        assert http_request(edge.port, f"/{slug}").status == 410
+        time.sleep(0.5)  # flushes that found nothing more to send
+        assert int(primary.client().get(key)) == 3 + 9 + 1
+    finally:
+        for server in (primary, replica):
+            server.stop()
+            server.cleanup()

@@ -18,12 +18,44 @@ def test_redirect_headers_and_body(edge, rds):
     assert b"<html>" in response.body and len(response.body) < 300
 
 
-def test_root_and_unknown_slugs_answer_404_pages_by_default(edge):
+def test_root_and_unknown_slugs_answer_the_products_404_page_by_default(edge):
     for path in ("/", "/nope-" + uuid.uuid4().hex[:8], "/not.a.slug"):
         response = edge.request(path)
         assert response.status == 404, path
-        assert b"404 Not Found" in response.body and len(response.body) < 300
+        assert b"<title>Link not found</title>" in response.body and b"There is no short link" in response.body
+        assert b"<a " not in response.body  # no home page to offer: EDGE_ROOT_URL is not set
+        assert len(response.body) < 2000
         assert response.headers["Cache-Control"] == "private, no-store"
+        assert response.headers["Content-Type"].startswith("text/html")
+        assert response.headers["Content-Language"] == "en"
+        assert response.headers["Content-Length"] == str(len(response.body))  # not chunked
+        # The password page's CSP, whose one style hash is this page's style too.
+        assert response.headers["Content-Security-Policy"].startswith("default-src 'none'; style-src 'sha256-")
+
+
+def test_the_pages_speak_the_visitors_language(edge, rds):
+    expired = "e" + uuid.uuid4().hex[:10]
+    publish(rds, expired, expires_at=int(time.time()) - 5)
+    cases = [
+        ("/nope-" + uuid.uuid4().hex[:8], "de-AT,de;q=0.9,en;q=0.5", 404, "de", "Link nicht gefunden"),
+        ("/nope-" + uuid.uuid4().hex[:8], "it, fr;q=0.8", 404, "fr", "Lien introuvable"),
+        (f"/{expired}", "es-MX", 410, "es", "Enlace caducado"),
+        (f"/{expired}", "ja, *;q=0.1", 410, "en", "Link expired"),
+    ]
+    for path, accept, status, lang, title in cases:
+        response = edge.request(path, headers={"Accept-Language": accept})
+        assert response.status == status, accept
+        assert response.headers["Content-Language"] == lang, accept
+        assert f'<html lang="{lang}">'.encode() in response.body
+        assert f"<title>{title}</title>".encode() in response.body, accept
+
+
+def test_a_used_up_link_says_so(edge, rds):
+    slug = "u" + uuid.uuid4().hex[:10]
+    publish(rds, slug, max_visits=1)
+    assert edge.request(f"/{slug}").status == 302
+    response = edge.request(f"/{slug}")
+    assert response.status == 410 and b"<title>Link used up</title>" in response.body
 
 
 def test_root_and_not_found_redirects(make_edge, rds):
@@ -39,7 +71,11 @@ def test_root_and_not_found_redirects(make_edge, rds):
     for path in ("/unknown-" + uuid.uuid4().hex[:8], "/bad.shape", f"/{disabled}"):
         response = edge.request(path)
         assert (response.status, response.headers["Location"]) == (302, "https://www.example.com/missing"), path
-    assert edge.request(f"/{expired}").status == 410
+    # An expired link is a 410, whose page offers the not-found redirect and the home page.
+    gone = edge.request(f"/{expired}")
+    assert gone.status == 410 and b"<title>Link expired</title>" in gone.body
+    assert b'<a href="https://www.example.com/missing">Continue</a>' in gone.body
+    assert b'<a href="https://www.example.com/">Home page</a>' in gone.body
 
 
 def test_slug_shape_is_configurable(make_edge, rds):

@@ -307,3 +307,19 @@ def test_times_with_any_offset_are_taken_in_utc(api):
     response = api.patch(f"/api/v1/links/{slug}", {"expires_at": "2030-01-01T00:00:00-16:30"}, format="json")
     assert response.status_code == 200 and response.json()["expires_at"] == "2030-01-01T16:30:00Z"
     assert api.get("/api/v1/links", {"created_before": "2000-01-01T00:00:00+16:00"}).json()["count"] == 0
+
+
+def test_a_trailing_slash_is_the_same_path_without_it(api):
+    created = api.post("/api/v1/links/", {"url": "https://example.com/slash", "slug": fresh("sl")}, format="json")
+    assert created.status_code == 201, created.content
+    slug = created.json()["slug"]
+    listed = api.get("/api/v1/links/", {"search": slug})
+    assert listed.status_code == 200 and [link["slug"] for link in listed.json()["results"]] == [slug]
+    assert listed.json() == api.get("/api/v1/links", {"search": slug}).json()
+    assert api.get(f"/api/v1/links/{slug}/").json()["url"] == "https://example.com/slash"
+    assert api.patch(f"/api/v1/links/{slug}/", {"title": "Slashed"}, format="json").json()["title"] == "Slashed"
+    assert api.get(f"/api/v1/links/{slug}/stats/").status_code == 200
+    missing = api.get("/api/v1/nothing-here/")
+    assert missing.status_code == 404 and missing["Content-Type"].startswith("application/json")
+    assert api.delete(f"/api/v1/links/{slug}/").status_code == 204
+    assert not Link.objects.filter(slug=slug).exists()

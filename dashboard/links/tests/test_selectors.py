@@ -57,8 +57,8 @@ def test_link_search_words_filters_and_order(django_assert_num_queries):
         links = list(selectors.link_search(user=owner, ordering=["-clicks", "slug"]))
     assert [link.clicks for link in links] == [0, 0, 0] and links[0].human_clicks == 0
 
-    with pytest.raises(ValueError, match="cannot order links by title"):
-        selectors.link_search(user=owner, ordering=["title"])
+    with pytest.raises(ValueError, match="cannot order links by description"):
+        selectors.link_search(user=owner, ordering=["description"])
 
 
 def test_taken_slugs_is_one_query_whoever_owns_them(django_assert_num_queries):
@@ -69,3 +69,27 @@ def test_taken_slugs_is_one_query_whoever_owns_them(django_assert_num_queries):
     with django_assert_num_queries(1):
         taken = selectors.taken_slugs(slugs=[(domain, slug) for slug in asked] + [(domain + 1, mine.slug)])
     assert taken == {(domain, mine.slug), (domain, theirs.slug)}
+
+
+def test_link_search_by_state_finds_the_links_in_that_state_as_link_state_has_it():
+    owner = make_user()
+    now, day = timezone.now(), timedelta(days=1)
+    made = [
+        make_link(owner=owner, url="https://example.com/1"),
+        make_link(owner=owner, url="https://example.com/2", expires_at=now - day),
+        make_link(owner=owner, url="https://example.com/3", expires_at=now + day),
+        make_link(owner=owner, url="https://example.com/4", valid_since=now + day, expires_at=now + 2 * day),
+        make_link(owner=owner, url="https://example.com/5", valid_since=now - day, expires_at=now - day / 2),
+        make_link(owner=owner, url="https://example.com/6", is_active=False, expires_at=now - day),
+    ]
+    for state in (
+        selectors.LinkState.ACTIVE,
+        selectors.LinkState.SCHEDULED,
+        selectors.LinkState.EXPIRED,
+        selectors.LinkState.DISABLED,
+    ):
+        found = {link.pk for link in selectors.link_search(user=owner, state=state)}
+        assert found == {link.pk for link in made if selectors.link_state(link) == state}, state
+        assert found, state  # each state has a link here
+    with pytest.raises(ValueError):
+        selectors.in_state(selectors.LinkState.LIMIT_REACHED)

@@ -179,3 +179,35 @@ def test_tags_hold_nothing_invisible_or_unstorable(tag):
 
 def test_tags_in_any_script_are_kept():
     validation.validate_tags(["한국", "Bücher", "例え", "a.b-c_d"])
+
+
+@pytest.mark.parametrize(
+    "typed, suggested",
+    [
+        ("example.com/page", "https://example.com/page"),
+        ("www.Example.com", "https://www.example.com"),
+        ("example.com:8080/a?b=c", "https://example.com:8080/a?b=c"),
+        ("ftp://example.com/page", None),  # a scheme of its own
+        ("mailto:a@example.com", None),
+        ("localhost/page", None),  # no dot: a name, not a domain
+        ("go.example.com/x", None),  # the edge itself: no URL to suggest
+    ],
+)
+def test_a_url_typed_without_its_scheme_gets_the_https_one_suggested(typed, suggested):
+    with pytest.raises(ValidationError) as refused:
+        normalise_target(typed)
+    assert refused.value.code == "scheme"
+    (message,) = refused.value.messages
+    assert message.startswith("Only http and https URLs can be shortened")
+    if suggested:
+        assert message.endswith(f": did you mean {suggested}?")
+    else:
+        assert "did you mean" not in message
+
+
+def test_words_are_told_they_are_not_a_url():
+    with pytest.raises(ValidationError) as refused:
+        normalise_target("example dot com")
+    assert refused.value.code == "not_url"
+    assert refused.value.messages[0].startswith("“example dot com” is not a URL")
+    assert "control" not in refused.value.messages[0]

@@ -116,3 +116,33 @@ def test_a_malformed_forwarded_address_is_no_error(client, staff, settings):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 2}  # more proxies than there are
     response = sign_in(client, "dashboard", staff.username, "wrong", ATTACKER, HTTP_X_FORWARDED_FOR="junk, 10.0.0.2")
     assert response.status_code == 200 and b"Please enter a correct username and password" in response.content
+
+
+def test_the_lockout_says_what_it_locks_and_warns_of_the_failures_left(client, staff, settings):
+    settings.SIGN_IN_FAILURE_LIMIT = settings.AXES_FAILURE_LIMIT = 5
+    seen = []
+    for _ in range(4):
+        response = sign_in(client, "dashboard", staff.username, "wrong", ATTACKER)
+        assert response.status_code == 200
+        seen.append(response.context["form"].non_field_errors())
+    assert [len(errors) for errors in seen] == [1, 2, 2, 2]  # the wrong password, then from 3 left the warning
+    assert "3 more failed sign-ins with this user name from your address" in seen[1][1]
+    assert "1 more failed sign-in with this user name from your address, and it must wait 15 minutes" in seen[3][1]
+    locked = sign_in(client, "dashboard", staff.username, "wrong", ATTACKER)
+    assert locked.status_code == 429
+    assert b"Too many failed sign-ins from your address with this user name: try again in 15 minutes." in locked.content
+    assert b"from any other, it can" in locked.content
+
+
+def test_an_address_locked_whatever_the_user_name_is_told_so(client, staff, settings):
+    settings.SIGN_IN_ADDRESS_FAILURE_LIMIT = 4
+    for n in range(3):
+        response = sign_in(client, "dashboard", f"nobody-{n}-{uuid.uuid4().hex[:6]}", "wrong", ATTACKER)
+    warning = response.context["form"].non_field_errors()[1]
+    assert warning == "1 more failed sign-in from your address, whatever the user name, and it must wait 15 minutes."
+    locked = sign_in(client, "dashboard", f"nobody-{uuid.uuid4().hex[:6]}", "wrong", ATTACKER)
+    assert locked.status_code == 429
+    assert (
+        b"Too many failed sign-ins from your address, whatever the user name: try again in 15 minutes."
+        in locked.content
+    )

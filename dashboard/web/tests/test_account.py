@@ -4,6 +4,7 @@ slingshot/tests/test_signin.py."""
 import pytest
 from django.urls import reverse
 
+from accounts.services import superuser_create_with_generated_password
 from testing.factories import PASSWORD, fresh, make_link
 from tokens.models import ApiToken
 from tokens.services import token_authenticate, token_create
@@ -33,6 +34,35 @@ def test_password_change(signed_in, user):
     assert response.status_code == 302 and response["Location"] == reverse("web:password-change-done")
     user.refresh_from_db()
     assert user.check_password(new)
+
+
+def test_a_generated_password_is_replaced_at_the_first_sign_in(client):
+    """The first admin of `make run`, whose password was shown once in its
+    banner: every page, the admin's too, asks for a new one first."""
+    admin = superuser_create_with_generated_password(username=fresh("admin-"), password=PASSWORD)
+    response = client.post("/sign-in/", {"username": admin.username, "password": PASSWORD, "next": "/"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    for path in ("/", "/links/", "/admin/"):
+        response = client.get(path)
+        assert response.status_code == 302 and response["Location"] == reverse("web:password-change"), path
+    page = client.get(reverse("web:password-change"))
+    assert page.status_code == 200 and b"Choose a password of your own" in page.content
+    new = "a password of my very own"
+    response = client.post(
+        reverse("web:password-change"), {"old_password": PASSWORD, "new_password1": new, "new_password2": new}
+    )
+    assert response.status_code == 302 and response["Location"] == reverse("web:password-change-done")
+    assert client.get("/").status_code == 200
+    assert client.get("/admin/").status_code == 200
+    # Signed in again later: nothing asked any more.
+    client.post(reverse("web:sign-out"))
+    client.post("/sign-in/", {"username": admin.username, "password": new, "next": "/"})
+    assert client.get("/links/").status_code == 200
+
+
+def test_a_password_chosen_beforehand_is_not_asked_for_again(client, user):
+    client.post("/sign-in/", {"username": user.username, "password": PASSWORD, "next": "/"})
+    assert client.get("/links/").status_code == 200
 
 
 def test_token_shown_once_then_revoked(signed_in, user, make_user):

@@ -69,7 +69,10 @@ def test_served_and_stored_agree_and_a_removal_shows(client, make_user, make_edg
     page = client.get(reverse("web:accounting"))
     row = page.context["hours"][0]
     assert (row.served, row.stored, row.difference) == (7, 7, 0)
-    assert b'id="accounting-ok"' in page.content
+    assert b'id="accounting-ok"' in page.content and b"Every click is accounted for" in page.content
+    overview = client.get(reverse("web:overview")).content.decode()
+    assert "Up to date: every click the edges sent is stored." in overview
+    assert " pending" not in overview
     api = client.get("/api/v1/accounting")
     assert api.status_code == 200
     assert {k: api.json()["hours"][0][k] for k in ("served_redirects", "stored_clicks", "difference")} == {

@@ -117,6 +117,7 @@ def test_create_follow_import_and_read_the_report(page, edge, settings, tmp_path
 
 
 def test_create_and_revoke_a_token(page):
+    page.locator(".nav-wide").get_by_text("API", exact=True).click()
     page.get_by_role("link", name="API tokens").click()
     page.get_by_label("Name").fill("deploy script")
     page.get_by_label("Scope").select_option("write")

@@ -289,3 +289,29 @@ def test_the_export_neutralises_formulas_and_imports_back(signed_in, user):
     signed_in.post(reverse("web:link-import-run", args=[link_import.pk]))
     assert {link.slug: link.title for link in Link.objects.filter(owner=user)} == slugs
     assert {tuple(link.tags) for link in Link.objects.filter(owner=user)} == {("-minus", "x")}
+
+
+@pytest.mark.parametrize("confirmed", [False, True])
+def test_a_row_whose_expiry_has_passed_is_imported_only_once_confirmed(signed_in, user, confirmed):
+    over, later = fresh("ov"), fresh("lt")
+    upload(
+        signed_in,
+        f"url,slug,expires_at\nhttps://example.com/over,{over},2020-01-01T00:00:00Z\n"
+        f"https://example.com/later,{later},2099-01-01T00:00:00Z\n",
+    )
+    link_import = LinkImport.objects.get(owner=user)
+    page = signed_in.get(reverse("web:link-import-detail", args=[link_import.pk]))
+    assert page.context["valid"] == 2 and page.context["expired_count"] == 1
+    assert b"1 row expires at a time that has passed (line 2)" in page.content
+    assert b'name="expired_ok"' in page.content
+
+    run = reverse("web:link-import-run", args=[link_import.pk])
+    signed_in.post(run, {"expired_ok": "on"} if confirmed else {})
+    assert Link.objects.filter(slug=later).exists()
+    assert Link.objects.filter(slug=over).exists() is confirmed
+    link_import.refresh_from_db()
+    assert link_import.failed == (0 if confirmed else 1)
+    page = signed_in.get(reverse("web:link-import-detail", args=[link_import.pk]))
+    assert b'name="expired_ok"' not in page.content
+    if not confirmed:
+        assert b"This time has passed: the short URL would answer 410 Gone from the start." in page.content

@@ -3,7 +3,7 @@ import time
 import psycopg
 import redis
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError
 
 from links.metrics import PublisherMetrics
 from links.publishing import OUTBOX_CHANNEL, deliver_outbox
@@ -42,7 +42,7 @@ class Command(ServiceCommand):
         while not self.stopping:
             try:
                 if listener is None or listener.closed:
-                    listener = self.listen()
+                    listener = self.listen(OUTBOX_CHANNEL)
                 delivered = deliver_outbox() or 0
                 metrics.published.inc(delivered)
                 published += delivered
@@ -65,31 +65,3 @@ class Command(ServiceCommand):
                 failures += 1
         if listener is not None:
             listener.close()
-
-    def wait_for_notify(self, listener: psycopg.Connection, seconds: float) -> bool:
-        """Sleeps until a change is committed (NOTIFY), for at most `seconds`,
-        waking at least twice a second to see whether it should stop."""
-        deadline = time.monotonic() + seconds
-        while not self.stopping and (left := deadline - time.monotonic()) > 0:
-            if any(True for _ in listener.notifies(timeout=min(left, 0.5), stop_after=1)):
-                return True
-        return False
-
-    @staticmethod
-    def drain(listener: psycopg.Connection) -> None:
-        """Consumes the NOTIFYs already received, without waiting."""
-        for _ in listener.notifies(timeout=0):
-            pass
-
-    def listen(self) -> psycopg.Connection:
-        db = connection.settings_dict
-        listener = psycopg.connect(
-            host=db["HOST"],
-            port=db["PORT"] or None,
-            user=db["USER"],
-            password=db["PASSWORD"],
-            dbname=db["NAME"],
-            autocommit=True,
-        )
-        listener.execute(f"LISTEN {OUTBOX_CHANNEL}")
-        return listener

@@ -7,6 +7,7 @@ from teams import access
 from teams.models import Team
 from tokens.models import ApiToken
 from tokens.services import token_create
+from tokens.signatures import token_signature
 
 
 class Command(BaseCommand):
@@ -20,8 +21,13 @@ class Command(BaseCommand):
         parser.add_argument("--scope", choices=[ApiToken.Scope.READ, ApiToken.Scope.WRITE], default=ApiToken.Scope.READ)
         parser.add_argument("--name", default="command line")
         parser.add_argument("--team", default="", help="a team's id or name; default: the user's personal team")
+        parser.add_argument(
+            "--signature",
+            action="store_true",
+            help="also print the token's signature, on a second line: what YOURLS clients sign with",
+        )
 
-    def handle(self, *args, username, scope, name, team, **options):
+    def handle(self, *args, username, scope, name, team, signature, **options):
         for value in (username, name, team):
             if unstorable(value):  # bytes that are not UTF-8 come as surrogates (Python's surrogateescape)
                 raise CommandError(f"{shown(value)!r} is not UTF-8 text")
@@ -39,6 +45,8 @@ class Command(BaseCommand):
             f"(id {token.team_id}). It is shown only now:"
         )
         self.stdout.write(raw)
+        if signature:
+            self.stdout.write(token_signature(token))
 
     def _team(self, user, wanted: str) -> Team:
         teams = access.teams_of(user)

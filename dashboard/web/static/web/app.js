@@ -1,6 +1,6 @@
 // Slingshot dashboard: copy buttons, Chart.js charts, the CSV import's
-// progress and the link form's UTM builder. Every page works without it
-// except the charts.
+// progress, an import job's, the link form's UTM builder and the focus on a
+// form's errors. Every page works without it except the charts.
 "use strict";
 
 document.addEventListener("click", (event) => {
@@ -31,7 +31,13 @@ function drawCharts(root = document) {
       options: {
         maintainAspectRatio: false,
         animation: false,
-        scales: { y: { beginAtZero: true, ticks: { precision: 0 } } },
+        // Day labels level and thinned out rather than slanted past the
+        // left edge; room on the right, so that today's bars are not cut off.
+        layout: { padding: { right: 8 } },
+        scales: {
+          x: { ticks: { maxRotation: 0, autoSkipPadding: 12 } },
+          y: { beginAtZero: true, ticks: { precision: 0 } },
+        },
       },
     });
   }
@@ -111,6 +117,78 @@ function followLive(report) {
   setInterval(tick, LIVE_EVERY_MS);
 }
 
+// An import from another shortener runs in the background: its page asks
+// for its status every second and shows it, until it ends.
+const IMPORT_EVERY_MS = 1000;
+
+function followImportJob(section) {
+  const progress = document.getElementById("source-import-progress");
+  const state = document.getElementById("source-import-state");
+  const summary = document.getElementById("source-import-summary");
+  const timer = setInterval(async () => {
+    try {
+      const answer = await fetch(section.dataset.statusUrl, { headers: { Accept: "application/json" } });
+      if (!answer.ok) return;
+      const status = await answer.json();
+      if (status.total) { progress.max = status.total; progress.value = status.done; }
+      if (status.finished) {
+        clearInterval(timer);
+        window.location.reload();
+        return;
+      }
+      state.textContent = status.state === "queued"
+        ? "Waiting for a worker (manage.py run_imports)."
+        : `Running: ${status.phase}, ${status.done}${status.total ? ` of ${status.total}` : ""}.`;
+      summary.replaceChildren(...status.lines.map((line) => Object.assign(document.createElement("li"), { textContent: line })));
+    } catch (error) {
+      // The next tick tries again.
+    }
+  }, IMPORT_EVERY_MS);
+}
+
+// A form sent back with errors: its summary at the top links to each field
+// in error, and the page starts on the first of them, with whatever hides
+// it (a <details>) opened. A field that a builder shows (static/web/rules.js,
+// data-json) is reached through the builder's rows.
+function reachable(field) {
+  const builder = field.id && document.querySelector(`[data-json="${field.id}"]:not([hidden])`);
+  return (builder && (builder.querySelector("[aria-invalid=true]") || builder.querySelector("input, select, button"))) || field;
+}
+
+function focusField(field) {
+  const target = reachable(field);
+  for (let parent = target.parentElement; parent; parent = parent.parentElement) {
+    if (parent.tagName === "DETAILS") parent.open = true;
+  }
+  target.focus();
+  target.scrollIntoView({ block: "center" });
+}
+
+function showErrors(summary) {
+  summary.addEventListener("click", (event) => {
+    const link = event.target.closest("a[href^='#']");
+    const field = link && document.getElementById(decodeURIComponent(link.hash.slice(1)));
+    if (!field) return;
+    event.preventDefault();
+    focusField(field);
+  });
+  const first = summary.closest("form")?.querySelector("[aria-invalid=true]");
+  if (first) focusField(first);
+}
+
+// The links list: on a phone its filters fold unless one is set, so that the
+// links come first; the actions on the selected links unfold once one is ticked.
+function arrangeLinkList(filters, bulk) {
+  if (filters && !filters.hasAttribute("data-filtered") && window.matchMedia("(max-width: 767px)").matches) {
+    filters.open = false;
+  }
+  if (bulk) {
+    document.addEventListener("change", (event) => {
+      if (event.target.matches("input[name=selected]") && event.target.checked) bulk.open = true;
+    });
+  }
+}
+
 // A first visit: the browser's zone becomes the person's until they choose one.
 async function guessTimeZone(form) {
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
@@ -122,13 +200,18 @@ async function guessTimeZone(form) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  const summary = document.querySelector(".error-summary");
+  if (summary) showErrors(summary);
   const linkForm = document.getElementById("link-form");
   if (linkForm) buildUtm(linkForm);
+  if (document.getElementById("links")) arrangeLinkList(document.getElementById("filters"), document.getElementById("bulk"));
   if (window.Chart) drawCharts();
   const report = document.getElementById("report");
   if (report && report.dataset.liveUrl) followLive(report);
   const zoneGuess = document.getElementById("zone-guess");
   if (zoneGuess) guessTimeZone(zoneGuess);
+  const job = document.getElementById("source-import-job");
+  if (job && job.dataset.statusUrl) followImportJob(job);
   const form = document.getElementById("import-form");
   if (form) form.addEventListener("submit", (event) => { event.preventDefault(); runImport(form); });
 });

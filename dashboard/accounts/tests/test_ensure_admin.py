@@ -9,6 +9,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
+from accounts.selectors import password_change_due
+from devstack.stack import ONE_TIME_PASSWORD
+
 pytestmark = pytest.mark.django_db
 
 User = get_user_model()
@@ -33,8 +36,16 @@ def test_without_settings_it_creates_admin_with_a_one_time_password_shown_once(m
     monkeypatch.delenv("SLINGSHOT_ADMIN_USER", raising=False)
     monkeypatch.delenv("SLINGSHOT_ADMIN_PASSWORD", raising=False)
     first = ensure_admin()
-    assert authenticate(username="admin", password=one_time_password(first))
+    admin = authenticate(username="admin", password=one_time_password(first))
+    assert admin
     assert "changepassword admin" in first
+    # `make run` finds the line, to show the password in its banner.
+    assert ONE_TIME_PASSWORD.search(first)["password"] == one_time_password(first)
+    # Until it is changed, whichever way, the pages ask for a new one.
+    assert password_change_due(admin)
+    admin.set_password("a password of my own choosing")
+    admin.save(update_fields=["password"])
+    assert not password_change_due(admin)
 
     again = ensure_admin()
     assert "one-time password" not in again
@@ -55,8 +66,10 @@ def test_the_password_comes_from_the_environment_and_is_not_printed(monkeypatch)
     monkeypatch.setenv("SLINGSHOT_ADMIN_USER", "ops")
     monkeypatch.setenv("SLINGSHOT_ADMIN_PASSWORD", "correct-horse-battery-staple")
     output = ensure_admin()
-    assert authenticate(username="ops", password="correct-horse-battery-staple")
+    admin = authenticate(username="ops", password="correct-horse-battery-staple")
+    assert admin and not password_change_due(admin)
     assert "correct-horse-battery-staple" not in output and "one-time" not in output
+    assert not ONE_TIME_PASSWORD.search(output)
 
 
 def test_a_weak_password_is_refused(monkeypatch):

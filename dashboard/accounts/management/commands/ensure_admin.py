@@ -6,6 +6,7 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.services import superuser_create_with_generated_password
 from slingshot.text import shown, unstorable
 
 RECOVERY = "Lost its password? `manage.py changepassword {name}` sets a new one."
@@ -15,8 +16,8 @@ class Command(BaseCommand):
     help = (
         "Create the first admin user, once. Its name: --username, else SLINGSHOT_ADMIN_USER, else 'admin'. "
         "Its password: SLINGSHOT_ADMIN_PASSWORD from the environment (never an argument, which `ps` shows), "
-        "else a generated one-time password printed once. Does nothing if that user exists, nor, when no "
-        "name is given, if any superuser exists."
+        "else a generated one-time password printed once, which the first sign-in replaces. Does nothing "
+        "if that user exists, nor, when no name is given, if any superuser exists."
     )
 
     def add_arguments(self, parser):
@@ -50,6 +51,7 @@ class Command(BaseCommand):
             self.stdout.write(f"created admin user {named!r} with the password in SLINGSHOT_ADMIN_PASSWORD")
             return
         password = secrets.token_urlsafe(12)
-        User.objects.create_superuser(username=named, password=password)
+        superuser_create_with_generated_password(username=named, password=password)
+        # devstack/stack.py finds this line (ONE_TIME_PASSWORD) and shows the password in its banner.
         self.stdout.write(f"created admin user {named!r} with one-time password: {password}")
-        self.stdout.write(f"(shown only now: change it after signing in. {RECOVERY.format(name=named)})")
+        self.stdout.write(f"(shown only now; the first sign-in asks for a new one. {RECOVERY.format(name=named)})")

@@ -1,0 +1,99 @@
+"""Visits one by one, newest first, a page at a time: the clicks of some
+links, and the orphan visits (sql/clicks.sql). The reports (reports.py,
+orphans.py) count them; these list them, for the APIs that show each
+visit (Shlink's, api/shlink/visits.py)."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
+
+from django.db import connection
+from django.db.models import BigIntegerField, QuerySet, Sum
+from django.db.models.functions import Coalesce
+
+from links.models import Link
+
+from .models import Click
+
+
+@dataclass(frozen=True)
+class VisitsRange:
+    """Which visits: [start, end] (either end open when None), bots or not."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+    include_bots: bool = True
+
+
+class Counts(NamedTuple):
+    total: int
+    bots: int
+
+
+def link_clicks(links: QuerySet[Link], span: VisitsRange) -> QuerySet[Click]:
+    """The clicks of these links in the range, newest first, each with its
+    user agent (one query a page). `links` says who sees what: a selector
+    of links.selectors, already narrowed to the links asked for."""
+    clicks = Click.objects.select_related("agent").filter(link__in=links.values("pk"))
+    if span.start:
+        clicks = clicks.filter(occurred_at__gte=span.start)
+    if span.end:
+        clicks = clicks.filter(occurred_at__lte=span.end)
+    if not span.include_bots:
+        clicks = clicks.filter(is_bot=False)
+    return clicks.order_by("-occurred_at", "-click_id")
+
+
+def link_click_counts(links: QuerySet[Link]) -> Counts:
+    """All-time clicks of these links, and of bots among them, from the
+    totals the importer keeps (one query)."""
+    sums = links.aggregate(
+        total=Coalesce(Sum("click_totals__clicks"), 0, output_field=BigIntegerField()),
+        humans=Coalesce(Sum("click_totals__human_clicks"), 0, output_field=BigIntegerField()),
+    )
+    return Counts(int(sums["total"]), int(sums["total"] - sums["humans"]))
+
+
+class OrphanVisit(NamedTuple):
+    occurred_at: datetime
+    domain: str  # its host; '' the default domain
+    slug: str
+    kind: str  # slingshot.contract.ORPHAN_KINDS
+    user_agent: str
+    referer: str
+    is_bot: bool
+    country: str
+
+
+def _orphan_where(span: VisitsRange, domain: str | None) -> tuple[str, dict]:
+    where = ["true"]
+    if span.start:
+        where.append("occurred_at >= %(start)s")
+    if span.end:
+        where.append("occurred_at <= %(end)s")
+    if not span.include_bots:
+        where.append("NOT is_bot")
+    if domain is not None:
+        where.append("domain = %(domain)s")
+    return " AND ".join(where), {"start": span.start, "end": span.end, "domain": domain}
+
+
+def orphan_visits_page(*, span: VisitsRange, domain: str | None = None, offset: int, limit: int) -> list[OrphanVisit]:
+    """Orphan visits in the range, newest first; on one domain only when
+    `domain` is given (its host, '' the default domain: clicks.orphans.orphan_domain)."""
+    where, params = _orphan_where(span, domain)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT occurred_at, domain, slug, kind, user_agent, referer, is_bot, country FROM orphan_visits "
+            f"WHERE {where} ORDER BY occurred_at DESC, click_id DESC LIMIT %(limit)s OFFSET %(offset)s",
+            {**params, "limit": limit, "offset": offset},
+        )
+        return [OrphanVisit(*row) for row in cursor.fetchall()]
+
+
+def orphan_visit_counts(*, span: VisitsRange = VisitsRange(), domain: str | None = None) -> Counts:
+    where, params = _orphan_where(span, domain)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*), count(*) FILTER (WHERE is_bot) FROM orphan_visits WHERE {where}", params)
+        total, bots = cursor.fetchone()
+    return Counts(int(total), int(bots))

@@ -1,0 +1,188 @@
+"""What every source gives the runner (importers/runner.py): its links,
+each with the options Slingshot keeps (links/fields.py), and, from those
+that keep them, their visits and orphan visits (importers/history.py's
+Visit and Orphan), always in the same order, so that a run taken over
+part way skips what was stored before (`skip`)."""
+
+import ipaddress
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from django.conf import settings
+from django.utils.dateparse import parse_datetime
+
+from ..history import Orphan, Visit
+
+
+class SourceError(Exception):
+    """The source cannot be read: a clear sentence for the person, nothing half done."""
+
+
+@dataclass
+class SourceLink:
+    """A link as a source has it, in Slingshot's terms."""
+
+    external_id: str  # the link's id at the source, for ImportedLink
+    url: str
+    slug: str | None  # None: generated
+    # The host of its domain at the source; None: the source's default
+    # domain, whose links go into the domain the import was given.
+    host: str | None = None
+    # A host not served here is the source's default domain's (a CSV of
+    # another Slingshot), rather than a reason to leave the link out.
+    host_or_default: bool = False
+    # Options of links/fields.py's OPTIONS besides url, slug, domain and password.
+    options: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    # Visits the source has counted: where the edge's visit limit counter starts (max_visits).
+    visits: int = 0
+    # Visits the source counts but cannot list (Kutt, Bitly, which both
+    # leave bots out): added to the link's all-time clicks and human clicks.
+    carried_clicks: int = 0
+    # The link asks for a password at the source, which cannot be read back.
+    password: bool = False
+    # What of it could not be brought, each in a sentence.
+    notes: list[str] = field(default_factory=list)
+    # Why it cannot be imported at all ({field: [messages]}), found reading the source.
+    errors: dict[str, list[str]] = field(default_factory=dict)
+
+
+class Source:
+    """A source of links. `key` names it (kind and address) in ImportedLink
+    and in visit ids; `lists_visits` says whether it has visits to give."""
+
+    key: str = ""
+    lists_visits: bool = False
+    # Visits of links `wanted` said no to (not imported), as far as the source could count them.
+    left_out: int = 0
+
+    def default_host(self) -> str | None:
+        """The host of the source's default domain, if it has one and says
+        which: orphan visits on it are the chosen domain's."""
+        return None
+
+    def links(self) -> Iterator[SourceLink]:
+        raise NotImplementedError
+
+    def visits(self, *, wanted: Callable[[str], bool], skip: int = 0) -> Iterator[tuple[str, Visit]]:
+        """(a link's external id, one of its visits), for every link
+        `wanted` says yes to, after the first `skip` of them."""
+        return iter(())
+
+    def orphan_visits(self, *, skip: int = 0) -> Iterator[Orphan]:
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+# --- helpers the sources share ------------------------------------------------------------
+
+
+def moment(value: str | None) -> datetime | None:
+    """An ISO 8601 time as sources write it (an offset or Z; without one, UTC); None for none."""
+    if not value:
+        return None
+    try:
+        parsed = parse_datetime(value.strip())  # Bitly's +0000 too
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise SourceError(f"{value!r} is not a date and time.")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def millis(value: datetime) -> int:
+    return int(value.timestamp() * 1000)
+
+
+def host_of(url: str) -> str:
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def base_url(url: str) -> str:
+    """A server's address as given, checked, without a trailing slash."""
+    url = (url or "").strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SourceError(f"--url must be the server's http or https address, not {url!r}.")
+    return url
+
+
+def public_host(host: str) -> None:
+    """SourceError unless every address of the host is a public one: an
+    import started from the Import page makes this server fetch what a
+    person names, which must not reach its own network (SSRF), unless
+    IMPORTERS_PRIVATE_ADDRESSES allows it."""
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+    except (OSError, UnicodeError):
+        raise SourceError(f"{host} cannot be found.") from None
+    if not found or not all(ipaddress.ip_address(address.split("%")[0]).is_global for address in found):
+        raise SourceError(
+            f"{host} is an address of a private network, which the Import page does not fetch from: "
+            "run manage.py import_links on the server instead (docs/importing.md)."
+        )
+
+
+class Api:
+    """JSON over HTTP with a session: a timeout on every request, and a
+    request the server throttled (429) or failed (5xx, a lost connection)
+    retried with backoff before the import gives up (SourceError). Every
+    request goes to the host of `base` (a page's next link too); with
+    `public_only`, only if that host is a public one (public_host)."""
+
+    def __init__(
+        self, *, base: str, headers: dict[str, str], name: str, timeout: float = 30.0, public_only: bool = False
+    ):
+        self.base, self.name, self.timeout = base, name, timeout
+        self.attempts = settings.IMPORTERS_API_ATTEMPTS
+        self.host = urlsplit(base).hostname or ""
+        if public_only and not settings.IMPORTERS_PRIVATE_ADDRESSES:
+            public_host(self.host)
+        self.session = requests.Session()
+        self.session.headers.update({"Accept": "application/json", "User-Agent": "slingshot-import", **headers})
+
+    def get(self, path: str, params: dict | list | None = None) -> Any:
+        url = path if path.startswith(("http://", "https://")) else self.base + path
+        if (urlsplit(url).hostname or "") != self.host:
+            raise SourceError(
+                f"{self.name} pointed the import at another host ({host_of(url)}), which it does not follow."
+            )
+        for attempt in range(self.attempts):
+            try:
+                response = self.session.get(url, params=params, timeout=self.timeout)
+            except requests.RequestException as exc:
+                if attempt == self.attempts - 1:
+                    raise SourceError(
+                        f"{self.name} at {self.base} does not answer: {exc.__class__.__name__}."
+                    ) from None
+                time.sleep(min(30, 0.5 * 2**attempt))
+                continue
+            if response.status_code == 429 or response.status_code >= 500:
+                if attempt == self.attempts - 1:
+                    raise SourceError(f"{self.name} answered {response.status_code} to {path} {self.attempts} times.")
+                retry_after = response.headers.get("Retry-After", "")
+                time.sleep(min(60, float(retry_after) if retry_after.isdigit() else 0.5 * 2**attempt))
+                continue
+            if response.status_code in (401, 403):
+                raise SourceError(f"{self.name} refused the key ({response.status_code}): check it and its rights.")
+            if response.status_code != 200:
+                raise SourceError(f"{self.name} answered {response.status_code} to {path}: {response.text[:200]}")
+            try:
+                return response.json()
+            except ValueError:
+                raise SourceError(f"{self.name} answered {path} with something that is not JSON.") from None
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.session.close()

@@ -1,0 +1,213 @@
+"""The link form in a real browser: every error at once with a summary and
+the focus on the first, the builder of redirect rules and A/B split, an
+expiry that has passed, URLs typed as people type them, and checkboxes
+whose help stays clear of their label. At 1280 and 390 px, with
+screenshots in .test-artifacts/screenshots/."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from links.models import Link
+from links.selectors import LinkState, link_state
+from testing.factories import fresh, make_link
+
+from .test_browser import SCREENSHOTS, browser, page  # noqa: F401 (the Chromium and signed-in tab fixtures)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PHONE = {"width": 390, "height": 844}
+
+
+def shoot(tab, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+
+
+def focused(tab) -> str:
+    """The focused element's id, or its aria-label."""
+    return tab.evaluate("() => document.activeElement.id || document.activeElement.getAttribute('aria-label')")
+
+
+def open_rules(tab) -> None:
+    tab.locator("#rules-editor > summary").click()
+    expect(tab.locator("#rules-builder")).to_be_visible()
+
+
+def test_every_error_shows_at_once_with_a_summary_linking_to_each_field(page, user):  # noqa: F811
+    taken = make_link(owner=user, url="https://example.com/taken", slug=fresh("tk"))
+    for viewport, suffix in (({"width": 1280, "height": 900}, ""), (PHONE, "-phone")):
+        page.set_viewport_size(viewport)
+        page.goto("/links/new/")
+        page.get_by_label("Target URL").fill("example.com/page")
+        page.get_by_label("Slug").fill(taken.slug)
+        open_rules(page)
+        page.get_by_role("button", name="Add a rule").click()
+        page.get_by_label("Rule 1, condition 1: what is compared").select_option("language")
+        page.get_by_label("Rule 1, condition 1: language").fill("klingon")
+        page.locator("#rules-builder").get_by_placeholder("https://").fill("https://example.com/rule")
+        page.locator("#rules-editor > summary").click()  # folded again: the error must still be found
+        page.get_by_role("button", name="Save").click()
+
+        summary = page.locator(".error-summary")
+        expect(summary).to_be_visible()
+        expect(summary).to_contain_text("Fix these 3 things first")
+        expect(summary.get_by_role("link", name="Target URL")).to_be_visible()
+        expect(summary).to_contain_text("did you mean https://example.com/page?")
+        expect(summary).to_contain_text("Link with this Slug already exists.")  # not hidden by the bad rule
+        expect(summary).to_contain_text("Rule 1, condition 1, its value: 'klingon' is not a language tag")
+        # The focus starts on the first field in error.
+        assert focused(page) == "id_url"
+        # The rule's error is at its row, and its link in the summary leads there, opening what hides it.
+        language = page.get_by_label("Rule 1, condition 1: language")
+        expect(language).to_have_attribute("aria-invalid", "true")
+        expect(page.locator("#rules-builder")).to_contain_text("'klingon' is not a language tag")
+        shoot(page, f"form-errors{suffix}")
+        page.locator("#rules-editor > summary").click()
+        expect(language).to_be_hidden()
+        summary.get_by_role("link", name="Redirect rules").click()
+        expect(language).to_be_visible()
+        assert focused(page) == "Rule 1, condition 1: language"
+        summary.get_by_role("link", name="Slug").click()
+        assert focused(page) == "id_slug"
+    assert not Link.objects.filter(url="https://example.com/page").exists()
+
+
+def test_the_builder_writes_rules_and_a_split_the_edge_takes(page, user):  # noqa: F811
+    slug = fresh("rb")
+    page.goto("/links/new/")
+    page.get_by_label("Target URL").fill("https://example.com/default")
+    page.get_by_label("Slug").fill(slug)
+    open_rules(page)
+    builder = page.locator("#rules-builder")
+    # Rule 1: iPhones; rule 2: German speakers in Germany, who came from the newsletter.
+    page.get_by_role("button", name="Add a rule").click()
+    page.get_by_label("Rule 1, condition 1: device").select_option("ios")
+    builder.locator('[data-row="0"]').get_by_placeholder("https://").fill("https://example.com/ios")
+    page.get_by_role("button", name="Add a rule").click()
+    page.get_by_label("Rule 2, condition 1: what is compared").select_option("language")
+    page.get_by_label("Rule 2, condition 1: language").fill("de")
+    page.get_by_role("button", name="Add a condition to rule 2").click()
+    page.get_by_label("Rule 2, condition 2: country").fill("DE")
+    page.get_by_role("button", name="Add a condition to rule 2").click()
+    page.get_by_label("Rule 2, condition 3: what is compared").select_option("query")
+    page.get_by_label("Rule 2, condition 3: parameter").fill("ref")
+    page.get_by_label("Rule 2, condition 3: value").fill("mail")
+    builder.locator('[data-row="1"]').get_by_placeholder("https://").fill("https://example.de/fruehling")
+    # Reorder: rule 2 first; a condition too many taken away.
+    page.get_by_role("button", name="Move rule 2 up").click()
+    expect(page.get_by_role("button", name="Move rule 1 down")).to_be_focused()  # the rule moved, now first
+    page.get_by_role("button", name="Remove rule 1, condition 3").click()
+    # The split: two targets at once, weighted 70 and 30.
+    page.get_by_role("button", name="Split the visitors").click()
+    split = page.locator("#split-builder")
+    split.locator('[data-row="0"]').get_by_label("URL").fill("https://example.com/a")
+    split.locator('[data-row="0"]').get_by_label("Weight").fill("70")
+    split.locator('[data-row="1"]').get_by_label("URL").fill("https://example.com/b")
+    split.locator('[data-row="1"]').get_by_label("Weight").fill("30")
+    expect(split.locator('[data-row="0"] .share')).to_have_text("70% of visitors")
+    expect(split.locator('[data-row="1"] .share')).to_have_text("30% of visitors")
+    # The JSON, for the API and for pasting, says the same.
+    page.locator("#rules-json > summary").click()
+    assert '"type":"language","value":"de"' in page.locator("#id_rules").input_value()
+    shoot(page, "rules-builder")
+    page.set_viewport_size(PHONE)
+    shoot(page, "rules-builder-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text(re.compile(f"Created .*/{slug}"))).to_be_visible()
+
+    link = Link.objects.get(slug=slug)
+    assert link.rules == [
+        {
+            "url": "https://example.de/fruehling",
+            "conditions": [{"type": "language", "value": "de"}, {"type": "country", "value": "DE"}],
+        },
+        {"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]},
+    ]
+    assert link.split == [
+        {"url": "https://example.com/a", "weight": 70},
+        {"url": "https://example.com/b", "weight": 30},
+    ]
+
+    # Edited again: the rows are those of the link; a rule removed, the rest kept.
+    page.goto(f"/links/{slug}/edit/")
+    expect(page.locator("#rules-json")).not_to_have_attribute("open", "")
+    expect(page.get_by_label("Rule 1, condition 2: country")).to_have_value("DE")
+    page.get_by_role("button", name="Remove rule 1", exact=True).click()
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved.")).to_be_visible()
+    link.refresh_from_db()
+    assert link.rules == [{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}]
+    assert len(link.split) == 2
+
+
+def test_json_typed_in_the_box_draws_the_rows_and_json_that_does_not_parse_stays_in_the_box(page, user):  # noqa: F811
+    page.goto("/links/new/")
+    open_rules(page)
+    page.locator("#rules-json > summary").click()
+    page.locator("#id_rules").fill(
+        '[{"url": "https://example.com/m", "conditions": [{"type": "device", "value": "android"}]}]'
+    )
+    expect(page.get_by_label("Rule 1, condition 1: device")).to_have_value("android")
+    page.locator("#id_rules").fill('[{"url": ')
+    expect(page.locator("#rules-builder")).to_be_hidden()
+    expect(page.locator("#id_rules")).to_be_visible()
+
+
+def test_an_expiry_that_has_passed_is_saved_only_once_confirmed(page, user):  # noqa: F811
+    slug = fresh("ex")
+    page.goto("/links/new/")
+    page.get_by_label("Target URL").fill("https://example.com/over")
+    page.get_by_label("Slug").fill(slug)
+    page.get_by_label("Expires at").fill("2020-01-01T10:00")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".error-summary")).to_contain_text("This time has passed")
+    assert focused(page) == "id_expires_at"
+    assert not Link.objects.filter(slug=slug).exists()
+    shoot(page, "form-expired")
+    page.get_by_role("checkbox", name="Save it expired").check()
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text(re.compile(f"Created .*/{slug}"))).to_be_visible()
+    assert link_state(Link.objects.get(slug=slug)) == LinkState.EXPIRED
+    # Edited without touching the expiry: nothing to confirm again.
+    page.goto(f"/links/{slug}/edit/")
+    page.get_by_label("Title").fill("Over")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved.")).to_be_visible()
+
+
+def test_words_are_not_a_url(page, user):  # noqa: F811
+    page.goto("/links/new/")
+    page.get_by_label("Target URL").fill("example dot com")
+    page.get_by_role("button", name="Save").click()
+    error = page.locator("#id_url_error")
+    expect(error).to_contain_text("“example dot com” is not a URL")
+    expect(error).not_to_contain_text("control characters")
+
+
+def _overlaps(tab, label_text: str) -> bool:
+    """Whether a checkbox's label and its help overlap on the page."""
+    return tab.evaluate(
+        """(text) => {
+            const label = [...document.querySelectorAll("label")].find((l) => l.textContent.trim() === text);
+            const help = document.getElementById(label.htmlFor + "_helptext");
+            const a = label.getBoundingClientRect(), b = help.getBoundingClientRect();
+            return a.bottom > b.top + 1 && b.bottom > a.top + 1;
+        }""",
+        label_text,
+    )
+
+
+def test_a_checkboxs_help_stays_clear_of_its_label(page, user):  # noqa: F811
+    user.is_staff = True
+    user.save(update_fields=["is_staff"])
+    for viewport, suffix in (({"width": 1280, "height": 900}, ""), (PHONE, "-phone")):
+        page.set_viewport_size(viewport)
+        page.goto("/links/new/")
+        for label in ("Forward query string", "Crawlable"):
+            assert not _overlaps(page, label), (label, viewport)
+        shoot(page, f"form-checkboxes{suffix}")
+        page.goto("/domains/")
+        assert not _overlaps(page, "Redirect HTTP to HTTPS"), viewport
