@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-dashboard bench-export bench-box bench-yourls bench-importers loadtest stack-faults click-outage multinode redis-outage
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers loadtest stack-faults click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -59,6 +59,12 @@ bench-import: setup
 # Not part of `make test`: link creation at 200/s and stats over 10,000,000 clicks.
 bench-api: setup
 	$(PY) loadtest/bench_api.py
+
+# Not part of `make test` (a smoke is, tests/test_bench_create.py): link
+# creation through the API at 100, 200 and 300/s, CPU per create by process;
+# BENCH_CREATE_ARGS e.g. '--against <a checkout of main>' or '--profile 500'.
+bench-create: setup
+	$(PY) loadtest/bench_create.py $(BENCH_CREATE_ARGS)
 
 # Not part of `make test`: the dashboard's links list with 100,000 links.
 bench-dashboard: setup

@@ -46,11 +46,13 @@ def test_every_bench_target_has_a_smoke_run():
         "bench",
         "bench-import",
         "bench-api",
+        "bench-create",
         "bench-dashboard",
         "bench-export",
         "bench-box",
         "bench-yourls",
         "bench-importers",
     }, targets
-    # bench_importers.py's small run is dashboard/importers/tests/test_bench.py.
-    assert scripts == {script for script, *_ in SCRIPTS} | {"bench_importers.py"}, scripts
+    # bench_importers.py's small run is dashboard/importers/tests/test_bench.py,
+    # bench_create.py's tests/test_bench_create.py.
+    assert scripts == {script for script, *_ in SCRIPTS} | {"bench_importers.py", "bench_create.py"}, scripts

@@ -4,15 +4,23 @@ the publisher delivers it to Redis once that transaction commits
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 
 from .models import LinkOutbox
 from .publishing import OUTBOX_CHANNEL, deliver_after_commit
 
+# The row and its NOTIFY (pg_notify's, which PostgreSQL sends at the commit as
+# it would NOTIFY's) in one statement: one round trip per change, and no
+# insert for the ORM to compile.
+_WRITE = (
+    f"WITH row AS (INSERT INTO {LinkOutbox._meta.db_table} (host, slug, created_at) VALUES (%s, %s, %s) RETURNING id)"
+    f" SELECT pg_notify('{OUTBOX_CHANNEL}', '') FROM row"
+)
+
 
 def _publish(host: str, slug: str) -> None:
-    LinkOutbox.objects.create(host=host, slug=slug)
     with connection.cursor() as cursor:
-        cursor.execute(f"NOTIFY {OUTBOX_CHANNEL}")
+        cursor.execute(_WRITE, [host, slug, timezone.now()])
     if settings.LINK_PUBLISH_INLINE:
         transaction.on_commit(deliver_after_commit)
 

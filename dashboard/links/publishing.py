@@ -109,13 +109,13 @@ def publish_keys(keys: Iterable[Key], *, client: redis.Redis | None = None) -> i
     if not keys:
         return 0
     default = default_host()
+    # Only the queries the keys need, unordered: the publisher runs this for
+    # every few links created, and compiling a query costs more than running it.
     slugs = {slug for _, slug in keys if slug}
-    links = {
-        (link.domain.host, link.slug): link for link in Link.objects.filter(slug__in=slugs).select_related("domain")
-    }
-    domains = {
-        domain.host: domain for domain in Domain.objects.filter(host__in={host for host, slug in keys if not slug})
-    }
+    hosts = {host for host, slug in keys if not slug}
+    found = Link.objects.filter(slug__in=slugs).select_related("domain").order_by() if slugs else ()
+    links = {(link.domain.host, link.slug): link for link in found}
+    domains = {domain.host: domain for domain in Domain.objects.filter(host__in=hosts).order_by()} if hosts else {}
 
     def fill(pipe) -> None:
         for host, slug in keys:
@@ -185,6 +185,8 @@ def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = No
             publish_keys(((host, slug) for _, host, slug in rows), client=client)
             LinkOutbox.objects.filter(id__lte=rows[-1][0]).delete()
             delivered += len(rows)
+        if len(rows) < batch:  # all there was when the call began: a later change comes with a NOTIFY of its own
+            return delivered
 
 
 def deliver_after_commit() -> None:

@@ -111,8 +111,11 @@ def link_create(
     return _create(owner=owner, team=_team_to_create_in(owner, team), link_fields=fields, slug_length=slug_length)
 
 
-@transaction.atomic
 def _create(*, owner: AbstractBaseUser, team: Team, link_fields: LinkFields, slug_length: int | None = None) -> Link:
+    # In the caller's transaction, without a savepoint of its own: what can
+    # be refused (the checks, a taken slug) is refused before anything is
+    # written or inside _save's savepoint, so a refused item of a bulk
+    # create leaves the transaction as it was.
     link = link_validate(link_fields, slug_length=slug_length)
     link.owner, link.team = owner, team
     _save(link, regenerate_slug=not link_fields.slug, slug_length=slug_length)

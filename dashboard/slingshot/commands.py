@@ -57,6 +57,12 @@ class ServiceCommand(BaseCommand):
         return False
 
     @staticmethod
+    def drain(listener: psycopg.Connection) -> None:
+        """Consumes the NOTIFYs already received, without waiting."""
+        for _ in listener.notifies(timeout=0):
+            pass
+
+    @staticmethod
     def listen(channel: str) -> psycopg.Connection:
         """A connection of its own to the database (Django's takes part in
         transactions), listening on `channel`."""

@@ -2,14 +2,16 @@
 A token belongs to one person and one team, and acts there with no more
 than that person's role (teams/access.py)."""
 
+import functools
 import hashlib
 import secrets
 from datetime import datetime, timedelta
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from teams import access, audit
@@ -88,6 +90,47 @@ def token_revoke(*, token: ApiToken, actor: AbstractBaseUser | None = None) -> A
     return token
 
 
+@functools.cache
+def _lookup_sql() -> str:
+    """The token of a digest with its user, its team and its user's role in
+    that team, in one statement. Every API request asks it: written once
+    rather than compiled by the ORM each time, which cost more CPU than the
+    query itself (docs/benchmarks.md, link creation)."""
+    User = get_user_model()  # noqa: N806
+
+    def columns(model, alias: str) -> str:
+        return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+
+    return (
+        f"SELECT {columns(ApiToken, 'k')}, {columns(User, 'u')}, {columns(Team, 't')}, "
+        f"(SELECT m.role FROM {Membership._meta.db_table} m WHERE m.user_id = k.user_id AND m.team_id = k.team_id"
+        f" LIMIT 1) FROM {ApiToken._meta.db_table} k"
+        f" JOIN {User._meta.db_table} u ON u.{User._meta.pk.column} = k.user_id"
+        f" JOIN {Team._meta.db_table} t ON t.{Team._meta.pk.column} = k.team_id"
+        " WHERE k.digest = %s"
+    )
+
+
+def _token_with_digest(digest: str) -> ApiToken | None:
+    """The token of this digest, its user and team loaded as
+    select_related would, and `member_role` as annotate would; or None.
+    The values go in as the driver gives them, without the ORM's
+    converters, which none of these models' fields has (a JSONField would)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_lookup_sql(), [digest])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    instances, start = [], 0
+    for model in (ApiToken, get_user_model(), Team):
+        names = [field.attname for field in model._meta.concrete_fields]
+        instances.append(model.from_db(connection.alias, names, row[start : start + len(names)]))
+        start += len(names)
+    token, token.user, token.team = instances
+    token.member_role = row[start]
+    return token
+
+
 def token_authenticate(raw: str) -> ApiToken | None:
     """The usable token for this secret, or None; with `role`, the role it
     acts with in its team now (teams.access.token_role), looked up in the
@@ -100,14 +143,8 @@ def token_authenticate(raw: str) -> ApiToken | None:
 def token_by_digest(digest: str) -> ApiToken | None:
     """token_authenticate for the token of this digest, which a caller found
     some other way than by its secret (tokens/signatures.py)."""
-    member_role = Membership.objects.filter(user_id=OuterRef("user_id"), team_id=OuterRef("team_id")).values("role")
-    try:
-        token = (
-            ApiToken.objects.select_related("user", "team")
-            .annotate(member_role=Subquery(member_role[:1]))
-            .get(digest=digest)
-        )
-    except ApiToken.DoesNotExist:
+    token = _token_with_digest(digest)
+    if token is None:
         return None
     now = timezone.now()
     if not token.is_usable(now) or not token.user.is_active:

@@ -54,6 +54,9 @@ class Command(ServiceCommand):
                     published, logged_at = 0, time.monotonic()
                 if self.wait_for_notify(listener, interval):
                     self.pause(coalesce_ms / 1000)
+                    # What was committed so far goes out in the next delivery: the NOTIFYs it sent meanwhile
+                    # would each wake another delivery that finds little or nothing.
+                    self.drain(listener)
             except (redis.RedisError, OperationalError, InterfaceError, psycopg.Error) as exc:
                 if listener is not None:
                     listener.close()
