@@ -36,6 +36,7 @@ from testing.schema import schema_of
 OLD_VERSIONS = {
     "main-2026-11-23": "00bccb7",
     "main-2026-11-26": "3fdb8fd",
+    "1.0.0": "baf5878",
 }
 ADMIN = "ops"
 CLICKS = {"plain": 7, "moved": 4, "later": 3}  # visits made through the old edge, imported by the old importer
