@@ -280,8 +280,10 @@ def render_edge_conf(
     tls_port: int | None = None,
     listen_host: str = "127.0.0.1",
     real_ip_from: str | None = None,
+    repo: Path = REPO,
 ) -> Path:
-    """Prepares an nginx prefix for the top-level nginx.conf on this machine.
+    """Prepares an nginx prefix for the top-level nginx.conf on this machine
+    (of `repo`, a checkout: its nginx.conf and edge/).
 
     The differences from OpenResty stay here: Debian builds ngx_lua as a
     dynamic module, so its load_module lines come first; and the ports are
@@ -301,8 +303,8 @@ def render_edge_conf(
     edge_link = prefix / "edge"
     if edge_link.is_symlink() or edge_link.exists():
         edge_link.unlink()
-    edge_link.symlink_to(REPO / "edge")
-    conf = (REPO / "nginx.conf").read_text()
+    edge_link.symlink_to(repo / "edge")
+    conf = (repo / "nginx.conf").read_text()
     conf, count = re.subn(r"^(\s*)listen\s+8080\b", rf"\1listen {listen_host}:{port}", conf, flags=re.M)
     if count != 1:
         raise ValueError("nginx.conf must have exactly one 'listen 8080' line")

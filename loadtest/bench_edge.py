@@ -22,8 +22,9 @@ each case:
      wrk's Windows browser is; click logging on, the rule recorded
 
 For each it prints requests/s, p50 and p99 latency, the ratio to its
-ceiling ((f) for (g), else (a)), and the server CPU time per request (nginx
-master and workers plus Redis, from /proc before and after). The cases run
+ceiling ((f) for (g), else (a)), the ratio to the Lua floor (e) when (e)
+runs too (each round's ratio over (e)'s), and the server CPU time per
+request (nginx master and workers plus Redis, from /proc before and after). The cases run
 in rounds, each case between two runs of its ceiling (a, b, a, c, a, d, a, e,
 a, h, f, g, then the next round's a, and a last f; `--cases` picks some),
 and the medians are reported, each ratio against the mean of the two
@@ -32,6 +33,12 @@ and goes within seconds, hits both sides of a ratio alike. Checks
 that every click of (b) reached the stream: clicks in the stream == redirects
 served (the edge's own counter; wrk does not count the responses still in
 flight when it stops). Takes about five minutes.
+
+`--base DIR` measures another checkout (its nginx.conf and edge/, say main's
+in a git worktree) beside this one in the same run: a second edge (and a
+second tiny-cache edge for (c)) runs it, and each case but (e) runs on both
+in every round, the other checkout's as the case's capital letter (a d a D
+...), each between two runs of the ceiling.
 """
 
 import argparse
@@ -117,11 +124,13 @@ class Nginx:
     plus (with_ceiling) a server on its own port that only does `return 302`,
     and at LUA_FLOOR_PATH only an ngx.redirect from Lua."""
 
-    def __init__(self, root: Path, env: dict[str, str], workers: int, *, with_ceiling: bool, pin: bool) -> None:
+    def __init__(
+        self, root: Path, env: dict[str, str], workers: int, *, with_ceiling: bool, pin: bool, repo: Path
+    ) -> None:
         prefix = root / f"nginx-{len(list(root.glob('nginx-*')))}"
         self.port, self.ceiling_port = devstack.free_port(), devstack.free_port()
         self.tls_port, self.ceiling_tls_port = devstack.free_port(), devstack.free_port()
-        conf_path = devstack.render_edge_conf(prefix, self.port, tls_port=self.tls_port)
+        conf_path = devstack.render_edge_conf(prefix, self.port, tls_port=self.tls_port, repo=repo)
         if with_ceiling:
             conf = conf_path.read_text()
             ceiling = (
@@ -200,6 +209,18 @@ LABELS = {
     "f": "f TLS ceiling: return 302",
     "g": "g TLS cached redirect + click",
 }
+# Cases measured again on --base's checkout, under their capital letters.
+BASE_CASES = set(LABELS) - CEILINGS - {"e"}
+
+
+def label(key: str) -> str:
+    if key.isupper():
+        return f"{key} {LABELS[key.lower()][2:]}"[:25] + " (--base)"
+    return LABELS[key]
+
+
+def ceiling_of(key: str) -> str:
+    return CEILING_OF.get(key.lower(), "a")
 
 
 class Bench:
@@ -211,7 +232,7 @@ class Bench:
         self.redis = redis.Redis(port=self.stack.redis_port, password=self.stack.redis_password)
         self.edges = []
 
-    def start_edge(self, env: dict[str, str], *, with_ceiling: bool = False) -> Nginx:
+    def start_edge(self, env: dict[str, str], *, with_ceiling: bool = False, repo: Path = devstack.REPO) -> Nginx:
         chosen = dict(item.split("=", 1) for item in self.args.edge_env)
         env = {
             "REDIS_HOST": "127.0.0.1",
@@ -220,7 +241,7 @@ class Bench:
             **chosen,
             **env,
         }
-        edge = Nginx(self.root, env, self.args.workers, with_ceiling=with_ceiling, pin=self.args.pin)
+        edge = Nginx(self.root, env, self.args.workers, with_ceiling=with_ceiling, pin=self.args.pin, repo=repo)
         self.edges.append(edge)
         return edge
 
@@ -340,9 +361,11 @@ class Bench:
         a = self.args
         # Each case after a run of its ceiling (a b a c a d a e a h f g | a b ...),
         # and the ceilings once more at the end: every case between two of its ceilings.
-        round_order = "".join(CEILING_OF.get(key, "a") + key for key in a.cases)
-        trailing = sorted({CEILING_OF.get(key, "a") for key in a.cases})
-        chosen = list(dict.fromkeys(round_order))
+        measured = [
+            case for key in a.cases for case in (key, key.upper()) if case == key or (a.base and key in BASE_CASES)
+        ]
+        round_order = "".join(ceiling_of(key) + key for key in measured)
+        trailing = sorted({ceiling_of(key) for key in measured})
         print(
             f"nginx {devstack.nginx_binary()} with {a.workers} workers; per case wrk -t{a.threads} "
             f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of {' '.join(round_order)}; "
@@ -353,6 +376,7 @@ class Bench:
                 else "; nothing pinned"
             )
             + (f"; {' '.join(a.edge_env)}" if a.edge_env else "")
+            + (f"; capital letters: {a.base}" if a.base else "")
             + "\n"
         )
         self.redis.set(link_key("bench"), orjson.dumps({"id": 1, "url": CEILING_TARGET, "status": 302, "active": True}))
@@ -368,7 +392,18 @@ class Bench:
 
         main = self.start_edge({}, with_ceiling=True)
         tiny = self.start_edge({"EDGE_CACHE_SIZE": str(a.tiny_cache)})
-        cases = {
+        cases = self.cases(main, tiny, many)
+        if a.base:
+            base = self.start_edge({}, repo=a.base)
+            base_tiny = self.start_edge({"EDGE_CACHE_SIZE": str(a.tiny_cache)}, repo=a.base)
+            for key, case in self.cases(base, base_tiny, many).items():
+                if key in BASE_CASES:
+                    cases[key.upper()] = case
+        return self.measure(cases, round_order, trailing)
+
+    def cases(self, main: Nginx, tiny: Nginx, many: list[str]) -> dict[str, tuple[Nginx, int, list[str], str]]:
+        a = self.args
+        return {
             "a": (main, main.ceiling_port, ["/bench"], "http"),
             "b": (main, main.port, ["/bench"], "http"),
             "c": (tiny, tiny.port, ["/" + slug for slug in many], "http"),
@@ -378,6 +413,10 @@ class Bench:
             "g": (main, main.tls_port, ["/bench"], "https"),
             "h": (main, main.port, ["/bench-rules"], "http"),
         }
+
+    def measure(self, cases: dict, round_order: str, trailing: list[str]) -> int:
+        a = self.args
+        chosen = list(dict.fromkeys(round_order))
         for key in chosen:
             edge, port, paths, scheme = cases[key]
             self.wrk(f"{key}-warmup", port, paths, a.warmup, edge.pids(), scheme)
@@ -391,30 +430,31 @@ class Bench:
             result = self.wrk(key, port, paths, a.duration, edge.pids(), scheme)
             runs.append(result)
             after = edge.drain()
-            if key == "b":
+            if key in ("b", "B"):
                 served = after[SERVED] - before[SERVED]
                 clicks, distinct = self.clicks_in_stream()
                 ok = clicks == distinct == served
                 clicks_ok = clicks_ok and ok
                 print(
-                    f"round {number} (b): {served:.0f} redirects served, wrk counted {result.requests}; "
+                    f"round {number} ({key}): {served:.0f} redirects served, wrk counted {result.requests}; "
                     f"{clicks} clicks in the stream, {distinct} distinct ids: {'OK' if ok else 'MISMATCH'}"
                 )
-            if key == "c":
+            if key in ("c", "C"):
                 lookups = after[LOOKUPS] - before[LOOKUPS]
                 print(
-                    f"round {number} (c): {lookups:.0f} slugs looked up in Redis for the "
+                    f"round {number} ({key}): {lookups:.0f} slugs looked up in Redis for the "
                     f"{result.requests} responses wrk counted (the tiny cache holds a few)"
                 )
-        dropped = main.metrics()["slingshot_edge_clicks_dropped_total"]
+        edges = {id(edge): edge for edge, *_ in cases.values()}.values()
+        dropped = sum(edge.metrics()["slingshot_edge_clicks_dropped_total"] for edge in edges)
         clicks_ok = clicks_ok and dropped == 0
 
         # Each run with its ceiling: the mean of the nearest runs of its
         # ceiling either side of it; a ceiling run (but the last a) is its own.
-        by_case: dict[str, list[tuple[Result, Result]]] = {key: [] for key in LABELS}
+        by_case: dict[str, list[tuple[Result, Result]]] = {key: [] for key in chosen}
         for index, key in enumerate(order):
             if key not in CEILINGS:
-                ceiling = CEILING_OF.get(key, "a")
+                ceiling = ceiling_of(key)
                 before = max(i for i in range(index) if order[i] == ceiling)
                 after = min(i for i in range(index + 1, len(order)) if order[i] == ceiling)
                 by_case[key].append((runs[index], mean_of(runs[before], runs[after])))
@@ -423,10 +463,10 @@ class Bench:
 
         print(
             f"\nmedians over {a.rounds} rounds; ratio = req/s over the mean req/s of the ceiling runs "
-            "just before and after"
+            "just before and after" + ("; vs e = the ratio over (e)'s in the same round" if "e" in chosen else "")
         )
         print(
-            f"{'case':<32} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} {'target':>7} "
+            f"{'case':<34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} {'target':>7} {'vs e':>5} "
             f"{'CPU us/req':>10} {'(nginx':>7} {'redis)':>7} {'CPU ratio':>9}"
             + (f" {'instr/req':>9} {'ratio':>6}" if a.perf else "")
         )
@@ -435,6 +475,15 @@ class Bench:
             measured = by_case[key]
             case_runs = [run for run, _ in measured]
             ratio = median(run.rps / ceiling.rps for run, ceiling in measured)
+            # Against the Lua floor of the same round: the Lua a case adds.
+            against_floor = ""
+            if "e" in by_case and key not in CEILINGS and ceiling_of(key) == "a":
+                against_floor = "{:.2f}".format(
+                    median(
+                        (run.rps / ceiling.rps) / (floor.rps / floor_ceiling.rps)
+                        for (run, ceiling), (floor, floor_ceiling) in zip(measured, by_case["e"], strict=True)
+                    )
+                )
             target = TARGETS.get(key)
             mark = "" if target is None else f">={target:.2f}"
             if target is not None and ratio < target:
@@ -452,8 +501,8 @@ class Bench:
                 )
             rps = median(r.rps for r in case_runs)
             print(
-                f"{LABELS[key]:<32} {rps:>8.0f} {median(r.p50_ms for r in case_runs):>7.2f} "
-                f"{median(r.p99_ms for r in case_runs):>7.2f} {ratio:>6.2f} {mark:>7} "
+                f"{label(key):<34} {rps:>8.0f} {median(r.p50_ms for r in case_runs):>7.2f} "
+                f"{median(r.p99_ms for r in case_runs):>7.2f} {ratio:>6.2f} {mark:>7} {against_floor:>5} "
                 f"{median(r.nginx_us + r.redis_us for r in case_runs):>10.1f} {nginx_us:>7.1f} {redis_us:>7.1f}"
                 f" {cpu_ratio:>9.2f}" + instructions
             )
@@ -499,6 +548,13 @@ def main() -> int:
     )
     parser.add_argument("--wrk-cpu", type=int, default=0, help="the CPU wrk is pinned to")
     parser.add_argument(
+        "--base",
+        type=Path,
+        metavar="DIR",
+        help="another checkout (e.g. a git worktree of main) whose edge runs every case but e beside this one's, "
+        "as the case's capital letter, in the same rounds",
+    )
+    parser.add_argument(
         "--no-perf", dest="perf", action="store_false", help="skip counting nginx's instructions with perf stat"
     )
     parser.add_argument(
@@ -517,6 +573,8 @@ def main() -> int:
         args.miss_slugs, args.unknown_slugs, args.perf = 100, 10, False
     if not args.cases or not set(args.cases) <= set(LABELS) - CEILINGS:
         parser.error(f"--cases takes letters of {''.join(sorted(set(LABELS) - CEILINGS))}")
+    if args.base and not (args.base / "edge" / "slingshot" / "edge.lua").exists():
+        parser.error(f"--base {args.base} is not a checkout of this repository")
     if not shutil.which("wrk"):
         print("wrk is not installed (make setup installs it)", file=sys.stderr)
         return 2

@@ -5,7 +5,11 @@
 -- does not depend on the request: values lower-cased, language tags split,
 -- weights summed into thresholds. `pick` runs per request and asks the
 -- request (`req`, below) only for what a condition of the link needs, at
--- most once each.
+-- most once each; what it makes of a User-Agent or an Accept-Language
+-- header is kept for the next visitor who sends the same (they repeat), so
+-- that a request makes no table of its own.
+local clear_table = require("table.clear")
+
 local type = type
 local find = string.find
 local lower = string.lower
@@ -83,6 +87,39 @@ for i = 1, #_M.DEVICES do
     DEVICES[_M.DEVICES[i]] = true
 end
 
+-- What a header made (devices, languages), by the header's value: at most
+-- MEMO_SIZE values a memo, each at most MEMO_TEXT bytes long (a longer one
+-- is worked out again at each request), so that a memo holds a few hundred
+-- kilobytes at most; a full memo is emptied and starts again.
+_M.MEMO_SIZE = 1000
+_M.MEMO_TEXT = 512
+
+local function memo(make)
+    local made, n = {}, 0
+    return function(text)
+        local value = made[text]
+        if value == nil then
+            value = make(text)
+            if type(text) == "string" and #text <= _M.MEMO_TEXT then
+                if n >= _M.MEMO_SIZE then
+                    clear_table(made)
+                    n = 0
+                end
+                made[text] = value
+                n = n + 1
+            end
+        end
+        return value
+    end
+end
+
+local function by_preference(a, b)
+    if a.q ~= b.q then
+        return a.q > b.q
+    end
+    return a.at < b.at
+end
+
 -- The visitor's languages from an Accept-Language header, lower-cased, in
 -- the order of their q-values (highest first, the header's order among
 -- equals); those with q=0 (refused) and `*` are left out.
@@ -106,17 +143,30 @@ function _M.languages(header)
             end
         end
     end
-    sort(found, function(a, b)
-        if a.q ~= b.q then
-            return a.q > b.q
-        end
-        return a.at < b.at
-    end)
+    sort(found, by_preference)
     local tags = {}
     for i = 1, n do
         tags[i] = found[i].tag
     end
     return tags
+end
+
+-- pick's: the tables devices and languages made for a header's value,
+-- which pick only reads. A nil header (made[nil] cannot be) is no header.
+local NOTHING = {}
+local devices_of = memo(_M.devices)
+local languages_of = memo(_M.languages)
+local function memo_devices(ua)
+    if ua == nil then
+        return NOTHING
+    end
+    return devices_of(ua)
+end
+local function memo_languages(header)
+    if header == nil then
+        return NOTHING
+    end
+    return languages_of(header)
 end
 
 -- Whether the language range `want` (lower-case) covers the visitor's tag
@@ -288,10 +338,10 @@ function _M.pick(compiled, req)
             local kind = c.kind
             local ok = false
             if kind == "device" then
-                devices = devices or _M.devices(req.user_agent())
+                devices = devices or memo_devices(req.user_agent())
                 ok = devices[c.value] == true
             elseif kind == "language" then
-                languages = languages or _M.languages(req.accept_language())
+                languages = languages or memo_languages(req.accept_language())
                 local want = c.value
                 for k = 1, #languages do
                     if covers(want, languages[k]) then

@@ -193,6 +193,31 @@ describe("rules.pick", function()
         assert.same({ user_agent = 1 }, asked)
     end)
 
+    it("answers a header it has seen as the first time, past a full memo too", function()
+        local compiled = assert(rules.compile({
+            { url = "https://a.example/", conditions = { { type = "language", value = "de" } } },
+            { url = "https://b.example/", conditions = { { type = "device", value = "ios" } } },
+        }, nil, safe))
+        local function answers()
+            return {
+                picks(compiled, { accept_language = "de-AT, en;q=0.5", user_agent = UA.linux }),
+                picks(compiled, { accept_language = "en, de;q=0", user_agent = UA.iphone }),
+                picks(compiled, { accept_language = "en", user_agent = UA.windows }),
+            }
+        end
+        local first = answers()
+        assert.same({ "https://a.example/", "https://b.example/" }, first)
+        assert.same(first, answers())
+        for i = 1, rules.MEMO_SIZE + 1 do
+            picks(compiled, { accept_language = "x-" .. i, user_agent = "agent " .. i })
+        end
+        assert.same(first, answers())
+        -- Longer than a memo keeps: worked out at each request, the same.
+        local long = "de, " .. ("en;q=0.1, "):rep(rules.MEMO_TEXT / 10)
+        assert.equal("https://a.example/", (picks(compiled, { accept_language = long })))
+        assert.equal("https://a.example/", (picks(compiled, { accept_language = long })))
+    end)
+
     it("splits by weight, the same visitor always to the same destination", function()
         local compiled = assert(rules.compile(nil, {
             { url = "https://a.example/", weight = 70 },
