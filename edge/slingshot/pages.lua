@@ -3,6 +3,8 @@
 -- picks the language from Accept-Language (pages.language) and keeps each
 -- page it has made on its domain's table (pages.for_domain), so that a
 -- flood of unknown slugs costs a table lookup per request, not a page.
+local memo = require("slingshot.memo")
+
 local gmatch = string.gmatch
 local lower = string.lower
 local match = string.match
@@ -65,7 +67,7 @@ local READ_MAX = 256
 -- The language of TEXTS the visitor prefers most (its q-value highest, the
 -- first listed among equals), by the primary tag alone (de-AT is de); "en"
 -- when none is offered.
-function _M.language(accept)
+local function language(accept)
     if not accept or accept == "" then
         return "en"
     end
@@ -86,6 +88,7 @@ function _M.language(accept)
     end
     return best
 end
+_M.language = memo.of(language)
 
 local ESCAPES = {
     ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;",

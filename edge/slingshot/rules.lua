@@ -8,7 +8,7 @@
 -- most once each; what it makes of a User-Agent or an Accept-Language
 -- header is kept for the next visitor who sends the same (they repeat), so
 -- that a request makes no table of its own.
-local clear_table = require("table.clear")
+local memo = require("slingshot.memo")
 
 local type = type
 local find = string.find
@@ -87,32 +87,6 @@ for i = 1, #_M.DEVICES do
     DEVICES[_M.DEVICES[i]] = true
 end
 
--- What a header made (devices, languages), by the header's value: at most
--- MEMO_SIZE values a memo, each at most MEMO_TEXT bytes long (a longer one
--- is worked out again at each request), so that a memo holds a few hundred
--- kilobytes at most; a full memo is emptied and starts again.
-_M.MEMO_SIZE = 1000
-_M.MEMO_TEXT = 512
-
-local function memo(make)
-    local made, n = {}, 0
-    return function(text)
-        local value = made[text]
-        if value == nil then
-            value = make(text)
-            if type(text) == "string" and #text <= _M.MEMO_TEXT then
-                if n >= _M.MEMO_SIZE then
-                    clear_table(made)
-                    n = 0
-                end
-                made[text] = value
-                n = n + 1
-            end
-        end
-        return value
-    end
-end
-
 local function by_preference(a, b)
     if a.q ~= b.q then
         return a.q > b.q
@@ -154,8 +128,8 @@ end
 -- pick's: the tables devices and languages made for a header's value,
 -- which pick only reads. A nil header (made[nil] cannot be) is no header.
 local NOTHING = {}
-local devices_of = memo(_M.devices)
-local languages_of = memo(_M.languages)
+local devices_of = memo.of(_M.devices)
+local languages_of = memo.of(_M.languages)
 local function memo_devices(ua)
     if ua == nil then
         return NOTHING

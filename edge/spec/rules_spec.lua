@@ -1,4 +1,5 @@
 package.path = "./?.lua;" .. package.path
+local memo = require("slingshot.memo")
 local rules = require("slingshot.rules")
 
 local function safe(url)
@@ -208,12 +209,12 @@ describe("rules.pick", function()
         local first = answers()
         assert.same({ "https://a.example/", "https://b.example/" }, first)
         assert.same(first, answers())
-        for i = 1, rules.MEMO_SIZE + 1 do
+        for i = 1, memo.SIZE + 1 do
             picks(compiled, { accept_language = "x-" .. i, user_agent = "agent " .. i })
         end
         assert.same(first, answers())
         -- Longer than a memo keeps: worked out at each request, the same.
-        local long = "de, " .. ("en;q=0.1, "):rep(rules.MEMO_TEXT / 10)
+        local long = "de, " .. ("en;q=0.1, "):rep(memo.TEXT / 10)
         assert.equal("https://a.example/", (picks(compiled, { accept_language = long })))
         assert.equal("https://a.example/", (picks(compiled, { accept_language = long })))
     end)
