@@ -112,6 +112,7 @@ class Box:
             a.workers,
             with_ceiling=True,
             pin=False,
+            repo=REPO,
         )
         faults.create_link(SLUG)
         edge_port = self.stack.ports["EDGE_PORT"]

@@ -216,6 +216,10 @@ def test_redis_killed_mid_import_forgets_acknowledgements_and_every_click_is_sto
             "5",
             "--block-ms",
             "100",
+            # Reading as soon as a batch is stored, the importer is at Redis
+            # when it dies, not lingering between reads.
+            "--linger-ms",
+            "0",
             name="importer",
             env={"REDIS_PORT": str(port), "REDIS_PASSWORD": ""},
         )

@@ -77,6 +77,9 @@ def _copy_into(table: str, columns: tuple[str, ...]) -> str:
     return _COPY.format(table=table, columns=", ".join(columns))
 
 
+RELOCK_SECONDS = 10.0
+
+
 def lock_key(consumer: str, store: str = "primary") -> str:
     return f"slingshot import_clicks {store}/{consumer}"
 
@@ -99,21 +102,31 @@ class ClickImporter:
         self._partitions = MonthPartitions()
         self._session_for = None  # the connection _SESSION ran on
         self._known_agents: set[int] = set()  # ids in user_agents, as far as this importer knows
+        self._locked_before = False  # whether this importer has held its lock (acquire_lock)
 
     # --- the lock on the consumer name ---------------------------------------------
 
     def acquire_lock(self) -> None:
         """Holds a session advisory lock on the consumer name for as long as the
-        database connection lives; a second importer of the same name gets ConsumerBusy."""
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
-                [lock_key(self.stream.consumer, self.stream.store)],
-            )
-            if not cursor.fetchone()[0]:
+        database connection lives; a second importer of the same name gets ConsumerBusy.
+        Taken again after a lost connection, the lock may still be held for a
+        moment by the session that was lost (a terminated backend ends
+        asynchronously): it is asked for again for up to RELOCK_SECONDS."""
+        deadline = time.monotonic() + (RELOCK_SECONDS if self._locked_before else 0)
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                    [lock_key(self.stream.consumer, self.stream.store)],
+                )
+                if cursor.fetchone()[0]:
+                    self._locked_before = True
+                    return
+            if time.monotonic() >= deadline:
                 raise ConsumerBusy(
                     f"another import_clicks runs with consumer name {self.stream.consumer!r} on store {self.stream.store!r}"
                 )
+            time.sleep(0.1)
 
     def release_lock(self) -> None:
         if connection.connection is None or connection.connection.closed:
