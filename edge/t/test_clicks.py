@@ -161,6 +161,9 @@ def test_a_full_journal_drops_counts_and_shows_the_loss_and_the_rest_arrives(mak
     agent = {"User-Agent": "u" * 500}
     for _ in range(300):
         assert edge.request(f"/{slug}", headers=agent).status == 302
+    # The gauges reach /metrics at the worker's next tick (every 0.1 s).
+    wait_until(lambda: metrics(edge)["slingshot_edge_click_buffer_depth"] > 0, what="the journal's depth in /metrics")
+    time.sleep(0.3)  # and every count of the 300 with it
     during = metrics(edge)
     dropped = delta(before, during, "slingshot_edge_clicks_dropped_total")
     kept = during["slingshot_edge_click_buffer_depth"]
