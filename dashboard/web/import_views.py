@@ -1,11 +1,9 @@
 """CSV import of links: the upload, its preview, and the import in chunks (links/imports.py)."""
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from links import imports
@@ -13,19 +11,12 @@ from links.models import LinkImport
 
 from . import link_forms
 from .teams import current_team
-from .uploads import UploadLimitHandler
+from .uploads import UploadLimitHandler, limit_uploads
 
 
-@csrf_exempt  # checked by _link_import, once the upload handler is in place
 @login_required
-def link_import(request):
-    limit = UploadLimitHandler(request, max_bytes=settings.WEB_IMPORT_MAX_BYTES)
-    request.upload_handlers.insert(0, limit)
-    return _link_import(request, limit)
-
-
-@csrf_protect
-def _link_import(request, limit: UploadLimitHandler):
+@limit_uploads("WEB_IMPORT_MAX_BYTES")
+def link_import(request, limit: UploadLimitHandler):
     if request.method != "POST":
         return render(request, "web/link_import.html", {"form": link_forms.CsvUploadForm()})
     form = link_forms.CsvUploadForm(request.POST, request.FILES, too_large="file" in limit.too_large)

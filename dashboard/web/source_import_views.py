@@ -12,7 +12,6 @@ from django.db import transaction
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from importers.files import files_store
@@ -25,7 +24,7 @@ from teams import access
 from teams.models import Role
 
 from .teams import current_team
-from .uploads import UploadLimitHandler
+from .uploads import UploadLimitHandler, limit_uploads
 
 # Which fields each source needs (the others are left aside).
 NEEDS = {
@@ -97,16 +96,9 @@ class SourceImportForm(forms.Form):
         return data
 
 
-@csrf_exempt  # checked by _source_import, once the upload handler is in place
 @login_required
-def source_import(request):
-    limit = UploadLimitHandler(request, max_bytes=settings.IMPORTERS_UPLOAD_MAX_BYTES)
-    request.upload_handlers.insert(0, limit)
-    return _source_import(request, limit)
-
-
-@csrf_protect
-def _source_import(request, limit: UploadLimitHandler):
+@limit_uploads("IMPORTERS_UPLOAD_MAX_BYTES")
+def source_import(request, limit: UploadLimitHandler):
     team = current_team(request)
     form = SourceImportForm(request.POST or None, request.FILES or None, too_large=limit.too_large)
     unfinished = ImportJob.objects.filter(team=team, state__in=[State.QUEUED, State.RUNNING]).count()

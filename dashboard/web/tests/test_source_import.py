@@ -140,3 +140,16 @@ def test_a_team_has_at_most_three_imports_waiting(signed_in, user):
 
     assert refused.status_code == 200 and b"3 imports waiting or running" in refused.content
     assert ImportJob.objects.filter(owner=user).count() == 3
+
+
+def test_a_file_over_the_limit_is_refused_and_the_post_still_needs_its_csrf_token(signed_in, user, settings):
+    from django.test import Client
+
+    settings.IMPORTERS_UPLOAD_MAX_BYTES = 1024
+    answer = upload_dump(signed_in)
+    assert answer.status_code == 200 and "The file is larger than 1.0\xa0KB." in answer.content.decode()
+    guarded = Client(enforce_csrf_checks=True)
+    guarded.force_login(user)
+    settings.IMPORTERS_UPLOAD_MAX_BYTES = 10**7
+    assert upload_dump(guarded).status_code == 403
+    assert not ImportJob.objects.filter(owner=user).exists()
