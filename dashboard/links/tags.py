@@ -14,6 +14,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection, transaction
 from django.db.models import Func, Q, QuerySet, TextField, Value
+from django.db.models.functions import Lower
 
 from .models import Link, LowerTags
 from .services import link_update
@@ -21,15 +22,18 @@ from .validation import validate_tags
 
 
 class _Lowered(Func):
-    """Tags as lower_tags() has them, lower-cased by PostgreSQL."""
+    """Tags as lower_tags() has them, lower-cased by PostgreSQL: an array of
+    constants, which the planner folds and weighs by the tag index's
+    statistics (a subquery it cannot, and it took a filter matching three
+    links of 100,000 for one matching a thousand, walking them all)."""
 
-    template = "ARRAY(SELECT lower(tag) FROM unnest(%(expressions)s::text[]) tag)"
+    template = "ARRAY[%(expressions)s]::text[]"
     output_field = ArrayField(TextField())
 
 
 def _having(links: QuerySet[Link], tags: list[str], *, every: bool) -> tuple[QuerySet[Link], Q]:
     # @> all of them, && any of them: by the index link_tags_lower_gin.
-    asked = _Lowered(Value(list(tags), output_field=ArrayField(TextField())))
+    asked = _Lowered(*(Lower(Value(tag, output_field=TextField())) for tag in tags))
     return links.alias(tags_lower=LowerTags("tags")), Q(**{f"tags_lower__{'contains' if every else 'overlap'}": asked})
 
 
