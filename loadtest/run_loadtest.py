@@ -13,6 +13,7 @@ redirect Locust counted is one click stored in PostgreSQL: it prints
 `reconciled: N/N clicks` and exits 1 on any difference or failed request.
 """
 
+import argparse
 import json
 import os
 import signal
@@ -112,6 +113,9 @@ def wait_for_import(*, timeout: float) -> None:
 
 
 def main() -> int:
+    # Settings come from the environment (above). Parsed so that --help, or
+    # a mistyped option, does not start a run.
+    argparse.ArgumentParser(prog="make loadtest", description=__doc__.split("\n\n")[0]).parse_args()
     for name, value in DEFAULTS.items():
         os.environ.setdefault(name, value)
     reports = Path(os.environ.get("LOADTEST_REPORTS", REPO / ".run" / "loadtest" / "reports"))

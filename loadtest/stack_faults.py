@@ -15,6 +15,7 @@ is not even, or if visitors saw an error during any fault but the edge's
 own.
 """
 
+import argparse
 import os
 import secrets
 import sys
@@ -29,6 +30,9 @@ from devstack.supervised import SupervisedStack  # noqa: E402
 
 
 def main() -> int:
+    # No options: the rate is STACK_FAULTS_RATE. Parsed so that --help, or
+    # a mistyped option, does not start a run of several minutes.
+    argparse.ArgumentParser(prog="make stack-faults", description=__doc__.split("\n\n")[0]).parse_args()
     root = Path(tempfile.mkdtemp(prefix="slingshot-faults-"))
     stack = SupervisedStack(
         root, env={"SLINGSHOT_ADMIN_USER": "faults", "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)}
