@@ -4,15 +4,15 @@ same way, checked against the role of the person making it
 once the transaction has committed."""
 
 import enum
-import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
-from django.db import IntegrityError, connection, models, transaction
+from django.db import IntegrityError, transaction
 
+from slingshot.inserts import insert
 from teams import access, audit
 from teams.models import Action, Role, Team
 from teams.services import default_team
@@ -76,34 +76,14 @@ def _save(link: Link, **save_options) -> None:
         raise _slug_taken() from None
 
 
-@functools.cache
-def _insert_sql() -> tuple[str, tuple[models.Field, ...]]:
-    """The INSERT of a new link that inserts nothing when the slug is taken
-    on its domain, and the fields whose values it takes; written once rather
-    than compiled by the ORM at every create."""
-    fields = tuple(field for field in Link._meta.concrete_fields if not field.primary_key)
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    return (
-        f"INSERT INTO {Link._meta.db_table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})"
-        f" ON CONFLICT ON CONSTRAINT link_domain_slug DO NOTHING RETURNING {Link._meta.pk.column}",
-        fields,
-    )
-
-
 def _insert(link: Link, *, regenerate_slug: bool, slug_length: int | None = None) -> None:
     """Inserts a new link as Model.save would. A taken slug is a
     ValidationError, or, for a generated one, a new slug (of `slug_length`,
     by default LINK_SLUG_LENGTH) and another try. A taken slug inserts
     nothing, so it needs no savepoint to leave the caller's transaction as
     it was (a refused item of a bulk create)."""
-    sql, fields = _insert_sql()
     for _ in range(_SLUG_ATTEMPTS if regenerate_slug else 1):
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [field.get_db_prep_save(field.pre_save(link, True), connection) for field in fields])
-            row = cursor.fetchone()
-        if row is not None:
-            link.pk = row[0]
-            link._state.adding, link._state.db = False, connection.alias
+        if insert(link, on_conflict="ON CONFLICT ON CONSTRAINT link_domain_slug DO NOTHING"):
             return
         if not regenerate_slug:
             raise _slug_taken()
