@@ -5,7 +5,7 @@ at every save, which cost more CPU than PostgreSQL spent running it
 
 import functools
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 
 @functools.cache
@@ -26,11 +26,12 @@ def insert(instance: models.Model, *, on_conflict: str = "") -> bool:
     signals: for models nothing listens to. `on_conflict` ("ON CONFLICT ...
     DO NOTHING") may have the row not inserted: False then."""
     sql, fields = _statement(type(instance), on_conflict)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields])
+    db = connections[DEFAULT_DB_ALIAS]  # once: each use of `connection` looks it up again
+    with db.cursor() as cursor:
+        cursor.execute(sql, [field.get_db_prep_save(field.pre_save(instance, True), db) for field in fields])
         row = cursor.fetchone()
     if row is None:
         return False
     instance.pk = row[0]
-    instance._state.adding, instance._state.db = False, connection.alias
+    instance._state.adding, instance._state.db = False, db.alias
     return True
