@@ -164,10 +164,10 @@ def link_bulk_create(
     *, owner: AbstractBaseUser, items: Iterable[tuple[LinkFields, Team | None]], team: Team | None = None
 ) -> list[BulkResult]:
     """Creates a link of each item's LinkFields in the item's team (None:
-    `team`, by default teams.services.default_team), each in its own
-    savepoint, so an item refused leaves the others be. One result per item,
-    in their order; all the links commit together. The owner's role is
-    looked up once per team."""
+    `team`, by default teams.services.default_team). An item is refused
+    before it writes anything (_create), so it leaves the others be. One
+    result per item, in their order; all the links commit together. The
+    owner's role is looked up once per team."""
     results, teams, default = [], {}, default_domain()
     for link_fields, chosen in items:
         if link_fields.domain is None:
