@@ -137,11 +137,8 @@ class FieldsOnceMixin:
     def get_fields(self):
         cls = type(self)
         if "_fields_once" not in cls.__dict__:
-            cls._fields_once = super().get_fields()
-        return {
-            name: copy.deepcopy(field) if _has_fields(field) else copy.copy(field)
-            for name, field in cls._fields_once.items()
-        }
+            cls._fields_once = [(name, field, _has_fields(field)) for name, field in super().get_fields().items()]
+        return {name: copy.deepcopy(field) if deep else copy.copy(field) for name, field, deep in cls._fields_once}
 
 
 def _has_fields(field: serializers.Field) -> bool:

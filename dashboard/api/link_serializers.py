@@ -1,6 +1,8 @@
 """The serializers of /api/v1/links (api/links.py): a link's options as
 links/fields.py declares them, and the list's query."""
 
+import functools
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
@@ -264,6 +266,13 @@ class LinkQuerySerializer(TeamQuerySerializer):
     )
 
 
+@functools.cache
+def _new_link_output() -> LinkSerializer:
+    """One serializer per process writes every new link out: its fields are
+    bound once, and writing a link changes none of them."""
+    return LinkSerializer()
+
+
 def new_link_data(link: Link) -> dict:
     link.clicks = link.human_clicks = 0  # a new link id has no clicks yet
-    return LinkSerializer(link).data
+    return _new_link_output().to_representation(link)

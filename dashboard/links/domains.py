@@ -3,9 +3,11 @@ live here, small as they are; every write is published through the outbox
 like a link change (links/publishing.py), so the edge learns of a new
 domain, its redirects and its robots.txt within a second."""
 
+import functools
+
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
 from django.db.models import Count, QuerySet
 
 from .models import Domain
@@ -24,9 +26,27 @@ def manages_domains(user: AbstractBaseUser) -> bool:
     return bool(user and user.is_active and (user.is_staff or user.is_superuser))
 
 
+# The id of the default domain's row, by host, once a transaction that
+# found or made it has committed: every link made without a domain asks for
+# it. The row is never removed (domain_delete) and its host never changes,
+# so a process may keep the id; one made in a transaction that rolled back
+# is never kept, and a row deleted anyway is forgotten (forget_default_domain).
+_default_domain_ids: dict[str, int] = {}
+
+
+def forget_default_domain(**_) -> None:
+    """Clears the kept id: on Domain's post_delete (links/apps.py), and
+    between tests, which empty the tables."""
+    _default_domain_ids.clear()
+
+
 def default_domain() -> Domain:
-    """The default domain's row (the host of EDGE_BASE_URL), made on first use."""
+    """The default domain's row (the host of EDGE_BASE_URL), made on first
+    use. Once known to this process, with only its id and host loaded: the
+    other fields are read when asked for, so they are never stale."""
     host = default_host()
+    if (pk := _default_domain_ids.get(host)) is not None:
+        return Domain.from_db(DEFAULT_DB_ALIAS, ["id", "host"], [pk, host])
     domain = Domain.objects.filter(host=host).first()
     if domain is None:
         try:
@@ -35,6 +55,7 @@ def default_domain() -> Domain:
                 publish_domain(host)
         except IntegrityError:  # made meanwhile by another request
             domain = Domain.objects.get(host=host)
+    transaction.on_commit(functools.partial(_default_domain_ids.__setitem__, host, domain.pk))
     return domain
 
 

@@ -12,6 +12,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
+from slingshot.inserts import insert
 from teams import access, audit
 from teams.models import Action, Role, Team
 from teams.services import default_team
@@ -59,21 +60,34 @@ def _validate(link: Link) -> None:
     link.full_clean(exclude=["owner", "team", "domain"], validate_unique=False, validate_constraints=False)
 
 
-def _save(link: Link, *, regenerate_slug: bool, slug_length: int | None = None, **save_options) -> None:
-    """Saves in a savepoint. A taken slug is a ValidationError, or, for a
-    generated one, a new slug (of `slug_length`, by default
-    LINK_SLUG_LENGTH) and another try."""
+def _slug_taken() -> ValidationError:
+    return ValidationError({"slug": ValidationError(SLUG_TAKEN_MESSAGE, code="unique")})
+
+
+def _save(link: Link, **save_options) -> None:
+    """Saves a link that exists, in a savepoint: a taken slug is a
+    ValidationError."""
+    try:
+        with transaction.atomic():
+            link.save(**save_options)
+    except IntegrityError:
+        if not Link.objects.filter(domain=link.domain, slug=link.slug).exclude(pk=link.pk).exists():
+            raise
+        raise _slug_taken() from None
+
+
+def _insert(link: Link, *, regenerate_slug: bool, slug_length: int | None = None) -> None:
+    """Inserts a new link as Model.save would. A taken slug is a
+    ValidationError, or, for a generated one, a new slug (of `slug_length`,
+    by default LINK_SLUG_LENGTH) and another try. A taken slug inserts
+    nothing, so it needs no savepoint to leave the caller's transaction as
+    it was (a refused item of a bulk create)."""
     for _ in range(_SLUG_ATTEMPTS if regenerate_slug else 1):
-        try:
-            with transaction.atomic():
-                link.save(**save_options)
+        if insert(link, on_conflict="ON CONFLICT ON CONSTRAINT link_domain_slug DO NOTHING"):
             return
-        except IntegrityError:
-            if not Link.objects.filter(domain=link.domain, slug=link.slug).exclude(pk=link.pk).exists():
-                raise
-            if not regenerate_slug:
-                raise ValidationError({"slug": ValidationError(SLUG_TAKEN_MESSAGE, code="unique")}) from None
-            link.slug = slugs.generate_slug(slug_length or settings.LINK_SLUG_LENGTH)
+        if not regenerate_slug:
+            raise _slug_taken()
+        link.slug = slugs.generate_slug(slug_length or settings.LINK_SLUG_LENGTH)
     raise IntegrityError(f"could not find a free slug after {_SLUG_ATTEMPTS} attempts")
 
 
@@ -114,11 +128,11 @@ def link_create(
 def _create(*, owner: AbstractBaseUser, team: Team, link_fields: LinkFields, slug_length: int | None = None) -> Link:
     # In the caller's transaction, without a savepoint of its own: what can
     # be refused (the checks, a taken slug) is refused before anything is
-    # written or inside _save's savepoint, so a refused item of a bulk
-    # create leaves the transaction as it was.
+    # written or by an insert that inserts nothing (_insert), so a refused
+    # item of a bulk create leaves the transaction as it was.
     link = link_validate(link_fields, slug_length=slug_length)
     link.owner, link.team = owner, team
-    _save(link, regenerate_slug=not link_fields.slug, slug_length=slug_length)
+    _insert(link, regenerate_slug=not link_fields.slug, slug_length=slug_length)
     audit.record(
         team_id=team.pk,
         actor=owner,
@@ -150,10 +164,10 @@ def link_bulk_create(
     *, owner: AbstractBaseUser, items: Iterable[tuple[LinkFields, Team | None]], team: Team | None = None
 ) -> list[BulkResult]:
     """Creates a link of each item's LinkFields in the item's team (None:
-    `team`, by default teams.services.default_team), each in its own
-    savepoint, so an item refused leaves the others be. One result per item,
-    in their order; all the links commit together. The owner's role is
-    looked up once per team."""
+    `team`, by default teams.services.default_team). An item is refused
+    before it writes anything (_create), so it leaves the others be. One
+    result per item, in their order; all the links commit together. The
+    owner's role is looked up once per team."""
     results, teams, default = [], {}, default_domain()
     for link_fields, chosen in items:
         if link_fields.domain is None:
@@ -206,7 +220,7 @@ def link_update(*, link: Link, actor: AbstractBaseUser | None = None, **changes)
     for name, value in changes.items():
         setattr(link, name, value)
     _validate(link)
-    _save(link, regenerate_slug=False, update_fields=[*changes, "updated_at"])
+    _save(link, update_fields=[*changes, "updated_at"])
     after = {name: getattr(link, name) for name in changes}
     if "password" in changes:  # whether there is one, never a hash (fields.Option.audited)
         had = before.pop("password")

@@ -9,6 +9,8 @@ from typing import Any
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import models
 
+from slingshot.inserts import insert
+
 from .models import Action, AuditEntry
 
 
@@ -44,7 +46,7 @@ def record(
 ) -> AuditEntry:
     """Writes one entry; `actor` None is the system (a management command)."""
     person = actor if actor is not None and actor.is_authenticated else None
-    return AuditEntry.objects.create(
+    entry = AuditEntry(
         team_id=team_id,
         actor=person,
         actor_name=person.get_username() if person else "",
@@ -54,3 +56,5 @@ def record(
         subject=subject[:200],
         changes=dict(changes or {}),
     )
+    insert(entry)
+    return entry

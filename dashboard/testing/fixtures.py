@@ -67,6 +67,16 @@ def closed_breaker():
     breaker.reset()
 
 
+@pytest.fixture(autouse=True)
+def forgotten_default_domain():
+    """Each test finds the default domain's row anew: the tables are emptied
+    or rolled back between tests, and a process keeps the row's id once it
+    has committed (links.domains.default_domain)."""
+    from links.domains import forget_default_domain
+
+    forget_default_domain()
+
+
 def database_url() -> str:
     """The test database, for a process of a test's own."""
     from django.db import connection

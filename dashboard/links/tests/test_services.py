@@ -172,3 +172,26 @@ def test_bulk_create_gives_each_item_its_outcome_in_its_own_savepoint(owner):
     assert set(Link.objects.filter(owner=owner).exclude(pk=taken.pk).values_list("slug", flat=True)) == created
     assert all(published(slug) for slug in created)  # each published once the batch committed
     assert services.link_bulk_create(owner=owner, items=[]) == []
+
+
+def test_a_taken_slug_is_refused_or_generated_anew_without_a_savepoint(owner, monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    taken = make_link(owner=owner, url="https://example.com/", slug=fresh())
+    generated = iter([taken.slug, fresh()])
+    monkeypatch.setattr(services.slugs, "generate_slug", lambda length: next(generated))
+    with CaptureQueriesContext(connection) as queries:
+        results = services.link_bulk_create(
+            owner=owner,
+            items=[
+                (LinkFields(url="https://example.com/1", slug=taken.slug), None),
+                (LinkFields(url="https://example.com/2"), None),  # its first slug is taken: a second one
+            ],
+        )
+    assert [result.outcome for result in results] == [services.Outcome.SLUG_TAKEN, services.Outcome.CREATED]
+    assert results[0].errors == {"slug": [services.SLUG_TAKEN_MESSAGE]}
+    created = results[1].link
+    assert Link.objects.get(pk=created.pk).slug == created.slug != taken.slug
+    assert published(created.slug)["url"] == "https://example.com/2"
+    assert not [query["sql"] for query in queries.captured_queries if "SAVEPOINT" in query["sql"]]
