@@ -12,7 +12,7 @@ schema as it is (docs/releasing.md).
 import hashlib
 from pathlib import Path
 
-VERSION = "1.1.0"
+VERSION = "1.1.1.dev0"
 
 DASHBOARD_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = DASHBOARD_DIR.parent
