@@ -14,19 +14,27 @@ local _M = { _VERSION = "0.1.0" }
 _M.SIZE = 1000
 _M.TEXT = 512
 
--- `make` behind a memo: a function of the header's value.
+-- The key of a header the visitor did not send (nil cannot be a key).
+local ABSENT = {}
+
+-- `make` behind a memo: a function of the header's value, nil when the
+-- header is not there.
 function _M.of(make)
     local made, n = {}, 0
     return function(text)
-        local value = made[text]
+        local key = text
+        if key == nil then
+            key = ABSENT
+        end
+        local value = made[key]
         if value == nil then
             value = make(text)
-            if type(text) == "string" and #text <= _M.TEXT then
+            if text == nil or type(text) == "string" and #text <= _M.TEXT then
                 if n >= _M.SIZE then
                     clear_table(made)
                     n = 0
                 end
-                made[text] = value
+                made[key] = value
                 n = n + 1
             end
         end

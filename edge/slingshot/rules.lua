@@ -126,22 +126,9 @@ function _M.languages(header)
 end
 
 -- pick's: the tables devices and languages made for a header's value,
--- which pick only reads. A nil header (made[nil] cannot be) is no header.
-local NOTHING = {}
-local devices_of = memo.of(_M.devices)
-local languages_of = memo.of(_M.languages)
-local function memo_devices(ua)
-    if ua == nil then
-        return NOTHING
-    end
-    return devices_of(ua)
-end
-local function memo_languages(header)
-    if header == nil then
-        return NOTHING
-    end
-    return languages_of(header)
-end
+-- which pick only reads.
+local memo_devices = memo.of(_M.devices)
+local memo_languages = memo.of(_M.languages)
 
 -- Whether the language range `want` (lower-case) covers the visitor's tag
 -- `tag`: `en` covers `en` and `en-gb`, `en-gb` covers only `en-gb`.
