@@ -9,6 +9,7 @@ import signal
 import time
 import uuid
 
+import psutil
 from edge_helpers import following, metrics, publish, stream_clicks, wait_for_notifications, wait_until
 
 import devstack
@@ -20,6 +21,19 @@ from slingshot.contract import SERVED_KEY_PREFIX
 def workers(edge) -> list[int]:
     """The edge's worker processes (its master leads their process group)."""
     return [pid for pid in devstack.group_members(edge.process.pid) if pid != edge.process.pid]
+
+
+def serving(edge) -> list[int]:
+    """The edge's workers holding a visitor's connection: the visitors keep
+    theirs alive, so a worker that accepted none serves none of them."""
+    return [
+        pid
+        for pid in workers(edge)
+        if any(
+            conn.status == psutil.CONN_ESTABLISHED and conn.laddr.port == edge.port
+            for conn in psutil.Process(pid).net_connections(kind="tcp")
+        )
+    ]
 
 
 def served_by(client, prefixes: set[str]) -> int:
@@ -58,7 +72,8 @@ def test_a_worker_killed_under_traffic_leaves_its_clicks_to_a_sibling(make_edge,
     visitors = Visitors(edge.port, slug, threads=4, rate=800).start()
     try:
         wait_until(lambda: visitors.served[slug] > 400, timeout=10, what="traffic")
-        victim = workers(edge)[0]
+        # A worker with clicks in its journal: one that serves visitors.
+        victim = serving(edge)[0]
         os.kill(victim, signal.SIGKILL)
         wait_until(lambda: victim not in workers(edge) and len(workers(edge)) == 2, what="a new worker")
         time.sleep(1)
