@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -572,6 +573,8 @@ class Scenario:
                 f"{edge}, visit-limited link: {what} ×{len(at)}, {min(at):+.2f} to {max(at):+.2f} s from the kill"
                 for what, at in sorted(self.result.limited_failures[edge].items())
             ]
+            if self.result.limited_failures[edge]:
+                self.result.notes += self.edge_errors(edge, limited)
         self.log(f"visitors stopped: {self.result.total_served} redirects served; waiting for the importers")
         with suppress(TimeoutError):
             wait_until(
@@ -813,6 +816,16 @@ class Scenario:
             f"killed importer host {host} with {self.result.importer_pending_at_kill} entries read and not stored "
             "(they go to host 2 after 3s idle)"
         )
+
+    def edge_errors(self, edge: str, slug: str) -> list[str]:
+        """Why the edge failed visits to `slug`, as its log says, each reason with its count."""
+        log = self.topology.processes[edge].log_path.read_text(errors="replace")
+        reasons = Counter(
+            line.split(f"slug {slug}: ", 1)[1].split(", client:")[0]
+            for line in log.splitlines()
+            if f"slug {slug}: " in line
+        )
+        return [f"{edge} logged for /{slug}: {reason} ×{n}" for reason, n in reasons.most_common()]
 
     def restart_edge(self, n: int) -> None:
         process = self.topology.processes[f"edge{n + 1}"]

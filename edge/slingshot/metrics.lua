@@ -35,6 +35,7 @@ _M.CLICK_BUFFER_DEPTH = "slingshot_edge_click_buffer_depth"
 _M.CLICK_SPOOL_BYTES = "slingshot_edge_click_spool_bytes"
 _M.CLICK_JOURNALS = "slingshot_edge_click_journals"
 _M.VISITS_COUNTED_HERE = "slingshot_edge_visits_counted_here_total"
+_M.VISITS_FROM_LAST_READ = "slingshot_edge_visits_from_last_read_total"
 
 -- The series of `family` with one label, e.g. labelled(REQUESTS, "outcome", "redirect").
 function _M.labelled(family, label, value)
@@ -64,6 +65,9 @@ local FAMILIES = {
     -- Gauges of the click journals, a part each (set_part).
     { _M.VISITS_COUNTED_HERE, "counter",
         "Visits of limited links counted by the edge while no Redis primary answered." },
+    { _M.VISITS_FROM_LAST_READ, "counter",
+        "Visits of limited links judged on the count a worker last read: "
+        .. "neither the Redis primary nor the replica answered." },
     { _M.CLICK_BUFFER_DEPTH, "gauge", "Clicks not yet written to the stream, in the journals." },
     { _M.CLICK_SPOOL_BYTES, "gauge", "Bytes of those clicks in the click spool." },
     { _M.CLICK_JOURNALS, "gauge",

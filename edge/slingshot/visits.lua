@@ -6,15 +6,19 @@
 -- replica), a limited link is not failed: the edge reads the counter from
 -- the Redis it reads links from (its replica) and counts the visits it lets
 -- through in a shared dict, which the flush timer adds to the primary once
--- one answers. The limit then holds to within the visits other edges let
+-- one answers. Should its replica not answer either (held up while it
+-- follows a new primary), the worker counts on from the counter as it last
+-- read it. The limit then holds to within the visits other edges let
 -- through in the same seconds (docs/operations.md, "What a fault costs").
 -- A count not sent within EDGE_STALE_TTL of its first visit is dropped.
 local config = require("slingshot.config")
 local metrics = require("slingshot.metrics")
 local redis = require("slingshot.redis")
 
+local log = ngx.log
 local shared = ngx.shared
 local tonumber = tonumber
+local WARN = ngx.WARN
 
 local _M = { _VERSION = "0.2.0" }
 
@@ -36,23 +40,40 @@ function _M.init()
     counted()
 end
 
--- The counter as the edge's replica has it, plus the visits this edge
--- counted while no primary answered.
+-- The counter as the edge's replica has it, or nil and why not.
+local function replica_count(key)
+    local red, err = redis.connect(config.redis_links)
+    if not red then
+        return nil, err
+    end
+    local n
+    n, err = red:get(key)
+    if not n then
+        red:close()
+        return nil, "redis visits: " .. err
+    end
+    redis.release(red)
+    return tonumber(n) or 0
+end
+
+-- The counter as the edge's replica has it (or, should the replica not
+-- answer, as this worker last read it), plus the visits this edge counted
+-- while no primary answered.
 local function admit_without_primary(link, counting, primary_err)
     if #config.redis_sentinels == 0 and config.redis_links.pool == config.redis_primary.pool then
         return nil, primary_err  -- no replica of its own to read
     end
-    local red, err = redis.connect(config.redis_links)
-    if not red then
+    local n, err = replica_count(link.visits_key)
+    if n then
+        link.visits_read = n
+    elseif link.visits_read then
+        n = link.visits_read
+        metrics.inc(metrics.VISITS_FROM_LAST_READ)
+        log(WARN, "visits of link ", link.id, ": ", primary_err, "; ", err,
+            "; counted from the last read")
+    else
         return nil, primary_err .. "; " .. err
     end
-    local n
-    n, err = red:get(link.visits_key)
-    if not n then
-        red:close()
-        return nil, primary_err .. "; redis visits: " .. err
-    end
-    redis.release(red)
     local dict = counted()
     local here
     if counting then
@@ -64,7 +85,7 @@ local function admit_without_primary(link, counting, primary_err)
     else
         here = (dict:get(link.visits_key) or 0) + 1
     end
-    return (tonumber(n) or 0) + here <= link.max_visits
+    return n + here <= link.max_visits
 end
 
 -- Whether a request may be redirected by `link` (decoded by linkvalue.lua,
@@ -83,15 +104,17 @@ function _M.admit(link, counting)
         n, err = red:incr(link.visits_key)
     else
         n, err = red:get(link.visits_key)
-        if n then
-            n = (tonumber(n) or 0) + 1
-        end
     end
     if not n then
         red:close()
         return admit_without_primary(link, counting, "redis visits: " .. err)
     end
     redis.release(red)
+    n = tonumber(n) or 0
+    link.visits_read = n
+    if not counting then
+        n = n + 1  -- the number the visit would take
+    end
     return n <= link.max_visits
 end
 

@@ -1,6 +1,7 @@
 """Activation and limits at the edge: valid_since, max_visits counted exactly
 across workers, and links with a password sent to the dashboard."""
 
+import signal
 import threading
 import time
 import uuid
@@ -112,6 +113,46 @@ def test_with_no_primary_a_limited_link_is_counted_on_the_edge_and_sent_once_one
         time.sleep(0.5)  # flushes that found nothing more to send
         assert int(primary.client().get(key)) == 3 + 9 + 1
     finally:
+        for server in (primary, replica):
+            server.stop()
+            server.cleanup()
+
+
+def test_with_no_primary_and_a_hung_replica_a_worker_counts_on_from_the_count_it_last_read(make_edge):
+    """The primary killed, then the replica hung too (as while Sentinel has
+    it follow a new primary): the worker counts on from the counter as it
+    last read it, and its visits reach the primary once it is back."""
+    primary, replica = PrivateRedis().start(), PrivateRedis().start()
+    try:
+        env = {
+            **primary.edge_env(),
+            "EDGE_LINKS_REDIS_PORT": str(replica.stack.redis_port),
+            "EDGE_LINKS_REDIS_PASSWORD": replica.stack.redis_password,
+        }
+        edge = make_edge(workers=1, env=env)
+        slug, limit = "mh" + uuid.uuid4().hex[:8], 6
+        key = visits_key(link_id(slug))
+        for server in (primary, replica):
+            publish(server.client(), slug, max_visits=limit)
+        assert [http_request(edge.port, f"/{slug}").status for _ in range(2)] == [302] * 2
+        replica.client().set(key, 2)  # as replication would have it
+        before = metrics(edge)
+
+        primary.stop()
+        assert http_request(edge.port, f"/{slug}").status == 302  # 2 on the replica, 1 here
+        replica.stack.redis.send_signal(signal.SIGSTOP)  # hung: it accepts connections, answers none
+        statuses = [http_request(edge.port, f"/{slug}").status for _ in range(5)]
+        assert statuses == [302] * 3 + [410] * 2  # 2 read last, and 2 to 6 here
+        after = metrics(edge)
+        assert delta(before, after, "slingshot_edge_visits_from_last_read_total") == 5
+        assert delta(before, after, "slingshot_edge_visits_counted_here_total") == 6
+        assert "counted from the last read" in edge.log_path.read_text()
+
+        replica.stack.redis.send_signal(signal.SIGCONT)
+        primary.start()  # append-only: it kept its 2
+        wait_until(lambda: int(primary.client().get(key) or 0) == 2 + 6, timeout=10, what="the count sent")
+    finally:
+        replica.stack.redis.send_signal(signal.SIGCONT)
         for server in (primary, replica):
             server.stop()
             server.cleanup()
