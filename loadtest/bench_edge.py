@@ -206,6 +206,7 @@ LABELS = {
     "d": "d unknown slug: 404 + orphan",
     "e": "e Lua floor: ngx.redirect only",
     "h": "h cached, 5 rules, last matches",
+    "l": "l cached, visit limit: INCR + click",
     "f": "f TLS ceiling: return 302",
     "g": "g TLS cached redirect + click",
 }
@@ -384,6 +385,11 @@ class Bench:
             link_key("bench-rules"),
             orjson.dumps({"id": 0x7FFF_FFFF, "url": "https://example.com/", "status": 302, "rules": FIVE_RULES}),
         )
+        # Case (l): each visit INCRs the link's counter on the primary; a limit never reached.
+        self.redis.set(
+            link_key("bench-limited"),
+            orjson.dumps({"id": 0x7FFF_FFFE, "url": CEILING_TARGET, "status": 302, "max_visits": 10**15}),
+        )
         many = [f"m{i:06d}" for i in range(a.miss_slugs)]
         pipe = self.redis.pipeline(transaction=False)
         for number, slug in enumerate(many, start=2):
@@ -412,6 +418,7 @@ class Bench:
             "f": (main, main.ceiling_tls_port, ["/bench"], "https"),
             "g": (main, main.tls_port, ["/bench"], "https"),
             "h": (main, main.port, ["/bench-rules"], "http"),
+            "l": (main, main.port, ["/bench-limited"], "http"),
         }
 
     def measure(self, cases: dict, round_order: str, trailing: list[str]) -> int:
@@ -538,7 +545,8 @@ def main() -> int:
     parser.add_argument(
         "--cases",
         default="bcdehg",
-        help="which cases to run beside their ceilings (a; f for g), in this order (default bcdehg; e.g. --cases h)",
+        help="which cases to run beside their ceilings (a; f for g), in this order (default bcdehg; e.g. --cases h; "
+        "l, a link with a visit limit, only when asked for)",
     )
     parser.add_argument(
         "--pin",
