@@ -6,6 +6,7 @@ import threading
 import time
 import uuid
 
+import pytest
 from edge_helpers import PrivateRedis, delta, link_id, metrics, publish, session_redis, wait_for_clicks
 
 from devstack.pytest_plugin import http_request
@@ -81,78 +82,76 @@ def test_head_requests_look_at_the_limit_without_using_it(edge, rds):
     assert edge.request(f"/{slug}").status == 410
 
 
-def test_with_no_primary_a_limited_link_is_counted_on_the_edge_and_sent_once_one_answers(make_edge):
+@pytest.fixture
+def replicated(make_edge):
+    """A primary and a replica of their own, and a factory of an edge that
+    reads links from that replica and of a limited link it has visited."""
+    primary, replica = PrivateRedis().start(), PrivateRedis().start()
+
+    def limited(*, workers: int, limit: int, visits: int):
+        env = {
+            **primary.edge_env(),
+            "EDGE_LINKS_REDIS_PORT": str(replica.stack.redis_port),
+            "EDGE_LINKS_REDIS_PASSWORD": replica.stack.redis_password,
+        }
+        edge = make_edge(workers=workers, env=env)
+        slug = "mr" + uuid.uuid4().hex[:8]
+        key = visits_key(link_id(slug))
+        for server in (primary, replica):
+            publish(server.client(), slug, max_visits=limit)
+        assert [http_request(edge.port, f"/{slug}").status for _ in range(visits)] == [302] * visits
+        assert int(primary.client().get(key)) == visits
+        replica.client().set(key, visits)  # as replication would have it
+        return edge, slug, key
+
+    try:
+        yield primary, replica, limited
+    finally:
+        replica.stack.redis.send_signal(signal.SIGCONT)
+        for server in (primary, replica):
+            server.stop()
+            server.cleanup()
+
+
+def test_with_no_primary_a_limited_link_is_counted_on_the_edge_and_sent_once_one_answers(replicated):
     """The primary killed (a failover under way): the edge reads the counter
     from its replica, lets visits through while that count and its own stay
     within the limit, and adds its own to the primary once it is back."""
-    primary, replica = PrivateRedis().start(), PrivateRedis().start()
-    try:
-        env = {
-            **primary.edge_env(),
-            "EDGE_LINKS_REDIS_PORT": str(replica.stack.redis_port),
-            "EDGE_LINKS_REDIS_PASSWORD": replica.stack.redis_password,
-        }
-        edge = make_edge(workers=2, env=env)
-        slug, limit = "mf" + uuid.uuid4().hex[:8], 10
-        key = visits_key(link_id(slug))
-        for server in (primary, replica):
-            publish(server.client(), slug, max_visits=limit)
-        assert [http_request(edge.port, f"/{slug}").status for _ in range(3)] == [302] * 3
-        assert int(primary.client().get(key)) == 3
-        replica.client().set(key, 3)  # as replication would have it
-        before = metrics(edge)
+    primary, _, limited = replicated
+    limit = 10
+    edge, slug, key = limited(workers=2, limit=limit, visits=3)
+    before = metrics(edge)
 
-        primary.stop()
-        statuses = [http_request(edge.port, f"/{slug}").status for _ in range(9)]
-        assert statuses == [302] * (limit - 3) + [410] * 2
-        assert delta(before, metrics(edge), "slingshot_edge_visits_counted_here_total") == 9
+    primary.stop()
+    statuses = [http_request(edge.port, f"/{slug}").status for _ in range(9)]
+    assert statuses == [302] * (limit - 3) + [410] * 2
+    assert delta(before, metrics(edge), "slingshot_edge_visits_counted_here_total") == 9
 
-        primary.start()  # append-only: it kept its 3
-        wait_until(lambda: int(primary.client().get(key)) == 3 + 9, timeout=10, what="the edge's count sent")
-        assert http_request(edge.port, f"/{slug}").status == 410
-        time.sleep(0.5)  # flushes that found nothing more to send
-        assert int(primary.client().get(key)) == 3 + 9 + 1
-    finally:
-        for server in (primary, replica):
-            server.stop()
-            server.cleanup()
+    primary.start()  # append-only: it kept its 3
+    wait_until(lambda: int(primary.client().get(key)) == 3 + 9, timeout=10, what="the edge's count sent")
+    assert http_request(edge.port, f"/{slug}").status == 410
+    time.sleep(0.5)  # flushes that found nothing more to send
+    assert int(primary.client().get(key)) == 3 + 9 + 1
 
 
-def test_with_no_primary_and_a_hung_replica_a_worker_counts_on_from_the_count_it_last_read(make_edge):
+def test_with_no_primary_and_a_hung_replica_a_worker_counts_on_from_the_count_it_last_read(replicated):
     """The primary killed, then the replica hung too (as while Sentinel has
     it follow a new primary): the worker counts on from the counter as it
     last read it, and its visits reach the primary once it is back."""
-    primary, replica = PrivateRedis().start(), PrivateRedis().start()
-    try:
-        env = {
-            **primary.edge_env(),
-            "EDGE_LINKS_REDIS_PORT": str(replica.stack.redis_port),
-            "EDGE_LINKS_REDIS_PASSWORD": replica.stack.redis_password,
-        }
-        edge = make_edge(workers=1, env=env)
-        slug, limit = "mh" + uuid.uuid4().hex[:8], 6
-        key = visits_key(link_id(slug))
-        for server in (primary, replica):
-            publish(server.client(), slug, max_visits=limit)
-        assert [http_request(edge.port, f"/{slug}").status for _ in range(2)] == [302] * 2
-        replica.client().set(key, 2)  # as replication would have it
-        before = metrics(edge)
+    primary, replica, limited = replicated
+    edge, slug, key = limited(workers=1, limit=6, visits=2)
+    before = metrics(edge)
 
-        primary.stop()
-        assert http_request(edge.port, f"/{slug}").status == 302  # 2 on the replica, 1 here
-        replica.stack.redis.send_signal(signal.SIGSTOP)  # hung: it accepts connections, answers none
-        statuses = [http_request(edge.port, f"/{slug}").status for _ in range(5)]
-        assert statuses == [302] * 3 + [410] * 2  # 2 read last, and 2 to 6 here
-        after = metrics(edge)
-        assert delta(before, after, "slingshot_edge_visits_from_last_read_total") == 5
-        assert delta(before, after, "slingshot_edge_visits_counted_here_total") == 6
-        assert "counted from the last read" in edge.log_path.read_text()
+    primary.stop()
+    assert http_request(edge.port, f"/{slug}").status == 302  # 2 on the replica, 1 here
+    replica.stack.redis.send_signal(signal.SIGSTOP)  # hung: it accepts connections, answers none
+    statuses = [http_request(edge.port, f"/{slug}").status for _ in range(5)]
+    assert statuses == [302] * 3 + [410] * 2  # 2 read last, and 2 to 6 here
+    after = metrics(edge)
+    assert delta(before, after, "slingshot_edge_visits_from_last_read_total") == 5
+    assert delta(before, after, "slingshot_edge_visits_counted_here_total") == 6
+    assert "counted from the last read" in edge.log_path.read_text()
 
-        replica.stack.redis.send_signal(signal.SIGCONT)
-        primary.start()  # append-only: it kept its 2
-        wait_until(lambda: int(primary.client().get(key) or 0) == 2 + 6, timeout=10, what="the count sent")
-    finally:
-        replica.stack.redis.send_signal(signal.SIGCONT)
-        for server in (primary, replica):
-            server.stop()
-            server.cleanup()
+    replica.stack.redis.send_signal(signal.SIGCONT)
+    primary.start()  # append-only: it kept its 2
+    wait_until(lambda: int(primary.client().get(key) or 0) == 2 + 6, timeout=10, what="the count sent")
