@@ -95,14 +95,15 @@ local function write_click(slug, link_id, rule, at, len)
         metrics.inc(DROPPED)  -- logged when the journal could not be made
         return
     end
-    -- Counted served even when the journal has no room, so that the loss shows.
-    journal:count(link_id == "" and ORPHAN or REDIRECT, now())
     if len > CHECK_ABOVE then
         at = cut_details(ffi_string(at, len))
         len = #at
     end
-    local seq, err = journal:add(slug, link_id, rule or "", at, len)
+    local kind, t = link_id == "" and ORPHAN or REDIRECT, now()
+    local seq, err = journal:add(slug, link_id, rule or "", at, len, kind, t)
     if not seq then
+        -- Counted served even when the journal has no room, so that the loss shows.
+        journal:count(kind, t)
         metrics.inc(DROPPED)
         if not full_since then
             full_since = now()

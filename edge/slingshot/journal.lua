@@ -18,6 +18,13 @@
 -- where the stream's copy ends. Only the worker holding the file's lock
 -- (flock, released by the kernel when its process ends, however it ends)
 -- writes to it.
+--
+-- A click's count (per UTC hour, what the accounting holds as served) is
+-- made just before its commit, once `pending_*` say which count it raises
+-- to what and where the click will end: a worker killed between the two
+-- leaves a count its journal's taker can tell from one whose click is in,
+-- and take back (adopt). They come after the hours, so a journal of an
+-- older edge has zeros there, which say nothing is pending.
 local ffi = require("ffi")
 
 local C = ffi.C
@@ -69,6 +76,9 @@ typedef struct {
     double sent_clicks;
     double finished;
     double hours[%d][3];
+    double pending_pos;
+    double pending_index;
+    double pending_count;
 } slingshot_journal_header_t;
 typedef struct { uint32_t bytes; uint32_t clicks; } slingshot_journal_slot_t;
 typedef struct {
@@ -185,7 +195,7 @@ local function opened(dir, name, fd, head)
         dir = dir, name = name, path = dir .. "/" .. name, fd = fd, header = head,
         prefix = ffi_string(head.prefix, 16),
         size = 0,          -- bytes of the file reserved so far (the writer's)
-        hour = -1, counts = nil,   -- the current hour's slot (the writer's)
+        hour = -1, counts = nil, hour_slot = nil,  -- the current hour's counts (the writer's)
         sent_counts = {},  -- hour -> redirects and orphan visits last sent
         buffer = nil, buffer_size = 0,
     }, Journal)
@@ -280,6 +290,17 @@ function _M.adopt(dir, name)
         C.close(fd)
         return nil  -- sent in full by the worker that had taken it over
     end
+    if head.pending_pos > head.committed then
+        -- Its worker was killed adding a click: the click is not in the
+        -- journal, so neither is it served. Its count, if made, is undone.
+        local index = head.pending_index
+        local counts = head.hours[floor(index / 3)]
+        local kind = index % 3
+        if counts[kind] == head.pending_count then
+            counts[kind] = head.pending_count - 1
+        end
+        head.pending_pos = 0
+    end
     return opened(dir, name, fd, head)
 end
 
@@ -367,9 +388,11 @@ end
 -- string of digits; "" for an orphan visit) through `rule` (what
 -- rules.pick chose, "" for the link's own url; for an orphan visit its
 -- kind and domain), whose details are `len` bytes at `details` (a pointer,
--- or a Lua string), cut already (clickbuf.cut_details). Returns its
--- number, or nil and an error when the journal has no room for it.
-function Journal:add(slug, link_id, rule, details, len)
+-- or a Lua string), cut already (clickbuf.cut_details), and with `kind`
+-- counts it in the UTC hour of `when` (as count does) so that no crash
+-- leaves one without the other. Returns its number, or nil and an error
+-- when the journal has no room for it (and then counts nothing).
+function Journal:add(slug, link_id, rule, details, len, kind, when)
     local slug_len, id_len, rule_len = #slug, #link_id, #rule
     local need = slug_len + id_len + rule_len + len + 4
     if self.in_entry >= self.per_entry or self.pos + need > self.window_end then
@@ -399,23 +422,37 @@ function Journal:add(slug, link_id, rule, details, len)
     local seq = self.seq + 1
     self.seq = seq
     local head = self.header
+    if kind then
+        local counts, hour_slot = self:hour_counts(when)
+        local n = counts[kind] + 1
+        head.pending_count = n
+        head.pending_index = hour_slot * 3 + kind
+        head.pending_pos = pos  -- last: until it is stored, nothing is pending
+        counts[kind] = n
+    end
     head.committed = pos
     head.clicks = seq
     return seq
 end
 
--- Adds one to the count of `kind` (REDIRECT or ORPHAN) in the UTC hour of
--- `at` (Unix seconds).
-function Journal:count(kind, at)
+-- The counts of the UTC hour of `at` (Unix seconds), and their slot.
+function Journal:hour_counts(at)
     local hour = floor(at / _M.HOUR)
-    local counts = self.counts
     if hour ~= self.hour then
-        counts = self.header.hours[hour % _M.HOUR_SLOTS]
+        local hour_slot = hour % _M.HOUR_SLOTS
+        local counts = self.header.hours[hour_slot]
         if counts[0] ~= hour then
             counts[0], counts[1], counts[2] = hour, 0, 0
         end
-        self.hour, self.counts = hour, counts
+        self.hour, self.counts, self.hour_slot = hour, counts, hour_slot
     end
+    return self.counts, self.hour_slot
+end
+
+-- Adds one to the count of `kind` (REDIRECT or ORPHAN) in the UTC hour of
+-- `at` (Unix seconds): a click served that the journal has no room for.
+function Journal:count(kind, at)
+    local counts = self:hour_counts(at)
     counts[kind] = counts[kind] + 1
 end
 

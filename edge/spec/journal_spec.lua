@@ -250,6 +250,48 @@ describe("journal", function()
         assert.is_nil(journals.adopt(dir, "00000000000000ce.journal"))
     end)
 
+    it("takes back the count of a click its worker was killed adding, and only that", function()
+        local text = details("::1", "", "")
+        local cut = clickbuf.cut_details(text)
+        for _, case in ipairs({
+            -- Its worker killed between the count and the commit; before
+            -- the count; with the click in.
+            { name = "00000000000000a1", counted = true },
+            { name = "00000000000000a2", counted = false },
+            { name = "00000000000000a3", committed = true },
+        }) do
+            local journal = assert(journals.create(dir, case.name, 100, 1024 * 1024))
+            for i = 1, 2 do
+                assert(journal:add("s" .. i, "1", "", cut, #cut, journals.REDIRECT, 7200.5))
+            end
+            assert(journal:add("o", "", "unknown", cut, #cut, journals.ORPHAN, 7300))
+            local head = journal.header
+            if case.committed then
+                assert(journal:add("s3", "1", "", cut, #cut, journals.REDIRECT, 7200.5))
+            else
+                -- What add does before the commit, for a third click.
+                local counts, hour_slot = journal:hour_counts(7200.5)
+                head.pending_count = counts[journals.REDIRECT] + 1
+                head.pending_index = hour_slot * 3 + journals.REDIRECT
+                head.pending_pos = head.committed + #cut + 6
+                if case.counted then
+                    counts[journals.REDIRECT] = counts[journals.REDIRECT] + 1
+                end
+            end
+            journal:close()
+
+            local taken = assert(journals.adopt(dir, case.name .. ".journal"))
+            local redirects = case.committed and 3 or 2
+            assert.same({ { 7200, redirects, 1 } }, taken:unsent_counts(0))
+            assert.same({ redirects + 1 }, { (taken:waiting()) })
+            taken:close()
+            -- Taken back once: a second taker finds nothing pending.
+            taken = assert(journals.adopt(dir, case.name .. ".journal"))
+            assert.same({ { 7200, redirects, 1 } }, taken:unsent_counts(0))
+            taken:remove()
+        end
+    end)
+
     it("counts per UTC hour and kind, and gives the counts that changed since sent", function()
         local journal = assert(journals.create(dir, "00000000000000ef", 100, 1024 * 1024))
         journal:count(journals.REDIRECT, 7200.5)
