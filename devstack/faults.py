@@ -49,10 +49,22 @@ class Visitors:
     counting the 302s per slug and keeping every other outcome with its time."""
 
     def __init__(
-        self, port: int, slug: str, *, threads: int = 3, rate: float = 300.0, headers: dict | None = None
+        self,
+        port: int,
+        slug: str,
+        *,
+        threads: int = 3,
+        rate: float = 300.0,
+        headers: dict | None = None,
+        leave_failing: bool = False,
     ) -> None:
         self.port, self.slug = port, slug
         self.headers = headers or {}
+        # Whether a thread leaves a connection that did not answer 302, for
+        # another, which may reach another worker (nginx closes a kept-alive
+        # connection after 1,000 requests, and the next may land on a worker
+        # that cannot serve the link).
+        self.leave_failing = leave_failing
         self.interval = threads / rate
         self.served: Counter = Counter()
         self.failures: list[tuple[float, str]] = []
@@ -88,7 +100,7 @@ class Visitors:
                 if response.status != 302:
                     with self.lock:
                         self.failures.append((time.monotonic(), f"HTTP {response.status}"))
-                if response.will_close:
+                if response.will_close or (self.leave_failing and response.status != 302):
                     conn.close()
                     conn = None
             except (OSError, http.client.HTTPException) as exc:
