@@ -40,14 +40,22 @@ def serving(edge) -> list[int]:
 def on_every_worker(edge, start) -> Visitors:
     """Visitors from `start()` once their connections reach every worker:
     kept alive, connections that land on one worker stay there (about one
-    start in twelve), so the others would serve none of them."""
+    start in twelve), so the others would serve none of them. What the
+    visitors started before got counts as theirs."""
+    served, failures = Counter(), []
     for _ in range(10):
         visitors = start()
         try:
             wait_until(lambda: len(serving(edge)) == len(workers(edge)), timeout=2, what="every worker serving")
-            return visitors
         except AssertionError:  # edge_helpers.wait_until's time out
             visitors.stop()
+            served.update(visitors.served)
+            failures += visitors.failures
+            continue
+        with visitors.lock:
+            visitors.served.update(served)
+            visitors.failures[:0] = failures
+        return visitors
     raise AssertionError("the visitors' connections never reached every worker")
 
 
