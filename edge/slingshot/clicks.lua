@@ -106,7 +106,7 @@ local function write_click(slug, link_id, rule, at, len)
         journal:count(kind, t)
         metrics.inc(DROPPED)
         if not full_since then
-            full_since = now()
+            full_since = t
             log(ERR, "clicks dropped until there is room: ", err)
         end
         return
