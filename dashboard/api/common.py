@@ -3,6 +3,7 @@ named in a query or a body, and times as the API writes them."""
 
 import copy
 from contextlib import suppress
+from datetime import UTC, timedelta
 
 from django.conf import settings
 from django.urls import resolve
@@ -65,9 +66,13 @@ def team_from_body(request, data: dict) -> dict:
 
 
 def iso(moment, zone=None) -> str:
-    """A time as DRF's DateTimeField writes it (UTC as Z), in `zone` if it can be."""
+    """A time as DRF's DateTimeField writes it (UTC as Z), in `zone` if it can
+    be. RFC 3339 offsets are whole minutes: a local time whose offset is not
+    (a zone's local mean time, before it took a standard one) is written in UTC."""
     with suppress(OverflowError):  # at the ends of the calendar, as it is
         moment = moment.astimezone(zone) if zone else moment
+        if (offset := moment.utcoffset()) and offset % timedelta(minutes=1):
+            moment = moment.astimezone(UTC)
     text = moment.isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 

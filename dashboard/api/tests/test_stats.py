@@ -3,6 +3,7 @@
 import uuid
 from datetime import datetime, timedelta, timezone
 
+import jsonschema_rs
 import pytest
 from django.core.management import call_command
 
@@ -108,6 +109,24 @@ def test_stats_ranges_default_and_reach_the_ends_of_the_calendar(api, user):
     assert span(**{"from": "0001-01-01T00:00:00Z", "to": "0001-01-02T00:00:00Z"})[1].year == 1
     start, _ = span(**{"from": "2030-01-01T00:00:00+16:00", "to": "2030-01-02T00:00:00Z"})
     assert start == datetime(2029, 12, 31, 8, tzinfo=timezone.utc)
+
+
+def test_stats_times_are_rfc_3339_in_a_zone_that_kept_its_local_mean_time(api, user):
+    """Asia/Aden kept its local mean time (+02:59:54) until 1950, and RFC 3339
+    (the schema's date-time) has offsets of whole minutes only: such a time
+    comes out in UTC, the same instant; a time in standard time keeps +03:00."""
+    link = make_link(owner=user, url="https://example.com/", slug="sl" + uuid.uuid4().hex[:8])
+    date_time = jsonschema_rs.validator_for({"type": "string", "format": "date-time"}, validate_formats=True)
+    for to, offset in [
+        ("0169-01-15T23:02:18+07:29", "Z"),
+        ("1949-06-15T12:00:00Z", "Z"),
+        ("2030-06-15T12:00:00Z", "+03:00"),
+    ]:
+        response = api.get(f"/api/v1/links/{link.slug}/stats", {"tz": "Asia/Aden", "interval": "month", "to": to})
+        assert response.status_code == 200, response.content
+        body = response.json()
+        assert date_time.is_valid(body["from"]) and date_time.is_valid(body["to"]), body
+        assert body["to"].endswith(offset) and datetime.fromisoformat(body["to"]) == datetime.fromisoformat(to)
 
 
 def test_stats_of_another_users_link_are_404(api, make_user):
