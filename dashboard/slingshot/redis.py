@@ -72,23 +72,37 @@ class RedisUnavailable(Exception):
 
 
 class CircuitBreaker:
-    """Skips Redis for a while after it fails, so that a hung Redis costs one
-    request per process a timeout every `cooldown` seconds rather than every
-    request its timeout.
+    """Skips Redis for a while after it fails slowly, so that a hung Redis
+    costs one request per process a timeout every `cooldown` seconds rather
+    than every request its timeout.
 
-    Closed (the normal state): every call goes to Redis. A failure opens it:
-    for `cooldown` seconds calls fail at once with RedisUnavailable, without
-    touching Redis. The first call after that is let through as a probe; its
-    success closes the breaker, its failure opens it for another `cooldown`.
-    The state is per process (each gunicorn worker has its own), and the
-    opening and closing are logged once each, not once per request.
+    Closed (the normal state): every call goes to Redis. A failure that cost
+    a wait (a timeout, or `slow` seconds or more) opens it: for `cooldown`
+    seconds calls fail at once with RedisUnavailable, without touching Redis.
+    The first call after that is let through as a probe; its success closes
+    the breaker, its failure opens it for another `cooldown`. A failure that
+    cost no wait (a refused or dropped connection, a primary gone read-only,
+    an error reply) fails its own call and opens nothing: asking again costs
+    as little, and with Sentinels the next connection goes to whichever
+    server they name, so a request after a failover's promotion finds the
+    new primary rather than waiting out a cooldown. The state is per process
+    (each gunicorn worker has its own), and the opening and closing are
+    logged once each, not once per request.
     """
 
-    def __init__(self, *, cooldown: Callable[[], float], clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        *,
+        cooldown: Callable[[], float],
+        slow: Callable[[], float],
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._cooldown = cooldown
+        self._slow = slow
         self._clock = clock
         self._lock = threading.Lock()
         self._open_until: float | None = None  # None: closed
+        self._failing = False  # the last call failed: its failure is logged, the next success too
         self._failure = ""
 
     def call(self, operation: Callable[[], T], *, what: str) -> T:
@@ -98,45 +112,51 @@ class CircuitBreaker:
                 raise RedisUnavailable(f"{what}: skipped, Redis failed {self._failure}")
             if self._open_until is not None:
                 self._open_until = now + self._cooldown()  # this call is the probe; others keep skipping
+        started = self._clock()
         try:
             result = operation()
         except redis.RedisError as exc:
-            self._opened(exc, what=what)
+            self._failed(exc, what=what, waited=self._clock() - started)
             raise RedisUnavailable(f"{what}: {exc.__class__.__name__}: {exc}") from exc
-        self._closed()
+        with self._lock:
+            was_failing, self._failing, self._open_until = self._failing, False, None
+        if was_failing:
+            log.warning("Redis answers again; requests use it again")
         return result
 
     def reset(self) -> None:
         with self._lock:
-            self._open_until = None
+            self._open_until, self._failing = None, False
 
     @property
     def is_open(self) -> bool:
         return self._open_until is not None
 
-    def _opened(self, exc: Exception, *, what: str) -> None:
+    def _failed(self, exc: Exception, *, what: str, waited: float) -> None:
+        opens = isinstance(exc, redis.TimeoutError) or waited >= self._slow()
         with self._lock:
-            first = self._open_until is None
-            self._open_until = self._clock() + self._cooldown()
-            self._failure = f"({exc.__class__.__name__}) less than {self._cooldown():g}s ago"
-        if first:
+            news = not self._failing or (opens and self._open_until is None)
+            self._failing = True
+            if opens:
+                self._open_until = self._clock() + self._cooldown()
+                self._failure = f"({exc.__class__.__name__}) less than {self._cooldown():g}s ago"
+            else:
+                self._open_until = None
+        if news:
             log.warning(
-                "Redis failed (%s: %s: %s); requests skip it for %gs at a time until it answers",
+                "Redis failed (%s: %s: %s); %s",
                 what,
                 exc.__class__.__name__,
                 exc,
-                self._cooldown(),
+                f"requests skip it for {self._cooldown():g}s at a time until it answers"
+                if opens
+                else "at once, so requests go on asking it",
             )
 
-    def _closed(self) -> None:
-        with self._lock:
-            was_open = self._open_until is not None
-            self._open_until = None
-        if was_open:
-            log.warning("Redis answers again; requests use it again")
 
-
-breaker = CircuitBreaker(cooldown=lambda: settings.REDIS_REQUEST_COOLDOWN)
+breaker = CircuitBreaker(
+    cooldown=lambda: settings.REDIS_REQUEST_COOLDOWN, slow=lambda: settings.REDIS_REQUEST_TIMEOUT / 2
+)
 
 
 def quick_call(operation: Callable[[redis.Redis], T], *, what: str) -> T:

@@ -243,7 +243,7 @@ CLICK_STORES = _click_stores(env.str("CLICK_STORES", default=""))
 
 # What a request or a scrape asks Redis (the API throttle, the overview's
 # import lag, /healthz) gives up after this many seconds to connect and as
-# many for the reply; after a failure, requests skip Redis for
+# many for the reply; after a failure that waited, requests skip Redis for
 # REDIS_REQUEST_COOLDOWN seconds (slingshot/redis.py). Nothing uses Django's
 # cache, which stays its default, in each process's memory.
 REDIS_REQUEST_TIMEOUT = env.float("REDIS_REQUEST_TIMEOUT", default=0.25)

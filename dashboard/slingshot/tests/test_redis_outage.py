@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 import redis
+from redis.sentinel import MasterNotFoundError
 from rest_framework.test import APIClient
 
 import devstack
@@ -49,7 +50,8 @@ def frozen_redis():
 
 @pytest.fixture
 def gone_redis(settings):
-    """A Redis of this test's own, which it points the settings at, then stops."""
+    """A Redis of this test's own, which it points the settings at, then
+    stops; the stack, which can start it again on the same port."""
     stack = ThrowawayStack(prefix="slingshot-redis-")
     stack.start_redis()
     settings.REDIS_PORT, settings.REDIS_PASSWORD = stack.redis_port, stack.redis_password
@@ -57,7 +59,7 @@ def gone_redis(settings):
     assert get_quick_redis().ping()
     stack.stop_redis()
     try:
-        yield
+        yield stack
     finally:
         stack.cleanup()
 
@@ -119,6 +121,23 @@ def test_api_and_pages_answer_within_a_second_while_redis_is_down(visitor, gone_
     assert_everything_answers_in_time(*visitor)
 
 
+def test_a_request_uses_redis_as_soon_as_it_is_back_from_a_refusing_outage(visitor, gone_redis, settings, caplog):
+    """A Redis that refuses connections (stopped, or a primary killed until a
+    Sentinel promotes another) costs a request no wait: the breaker stays
+    closed, and the first request after it is back uses it, within the
+    cooldown (60 s here) a failure that waited would open."""
+    client, _ = visitor
+    settings.REDIS_REQUEST_COOLDOWN = 60
+    for _ in range(2):
+        response, took = timed(lambda: client.get("/"))
+        assert response.context["lag_error"] and took < BUDGET
+        assert not breaker.is_open
+    assert sum("at once, so requests go on asking it" in r.getMessage() for r in caplog.records) == 1
+    gone_redis.start_redis()
+    assert client.get("/").context.get("lag") is not None
+    assert "Redis answers again" in caplog.text
+
+
 def test_the_overview_shows_the_import_lag_once_redis_answers_again(visitor, frozen_redis, settings):
     client, _ = visitor
     assert client.get("/").context.get("lag") is None
@@ -176,7 +195,7 @@ def fail():
 def test_the_breaker_skips_redis_for_the_cooldown_after_a_failure_then_probes():
     clock = Clock()
     calls = []
-    tripped = CircuitBreaker(cooldown=lambda: 5.0, clock=clock)
+    tripped = CircuitBreaker(cooldown=lambda: 5.0, slow=lambda: 0.125, clock=clock)
     assert tripped.call(lambda: calls.append("a") or "a", what="t") == "a"
 
     with pytest.raises(RedisUnavailable, match="TimeoutError"):
@@ -201,8 +220,39 @@ def test_the_breaker_skips_redis_for_the_cooldown_after_a_failure_then_probes():
     assert calls == ["a", "b", "d", "f", "g"]
 
 
+def test_a_failure_that_cost_no_wait_fails_its_call_and_opens_nothing():
+    clock = Clock()
+    calls = []
+    tripped = CircuitBreaker(cooldown=lambda: 5.0, slow=lambda: 0.125, clock=clock)
+
+    def refused():
+        calls.append("refused")
+        raise redis.ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    def sentinels_waited_on():  # each Sentinel timed out: redis-py says no primary was found
+        calls.append("waited")
+        clock.now += 0.2
+        raise MasterNotFoundError("No master found for 'slingshot'")
+
+    for _ in range(2):
+        with pytest.raises(RedisUnavailable, match="ConnectionError"):
+            tripped.call(refused, what="t")
+        assert not tripped.is_open
+    with pytest.raises(RedisUnavailable, match="MasterNotFoundError"):
+        tripped.call(sentinels_waited_on, what="t")
+    assert tripped.is_open
+    with pytest.raises(RedisUnavailable, match="skipped"):
+        tripped.call(refused, what="t")
+    clock.now += 5.0  # the probe is refused at once: the breaker closes, and calls go to Redis again
+    with pytest.raises(RedisUnavailable, match="ConnectionError"):
+        tripped.call(refused, what="t")
+    assert not tripped.is_open
+    assert tripped.call(lambda: "back", what="t") == "back"
+    assert calls == ["refused", "refused", "waited", "refused"]
+
+
 def test_errors_that_are_not_redis_errors_pass_through_and_do_not_trip_it():
-    tripped = CircuitBreaker(cooldown=lambda: 5.0, clock=Clock())
+    tripped = CircuitBreaker(cooldown=lambda: 5.0, slow=lambda: 0.125, clock=Clock())
     with pytest.raises(KeyError):
         tripped.call(lambda: {}["missing"], what="t")
     assert not tripped.is_open
