@@ -1,6 +1,8 @@
 """What the edge tests share: publishing links the way docs/contract.md says,
 reading the click stream and the edge's /metrics, and a private Redis."""
 
+import contextlib
+import http.client
 import os
 import re
 import socket
@@ -10,9 +12,11 @@ import uuid
 import zlib
 
 import orjson
+import psutil
 import redis
 from click_stream import decode_clicks
 
+import devstack
 from devstack.pytest_plugin import http_request
 from devstack.throwaway import ThrowawayStack
 from slingshot.contract import CLICKS_STREAM, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key
@@ -121,6 +125,47 @@ def delta(before: dict, after: dict, series: str) -> float:
 
 def redis_calls(client: redis.Redis, command: str) -> int:
     return client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
+
+
+def workers(edge) -> list[int]:
+    """The edge's worker processes (its master leads their process group)."""
+    return [pid for pid in devstack.group_members(edge.process.pid) if pid != edge.process.pid]
+
+
+def worker_holding(edge, conn: http.client.HTTPConnection) -> int | None:
+    """The edge worker that accepted `conn` and keeps it open, if one does."""
+    port = conn.sock.getsockname()[1]
+    for pid in workers(edge):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for held in psutil.Process(pid).net_connections(kind="tcp"):
+                if held.laddr.port == edge.port and held.raddr and held.raddr.port == port:
+                    return pid
+    return None
+
+
+def on_each_worker(edge, path: str, *, tries: int = 60) -> dict[int, tuple[int, str | None]]:
+    """`path` asked of every worker of the edge: the status and Location each
+    answered, by worker. A new connection goes to whichever worker the
+    kernel wakes, and eight in a row can all go to one; each is kept open
+    (so that its worker can be found) until every worker has answered one."""
+    answers: dict[int, tuple[int, str | None]] = {}
+    held = []
+    try:
+        for _ in range(tries):
+            conn = http.client.HTTPConnection("127.0.0.1", edge.port, timeout=10)
+            held.append(conn)
+            conn.request("GET", path)
+            response = conn.getresponse()
+            response.read()
+            pid = worker_holding(edge, conn)
+            if pid is not None:
+                answers.setdefault(pid, (response.status, response.headers.get("Location")))
+            if set(answers) >= set(workers(edge)):
+                return answers
+    finally:
+        for conn in held:
+            conn.close()
+    raise AssertionError(f"{tries} connections reached only workers {sorted(answers)} of {workers(edge)}")
 
 
 def raw_request(port: int, target: bytes, *, method: bytes = b"GET") -> bytes:

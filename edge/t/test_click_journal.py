@@ -11,17 +11,11 @@ import uuid
 from collections import Counter
 
 import psutil
-from edge_helpers import following, metrics, publish, stream_clicks, wait_for_notifications, wait_until
+from edge_helpers import following, metrics, publish, stream_clicks, wait_for_notifications, wait_until, workers
 
-import devstack
 from clicks.accounting import served_counts
 from devstack.faults import Visitors
 from slingshot.contract import SERVED_KEY_PREFIX
-
-
-def workers(edge) -> list[int]:
-    """The edge's worker processes (its master leads their process group)."""
-    return [pid for pid in devstack.group_members(edge.process.pid) if pid != edge.process.pid]
 
 
 def serving(edge) -> list[int]:
