@@ -122,6 +122,8 @@ def test_an_error_on_one_command_keeps_the_counts_for_the_next_flush(make_edge, 
     client.delete(*keys)
     prefixes = {click["id"][:16] for click in stream_clicks(client, slug)}
     wait_until(lambda: served_by(client, prefixes) == 5, what="the counts sent again, whole")
+    # The refused counts sent no entry again.
+    assert len(stream_clicks(client, slug)) == 5
 
 
 def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(make_edge, private_redis):
