@@ -132,15 +132,28 @@ def workers(edge) -> list[int]:
     return [pid for pid in devstack.group_members(edge.process.pid) if pid != edge.process.pid]
 
 
+def held_connections(edge) -> dict[int, set[int]]:
+    """The client ports of the connections each edge worker holds open."""
+    held = {}
+    for pid in workers(edge):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            held[pid] = {
+                conn.raddr.port
+                for conn in psutil.Process(pid).net_connections(kind="tcp")
+                if conn.status == psutil.CONN_ESTABLISHED and conn.laddr.port == edge.port and conn.raddr
+            }
+    return held
+
+
+def serving(edge) -> list[int]:
+    """The edge's workers holding a client's connection open."""
+    return [pid for pid, ports in held_connections(edge).items() if ports]
+
+
 def worker_holding(edge, conn: http.client.HTTPConnection) -> int | None:
     """The edge worker that accepted `conn` and keeps it open, if one does."""
     port = conn.sock.getsockname()[1]
-    for pid in workers(edge):
-        with contextlib.suppress(psutil.NoSuchProcess):
-            for held in psutil.Process(pid).net_connections(kind="tcp"):
-                if held.laddr.port == edge.port and held.raddr and held.raddr.port == port:
-                    return pid
-    return None
+    return next((pid for pid, ports in held_connections(edge).items() if port in ports), None)
 
 
 def on_each_worker(edge, path: str, *, tries: int = 60) -> dict[int, tuple[int, str | None]]:

@@ -10,32 +10,27 @@ import time
 import uuid
 from collections import Counter
 
-import psutil
-from edge_helpers import following, metrics, publish, stream_clicks, wait_for_notifications, wait_until, workers
+from edge_helpers import (
+    following,
+    metrics,
+    publish,
+    serving,
+    stream_clicks,
+    wait_for_notifications,
+    wait_until,
+    workers,
+)
 
 from clicks.accounting import served_counts
 from devstack.faults import Visitors
 from slingshot.contract import SERVED_KEY_PREFIX
 
 
-def serving(edge) -> list[int]:
-    """The edge's workers holding a visitor's connection: the visitors keep
-    theirs alive, so a worker that accepted none serves none of them."""
-    return [
-        pid
-        for pid in workers(edge)
-        if any(
-            conn.status == psutil.CONN_ESTABLISHED and conn.laddr.port == edge.port
-            for conn in psutil.Process(pid).net_connections(kind="tcp")
-        )
-    ]
-
-
 def on_every_worker(edge, start) -> Visitors:
-    """Visitors from `start()` once their connections reach every worker:
-    kept alive, connections that land on one worker stay there (about one
-    start in twelve), so the others would serve none of them. What the
-    visitors started before got counts as theirs."""
+    """Visitors from `start()` once their connections reach every worker
+    (edge_helpers.serving): kept alive, connections that land on one worker
+    stay there (about one start in twelve), so the others would serve none
+    of them. What the visitors started before got counts as theirs."""
     served, failures = Counter(), []
     for _ in range(10):
         visitors = start()
