@@ -92,7 +92,9 @@ def other_database():
     subprocess.run([*MANAGE, "migrate", "--no-input", "-v", "0"], env=env, check=True, timeout=300)
     yield env
     with psycopg.connect(SERVERS.environment()["DATABASE_URL"], autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+        # Not WITH (FORCE): that refuses to end an autovacuum worker
+        # (InsufficientPrivilege), which a plain DROP ends itself.
+        conn.execute(f"DROP DATABASE {name}")
 
 
 def _run(env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
