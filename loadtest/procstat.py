@@ -26,9 +26,13 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`. /proc is listed rather than
+    globbed: pathlib's glob asks each entry whether it exists, and one whose
+    process ended in between raises ProcessLookupError there."""
     found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        fields = _stat(stat)
-        if fields and int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = _stat(Path("/proc", name, "stat"))
+            if fields and int(fields[1]) == pid:
+                found.append(int(name))
     return found
