@@ -173,8 +173,14 @@ local function commit(red, what)
 end
 
 -- Appends the entries of `journal` not yet in the stream, in order, a
--- pipeline at a time, noting in the journal how far they got.
+-- pipeline at a time, noting in the journal how far they got. A tick
+-- sends what the journal held when it began: clicks served while its
+-- pipeline is on the way wait for the next tick, so that under load a
+-- tick is one pipeline of whole entries, not a chain of small ones back
+-- to back, each a round trip and, with Redis's `appendfsync always`, an
+-- fsync. The flush at exit sends all there is.
 local function send_entries(red, journal)
+    local upto
     while true do
         local payloads, offset, clicks = journal:unsent(BATCH_BYTES)
         if not payloads then
@@ -183,6 +189,7 @@ local function send_entries(red, journal)
             end
             return true
         end
+        upto = upto or journal:committed()  -- unsent closed the open entry
         red:init_pipeline(#payloads)
         for i = 1, #payloads do
             red:xadd(STREAM, "*", "v", VERSION, "clicks", payloads[i])
@@ -194,6 +201,9 @@ local function send_entries(red, journal)
         local before = journal.header.sent_clicks
         journal:sent(offset, clicks)
         metrics.inc(FLUSHED, clicks - before)
+        if offset >= upto and not exited then
+            return true
+        end
     end
 end
 

@@ -542,6 +542,11 @@ function Journal:sent(offset, clicks)
     head.sent, head.sent_clicks = offset, clicks
 end
 
+-- Where the entries end: what unsent reads up to.
+function Journal:committed()
+    return self.header.committed
+end
+
 -- Clicks and bytes not yet sent.
 function Journal:waiting()
     local head = self.header

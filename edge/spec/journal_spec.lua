@@ -142,12 +142,15 @@ describe("journal", function()
         local payloads, offset, clicks = journal:unsent(10000)  -- two entries of ten clicks
         assert.equal(2, #payloads)
         assert.equal(20, clicks)
+        local upto = journal:committed()  -- where the whole of what it held ends
+        assert.is_true(offset < upto)
         journal:sent(offset, clicks)
         assert.equal(80, (journal:waiting()))
         local seen, firsts = slugs_of(drain(journal, 10000))
         assert.same({ 21, 31, 41, 51, 61, 71, 81, 91 }, firsts)
         assert.equal("slug21", seen[1])
         assert.equal("slug100", seen[80])
+        assert.equal(upto, journal.header.sent)
     end)
 
     it("maps the next window when one is full, and reads across windows", function()
