@@ -10,7 +10,8 @@ every click, then the ceiling again, and so on.
 
 For each run of the edge it prints the redirects served a second, the
 clicks left to import when wrk stopped, how long the importer took to store
-the rest, and the CPU each program used per click. Its figures:
+the rest, the CPU each program used per click, and the clicks a stream
+entry carried (the edge's XADDs, from Redis's commandstats). Its figures:
 
   edge req/s / ceiling   the edge's redirects a second over the mean of the
                          ceiling runs either side of it
@@ -76,6 +77,16 @@ class Box:
         self.ceiling = None
         self.ok = False
 
+    def xadds(self) -> int:
+        """XADDs Redis has run: the edge's entries of clicks, and the
+        publisher's link changes (none here once the link is made)."""
+        import redis
+
+        stats = redis.Redis(
+            port=int(self.stack.ports["REDIS_PORT"]), password=self.stack.secrets["REDIS_PASSWORD"]
+        ).info("commandstats")
+        return stats.get("cmdstat_xadd", {}).get("calls", 0)
+
     def pids(self) -> dict[str, list[int]]:
         """Every process of each program (a master and its workers, a
         postmaster and its backends)."""
@@ -133,7 +144,7 @@ class Box:
         for number in range(1, a.rounds + 1):
             served_before = edge_served(edge_port)
             stored_before = faults.stored()[SLUG]
-            cpu_before = self.cpu()
+            cpu_before, xadds_before = self.cpu(), self.xadds()
             rps, seconds = self.wrk(edge_port, paths)
             ended = time.monotonic()
             served = edge_served(edge_port) - served_before
@@ -146,14 +157,15 @@ class Box:
             )
             drain = max(0.0, time.monotonic() - ended - 0.5)  # less the metrics' and the count's own wait
             cpu = {name: seconds_ - cpu_before[name] for name, seconds_ in self.cpu().items()}
+            entries = self.xadds() - xadds_before
             live = served / (seconds + drain)
-            edges.append((rps, live, served, left, drain, cpu))
+            edges.append((rps, live, served, left, drain, cpu, entries))
             ceilings.append(self.wrk(self.ceiling.ceiling_port, paths)[0])
             per_click = ", ".join(f"{name} {spent / served * 1e6:.1f}" for name, spent in cpu.items() if spent >= 0.05)
             print(
                 f"  round {number}: edge {rps:,.0f} req/s, {served:,.0f} served, {left:,.0f} left to import when wrk "
                 f"stopped, all stored {drain:.1f} s after; ceiling {ceilings[-1]:,.0f} req/s\n"
-                f"    CPU µs a click: {per_click}",
+                f"    CPU µs a click: {per_click}; {served / max(entries, 1):.0f} clicks a stream entry",
                 flush=True,
             )
         faults.wait_import_lag_zero()
@@ -163,8 +175,9 @@ class Box:
         ratios = [rps / ((ceilings[i] + ceilings[i + 1]) / 2) for i, (rps, *_) in enumerate(edges)]
         live_ratios = [live / ((ceilings[i] + ceilings[i + 1]) / 2) for i, (_, live, *_) in enumerate(edges)]
         cpu_per_click = {
-            name: median(cpu[name] / served * 1e6 for _, _, served, _, _, cpu in edges) for name in PROGRAMS
+            name: median(cpu[name] / served * 1e6 for _, _, served, _, _, cpu, _ in edges) for name in PROGRAMS
         }
+        per_entry = median(served / max(entries, 1) for _, _, served, _, _, _, entries in edges)
         print(
             f"\nmedians over {a.rounds} rounds: edge req/s / ceiling {median(ratios):.2f} "
             f"(per round {', '.join(f'{r:.2f}' for r in ratios)}); stored live / ceiling {median(live_ratios):.2f} "
@@ -173,6 +186,7 @@ class Box:
         print(
             "CPU µs a click (median): "
             + ", ".join(f"{name} {spent:.1f}" for name, spent in cpu_per_click.items() if spent >= 0.05)
+            + f"; clicks a stream entry (median) {per_entry:.0f}"
         )
         print(
             f"reconciled: {stored}/{total_served:.0f}; accounting (served - stored) by hour: {json.dumps(accounting)}"
