@@ -180,7 +180,7 @@ end
 -- to back, each a round trip and, with Redis's `appendfsync always`, an
 -- fsync. The flush at exit sends all there is.
 local function send_entries(red, journal)
-    local upto
+    local upto = journal:committed()
     while true do
         local payloads, offset, clicks = journal:unsent(BATCH_BYTES)
         if not payloads then
@@ -189,7 +189,6 @@ local function send_entries(red, journal)
             end
             return true
         end
-        upto = upto or journal:committed()  -- unsent closed the open entry
         red:init_pipeline(#payloads)
         for i = 1, #payloads do
             red:xadd(STREAM, "*", "v", VERSION, "clicks", payloads[i])
