@@ -212,6 +212,12 @@ def redis_command(
     return [shutil.which("redis-server") or "redis-server", str(conf)]
 
 
+def redis_calls(client, command: str) -> int:
+    """How many times Redis has run `command` (a lower-case name) since it
+    started, from INFO commandstats, through a redis-py client."""
+    return client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
+
+
 # --- the dashboard ---------------------------------------------------------------
 
 

@@ -43,6 +43,7 @@ sys.path[:0] = [str(REPO), str(REPO / "dashboard"), str(REPO / "loadtest")]
 from bench_edge import WRK_SCRIPT, Nginx  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
+from devstack import redis_calls  # noqa: E402
 from devstack.faults import FaultRun, request  # noqa: E402
 from devstack.supervised import SupervisedStack, wait_until  # noqa: E402
 
@@ -82,10 +83,9 @@ class Box:
         publisher's link changes (none here once the link is made)."""
         import redis
 
-        stats = redis.Redis(
-            port=int(self.stack.ports["REDIS_PORT"]), password=self.stack.secrets["REDIS_PASSWORD"]
-        ).info("commandstats")
-        return stats.get("cmdstat_xadd", {}).get("calls", 0)
+        client = redis.Redis(port=int(self.stack.ports["REDIS_PORT"]), password=self.stack.secrets["REDIS_PASSWORD"])
+        with client:
+            return redis_calls(client, "xadd")
 
     def pids(self) -> dict[str, list[int]]:
         """Every process of each program (a master and its workers, a

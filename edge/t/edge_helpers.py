@@ -123,10 +123,6 @@ def delta(before: dict, after: dict, series: str) -> float:
     return after.get(series, 0) - before.get(series, 0)
 
 
-def redis_calls(client: redis.Redis, command: str) -> int:
-    return client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
-
-
 def workers(edge) -> list[int]:
     """The edge's worker processes (its master leads their process group)."""
     return [pid for pid in devstack.group_members(edge.process.pid) if pid != edge.process.pid]

@@ -3,7 +3,9 @@
 import random
 import time
 
-from edge_helpers import delta, metrics, raw_request, redis_calls
+from edge_helpers import delta, metrics, raw_request
+
+from devstack import redis_calls
 
 ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 # Bytes that survive nginx's URI normalisation, so a path holding one can
