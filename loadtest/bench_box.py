@@ -36,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 from statistics import median
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard"), str(REPO / "loadtest")]
@@ -50,6 +51,16 @@ from devstack.supervised import SupervisedStack, wait_until  # noqa: E402
 SLUG = "box"
 SERVED = 'slingshot_edge_requests_total{outcome="redirect"}'
 PROGRAMS = ("edge", "redis", "importer", "postgres", "publisher", "dashboard")
+
+
+class EdgeRun(NamedTuple):
+    """One round's run of the stack's edge."""
+
+    rps: float  # requests a second, as wrk counted them
+    live: float  # clicks stored a second, from wrk's start until the last is in
+    served: float  # redirects the edge served
+    cpu: dict[str, float]  # CPU seconds of each program
+    entries: int  # stream entries the edge's clicks went into
 
 
 def edge_served(port: int) -> float:
@@ -159,7 +170,7 @@ class Box:
             cpu = {name: seconds_ - cpu_before[name] for name, seconds_ in self.cpu().items()}
             entries = self.xadds() - xadds_before
             live = served / (seconds + drain)
-            edges.append((rps, live, served, left, drain, cpu, entries))
+            edges.append(EdgeRun(rps, live, served, cpu, entries))
             ceilings.append(self.wrk(self.ceiling.ceiling_port, paths)[0])
             per_click = ", ".join(f"{name} {spent / served * 1e6:.1f}" for name, spent in cpu.items() if spent >= 0.05)
             print(
@@ -172,12 +183,10 @@ class Box:
         total_served = edge_served(edge_port)
         stored = faults.stored()[SLUG]
         accounting = faults.settled_accounting()
-        ratios = [rps / ((ceilings[i] + ceilings[i + 1]) / 2) for i, (rps, *_) in enumerate(edges)]
-        live_ratios = [live / ((ceilings[i] + ceilings[i + 1]) / 2) for i, (_, live, *_) in enumerate(edges)]
-        cpu_per_click = {
-            name: median(cpu[name] / served * 1e6 for _, _, served, _, _, cpu, _ in edges) for name in PROGRAMS
-        }
-        per_entry = median(served / max(entries, 1) for _, _, served, _, _, _, entries in edges)
+        ratios = [run.rps / ((ceilings[i] + ceilings[i + 1]) / 2) for i, run in enumerate(edges)]
+        live_ratios = [run.live / ((ceilings[i] + ceilings[i + 1]) / 2) for i, run in enumerate(edges)]
+        cpu_per_click = {name: median(run.cpu[name] / run.served * 1e6 for run in edges) for name in PROGRAMS}
+        per_entry = median(run.served / max(run.entries, 1) for run in edges)
         print(
             f"\nmedians over {a.rounds} rounds: edge req/s / ceiling {median(ratios):.2f} "
             f"(per round {', '.join(f'{r:.2f}' for r in ratios)}); stored live / ceiling {median(live_ratios):.2f} "
