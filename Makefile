@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers loadtest stack-faults click-outage multinode redis-outage
+.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy loadtest stack-faults click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -65,6 +65,11 @@ bench-api: setup
 # BENCH_CREATE_ARGS e.g. '--against <a checkout of main>' or '--profile 500'.
 bench-create: setup
 	$(PY) loadtest/bench_create.py $(BENCH_CREATE_ARGS)
+
+# Not part of `make test`: what a click's row costs PostgreSQL in COPY, and
+# what binary COPY or each index of `clicks` adds to it (docs/benchmarks.md).
+bench-copy: setup
+	$(PY) loadtest/bench_copy.py $(BENCH_ARGS)
 
 # Not part of `make test`: the dashboard's links list with 100,000 links.
 bench-dashboard: setup

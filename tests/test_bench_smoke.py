@@ -20,6 +20,7 @@ SCRIPTS = [
     ("bench_export.py", "both exports in", 180),
     ("bench_box.py", "reconciled: ", 300),
     ("bench_yourls.py", "median: the token", 180),
+    ("bench_copy.py", "medians: variant", 180),
 ]
 
 
@@ -52,6 +53,7 @@ def test_every_bench_target_has_a_smoke_run():
         "bench-box",
         "bench-yourls",
         "bench-importers",
+        "bench-copy",
     }, targets
     # bench_importers.py's small run is dashboard/importers/tests/test_bench.py,
     # bench_create.py's tests/test_bench_create.py.
