@@ -1,9 +1,9 @@
 """`make bench-copy`: what a stored click costs PostgreSQL, part by part.
 
-What binary COPY, fewer indexes on the click partitions, or rows grouped by
-link would save the importer's COPY into `clicks`. It starts a durable PostgreSQL (as `make run`
-has it: fsync and synchronous commit on, PostgreSQL's own defaults
-otherwise) and Redis, migrates, preloads clicks as the edge writes them
+What binary COPY, fewer indexes on the click partitions, or rows grouped
+by link would save the importer's COPY into `clicks`. It starts a durable
+PostgreSQL (as `make run` has it: fsync and synchronous commit on,
+PostgreSQL's own defaults otherwise) and Redis, migrates, preloads clicks as the edge writes them
 (bench_import.preload: 2,000 links, ~600 user agents, 66,000 addresses),
 makes them into the importer's own batches (BatchMaker, enriched) of the
 size a live importer takes at ~65,000 clicks a second (160 entries, 16,000
@@ -92,7 +92,7 @@ def parse_rows(columns: tuple[str, ...], text: bytes) -> list[tuple]:
     }
     converters = [convert[TYPES[column]] for column in columns]
     rows = []
-    for line in text.decode().splitlines():
+    for line in text.decode().split("\n")[:-1]:  # not splitlines: U+2028 and the like are text in COPY
         rows.append(
             tuple(
                 None if value == "\\N" else conv(value)
