@@ -37,5 +37,7 @@ urlpatterns = [
     v3("domains/redirects", domains.DomainRedirectsView, "shlink-domain-redirects"),
     v3(r"domains/(?P<domain>[^/]+)/visits", visits.DomainVisitsView, "shlink-domain-visits"),
     v3("mercure-info", health.MercureInfoView, "shlink-mercure-info"),
-    re_path(r"^.*$", nothing_here),
+    # Any character, a line feed (%0A) too, which `.` would not match: no
+    # path under /rest/ is Django's HTML 404.
+    re_path(r"^[\s\S]*$", nothing_here),
 ]

@@ -27,8 +27,9 @@ def test_a_body_over_the_limit_is_a_json_400(api, settings):
 
 
 def test_an_unknown_api_path_is_a_json_404(api):
-    response = api.get("/api/v2/nothing")
-    assert (response.status_code, response["Content-Type"]) == (404, "application/json")
+    for path in ("/api/v2/nothing", "/api/v1/links%0A", "/api/v1/links/%0A/", "/api/v1/%0A"):
+        response = api.get(path)
+        assert (response.status_code, response["Content-Type"]) == (404, "application/json"), path
 
 
 def test_a_page_that_is_not_a_page_number_is_a_404(api):
