@@ -133,7 +133,7 @@ def test_unknown_paths_and_methods_are_problems(user):
     body = problem(client.get("/rest/v3/nothing"), 404, "not-found")
     assert body["detail"] == "Cannot GET /rest/v3/nothing"
     problem(client.get("/rest/v2/short-urls"), 404, "not-found")
-    # A line feed in the path, which no route's regex matches by default.
+    # A line feed in a path that no route takes: the catch-all must match it too.
     for path in ("/short-urls/%2F%0A", "/short-urls%0A", "/tags/%0A/visits/x"):
         problem(client.get(V3 + path), 404, "not-found")
     problem(client.put(f"{V3}/short-urls"), 405, "https://httpstatus.es/405")
