@@ -5,7 +5,10 @@ clicks the old edge left in the stream for the importer), stopped with
 Ctrl-C, then started by this checkout's `make run` on the same run
 directory. Every person, token, link, click, rollup and orphan visit is
 kept and served, every program runs, the next click is stored, and the
-database's schema is the one a new install gets.
+database's schema is the one a new install gets. An old edge with a click
+journal is killed while Redis refuses it, so that this version's edge finds
+clicks and their served counts in journals of the old format, and sends
+them: stored once, and the accounting of every hour comes out even.
 
 The versions are the databases an operator may have: main before release
 1.0.0 rewrote its first migrations in place (00bccb7, 2026-11-23, and main
@@ -18,6 +21,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,10 +41,12 @@ OLD_VERSIONS = {
     "main-2026-11-23": "00bccb7",
     "main-2026-11-26": "3fdb8fd",
     "1.0.0": "baf5878",
+    "1.1.0": "add4373",
 }
 ADMIN = "ops"
 CLICKS = {"plain": 7, "moved": 4, "later": 3}  # visits made through the old edge, imported by the old importer
 IN_FLIGHT = 5  # visits of "plain" the old importer never took: in the stream at the upgrade
+SPOOLED = 4  # visits of "plain" an old edge served into its click journal while Redis refused it
 ORPHANS = 6
 HUMAN = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 
@@ -191,14 +197,19 @@ def test_an_upgrade_from_an_older_version_keeps_and_serves_everything(version, c
         _timed("the old stack started", started)
         tokens, links = _fill_through_old_version(stack, old)
         before = stack.everything()
+        waiting = IN_FLIGHT
+        if (old / "edge" / "slingshot" / "journal.lua").exists():
+            waiting += _leave_clicks_in_the_old_edges_journals(stack)
         stack.stop()
 
         started = time.monotonic()
         stack.start(devstack.REPO)
         _timed("this version started on the old run directory", started)
         assert "Slingshot" in stack.manage(devstack.REPO, "slingshot_version")
-        _check_everything_kept(stack, before, tokens, links)
-        _check_everything_served(stack, tokens, links)
+        _check_everything_kept(stack, before, waiting)
+        _check_everything_served(stack, tokens, waiting)
+        if (old / "edge" / "slingshot" / "accounting.lua").exists():
+            _check_the_accounting_is_even(stack, tokens["admin"])
         _check_the_schema_is_a_new_installs(stack)
     finally:
         stack.supervised.cleanup(remove=False)
@@ -245,20 +256,46 @@ def _fill_through_old_version(stack: Stack, old: Path) -> tuple[dict, dict]:
     return {"admin": admin_token, "bo": bo_token, "bo-read": bo_read}, links
 
 
-def _check_everything_kept(stack: Stack, before: dict, tokens: dict, links: dict) -> None:
-    expected = {**CLICKS, "plain": CLICKS["plain"] + IN_FLIGHT}
-    wait_until(lambda: stack.clicks_by_slug() == expected, timeout=60, what="the in-flight clicks to be stored")
+def _leave_clicks_in_the_old_edges_journals(stack: Stack) -> int:
+    """Redis refuses the old edge (another password for a while, every
+    connection dropped), which serves SPOOLED visits of "plain" from its
+    cache into its click journals; then nginx is killed, master and workers
+    (SIGKILL). Those clicks and their served counts stay in journals of the
+    old version's format: an edge supervisord starts again in its place
+    cannot send them either, nor can its flush at the Ctrl-C that follows.
+    Returns how many clicks wait there."""
+    env = stack.supervised.secrets
+    client = redis.Redis(port=int(env["REDIS_PORT"]), password=env["REDIS_PASSWORD"])
+    try:
+        # Not written to Redis's configuration file: the new version's Redis starts with its own.
+        client.config_set("requirepass", secrets.token_urlsafe(16))
+        client.client_kill_filter(_type="normal", skipme=True)
+        # A worker that has not cached the link cannot read it now: 503, and no click.
+        answers = []
+        while answers.count(302) < SPOOLED and len(answers) < 200:
+            answers.append(stack.visit("/plain")[0])
+        assert answers.count(302) == SPOOLED and set(answers) <= {302, 503}, answers
+        os.killpg(stack.supervised.master_pid("edge"), signal.SIGKILL)
+    finally:
+        client.close()
+    return SPOOLED
+
+
+def _check_everything_kept(stack: Stack, before: dict, waiting: int) -> None:
+    """`waiting`: the clicks of "plain" the old version served and did not store."""
+    expected = {**CLICKS, "plain": CLICKS["plain"] + waiting}
+    wait_until(lambda: stack.clicks_by_slug() == expected, timeout=60, what="the waiting clicks to be stored")
     after = stack.everything()
     assert after["people"] == before["people"]
     assert after["tokens"] == before["tokens"]
     assert after["links"] == before["links"]
     old_ids = {row[0] for row in before["clicks"]}
     assert [row for row in after["clicks"] if row[0] in old_ids] == before["clicks"]
-    assert len(after["clicks"]) == len(before["clicks"]) + IN_FLIGHT
+    assert len(after["clicks"]) == len(before["clicks"]) + waiting
     assert after["orphans"] == before["orphans"] and len(before["orphans"]) == ORPHANS
-    # The rollups and totals of the old clicks, plus the in-flight ones, and nothing else.
+    # The rollups and totals of the old clicks, plus the waiting ones, and nothing else.
     plain = next(row[0] for row in after["links"] if row[1] == "plain")
-    assert sum(row[2] for row in after["rollups"]) == sum(row[2] for row in before["rollups"]) + IN_FLIGHT
+    assert sum(row[2] for row in after["rollups"]) == sum(row[2] for row in before["rollups"]) + waiting
     assert [row for row in after["rollups"] if row[0] != plain] == [row for row in before["rollups"] if row[0] != plain]
     assert [row for row in after["totals"] if row[0] != plain] == [row for row in before["totals"] if row[0] != plain]
     totals = {row[0]: row[1] for row in after["totals"]}
@@ -274,7 +311,7 @@ def _check_everything_kept(stack: Stack, before: dict, tokens: dict, links: dict
     assert stack.sql("SELECT DISTINCT kind, domain FROM orphan_visits") == [("unknown", "")]
 
 
-def _check_everything_served(stack: Stack, tokens: dict, links: dict) -> None:
+def _check_everything_served(stack: Stack, tokens: dict, waiting: int) -> None:
     # The tokens of before, in the API of now, each within its person's team.
     status, mine = stack.api("GET", "/api/v1/links", tokens["admin"])
     assert status == 200, mine
@@ -283,7 +320,7 @@ def _check_everything_served(stack: Stack, tokens: dict, links: dict) -> None:
     assert status == 200 and [link["slug"] for link in theirs["results"]] == ["later"]
     assert stack.api("POST", "/api/v1/links", tokens["bo-read"], {"url": "https://example.com/"})[0] == 403
     status, plain = stack.api("GET", "/api/v1/links/plain", tokens["admin"])
-    assert status == 200 and plain["clicks"] == CLICKS["plain"] + IN_FLIGHT, plain
+    assert status == 200 and plain["clicks"] == CLICKS["plain"] + waiting, plain
     # Every link redirects as it did.
     assert stack.visit("/plain") == (302, "https://example.com/plain")
     assert stack.visit("/moved?utm=1") == (301, "https://example.com/moved?x=1&utm=1")
@@ -291,7 +328,7 @@ def _check_everything_served(stack: Stack, tokens: dict, links: dict) -> None:
     assert stack.visit("/nothing-0")[0] == 404
     # The next click is stored, and the publisher delivers a new link.
     wait_until(
-        lambda: stack.clicks_by_slug()["plain"] == CLICKS["plain"] + IN_FLIGHT + 1,
+        lambda: stack.clicks_by_slug()["plain"] == CLICKS["plain"] + waiting + 1,
         timeout=60,
         what="the next click to be stored",
     )
@@ -302,6 +339,22 @@ def _check_everything_served(stack: Stack, tokens: dict, links: dict) -> None:
     wait_until(lambda: stack.visit("/after-upgrade")[0] == 302, timeout=30, what="a new link to be served")
     running = {info["name"]: info["statename"] for info in stack.supervised.rpc().supervisor.getAllProcessInfo()}
     assert set(running.values()) == {"RUNNING"}, running
+
+
+def _check_the_accounting_is_even(stack: Stack, token: str) -> None:
+    """Every hour the old and the new edge served in: as many clicks stored
+    as they counted served, the old journals' counts included."""
+
+    def differences() -> dict:
+        status, report = stack.api("GET", "/api/v1/accounting?days=1", token)
+        assert status == 200, report
+        return {hour["hour"]: hour["difference"] for hour in report["hours"] if hour["served_redirects"]}
+
+    # The edges send their counts a moment after the clicks.
+    try:
+        wait_until(lambda: set(differences().values()) == {0}, timeout=30, what="the accounting to be even")
+    except TimeoutError:
+        raise AssertionError(f"served minus stored, by hour: {differences()}") from None
 
 
 # --- the schema: an upgraded database against a new install ------------------------------
