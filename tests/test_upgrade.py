@@ -4,11 +4,12 @@ through that version (people, tokens, links, clicks, orphan visits, and
 clicks the old edge left in the stream for the importer), stopped with
 Ctrl-C, then started by this checkout's `make run` on the same run
 directory. Every person, token, link, click, rollup and orphan visit is
-kept and served, every program runs, the next click is stored, and the
-database's schema is the one a new install gets. An old edge with a click
-journal is killed while Redis refuses it, so that this version's edge finds
-clicks and their served counts in journals of the old format, and sends
-them: stored once, and the accounting of every hour comes out even.
+kept and served, a person signed in stays signed in, every program runs,
+the next click is stored, and the database's schema is the one a new
+install gets. An old edge with a click journal is killed while Redis
+refuses it, so that this version's edge finds clicks and their served
+counts in journals of the old format, and sends them: stored once, and the
+accounting of every hour comes out even.
 
 The versions are the databases an operator may have: main before release
 1.0.0 rewrote its first migrations in place (00bccb7, 2026-11-23, and main
@@ -36,6 +37,7 @@ import devstack
 from devstack.faults import request
 from devstack.supervised import SupervisedStack, wait_until
 from testing.schema import schema_of
+from tests.test_stack import redirected_to, sign_in
 
 OLD_VERSIONS = {
     "main-2026-11-23": "00bccb7",
@@ -48,6 +50,7 @@ CLICKS = {"plain": 7, "moved": 4, "later": 3}  # visits made through the old edg
 IN_FLIGHT = 5  # visits of "plain" the old importer never took: in the stream at the upgrade
 SPOOLED = 4  # visits of "plain" an old edge served into its click journal while Redis refused it
 ORPHANS = 6
+BO_PASSWORD = "bo-password-1234"
 HUMAN = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 
 
@@ -196,6 +199,8 @@ def test_an_upgrade_from_an_older_version_keeps_and_serves_everything(version, c
         stack.start(old)
         _timed("the old stack started", started)
         tokens, links = _fill_through_old_version(stack, old)
+        session = sign_in(stack.supervised, "bo", BO_PASSWORD)
+        assert session is not None, "bo could not sign in to the old version"
         before = stack.everything()
         waiting = IN_FLIGHT
         if (old / "edge" / "slingshot" / "journal.lua").exists():
@@ -208,6 +213,8 @@ def test_an_upgrade_from_an_older_version_keeps_and_serves_everything(version, c
         assert "Slingshot" in stack.manage(devstack.REPO, "slingshot_version")
         _check_everything_kept(stack, before, waiting)
         _check_everything_served(stack, tokens, waiting)
+        # bo's session of the old version is theirs still: their links page, not the sign-in page.
+        assert redirected_to(session, f"{stack.supervised.dashboard_url}/links/") is None
         if (old / "edge" / "slingshot" / "accounting.lua").exists():
             _check_the_accounting_is_even(stack, tokens["admin"])
         _check_the_schema_is_a_new_installs(stack)
@@ -223,7 +230,7 @@ def _fill_through_old_version(stack: Stack, old: Path) -> tuple[dict, dict]:
         "shell",
         "-c",
         "from django.contrib.auth import get_user_model;"
-        "get_user_model().objects.create_user('bo', 'bo@example.com', 'bo-password-1234')",
+        f"get_user_model().objects.create_user('bo', 'bo@example.com', '{BO_PASSWORD}')",
     )
     bo_token = stack.manage(old, "create_api_token", "bo", "--scope", "write", "--name", "bo's").strip()
     bo_read = stack.manage(old, "create_api_token", "bo", "--scope", "read", "--name", "bo's reader").strip()
