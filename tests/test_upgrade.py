@@ -16,6 +16,7 @@ The versions are the databases an operator may have: main before release
 as 1.0.0 was cut, 3fdb8fd); each release from 1.0.0 on joins this list
 (docs/releasing.md). `pytest -s` prints what each step took."""
 
+import html
 import http.client
 import json
 import os
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 import psycopg
@@ -51,6 +53,7 @@ IN_FLIGHT = 5  # visits of "plain" the old importer never took: in the stream at
 SPOOLED = 4  # visits of "plain" an old edge served into its click journal while Redis refused it
 ORPHANS = 6
 BO_PASSWORD = "bo-password-1234"
+LOCKED_PASSWORD = "open sesame"  # of the link "locked", in versions whose links have passwords
 HUMAN = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 
 
@@ -134,12 +137,24 @@ class Stack:
         return status, json.loads(raw) if raw else None
 
     def visit(self, path: str, *, agent: str = HUMAN) -> tuple[int, str]:
+        status, headers, _ = self.page(path, agent=agent)
+        return status, headers.get("Location", "")
+
+    def page(
+        self, path: str, *, agent: str = HUMAN, form: dict | None = None, cookie: str = ""
+    ) -> tuple[int, http.client.HTTPMessage, str]:
+        """A visit to the edge (a POST of `form` when given): status, headers, body."""
+        headers = {"User-Agent": agent, "Referer": "https://news.example/item"}
+        if form is not None:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        if cookie:
+            headers["Cookie"] = cookie
         conn = http.client.HTTPConnection("127.0.0.1", self.supervised.ports["EDGE_PORT"], timeout=10)
         try:
-            conn.request("GET", path, headers={"User-Agent": agent, "Referer": "https://news.example/item"})
+            body = urllib.parse.urlencode(form) if form is not None else None
+            conn.request("GET" if form is None else "POST", path, body=body, headers=headers)
             response = conn.getresponse()
-            response.read()
-            return response.status, response.getheader("Location") or ""
+            return response.status, response.headers, response.read().decode()
         finally:
             conn.close()
 
@@ -211,8 +226,10 @@ def test_an_upgrade_from_an_older_version_keeps_and_serves_everything(version, c
         stack.start(devstack.REPO)
         _timed("this version started on the old run directory", started)
         assert "Slingshot" in stack.manage(devstack.REPO, "slingshot_version")
-        _check_everything_kept(stack, before, waiting)
-        _check_everything_served(stack, tokens, waiting)
+        _check_everything_kept(stack, before, links, waiting)
+        _check_everything_served(stack, tokens, links, waiting)
+        if "locked" in links:
+            _check_the_password_link_asks_for_it(stack)
         # bo's session of the old version is theirs still: their links page, not the sign-in page.
         assert redirected_to(session, f"{stack.supervised.dashboard_url}/links/") is None
         if (old / "edge" / "slingshot" / "accounting.lua").exists():
@@ -245,6 +262,8 @@ def _fill_through_old_version(stack: Stack, old: Path) -> tuple[dict, dict]:
             "bo",
         ),
     }
+    if (old / "dashboard" / "links" / "unlocking.py").exists():
+        links["locked"] = ({"url": "https://example.com/locked", "slug": "locked", "password": LOCKED_PASSWORD}, ADMIN)
     for slug, (body, owner) in links.items():
         status, reply = stack.api("POST", "/api/v1/links", admin_token if owner == ADMIN else bo_token, body)
         assert status == 201, (slug, reply)
@@ -254,7 +273,7 @@ def _fill_through_old_version(stack: Stack, old: Path) -> tuple[dict, dict]:
             assert stack.visit(f"/{slug}", agent=HUMAN if n % 2 else "curl/8.5")[0] in (301, 302)
     for n in range(ORPHANS):
         assert stack.visit(f"/nothing-{n % 2}")[0] == 404
-    expected = dict(CLICKS)
+    expected = {**dict.fromkeys(links, 0), **CLICKS}
     wait_until(lambda: stack.clicks_by_slug() == expected, timeout=60, what="the old importer to store the clicks")
     # The importer stops; what the edge serves next waits in the stream for the new version.
     stack.supervised.rpc().supervisor.stopProcess("importer")
@@ -288,9 +307,9 @@ def _leave_clicks_in_the_old_edges_journals(stack: Stack) -> int:
     return SPOOLED
 
 
-def _check_everything_kept(stack: Stack, before: dict, waiting: int) -> None:
+def _check_everything_kept(stack: Stack, before: dict, links: dict, waiting: int) -> None:
     """`waiting`: the clicks of "plain" the old version served and did not store."""
-    expected = {**CLICKS, "plain": CLICKS["plain"] + waiting}
+    expected = {**dict.fromkeys(links, 0), **CLICKS, "plain": CLICKS["plain"] + waiting}
     wait_until(lambda: stack.clicks_by_slug() == expected, timeout=60, what="the waiting clicks to be stored")
     after = stack.everything()
     assert after["people"] == before["people"]
@@ -318,11 +337,13 @@ def _check_everything_kept(stack: Stack, before: dict, waiting: int) -> None:
     assert stack.sql("SELECT DISTINCT kind, domain FROM orphan_visits") == [("unknown", "")]
 
 
-def _check_everything_served(stack: Stack, tokens: dict, waiting: int) -> None:
+def _check_everything_served(stack: Stack, tokens: dict, links: dict, waiting: int) -> None:
     # The tokens of before, in the API of now, each within its person's team.
     status, mine = stack.api("GET", "/api/v1/links", tokens["admin"])
     assert status == 200, mine
-    assert sorted(link["slug"] for link in mine["results"]) == ["moved", "plain"]
+    assert sorted(link["slug"] for link in mine["results"]) == sorted(
+        slug for slug, (_, owner) in links.items() if owner == ADMIN
+    )
     status, theirs = stack.api("GET", "/api/v1/links", tokens["bo-read"])
     assert status == 200 and [link["slug"] for link in theirs["results"]] == ["later"]
     assert stack.api("POST", "/api/v1/links", tokens["bo-read"], {"url": "https://example.com/"})[0] == 403
@@ -346,6 +367,25 @@ def _check_everything_served(stack: Stack, tokens: dict, waiting: int) -> None:
     wait_until(lambda: stack.visit("/after-upgrade")[0] == 302, timeout=30, what="a new link to be served")
     running = {info["name"]: info["statename"] for info in stack.supervised.rpc().supervisor.getAllProcessInfo()}
     assert set(running.values()) == {"RUNNING"}, running
+
+
+def _check_the_password_link_asks_for_it(stack: Stack) -> None:
+    """The link given a password in the old version: this version's edge
+    asks for it, never sends a visitor on without it, refuses a wrong one
+    and lets the right one through (its page, then the link with the pass
+    it sets), as edge/t/test_unlock.py has it for a link of its own."""
+    status, headers, page = stack.page("/locked")
+    assert status == 200 and "Location" not in headers, (status, headers)
+    (action,) = re.findall(r'<form method="post" action="([^"]+)"', page)
+    (kept,) = re.findall(r'name="ref" value="([^"]*)"', page)
+    assert action == "/locked"
+    form = {"ref": html.unescape(kept)}
+    assert stack.page("/locked", form={**form, "password": "not it"})[0] == 403
+    status, headers, page = stack.page("/locked", form={**form, "password": LOCKED_PASSWORD})
+    assert status == 200 and '<meta http-equiv="refresh" content="0; url=/locked">' in page, (status, page[:1000])
+    cookie = headers["Set-Cookie"].split(";")[0]
+    status, headers, _ = stack.page("/locked", cookie=cookie)
+    assert (status, headers.get("Location")) == (302, "https://example.com/locked")
 
 
 def _check_the_accounting_is_even(stack: Stack, token: str) -> None:
