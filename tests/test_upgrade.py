@@ -9,7 +9,8 @@ the next click is stored, and the database's schema is the one a new
 install gets. An old edge with a click journal is killed while Redis
 refuses it, so that this version's edge finds clicks and their served
 counts in journals of the old format, and sends them: stored once, and the
-accounting of every hour comes out even.
+accounting of every hour comes out even (from 1.0.0, whose edge counts in
+its journal).
 
 The versions are the databases an operator may have: main before release
 1.0.0 rewrote its first migrations in place (00bccb7, 2026-11-23, and main
@@ -38,6 +39,7 @@ import redis
 import devstack
 from devstack.faults import request
 from devstack.supervised import SupervisedStack, wait_until
+from links.unlocking import LinkPasswordHasher
 from testing.schema import schema_of
 from tests.test_stack import redirected_to, sign_in
 
@@ -54,6 +56,12 @@ SPOOLED = 4  # visits of "plain" an old edge served into its click journal while
 ORPHANS = 6
 BO_PASSWORD = "bo-password-1234"
 LOCKED_PASSWORD = "open sesame"  # of the link "locked", in versions whose links have passwords
+# Redis fsyncs every write (appendfsync always), and a shared machine's disk
+# has held it for longer than the programs' timeouts (an edge's 250 ms read,
+# the dashboard's 250 ms call, after which it skips Redis for 5 s): the edge
+# then answered 503 and the password check "try again". A slow Redis is not
+# what this test is about, so both versions wait up to 3 s for it here.
+PATIENT = {"EDGE_REDIS_READ_TIMEOUT_MS": "3000", "EDGE_REDIS_CONNECT_TIMEOUT_MS": "3000", "REDIS_REQUEST_TIMEOUT": "3"}
 HUMAN = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 
 
@@ -104,7 +112,7 @@ class Stack:
 
     def __init__(self, root: Path) -> None:
         self.supervised = SupervisedStack(
-            root, env={"SLINGSHOT_ADMIN_USER": ADMIN, "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)}
+            root, env={**PATIENT, "SLINGSHOT_ADMIN_USER": ADMIN, "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)}
         )
 
     def start(self, repo: Path) -> None:
@@ -232,9 +240,19 @@ def test_an_upgrade_from_an_older_version_keeps_and_serves_everything(version, c
             _check_the_password_link_asks_for_it(stack)
         # bo's session of the old version is theirs still: their links page, not the sign-in page.
         assert redirected_to(session, f"{stack.supervised.dashboard_url}/links/") is None
-        if (old / "edge" / "slingshot" / "accounting.lua").exists():
+        if (old / "edge" / "slingshot" / "journal.lua").exists():
+            # An edge before the journal counted in its memory, and could send
+            # a count twice when Redis was slow (3fdb8fd: two flushes racing
+            # over the pending counts, 10 served over stored under a disk
+            # busy with other writes), which no upgrade can undo: the
+            # accounting holds from 1.0.0 on.
             _check_the_accounting_is_even(stack, tokens["admin"])
         _check_the_schema_is_a_new_installs(stack)
+    except BaseException:
+        # The programs' logs go with the run directory: what they said is shown with the failure.
+        for log in sorted((stack.supervised.run / "logs").glob("*.log")):
+            print(f"--- {log.name}, its end:\n{log.read_text(errors='replace')[-4000:]}")
+        raise
     finally:
         stack.supervised.cleanup(remove=False)
         shutil.rmtree(root, ignore_errors=True)
@@ -353,7 +371,14 @@ def _check_everything_served(stack: Stack, tokens: dict, links: dict, waiting: i
     assert stack.visit("/plain") == (302, "https://example.com/plain")
     assert stack.visit("/moved?utm=1") == (301, "https://example.com/moved?x=1&utm=1")
     assert stack.visit("/later") == (302, "https://example.org/later")
-    assert stack.visit("/nothing-0")[0] == 404
+    # For 5 s after Redis last failed it (the edge may have started before
+    # Redis listened), the edge answers a slug Redis lacks 503, as it may be
+    # a link not delivered yet (linklookup.lua, DOUBT_SECONDS); then 404.
+    answers = [stack.visit("/nothing-0")[0]]
+    while answers[-1] == 503 and len(answers) < 40:
+        time.sleep(0.25)
+        answers.append(stack.visit("/nothing-0")[0])
+    assert answers[-1] == 404 and set(answers[:-1]) <= {503}, answers
     # The next click is stored, and the publisher delivers a new link.
     wait_until(
         lambda: stack.clicks_by_slug()["plain"] == CLICKS["plain"] + waiting + 1,
@@ -381,11 +406,22 @@ def _check_the_password_link_asks_for_it(stack: Stack) -> None:
     assert action == "/locked"
     form = {"ref": html.unescape(kept)}
     assert stack.page("/locked", form={**form, "password": "not it"})[0] == 403
-    status, headers, page = stack.page("/locked", form={**form, "password": LOCKED_PASSWORD})
+    # A password hashed before 1.0.0 (Django's 1,000,000 PBKDF2 iterations)
+    # costs a whole second's budget of checks (links.unlocking.check_cost),
+    # which the wrong one may just have taken: the visitor is asked to try
+    # again in a second, as a person would, and then let through.
+    for _ in range(3):
+        status, headers, page = stack.page("/locked", form={**form, "password": LOCKED_PASSWORD})
+        if status != 429 or "Too many passwords are being checked right now. Try again in 1 second." not in page:
+            break
+        time.sleep(1.1)
     assert status == 200 and '<meta http-equiv="refresh" content="0; url=/locked">' in page, (status, page[:1000])
     cookie = headers["Set-Cookie"].split(";")[0]
     status, headers, _ = stack.page("/locked", cookie=cookie)
     assert (status, headers.get("Location")) == (302, "https://example.com/locked")
+    # The right password has it hashed as this version hashes link passwords, a check costing one.
+    ((encoded,),) = stack.sql("SELECT password FROM links_link WHERE slug = 'locked'")
+    assert encoded.startswith(f"pbkdf2_sha256${LinkPasswordHasher.iterations}$"), encoded
 
 
 def _check_the_accounting_is_even(stack: Stack, token: str) -> None:
