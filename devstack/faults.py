@@ -44,6 +44,32 @@ def request(
         conn.close()
 
 
+def accounting(dashboard_port: int, token: str) -> dict[str, int | None]:
+    """Served minus stored of every hour of the last day with traffic,
+    from the API the Accounting page shares its figures with (`token`: a
+    staff member's or a superuser's)."""
+    status, body = request(dashboard_port, "/api/v1/accounting?days=1", token=token)
+    if status != 200:
+        raise AssertionError(f"/api/v1/accounting: HTTP {status} {body[:300]!r}")
+    return {
+        hour["hour"]: hour["difference"]
+        for hour in json.loads(body)["hours"]
+        if hour["served_redirects"] + hour["served_orphans"] + hour["stored_clicks"] + hour["stored_orphans"]
+    }
+
+
+def settled_accounting(dashboard_port: int, token: str, *, timeout: float = 30.0) -> dict[str, int | None]:
+    """The accounting once every difference is zero, or as it stands after
+    `timeout` seconds (the edges send their counts a moment after the
+    clicks)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = accounting(dashboard_port, token)
+        if all(difference == 0 for difference in found.values()) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
 class Visitors:
     """Threads that GET short links on the edge over keep-alive connections,
     counting the 302s per slug and keeping every other outcome with its time."""
@@ -437,27 +463,10 @@ class FaultRun:
         return report
 
     def accounting(self) -> dict[str, int | None]:
-        """Served minus stored of every hour of the last day with traffic,
-        from the API the Accounting page shares its figures with."""
-        status, body = request(self.dashboard_port, "/api/v1/accounting?days=1", token=self.token)
-        if status != 200:
-            raise AssertionError(f"/api/v1/accounting: HTTP {status} {body[:300]!r}")
-        return {
-            hour["hour"]: hour["difference"]
-            for hour in json.loads(body)["hours"]
-            if hour["served_redirects"] + hour["served_orphans"] + hour["stored_clicks"] + hour["stored_orphans"]
-        }
+        return accounting(self.dashboard_port, self.token)
 
     def settled_accounting(self, timeout: float = 30.0) -> dict[str, int | None]:
-        """The accounting once every difference is zero, or as it stands after
-        `timeout` seconds (the edges send their counts a moment after the
-        clicks)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            found = self.accounting()
-            if all(difference == 0 for difference in found.values()) or time.monotonic() > deadline:
-                return found
-            time.sleep(0.2)
+        return settled_accounting(self.dashboard_port, self.token, timeout=timeout)
 
     def wait_import_lag_zero(self) -> None:
         """Until the clicks stream has nothing left to import (`import_clicks
