@@ -3,9 +3,9 @@
 What binary COPY, fewer indexes on the click partitions, or rows grouped
 by link would save the importer's COPY into `clicks`. It starts a durable
 PostgreSQL (as `make run` has it: fsync and synchronous commit on,
-PostgreSQL's own defaults otherwise) and Redis, migrates, preloads clicks as the edge writes them
-(bench_import.preload: 2,000 links, ~600 user agents, 66,000 addresses),
-makes them into the importer's own batches (BatchMaker, enriched) of the
+PostgreSQL's own defaults otherwise) and Redis, migrates, preloads clicks
+as the edge writes them (bench_import.preload: 2,000 links, ~600 user
+agents, 66,000 addresses), makes them into the importer's own batches (BatchMaker, enriched) of the
 size a live importer takes at ~65,000 clicks a second (160 entries, 16,000
 clicks), and then COPYs the same batches into `clicks` in turn:
 
