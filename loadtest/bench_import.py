@@ -20,6 +20,7 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
@@ -298,7 +299,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             continue
         with connection.cursor() as cursor:
             cursor.execute(
-                "TRUNCATE clicks, orphan_visits, click_rollup_hour, click_rollup_day, "
+                "TRUNCATE clicks, orphan_visits, click_rollup_hour, click_rollup_day, click_rollup_6h, "
                 "click_breakdown_hour, click_breakdown_day, link_click_totals"
             )
             cursor.execute("UPDATE click_day_fold SET folded_before = '1970-01-01 00:00+00'")
@@ -429,6 +430,10 @@ def bench_selectors(link_id: int, *, days: int = 365, clicks: int = 10_000_000) 
     now = datetime.now(timezone.utc)
     cases = [
         ("link_stats a year by day", dict(start=now - timedelta(days=days), end=now, interval="day")),
+        (
+            "link_stats a year by day, Asia/Kolkata",
+            dict(start=now - timedelta(days=days), end=now, interval="day", zone=ZoneInfo("Asia/Kolkata")),
+        ),
         ("link_stats 30 days by hour", dict(start=now - timedelta(days=min(days, 30)), end=now, interval="hour")),
         ("link_stats a year by hour", dict(start=now - timedelta(days=days), end=now, interval="hour")),
         (

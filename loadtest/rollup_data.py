@@ -8,8 +8,8 @@ most clicks, a long tail the rest): 20 referrer hosts, 15 browsers, 10
 systems, 4 device classes, 150 countries, and 5 rules serving a third of
 the clicks. Each hour's visitor sketches are filled as the importer fills
 them (`hll_add_agg` of 12, 5), with visitors who come back from hour to
-hour; the day rows and the totals are folded from the hours as the day fold
-does, and the fold's mark is set past them.
+hour; the day rows, the rows of six hours and the totals are folded from
+the hours as the day fold does, and the fold's mark is set past them.
 """
 
 from datetime import timedelta
@@ -76,6 +76,16 @@ _STATEMENTS = [
           FROM click_rollup_hour WHERE link_id = %(link)s GROUP BY 1, 2) days
     """,
     """
+    INSERT INTO click_rollup_6h (link_id, bucket, clicks, human_clicks, visitors, human_visitors,
+                                 visitor_sketch, human_visitor_sketch)
+    SELECT link_id, block, clicks, human_clicks, least(clicks, round(hll_cardinality(everyone))),
+           least(human_clicks, round(hll_cardinality(humans))), everyone, humans
+    FROM (SELECT link_id, date_bin('6 hours', bucket, timestamptz 'epoch') AS block,
+                 sum(clicks) AS clicks, sum(human_clicks) AS human_clicks,
+                 hll_union_agg(visitor_sketch) AS everyone, hll_union_agg(human_visitor_sketch) AS humans
+          FROM click_rollup_hour WHERE link_id = %(link)s GROUP BY 1, 2) blocks
+    """,
+    """
     INSERT INTO click_breakdown_day (link_id, bucket, dimension, value, clicks, human_clicks)
     SELECT link_id, date_trunc('day', bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', dimension, value,
            sum(clicks), sum(human_clicks)
@@ -85,7 +95,8 @@ _STATEMENTS = [
     INSERT INTO link_click_totals (link_id, clicks, human_clicks)
     SELECT link_id, sum(clicks), sum(human_clicks) FROM click_rollup_hour WHERE link_id = %(link)s GROUP BY 1
     """,
-    # The day rows above hold these hours: the fold's mark goes past them (docs/rollups.md).
+    # The day rows and the rows of six hours above hold these hours: the
+    # fold's mark goes past them (docs/rollups.md).
     "UPDATE click_day_fold SET folded_before = greatest(folded_before, %(end)s::timestamptz)",
 ]
 
@@ -104,4 +115,7 @@ def write_rollups(cursor, *, link_id: int, clicks: int, days: int) -> int:
     return cursor.fetchone()[0]
 
 
-ANALYZE = "ANALYZE click_rollup_hour, click_rollup_day, click_breakdown_hour, click_breakdown_day, link_click_totals"
+ANALYZE = (
+    "ANALYZE click_rollup_hour, click_rollup_day, click_rollup_6h, click_breakdown_hour, click_breakdown_day,"
+    " link_click_totals"
+)

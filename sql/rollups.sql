@@ -40,6 +40,19 @@ CREATE TABLE click_rollup_day (
     CONSTRAINT click_rollup_day_aligned CHECK (date_trunc('day', bucket AT TIME ZONE 'UTC') = bucket AT TIME ZONE 'UTC')
 ) WITH (fillfactor = 80);
 
+-- The same per link and six UTC hours (from 00, 06, 12 and 18 UTC), for the
+-- hours folded as the day rows are. A local day of a zone whose days are not
+-- UTC days is three such blocks and the hours of the block its midnight
+-- falls in, rather than 24 hours (docs/rollups.md, "Reading").
+CREATE TABLE click_rollup_6h (
+    LIKE click_rollup_hour INCLUDING DEFAULTS,
+    PRIMARY KEY (link_id, bucket),
+    CONSTRAINT click_rollup_6h_counts CHECK (
+        0 <= human_clicks AND human_clicks <= clicks
+        AND 0 <= visitors AND visitors <= clicks AND 0 <= human_visitors AND human_visitors <= human_clicks),
+    CONSTRAINT click_rollup_6h_aligned CHECK (date_bin('6 hours', bucket, timestamptz '1970-01-01 00:00+00') = bucket)
+) WITH (fillfactor = 80);
+
 -- Clicks per value of one dimension, per link and bucket.
 CREATE TABLE click_breakdown_hour (
     link_id      bigint      NOT NULL,
@@ -75,7 +88,7 @@ CREATE TABLE link_click_totals (
 
 CREATE INDEX link_click_totals_clicks ON link_click_totals (clicks);
 
--- Every hour before folded_before is in the day tables (docs/rollups.md, "Writing").
+-- Every hour before folded_before is in the day tables and click_rollup_6h (docs/rollups.md, "Writing").
 CREATE TABLE click_day_fold (
     only_row      boolean     PRIMARY KEY DEFAULT true CHECK (only_row),
     folded_before timestamptz NOT NULL,

@@ -79,6 +79,7 @@ def test_the_raw_tables_are_there_with_their_functions():
                     "user_agents",
                     "click_rollup_hour",
                     "click_rollup_day",
+                    "click_rollup_6h",
                     "click_breakdown_hour",
                     "click_breakdown_day",
                     "link_click_totals",

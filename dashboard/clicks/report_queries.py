@@ -16,8 +16,8 @@ from django.db import OperationalError, connections, transaction
 
 from slingshot.db import reports_db
 
-from .calendar import EPOCH, bucket_end, bucket_start, is_utc, zone_name
-from .rollups import DIMENSIONS, NOT_FOLDED
+from .calendar import EPOCH, bucket_end, bucket_start, hour_ceil, is_utc, next_bucket, zone_name
+from .rollups import DIMENSIONS, NOT_FOLDED, SIX_HOURS_OF_BUCKET
 
 
 def reports_connection():
@@ -39,10 +39,11 @@ class Totals:
     bots: int = 0  # clicks by bots in the range, counted or not
 
 
-# A series of local days in a zone whose days are not UTC days reads hour
-# rows, each with its visitor sketch: a year's are some 10 MB to sort, which
-# PostgreSQL's default work_mem (4 MB) sorts on disk.
+# A series of local days in a zone whose days are not UTC days reads rows
+# of six hours and of hours, each with its visitor sketch: a year's are some
+# 4 MB to sort, which PostgreSQL's default work_mem (4 MB) may sort on disk.
 SKETCHES_WORK_MEM = "32MB"
+SIX_HOURS = timedelta(hours=6)
 
 
 class ReportTooLarge(ValidationError):
@@ -82,6 +83,44 @@ def _span_sql(table: str, span: Span, ids: list[int], where: str = "", where_par
         f"FROM {table}_{grain} WHERE link_id = ANY(%s) AND bucket >= {floor} AND bucket < %s{where}",
         [ids, lo, hi, *where_params],
     )
+
+
+def _split_blocks(interval: str, zone: tzinfo, start: datetime, end: datetime) -> list[datetime]:
+    """The starts of the six UTC hours in [start, end) that a bucket's first
+    hour falls inside of: their hours are in two buckets."""
+    blocks = []
+    boundary = next_bucket(bucket_start(start, interval, zone), interval, zone)
+    while (first := hour_ceil(boundary)) < end:
+        if first > start and (into := first.timestamp() % SIX_HOURS.total_seconds()):
+            blocks.append(first - timedelta(seconds=into))
+        boundary = next_bucket(boundary, interval, zone)
+    return blocks
+
+
+def _local_parts(
+    interval: str, zone: tzinfo, ids: list[int], start: datetime, end: datetime, columns: str
+) -> tuple[list[str], list]:
+    """SELECTs of link_id, the bucket as k and `columns` of the rows that
+    hold [start, end) (whole UTC hours) for a series of local days, weeks or
+    months of a zone whose days are not UTC days: a row of click_rollup_6h
+    for each six hours in the range, folded and in one bucket, and the hour
+    rows of the others (mostly the six hours a local midnight splits). Each
+    click is counted once."""
+
+    def whole(block: str) -> str:
+        """SQL: the six hours from `block` on are in the range, folded, and in one bucket."""
+        return (
+            f"{block} >= %s AND {block} <= %s AND {block} <= (SELECT folded_before FROM click_day_fold)"
+            f" - interval '6 hours' AND {block} <> ALL(%s::timestamptz[])"
+        )
+
+    select = f"SELECT link_id, {_bucket_key(interval, zone)} AS k, {columns}"
+    within = [start, end - SIX_HOURS, _split_blocks(interval, zone, start, end)]
+    return [
+        f"{select} FROM click_rollup_6h WHERE link_id = ANY(%s) AND {whole('bucket')}",
+        f"{select} FROM click_rollup_hour WHERE link_id = ANY(%s) AND bucket >= %s AND bucket < %s"
+        f" AND NOT ({whole(SIX_HOURS_OF_BUCKET)})",
+    ], [ids, *within, ids, start, end, *within]
 
 
 def _bucket_key(interval: str, zone: tzinfo, column: str = "bucket") -> str:
@@ -133,17 +172,22 @@ class Report:
             )
         else:
             # Whole UTC days from the day tables when the zone's days are
-            # UTC days; hours otherwise. A link's rows of one bucket add up,
-            # and their visitors are the union of the sketches.
-            spans = _spans(start, end) if is_utc(self.zone) else [("hour", False, start, end)]
+            # UTC days; other zones' days from rows of six hours where they
+            # can (_local_parts), and from hours under a filter. A link's
+            # rows of one bucket add up, and their visitors are the union of
+            # the sketches.
             sorts_sketches = not (filtered or is_utc(self.zone))
             key = _bucket_key(interval, self.zone)
-            parts, params = [], []
-            for span in spans:
-                sql, span_params = _span_sql(table, span, self.ids, where, where_params)
-                extra = "" if filtered else f", {visitors}, {sketch}"
-                parts.append(f"SELECT link_id, {key} AS k, {counted} AS clicks{extra} {sql}")
-                params += span_params
+            extra = "" if filtered else f", {visitors}, {sketch}"
+            if sorts_sketches:
+                parts, params = _local_parts(interval, self.zone, self.ids, start, end, f"{counted}{extra}")
+            else:
+                spans = _spans(start, end) if is_utc(self.zone) else [("hour", False, start, end)]
+                parts, params = [], []
+                for span in spans:
+                    sql, span_params = _span_sql(table, span, self.ids, where, where_params)
+                    parts.append(f"SELECT link_id, {key} AS k, {counted} AS clicks{extra} {sql}")
+                    params += span_params
             union = " UNION ALL ".join(parts)
             if filtered:
                 query = (

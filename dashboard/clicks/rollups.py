@@ -5,8 +5,8 @@ them with. The tables are in sql/rollups.sql.
 A batch reaches the rollups through two temporary tables: `batch_breakdown`
 (clicks per link, hour, dimension and value) and `batch_visitor_sets` (the
 visitor hashes of a link's clicks in an hour, bots and humans apart).
-`add_batch` adds them to the hour tables, to the day tables for hours
-already folded, and to the totals.
+`add_batch` adds them to the hour tables, to the day tables and
+click_rollup_6h for hours already folded, and to the totals.
 """
 
 import logging
@@ -32,6 +32,8 @@ FOLD_AFTER = timedelta(minutes=10)
 
 # The UTC day of an hour row's bucket.
 DAY_OF_BUCKET = "date_trunc('day', bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+# The six UTC hours (from 00, 06, 12 or 18) a row's bucket falls in: its bucket in click_rollup_6h.
+SIX_HOURS_OF_BUCKET = "date_bin('6 hours', bucket, timestamptz 'epoch')"
 # The first hour from %s on that is not in the day tables yet; a scalar
 # subquery, so that PostgreSQL can use it as an index bound.
 NOT_FOLDED = "greatest(%s, (SELECT folded_before FROM click_day_fold))"
@@ -86,6 +88,7 @@ GROUP BY 1, 2, 3, 4
 """
 
 _HOUR_BUCKET = "timestamptz 'epoch' + hour * interval '1 hour'"
+_SIX_HOURS_BUCKET = "timestamptz 'epoch' + (hour / 6) * interval '6 hours'"
 _DAY_BUCKET = "timestamptz 'epoch' + (hour / 24) * interval '24 hours'"
 
 # Adding to the rollups, from a source of (link_id, bucket, clicks,
@@ -123,7 +126,7 @@ ON CONFLICT (link_id, bucket, dimension, value) DO UPDATE SET
 
 # A batch's rollup rows, from its temporary tables; `{late}` keeps every
 # hour, or only the hours before the day fold's mark (late clicks, which the
-# day tables take directly). Every click is in each dimension once, so the
+# day and six-hour tables take directly). Every click is in each dimension once, so the
 # clicks of one dimension are the batch's clicks. The join keeps only the
 # buckets with clicks counted now: the visitors of clicks that were stored
 # already are in the sketches already, and adding them again changes nothing.
@@ -163,6 +166,7 @@ _BATCH_STATEMENTS = [
         g="hour", source=f"SELECT link_id, {_HOUR_BUCKET}, dimension, value, clicks, human_clicks FROM batch_breakdown"
     ),
     _ADD_ROLLUP.format(g="day", source=_BATCH_ROLLUP.format(bucket=_DAY_BUCKET, late=_LATE)),
+    _ADD_ROLLUP.format(g="6h", source=_BATCH_ROLLUP.format(bucket=_SIX_HOURS_BUCKET, late=_LATE)),
     _ADD_BREAKDOWN.format(g="day", source=_BATCH_BREAKDOWN.format(bucket=_DAY_BUCKET, late=_LATE)),
     _TOTALS,
 ]
@@ -212,6 +216,13 @@ _FOLD_STATEMENTS = [
                hll_union_agg(human_visitor_sketch)
         FROM click_rollup_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2""",
     ),
+    _ADD_ROLLUP.format(
+        g="6h",
+        source=f"""
+        SELECT link_id, {SIX_HOURS_OF_BUCKET}, sum(clicks), sum(human_clicks), hll_union_agg(visitor_sketch),
+               hll_union_agg(human_visitor_sketch)
+        FROM click_rollup_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2""",
+    ),
     _ADD_BREAKDOWN.format(
         g="day",
         source=f"""
@@ -249,6 +260,7 @@ def fold_days(*, until: datetime) -> tuple[datetime, datetime]:
 _LINK_TABLES = (
     "click_rollup_hour",
     "click_rollup_day",
+    "click_rollup_6h",
     "click_breakdown_hour",
     "click_breakdown_day",
     "link_click_totals",

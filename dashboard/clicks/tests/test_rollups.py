@@ -2,6 +2,7 @@
 
 import uuid
 from datetime import datetime, timedelta, timezone
+from importlib import import_module
 
 import pytest
 from django.db import connection
@@ -159,6 +160,22 @@ def test_days_folded_from_closed_hours_read_the_same_and_late_clicks_count_once(
     assert day.series == [Point(bucket=DAY, clicks=7, visitors=4)]
     assert day.breakdowns == hour.breakdowns and ("t.co", 1) in day.breakdowns["referer_host"]
     assert day_tables() == ([(7, 4)], 7)
+
+
+def test_the_migration_to_six_hours_makes_them_of_the_hours_folded_as_the_fold_does(traffic, link, importer):
+    # Hours 10 and 11 of a day folded; an hour of this link after the fold's
+    # mark, which stays out.
+    fold_days(until=datetime.now(timezone.utc) - timedelta(hours=1))
+    assert store(importer, [entry([click(link, datetime.now(timezone.utc), "203.0.113.5", CHROME)])]) == 1
+    rows = "SELECT * FROM click_rollup_6h ORDER BY link_id, bucket"
+    with connection.cursor() as cursor:
+        cursor.execute(rows)
+        folded = cursor.fetchall()
+        assert [row[:6] for row in folded] == [(traffic.pk, DAY + timedelta(hours=6), 6, 4, 3, 2)]
+        cursor.execute("TRUNCATE click_rollup_6h")
+        cursor.execute(import_module("clicks.migrations.0004_six_hour_rollups").SIX_HOURS)
+        cursor.execute(rows)
+        assert cursor.fetchall() == folded
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """Reports in a time zone, by week and month, with totals, comparisons and
 filters: clicks through the real importer, read by clicks.selectors."""
 
+import random
 import threading
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -230,3 +231,54 @@ def test_stats_range_counts_points_per_interval():
         stats_range(start=end - timedelta(days=90), end=end, interval="hour")
     span = stats_range(end=end, interval="week", zone=BERLIN)
     assert span.zone is BERLIN and span.end - span.start == timedelta(weeks=26)
+
+
+def test_local_days_read_from_six_hours_as_from_hours_late_clicks_included(link, store):
+    # A zone's local days, weeks and months read the six hours that lie in one
+    # of them from click_rollup_6h once they are folded. The same clicks on a
+    # second link, each stored before anything was folded, give the figures
+    # read from hours alone; on the first link some come after the fold,
+    # late, into hours and six hours already folded. The clicks are of the
+    # days around Berlin's last change of clocks, whose day has 23 or 25 hours.
+    shift = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=3)
+    while (shift - timedelta(days=1)).astimezone(BERLIN).utcoffset() == shift.astimezone(BERLIN).utcoffset():
+        shift -= timedelta(days=1)
+    rng = random.Random(6)
+    hours_only = Link.objects.create(
+        domain=default_domain(),
+        slug="s" + uuid.uuid4().hex[:10],
+        url="https://example.com/",
+        owner=link.owner,
+        team=link.team,
+    )
+    visitors = [(f"203.0.113.{n}", ua) for n in range(1, 5) for ua in (CHROME, IPHONE, FIREFOX, GOOGLEBOT)]
+    moments = [
+        shift + timedelta(hours=hour, minutes=rng.randint(0, 59))
+        for hour in range(-40, 70)
+        for _ in range(rng.choice([0, 1, 1, 2, 3]))
+    ]
+    picks = [rng.choice(visitors) for _ in moments]
+    late = {n for n in range(len(moments)) if rng.random() < 0.3}
+    store(*(click(hours_only, moment, *pick) for moment, pick in zip(moments, picks, strict=True)))
+    store(*(click(link, moments[n], *picks[n]) for n in range(len(moments)) if n not in late))
+    start, end = shift - timedelta(days=3), shift + timedelta(days=4)
+    zones = [BERLIN, KOLKATA, ZoneInfo("Asia/Kathmandu"), ZoneInfo("America/New_York"), ZoneInfo("Australia/Adelaide")]
+    cases = [
+        (zone, interval, bots) for zone in zones for interval in ("day", "week", "month") for bots in (False, True)
+    ]
+
+    def report(of):
+        return {
+            case: stats(of, start, end, interval=case[1], zone=case[0], include_bots=case[2]).series for case in cases
+        }
+
+    expected = report(hours_only)
+    fold_days(until=datetime.now(UTC))
+    store(*(click(link, moments[n], *picks[n]) for n in sorted(late)))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), sum(clicks) FROM click_rollup_6h WHERE link_id = %s", [link.pk])
+        blocks, clicks = cursor.fetchone()
+    assert blocks >= 15 and clicks == len(moments)
+    assert sum(point.clicks for point in expected[BERLIN, "day", True]) == len(moments)
+    assert report(link) == expected
+    assert report(hours_only) == expected

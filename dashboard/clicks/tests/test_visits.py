@@ -58,6 +58,7 @@ def rollup_rows(link_id: int) -> int:
         cursor.execute(
             "SELECT (SELECT count(*) FROM click_rollup_hour WHERE link_id = %(id)s)"
             " + (SELECT count(*) FROM click_rollup_day WHERE link_id = %(id)s)"
+            " + (SELECT count(*) FROM click_rollup_6h WHERE link_id = %(id)s)"
             " + (SELECT count(*) FROM click_breakdown_hour WHERE link_id = %(id)s)"
             " + (SELECT count(*) FROM click_breakdown_day WHERE link_id = %(id)s)"
             " + (SELECT count(*) FROM link_click_totals WHERE link_id = %(id)s)",
