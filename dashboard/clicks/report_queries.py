@@ -17,7 +17,7 @@ from django.db import OperationalError, connections, transaction
 from slingshot.db import reports_db
 
 from .calendar import EPOCH, bucket_end, bucket_start, hour_ceil, is_utc, next_bucket, zone_name
-from .rollups import DIMENSIONS, NOT_FOLDED, SIX_HOURS_OF_BUCKET
+from .rollups import DIMENSIONS, NOT_FOLDED, SIX_HOURS_OF
 
 
 def reports_connection():
@@ -102,24 +102,21 @@ def _local_parts(
 ) -> tuple[list[str], list]:
     """SELECTs of link_id, the bucket as k and `columns` of the rows that
     hold [start, end) (whole UTC hours) for a series of local days, weeks or
-    months of a zone whose days are not UTC days: a row of click_rollup_6h
-    for each six hours in the range, folded and in one bucket, and the hour
-    rows of the others (mostly the six hours a local midnight splits). Each
-    click is counted once."""
-
-    def whole(block: str) -> str:
-        """SQL: the six hours from `block` on are in the range, folded, and in one bucket."""
-        return (
-            f"{block} >= %s AND {block} <= %s AND {block} <= (SELECT folded_before FROM click_day_fold)"
-            f" - interval '6 hours' AND {block} <> ALL(%s::timestamptz[])"
-        )
-
+    months of a zone whose days are not UTC days: the rows of click_rollup_6h
+    whose six hours are in the range, folded and in one bucket, and the hour
+    rows of every other six hours (mostly those a local midnight splits, and
+    any a row of six hours is missing for). Each click is counted once."""
+    whole = (
+        "s.bucket >= %s AND s.bucket <= %s AND s.bucket <= (SELECT folded_before FROM click_day_fold)"
+        " - interval '6 hours' AND s.bucket <> ALL(%s::timestamptz[])"
+    )
     select = f"SELECT link_id, {_bucket_key(interval, zone)} AS k, {columns}"
     within = [start, end - SIX_HOURS, _split_blocks(interval, zone, start, end)]
     return [
-        f"{select} FROM click_rollup_6h WHERE link_id = ANY(%s) AND {whole('bucket')}",
-        f"{select} FROM click_rollup_hour WHERE link_id = ANY(%s) AND bucket >= %s AND bucket < %s"
-        f" AND NOT ({whole(SIX_HOURS_OF_BUCKET)})",
+        f"{select} FROM click_rollup_6h s WHERE link_id = ANY(%s) AND {whole}",
+        f"{select} FROM click_rollup_hour h WHERE link_id = ANY(%s) AND bucket >= %s AND bucket < %s"
+        " AND NOT EXISTS (SELECT FROM click_rollup_6h s WHERE s.link_id = h.link_id"
+        f" AND s.bucket = {SIX_HOURS_OF.format(bucket='h.bucket')} AND {whole})",
     ], [ids, *within, ids, start, end, *within]
 
 

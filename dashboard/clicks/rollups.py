@@ -32,8 +32,8 @@ FOLD_AFTER = timedelta(minutes=10)
 
 # The UTC day of an hour row's bucket.
 DAY_OF_BUCKET = "date_trunc('day', bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
-# The six UTC hours (from 00, 06, 12 or 18) a row's bucket falls in: its bucket in click_rollup_6h.
-SIX_HOURS_OF_BUCKET = "date_bin('6 hours', bucket, timestamptz 'epoch')"
+# The six UTC hours (from 00, 06, 12 or 18) an hour row's bucket falls in: its bucket in click_rollup_6h.
+SIX_HOURS_OF = "date_bin('6 hours', {bucket}, timestamptz 'epoch')"
 # The first hour from %s on that is not in the day tables yet; a scalar
 # subquery, so that PostgreSQL can use it as an index bound.
 NOT_FOLDED = "greatest(%s, (SELECT folded_before FROM click_day_fold))"
@@ -219,8 +219,8 @@ _FOLD_STATEMENTS = [
     _ADD_ROLLUP.format(
         g="6h",
         source=f"""
-        SELECT link_id, {SIX_HOURS_OF_BUCKET}, sum(clicks), sum(human_clicks), hll_union_agg(visitor_sketch),
-               hll_union_agg(human_visitor_sketch)
+        SELECT link_id, {SIX_HOURS_OF.format(bucket="bucket")}, sum(clicks), sum(human_clicks),
+               hll_union_agg(visitor_sketch), hll_union_agg(human_visitor_sketch)
         FROM click_rollup_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2""",
     ),
     _ADD_BREAKDOWN.format(
