@@ -173,7 +173,7 @@ def test_the_migration_to_six_hours_makes_them_of_the_hours_folded_as_the_fold_d
         folded = cursor.fetchall()
         assert [row[:6] for row in folded] == [(traffic.pk, DAY + timedelta(hours=6), 6, 4, 3, 2)]
         cursor.execute("TRUNCATE click_rollup_6h")
-        cursor.execute(import_module("clicks.migrations.0004_six_hour_rollups").SIX_HOURS)
+        import_module("clicks.migrations.0004_six_hour_rollups").fill(cursor)
         cursor.execute(rows)
         assert cursor.fetchall() == folded
 
