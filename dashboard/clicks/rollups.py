@@ -126,10 +126,11 @@ ON CONFLICT (link_id, bucket, dimension, value) DO UPDATE SET
 
 # A batch's rollup rows, from its temporary tables; `{late}` keeps every
 # hour, or only the hours before the day fold's mark (late clicks, which the
-# day and six-hour tables take directly). Every click is in each dimension once, so the
-# clicks of one dimension are the batch's clicks. The join keeps only the
-# buckets with clicks counted now: the visitors of clicks that were stored
-# already are in the sketches already, and adding them again changes nothing.
+# day and six-hour tables take directly). Every click is in each dimension
+# once, so the clicks of one dimension are the batch's clicks. The join
+# keeps only the buckets with clicks counted now: the visitors of clicks
+# that were stored already are in the sketches already, and adding them
+# again changes nothing.
 _BATCH_ROLLUP = f"""
 WITH counts AS (
     SELECT link_id, {{bucket}} AS bucket, sum(clicks) AS clicks, sum(human_clicks) AS human_clicks
