@@ -174,11 +174,11 @@ class Report:
             # rows of one bucket add up, and their visitors are the union of
             # the sketches.
             sorts_sketches = not (filtered or is_utc(self.zone))
-            key = _bucket_key(interval, self.zone)
             extra = "" if filtered else f", {visitors}, {sketch}"
             if sorts_sketches:
                 parts, params = _local_parts(interval, self.zone, self.ids, start, end, f"{counted}{extra}")
             else:
+                key = _bucket_key(interval, self.zone)
                 spans = _spans(start, end) if is_utc(self.zone) else [("hour", False, start, end)]
                 parts, params = [], []
                 for span in spans:
