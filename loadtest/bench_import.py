@@ -268,7 +268,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     from clicks.batch import BatchMaker
     from clicks.enrichment import Enricher
     from clicks.importer import ClickImporter, tune_gc
-    from clicks.rollups import fold_days
+    from clicks.rollups import ROLLUP_TABLES, fold_days
     from clicks.stream import ClickStream
     from links.fields import LinkFields
     from links.services import link_bulk_create, link_create
@@ -298,10 +298,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         if args.only and args.only != name:
             continue
         with connection.cursor() as cursor:
-            cursor.execute(
-                "TRUNCATE clicks, orphan_visits, click_rollup_hour, click_rollup_day, click_rollup_6h, "
-                "click_breakdown_hour, click_breakdown_day, link_click_totals"
-            )
+            cursor.execute(f"TRUNCATE clicks, orphan_visits, {', '.join(ROLLUP_TABLES)}")
             cursor.execute("UPDATE click_day_fold SET folded_before = '1970-01-01 00:00+00'")
         started = time.perf_counter()
         entries = preload(

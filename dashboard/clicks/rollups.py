@@ -258,7 +258,8 @@ def fold_days(*, until: datetime) -> tuple[datetime, datetime]:
 
 # --- a link deleted -------------------------------------------------------------
 
-_LINK_TABLES = (
+# Every table of the rollups and totals, each keyed by link first.
+ROLLUP_TABLES = (
     "click_rollup_hour",
     "click_rollup_day",
     "click_rollup_6h",
@@ -271,5 +272,5 @@ _LINK_TABLES = (
 def link_delete_rollups(cursor, link_id: int) -> None:
     """Deletes a link's rollups and totals, in the caller's transaction,
     which must have deleted (and so locked) the link first."""
-    for table in _LINK_TABLES:
+    for table in ROLLUP_TABLES:
         cursor.execute(f"DELETE FROM {table} WHERE link_id = %s", [link_id])

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from clicks import services
 from clicks.models import Click
 from clicks.reports import link_stats, link_totals
-from clicks.rollups import fold_days
+from clicks.rollups import ROLLUP_TABLES, fold_days
 from clicks.visits import VisitsRange, link_click_counts, link_clicks, orphan_visit_counts, orphan_visits_page
 from links.models import Link
 from links.selectors import links_visible_to
@@ -56,12 +56,7 @@ def store(importer, clicks: list[dict]) -> None:
 def rollup_rows(link_id: int) -> int:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT (SELECT count(*) FROM click_rollup_hour WHERE link_id = %(id)s)"
-            " + (SELECT count(*) FROM click_rollup_day WHERE link_id = %(id)s)"
-            " + (SELECT count(*) FROM click_rollup_6h WHERE link_id = %(id)s)"
-            " + (SELECT count(*) FROM click_breakdown_hour WHERE link_id = %(id)s)"
-            " + (SELECT count(*) FROM click_breakdown_day WHERE link_id = %(id)s)"
-            " + (SELECT count(*) FROM link_click_totals WHERE link_id = %(id)s)",
+            "SELECT " + " + ".join(f"(SELECT count(*) FROM {table} WHERE link_id = %(id)s)" for table in ROLLUP_TABLES),
             {"id": link_id},
         )
         return cursor.fetchone()[0]
