@@ -12,6 +12,7 @@ import, and sustained (from the first commit to the last).
 """
 
 import argparse
+import contextlib
 import os
 import random
 import resource
@@ -240,6 +241,39 @@ class Commits:
         return sum(self.stored[1:]) / (self.times[-1] - self.times[0])
 
 
+class StatementTimes:
+    """Per SQL statement of Django's `connection` (its first 60 characters):
+    wall seconds and the CPU seconds of the backend that ran it. Passed to
+    `connection.execute_wrapper`, it times every statement sent through a
+    cursor; `measuring` times anything else (a COPY)."""
+
+    def __init__(self, connection):
+        self.connection = connection
+        self.spent: dict[str, list[float]] = {}
+
+    @contextlib.contextmanager
+    def measuring(self, sql: str):
+        self.connection.ensure_connection()
+        backend = [self.connection.connection.info.backend_pid]
+        began, cpu_began = time.perf_counter(), cpu_seconds(backend)
+        try:
+            yield
+        finally:
+            spent = self.spent.setdefault(" ".join(sql.split())[:60], [0.0, 0.0])
+            spent[0] += time.perf_counter() - began
+            spent[1] += cpu_seconds(backend) - cpu_began
+
+    def __call__(self, execute, sql, params, many, context):
+        with self.measuring(sql):
+            return execute(sql, params, many, context)
+
+    def print(self, top: int = 12) -> None:
+        if self.spent:
+            print("    wall s  backend CPU s  statement")
+        for key, (seconds, cpu_spent) in sorted(self.spent.items(), key=lambda item: -item[1][1])[:top]:
+            print(f"    {seconds:6.2f}  {cpu_spent:13.2f}  {key}")
+
+
 def tune_postgres(stack: ThrowawayStack, settings: list[str]) -> None:
     """Applies NAME=VALUE server settings (ALTER SYSTEM) and restarts PostgreSQL."""
     if not settings:
@@ -324,21 +358,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
 
             profiler = cProfile.Profile()
             profiler.enable()
-        # Per statement: wall seconds and the CPU seconds of the backend that ran it.
-        timings: dict[str, list[float]] = {}
-
-        def timing(key, began, cpu_began, timings=timings):
-            spent = timings.setdefault(key, [0.0, 0.0])
-            spent[0] += time.perf_counter() - began
-            spent[1] += cpu_seconds([connection.connection.info.backend_pid]) - cpu_began
-
-        def timed(execute, sql, params, many, context):
-            began, cpu_began = time.perf_counter(), cpu_seconds([connection.connection.info.backend_pid])
-            try:
-                return execute(sql, params, many, context)
-            finally:
-                timing(" ".join(sql.split())[:60], began, cpu_began)
-
+        timings = StatementTimes(connection)
         commits = Commits()
         meter = CpuMeter(stack)
         meter.start()
@@ -346,15 +366,12 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         if args.statements:
             copy = ClickImporter._copy
 
-            def timed_copy(cursor, statement, payload, copy=copy):
-                began, cpu_began = time.perf_counter(), cpu_seconds([connection.connection.info.backend_pid])
-                try:
+            def timed_copy(cursor, statement, payload, copy=copy, timings=timings):
+                with timings.measuring(statement):
                     return copy(cursor, statement, payload)
-                finally:
-                    timing(statement[:60], began, cpu_began)
 
             importer._copy = timed_copy
-            with connection.execute_wrapper(timed):
+            with connection.execute_wrapper(timings):
                 stored = importer.run(once=True, report=commits.append_result)
                 fold_started = time.perf_counter()
                 fold_days(until=datetime.now(timezone.utc) + timedelta(hours=2))
@@ -367,10 +384,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         elapsed = time.perf_counter() - started
         fold_seconds = time.perf_counter() - fold_started
         cpu = meter.stop()
-        if timings:
-            print("    wall s  backend CPU s  statement")
-        for key, (seconds, cpu_spent) in sorted(timings.items(), key=lambda item: -item[1][1])[:12]:
-            print(f"    {seconds:6.2f}  {cpu_spent:13.2f}  {key}")
+        timings.print()
         if profiler:
             import pstats
 

@@ -14,20 +14,23 @@ against: the dump's log rows only read and parsed (no enrichment, no
 database), so that a figure holds across machines as a ratio.
 
     flock /tmp/slingshot-bench.lock .venv/bin/python loadtest/bench_importers.py [--visits 1000000] [--links 10000]
+                                                                                 [--statements] [--profile]
 """
 
 import argparse
+import contextlib
 import os
 import resource
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard"), str(REPO / "loadtest")]
 
-from bench_import import CpuMeter, tune_postgres  # noqa: E402
+from bench_import import CpuMeter, StatementTimes, tune_postgres  # noqa: E402
 
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 
@@ -88,6 +91,7 @@ def main() -> None:
     parser.add_argument("--visits", type=int, default=1_000_000)
     parser.add_argument("--links", type=int, default=10_000)
     parser.add_argument("--profile", action="store_true", help="cProfile the import, top 25 by own time")
+    parser.add_argument("--statements", action="store_true", help="time each SQL statement of the import")
     args = parser.parse_args()
 
     stack = ThrowawayStack(prefix="slingshot-bench-importers-", durable=True)
@@ -102,6 +106,37 @@ def main() -> None:
         stack.cleanup()
 
 
+def fold_as_live() -> None:
+    """Moves the day fold's mark to where a running importer keeps it, so
+    that every visit of the dump's year is a late click, as in an import
+    into a live stack: its day and six-hour rows are added with its hours."""
+    from clicks.rollups import FOLD_AFTER, fold_days
+
+    fold_days(until=datetime.now(timezone.utc) - FOLD_AFTER)
+
+
+def stored_counts(*, team_id: int) -> dict[str, int]:
+    """The team's visits stored, and counted in its totals and in each
+    rollup table, once the hours since the fold's mark are folded too."""
+    from django.db import connection
+
+    from clicks.rollups import fold_days
+
+    fold_days(until=datetime.now(timezone.utc) + timedelta(hours=2))
+    tables = ["link_click_totals", "click_rollup_hour", "click_rollup_6h", "click_rollup_day"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT count(*) FROM clicks c JOIN links_link l ON l.id = c.link_id WHERE l.team_id = %(team)s), "
+            + ", ".join(
+                f"(SELECT coalesce(sum(r.clicks), 0) FROM {table} r JOIN links_link l ON l.id = r.link_id"
+                " WHERE l.team_id = %(team)s)"
+                for table in tables
+            ),
+            {"team": team_id},
+        )
+        return dict(zip(["clicks", *tables], cursor.fetchone(), strict=True))
+
+
 def run_bench(args, stack: ThrowawayStack) -> None:
     import django
 
@@ -113,6 +148,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     from clicks.importer import tune_gc
 
     call_command("migrate", verbosity=0)
+    fold_as_live()
     tune_gc()  # as the commands do
     person = get_user_model().objects.create_user("bench")
     with tempfile.TemporaryDirectory(prefix="slingshot-bench-importers-") as directory:
@@ -138,23 +174,20 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         meter.start()
         started = time.perf_counter()
         phases = Phases()
-        summary = import_dump(dump, username=person.username, team_id=person.personal_team.pk, progress=phases)
+        timings = StatementTimes(connection)
+        with connection.execute_wrapper(timings) if args.statements else contextlib.nullcontext():
+            summary = import_dump(dump, username=person.username, team_id=person.personal_team.pk, progress=phases)
         elapsed = time.perf_counter() - started
         phase_lines = phases.lines(started, started + elapsed)
         cpu = meter.stop()
+        timings.print()
         if profiler:
             import pstats
 
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT (SELECT count(*) FROM clicks WHERE import_id IS NOT NULL),"
-                " (SELECT coalesce(sum(clicks), 0) FROM link_click_totals),"
-                " (SELECT coalesce(sum(clicks), 0) FROM click_rollup_hour)"
-            )
-            rows, totals, hours = cursor.fetchone()
-        assert rows == totals == hours == summary.visits_stored == args.visits, (rows, totals, hours, summary)
+        counts = stored_counts(team_id=person.personal_team.pk)
+        assert set(counts.values()) == {args.visits} == {summary.visits_stored}, (counts, summary)
         print(
             f"  import: {summary.links_created:,} links and {summary.visits_stored:,} visits in {elapsed:.1f}s = "
             f"{summary.visits_stored / elapsed:,.0f} visits/s, {elapsed / ceiling:.1f}x the ceiling "

@@ -23,19 +23,26 @@ def bench():
         sys.path.remove(str(REPO / "loadtest"))
 
 
-def test_the_benchmarks_import_stores_every_visit_once(bench, user, tmp_path):
+@pytest.fixture
+def fold_mark_kept():
+    """The day fold's mark as it was before the test, whatever the test folded."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT folded_before FROM click_day_fold")
+        (mark,) = cursor.fetchone()
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE click_day_fold SET folded_before = %s", [mark])
+
+
+def test_the_benchmarks_import_stores_every_visit_once(bench, user, tmp_path, fold_mark_kept):
     dump = bench.write_dump(tmp_path, visits=3000, links=50)
     assert bench.parse_only(dump) == 3000
 
+    bench.fold_as_live()
     summary = bench.import_dump(dump, username=user.username, team_id=user.personal_team.pk, name="smoke")
     again = bench.import_dump(dump, username=user.username, team_id=user.personal_team.pk, name="smoke")
 
     assert (summary.links_created, summary.visits_stored) == (50, 3000)
     assert (again.links_created, again.visits_stored, again.visits_there) == (0, 0, 3000)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*), (SELECT sum(t.clicks) FROM link_click_totals t JOIN links_link l ON l.id = t.link_id"
-            " WHERE l.team_id = %s) FROM clicks c JOIN links_link l ON l.id = c.link_id WHERE l.team_id = %s",
-            [user.personal_team.pk, user.personal_team.pk],
-        )
-        assert cursor.fetchone() == (3000, 3000)
+    counts = bench.stored_counts(team_id=user.personal_team.pk)
+    assert set(counts.values()) == {3000}, counts
