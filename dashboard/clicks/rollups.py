@@ -87,10 +87,6 @@ WHERE d.value IS NOT NULL
 GROUP BY 1, 2, 3, 4
 """
 
-_HOUR_BUCKET = "timestamptz 'epoch' + hour * interval '1 hour'"
-_SIX_HOURS_BUCKET = "timestamptz 'epoch' + (hour / 6) * interval '6 hours'"
-_DAY_BUCKET = "timestamptz 'epoch' + (hour / 24) * interval '24 hours'"
-
 # Adding to the rollups, from a source of (link_id, bucket, clicks,
 # human_clicks, visitor_sketch, human_visitor_sketch) rows, one per key.
 # Rows go in key order so that two importers updating the same rollup rows
@@ -124,34 +120,62 @@ ON CONFLICT (link_id, bucket, dimension, value) DO UPDATE SET
     human_clicks = r.human_clicks + EXCLUDED.human_clicks
 """
 
-# A batch's rollup rows, from its temporary tables; `{late}` keeps every
-# hour, or only the hours before the day fold's mark (late clicks, which the
-# day and six-hour tables take directly). Every click is in each dimension
-# once, so the clicks of one dimension are the batch's clicks. The join
-# keeps only the buckets with clicks counted now: the visitors of clicks
-# that were stored already are in the sketches already, and adding them
-# again changes nothing.
-_BATCH_ROLLUP = f"""
+# A batch's rollups, from its temporary tables, in one statement: its rows
+# per link and hour (`hours`: clicks and visitor sketches) go to the hour
+# table; its late hours, those before the day fold's mark, to the six-hour
+# table as well, and those six-hour rows, united four at a time, to the day
+# table (a late click goes into those directly; the fold adds the rest).
+# Every click is in each dimension once, so the clicks of one dimension are
+# the batch's clicks. The join keeps only the hours with clicks counted now:
+# the visitors of clicks that were stored already are in the sketches
+# already, and adding them again changes nothing. FOR SHARE: a fold waits
+# for this transaction, or this one sees where the fold got to
+# (docs/rollups.md, "Exactly once").
+_LATE = "hour < (SELECT extract(epoch FROM folded_before) / 3600 FROM click_day_fold FOR SHARE)"
+_BATCH_ROLLUPS = f"""
 WITH counts AS (
-    SELECT link_id, {{bucket}} AS bucket, sum(clicks) AS clicks, sum(human_clicks) AS human_clicks
-    FROM batch_breakdown WHERE dimension = 'browser' AND {{late}} GROUP BY 1, 2
+    SELECT link_id, hour, sum(clicks) AS clicks, sum(human_clicks) AS human_clicks
+    FROM batch_breakdown WHERE dimension = 'browser' GROUP BY 1, 2
 ), sketches AS (
-    SELECT link_id, {{bucket}} AS bucket,
+    SELECT link_id, hour,
            hll_add_agg(visitor::hll_hashval, {HLL}) AS visitor_sketch,
            coalesce(hll_add_agg(visitor::hll_hashval, {HLL}) FILTER (WHERE NOT is_bot), hll_empty({HLL}))
                AS human_visitor_sketch
-    FROM batch_visitor_sets, unnest(visitors) visitor WHERE {{late}} GROUP BY 1, 2
-)
-SELECT c.link_id, c.bucket, c.clicks, c.human_clicks, s.visitor_sketch, s.human_visitor_sketch
-FROM counts c JOIN sketches s USING (link_id, bucket)
-"""
+    FROM batch_visitor_sets, unnest(visitors) visitor GROUP BY 1, 2
+), hours AS MATERIALIZED (
+    SELECT c.link_id, c.hour, c.clicks, c.human_clicks, s.visitor_sketch, s.human_visitor_sketch
+    FROM counts c JOIN sketches s USING (link_id, hour)
+), six_hours AS MATERIALIZED (
+    SELECT link_id, hour / 6 AS six_hours, sum(clicks) AS clicks, sum(human_clicks) AS human_clicks,
+           hll_union_agg(visitor_sketch) AS visitor_sketch, hll_union_agg(human_visitor_sketch) AS human_visitor_sketch
+    FROM hours WHERE {_LATE} GROUP BY 1, 2
+), add_hours AS ({
+    _ADD_ROLLUP.format(
+        g="hour",
+        source="SELECT link_id, timestamptz 'epoch' + hour * interval '1 hour', clicks, human_clicks, "
+        "visitor_sketch, human_visitor_sketch FROM hours",
+    )
+}), add_six_hours AS ({
+    _ADD_ROLLUP.format(
+        g="6h",
+        source="SELECT link_id, timestamptz 'epoch' + six_hours * interval '6 hours', clicks, human_clicks, "
+        "visitor_sketch, human_visitor_sketch FROM six_hours",
+    )
+})
+{
+    _ADD_ROLLUP.format(
+        g="day",
+        source="SELECT link_id, timestamptz 'epoch' + (six_hours / 4) * interval '24 hours', sum(clicks), "
+        "sum(human_clicks), hll_union_agg(visitor_sketch), hll_union_agg(human_visitor_sketch) "
+        "FROM six_hours GROUP BY 1, 2",
+    )
+}"""
+_HOUR_BUCKET = "timestamptz 'epoch' + hour * interval '1 hour'"
+_DAY_BUCKET = "timestamptz 'epoch' + (hour / 24) * interval '24 hours'"
 _BATCH_BREAKDOWN = """
 SELECT link_id, {bucket}, dimension, value, sum(clicks), sum(human_clicks)
 FROM batch_breakdown WHERE {late} GROUP BY 1, 2, 3, 4
 """
-# FOR SHARE: a fold waits for this transaction, or this one sees where the
-# fold got to (docs/rollups.md, "Exactly once").
-_LATE = "hour < (SELECT extract(epoch FROM folded_before) / 3600 FROM click_day_fold FOR SHARE)"
 _TOTALS = """
 INSERT INTO link_click_totals AS t (link_id, clicks, human_clicks)
 SELECT link_id, sum(clicks), sum(human_clicks)
@@ -161,13 +185,11 @@ ON CONFLICT (link_id) DO UPDATE SET
     human_clicks = t.human_clicks + EXCLUDED.human_clicks
 """
 _BATCH_STATEMENTS = [
-    _ADD_ROLLUP.format(g="hour", source=_BATCH_ROLLUP.format(bucket=_HOUR_BUCKET, late="true")),
+    _BATCH_ROLLUPS,
     # batch_breakdown has a row per link, hour, dimension and value already.
     _ADD_BREAKDOWN.format(
         g="hour", source=f"SELECT link_id, {_HOUR_BUCKET}, dimension, value, clicks, human_clicks FROM batch_breakdown"
     ),
-    _ADD_ROLLUP.format(g="day", source=_BATCH_ROLLUP.format(bucket=_DAY_BUCKET, late=_LATE)),
-    _ADD_ROLLUP.format(g="6h", source=_BATCH_ROLLUP.format(bucket=_SIX_HOURS_BUCKET, late=_LATE)),
     _ADD_BREAKDOWN.format(g="day", source=_BATCH_BREAKDOWN.format(bucket=_DAY_BUCKET, late=_LATE)),
     _TOTALS,
 ]
