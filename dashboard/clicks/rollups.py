@@ -120,6 +120,10 @@ ON CONFLICT (link_id, bucket, dimension, value) DO UPDATE SET
     human_clicks = r.human_clicks + EXCLUDED.human_clicks
 """
 
+# A bucket of the hour tables and of the day tables, from an hour's number since the epoch.
+_HOUR_BUCKET = "timestamptz 'epoch' + hour * interval '1 hour'"
+_DAY_BUCKET = "timestamptz 'epoch' + (hour / 24) * interval '24 hours'"
+
 # A batch's rollups, from its temporary tables, in one statement: its rows
 # per link and hour (`hours`: clicks and visitor sketches) go to the hour
 # table; its late hours, those before the day fold's mark, to the six-hour
@@ -152,8 +156,7 @@ WITH counts AS (
 ), add_hours AS ({
     _ADD_ROLLUP.format(
         g="hour",
-        source="SELECT link_id, timestamptz 'epoch' + hour * interval '1 hour', clicks, human_clicks, "
-        "visitor_sketch, human_visitor_sketch FROM hours",
+        source=f"SELECT link_id, {_HOUR_BUCKET}, clicks, human_clicks, visitor_sketch, human_visitor_sketch FROM hours",
     )
 }), add_six_hours AS ({
     _ADD_ROLLUP.format(
@@ -170,8 +173,6 @@ WITH counts AS (
         "FROM six_hours GROUP BY 1, 2",
     )
 }"""
-_HOUR_BUCKET = "timestamptz 'epoch' + hour * interval '1 hour'"
-_DAY_BUCKET = "timestamptz 'epoch' + (hour / 24) * interval '24 hours'"
 _BATCH_BREAKDOWN = """
 SELECT link_id, {bucket}, dimension, value, sum(clicks), sum(human_clicks)
 FROM batch_breakdown WHERE {late} GROUP BY 1, 2, 3, 4
