@@ -117,20 +117,29 @@ def fold_as_live() -> None:
 
 def stored_counts(*, team_id: int) -> dict[str, int]:
     """The team's visits stored, and counted in its totals and in each
-    rollup table, once the hours since the fold's mark are folded too."""
+    rollup table, once the hours since the fold's mark are folded too, into
+    the next day: the month breakdowns hold the days the fold went past."""
     from django.db import connection
 
     from clicks.rollups import fold_days
 
-    fold_days(until=datetime.now(timezone.utc) + timedelta(hours=2))
-    tables = ["link_click_totals", "click_rollup_hour", "click_rollup_6h", "click_rollup_day"]
+    fold_days(until=datetime.now(timezone.utc).replace(hour=0, minute=0, second=0) + timedelta(days=1, hours=1))
+    # Each rollup table by the rows it counts every click in once: every
+    # click has one value of `browser` in each breakdown table.
+    tables = {
+        "link_click_totals": "",
+        "click_rollup_hour": "",
+        "click_rollup_6h": "",
+        "click_rollup_day": "",
+        **{f"click_breakdown_{grain}": " AND dimension = 'browser'" for grain in ("hour", "day", "month")},
+    }
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT (SELECT count(*) FROM clicks c JOIN links_link l ON l.id = c.link_id WHERE l.team_id = %(team)s), "
             + ", ".join(
                 f"(SELECT coalesce(sum(r.clicks), 0) FROM {table} r JOIN links_link l ON l.id = r.link_id"
-                " WHERE l.team_id = %(team)s)"
-                for table in tables
+                f" WHERE l.team_id = %(team)s{where})"
+                for table, where in tables.items()
             ),
             {"team": team_id},
         )

@@ -8,8 +8,9 @@ most clicks, a long tail the rest): 20 referrer hosts, 15 browsers, 10
 systems, 4 device classes, 150 countries, and 5 rules serving a third of
 the clicks. Each hour's visitor sketches are filled as the importer fills
 them (`hll_add_agg` of 12, 5), with visitors who come back from hour to
-hour; the day rows, the rows of six hours and the totals are folded from
-the hours as the day fold does, and the fold's mark is set past them.
+hour; the day rows, the rows of six hours, the month breakdowns and the
+totals are folded from the hours as the day fold does, and the fold's mark
+is set past them.
 """
 
 from datetime import timedelta
@@ -92,11 +93,20 @@ _STATEMENTS = [
     FROM click_breakdown_hour WHERE link_id = %(link)s GROUP BY 1, 2, 3, 4
     """,
     """
+    INSERT INTO click_breakdown_month (link_id, bucket, dimension, value, clicks, human_clicks)
+    SELECT link_id, date_trunc('month', bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', dimension, value,
+           sum(clicks), sum(human_clicks)
+    FROM click_breakdown_day
+    WHERE link_id = %(link)s AND bucket < date_trunc('day', %(end)s::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+    GROUP BY 1, 2, 3, 4
+    """,
+    """
     INSERT INTO link_click_totals (link_id, clicks, human_clicks)
     SELECT link_id, sum(clicks), sum(human_clicks) FROM click_rollup_hour WHERE link_id = %(link)s GROUP BY 1
     """,
-    # The day rows and the rows of six hours above hold these hours: the
-    # fold's mark goes past them (docs/rollups.md).
+    # The day rows and the rows of six hours above hold these hours, the
+    # month breakdowns their days before the last: the fold's mark goes past
+    # them (docs/rollups.md).
     "UPDATE click_day_fold SET folded_before = greatest(folded_before, %(end)s::timestamptz)",
 ]
 
@@ -117,5 +127,5 @@ def write_rollups(cursor, *, link_id: int, clicks: int, days: int) -> int:
 
 ANALYZE = (
     "ANALYZE click_rollup_hour, click_rollup_day, click_rollup_6h, click_breakdown_hour, click_breakdown_day,"
-    " link_click_totals"
+    " click_breakdown_month, link_click_totals"
 )

@@ -73,6 +73,17 @@ CREATE TABLE click_breakdown_day (
     CONSTRAINT click_breakdown_day_counts CHECK (0 <= human_clicks AND human_clicks <= clicks)
 ) WITH (fillfactor = 80);
 
+-- The same per link and UTC month, for the days the fold has gone past
+-- whole: a year's breakdowns read some twelve months' rows rather than 365
+-- days' (docs/rollups.md, "Readers").
+CREATE TABLE click_breakdown_month (
+    LIKE click_breakdown_hour,
+    PRIMARY KEY (link_id, bucket, dimension, value),
+    CONSTRAINT click_breakdown_month_dimension CHECK (dimension IN ('referer_host', 'browser', 'os', 'device', 'country', 'rule')),
+    CONSTRAINT click_breakdown_month_counts CHECK (0 <= human_clicks AND human_clicks <= clicks),
+    CONSTRAINT click_breakdown_month_aligned CHECK (date_trunc('month', bucket AT TIME ZONE 'UTC') = bucket AT TIME ZONE 'UTC')
+) WITH (fillfactor = 80);
+
 -- The day fold reads the hour rows of a time range; BRIN suits rows that
 -- arrive in time order, and costs the importer next to nothing.
 CREATE INDEX click_rollup_hour_bucket ON click_rollup_hour USING brin (bucket);
@@ -88,7 +99,8 @@ CREATE TABLE link_click_totals (
 
 CREATE INDEX link_click_totals_clicks ON link_click_totals (clicks);
 
--- Every hour before folded_before is in the day tables and click_rollup_6h (docs/rollups.md, "Writing").
+-- Every hour before folded_before is in the day tables and click_rollup_6h, and every day
+-- before its day in click_breakdown_month (docs/rollups.md, "Writing").
 CREATE TABLE click_day_fold (
     only_row      boolean     PRIMARY KEY DEFAULT true CHECK (only_row),
     folded_before timestamptz NOT NULL,

@@ -17,7 +17,7 @@ from django.db import OperationalError, connections, transaction
 from slingshot.db import reports_db
 
 from .calendar import EPOCH, bucket_end, bucket_start, hour_ceil, is_utc, next_bucket, zone_name
-from .rollups import DIMENSIONS, NOT_FOLDED, SIX_HOURS_OF
+from .rollups import DIMENSIONS, NOT_FOLDED, NOT_IN_MONTHS, SIX_HOURS_OF
 
 
 def reports_connection():
@@ -52,33 +52,45 @@ class ReportTooLarge(ValidationError):
 
 # --- which rollup rows a range reads ----------------------------------------------
 
-# (grain, from the first hour not folded yet, lo, hi): rows of the hour or day
-# tables with buckets in [lo, hi).
+# (grain, from the first hour not folded yet or, of days, the first day not
+# in the month breakdowns yet, lo, hi): rows of the hour, day or month tables
+# with buckets in [lo, hi).
 Span = tuple[str, bool, datetime, datetime]
 
 
-def _spans(start: datetime, end: datetime) -> list[Span]:
+def _spans(start: datetime, end: datetime, *, months: bool = False) -> list[Span]:
     """The rollup rows that hold [start, end) (whole UTC hours), each click
-    once: hours at either end, whole UTC days from the day tables, and the
-    hours of those days not folded into them yet."""
+    once: hours at either end, whole UTC days from the day tables (with
+    `months`, whole UTC months from the month table, which only the
+    breakdowns have, and their days not in it yet from the day table), and
+    the hours of those days not folded into them yet."""
     whole_from = bucket_end(start, "day")
     whole_to = bucket_start(end, "day")
     if whole_from >= whole_to:
-        spans = [("hour", False, start, end)]
-    else:
-        spans = [
-            ("hour", False, start, whole_from),
-            ("day", False, whole_from, whole_to),
-            ("hour", True, whole_from, whole_to),
-            ("hour", False, whole_to, end),
+        return [("hour", False, start, end)]
+    folded = [("day", False, whole_from, whole_to)]
+    # Asked in this order, no month after the calendar's last is made.
+    if months and bucket_start(whole_from, "month") < (month_to := bucket_start(whole_to, "month")):
+        month_from = bucket_end(whole_from, "month")
+        folded = [
+            ("day", False, whole_from, month_from),
+            ("month", False, month_from, month_to),
+            ("day", True, month_from, month_to),
+            ("day", False, month_to, whole_to),
         ]
+    spans = [
+        ("hour", False, start, whole_from),
+        *folded,
+        ("hour", True, whole_from, whole_to),
+        ("hour", False, whole_to, end),
+    ]
     return [span for span in spans if span[2] < span[3]]
 
 
 def _span_sql(table: str, span: Span, ids: list[int], where: str = "", where_params: tuple = ()) -> tuple[str, list]:
     """FROM and WHERE of a span's rows of click_rollup_* or click_breakdown_* (`table` without the grain)."""
     grain, unfolded, lo, hi = span
-    floor = NOT_FOLDED if unfolded else "%s"
+    floor = {"hour": NOT_FOLDED, "day": NOT_IN_MONTHS}[grain] if unfolded else "%s"
     return (
         f"FROM {table}_{grain} WHERE link_id = ANY(%s) AND bucket >= {floor} AND bucket < %s{where}",
         [ids, lo, hi, *where_params],
@@ -250,7 +262,7 @@ class Report:
 
     def breakdowns(self, start: datetime, end: datetime, top: int | None) -> dict[str, list[tuple[str, int]]]:
         parts, params = [], []
-        for span in _spans(start, end):
+        for span in _spans(start, end, months=True):
             sql, span_params = _span_sql("click_breakdown", span, self.ids)
             parts.append(f"SELECT dimension, value, {self.counted} AS clicks {sql}")
             params += span_params

@@ -5,8 +5,9 @@ them with. The tables are in sql/rollups.sql.
 A batch reaches the rollups through two temporary tables: `batch_breakdown`
 (clicks per link, hour, dimension and value) and `batch_visitor_sets` (the
 visitor hashes of a link's clicks in an hour, bots and humans apart).
-`add_batch` adds them to the hour tables, to the day tables and
-click_rollup_6h for hours already folded, and to the totals.
+`add_batch` adds them to the hour tables, to the day tables,
+click_rollup_6h and click_breakdown_month for hours already folded, and to
+the totals.
 """
 
 import logging
@@ -32,11 +33,18 @@ FOLD_AFTER = timedelta(minutes=10)
 
 # The UTC day of an hour row's bucket.
 DAY_OF_BUCKET = "date_trunc('day', bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+# The UTC month of a bucket: its bucket in click_breakdown_month.
+MONTH_OF = "date_trunc('month', {bucket} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
 # The six UTC hours (from 00, 06, 12 or 18) an hour row's bucket falls in: its bucket in click_rollup_6h.
 SIX_HOURS_OF = "date_bin('6 hours', {bucket}, timestamptz 'epoch')"
 # The first hour from %s on that is not in the day tables yet; a scalar
 # subquery, so that PostgreSQL can use it as an index bound.
 NOT_FOLDED = "greatest(%s, (SELECT folded_before FROM click_day_fold))"
+# The month breakdowns hold the UTC days the fold has gone past whole: every
+# day before the one its mark is in.
+MONTHS_BEFORE = "date_trunc('day', folded_before AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+# The first day from %s on that is not in the month breakdowns yet.
+NOT_IN_MONTHS = f"greatest(%s, (SELECT {MONTHS_BEFORE} FROM click_day_fold))"
 
 # --- a batch ---------------------------------------------------------------------
 
@@ -173,10 +181,22 @@ WITH counts AS (
         "FROM six_hours GROUP BY 1, 2",
     )
 }"""
-_BATCH_BREAKDOWN = """
-SELECT link_id, {bucket}, dimension, value, sum(clicks), sum(human_clicks)
-FROM batch_breakdown WHERE {late} GROUP BY 1, 2, 3, 4
-"""
+# The breakdowns of a batch's late hours, in one statement: per UTC day to
+# the day table, and those of days the fold has gone past whole per month
+# to the month table (the fold adds the day the mark is in once it is over).
+_LATE_BREAKDOWNS = f"""
+WITH days (link_id, bucket, dimension, value, clicks, human_clicks) AS MATERIALIZED (
+    SELECT link_id, {_DAY_BUCKET}, dimension, value, sum(clicks), sum(human_clicks)
+    FROM batch_breakdown WHERE {_LATE} GROUP BY 1, 2, 3, 4
+), add_days AS ({_ADD_BREAKDOWN.format(g="day", source="SELECT * FROM days")})
+{
+    _ADD_BREAKDOWN.format(
+        g="month",
+        source=f"SELECT link_id, {MONTH_OF.format(bucket='bucket')}, dimension, value, sum(clicks), "
+        f"sum(human_clicks) FROM days WHERE bucket < (SELECT {MONTHS_BEFORE} FROM click_day_fold) "
+        "GROUP BY 1, 2, 3, 4",
+    )
+}"""
 _TOTALS = """
 INSERT INTO link_click_totals AS t (link_id, clicks, human_clicks)
 SELECT link_id, sum(clicks), sum(human_clicks)
@@ -191,7 +211,7 @@ _BATCH_STATEMENTS = [
     _ADD_BREAKDOWN.format(
         g="hour", source=f"SELECT link_id, {_HOUR_BUCKET}, dimension, value, clicks, human_clicks FROM batch_breakdown"
     ),
-    _ADD_BREAKDOWN.format(g="day", source=_BATCH_BREAKDOWN.format(bucket=_DAY_BUCKET, late=_LATE)),
+    _LATE_BREAKDOWNS,
     _TOTALS,
 ]
 
@@ -223,12 +243,22 @@ def add_carried_totals(cursor, totals: dict[int, int]) -> None:
 # --- the day fold --------------------------------------------------------------
 
 _FOLDED_HOURS = "bucket >= %(since)s AND bucket < %(until)s"
-# The links whose hours are folded, locked against deletion until the fold
-# commits: a link deleted first has no hour rows left to fold, and one
-# deleted after loses the day rows made from them (link_delete_rollups).
+# The days the fold goes past whole, which it adds to the month breakdowns:
+# from the day of `since` to the day of `until`.
+_DAY_OF_SINCE = "date_trunc('day', %(since)s AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+_DAY_OF_UNTIL = "date_trunc('day', %(until)s AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+_FOLDED_DAYS = f"bucket >= {_DAY_OF_SINCE} AND bucket < {_DAY_OF_UNTIL}"
+# The links whose hours or days are folded, locked against deletion until
+# the fold commits: a link deleted first has no rows left to fold, and one
+# deleted after loses the rows made from them (link_delete_rollups). A
+# link has rows on a day if it has hours on it.
 _LOCK_FOLDED_LINKS = f"""
 SELECT id FROM links_link
-WHERE id IN (SELECT DISTINCT link_id FROM click_rollup_hour WHERE {_FOLDED_HOURS})
+WHERE id IN (
+    SELECT DISTINCT link_id FROM click_rollup_hour
+    WHERE bucket >= CASE WHEN {_DAY_OF_UNTIL} > {_DAY_OF_SINCE} THEN {_DAY_OF_SINCE} ELSE %(since)s END
+      AND bucket < %(until)s
+)
 ORDER BY id FOR KEY SHARE
 """
 _FOLD_STATEMENTS = [
@@ -253,13 +283,21 @@ _FOLD_STATEMENTS = [
         SELECT link_id, {DAY_OF_BUCKET}, dimension, value, sum(clicks), sum(human_clicks)
         FROM click_breakdown_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2, 3, 4""",
     ),
+    # After the days: the days gone past whole are complete in the day table.
+    _ADD_BREAKDOWN.format(
+        g="month",
+        source=f"""
+        SELECT link_id, {MONTH_OF.format(bucket="bucket")}, dimension, value, sum(clicks), sum(human_clicks)
+        FROM click_breakdown_day WHERE {_FOLDED_DAYS} GROUP BY 1, 2, 3, 4""",
+    ),
     "UPDATE click_day_fold SET folded_before = %(until)s",
 ]
 
 
 def fold_days(*, until: datetime) -> tuple[datetime, datetime]:
     """Adds the closed hours before `until` (rounded down to the hour) that
-    are not in the day tables yet; returns the hours folded, [since, until),
+    are not in the day tables yet, and the days it goes past whole to the
+    month breakdowns; returns the hours folded, [since, until),
     empty if there were none. One transaction; safe to run from several
     importers at once."""
     until = until.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
@@ -288,6 +326,7 @@ ROLLUP_TABLES = (
     "click_rollup_6h",
     "click_breakdown_hour",
     "click_breakdown_day",
+    "click_breakdown_month",
     "link_click_totals",
 )
 

@@ -142,9 +142,13 @@ def test_days_folded_from_closed_hours_read_the_same_and_late_clicks_count_once(
             cursor.execute("SELECT clicks, visitors FROM click_rollup_day WHERE link_id = %s", [traffic.pk])
             rollup = cursor.fetchall()
             cursor.execute(
-                "SELECT sum(clicks) FROM click_breakdown_day WHERE link_id = %s AND dimension = 'os'", [traffic.pk]
+                "SELECT (SELECT sum(clicks) FROM click_breakdown_day WHERE link_id = %(link)s AND dimension = 'os'),"
+                " (SELECT sum(clicks) FROM click_breakdown_month WHERE link_id = %(link)s AND dimension = 'os')",
+                {"link": traffic.pk},
             )
-            return rollup, cursor.fetchone()[0]
+            days, months = cursor.fetchone()
+            assert days == months
+            return rollup, days
 
     before = stats()
     assert before[0].series == [Point(bucket=DAY, clicks=6, visitors=3)]
@@ -174,6 +178,33 @@ def test_the_migration_to_six_hours_makes_them_of_the_hours_folded_as_the_fold_d
         assert [row[:6] for row in folded] == [(traffic.pk, DAY + timedelta(hours=6), 6, 4, 3, 2)]
         cursor.execute("TRUNCATE click_rollup_6h")
         import_module("clicks.migrations.0004_six_hour_rollups").fill(cursor)
+        cursor.execute(rows)
+        assert cursor.fetchall() == folded
+
+
+def test_the_migration_to_month_breakdowns_makes_them_of_the_days_folded_as_the_fold_does(traffic, link, importer):
+    # The day before folded and gone past whole; this day's hours folded up
+    # to the last, which stays out as does this day: the month rows hold the
+    # days before the one the fold's mark is in.
+    now = datetime.now(timezone.utc)
+    assert store(importer, [entry([click(link, bucket_start(now, "day"), "203.0.113.5", CHROME)])]) == 1
+    fold_days(until=now)
+    assert store(importer, [entry([click(link, now, "203.0.113.5", CHROME)])]) == 1
+    rows = "SELECT * FROM click_breakdown_month ORDER BY link_id, bucket, dimension, value"
+    with connection.cursor() as cursor:
+        cursor.execute(rows)
+        folded = cursor.fetchall()
+        month = bucket_start(DAY, "month")
+        assert (traffic.pk, month, "browser", "Chrome", 3, 3) in folded
+        assert {row[:3] for row in folded} == {
+            (traffic.pk, month, "browser"),
+            (traffic.pk, month, "os"),
+            (traffic.pk, month, "device"),
+            (traffic.pk, month, "referer_host"),
+            (traffic.pk, month, "country"),
+        }
+        cursor.execute("TRUNCATE click_breakdown_month")
+        import_module("clicks.migrations.0005_month_breakdowns").fill(cursor)
         cursor.execute(rows)
         assert cursor.fetchall() == folded
 

@@ -288,3 +288,77 @@ def test_local_days_read_from_six_hours_as_from_hours_late_clicks_included(link,
         cursor.execute("DELETE FROM click_rollup_6h WHERE link_id = %s AND bucket < %s", [link.pk, shift])
         assert cursor.rowcount >= 5
     assert report(link) == expected
+
+
+def test_breakdowns_read_whole_months_from_the_month_rows_as_from_hours_late_clicks_included(link, store):
+    # A range's breakdowns read the UTC months it holds whole from
+    # click_breakdown_month, which holds the days the fold has gone past
+    # whole, and the rest from days and hours. The same clicks on a second
+    # link, each stored before anything was folded, give the figures read
+    # from hours alone; on the first link some come late: after a fold that
+    # stopped in the middle of a month, and after one up to now.
+    rng = random.Random(12)
+    hours_only = Link.objects.create(
+        domain=default_domain(),
+        slug="s" + uuid.uuid4().hex[:10],
+        url="https://example.com/",
+        owner=link.owner,
+        team=link.team,
+    )
+    now = datetime.now(UTC)
+    first = bucket_start(now - timedelta(days=100), "month")
+    middle = bucket_start(first + timedelta(days=45), "day") + timedelta(hours=5)
+    referrers = ["", "https://www.google.com/", "https://t.co/x", "https://news.example.org/a"]
+    visitors = [
+        (f"203.0.113.{n}", ua, rng.choice(referrers)) for n in range(1, 6) for ua in (CHROME, IPHONE, GOOGLEBOT)
+    ]
+    # All before the hour before this one: every click is folded below.
+    span = int((now - timedelta(hours=2) - first).total_seconds()) + 10 * 86_400
+    moments = [first - timedelta(days=10) + timedelta(seconds=rng.randrange(span)) for _ in range(300)]
+    # Clicks on the day the first fold stops in, before and after its mark.
+    moments += [middle - timedelta(hours=3), middle - timedelta(minutes=1), middle + timedelta(minutes=1)]
+    picks = [rng.choice(visitors) for _ in moments]
+    late = [n for n in range(len(moments)) if n >= 300 or rng.random() < 0.3]
+    store(*(click(hours_only, moment, *pick) for moment, pick in zip(moments, picks, strict=True)))
+    store(*(click(link, moments[n], *picks[n]) for n in range(len(moments)) if n not in late))
+    ranges = [
+        (first - timedelta(days=5, hours=3), now + timedelta(hours=1), UTC),
+        (first, bucket_start(now, "month"), UTC),
+        (first + timedelta(days=1, hours=7), first + timedelta(days=45), UTC),
+        (first.replace(tzinfo=KOLKATA), now, KOLKATA),
+    ]
+    cases = [(lo, hi, zone, bots, top) for lo, hi, zone in ranges for bots in (False, True) for top in (None, 2)]
+
+    def report(of):
+        return {
+            (lo, hi, bots, top): stats(of, lo, hi, interval="month", zone=zone, include_bots=bots, top=top).breakdowns
+            for lo, hi, zone, bots, top in cases
+        }
+
+    def month_rows():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(DISTINCT bucket), coalesce(sum(clicks), 0) FROM click_breakdown_month"
+                " WHERE link_id = %s AND dimension = 'browser'",
+                [link.pk],
+            )
+            return cursor.fetchone()
+
+    expected = report(hours_only)
+    assert sum(clicks for _, clicks in expected[(*ranges[0][:2], True, None)]["browser"]) == len(moments)
+    fold_days(until=middle)
+    store(*(click(link, moments[n], *picks[n]) for n in late))
+    assert report(link) == expected
+    months, clicks = month_rows()
+    assert months >= 2 and clicks == sum(1 for moment in moments if moment < bucket_start(middle, "day"))
+    fold_days(until=now)
+    assert report(link) == report(hours_only) == expected
+    # Late after the fold up to now, on both links.
+    later = [(first + timedelta(seconds=rng.randrange(span - 10 * 86_400)), rng.choice(visitors)) for _ in range(60)]
+    for of in (link, hours_only):
+        store(*(click(of, moment, *pick) for moment, pick in later))
+    assert report(link) == report(hours_only) != expected
+    months, clicks = month_rows()
+    assert months >= 4 and clicks == sum(
+        1 for moment in [*moments, *(moment for moment, _ in later)] if moment < bucket_start(now, "day")
+    )
