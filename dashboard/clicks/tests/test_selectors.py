@@ -70,6 +70,17 @@ def store(link):
     return store
 
 
+def another_link(link: Link) -> Link:
+    """A second link of the same owner and team."""
+    return Link.objects.create(
+        domain=default_domain(),
+        slug="s" + uuid.uuid4().hex[:10],
+        url="https://example.com/",
+        owner=link.owner,
+        team=link.team,
+    )
+
+
 def stats(link, start, end, **options):
     return link_stats(link_ids=[link.pk], start=start, end=end, **options)
 
@@ -244,13 +255,7 @@ def test_local_days_read_from_six_hours_as_from_hours_late_clicks_included(link,
     while (shift - timedelta(days=1)).astimezone(BERLIN).utcoffset() == shift.astimezone(BERLIN).utcoffset():
         shift -= timedelta(days=1)
     rng = random.Random(6)
-    hours_only = Link.objects.create(
-        domain=default_domain(),
-        slug="s" + uuid.uuid4().hex[:10],
-        url="https://example.com/",
-        owner=link.owner,
-        team=link.team,
-    )
+    hours_only = another_link(link)
     visitors = [(f"203.0.113.{n}", ua) for n in range(1, 5) for ua in (CHROME, IPHONE, FIREFOX, GOOGLEBOT)]
     moments = [
         shift + timedelta(hours=hour, minutes=rng.randint(0, 59))
@@ -298,13 +303,7 @@ def test_breakdowns_read_whole_months_from_the_month_rows_as_from_hours_late_cli
     # from hours alone; on the first link some come late: after a fold that
     # stopped in the middle of a month, and after one up to now.
     rng = random.Random(12)
-    hours_only = Link.objects.create(
-        domain=default_domain(),
-        slug="s" + uuid.uuid4().hex[:10],
-        url="https://example.com/",
-        owner=link.owner,
-        team=link.team,
-    )
+    hours_only = another_link(link)
     now = datetime.now(UTC)
     first = bucket_start(now - timedelta(days=100), "month")
     middle = bucket_start(first + timedelta(days=45), "day") + timedelta(hours=5)
