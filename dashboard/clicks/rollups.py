@@ -31,8 +31,9 @@ FOLD_AFTER = timedelta(minutes=10)
 
 # --- what the selectors read with -------------------------------------------------
 
-# The UTC day of an hour row's bucket.
-DAY_OF_BUCKET = "date_trunc('day', bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+# The UTC day of a moment, and of an hour row's bucket.
+DAY_OF = "date_trunc('day', {bucket} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+DAY_OF_BUCKET = DAY_OF.format(bucket="bucket")
 # The UTC month of a bucket: its bucket in click_breakdown_month.
 MONTH_OF = "date_trunc('month', {bucket} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
 # The six UTC hours (from 00, 06, 12 or 18) an hour row's bucket falls in: its bucket in click_rollup_6h.
@@ -42,7 +43,7 @@ SIX_HOURS_OF = "date_bin('6 hours', {bucket}, timestamptz 'epoch')"
 NOT_FOLDED = "greatest(%s, (SELECT folded_before FROM click_day_fold))"
 # The month breakdowns hold the UTC days the fold has gone past whole: every
 # day before the one its mark is in.
-MONTHS_BEFORE = "date_trunc('day', folded_before AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+MONTHS_BEFORE = DAY_OF.format(bucket="folded_before")
 # The first day from %s on that is not in the month breakdowns yet.
 NOT_IN_MONTHS = f"greatest(%s, (SELECT {MONTHS_BEFORE} FROM click_day_fold))"
 
@@ -245,8 +246,8 @@ def add_carried_totals(cursor, totals: dict[int, int]) -> None:
 _FOLDED_HOURS = "bucket >= %(since)s AND bucket < %(until)s"
 # The days the fold goes past whole, which it adds to the month breakdowns:
 # from the day of `since` to the day of `until`.
-_DAY_OF_SINCE = "date_trunc('day', %(since)s AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
-_DAY_OF_UNTIL = "date_trunc('day', %(until)s AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+_DAY_OF_SINCE = DAY_OF.format(bucket="%(since)s")
+_DAY_OF_UNTIL = DAY_OF.format(bucket="%(until)s")
 _FOLDED_DAYS = f"bucket >= {_DAY_OF_SINCE} AND bucket < {_DAY_OF_UNTIL}"
 # The links whose hours or days are folded, locked against deletion until
 # the fold commits: a link deleted first has no rows left to fold, and one
