@@ -284,12 +284,14 @@ _FOLD_STATEMENTS = [
         SELECT link_id, {DAY_OF_BUCKET}, dimension, value, sum(clicks), sum(human_clicks)
         FROM click_breakdown_hour WHERE {_FOLDED_HOURS} GROUP BY 1, 2, 3, 4""",
     ),
-    # After the days: the days gone past whole are complete in the day table.
+    # From the hours of the days gone past whole, every click of them, late
+    # ones too: the hour table's BRIN index finds them, where the day table,
+    # keyed by link first, would be read whole at every fold.
     _ADD_BREAKDOWN.format(
         g="month",
         source=f"""
         SELECT link_id, {MONTH_OF.format(bucket="bucket")}, dimension, value, sum(clicks), sum(human_clicks)
-        FROM click_breakdown_day WHERE {_FOLDED_DAYS} GROUP BY 1, 2, 3, 4""",
+        FROM click_breakdown_hour WHERE {_FOLDED_DAYS} GROUP BY 1, 2, 3, 4""",
     ),
     "UPDATE click_day_fold SET folded_before = %(until)s",
 ]
