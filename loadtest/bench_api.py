@@ -270,6 +270,10 @@ def main() -> int:
             ("a whole year by day in Asia/Kolkata (+05:30)", f"?interval=day&tz=Asia/Kolkata&from={year}"),
             ("a whole year by day in Europe/Berlin", f"?interval=day&tz=Europe/Berlin&from={year}"),
             ("a whole year by day, one browser", f"?interval=day&browser=browser-1&from={year}"),
+            (
+                "a whole year by day, one browser, in Europe/Berlin",
+                f"?interval=day&browser=browser-1&tz=Europe/Berlin&from={year}",
+            ),
         ]:
             timing = time_requests(client, f"/api/v1/links/popular/stats{query}", args.stats_requests)
             print(

@@ -16,8 +16,8 @@ from django.db import OperationalError, connections, transaction
 
 from slingshot.db import reports_db
 
-from .calendar import EPOCH, bucket_end, bucket_start, hour_ceil, is_utc, next_bucket, zone_name
-from .rollups import DIMENSIONS, NOT_FOLDED, NOT_IN_MONTHS, SIX_HOURS_OF
+from .calendar import EPOCH, HOUR, bucket_end, bucket_start, hour_ceil, is_utc, next_bucket, zone_name
+from .rollups import DAY_OF, DIMENSIONS, NOT_FOLDED, NOT_IN_MONTHS, SIX_HOURS_OF
 
 
 def reports_connection():
@@ -44,6 +44,8 @@ class Totals:
 # 4 MB to sort, which PostgreSQL's default work_mem (4 MB) may sort on disk.
 SKETCHES_WORK_MEM = "32MB"
 SIX_HOURS = timedelta(hours=6)
+MIDDAY = timedelta(hours=12)
+DAY = timedelta(days=1)
 
 
 class ReportTooLarge(ValidationError):
@@ -132,6 +134,63 @@ def _local_parts(
     ], [ids, *within, ids, start, end, *within]
 
 
+# A UTC day's row of a breakdown goes to the bucket of its midday (see _moved_hours).
+MIDDAY_OF_DAY = "(bucket + interval '12 hours')"
+MIDDAY_OF_HOUR = f"({DAY_OF.format(bucket='bucket')} + interval '12 hours')"
+
+
+def _moved_hours(interval: str, zone: tzinfo, start: datetime, end: datetime) -> list[datetime]:
+    """The hours of the whole UTC days in [start, end) that are not in the
+    local bucket of their day's midday, for a series of local days, weeks or
+    months of a zone whose days are not UTC days: those a bucket that begins
+    on the day holds on the far side of the day's midday from where it
+    begins. A bucket is at least 23 hours long, so no two begin on one side
+    of a midday, and each hour is named once."""
+    whole_from, whole_to = bucket_end(start, "day"), bucket_start(end, "day")
+    moved = []
+    boundary = next_bucket(bucket_start(whole_from, interval, zone), interval, zone)
+    while (first := hour_ceil(boundary)) < whole_to:
+        day = bucket_start(first, "day")
+        if first <= day + MIDDAY:
+            hours, since = (first - day) // HOUR, day
+        else:
+            hours, since = (day + DAY - first) // HOUR, first
+        moved += [since + n * HOUR for n in range(hours)]
+        boundary = next_bucket(boundary, interval, zone)
+    return moved
+
+
+def _local_filtered_parts(
+    interval: str, zone: tzinfo, ids: list[int], start: datetime, end: datetime, counted: str, filtered: tuple
+) -> tuple[list[str], list]:
+    """SELECTs of link_id, the bucket as k and the clicks of the breakdown
+    rows of one value (`filtered`: the condition and its parameters) that
+    hold [start, end) (whole UTC hours) for a series of local days, weeks or
+    months of a zone whose days are not UTC days. The breakdowns have no rows
+    of six hours: each folded UTC day's row counts in the bucket of its
+    midday, and its hours in another bucket (_moved_hours, an index lookup
+    each) are taken out of it and counted in theirs; hours at either end
+    and not folded yet count as they are. Each click is counted once."""
+    where, where_params = filtered
+    parts, params = [], []
+    for span in _spans(start, end):
+        sql, span_params = _span_sql("click_breakdown", span, ids, where, where_params)
+        column = MIDDAY_OF_DAY if span[0] == "day" else "bucket"
+        parts.append(f"SELECT link_id, {_bucket_key(interval, zone, column)} AS k, {counted} AS clicks {sql}")
+        params += span_params
+    if moved := _moved_hours(interval, zone, start, end):
+        rows = (
+            "FROM click_breakdown_hour WHERE link_id = ANY(%s) AND bucket = ANY(%s::timestamptz[])"
+            f" AND bucket < (SELECT folded_before FROM click_day_fold){where}"
+        )
+        parts += [
+            f"SELECT link_id, {_bucket_key(interval, zone)} AS k, {counted} AS clicks {rows}",
+            f"SELECT link_id, {_bucket_key(interval, zone, MIDDAY_OF_HOUR)} AS k, -{counted} AS clicks {rows}",
+        ]
+        params += [ids, moved, *where_params] * 2
+    return parts, params
+
+
 def _bucket_key(interval: str, zone: tzinfo, column: str = "bucket") -> str:
     """SQL of the bucket a row's hour (or day) falls in: an hour as it is,
     a local day, week or month as a timestamp without time zone."""
@@ -182,18 +241,22 @@ class Report:
         else:
             # Whole UTC days from the day tables when the zone's days are
             # UTC days; other zones' days from rows of six hours where they
-            # can (_local_parts), and from hours under a filter. A link's
-            # rows of one bucket add up, and their visitors are the union of
-            # the sketches.
+            # can (_local_parts), and under a filter from days and the hours
+            # to move between buckets (_local_filtered_parts). A link's rows
+            # of one bucket add up, and their visitors are the union of the
+            # sketches.
             sorts_sketches = not (filtered or is_utc(self.zone))
             extra = "" if filtered else f", {visitors}, {sketch}"
             if sorts_sketches:
                 parts, params = _local_parts(interval, self.zone, self.ids, start, end, f"{counted}{extra}")
+            elif not is_utc(self.zone):
+                parts, params = _local_filtered_parts(
+                    interval, self.zone, self.ids, start, end, counted, (where, where_params)
+                )
             else:
                 key = _bucket_key(interval, self.zone)
-                spans = _spans(start, end) if is_utc(self.zone) else [("hour", False, start, end)]
                 parts, params = [], []
-                for span in spans:
+                for span in _spans(start, end):
                     sql, span_params = _span_sql(table, span, self.ids, where, where_params)
                     parts.append(f"SELECT link_id, {key} AS k, {counted} AS clicks{extra} {sql}")
                     params += span_params

@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 BERLIN = ZoneInfo("Europe/Berlin")
 KOLKATA = ZoneInfo("Asia/Kolkata")  # +05:30 all year
+LONDON = ZoneInfo("Europe/London")
 UTC = timezone.utc
 
 
@@ -293,6 +294,100 @@ def test_local_days_read_from_six_hours_as_from_hours_late_clicks_included(link,
         cursor.execute("DELETE FROM click_rollup_6h WHERE link_id = %s AND bucket < %s", [link.pk, shift])
         assert cursor.rowcount >= 5
     assert report(link) == expected
+
+
+def _last_change(zone: ZoneInfo, before: datetime, *, forward: bool | None = None) -> datetime:
+    """The UTC midnight of the last day before `before` on which `zone`'s
+    offset changed (forward only: grew; False: shrank; None: either)."""
+    day = before.replace(hour=0, minute=0, second=0, microsecond=0)
+    while True:
+        day -= timedelta(days=1)
+        was, now = (day - timedelta(days=1)).astimezone(zone).utcoffset(), day.astimezone(zone).utcoffset()
+        if was != now and (forward is None or (now > was) == forward):
+            return day
+
+
+def test_local_days_under_a_filter_read_days_and_the_hours_they_move_as_from_hours_late_clicks_included(link, store):
+    # Under a filter there are no six hours: a zone's local days, weeks and
+    # months read each folded UTC day's breakdown row in the bucket of its
+    # midday, and move the day's hours of another bucket out of it into
+    # theirs. The same clicks on a second link, each stored before anything
+    # was folded, give the figures read from hours alone; on the first link
+    # some come after the fold, late. The clicks are of the days around
+    # Berlin's last change of clocks (a day of 23 or 25 hours) and London's
+    # last spring (a UTC day holding two London midnights, 00:00 and 23:00).
+    now = datetime.now(UTC)
+    anchors = [
+        _last_change(BERLIN, now - timedelta(days=3)),
+        _last_change(LONDON, now - timedelta(days=3), forward=True),
+    ]
+    rng = random.Random(30)
+    hours_only = another_link(link)
+    referrers = ["", "https://www.google.com/", "https://t.co/x"]
+    visitors = [
+        (f"203.0.113.{n}", ua, ref) for n in range(1, 4) for ua in (CHROME, IPHONE, GOOGLEBOT) for ref in referrers
+    ]
+    moments = [
+        anchor + timedelta(hours=hour, minutes=rng.randint(0, 59))
+        for anchor in anchors
+        for hour in range(-40, 70)
+        for _ in range(rng.choice([0, 1, 1, 2, 3]))
+    ]
+    picks = [rng.choice(visitors) for _ in moments]
+    late = {n for n in range(len(moments)) if rng.random() < 0.3}
+    store(*(click(hours_only, moment, *pick) for moment, pick in zip(moments, picks, strict=True)))
+    store(*(click(link, moments[n], *picks[n]) for n in range(len(moments)) if n not in late))
+    zones = [
+        BERLIN,
+        LONDON,
+        KOLKATA,
+        ZoneInfo("Asia/Kathmandu"),  # +05:45
+        ZoneInfo("America/New_York"),
+        ZoneInfo("Australia/Adelaide"),
+        ZoneInfo("Pacific/Tarawa"),  # +12: a local day begins at a UTC day's midday
+        ZoneInfo("Pacific/Kiritimati"),  # +14: a UTC day's midday is the next local day
+        ZoneInfo("Pacific/Pago_Pago"),  # -11
+    ]
+    filters = [{"browser": "Chrome"}, {"referer_host": "www.google.com"}, {"browser": "Googlebot"}]
+    cases = [
+        (anchor, zone, interval, bots, n)
+        for anchor in anchors
+        for zone in zones
+        for interval in ("day", "week", "month")
+        for bots in (False, True)
+        for n in range(len(filters))
+    ]
+
+    def report(of):
+        return {
+            (anchor, zone, interval, bots, n): stats(
+                of,
+                anchor - timedelta(days=3),
+                anchor + timedelta(days=4),
+                interval=interval,
+                zone=zone,
+                include_bots=bots,
+                filters=filters[n],
+            ).series
+            for anchor, zone, interval, bots, n in cases
+        }
+
+    expected = report(hours_only)
+    for anchor in anchors:
+        assert sum(p.clicks for p in expected[anchor, BERLIN, "day", True, 0]) == sum(
+            1
+            for moment, pick in zip(moments, picks, strict=True)
+            if pick[1] == CHROME and abs(moment - anchor) < timedelta(days=4)
+        )
+    # A fold that stops at 05:00 of a day of the Berlin clicks: the day's
+    # row holds its first five hours, and the rest are read as hours.
+    fold_days(until=anchors[0] + timedelta(hours=5))
+    assert report(hours_only) == expected
+    store(*(click(link, moments[n], *picks[n]) for n in sorted(late) if n % 2))
+    fold_days(until=now)
+    store(*(click(link, moments[n], *picks[n]) for n in sorted(late) if not n % 2))
+    assert report(link) == expected
+    assert report(hours_only) == expected
 
 
 def test_breakdowns_read_whole_months_from_the_month_rows_as_from_hours_late_clicks_included(link, store):
