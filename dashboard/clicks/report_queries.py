@@ -179,15 +179,14 @@ def _local_filtered_parts(
         parts.append(f"SELECT link_id, {_bucket_key(interval, zone, column)} AS k, {counted} AS clicks {sql}")
         params += span_params
     if moved := _moved_hours(interval, zone, start, end):
-        rows = (
-            "FROM click_breakdown_hour WHERE link_id = ANY(%s) AND bucket = ANY(%s::timestamptz[])"
+        into, out_of = _bucket_key(interval, zone), _bucket_key(interval, zone, MIDDAY_OF_HOUR)
+        parts.append(
+            "SELECT link_id, moved.k, moved.clicks FROM click_breakdown_hour,"
+            f" LATERAL (VALUES ({into}, {counted}), ({out_of}, -{counted})) moved (k, clicks)"
+            " WHERE link_id = ANY(%s) AND bucket = ANY(%s::timestamptz[])"
             f" AND bucket < (SELECT folded_before FROM click_day_fold){where}"
         )
-        parts += [
-            f"SELECT link_id, {_bucket_key(interval, zone)} AS k, {counted} AS clicks {rows}",
-            f"SELECT link_id, {_bucket_key(interval, zone, MIDDAY_OF_HOUR)} AS k, -{counted} AS clicks {rows}",
-        ]
-        params += [ids, moved, *where_params] * 2
+        params += [ids, moved, *where_params]
     return parts, params
 
 
