@@ -43,7 +43,7 @@ CREATE TEMP TABLE IF NOT EXISTS click_staging (LIKE clicks) ON COMMIT DELETE ROW
 CREATE TEMP TABLE IF NOT EXISTS orphan_staging (LIKE orphan_visits) ON COMMIT DELETE ROWS;
 {TEMP_TABLES}
 """
-_LOCK_LINKS = "SELECT id FROM links_link WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE"
+_LOCK_LINKS = "SELECT id FROM links_link WHERE id = ANY(%s::bigint[]) ORDER BY id FOR KEY SHARE"
 # In id order, so that importers adding the same agents wait for each other rather than deadlock.
 _ADD_AGENTS = (
     "INSERT INTO user_agents (id, user_agent) SELECT * FROM unnest(%s::bigint[], %s::text[]) "
@@ -52,7 +52,7 @@ _ADD_AGENTS = (
 _COPY = "COPY {table} ({columns}) FROM STDIN"
 _INSERT_NEW_CLICKS = f"""
 WITH new AS (
-    INSERT INTO clicks SELECT * FROM click_staging WHERE link_id = ANY(%s) ON CONFLICT DO NOTHING
+    INSERT INTO clicks SELECT * FROM click_staging WHERE link_id = ANY(%s::bigint[]) ON CONFLICT DO NOTHING
     RETURNING link_id, occurred_at, is_bot, referer_host, browser, os, device, country, rule
 ), counted AS ({BREAKDOWN_OF_NEW})
 SELECT count(*) FROM new
