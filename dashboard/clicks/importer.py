@@ -34,11 +34,15 @@ from .stream import ClickStream, Entry
 
 log = logging.getLogger(__name__)
 
-# Once per connection: a batch's aggregates are sorted and hashed in memory
-# rather than spilled to disk.
+# Once per connection. work_mem is PostgreSQL's default, whatever the
+# server's: a batch's visitor sketches are grouped by sorting, one group at
+# a time. Each hll_add_agg state takes some 80 kB, so where work_mem lets
+# the planner hash them a batch of 800 link-hours took 131 MB and spilled,
+# 50 ms of a batch of 2,500 clicks (docs/benchmarks.md, the importer).
 _SESSION = f"""
 SET temp_buffers = '64MB';
-SET work_mem = '64MB';
+SET work_mem = '4MB';
+SET hash_mem_multiplier = 2;
 CREATE TEMP TABLE IF NOT EXISTS click_staging (LIKE clicks) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE IF NOT EXISTS orphan_staging (LIKE orphan_visits) ON COMMIT DELETE ROWS;
 {TEMP_TABLES}
