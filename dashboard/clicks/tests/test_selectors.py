@@ -245,21 +245,26 @@ def test_stats_range_counts_points_per_interval():
     assert span.zone is BERLIN and span.end - span.start == timedelta(weeks=26)
 
 
-def test_local_days_read_from_six_hours_as_from_hours_late_clicks_included(link, store):
-    # A zone's local days, weeks and months read the six hours that lie in one
-    # of them from click_rollup_6h once they are folded. The same clicks on a
-    # second link, each stored before anything was folded, give the figures
-    # read from hours alone; on the first link some come after the fold,
-    # late, into hours and six hours already folded. The clicks are of the
-    # days around Berlin's last change of clocks, whose day has 23 or 25 hours.
-    shift = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=3)
-    while (shift - timedelta(days=1)).astimezone(BERLIN).utcoffset() == shift.astimezone(BERLIN).utcoffset():
-        shift -= timedelta(days=1)
-    rng = random.Random(6)
-    hours_only = another_link(link)
-    visitors = [(f"203.0.113.{n}", ua) for n in range(1, 5) for ua in (CHROME, IPHONE, FIREFOX, GOOGLEBOT)]
+def _last_change(zone: ZoneInfo, before: datetime, *, forward: bool | None = None) -> datetime:
+    """The latest UTC midnight at or before `before` at which `zone`'s offset
+    differs from that at the midnight before (forward only: grew; False:
+    shrank; None: either)."""
+    day = before.replace(hour=0, minute=0, second=0, microsecond=0)
+    while True:
+        was, now = (day - timedelta(days=1)).astimezone(zone).utcoffset(), day.astimezone(zone).utcoffset()
+        if was != now and (forward is None or (now > was) == forward):
+            return day
+        day -= timedelta(days=1)
+
+
+def _store_around(store, link, hours_only, anchors, visitors, rng) -> tuple[list, list, set]:
+    """Clicks of the hours from 40 before to 70 after each of `anchors`, 0 to
+    3 an hour, each by one of `visitors`: all stored on `hours_only`, and on
+    `link` all but some 3 in 10, the late ones. Returns the clicks' moments,
+    their visitors and the late ones' places, for the caller to store late."""
     moments = [
-        shift + timedelta(hours=hour, minutes=rng.randint(0, 59))
+        anchor + timedelta(hours=hour, minutes=rng.randint(0, 59))
+        for anchor in anchors
         for hour in range(-40, 70)
         for _ in range(rng.choice([0, 1, 1, 2, 3]))
     ]
@@ -267,6 +272,20 @@ def test_local_days_read_from_six_hours_as_from_hours_late_clicks_included(link,
     late = {n for n in range(len(moments)) if rng.random() < 0.3}
     store(*(click(hours_only, moment, *pick) for moment, pick in zip(moments, picks, strict=True)))
     store(*(click(link, moments[n], *picks[n]) for n in range(len(moments)) if n not in late))
+    return moments, picks, late
+
+
+def test_local_days_read_from_six_hours_as_from_hours_late_clicks_included(link, store):
+    # A zone's local days, weeks and months read the six hours that lie in one
+    # of them from click_rollup_6h once they are folded. The same clicks on a
+    # second link, each stored before anything was folded, give the figures
+    # read from hours alone; on the first link some come after the fold,
+    # late, into hours and six hours already folded. The clicks are of the
+    # days around Berlin's last change of clocks, whose day has 23 or 25 hours.
+    shift = _last_change(BERLIN, datetime.now(UTC) - timedelta(days=3))
+    hours_only = another_link(link)
+    visitors = [(f"203.0.113.{n}", ua) for n in range(1, 5) for ua in (CHROME, IPHONE, FIREFOX, GOOGLEBOT)]
+    moments, picks, late = _store_around(store, link, hours_only, [shift], visitors, random.Random(6))
     start, end = shift - timedelta(days=3), shift + timedelta(days=4)
     zones = [BERLIN, KOLKATA, ZoneInfo("Asia/Kathmandu"), ZoneInfo("America/New_York"), ZoneInfo("Australia/Adelaide")]
     cases = [
@@ -296,17 +315,6 @@ def test_local_days_read_from_six_hours_as_from_hours_late_clicks_included(link,
     assert report(link) == expected
 
 
-def _last_change(zone: ZoneInfo, before: datetime, *, forward: bool | None = None) -> datetime:
-    """The UTC midnight of the last day before `before` on which `zone`'s
-    offset changed (forward only: grew; False: shrank; None: either)."""
-    day = before.replace(hour=0, minute=0, second=0, microsecond=0)
-    while True:
-        day -= timedelta(days=1)
-        was, now = (day - timedelta(days=1)).astimezone(zone).utcoffset(), day.astimezone(zone).utcoffset()
-        if was != now and (forward is None or (now > was) == forward):
-            return day
-
-
 def test_local_days_under_a_filter_read_days_and_the_hours_they_move_as_from_hours_late_clicks_included(link, store):
     # Under a filter there are no six hours: a zone's local days, weeks and
     # months read each folded UTC day's breakdown row in the bucket of its
@@ -321,22 +329,12 @@ def test_local_days_under_a_filter_read_days_and_the_hours_they_move_as_from_hou
         _last_change(BERLIN, now - timedelta(days=3)),
         _last_change(LONDON, now - timedelta(days=3), forward=True),
     ]
-    rng = random.Random(30)
     hours_only = another_link(link)
     referrers = ["", "https://www.google.com/", "https://t.co/x"]
     visitors = [
         (f"203.0.113.{n}", ua, ref) for n in range(1, 4) for ua in (CHROME, IPHONE, GOOGLEBOT) for ref in referrers
     ]
-    moments = [
-        anchor + timedelta(hours=hour, minutes=rng.randint(0, 59))
-        for anchor in anchors
-        for hour in range(-40, 70)
-        for _ in range(rng.choice([0, 1, 1, 2, 3]))
-    ]
-    picks = [rng.choice(visitors) for _ in moments]
-    late = {n for n in range(len(moments)) if rng.random() < 0.3}
-    store(*(click(hours_only, moment, *pick) for moment, pick in zip(moments, picks, strict=True)))
-    store(*(click(link, moments[n], *picks[n]) for n in range(len(moments)) if n not in late))
+    moments, picks, late = _store_around(store, link, hours_only, anchors, visitors, random.Random(30))
     zones = [
         BERLIN,
         LONDON,
