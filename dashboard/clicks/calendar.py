@@ -96,15 +96,18 @@ def next_bucket(bucket: datetime, interval: str, zone: tzinfo = UTC) -> datetime
 def bucket_end(moment: datetime, interval: str, zone: tzinfo = UTC) -> datetime:
     """`moment` rounded up to the start of a bucket."""
     floor = bucket_start(moment, interval, zone)
-    return floor if floor == moment else next_bucket(floor, interval, zone)
+    # As instants: an aware datetime at a local time that a change of clocks
+    # skips or repeats never equals one of another zone (PEP 495).
+    return floor if floor.timestamp() == moment.timestamp() else next_bucket(floor, interval, zone)
 
 
 def hour_ceil(moment: datetime) -> datetime:
     """The first whole UTC hour at or after `moment`: the rollups' grain. A
     local day in a zone whose offset is not whole hours holds the hours that
     start in it (docs/rollups.md)."""
-    floor = moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    return floor if floor == moment else floor + HOUR
+    utc = moment.astimezone(UTC)  # a local midnight the clocks skip or repeat compares in UTC alone
+    floor = utc.replace(minute=0, second=0, microsecond=0)
+    return floor if floor == utc else floor + HOUR
 
 
 @dataclass(frozen=True)

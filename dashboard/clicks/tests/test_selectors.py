@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from django.db import connection
 
-from clicks.calendar import bucket_end, bucket_start, next_bucket, stats_range
-from clicks.report_queries import Point, ReportTooLarge, Totals
+from clicks.calendar import bucket_end, bucket_start, hour_ceil, next_bucket, stats_range
+from clicks.report_queries import Point, ReportTooLarge, Totals, _moved_hours
 from clicks.reports import link_stats
 from clicks.rollups import fold_days
 from links.domains import default_domain
@@ -28,6 +28,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 BERLIN = ZoneInfo("Europe/Berlin")
 KOLKATA = ZoneInfo("Asia/Kolkata")  # +05:30 all year
 LONDON = ZoneInfo("Europe/London")
+CAIRO = ZoneInfo("Africa/Cairo")  # clocks go forward at midnight
+HAVANA = ZoneInfo("America/Havana")  # clocks go back from 01:00 to midnight
 UTC = timezone.utc
 
 
@@ -97,6 +99,38 @@ def test_buckets_of_a_zone():
     # An hour is a UTC hour, shown in the zone.
     assert bucket_start(moment, "hour", KOLKATA) == datetime(2026, 3, 29, 5, 30, tzinfo=KOLKATA)
     assert bucket_end(datetime(2026, 3, 29, tzinfo=BERLIN), "day", BERLIN) == datetime(2026, 3, 29, tzinfo=BERLIN)
+
+
+def test_a_local_midnight_the_clocks_skip_or_repeat_begins_its_bucket_at_the_instant_it_names():
+    # An aware datetime at a local time a change of clocks skips or repeats
+    # compares unequal to any of another zone (PEP 495): hour_ceil and
+    # bucket_end took such a midnight for an instant between hours, and a
+    # report beginning on that day lost its first hour.
+    skipped = datetime(2024, 4, 26, tzinfo=CAIRO)  # 00:00 EET is not shown: 22:00 UTC is 01:00 EEST
+    assert hour_ceil(skipped) == datetime(2024, 4, 25, 22, tzinfo=UTC)
+    assert bucket_end(datetime(2024, 4, 25, 22, tzinfo=UTC), "day", CAIRO).timestamp() == skipped.timestamp()
+    repeated = datetime(2026, 11, 1, tzinfo=HAVANA)  # clocks go back from 01:00 to 00:00: the first, -04:00
+    assert hour_ceil(repeated) == datetime(2026, 11, 1, 4, tzinfo=UTC)
+    assert bucket_end(datetime(2026, 11, 1, 4, tzinfo=UTC), "month", HAVANA).timestamp() == repeated.timestamp()
+
+
+def test_a_filtered_series_moves_the_hours_of_another_bucket_than_their_days_midday():
+    # _local_filtered_parts counts a UTC day's row in the bucket of its
+    # midday and moves the hours of other buckets: those _moved_hours names,
+    # against each hour's own bucket, in zones whose clocks change at
+    # midnight, by half hours, on two sides of a UTC midday, or not at all.
+    start, end = datetime(2025, 10, 1, 5, tzinfo=UTC), datetime(2026, 11, 20, tzinfo=UTC)
+    zones = [BERLIN, LONDON, KOLKATA, CAIRO, HAVANA, ZoneInfo("America/Santiago"), ZoneInfo("Asia/Beirut")]
+    zones += [ZoneInfo("Atlantic/Azores"), ZoneInfo("Australia/Lord_Howe"), ZoneInfo("Pacific/Kiritimati")]
+    for zone in zones:
+        for interval in ("day", "week", "month"):
+            expected, day = [], bucket_end(start, "day")
+            while day < bucket_start(end, "day"):
+                midday = bucket_start(day + timedelta(hours=12), interval, zone)
+                hours = [day + timedelta(hours=n) for n in range(24)]
+                expected += [hour for hour in hours if bucket_start(hour, interval, zone) != midday]
+                day += timedelta(days=1)
+            assert _moved_hours(interval, zone, start, end) == expected, (zone, interval)
 
 
 def test_days_of_a_zone_are_its_own_and_a_half_hour_zone_gets_the_hours_that_start_in_its_day(link, store):
