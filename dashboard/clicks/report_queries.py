@@ -4,6 +4,7 @@ yet), and the statements of one report over them, or over the raw clicks
 under filters, within REPORT_RAW_TIMEOUT_MS (clicks/reports.py has the
 reports themselves; docs/rollups.md what they count)."""
 
+from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
@@ -99,15 +100,22 @@ def _span_sql(table: str, span: Span, ids: list[int], where: str = "", where_par
     )
 
 
+def _first_hours(interval: str, zone: tzinfo, start: datetime, end: datetime) -> Iterator[datetime]:
+    """The first UTC hour of each bucket after the one `start` is in, while
+    before `end`: the hour that starts in it (hour_ceil)."""
+    boundary = next_bucket(bucket_start(start, interval, zone), interval, zone)
+    while (first := hour_ceil(boundary)) < end:
+        yield first
+        boundary = next_bucket(boundary, interval, zone)
+
+
 def _split_blocks(interval: str, zone: tzinfo, start: datetime, end: datetime) -> list[datetime]:
     """The starts of the six UTC hours in [start, end) that a bucket's first
     hour falls inside of: their hours are in two buckets."""
     blocks = []
-    boundary = next_bucket(bucket_start(start, interval, zone), interval, zone)
-    while (first := hour_ceil(boundary)) < end:
+    for first in _first_hours(interval, zone, start, end):
         if first > start and (into := first.timestamp() % SIX_HOURS.total_seconds()):
             blocks.append(first - timedelta(seconds=into))
-        boundary = next_bucket(boundary, interval, zone)
     return blocks
 
 
@@ -148,15 +156,13 @@ def _moved_hours(interval: str, zone: tzinfo, start: datetime, end: datetime) ->
     of a midday, and each hour is named once."""
     whole_from, whole_to = bucket_end(start, "day"), bucket_start(end, "day")
     moved = []
-    boundary = next_bucket(bucket_start(whole_from, interval, zone), interval, zone)
-    while (first := hour_ceil(boundary)) < whole_to:
+    for first in _first_hours(interval, zone, whole_from, whole_to):
         day = bucket_start(first, "day")
         if first <= day + MIDDAY:
             hours, since = (first - day) // HOUR, day
         else:
             hours, since = (day + DAY - first) // HOUR, first
         moved += [since + n * HOUR for n in range(hours)]
-        boundary = next_bucket(boundary, interval, zone)
     return moved
 
 
