@@ -308,9 +308,7 @@ local function scan()
             end
         end
     end
-    for _, name in pairs(unfinished) do
-        journals.remove_unfinished(config.click_spool_dir, name)
-    end
+    journals.remove_unfinished(config.click_spool_dir, unfinished)
 end
 
 -- A journal past ROTATE_BYTES (or half its bound) whose clicks Redis has

@@ -124,10 +124,10 @@ int slingshot_closedir(slingshot_dir_t *dir) asm("closedir");
 slingshot_passwd_t *slingshot_getpwnam(const char *name) asm("getpwnam");
 ]])
 
-local O_RDWR, O_CREAT, O_EXCL, O_CLOEXEC = 2, 64, 128, 0x80000
+local O_RDONLY, O_RDWR, O_CREAT, O_EXCL, O_CLOEXEC = 0, 2, 64, 128, 0x80000
 local PROT_RW, MAP_SHARED = 3, 1
-local LOCK_EX, LOCK_NB = 2, 4
-local EEXIST = 17
+local LOCK_SH, LOCK_EX, LOCK_NB = 1, 2, 4
+local EINTR, EEXIST = 4, 17
 local MAP_FAILED = ffi_cast("void *", -1)
 local header_ptr = ffi.typeof("slingshot_journal_header_t *")
 local slot_ptr = ffi.typeof("slingshot_journal_slot_t *")
@@ -201,13 +201,29 @@ local function opened(dir, name, fd, head)
     }, Journal)
 end
 
--- A new journal in `dir` for clicks with the id prefix `prefix` (16 hex
--- digits), locked by this process, at most `max_bytes` of entries, at most
--- `per_entry` clicks an entry, mapped `window` bytes at a time (WINDOW if
--- nil). Made under another name and renamed when ready, so that no other
--- worker takes it for a journal left behind.
-function _M.create(dir, prefix, per_entry, max_bytes, window)
-    local name = prefix .. _M.SUFFIX
+-- The spool's own lock (flock on the folder), taken `how`: a worker holds
+-- it shared while a journal of its has its temporary name, and one that
+-- removes journals left half made holds it alone. Nil if not taken.
+local function lock_spool(dir, how)
+    local fd = C.open(dir, O_RDONLY + O_CLOEXEC, 0)
+    if fd < 0 then
+        return failed("click spool " .. dir)
+    end
+    while C.flock(fd, how) ~= 0 do
+        if ffi_errno() ~= EINTR then
+            local _, err = failed("flock " .. dir)
+            C.close(fd)
+            return nil, err
+        end
+    end
+    return fd
+end
+
+-- The file of a new journal `name` in `dir`, locked, its header mapped and
+-- written, `window` bytes after it reserved: made under another name and
+-- renamed when ready, so that no other worker takes it for a journal left
+-- behind. Its fd and header, or nil and an error.
+local function make(dir, name, prefix, window)
     local making = dir .. "/." .. name .. ".new"
     local fd = C.open(making, O_RDWR + O_CREAT + O_EXCL + O_CLOEXEC, tonumber("600", 8))
     if fd < 0 then
@@ -217,7 +233,6 @@ function _M.create(dir, prefix, per_entry, max_bytes, window)
     if C.flock(fd, LOCK_EX + LOCK_NB) ~= 0 then
         ok, err = failed("flock " .. making)
     end
-    window = max(PAGE, floor(min(window or _M.WINDOW, max_bytes) / PAGE) * PAGE)
     local rc = ok and C.posix_fallocate(fd, 0, _M.HEADER_SIZE + window)
     if ok and rc ~= 0 then
         ok, err = failed("posix_fallocate " .. making, rc)
@@ -241,6 +256,25 @@ function _M.create(dir, prefix, per_entry, max_bytes, window)
         C.close(fd)
         C.unlink(making)
         return nil, err
+    end
+    return fd, head
+end
+
+-- A new journal in `dir` for clicks with the id prefix `prefix` (16 hex
+-- digits), locked by this process, at most `max_bytes` of entries, at most
+-- `per_entry` clicks an entry, mapped `window` bytes at a time (WINDOW if
+-- nil).
+function _M.create(dir, prefix, per_entry, max_bytes, window)
+    local name = prefix .. _M.SUFFIX
+    window = max(PAGE, floor(min(window or _M.WINDOW, max_bytes) / PAGE) * PAGE)
+    local spool, err = lock_spool(dir, LOCK_SH)
+    if not spool then
+        return nil, err
+    end
+    local fd, head = make(dir, name, prefix, window)
+    C.close(spool)
+    if not fd then
+        return nil, head
     end
     local journal = opened(dir, name, fd, head)
     journal.size = _M.HEADER_SIZE + window
@@ -304,18 +338,30 @@ function _M.adopt(dir, name)
     return opened(dir, name, fd, head)
 end
 
--- Removes `name`, a journal left half made in `dir` (it holds no click),
--- unless the worker making it is still at it.
-function _M.remove_unfinished(dir, name)
-    local path = dir .. "/" .. name
-    local fd = C.open(path, O_RDWR + O_CLOEXEC, 0)
-    if fd < 0 then
+-- Removes `names`, journals left half made in `dir` by workers that died
+-- making them (they hold no click); none while any worker is making one,
+-- as its file is not locked yet the moment after it is made. Each is
+-- skipped if locked: a worker of an older release, which takes no lock on
+-- the spool, may be making it.
+function _M.remove_unfinished(dir, names)
+    if #names == 0 then
         return
     end
-    if C.flock(fd, LOCK_EX + LOCK_NB) == 0 then
-        C.unlink(path)
+    local spool = lock_spool(dir, LOCK_EX + LOCK_NB)
+    if not spool then
+        return  -- a worker is making one: the next scan looks again
     end
-    C.close(fd)
+    for _, name in ipairs(names) do
+        local path = dir .. "/" .. name
+        local fd = C.open(path, O_RDWR + O_CLOEXEC, 0)
+        if fd >= 0 then
+            if C.flock(fd, LOCK_EX + LOCK_NB) == 0 then
+                C.unlink(path)
+            end
+            C.close(fd)
+        end
+    end
+    C.close(spool)
 end
 
 -- Maps the window of the file that holds offset `pos` and `need` bytes

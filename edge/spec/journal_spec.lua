@@ -3,6 +3,10 @@ local ffi = require("ffi")
 local journals = require("slingshot.journal")
 local clickbuf = require("slingshot.clickbuf")
 
+pcall(ffi.cdef, "int fork(void);")
+pcall(ffi.cdef, "int waitpid(int pid, int *status, int options);")
+pcall(ffi.cdef, "void _exit(int status);")
+
 -- Splits a payload the way docs/contract.md reads it.
 local function parse(payload)
     local lines = {}
@@ -232,12 +236,55 @@ describe("journal", function()
         local path = dir .. "/.00000000000000dd.journal.new"
         local fd = ffi.C.open(path, 64 + 2, 384)
         assert.equal(0, ffi.C.flock(fd, 6))
-        assert.same({ ".00000000000000dd.journal.new" }, select(2, journals.list(dir)))
-        journals.remove_unfinished(dir, ".00000000000000dd.journal.new")
+        local unfinished = select(2, journals.list(dir))
+        assert.same({ ".00000000000000dd.journal.new" }, unfinished)
+        journals.remove_unfinished(dir, unfinished)
         assert.is_true(exists(path))
         ffi.C.close(fd)  -- its worker died
-        journals.remove_unfinished(dir, ".00000000000000dd.journal.new")
+        journals.remove_unfinished(dir, unfinished)
         assert.is_false(exists(path))
+    end)
+
+    it("keeps a journal being made the moment before its worker locks it", function()
+        local path = dir .. "/.00000000000000de.journal.new"
+        local spool = ffi.C.open(dir, 0, 0)
+        assert.equal(0, ffi.C.flock(spool, 1))  -- as create holds it
+        ffi.C.close(ffi.C.open(path, 64 + 2, 384))
+        local unfinished = select(2, journals.list(dir))
+        journals.remove_unfinished(dir, unfinished)
+        assert.is_true(exists(path))
+        ffi.C.close(spool)  -- its worker died before locking it
+        journals.remove_unfinished(dir, unfinished)
+        assert.is_false(exists(path))
+    end)
+
+    it("is made whole while another worker removes journals left half made", function()
+        -- One process makes journals as fast as it can; this one scans for
+        -- half-made ones and removes them meanwhile, as clicks.lua does.
+        local made = 3000
+        local pid = ffi.C.fork()
+        if pid == 0 then
+            local failures = 0
+            for i = 1, made do
+                local journal = journals.create(dir, string.format("%016x", i), 100, 65536, 4096)
+                if journal then
+                    journal:remove()
+                else
+                    failures = failures + 1
+                end
+            end
+            ffi.C._exit(math.min(failures, 255))
+        end
+        local status, seen = ffi.new("int[1]"), 0
+        while ffi.C.waitpid(pid, status, 1) == 0 do
+            local unfinished = select(2, journals.list(dir))
+            seen = seen + #unfinished
+            journals.remove_unfinished(dir, unfinished)
+        end
+        assert.equal(0, status[0] % 256)
+        assert.equal(0, bit.rshift(status[0], 8))  -- journals it could not make
+        assert.is_true(seen > 0, "the scans never saw a journal being made")
+        assert.same({}, (journals.list(dir)))
     end)
 
     it("is not taken over again once it was sent in full and removed", function()
