@@ -70,6 +70,7 @@ local busy = false
 local failures, retry_at = 0, 0
 local next_scan, next_sync = 0, 0
 local exited = false
+local own_error = nil
 local warned_unset = false
 local full_since = nil
 
@@ -86,6 +87,22 @@ end
 local function new_journal()
     return journals.create(config.click_spool_dir, random_prefix(), config.clicks_per_entry,
         config.click_spool_max_mb * 1024 * 1024, config.click_memory_mb * 1024 * 1024)
+end
+
+-- Makes the worker's own journal: until one can be made, its clicks are
+-- dropped (and counted), and each tick of its timer tries again.
+local function make_own()
+    local journal, err = new_journal()
+    if not journal then
+        if err ~= own_error then
+            own_error = err
+            log(ERR, "clicks will be dropped until a click journal can be made: ", err)
+        end
+        return false
+    end
+    own, own_error = journal, nil
+    log(NOTICE, "click journal ", own.path)
+    return true
 end
 
 -- Writes a click, whose details are `len` bytes at `at`, into the journal.
@@ -375,7 +392,7 @@ end
 -- seconds; if part of them had reached the stream, the importer drops the
 -- repeats by click id.
 function _M.flush(premature)
-    if not own then
+    if not own and (premature or not make_own()) then
         return
     end
     if premature then
@@ -408,13 +425,7 @@ function _M.init()
 end
 
 function _M.init_worker()
-    local journal, err = new_journal()
-    if not journal then
-        log(ERR, "clicks will be dropped: no click journal: ", err)
-        return
-    end
-    own = journal
-    log(NOTICE, "click journal ", own.path)
+    make_own()
 end
 
 return _M

@@ -223,3 +223,35 @@ def test_journals_make_way_for_new_ones_under_steady_traffic(make_edge, rds):
     final = metrics(edge)
     assert final["slingshot_edge_clicks_dropped_total"] == 0
     wait_until(lambda: len(list((edge.prefix / "spool").iterdir())) == 1, what="one journal left in the spool")
+
+
+def test_a_worker_that_cannot_make_its_journal_tries_again_and_then_records(make_edge, rds):
+    """A worker started while its journal cannot be made (here the spool
+    refuses it a file) drops its clicks, counted, until it can; then it
+    makes one and records every click, without a restart."""
+    edge = make_edge(workers=1)
+    slug = "jm" + uuid.uuid4().hex[:8]
+    publish(rds, slug)
+    spool = edge.prefix / "spool"
+    [worker] = workers(edge)
+    journals = set(spool.glob("*.journal"))
+    spool.chmod(0o500)
+    try:
+        os.kill(worker, signal.SIGKILL)
+        wait_until(lambda: len(set(workers(edge)) - {worker}) == 1, what="a new worker")
+        wait_until(
+            lambda: "clicks will be dropped until a click journal can be made" in edge.log_path.read_text(),
+            what="the refusal logged",
+        )
+        before = metrics(edge)["slingshot_edge_clicks_dropped_total"]
+        for _ in range(3):
+            assert edge.request(f"/{slug}").status == 302
+        assert metrics(edge)["slingshot_edge_clicks_dropped_total"] == before + 3
+    finally:
+        spool.chmod(0o700)
+    wait_until(lambda: set(spool.glob("*.journal")) - journals, what="the new worker's journal")
+    for _ in range(5):
+        assert edge.request(f"/{slug}").status == 302
+    found, counted = settled(rds, slug, edge, at_least=5)
+    assert len({click["id"] for click in found}) == counted == 5
+    assert metrics(edge)["slingshot_edge_clicks_dropped_total"] == before + 3
