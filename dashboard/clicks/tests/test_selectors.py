@@ -4,6 +4,7 @@ filters: clicks through the real importer, read by clicks.selectors."""
 import random
 import threading
 import uuid
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -418,6 +419,65 @@ def test_local_days_under_a_filter_read_days_and_the_hours_they_move_as_from_hou
     store(*(click(link, moments[n], *picks[n]) for n in sorted(late) if n % 2))
     fold_days(until=now)
     store(*(click(link, moments[n], *picks[n]) for n in sorted(late) if not n % 2))
+    assert report(link) == expected
+    assert report(hours_only) == expected
+
+
+def test_zones_whose_clocks_change_at_midnight_read_six_hours_and_days_as_from_hours(link, store):
+    # In a zone whose clocks change at its midnight, the day of a change
+    # begins at a midnight the clocks skip (to 01:00) or ends in an hour
+    # they repeat (its midnight comes twice): the buckets read from six
+    # hours, and under a filter from days and the hours they move, are those
+    # read from hours alone, late clicks included. The clicks are of the
+    # days around each zone's last change of clocks; a report begins three
+    # days before it, and one at the start of the change's own local day.
+    now = datetime.now(UTC)
+    zones = [CAIRO, HAVANA, ZoneInfo("America/Santiago")]
+    anchors = [_last_change(zone, now - timedelta(days=3)) for zone in zones]
+    ranges = {anchor: [(anchor - timedelta(days=3), anchor + timedelta(days=4))] for anchor in anchors}
+    for anchor, zone in zip(anchors, zones, strict=True):
+        change = next(
+            anchor - timedelta(hours=n)
+            for n in range(1, 25)
+            if (anchor - timedelta(hours=n)).astimezone(zone).utcoffset() != anchor.astimezone(zone).utcoffset()
+        ) + timedelta(hours=1)
+        day = bucket_start(change, "day", zone)
+        assert day <= change < next_bucket(day, "day", zone)
+        ranges[anchor].append((day, day + timedelta(days=3)))
+    hours_only = another_link(link)
+    visitors = [(f"203.0.113.{n}", ua) for n in range(1, 4) for ua in (CHROME, IPHONE, GOOGLEBOT)]
+    moments, picks, late = _store_around(store, link, hours_only, anchors, visitors, random.Random(62))
+    filters = [None, {"browser": "Chrome"}]
+    cases = [
+        (span, zone, interval, bots, n)
+        for anchor in anchors
+        for span in ranges[anchor]
+        for zone in zones
+        for interval in ("day", "week", "month")
+        for bots in (False, True)
+        for n in range(len(filters))
+    ]
+
+    def report(of):
+        return {
+            (span, zone, interval, bots, n): stats(
+                of, *span, interval=interval, zone=zone, include_bots=bots, filters=filters[n]
+            ).series
+            for span, zone, interval, bots, n in cases
+        }
+
+    expected = report(hours_only)
+    for anchor, zone in zip(anchors, zones, strict=True):
+        # The days of the report that begins with the change's day are the
+        # zone's, by Python's own reckoning of each click's local date.
+        start, end = ranges[anchor][1]
+        days = expected[ranges[anchor][1], zone, "day", True, 0]
+        assert {p.bucket.astimezone(zone).date(): p.clicks for p in days if p.clicks} == Counter(
+            moment.astimezone(zone).date() for moment in moments if start <= moment < end
+        )
+        assert days[0].bucket.timestamp() == start.timestamp() and len(days) == 3
+    fold_days(until=now)
+    store(*(click(link, moments[n], *picks[n]) for n in sorted(late)))
     assert report(link) == expected
     assert report(hours_only) == expected
 
