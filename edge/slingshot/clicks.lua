@@ -71,6 +71,12 @@ local failures, retry_at = 0, 0
 local next_scan, next_sync = 0, 0
 local exited = false
 local own_error = nil
+-- Clicks served while the worker has no journal: dropped, and counted by
+-- hour as served under an id prefix of their own, so that the accounting
+-- shows them lost. { prefix, hours = { [hour start] = { redirects, orphans } },
+-- sent = (the same, as last sent), dirty = counted since }, from the first
+-- time a journal cannot be made.
+local lost = nil
 local warned_unset = false
 local full_since = nil
 
@@ -90,7 +96,8 @@ local function new_journal()
 end
 
 -- Makes the worker's own journal: until one can be made, its clicks are
--- dropped (and counted), and each tick of its timer tries again.
+-- dropped (counted as dropped, and as served for the accounting), and
+-- each tick of its timer tries again.
 local function make_own()
     local journal, err = new_journal()
     if not journal then
@@ -98,6 +105,7 @@ local function make_own()
             own_error = err
             log(ERR, "clicks will be dropped until a click journal can be made: ", err)
         end
+        lost = lost or { prefix = random_prefix(), hours = {}, sent = {} }
         return false
     end
     own, own_error = journal, nil
@@ -105,12 +113,27 @@ local function make_own()
     return true
 end
 
+-- Counts a click of `kind` at `t` dropped for want of a journal.
+local function count_lost(kind, t)
+    metrics.inc(DROPPED)  -- logged when the journal could not be made
+    if not lost then
+        return  -- its id prefix could not be drawn either
+    end
+    lost.dirty = true
+    local hour = t - t % 3600
+    local counts = lost.hours[hour]
+    if not counts then
+        counts = { 0, 0 }
+        lost.hours[hour] = counts
+    end
+    counts[kind] = counts[kind] + 1
+end
+
 -- Writes a click, whose details are `len` bytes at `at`, into the journal.
 local function write_click(slug, link_id, rule, at, len)
     local journal = own
     if not journal then
-        metrics.inc(DROPPED)  -- logged when the journal could not be made
-        return
+        return count_lost(link_id == "" and ORPHAN or REDIRECT, now())
     end
     if len > CHECK_ABOVE then
         at = cut_details(ffi_string(at, len))
@@ -223,26 +246,58 @@ local function send_entries(red, journal)
     end
 end
 
--- Sends the hour counts of `journal` that changed; an error on any of
--- them keeps them all for the next time.
-local function send_counts(red, journal)
-    local counts = journal:unsent_counts(now() - accounting.TTL)
+-- Sends `counts` (a list of { hour start, redirects, orphan visits }) as
+-- the served counts of the click id prefix `prefix`.
+local function send_hour_counts(red, prefix, counts)
     if #counts == 0 then
         return true
     end
-    local commands = accounting.commands(journal.prefix, counts)
+    local commands = accounting.commands(prefix, counts)
     red:init_pipeline(#commands * 2)
     for i = 1, #commands do
         local c = commands[i]
         red:hset(c[1], c[2], c[3], c[4], c[5])
         red:expire(c[1], accounting.TTL)
     end
-    local ok, err = commit(red, "accounting: redis: ")
-    if not ok then
-        return nil, err
+    return commit(red, "accounting: redis: ")
+end
+
+-- Sends the hour counts of `journal` that changed; an error on any of
+-- them keeps them all for the next time.
+local function send_counts(red, journal)
+    local counts = journal:unsent_counts(now() - accounting.TTL)
+    local ok, err = send_hour_counts(red, journal.prefix, counts)
+    if ok then
+        journal:counts_sent(counts)
     end
-    journal:counts_sent(counts)
-    return true
+    return ok, err
+end
+
+-- The same for the clicks dropped for want of a journal.
+local function send_lost(red)
+    if not lost.dirty then
+        return true
+    end
+    lost.dirty = false  -- before the send yields: a click counted meanwhile sets it again
+    local counts, since = {}, now() - accounting.TTL
+    for hour, n in pairs(lost.hours) do
+        local last = lost.sent[hour]
+        if hour < since then
+            lost.hours[hour], lost.sent[hour] = nil, nil
+        elseif not last or last[1] ~= n[1] or last[2] ~= n[2] then
+            counts[#counts + 1] = { hour, n[1], n[2] }
+        end
+    end
+    local ok, err = send_hour_counts(red, lost.prefix, counts)
+    if ok then
+        for i = 1, #counts do
+            local c = counts[i]
+            lost.sent[c[1]] = { c[2], c[3] }
+        end
+    else
+        lost.dirty = true
+    end
+    return ok, err
 end
 
 local function report(journal)
@@ -275,6 +330,9 @@ local function send_all()
     end
     local ok
     ok, err = send(red, own)
+    if ok and lost then
+        ok, err = send_lost(red)
+    end
     for name, journal in pairs(adopted) do
         if not ok then
             break
@@ -347,6 +405,35 @@ local function rotate()
     own = journal
 end
 
+-- After a flush that failed with `err`: the next waits, exponentially
+-- longer each time up to EDGE_CLICK_RETRY_MAX seconds.
+local function retry_later(err)
+    failures = failures + 1
+    local delay = min(config.click_retry_max, config.click_flush_interval * 2 ^ failures)
+    retry_at = now() + delay
+    log(WARN, "click flush failed (retry in ", delay, " s): ", err)
+end
+
+-- The flush of a worker without a journal: the counts of its lost clicks.
+local function flush_lost()
+    local red, err = redis.connect(config.redis_clicks)
+    local ok = red ~= nil
+    if ok then
+        ok, err = send_lost(red)
+        if ok then
+            redis.release(red)
+        else
+            red:close()
+        end
+    end
+    if ok then
+        failures, retry_at = 0, 0
+    else
+        metrics.inc(ERRORS)
+        retry_later(err)
+    end
+end
+
 local function flush(premature)
     local ok, err = send_all()
     if ok then
@@ -362,10 +449,7 @@ local function flush(premature)
             log(WARN, "click flush at exit failed, ", clicks, " clicks left in ", own.path,
                 " for the next worker: ", err)
         else
-            failures = failures + 1
-            local delay = min(config.click_retry_max, config.click_flush_interval * 2 ^ failures)
-            retry_at = now() + delay
-            log(WARN, "click flush failed (retry in ", delay, " s): ", err)
+            retry_later(err)
         end
     end
     local t = now()
@@ -392,7 +476,10 @@ end
 -- seconds; if part of them had reached the stream, the importer drops the
 -- repeats by click id.
 function _M.flush(premature)
-    if not own and (premature or not make_own()) then
+    if not own and not premature then
+        make_own()
+    end
+    if not own and not (lost and lost.dirty) then
         return
     end
     if premature then
@@ -404,12 +491,14 @@ function _M.flush(premature)
         return
     end
     busy = true
-    local ok, err = pcall(flush, premature)
+    local ok, err = pcall(own and flush or flush_lost, premature)
     busy = false
     if not ok then
         log(ERR, "click flush: ", err)
     end
-    report(own)
+    if own then
+        report(own)
+    end
     for _, journal in pairs(adopted) do
         report(journal)
     end

@@ -225,11 +225,13 @@ def test_journals_make_way_for_new_ones_under_steady_traffic(make_edge, rds):
     wait_until(lambda: len(list((edge.prefix / "spool").iterdir())) == 1, what="one journal left in the spool")
 
 
-def test_a_worker_that_cannot_make_its_journal_tries_again_and_then_records(make_edge, rds):
+def test_a_worker_that_cannot_make_its_journal_tries_again_and_then_records(make_edge, private_redis):
     """A worker started while its journal cannot be made (here the spool
-    refuses it a file) drops its clicks, counted, until it can; then it
-    makes one and records every click, without a restart."""
-    edge = make_edge(workers=1)
+    refuses it a file) drops its clicks, counted as dropped and as served,
+    until it can; then it makes one and records every click, without a
+    restart. The accounting shows the loss."""
+    edge = make_edge(workers=1, env=private_redis.edge_env())
+    rds = private_redis.client()
     slug = "jm" + uuid.uuid4().hex[:8]
     publish(rds, slug)
     spool = edge.prefix / "spool"
@@ -255,3 +257,6 @@ def test_a_worker_that_cannot_make_its_journal_tries_again_and_then_records(make
     found, counted = settled(rds, slug, edge, at_least=5)
     assert len({click["id"] for click in found}) == counted == 5
     assert metrics(edge)["slingshot_edge_clicks_dropped_total"] == before + 3
+    # Every journal's counts and the lost clicks': served 8, of which 5 stored.
+    served = sum(sum(served_counts(rds.hgetall(key))) for key in rds.scan_iter(SERVED_KEY_PREFIX + "*"))
+    assert served == 8
