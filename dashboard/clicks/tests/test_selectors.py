@@ -310,6 +310,29 @@ def _store_around(store, link, hours_only, anchors, visitors, rng) -> tuple[list
     return moments, picks, late
 
 
+def _cases(spans, zones, filters) -> list[tuple]:
+    """Reports by day, week and month, with and without bots: (span, zone,
+    interval, bots, the filter's place in `filters`) of each combination."""
+    return [
+        (span, zone, interval, bots, n)
+        for span in spans
+        for zone in zones
+        for interval in ("day", "week", "month")
+        for bots in (False, True)
+        for n in range(len(filters))
+    ]
+
+
+def _series(of, cases, filters) -> dict[tuple, list]:
+    """The series of `of` in each of `cases` (_cases)."""
+    return {
+        (span, zone, interval, bots, n): stats(
+            of, *span, interval=interval, zone=zone, include_bots=bots, filters=filters[n]
+        ).series
+        for span, zone, interval, bots, n in cases
+    }
+
+
 def test_local_days_read_from_six_hours_as_from_hours_late_clicks_included(link, store):
     # A zone's local days, weeks and months read the six hours that lie in one
     # of them from click_rollup_6h once they are folded. The same clicks on a
@@ -382,32 +405,15 @@ def test_local_days_under_a_filter_read_days_and_the_hours_they_move_as_from_hou
         ZoneInfo("Pacific/Pago_Pago"),  # -11
     ]
     filters = [{"browser": "Chrome"}, {"referer_host": "www.google.com"}, {"browser": "Googlebot"}]
-    cases = [
-        (anchor, zone, interval, bots, n)
-        for anchor in anchors
-        for zone in zones
-        for interval in ("day", "week", "month")
-        for bots in (False, True)
-        for n in range(len(filters))
-    ]
+    spans = {anchor: (anchor - timedelta(days=3), anchor + timedelta(days=4)) for anchor in anchors}
+    cases = _cases(spans.values(), zones, filters)
 
     def report(of):
-        return {
-            (anchor, zone, interval, bots, n): stats(
-                of,
-                anchor - timedelta(days=3),
-                anchor + timedelta(days=4),
-                interval=interval,
-                zone=zone,
-                include_bots=bots,
-                filters=filters[n],
-            ).series
-            for anchor, zone, interval, bots, n in cases
-        }
+        return _series(of, cases, filters)
 
     expected = report(hours_only)
     for anchor in anchors:
-        assert sum(p.clicks for p in expected[anchor, BERLIN, "day", True, 0]) == sum(
+        assert sum(p.clicks for p in expected[spans[anchor], BERLIN, "day", True, 0]) == sum(
             1
             for moment, pick in zip(moments, picks, strict=True)
             if pick[1] == CHROME and abs(moment - anchor) < timedelta(days=4)
@@ -448,23 +454,10 @@ def test_zones_whose_clocks_change_at_midnight_read_six_hours_and_days_as_from_h
     visitors = [(f"203.0.113.{n}", ua) for n in range(1, 4) for ua in (CHROME, IPHONE, GOOGLEBOT)]
     moments, picks, late = _store_around(store, link, hours_only, anchors, visitors, random.Random(62))
     filters = [None, {"browser": "Chrome"}]
-    cases = [
-        (span, zone, interval, bots, n)
-        for anchor in anchors
-        for span in ranges[anchor]
-        for zone in zones
-        for interval in ("day", "week", "month")
-        for bots in (False, True)
-        for n in range(len(filters))
-    ]
+    cases = _cases([span for anchor in anchors for span in ranges[anchor]], zones, filters)
 
     def report(of):
-        return {
-            (span, zone, interval, bots, n): stats(
-                of, *span, interval=interval, zone=zone, include_bots=bots, filters=filters[n]
-            ).series
-            for span, zone, interval, bots, n in cases
-        }
+        return _series(of, cases, filters)
 
     expected = report(hours_only)
     for anchor, zone in zip(anchors, zones, strict=True):
