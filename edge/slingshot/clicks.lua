@@ -328,8 +328,10 @@ local function send_all()
     if not red then
         return nil, err
     end
-    local ok
-    ok, err = send(red, own)
+    local ok = true
+    if own then
+        ok, err = send(red, own)
+    end
     if ok and lost then
         ok, err = send_lost(red)
     end
@@ -405,52 +407,29 @@ local function rotate()
     own = journal
 end
 
--- After a flush that failed with `err`: the next waits, exponentially
--- longer each time up to EDGE_CLICK_RETRY_MAX seconds.
-local function retry_later(err)
-    failures = failures + 1
-    local delay = min(config.click_retry_max, config.click_flush_interval * 2 ^ failures)
-    retry_at = now() + delay
-    log(WARN, "click flush failed (retry in ", delay, " s): ", err)
-end
-
--- The flush of a worker without a journal: the counts of its lost clicks.
-local function flush_lost()
-    local red, err = redis.connect(config.redis_clicks)
-    local ok = red ~= nil
-    if ok then
-        ok, err = send_lost(red)
-        if ok then
-            redis.release(red)
-        else
-            red:close()
-        end
-    end
-    if ok then
-        failures, retry_at = 0, 0
-    else
-        metrics.inc(ERRORS)
-        retry_later(err)
-    end
-end
-
 local function flush(premature)
     local ok, err = send_all()
     if ok then
         failures, retry_at = 0, 0
         full_since = nil
-        if not premature and not exited then
-            rotate()
-        end
     else
         metrics.inc(ERRORS)
-        if premature then
+        if premature and own then
             local clicks = own:waiting()
             log(WARN, "click flush at exit failed, ", clicks, " clicks left in ", own.path,
                 " for the next worker: ", err)
         else
-            retry_later(err)
+            failures = failures + 1
+            local delay = min(config.click_retry_max, config.click_flush_interval * 2 ^ failures)
+            retry_at = now() + delay
+            log(WARN, "click flush failed (retry in ", delay, " s): ", err)
         end
+    end
+    if not own then
+        return  -- a worker without a journal has only its lost clicks' counts to send
+    end
+    if ok and not premature and not exited then
+        rotate()
     end
     local t = now()
     if not exited and t >= next_scan then
@@ -491,7 +470,7 @@ function _M.flush(premature)
         return
     end
     busy = true
-    local ok, err = pcall(own and flush or flush_lost, premature)
+    local ok, err = pcall(flush, premature)
     busy = false
     if not ok then
         log(ERR, "click flush: ", err)
