@@ -166,28 +166,38 @@ def _moved_hours(interval: str, zone: tzinfo, start: datetime, end: datetime) ->
     return moved
 
 
-def _local_filtered_parts(
-    interval: str, zone: tzinfo, ids: list[int], start: datetime, end: datetime, counted: str, filtered: tuple
+def _day_parts(
+    interval: str,
+    zone: tzinfo,
+    table: str,
+    ids: list[int],
+    start: datetime,
+    end: datetime,
+    counted: str,
+    extra: str,
+    filtered: tuple,
 ) -> tuple[list[str], list]:
-    """SELECTs of link_id, the bucket as k and the clicks of the breakdown
-    rows of one value (`filtered`: the condition and its parameters) that
-    hold [start, end) (whole UTC hours) for a series of local days, weeks or
-    months of a zone whose days are not UTC days. The breakdowns have no rows
-    of six hours: each folded UTC day's row counts in the bucket of its
-    midday, and its hours in another bucket (_moved_hours, an index lookup
-    each) are taken out of it and counted in theirs; hours at either end
-    and not folded yet count as they are. Each click is counted once."""
+    """SELECTs of link_id, the bucket as k, the clicks and `extra` of the
+    rows of `table` (under `filtered`: a condition and its parameters) that
+    hold [start, end) (whole UTC hours) for a series of days, weeks or
+    months, read from whole UTC days where they can (_spans). Each UTC
+    day's row counts in the bucket of its midday: in a zone whose days are
+    UTC days, the bucket it is in. In another, its hours in another bucket
+    (_moved_hours, an index lookup each) are taken out of it and counted in
+    theirs; this reads the clicks alone, with no `extra`, and is for the
+    breakdowns, which have no rows of six hours (a series without a filter
+    reads those, _local_parts). Each click is counted once."""
     where, where_params = filtered
     parts, params = [], []
     for span in _spans(start, end):
-        sql, span_params = _span_sql("click_breakdown", span, ids, where, where_params)
-        column = MIDDAY_OF_DAY if span[0] == "day" else "bucket"
-        parts.append(f"SELECT link_id, {_bucket_key(interval, zone, column)} AS k, {counted} AS clicks {sql}")
+        sql, span_params = _span_sql(table, span, ids, where, where_params)
+        key = _bucket_key(interval, zone, MIDDAY_OF_DAY if span[0] == "day" else "bucket")
+        parts.append(f"SELECT link_id, {key} AS k, {counted} AS clicks{extra} {sql}")
         params += span_params
-    if moved := _moved_hours(interval, zone, start, end):
+    if not is_utc(zone) and (moved := _moved_hours(interval, zone, start, end)):
         into, out_of = _bucket_key(interval, zone), _bucket_key(interval, zone, MIDDAY_OF_HOUR)
         parts.append(
-            "SELECT link_id, moved.k, moved.clicks FROM click_breakdown_hour,"
+            f"SELECT link_id, moved.k, moved.clicks FROM {table}_hour,"
             f" LATERAL (VALUES ({into}, {counted}), ({out_of}, -{counted})) moved (k, clicks)"
             " WHERE link_id = ANY(%s) AND bucket = ANY(%s::timestamptz[])"
             f" AND bucket < (SELECT folded_before FROM click_day_fold){where}"
@@ -244,27 +254,20 @@ class Report:
                 f"GROUP BY bucket HAVING sum({counted}) > 0 ORDER BY bucket"
             )
         else:
-            # Whole UTC days from the day tables when the zone's days are
-            # UTC days; other zones' days from rows of six hours where they
-            # can (_local_parts), and under a filter from days and the hours
-            # to move between buckets (_local_filtered_parts). A link's rows
-            # of one bucket add up, and their visitors are the union of the
+            # Whole UTC days from the day tables, and in a zone whose days
+            # are not UTC days the hours to move between buckets
+            # (_day_parts); without a filter, such a zone's days from rows
+            # of six hours where they can (_local_parts). A link's rows of
+            # one bucket add up, and their visitors are the union of the
             # sketches.
             sorts_sketches = not (filtered or is_utc(self.zone))
             extra = "" if filtered else f", {visitors}, {sketch}"
             if sorts_sketches:
                 parts, params = _local_parts(interval, self.zone, self.ids, start, end, f"{counted}{extra}")
-            elif not is_utc(self.zone):
-                parts, params = _local_filtered_parts(
-                    interval, self.zone, self.ids, start, end, counted, (where, where_params)
-                )
             else:
-                key = _bucket_key(interval, self.zone)
-                parts, params = [], []
-                for span in _spans(start, end):
-                    sql, span_params = _span_sql(table, span, self.ids, where, where_params)
-                    parts.append(f"SELECT link_id, {key} AS k, {counted} AS clicks{extra} {sql}")
-                    params += span_params
+                parts, params = _day_parts(
+                    interval, self.zone, table, self.ids, start, end, counted, extra, (where, where_params)
+                )
             union = " UNION ALL ".join(parts)
             if filtered:
                 query = (

@@ -116,8 +116,8 @@ def test_a_local_midnight_the_clocks_skip_or_repeat_begins_its_bucket_at_the_ins
 
 
 def test_a_filtered_series_moves_the_hours_of_another_bucket_than_their_days_midday():
-    # _local_filtered_parts counts a UTC day's row in the bucket of its
-    # midday and moves the hours of other buckets: those _moved_hours names,
+    # _day_parts counts a UTC day's row in the bucket of its midday and
+    # moves the hours of other buckets: those _moved_hours names,
     # against each hour's own bucket, in zones whose clocks change at
     # midnight, by half hours, on two sides of a UTC midday, or not at all.
     start, end = datetime(2025, 10, 1, 5, tzinfo=UTC), datetime(2026, 11, 20, tzinfo=UTC)
