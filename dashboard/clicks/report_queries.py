@@ -180,21 +180,23 @@ def _day_parts(
     """SELECTs of link_id, the bucket as k, the clicks and `extra` of the
     rows of `table` (under `filtered`: a condition and its parameters) that
     hold [start, end) (whole UTC hours) for a series of days, weeks or
-    months, read from whole UTC days where they can (_spans). Each UTC
-    day's row counts in the bucket of its midday: in a zone whose days are
-    UTC days, the bucket it is in. In another, its hours in another bucket
-    (_moved_hours, an index lookup each) are taken out of it and counted in
-    theirs; this reads the clicks alone, with no `extra`, and is for the
-    breakdowns, which have no rows of six hours (a series without a filter
-    reads those, _local_parts). Each click is counted once."""
+    months, read from whole UTC days where they can (_spans). In a zone
+    whose days are UTC days, each row counts in the bucket it begins in. In
+    another, a UTC day's row counts in the bucket of its midday, and its
+    hours in another bucket (_moved_hours, an index lookup each) are taken
+    out of it and counted in theirs; this reads the clicks alone, with no
+    `extra`, and is for the breakdowns, which have no rows of six hours (a
+    series without a filter reads those, _local_parts). Each click is
+    counted once."""
     where, where_params = filtered
+    utc = is_utc(zone)
     parts, params = [], []
     for span in _spans(start, end):
         sql, span_params = _span_sql(table, span, ids, where, where_params)
-        key = _bucket_key(interval, zone, MIDDAY_OF_DAY if span[0] == "day" else "bucket")
+        key = _bucket_key(interval, zone, MIDDAY_OF_DAY if span[0] == "day" and not utc else "bucket")
         parts.append(f"SELECT link_id, {key} AS k, {counted} AS clicks{extra} {sql}")
         params += span_params
-    if not is_utc(zone) and (moved := _moved_hours(interval, zone, start, end)):
+    if not utc and (moved := _moved_hours(interval, zone, start, end)):
         into, out_of = _bucket_key(interval, zone), _bucket_key(interval, zone, MIDDAY_OF_HOUR)
         parts.append(
             f"SELECT link_id, moved.k, moved.clicks FROM {table}_hour,"
