@@ -131,3 +131,46 @@ def test_the_breakdown_counts_each_click_once_in_every_dimension_as_a_plain_coun
         keys = [tuple(line.split("\t")[:4]) for line in made.breakdown_rows.decode().splitlines()]
         assert len(keys) == len(set(keys))  # one row a key: the upsert takes each once
     assert +counted == +expected
+
+
+def test_entries_of_older_formats_and_values_copy_would_misread_become_the_same_rows(maker):
+    at = f"{TS // 1000}.{TS % 1000:03d}".encode()
+    # Format 3 (no rule line) and 4 (an orphan visit's rule line empty),
+    # as an older edge left them in the stream; an agent that is not UTF-8.
+    three = (
+        b"efefefefefefefef\na\nx\n\n" + at + b"\n203.0.113.9\nbad\xffagent\n\ny\n9\n" + at + b"\n203.0.113.9\nua\n\n"
+    )
+    four = b"cdcdcdcdcdcdcdcd\n0\nz\n\n\n" + at + b"\n::1\nua\n\nw\n8\nab3\n" + at + b"\n::1\nua\n\n"
+    five = entry([click(slug="a\\b\x00c\rd", link=7, ref="https://r.example/\t")])
+    batch = maker.make(
+        [(b"3-0", {b"v": b"3", b"clicks": three}), (b"4-0", {b"v": b"4", b"clicks": four}), five], now=NOW
+    )
+    assert (batch.clicks, batch.orphans, batch.dead) == (3, 2, [])
+    clicks = {row["click_id"]: row for row in rows(batch.click_rows, CLICK_COLUMNS)}
+    orphans = {row["click_id"]: row for row in rows(batch.orphan_rows, ORPHAN_COLUMNS)}
+    assert (clicks["efefefefefefefef000000000000000b"]["slug"], clicks["efefefefefefefef000000000000000b"]["rule"]) == (
+        "y",
+        "\\N",
+    )
+    assert clicks["cdcdcdcdcdcdcdcd0000000000000001"]["rule"] == "ab3"
+    assert orphans["efefefefefefefef000000000000000a"]["user_agent"] == "bad\ufffdagent"
+    assert {(row["kind"], row["domain"]) for row in orphans.values()} == {("unknown", "")}
+    (served,) = [row for row in clicks.values() if row["link_id"] == "7"]
+    assert served["slug"] == "a\\\\bc\\rd"  # NUL dropped, the rest escaped
+    assert (served["referer"], served["referer_host"]) == ("https://r.example/\\t", "r.example")
+    assert served["occurred_at"] == NOW.strftime("%Y-%m-%d %H:%M:%S.000+00")
+    assert batch.link_ids == {7, 8, 9}
+
+
+def test_a_visitor_counts_once_a_link_and_hour_and_each_hour_apart(maker):
+    hour = 3_600_000
+    batch = maker.make(
+        [entry([click(), click(), click(ip="198.51.100.7"), click(ts=TS - hour), click(ua=BOT)])],
+        now=NOW,
+    )
+    visitors = {}
+    for line in batch.visitor_rows.decode().splitlines():
+        link, row_hour, bot, hashes = line.split("\t")
+        visitors[int(row_hour) - TS // hour, bot] = hashes.strip("{}").split(",")
+    assert {key: len(hashes) for key, hashes in visitors.items()} == {(0, "f"): 2, (-1, "f"): 1, (0, "t"): 1}
+    assert visitors[-1, "f"][0] in visitors[0, "f"]  # the same visitor, an hour before

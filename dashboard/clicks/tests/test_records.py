@@ -164,11 +164,30 @@ def test_values_are_taken_as_they_came_and_bytes_that_are_not_utf8_replaced():
         (b"0000000000000000\n1\ns\n1\n1.5\n::1\nua\nref\n", "Unix seconds"),
         (b"0000000000000000\n1\ns\n1\n 1.000\n::1\nua\nref\n", "Unix seconds"),
         (b"0000000000000000\n1\ns\n1\n1000\n::1\nua\nref\n", "Unix seconds"),
+        (b"0000000000000000\n1\ns\n1\n1234567890123.000\n::1\nua\nref\n", "Unix seconds"),
+        (b"0000000000000000\n1\ns\n1\n1.0000\n::1\nua\nref\n", "Unix seconds"),
+        (b"ABABABABABABABAB\n1\ns\n1\n1.000\n::1\nua\nref\n", "prefix"),
+        (b"0000000000000000\n" + b"1" * 17 + b"\ns\n1\n1.000\n::1\nua\nref\n", "first number"),
+        (b"0000000000000000\n\ns\n1\n1.000\n::1\nua\nref\n", "first number"),
+        (b"", "6 lines a click"),
+        (b"\n", "6 lines a click"),
     ],
 )
 def test_entries_that_break_the_contract_are_refused(payload, reason):
     with pytest.raises(BadEntry, match=reason):
         decode_entry(entry(payload))
+
+
+def test_a_slug_is_counted_in_characters_and_the_last_click_number_may_be_the_largest():
+    def payload(slug: str, first: bytes = b"1") -> bytes:
+        return b"0000000000000000\n" + first + b"\n" + slug.encode() + b"\n1\n1.000\n::1\nua\nref\n"
+
+    assert decode_entry(entry(payload("é" * 64)))[0][2] == "é" * 64
+    with pytest.raises(BadEntry, match="slug"):
+        decode_entry(entry(payload("é" * 65)))
+    (row,) = decode_entry(entry(payload("s", b"ffffffffffffffff")))
+    assert row[0] == "0000000000000000ffffffffffffffff"
+    assert decode_entry(entry(b"0000000000000000\n1\n")) == []
 
 
 def test_unknown_versions_and_entries_without_clicks_are_refused():
