@@ -10,6 +10,7 @@ which `user_agents` holds once each, by id. The rows are written in C
 (entries.pyx): the importer's hot loop.
 """
 
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -125,17 +126,21 @@ class BatchMaker:
             self._values.append(f"{dimension}\t{copy_text(value)}".encode("utf-8", "replace"))
         return value_id
 
-    def _ip_row(self, raw: str) -> tuple[bytes, int, int]:
+    def _ip_row(self, raw: str) -> tuple[bytes, int, bytes]:
         """(COPY text of ip and country, the country's value id, network hash)."""
         facts = self.enricher.ip(raw)
         text = f"{NULL if facts.stored is None else facts.stored}\t{copy_text(facts.country)}"
-        return (text.encode("utf-8", "replace"), self._value_id("country", facts.country), facts.network_hash)
+        return (
+            text.encode("utf-8", "replace"),
+            self._value_id("country", facts.country),
+            _hash_bytes(facts.network_hash),
+        )
 
-    def _agent_row(self, raw: str) -> tuple[bytes, int, int, int, int, bytes, int, str]:
+    def _agent_row(self, raw: str) -> tuple[bytes, int, int, int, int, bytes, int, str, bytes]:
         """(COPY text of user_agent_id, browser, os, device and is_bot, the
         value ids of its browser, os and device, 1 for a bot and 0 for a
         human, COPY text of an orphan's user_agent and is_bot, the agent's
-        hash, the agent as stored)."""
+        hash (its id), the agent as stored, the hash again for entries.pyx)."""
         facts = self.enricher.agent(raw)
         bot = "t" if facts.is_bot else "f"
         classes = (facts.browser, facts.os, facts.device)
@@ -150,6 +155,7 @@ class BatchMaker:
             f"{copy_text(facts.user_agent)}\t{bot}".encode("utf-8", "replace"),
             facts.agent_hash,
             facts.user_agent,
+            _hash_bytes(facts.agent_hash),
         )
 
     def _referer_row(self, raw: str) -> tuple[bytes, int, bytes]:
@@ -178,3 +184,8 @@ class BatchMaker:
             int((now + MAX_CLICK_SKEW).timestamp() * 1000),
         )
         return batch
+
+
+def _hash_bytes(value: int) -> bytes:
+    """A signed 64-bit hash as entries.pyx reads it: 8 bytes in the machine's order."""
+    return value.to_bytes(8, sys.byteorder, signed=True)

@@ -19,7 +19,6 @@ from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint64_t
-from libc.stdio cimport snprintf
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memchr, memcpy, memset
 
@@ -30,6 +29,7 @@ from slingshot.contract import CLICK_RECORD_VERSION, ORPHAN_KINDS
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
     long long PyLong_AsLongLong(PyObject* obj) except? -1
+    object PyLong_FromUnsignedLongLong(unsigned long long value)
 
 VERSION = CLICK_RECORD_VERSION.encode()
 # Lines a click, by record format: slug, link id, [rule,] time, address, User-Agent, Referer.
@@ -277,10 +277,20 @@ cdef inline int _put_bytes(Buf* buf, object value) except -1:
     return _put(buf, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
 
 
-cdef int _put_int(Buf* buf, long long value) except -1:
-    _reserve(buf, 24)
-    buf.size += snprintf(buf.data + buf.size, 24, "%lld", value)
-    return 0
+cdef int _put_int(Buf* buf, int64_t value) except -1:
+    """`value` in decimal."""
+    cdef char digits[20]
+    cdef int i = 20
+    cdef uint64_t rest = <uint64_t>value if value >= 0 else <uint64_t>0 - <uint64_t>value
+    while True:
+        i -= 1
+        digits[i] = <char>(48 + rest % 10)
+        rest //= 10
+        if not rest:
+            break
+    if value < 0:
+        _put_char(buf, b'-')
+    return _put(buf, digits + i, 20 - i)
 
 
 cdef bytes _take(Buf* buf):
@@ -414,6 +424,34 @@ cdef inline int64_t _int(object row, Py_ssize_t i) except? -1:
     return PyLong_AsLongLong(PyTuple_GET_ITEM(row, i))
 
 
+cdef inline int64_t _hash(object row, Py_ssize_t i) noexcept:
+    """A hash the row holds as 8 bytes, in the machine's order (batch.py, _hash_bytes)."""
+    cdef int64_t value
+    memcpy(&value, PyBytes_AS_STRING(<object>PyTuple_GET_ITEM(row, i)), 8)
+    return value
+
+
+cdef inline bint _misread(const char* s, Py_ssize_t n) noexcept:
+    """Whether COPY would misread these bytes as they are (a backslash, tab,
+    carriage return or NUL; a line feed ends the line they came in)."""
+    cdef Py_ssize_t i
+    cdef char c
+    for i in range(n):
+        c = s[i]
+        if c == b'\\' or c == b'\t' or c == b'\r' or c == 0:
+            return True
+    return False
+
+
+cdef inline uint64_t _number(const char* s, Py_ssize_t n) noexcept:
+    """The value of n decimal digits (at most 19)."""
+    cdef uint64_t value = 0
+    cdef Py_ssize_t i
+    for i in range(n):
+        value = value * 10 + <uint64_t>(s[i] - 48)
+    return value
+
+
 cdef inline int _put_item(Buf* buf, object row, Py_ssize_t i) except -1:
     return _put_bytes(buf, <object>PyTuple_GET_ITEM(row, i))
 
@@ -532,10 +570,7 @@ cdef class RowMaker:
                     _put_char(buf, b'\t')
                     _put(buf, when, 26)
                     _put_char(buf, b'\t')
-                    if (
-                        memchr(slug, b'\\', slug_size) or memchr(slug, b'\t', slug_size)
-                        or memchr(slug, b'\r', slug_size) or memchr(slug, 0, slug_size)
-                    ):
+                    if _misread(slug, slug_size):
                         _put_bytes(buf, copy_text(_str(slug, slug_size).replace("\x00", "")).encode())
                     else:
                         _put(buf, slug, slug_size)
@@ -576,7 +611,7 @@ cdef class RowMaker:
                         _put(buf, b"\\N", 2)
                     _put_char(buf, b'\n')
                     # The breakdown: a count a click and dimension.
-                    key = int(link[:link_size])
+                    key = PyLong_FromUnsignedLongLong(_number(link, link_size))
                     found = PyDict_GetItem(places, key)
                     if found == NULL:
                         places[key] = len(links)
@@ -608,7 +643,7 @@ cdef class RowMaker:
                             raise MemoryError()
                         visitors = grown
                     visitors[visitor_count].place = place << 1 | bot
-                    visitors[visitor_count].hash = _int(ip, 2) ^ _int(agent, 6)
+                    visitors[visitor_count].hash = _hash(ip, 2) ^ _hash(agent, 8)
                     visitor_count += 1
             batch.clicks, batch.orphans = served, orphan_count
             batch.click_rows, batch.orphan_rows = _take(&clicks), _take(&orphans)
