@@ -1,40 +1,40 @@
 """`make bench-copy`: what a stored click costs PostgreSQL, part by part.
 
-What binary COPY, fewer indexes on the click partitions, or rows grouped
-by link would save the importer's COPY into `clicks`. It starts a durable
-PostgreSQL (as `make run` has it: fsync and synchronous commit on,
-PostgreSQL's own defaults otherwise) and Redis, migrates, preloads clicks
-as the edge writes them (bench_import.preload: 2,000 links, ~600 user
-agents, 66,000 addresses), makes them into the importer's own batches (BatchMaker, enriched) of the
-size a live importer takes at ~65,000 clicks a second (160 entries, 16,000
-clicks), and then COPYs the same batches into `clicks` in turn:
+What COPY's text format, fewer indexes on the click partitions, or rows
+grouped by link would change in the importer's COPY into `clicks`. It
+starts a durable PostgreSQL (as `make run` has it: fsync and synchronous
+commit on, PostgreSQL's own defaults otherwise) and Redis, migrates,
+preloads clicks as the edge writes them (bench_import.preload: 2,000
+links, ~600 user agents, 66,000 addresses), makes them into the
+importer's own batches (BatchMaker, enriched) of the size a live importer
+takes at ~65,000 clicks a second (160 entries, 16,000 clicks), and then
+COPYs the same batches into `clicks` in turn:
 
   stored     the table as it is: the primary key (click_id, occurred_at),
-             the link-and-time index, and the imported clicks' partial index
+             the link-and-time index, and the imported clicks' partial
+             index; the importer's own binary COPY rows (entries.pyx)
   grouped    as stored, each batch's rows grouped by link (in the order
-             each link first comes, its clicks in their own order)
+             each link first comes, its clicks in their own order),
+             written by psycopg's write_row
   no-link    without clicks_link_time
   no-pkey    without the primary key
-  binary     as stored, with COPY's binary format (psycopg's write_row, the
-             types set), the rows parsed back from the text into Python
-             values first (not timed)
+  text       as stored, in COPY's text format (psycopg's write_row), as
+             the importer wrote its rows before
 
 one transaction a batch, each variant on an emptied table after a
 CHECKPOINT, in rounds. For each it prints the CPU the backend spent a
 click (from /proc), the WAL written a click, and the CPU this process spent
-in COPY a click. Changes nothing in the repo's schema: an index dropped
-for a variant is made again before the next.
+in COPY a click (the rows are read back into Python values first, not
+timed). Changes nothing in the repo's schema: an index dropped for a
+variant is made again before the next.
 
     .venv/bin/python loadtest/bench_copy.py [--clicks 320000] [--rounds 3] [--smoke]
 """
 
 import argparse
-import ipaddress
 import os
 import sys
 import time
-import uuid
-from datetime import datetime
 from pathlib import Path
 from statistics import median
 
@@ -45,9 +45,11 @@ from bench_import import preload  # noqa: E402
 from procstat import cpu_seconds  # noqa: E402
 
 from devstack.throwaway import ThrowawayStack  # noqa: E402
+from testing.copy_rows import CLICK_TYPES, binary_rows  # noqa: E402
 
 BATCH_ENTRIES = 160
-VARIANTS = ("stored", "grouped", "no-link", "no-pkey", "binary")
+VARIANTS = ("stored", "grouped", "no-link", "no-pkey", "text")
+BINARY = " (FORMAT BINARY)"
 DROP = {
     "no-link": ("DROP INDEX clicks_link_time", "CREATE INDEX clicks_link_time ON clicks (link_id, occurred_at)"),
     "no-pkey": (
@@ -56,67 +58,25 @@ DROP = {
     ),
 }
 WAL_SINCE = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s)"
-TYPES = {
-    "click_id": "uuid",
-    "occurred_at": "timestamptz",
-    "slug": "text",
-    "link_id": "int8",
-    "ip": "inet",
-    "country": "text",
-    "user_agent_id": "int8",
-    "browser": "text",
-    "os": "text",
-    "device": "text",
-    "is_bot": "bool",
-    "referer": "text",
-    "referer_host": "text",
-    "rule": "text",
-}
 
 
-def unescape(text: str) -> str:
-    if "\\" not in text:
-        return text
-    return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
-
-
-def parse_rows(columns: tuple[str, ...], text: bytes) -> list[tuple]:
-    """COPY text back into Python values, for the binary variant."""
-    convert = {
-        "uuid": uuid.UUID,
-        "timestamptz": lambda v: datetime.fromisoformat(v + ":00" if v[-3] in "+-" else v),
-        "int8": int,
-        "inet": ipaddress.ip_address,
-        "bool": lambda v: v == "t",
-        "text": unescape,
-    }
-    converters = [convert[TYPES[column]] for column in columns]
-    rows = []
-    for line in text.decode().split("\n")[:-1]:  # not splitlines: U+2028 and the like are text in COPY
-        rows.append(
-            tuple(
-                None if value == "\\N" else conv(value)
-                for conv, value in zip(converters, line.split("\t"), strict=True)
-            )
-        )
-    return rows
-
-
-def group_by_link(text: bytes, link_at: int) -> bytes:
-    """COPY text's lines grouped by link, in the order each link first comes."""
-    by_link: dict[bytes, list[bytes]] = {}
-    for line in text.splitlines(keepends=True):
-        by_link.setdefault(line.split(b"\t", link_at + 1)[link_at], []).append(line)
-    return b"".join(b"".join(lines) for lines in by_link.values())
+def group_by_link(rows: list[tuple], link_at: int) -> list[tuple]:
+    """Rows grouped by link, in the order each link first comes."""
+    by_link: dict[int, list[tuple]] = {}
+    for row in rows:
+        by_link.setdefault(row[link_at], []).append(row)
+    return [row for group in by_link.values() for row in group]
 
 
 def copy_sql(columns: tuple[str, ...], options: str = "") -> str:
     return f"COPY clicks ({', '.join(columns)}) FROM STDIN{options}"
 
 
-def copy_binary(cursor, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    with cursor.copy(copy_sql(columns, " (FORMAT BINARY)")) as copy:
-        copy.set_types([TYPES[column] for column in columns])
+def copy_rows(cursor, columns: tuple[str, ...], rows: list[tuple], options: str) -> None:
+    """The rows through psycopg's write_row, in COPY's binary or text format."""
+    with cursor.copy(copy_sql(columns, options)) as copy:
+        if options:
+            copy.set_types([CLICK_TYPES[column] for column in columns])
         for row in rows:
             copy.write_row(row)
 
@@ -148,8 +108,8 @@ def run(args, stack: ThrowawayStack) -> int:
     batches = [maker.make(entries[i : i + BATCH_ENTRIES]) for i in range(0, len(entries), BATCH_ENTRIES)]
     clicks = sum(batch.clicks for batch in batches)
     columns = batches[0].click_columns
-    parsed = [parse_rows(columns, batch.click_rows) for batch in batches]
-    grouped = [group_by_link(batch.click_rows, columns.index("link_id")) for batch in batches]
+    parsed = [binary_rows(batch.click_rows, columns) for batch in batches]
+    grouped = [group_by_link(rows, columns.index("link_id")) for rows in parsed]
     print(
         f"bench-copy: {clicks:,} clicks (orphan visits left out) in {len(batches)} batches of {BATCH_ENTRIES} "
         f"entries; PostgreSQL durable, its own defaults; {args.rounds} rounds of {', '.join(VARIANTS)}",
@@ -176,11 +136,13 @@ def run(args, stack: ThrowawayStack) -> int:
                 cpu_before, own_before = cpu_seconds([pid]), time.process_time()
                 for batch, rows, grouped_rows in zip(batches, parsed, grouped, strict=True):
                     with conn.transaction(), conn.cursor() as cursor:
-                        if variant == "binary":
-                            copy_binary(cursor, columns, rows)
+                        if variant == "text":
+                            copy_rows(cursor, columns, rows, "")
+                        elif variant == "grouped":
+                            copy_rows(cursor, columns, grouped_rows, BINARY)
                         else:
-                            with cursor.copy(copy_sql(columns)) as copy:
-                                copy.write(grouped_rows if variant == "grouped" else batch.click_rows)
+                            with cursor.copy(copy_sql(columns, BINARY)) as copy:
+                                copy.write(batch.click_rows)
                 cpu, own = cpu_seconds([pid]) - cpu_before, time.process_time() - own_before
                 wal = float(admin.execute(WAL_SINCE, [wal_before]).fetchone()[0])
                 stored = conn.execute("SELECT count(*) FROM clicks").fetchone()[0]

@@ -2,14 +2,17 @@
 rows the importer copies into PostgreSQL. No side effects: the only state is
 a cache of rows already made for the raw values seen before.
 
-A batch carries COPY text of its raw clicks (CLICK_COLUMNS), its orphan
-visits (ORPHAN_COLUMNS) and its rollup input (the rows of batch_breakdown
+A batch carries COPY rows of its raw clicks (CLICK_COLUMNS, in
+`click_format`), COPY text of its orphan visits (ORPHAN_COLUMNS) and its
+rollup input (the rows of batch_breakdown
 and batch_visitor_sets, as rollups.breakdown_rows and rollups.visitor_rows
 write them), the links its clicks were served by, and its user agents,
 which `user_agents` holds once each, by id. The rows are written in C
 (entries.pyx): the importer's hot loop.
 """
 
+import ipaddress
+import struct
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -68,7 +71,7 @@ class Batch:
     orphans: int = 0
     first_ms: int | None = None
     last_ms: int | None = None
-    click_rows: bytes = b""
+    click_rows: bytes = b""  # in COPY's format click_format
     orphan_rows: bytes = b""
     breakdown_rows: bytes = b""
     visitor_rows: bytes = b""
@@ -76,6 +79,10 @@ class Batch:
     # (importers/history.py): each row of click_rows and orphan_rows then
     # ends in it, an IMPORT_COLUMN after the others.
     import_id: int | None = None
+    # "binary" for the rows of entries.pyx (PostgreSQL parses a binary
+    # timestamp, uuid and inet for less: docs/benchmarks.md), "text" for
+    # the imports' (importers/history.py). Orphan visits are always text.
+    click_format: str = "text"
 
     @property
     def size(self) -> int:
@@ -126,27 +133,28 @@ class BatchMaker:
             self._values.append(f"{dimension}\t{copy_text(value)}".encode("utf-8", "replace"))
         return value_id
 
-    def _ip_row(self, raw: str) -> tuple[bytes, int, bytes]:
-        """(COPY text of ip and country, the country's value id, network hash)."""
+    def _ip_row(self, raw: str) -> tuple[bytes, int, bytes, bytes]:
+        """(COPY text of ip and country for an orphan visit, the country's
+        value id, network hash, the binary COPY fields of ip and country)."""
         facts = self.enricher.ip(raw)
         text = f"{NULL if facts.stored is None else facts.stored}\t{copy_text(facts.country)}"
         return (
             text.encode("utf-8", "replace"),
             self._value_id("country", facts.country),
             _hash_bytes(facts.network_hash),
+            _binary_inet(facts.stored) + _binary_text(facts.country),
         )
 
-    def _agent_row(self, raw: str) -> tuple[bytes, int, int, int, int, bytes, int, str, bytes]:
-        """(COPY text of user_agent_id, browser, os, device and is_bot, the
-        value ids of its browser, os and device, 1 for a bot and 0 for a
-        human, COPY text of an orphan's user_agent and is_bot, the agent's
-        hash (its id), the agent as stored, the hash again for entries.pyx)."""
+    def _agent_row(self, raw: str) -> tuple[int, int, int, int, bytes, int, str, bytes, bytes]:
+        """(the value ids of its browser, os and device, 1 for a bot and 0
+        for a human, COPY text of an orphan's user_agent and is_bot, the
+        agent's hash (its id), the agent as stored, the hash again for
+        entries.pyx, the binary COPY fields of user_agent_id, browser, os,
+        device and is_bot)."""
         facts = self.enricher.agent(raw)
         bot = "t" if facts.is_bot else "f"
         classes = (facts.browser, facts.os, facts.device)
-        text = "\t".join([str(facts.agent_hash), *(copy_text(value) for value in classes), bot])
         return (
-            text.encode("utf-8", "replace"),
             *(
                 self._value_id(dimension, value)
                 for dimension, value in zip(("browser", "os", "device"), classes, strict=True)
@@ -156,16 +164,23 @@ class BatchMaker:
             facts.agent_hash,
             facts.user_agent,
             _hash_bytes(facts.agent_hash),
+            b"".join(
+                [
+                    _BIGINT + _INT8(facts.agent_hash),
+                    *(_binary_text(value) for value in classes),
+                    _TRUE if facts.is_bot else _FALSE,
+                ]
+            ),
         )
 
-    def _referer_row(self, raw: str) -> tuple[bytes, int, bytes]:
-        """(COPY text of referer and referer_host, the host's value id, COPY text of the referer alone)."""
+    def _referer_row(self, raw: str) -> tuple[int, bytes, bytes]:
+        """(the host's value id, COPY text of the referer for an orphan
+        visit, the binary COPY fields of referer and referer_host)."""
         facts = self.enricher.referer(raw)
-        referer = copy_text(facts.referer).encode("utf-8", "replace")
         return (
-            referer + b"\t" + copy_text(facts.host).encode("utf-8", "replace"),
             self._value_id("referer_host", facts.host),
-            referer,
+            copy_text(facts.referer).encode("utf-8", "replace"),
+            _binary_text(facts.referer) + _binary_text(facts.host),
         )
 
     def make(self, entries: list[tuple[bytes, dict]], *, now: datetime | None = None) -> Batch:
@@ -176,7 +191,7 @@ class BatchMaker:
         if max(len(self._ips), len(self._agents), len(self._referers), len(self._values)) > CACHE_MAX:
             for cache in (self._ips, self._agents, self._referers, self._rules, self._value_ids, self._values):
                 cache.clear()
-        batch = Batch(entries=entries)
+        batch = Batch(entries=entries, click_format="binary")
         self._rows.make(
             entries,
             batch,
@@ -184,6 +199,28 @@ class BatchMaker:
             int((now + MAX_CLICK_SKEW).timestamp() * 1000),
         )
         return batch
+
+
+# Fields of binary COPY (PostgreSQL's "COPY", File Formats): a length in 4
+# bytes (-1 for NULL), then the value in the type's binary form.
+_LENGTH, _INT8 = struct.Struct("!i").pack, struct.Struct("!q").pack
+_BIGINT = _LENGTH(8)
+_TRUE, _FALSE = _LENGTH(1) + b"\x01", _LENGTH(1) + b"\x00"
+# inet's family byte (PostgreSQL's utils/inet.h: PGSQL_AF_INET, PGSQL_AF_INET6)
+_INET_FAMILY = {4: 2, 16: 3}
+
+
+def _binary_text(value: str) -> bytes:
+    data = value.encode("utf-8", "replace")
+    return _LENGTH(len(data)) + data
+
+
+def _binary_inet(address: str | None) -> bytes:
+    """An address as inet's binary form: family, bits, is_cidr, length, the address."""
+    if address is None:
+        return _LENGTH(-1)
+    packed = ipaddress.ip_address(address).packed
+    return _LENGTH(4 + len(packed)) + bytes((_INET_FAMILY[len(packed)], 8 * len(packed), 0, len(packed))) + packed
 
 
 def _hash_bytes(value: int) -> bytes:

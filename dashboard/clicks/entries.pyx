@@ -18,7 +18,7 @@ from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memchr, memcpy, memset
 
@@ -37,6 +37,14 @@ CLICK_LINES = {VERSION: 7, b"4": 7, b"3": 6}
 # An orphan visit's kind, then its domain's host: no space, control
 # character or backslash, so that it goes into COPY text as it is.
 _ORPHAN = re.compile(rf"(?:{'|'.join(ORPHAN_KINDS)})(?: [^\s\x00-\x1f\x7f\\]{{1,253}})?").fullmatch
+
+# Binary COPY (PostgreSQL's "COPY", File Formats): the signature, no flags,
+# no header extension; a click's row has CLICK_FIELDS fields (batch.CLICK_COLUMNS);
+# a timestamptz is microseconds since 2000-01-01 UTC.
+cdef const char* COPY_HEADER = b"PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+cdef enum:
+    CLICK_FIELDS = 14
+cdef int64_t PG_EPOCH_MS = 946_684_800_000
 
 cdef Py_ssize_t SLUG_MIN = slugs.MIN_LENGTH, SLUG_MAX = slugs.MAX_LENGTH
 cdef int64_t HOUR_MS = 3_600_000
@@ -61,6 +69,7 @@ cdef class _Entry:
     cdef Py_ssize_t count, per, at  # clicks; lines a click; the time's field in a click (click_line)
     cdef bint old  # format 3 or 4: an orphan visit's rule line is not its kind and host
     cdef uint64_t number  # the first click's
+    cdef char prefix[8]  # the click id prefix's 16 hex digits, as bytes
     cdef int64_t first_ms, last_ms
 
     def __dealloc__(self):
@@ -83,6 +92,11 @@ cdef inline bint _hex(const char* s, Py_ssize_t n):
         if not (b'0' <= s[i] <= b'9' or b'a' <= s[i] <= b'f'):
             return False
     return True
+
+
+cdef inline int _nibble(char c) noexcept:
+    """A lower-case hex digit's value."""
+    return c - 48 if c <= b'9' else c - 87
 
 
 cdef inline bint _digits(const char* s, Py_ssize_t n):
@@ -146,6 +160,10 @@ cdef _Entry _read(dict fields):
     s = entry.line(1, &n)
     if not (header and 1 <= n <= 16 and _hex(s, n)):
         raise BadEntry("click id prefix or first number is not lower-case hex")
+    s = entry.line(0, &n)
+    for i in range(8):
+        entry.prefix[i] = <char>(_nibble(s[2 * i]) << 4 | _nibble(s[2 * i + 1]))
+    s = entry.line(1, &n)
     entry.count = (lines - 2) // per
     if not entry.count:
         return entry
@@ -291,6 +309,36 @@ cdef int _put_int(Buf* buf, int64_t value) except -1:
     if value < 0:
         _put_char(buf, b'-')
     return _put(buf, digits + i, 20 - i)
+
+
+cdef inline int _put_be16(Buf* buf, uint16_t value) except -1:
+    cdef unsigned char b[2]
+    b[0], b[1] = value >> 8, value & 0xFF
+    return _put(buf, <const char*>b, 2)
+
+
+cdef inline int _put_be32(Buf* buf, uint32_t value) except -1:
+    cdef unsigned char b[4]
+    cdef int i
+    for i in range(4):
+        b[3 - i] = value & 0xFF
+        value >>= 8
+    return _put(buf, <const char*>b, 4)
+
+
+cdef inline int _put_be64(Buf* buf, uint64_t value) except -1:
+    cdef unsigned char b[8]
+    cdef int i
+    for i in range(8):
+        b[7 - i] = value & 0xFF
+        value >>= 8
+    return _put(buf, <const char*>b, 8)
+
+
+cdef inline int _put_text(Buf* buf, bytes value) except -1:
+    """A text field of binary COPY: its length, then its bytes."""
+    _put_be32(buf, <uint32_t>PyBytes_GET_SIZE(value))
+    return _put_bytes(buf, value)
 
 
 cdef bytes _take(Buf* buf):
@@ -456,6 +504,16 @@ cdef inline int _put_item(Buf* buf, object row, Py_ssize_t i) except -1:
     return _put_bytes(buf, <object>PyTuple_GET_ITEM(row, i))
 
 
+# The places in the rows batch.BatchMaker makes of a raw address, user agent
+# and referrer (_ip_row, _agent_row, _referer_row).
+cdef enum:
+    IP_TEXT, IP_COUNTRY, IP_HASH, IP_BINARY
+cdef enum:
+    AGENT_BROWSER, AGENT_OS, AGENT_DEVICE, AGENT_BOT, AGENT_ORPHAN_TEXT, AGENT_ID, AGENT_STORED, AGENT_HASH, AGENT_BINARY
+cdef enum:
+    REFERER_HOST, REFERER_TEXT, REFERER_BINARY
+
+
 cdef class RowMaker:
     """Writes a batch's rows (batch.Batch) from its entries. Its caches are
     batch.BatchMaker's: raw address, user agent and referrer (the entry's
@@ -536,7 +594,7 @@ cdef class RowMaker:
                     if agent is not last_agent:
                         # user_agents: the agent's id and the agent as stored.
                         PyDict_SetItem(
-                            batch_agents, <object>PyTuple_GET_ITEM(agent, 6), <object>PyTuple_GET_ITEM(agent, 7)
+                            batch_agents, <object>PyTuple_GET_ITEM(agent, AGENT_ID), <object>PyTuple_GET_ITEM(agent, AGENT_STORED)
                         )
                         last_agent = agent
                     ms = entry.times[click]
@@ -565,51 +623,62 @@ cdef class RowMaker:
                         rule = entry.line(entry.click_line(click, 2), &rule_size)
                     else:
                         rule, rule_size = b"", 0
-                    buf = &clicks if link_size else &orphans
-                    _put_id(buf, prefix, entry.number + click)
-                    _put_char(buf, b'\t')
-                    _put(buf, when, 26)
-                    _put_char(buf, b'\t')
-                    if _misread(slug, slug_size):
-                        _put_bytes(buf, copy_text(_str(slug, slug_size).replace("\x00", "")).encode())
-                    else:
-                        _put(buf, slug, slug_size)
-                    _put_char(buf, b'\t')
                     if not link_size:
+                        # An orphan visit: a line of COPY text.
                         orphan_count += 1
-                        _put_item(buf, ip, 0)
-                        _put_char(buf, b'\t')
-                        _put_item(buf, agent, 5)
-                        _put_char(buf, b'\t')
-                        _put_item(buf, referer, 2)
-                        _put_char(buf, b'\t')
+                        _put_id(&orphans, prefix, entry.number + click)
+                        _put_char(&orphans, b'\t')
+                        _put(&orphans, when, 26)
+                        _put_char(&orphans, b'\t')
+                        if _misread(slug, slug_size):
+                            _put_bytes(&orphans, copy_text(_str(slug, slug_size).replace("\x00", "")).encode())
+                        else:
+                            _put(&orphans, slug, slug_size)
+                        _put_char(&orphans, b'\t')
+                        _put_item(&orphans, ip, IP_TEXT)
+                        _put_char(&orphans, b'\t')
+                        _put_item(&orphans, agent, AGENT_ORPHAN_TEXT)
+                        _put_char(&orphans, b'\t')
+                        _put_item(&orphans, referer, REFERER_TEXT)
+                        _put_char(&orphans, b'\t')
                         if entry.old:
-                            _put(buf, b"unknown\t", 8)
+                            _put(&orphans, b"unknown\t", 8)
                         else:
                             space = <const char*>memchr(rule, b' ', rule_size)
                             if space == NULL:
-                                _put(buf, rule, rule_size)
-                                _put_char(buf, b'\t')
+                                _put(&orphans, rule, rule_size)
+                                _put_char(&orphans, b'\t')
                             else:
-                                _put(buf, rule, space - rule)
-                                _put_char(buf, b'\t')
-                                _put(buf, space + 1, rule_size - (space - rule) - 1)
-                        _put_char(buf, b'\n')
+                                _put(&orphans, rule, space - rule)
+                                _put_char(&orphans, b'\t')
+                                _put(&orphans, space + 1, rule_size - (space - rule) - 1)
+                        _put_char(&orphans, b'\n')
                         continue
+                    # A click: a row of binary COPY (CLICK_COLUMNS).
                     served += 1
-                    _put(buf, link, link_size)
-                    _put_char(buf, b'\t')
-                    _put_item(buf, ip, 0)
-                    _put_char(buf, b'\t')
-                    _put_item(buf, agent, 0)
-                    _put_char(buf, b'\t')
-                    _put_item(buf, referer, 0)
-                    _put_char(buf, b'\t')
-                    if rule_size:
-                        _put(buf, rule, rule_size)
+                    if not clicks.size:
+                        _put(&clicks, COPY_HEADER, 19)
+                    _put_be16(&clicks, CLICK_FIELDS)
+                    _put_be32(&clicks, 16)
+                    _put(&clicks, entry.prefix, 8)
+                    _put_be64(&clicks, entry.number + click)
+                    _put_be32(&clicks, 8)
+                    _put_be64(&clicks, <uint64_t>((ms - PG_EPOCH_MS) * 1000))
+                    if _misread(slug, slug_size) and memchr(slug, 0, slug_size):
+                        _put_text(&clicks, _str(slug, slug_size).replace("\x00", "").encode())
                     else:
-                        _put(buf, b"\\N", 2)
-                    _put_char(buf, b'\n')
+                        _put_be32(&clicks, <uint32_t>slug_size)
+                        _put(&clicks, slug, slug_size)
+                    _put_be32(&clicks, 8)
+                    _put_be64(&clicks, _number(link, link_size))
+                    _put_item(&clicks, ip, IP_BINARY)
+                    _put_item(&clicks, agent, AGENT_BINARY)
+                    _put_item(&clicks, referer, REFERER_BINARY)
+                    if rule_size:
+                        _put_be32(&clicks, <uint32_t>rule_size)
+                        _put(&clicks, rule, rule_size)
+                    else:
+                        _put_be32(&clicks, 0xFFFFFFFF)  # NULL: the link's own url
                     # The breakdown: a count a click and dimension.
                     key = PyLong_FromUnsignedLongLong(_number(link, link_size))
                     found = PyDict_GetItem(places, key)
@@ -620,12 +689,12 @@ cdef class RowMaker:
                     else:
                         place = PyLong_AsLongLong(found)
                     place = place << HOUR_BITS | (ms // HOUR_MS - first_hour)
-                    bot = _int(agent, 4)
-                    _count(&counts, place, _int(agent, 1) + 1, 1, 1 - bot)
-                    _count(&counts, place, _int(agent, 2) + 1, 1, 1 - bot)
-                    _count(&counts, place, _int(agent, 3) + 1, 1, 1 - bot)
-                    _count(&counts, place, _int(referer, 1) + 1, 1, 1 - bot)
-                    _count(&counts, place, _int(ip, 1) + 1, 1, 1 - bot)
+                    bot = _int(agent, AGENT_BOT)
+                    _count(&counts, place, _int(agent, AGENT_BROWSER) + 1, 1, 1 - bot)
+                    _count(&counts, place, _int(agent, AGENT_OS) + 1, 1, 1 - bot)
+                    _count(&counts, place, _int(agent, AGENT_DEVICE) + 1, 1, 1 - bot)
+                    _count(&counts, place, _int(referer, REFERER_HOST) + 1, 1, 1 - bot)
+                    _count(&counts, place, _int(ip, IP_COUNTRY) + 1, 1, 1 - bot)
                     if rule_size:
                         found = PyDict_GetItem(rules, rule[:rule_size])
                         if found == NULL:
@@ -643,8 +712,10 @@ cdef class RowMaker:
                             raise MemoryError()
                         visitors = grown
                     visitors[visitor_count].place = place << 1 | bot
-                    visitors[visitor_count].hash = _hash(ip, 2) ^ _hash(agent, 8)
+                    visitors[visitor_count].hash = _hash(ip, IP_HASH) ^ _hash(agent, AGENT_HASH)
                     visitor_count += 1
+            if clicks.size:
+                _put_be16(&clicks, 0xFFFF)  # the binary COPY's trailer
             batch.clicks, batch.orphans = served, orphan_count
             batch.click_rows, batch.orphan_rows = _take(&clicks), _take(&orphans)
             batch.link_ids = set(places)

@@ -54,7 +54,7 @@ _ADD_AGENTS = (
     "INSERT INTO user_agents (id, user_agent) SELECT * FROM unnest(%s::bigint[], %s::text[]) "
     "ORDER BY 1 ON CONFLICT DO NOTHING"
 )
-_COPY = "COPY {table} ({columns}) FROM STDIN"
+_COPY = "COPY {table} ({columns}) FROM STDIN (FORMAT {format})"
 _INSERT_NEW_CLICKS = f"""
 WITH new AS (
     INSERT INTO clicks SELECT * FROM click_staging WHERE link_id = ANY(%s::bigint[]) ON CONFLICT DO NOTHING
@@ -78,8 +78,8 @@ class BatchResult:
     dead: int
 
 
-def _copy_into(table: str, columns: tuple[str, ...]) -> str:
-    return _COPY.format(table=table, columns=", ".join(columns))
+def _copy_into(table: str, columns: tuple[str, ...], format: str = "text") -> str:
+    return _COPY.format(table=table, columns=", ".join(columns), format=format)
 
 
 RELOCK_SECONDS = 10.0
@@ -178,7 +178,7 @@ class ClickImporter:
         None, with nothing written, if any was there already."""
         try:
             with transaction.atomic():
-                self._copy(cursor, _copy_into("clicks", batch.click_columns), batch.click_rows)
+                self._copy(cursor, _copy_into("clicks", batch.click_columns, batch.click_format), batch.click_rows)
                 self._copy(cursor, _copy_into("orphan_visits", batch.orphan_columns), batch.orphan_rows)
         except (IntegrityError, psycopg.errors.UniqueViolation):
             return None
@@ -188,7 +188,7 @@ class ClickImporter:
     def _store_new(self, cursor, batch: Batch, live: list[int]) -> int:
         """The slow way, for a batch some of whose clicks are stored already
         or whose link is gone: stores and counts the new clicks of live links."""
-        self._copy(cursor, _copy_into("click_staging", batch.click_columns), batch.click_rows)
+        self._copy(cursor, _copy_into("click_staging", batch.click_columns, batch.click_format), batch.click_rows)
         self._copy(cursor, _copy_into("orphan_staging", batch.orphan_columns), batch.orphan_rows)
         cursor.execute(_INSERT_NEW_CLICKS, [live])
         clicks = cursor.fetchone()[0]

@@ -6,6 +6,7 @@ import pytest
 
 from clicks.batch import CLICK_COLUMNS, ORPHAN_COLUMNS, BatchMaker
 from clicks.enrichment import Enricher
+from testing.copy_rows import binary_rows
 from testing.streams import entry
 
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
@@ -24,7 +25,14 @@ def click(**values) -> dict:
 
 
 def rows(payload: bytes, columns) -> list[dict]:
+    """Rows of COPY text, each a dict of the text of its columns."""
     return [dict(zip(columns, line.split("\t"), strict=True)) for line in payload.decode().splitlines()]
+
+
+def clicks(batch) -> list[dict]:
+    """The batch's click rows (binary COPY), each a dict of its columns' values."""
+    assert batch.click_format == "binary"
+    return [dict(zip(CLICK_COLUMNS, row, strict=True)) for row in binary_rows(batch.click_rows, CLICK_COLUMNS)]
 
 
 def test_clicks_and_orphan_visits_become_the_rows_of_their_tables(maker):
@@ -39,17 +47,17 @@ def test_clicks_and_orphan_visits_become_the_rows_of_their_tables(maker):
     assert batch.link_ids == {7, 8}
     assert len(batch.ack_ids) == 2
     assert batch.first_ms == batch.last_ms == TS
-    stored = rows(batch.click_rows, CLICK_COLUMNS)
+    stored = clicks(batch)
     assert [(row["link_id"], row["browser"], row["is_bot"], row["rule"]) for row in stored] == [
-        ("7", "Chrome", "f", "\\N"),
-        ("8", "Googlebot", "t", "ab2"),
+        (7, "Chrome", False, None),
+        (8, "Googlebot", True, "ab2"),
     ]
-    assert stored[0]["referer_host"] == "news.example" and stored[0]["ip"] == "203.0.113.0"  # anonymised
+    assert stored[0]["referer_host"] == "news.example" and str(stored[0]["ip"]) == "203.0.113.0"  # anonymised
     (orphan,) = rows(batch.orphan_rows, ORPHAN_COLUMNS)
     assert (orphan["slug"], orphan["kind"], orphan["domain"]) == ("gone", "disabled", "go.example.com")
     # Each user agent once, by the id the clicks refer to it with.
     assert set(batch.agents.values()) == {CHROME, BOT}
-    assert {row["user_agent_id"] for row in stored} == {str(agent) for agent in batch.agents}
+    assert {row["user_agent_id"] for row in stored} == set(batch.agents)
     # A visitor row per link, hour and bot flag, and breakdown rows for each dimension.
     visitors = [line.split("\t") for line in batch.visitor_rows.decode().splitlines()]
     assert sorted((link, bot) for link, _, bot, _ in visitors) == [("7", "f"), ("8", "t")]
@@ -78,8 +86,8 @@ def test_an_entry_deleted_while_pending_is_acknowledged_with_nothing_to_store(ma
 
 def test_the_values_a_copy_would_misread_are_escaped(maker):
     batch = maker.make([entry([click(ref="https://r.example/a\\b", ua="tab\there")])], now=NOW)
-    (row,) = rows(batch.click_rows, CLICK_COLUMNS)
-    assert row["referer"] == "https://r.example/a\\\\b"
+    (row,) = clicks(batch)
+    assert row["referer"] == "https://r.example/a\\b"  # binary COPY: as it is
     assert batch.agents and "tab\there" in batch.agents.values()
 
 
@@ -146,19 +154,20 @@ def test_entries_of_older_formats_and_values_copy_would_misread_become_the_same_
         [(b"3-0", {b"v": b"3", b"clicks": three}), (b"4-0", {b"v": b"4", b"clicks": four}), five], now=NOW
     )
     assert (batch.clicks, batch.orphans, batch.dead) == (3, 2, [])
-    clicks = {row["click_id"]: row for row in rows(batch.click_rows, CLICK_COLUMNS)}
+    served = {row["click_id"].hex: row for row in clicks(batch)}
     orphans = {row["click_id"]: row for row in rows(batch.orphan_rows, ORPHAN_COLUMNS)}
-    assert (clicks["efefefefefefefef000000000000000b"]["slug"], clicks["efefefefefefefef000000000000000b"]["rule"]) == (
+    assert (served["efefefefefefefef000000000000000b"]["slug"], served["efefefefefefefef000000000000000b"]["rule"]) == (
         "y",
-        "\\N",
+        None,
     )
-    assert clicks["cdcdcdcdcdcdcdcd0000000000000001"]["rule"] == "ab3"
+    assert served["cdcdcdcdcdcdcdcd0000000000000001"]["rule"] == "ab3"
     assert orphans["efefefefefefefef000000000000000a"]["user_agent"] == "bad\ufffdagent"
     assert {(row["kind"], row["domain"]) for row in orphans.values()} == {("unknown", "")}
-    (served,) = [row for row in clicks.values() if row["link_id"] == "7"]
-    assert served["slug"] == "a\\\\bc\\rd"  # NUL dropped, the rest escaped
-    assert (served["referer"], served["referer_host"]) == ("https://r.example/\\t", "r.example")
-    assert served["occurred_at"] == NOW.strftime("%Y-%m-%d %H:%M:%S.000+00")
+    (seven,) = [row for row in served.values() if row["link_id"] == 7]
+    assert seven["slug"] == "a\\bc\rd"  # NUL dropped, the rest as it is
+    assert (seven["referer"], seven["referer_host"]) == ("https://r.example/\t", "r.example")
+    assert seven["occurred_at"] == NOW
+    assert orphans["efefefefefefefef000000000000000a"]["slug"] == "x"
     assert batch.link_ids == {7, 8, 9}
 
 

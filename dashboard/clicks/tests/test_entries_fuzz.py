@@ -2,15 +2,17 @@
 whatever bytes an entry holds, it is read or refused with BadEntry, never
 anything else; and what the edge writes reads back as it was written."""
 
+import uuid
 from datetime import datetime, timezone
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clicks.batch import BatchMaker
+from clicks.batch import CLICK_COLUMNS, BatchMaker
 from clicks.enrichment import Enricher
 from clicks.records import BadEntry, decode_entry, encode_entry
 from slingshot.contract import ORPHAN_KINDS
+from testing.copy_rows import binary_rows
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=timezone.utc)
 TS = int(NOW.timestamp() * 1000)
@@ -58,7 +60,13 @@ def test_what_the_edge_writes_reads_back_as_written(clicks, first):
         sum(c["link"] is None for c in clicks),
         [],
     )
-    assert batch.click_rows.count(b"\n") == batch.clicks and batch.orphan_rows.count(b"\n") == batch.orphans
+    stored = binary_rows(batch.click_rows, CLICK_COLUMNS)
+    assert [(row[0], row[2], row[13]) for row in stored] == [
+        (uuid.UUID(row[0]), row[2].replace("\x00", ""), row[7] or None)  # PostgreSQL's text holds no NUL
+        for row in rows
+        if row[3]
+    ]
+    assert batch.orphan_rows.count(b"\n") == batch.orphans
 
 
 def _mutated(data: st.DataObject) -> bytes:
@@ -91,7 +99,9 @@ def test_any_bytes_are_read_or_refused_and_a_batch_keeps_the_rest(data, version)
     batch = MAKER.make([(b"1-0", entry), (b"2-0", good)], now=NOW)
     # The good entry is stored whatever its neighbour held; the other is
     # stored as read, or refused whole.
-    assert b"fedcba98765432100000000000000000\t" in batch.click_rows
+    assert uuid.UUID("fedcba98765432100000000000000000") in [
+        row[0] for row in binary_rows(batch.click_rows, CLICK_COLUMNS)
+    ]
     if rows is None or any(not (TS - 400 * 86_400_000 <= row[1] <= TS + 86_400_000) for row in rows):
         assert [entry_id for entry_id, _, _ in batch.dead] == [b"1-0"]
     else:
