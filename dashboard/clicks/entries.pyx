@@ -18,7 +18,7 @@ from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memchr, memcpy, memset
 
@@ -311,33 +311,19 @@ cdef int _put_int(Buf* buf, int64_t value) except -1:
     return _put(buf, digits + i, 20 - i)
 
 
-cdef inline int _put_be16(Buf* buf, uint16_t value) except -1:
-    cdef unsigned char b[2]
-    b[0], b[1] = value >> 8, value & 0xFF
-    return _put(buf, <const char*>b, 2)
-
-
-cdef inline int _put_be32(Buf* buf, uint32_t value) except -1:
-    cdef unsigned char b[4]
-    cdef int i
-    for i in range(4):
-        b[3 - i] = value & 0xFF
-        value >>= 8
-    return _put(buf, <const char*>b, 4)
-
-
-cdef inline int _put_be64(Buf* buf, uint64_t value) except -1:
+cdef inline int _put_be(Buf* buf, uint64_t value, int width) except -1:
+    """The low `width` bytes of `value`, most significant first (network order)."""
     cdef unsigned char b[8]
     cdef int i
-    for i in range(8):
-        b[7 - i] = value & 0xFF
+    for i in range(width):
+        b[width - 1 - i] = value & 0xFF
         value >>= 8
-    return _put(buf, <const char*>b, 8)
+    return _put(buf, <const char*>b, width)
 
 
 cdef inline int _put_text(Buf* buf, bytes value) except -1:
     """A text field of binary COPY: its length, then its bytes."""
-    _put_be32(buf, <uint32_t>PyBytes_GET_SIZE(value))
+    _put_be(buf, PyBytes_GET_SIZE(value), 4)
     return _put_bytes(buf, value)
 
 
@@ -658,27 +644,27 @@ cdef class RowMaker:
                     served += 1
                     if not clicks.size:
                         _put(&clicks, COPY_HEADER, 19)
-                    _put_be16(&clicks, CLICK_FIELDS)
-                    _put_be32(&clicks, 16)
+                    _put_be(&clicks, CLICK_FIELDS, 2)
+                    _put_be(&clicks, 16, 4)
                     _put(&clicks, entry.prefix, 8)
-                    _put_be64(&clicks, entry.number + click)
-                    _put_be32(&clicks, 8)
-                    _put_be64(&clicks, <uint64_t>((ms - PG_EPOCH_MS) * 1000))
+                    _put_be(&clicks, entry.number + click, 8)
+                    _put_be(&clicks, 8, 4)
+                    _put_be(&clicks, <uint64_t>((ms - PG_EPOCH_MS) * 1000), 8)
                     if _misread(slug, slug_size) and memchr(slug, 0, slug_size):
                         _put_text(&clicks, _str(slug, slug_size).replace("\x00", "").encode())
                     else:
-                        _put_be32(&clicks, <uint32_t>slug_size)
+                        _put_be(&clicks, slug_size, 4)
                         _put(&clicks, slug, slug_size)
-                    _put_be32(&clicks, 8)
-                    _put_be64(&clicks, _number(link, link_size))
+                    _put_be(&clicks, 8, 4)
+                    _put_be(&clicks, _number(link, link_size), 8)
                     _put_item(&clicks, ip, IP_BINARY)
                     _put_item(&clicks, agent, AGENT_BINARY)
                     _put_item(&clicks, referer, REFERER_BINARY)
                     if rule_size:
-                        _put_be32(&clicks, <uint32_t>rule_size)
+                        _put_be(&clicks, rule_size, 4)
                         _put(&clicks, rule, rule_size)
                     else:
-                        _put_be32(&clicks, 0xFFFFFFFF)  # NULL: the link's own url
+                        _put_be(&clicks, 0xFFFFFFFF, 4)  # NULL (-1): the link's own url
                     # The breakdown: a count a click and dimension.
                     key = PyLong_FromUnsignedLongLong(_number(link, link_size))
                     found = PyDict_GetItem(places, key)
@@ -715,7 +701,7 @@ cdef class RowMaker:
                     visitors[visitor_count].hash = _hash(ip, IP_HASH) ^ _hash(agent, AGENT_HASH)
                     visitor_count += 1
             if clicks.size:
-                _put_be16(&clicks, 0xFFFF)  # the binary COPY's trailer
+                _put_be(&clicks, 0xFFFF, 2)  # the binary COPY's trailer (-1)
             batch.clicks, batch.orphans = served, orphan_count
             batch.click_rows, batch.orphan_rows = _take(&clicks), _take(&orphans)
             batch.link_ids = set(places)
