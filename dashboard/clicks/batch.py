@@ -4,11 +4,11 @@ a cache of rows already made for the raw values seen before.
 
 A batch carries COPY rows of its raw clicks (CLICK_COLUMNS, in
 `click_format`), COPY text of its orphan visits (ORPHAN_COLUMNS) and its
-rollup input (the rows of batch_breakdown
-and batch_visitor_sets, as rollups.breakdown_rows and rollups.visitor_rows
-write them), the links its clicks were served by, and its user agents,
-which `user_agents` holds once each, by id. The rows are written in C
-(entries.pyx): the importer's hot loop.
+rollup input (the rows of batch_breakdown and batch_visitor_sets, as
+rollups.breakdown_rows and rollups.visitor_rows write them), the links its
+clicks were served by, and its user agents, which `user_agents` holds once
+each, by id. The rows are written in C (entries.pyx): the importer's hot
+loop.
 """
 
 import ipaddress

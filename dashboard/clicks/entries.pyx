@@ -108,7 +108,7 @@ cdef inline bint _digits(const char* s, Py_ssize_t n):
 
 
 cdef inline bint _rule_ok(const char* s, Py_ssize_t n):
-    """(ab)?[1-9][0-9]? or empty."""
+    """(ab)?[1-9][0-9]? or empty: at most 20 rules and 10 destinations (links/rules.py)."""
     if n >= 2 and s[0] == b'a' and s[1] == b'b':
         s += 2
         n -= 2
@@ -178,6 +178,7 @@ cdef _Entry _read(dict fields):
             chars += (s[j] & 0xC0) != 0x80
         if not SLUG_MIN <= chars <= SLUG_MAX:
             raise BadEntry(f"click slug is not {SLUG_MIN} to {SLUG_MAX} characters")
+    # Link ids are below 2^53 (the edge reads them as JSON numbers): 16 digits at most.
     for click in range(entry.count):
         s = entry.line(entry.click_line(click, 1), &n)
         if n and not (n <= 16 and b'1' <= s[0] <= b'9' and _digits(s + 1, n - 1)):
