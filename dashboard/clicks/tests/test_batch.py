@@ -84,10 +84,13 @@ def test_an_entry_deleted_while_pending_is_acknowledged_with_nothing_to_store(ma
     assert (batch.ack_ids, batch.size, batch.dead) == ([b"9-0"], 0, [])
 
 
-def test_the_values_a_copy_would_misread_are_escaped(maker):
-    batch = maker.make([entry([click(ref="https://r.example/a\\b", ua="tab\there")])], now=NOW)
+def test_the_values_a_copy_would_misread_are_kept_in_binary_rows_and_escaped_in_text(maker):
+    odd = {"ref": "https://r.example/a\\b", "ua": "tab\there"}
+    batch = maker.make([entry([click(**odd), click(slug="gone", link=None, **odd)])], now=NOW)
     (row,) = clicks(batch)
     assert row["referer"] == "https://r.example/a\\b"  # binary COPY: as it is
+    (orphan,) = rows(batch.orphan_rows, ORPHAN_COLUMNS)
+    assert (orphan["referer"], orphan["user_agent"]) == ("https://r.example/a\\\\b", "tab\\there")
     assert batch.agents and "tab\there" in batch.agents.values()
 
 
