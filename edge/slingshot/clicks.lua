@@ -72,10 +72,9 @@ local next_scan, next_sync = 0, 0
 local exited = false
 local own_error = nil
 -- Clicks served while the worker has no journal: dropped, and counted by
--- hour as served under an id prefix of their own, so that the accounting
--- shows them lost. { prefix, hours = { [hour start] = { redirects, orphans } },
--- sent = (the same, as last sent), dirty = counted since }, from the first
--- time a journal cannot be made.
+-- hour as served under an id prefix of their own (journals.counts), so
+-- that the accounting shows them lost; from the first time a journal
+-- cannot be made.
 local lost = nil
 local warned_unset = false
 local full_since = nil
@@ -105,7 +104,7 @@ local function make_own()
             own_error = err
             log(ERR, "clicks will be dropped until a click journal can be made: ", err)
         end
-        lost = lost or { prefix = random_prefix(), hours = {}, sent = {} }
+        lost = lost or journals.counts(random_prefix())
         return false
     end
     own, own_error = journal, nil
@@ -116,17 +115,9 @@ end
 -- Counts a click of `kind` at `t` dropped for want of a journal.
 local function count_lost(kind, t)
     metrics.inc(DROPPED)  -- logged when the journal could not be made
-    if not lost then
-        return  -- its id prefix could not be drawn either
+    if lost then  -- nil if its id prefix could not be drawn either
+        lost:count(kind, t)
     end
-    lost.dirty = true
-    local hour = t - t % 3600
-    local counts = lost.hours[hour]
-    if not counts then
-        counts = { 0, 0 }
-        lost.hours[hour] = counts
-    end
-    counts[kind] = counts[kind] + 1
 end
 
 -- Writes a click, whose details are `len` bytes at `at`, into the journal.
@@ -246,58 +237,26 @@ local function send_entries(red, journal)
     end
 end
 
--- Sends `counts` (a list of { hour start, redirects, orphan visits }) as
--- the served counts of the click id prefix `prefix`.
-local function send_hour_counts(red, prefix, counts)
+-- Sends the hour counts of `journal` (or of the lost clicks) that
+-- changed; an error on any of them keeps them all for the next time.
+local function send_counts(red, journal)
+    local counts = journal:unsent_counts(now() - accounting.TTL)
     if #counts == 0 then
         return true
     end
-    local commands = accounting.commands(prefix, counts)
+    local commands = accounting.commands(journal.prefix, counts)
     red:init_pipeline(#commands * 2)
     for i = 1, #commands do
         local c = commands[i]
         red:hset(c[1], c[2], c[3], c[4], c[5])
         red:expire(c[1], accounting.TTL)
     end
-    return commit(red, "accounting: redis: ")
-end
-
--- Sends the hour counts of `journal` that changed; an error on any of
--- them keeps them all for the next time.
-local function send_counts(red, journal)
-    local counts = journal:unsent_counts(now() - accounting.TTL)
-    local ok, err = send_hour_counts(red, journal.prefix, counts)
-    if ok then
-        journal:counts_sent(counts)
+    local ok, err = commit(red, "accounting: redis: ")
+    if not ok then
+        return nil, err
     end
-    return ok, err
-end
-
--- The same for the clicks dropped for want of a journal.
-local function send_lost(red)
-    if not lost.dirty then
-        return true
-    end
-    lost.dirty = false  -- before the send yields: a click counted meanwhile sets it again
-    local counts, since = {}, now() - accounting.TTL
-    for hour, n in pairs(lost.hours) do
-        local last = lost.sent[hour]
-        if hour < since then
-            lost.hours[hour], lost.sent[hour] = nil, nil
-        elseif not last or last[1] ~= n[1] or last[2] ~= n[2] then
-            counts[#counts + 1] = { hour, n[1], n[2] }
-        end
-    end
-    local ok, err = send_hour_counts(red, lost.prefix, counts)
-    if ok then
-        for i = 1, #counts do
-            local c = counts[i]
-            lost.sent[c[1]] = { c[2], c[3] }
-        end
-    else
-        lost.dirty = true
-    end
-    return ok, err
+    journal:counts_sent(counts)
+    return true
 end
 
 local function report(journal)
@@ -333,7 +292,7 @@ local function send_all()
         ok, err = send(red, own)
     end
     if ok and lost then
-        ok, err = send_lost(red)
+        ok, err = send_counts(red, lost)
     end
     for name, journal in pairs(adopted) do
         if not ok then
@@ -458,7 +417,7 @@ function _M.flush(premature)
     if not own and not premature then
         make_own()
     end
-    if not own and not (lost and lost.dirty) then
+    if not own and not (lost and #lost:unsent_counts(now() - accounting.TTL) > 0) then
         return
     end
     if premature then

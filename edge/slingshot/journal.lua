@@ -530,6 +530,25 @@ function Journal:counts_sent(list)
     end
 end
 
+-- Hour counts kept in this process's memory alone, with a journal's
+-- `prefix`, count, unsent_counts and counts_sent: for the clicks a worker
+-- served while it had no journal to write them into (clicks.lua).
+local Counts = {
+    hour_counts = Journal.hour_counts,
+    count = Journal.count,
+    unsent_counts = Journal.unsent_counts,
+    counts_sent = Journal.counts_sent,
+}
+Counts.__index = Counts
+local hours_type = ffi.typeof(format("double[%d][3]", _M.HOUR_SLOTS))
+
+function _M.counts(prefix)
+    return setmetatable({
+        prefix = prefix, header = { hours = hours_type() },
+        hour = -1, counts = nil, hour_slot = nil, sent_counts = {},
+    }, Counts)
+end
+
 -- The entries not yet sent, oldest first, about `max_bytes` of them (at
 -- least one): their payloads, and where they end in the file and in
 -- clicks, for sent(); nil when there are none. The writer's open entry is

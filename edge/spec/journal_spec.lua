@@ -342,23 +342,34 @@ describe("journal", function()
         end
     end)
 
-    it("counts per UTC hour and kind, and gives the counts that changed since sent", function()
-        local journal = assert(journals.create(dir, "00000000000000ef", 100, 1024 * 1024))
-        journal:count(journals.REDIRECT, 7200.5)
-        journal:count(journals.REDIRECT, 10799.999)
-        journal:count(journals.ORPHAN, 7200)
-        journal:count(journals.REDIRECT, 10800)
-        local counts = journal:unsent_counts(0)
-        table.sort(counts, function(a, b) return a[1] < b[1] end)
-        assert.same({ { 7200, 2, 1 }, { 10800, 1, 0 } }, counts)
-        journal:counts_sent(counts)
-        assert.same({}, journal:unsent_counts(0))
-        journal:count(journals.ORPHAN, 10801)
-        assert.same({ { 10800, 1, 1 } }, journal:unsent_counts(0))
-        -- Hours past `since` are left out (their hash has expired).
-        assert.same({}, journal:unsent_counts(14400))
-        -- Ten days on, an hour's slot is used again from zero.
-        journal:count(journals.REDIRECT, 7200 + 240 * 3600)
-        assert.same({ { 7200 + 240 * 3600, 1, 0 } }, journal:unsent_counts(14400))
-    end)
+    local function a_journal()
+        return assert(journals.create(dir, "00000000000000ef", 100, 1024 * 1024))
+    end
+    local function counts_alone()
+        return journals.counts("00000000000000ee")
+    end
+    for _, case in ipairs({
+        { "a journal", a_journal },
+        { "counts kept in memory alone (journals.counts)", counts_alone },
+    }) do
+        it(case[1] .. " counts per UTC hour and kind, and gives what changed since sent", function()
+            local journal = case[2]()
+            journal:count(journals.REDIRECT, 7200.5)
+            journal:count(journals.REDIRECT, 10799.999)
+            journal:count(journals.ORPHAN, 7200)
+            journal:count(journals.REDIRECT, 10800)
+            local counts = journal:unsent_counts(0)
+            table.sort(counts, function(a, b) return a[1] < b[1] end)
+            assert.same({ { 7200, 2, 1 }, { 10800, 1, 0 } }, counts)
+            journal:counts_sent(counts)
+            assert.same({}, journal:unsent_counts(0))
+            journal:count(journals.ORPHAN, 10801)
+            assert.same({ { 10800, 1, 1 } }, journal:unsent_counts(0))
+            -- Hours past `since` are left out (their hash has expired).
+            assert.same({}, journal:unsent_counts(14400))
+            -- Ten days on, an hour's slot is used again from zero.
+            journal:count(journals.REDIRECT, 7200 + 240 * 3600)
+            assert.same({ { 7200 + 240 * 3600, 1, 0 } }, journal:unsent_counts(14400))
+        end)
+    end
 end)
