@@ -1,5 +1,8 @@
 """Entries to a batch (clicks/batch.py): pure, no database, no Redis."""
 
+import sys
+import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -186,3 +189,32 @@ def test_a_visitor_counts_once_a_link_and_hour_and_each_hour_apart(maker):
         visitors[int(row_hour) - TS // hour, bot] = hashes.strip("{}").split(",")
     assert {key: len(hashes) for key, hashes in visitors.items()} == {(0, "f"): 2, (-1, "f"): 1, (0, "t"): 1}
     assert visitors[-1, "f"][0] in visitors[0, "f"]  # the same visitor, an hour before
+
+
+def test_another_thread_runs_while_a_batch_is_made(maker):
+    """The loop in C holds the GIL; it hands it on between entries, so that
+    the importer's store thread, back from PostgreSQL, does not wait for a
+    whole batch to be made (importer.py)."""
+    entries = [entry([click(ip=f"203.0.113.{i % 200}", link=i % 50 + 1) for i in range(100)]) for _ in range(50)] * 60
+    maker.make(entries, now=NOW)  # every value made and cached: no Python runs in the loop now
+    wakes, making = [], threading.Event()
+
+    def sleeper():
+        making.wait()
+        while making.is_set():
+            time.sleep(0.001)
+            wakes.append(time.perf_counter())
+
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    making.set()
+    started = time.perf_counter()
+    batch = maker.make(entries, now=NOW)
+    took = time.perf_counter() - started
+    making.clear()
+    thread.join()
+    assert batch.clicks == 300_000
+    during = [t for t in wakes if started < t < started + took]
+    # A thread that waits for the GIL gets it within 5 ms (sys.getswitchinterval)
+    # where bytecode runs; the loop before let the sleeper run not once.
+    assert len(during) >= took / sys.getswitchinterval() / 8, (len(during), took)
