@@ -5,7 +5,8 @@ Redis append-only), preloads the click stream in the edge's exact format
 (docs/contract.md: ~100 clicks per entry, a realistic mix of browsers, bots,
 referrers, addresses and some orphan visits), and times `ClickImporter`
 draining it, with enrichment off and then on. Prints clicks/s over the whole
-import, and sustained (from the first commit to the last).
+import, and sustained (from the first commit to the last), the CPU each
+process spent, and the WAL written a click.
 
     .venv/bin/python loadtest/bench_import.py [--clicks 3000000] [--batch-size 3000] [--shuffled-times]
                                               [--statements] [--profile] [--smoke]
@@ -360,6 +361,9 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             profiler.enable()
         timings = StatementTimes(connection)
         commits = Commits()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_current_wal_insert_lsn()")
+            wal_before = cursor.fetchone()[0]
         meter = CpuMeter(stack)
         meter.start()
         started = time.perf_counter()
@@ -391,6 +395,8 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
         with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s)", [wal_before])
+            wal = float(cursor.fetchone()[0])
             cursor.execute(
                 "SELECT (SELECT count(*) FROM clicks) + (SELECT count(*) FROM orphan_visits),"
                 " (SELECT coalesce(sum(clicks), 0) FROM click_rollup_day)"
@@ -408,7 +414,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             f"overlaps, and a live importer does that once)"
         )
         print(
-            f"  {name:9} {cpu}; this process (the importer) peaked at "
+            f"  {name:9} {cpu}; WAL {wal / stored:,.0f} bytes a click; this process (the importer) peaked at "
             f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB resident"
         )
     if not args.skip_selectors:
