@@ -72,6 +72,9 @@ def user_agents(rng: random.Random) -> list[str]:
     return agents
 
 
+ADDRESSES = 66_000
+
+
 def preload(
     client,
     *,
@@ -81,6 +84,7 @@ def preload(
     stream: str,
     spread_ms: int,
     shuffled_times: bool = False,
+    ipv6_addresses: int = 6_000,
 ) -> int:
     """XADDs `clicks` clicks as the edge does (100 a stream entry) on these
     links (slug, id), and 2% orphan visits; links are picked with a Zipf-like skew, times spread over the last
@@ -97,10 +101,10 @@ def preload(
     link_weights = [1 / (rank + 1) for rank in range(len(links))]
     addresses = [
         f"{rng.randint(1, 223)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
-        for _ in range(60_000)
+        for _ in range(ADDRESSES - ipv6_addresses)
     ]
     addresses += [
-        f"2a0{rng.randint(0, 9)}:{rng.randint(0, 0xFFFF):x}::{rng.randint(1, 0xFFFF):x}" for _ in range(6_000)
+        f"2a0{rng.randint(0, 9)}:{rng.randint(0, 0xFFFF):x}::{rng.randint(1, 0xFFFF):x}" for _ in range(ipv6_addresses)
     ]
     now_ms = int(time.time() * 1000)
     prefix = uuid.uuid4().hex[:16]
@@ -155,6 +159,13 @@ def main() -> None:
         action="store_true",
         help="clicks at random times of the spread, not in the order an edge writes them",
     )
+    parser.add_argument(
+        "--ipv6",
+        type=float,
+        default=6_000 / ADDRESSES,
+        metavar="SHARE",
+        help=f"the share of the {ADDRESSES:,} client addresses that are IPv6 (default: 6,000 of them)",
+    )
     parser.add_argument("--fast-fsync-off", action="store_true", help="PostgreSQL with fsync=off (not production)")
     parser.add_argument("--only", choices=["enriched", "plain"], help="run one of the two imports")
     parser.add_argument(
@@ -171,6 +182,8 @@ def main() -> None:
         "--smoke", action="store_true", help="20,000 clicks and 3 days of rollups: that the script works (make test)"
     )
     args = parser.parse_args()
+    if not 0 <= args.ipv6 <= 1:
+        parser.error("--ipv6: a share from 0 to 1")
     args.selector_days, args.selector_clicks = 365, 10_000_000
     if args.smoke:
         args.clicks, args.links, args.selector_days, args.selector_clicks = 20_000, 50, 3, 20_000
@@ -325,7 +338,8 @@ def run_bench(args, stack: ThrowawayStack) -> None:
     print(
         f"bench-import: {args.clicks:,} clicks over {args.spread_minutes:g} minutes "
         f"({'at shuffled times' if args.shuffled_times else 'in the order an edge writes them'}), "
-        f"{args.links} links, batches of {args.batch_size} entries, PostgreSQL {durability}, Redis appendonly"
+        f"{args.links} links, {ADDRESSES:,} addresses ({round(ADDRESSES * args.ipv6):,} IPv6), "
+        f"batches of {args.batch_size} entries, PostgreSQL {durability}, Redis appendonly"
     )
 
     runs = [("plain", False), ("enriched", True)]
@@ -344,6 +358,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             stream=STREAM,
             spread_ms=int(args.spread_minutes * 60_000),
             shuffled_times=args.shuffled_times,
+            ipv6_addresses=round(ADDRESSES * args.ipv6),
         )
         print(
             f"  preloaded {entries:,} entries in {time.perf_counter() - started:.1f}s "
