@@ -10,6 +10,7 @@ the batch's business (batch.py).
 import ipaddress
 import logging
 import os
+import socket
 from functools import lru_cache
 from hashlib import blake2b
 from typing import NamedTuple
@@ -84,6 +85,24 @@ def _ipv4_network(raw: str) -> str | None:
     return f"{parts[0]}.{parts[1]}.{parts[2]}.0"
 
 
+def _ipv6(raw: str) -> tuple[str, str] | None:
+    """The anonymised /48 and the address of an IPv6 address, as ipaddress
+    writes them, or None if raw is not one or has an IPv4 address in its
+    last 32 bits: inet_ntop writes what ipaddress does (RFC 5952), but for
+    those forms (its first 80 bits zero), left to ipaddress. A tenth of
+    ipaddress's cost."""
+    try:
+        packed = socket.inet_pton(socket.AF_INET6, raw)
+    except (OSError, ValueError):  # not an address; ValueError: a NUL in it
+        return None
+    if not any(packed[:10]):
+        return None
+    kept = ANONYMISED_PREFIX[6] // 8
+    return socket.inet_ntop(socket.AF_INET6, packed[:kept] + bytes(16 - kept)), socket.inet_ntop(
+        socket.AF_INET6, packed
+    )
+
+
 def stored_user_agent(raw: str) -> str:
     """A User-Agent header as stored: cut to UA_MAX characters, without NUL
     (which PostgreSQL's text refuses) or lone surrogates (not UTF-8)."""
@@ -154,6 +173,8 @@ class Enricher:
         network = _ipv4_network(raw)
         if network is not None:  # the common case, without ipaddress's cost
             address = raw
+        elif ipv6 := _ipv6(raw):
+            network, address = ipv6
         else:
             try:
                 parsed = ipaddress.ip_address(raw)

@@ -1,8 +1,12 @@
 """Enrichment is pure logic over the parsers' own data: no database needed."""
 
-import pytest
+import ipaddress
 
-from clicks.enrichment import Enricher, device_class, hash64, referer_host, stored_user_agent
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clicks.enrichment import Enricher, _ipv6, anonymise, device_class, hash64, referer_host, stored_user_agent
 
 IPHONE = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 "
@@ -141,3 +145,57 @@ def test_a_visitor_is_the_anonymised_network_and_the_agent(enricher):
         == 5
     )
     assert -(2**63) <= visitor("203.0.113.5", IPHONE) < 2**63
+
+
+def by_ipaddress(raw: str) -> tuple[str, str]:
+    """An IPv6 address's anonymised network and address as ipaddress makes them."""
+    parsed = ipaddress.ip_address(raw)
+    if parsed.version == 6 and parsed.ipv4_mapped:
+        parsed = parsed.ipv4_mapped
+    return anonymise(parsed), str(parsed)
+
+
+# Hextets of an address: zeros often, so that runs of them (which "::" stands for) are common.
+HEXTETS = st.lists(st.one_of(st.just(0), st.just(0xFFFF), st.integers(0, 0xFFFF)), min_size=8, max_size=8)
+
+
+def written(hextets: list[int], form: int) -> str:
+    """One of the ways an address may be written: compressed, exploded, in capitals, without leading zeros."""
+    address = ipaddress.IPv6Address(sum(h << (16 * (7 - i)) for i, h in enumerate(hextets)))
+    return [address.compressed, address.exploded, address.exploded.upper(), ":".join(f"{h:x}" for h in hextets)][form]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(hextets=HEXTETS, form=st.integers(0, 3))
+def test_an_ipv6_address_is_written_as_ipaddress_writes_it(hextets, form):
+    raw = written(hextets, form)
+    fast = _ipv6(raw)
+    if fast is None:  # left to ipaddress: an IPv4 address in its last 32 bits
+        assert not any(hextets[:5])
+    else:
+        assert fast == by_ipaddress(raw)
+    assert Enricher(ip_privacy="full").ip(raw)[::2] == by_ipaddress(raw)[::-1]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(raw=st.text(alphabet="0123456789abcdefABCDEF:.%g ", max_size=45))
+def test_what_ipv6_takes_for_an_address_ipaddress_takes_for_the_same(raw):
+    fast = _ipv6(raw)
+    if fast is not None:
+        assert fast == by_ipaddress(raw)
+
+
+@pytest.mark.parametrize(
+    "raw, network, address",
+    [
+        ("2001:DB8:0:0:1::1", "2001:db8::", "2001:db8::1:0:0:1"),
+        ("2001:db8:abcd:12::", "2001:db8:abcd::", "2001:db8:abcd:12::"),
+        ("::1", "::", "::1"),  # left to ipaddress
+        ("::ffff:198.51.100.9", "198.51.100.0", "198.51.100.9"),  # left to ipaddress: mapped IPv4
+        ("fe80::1%eth0", "fe80::", "fe80::1%eth0"),  # a zone: left to ipaddress
+        ("64:ff9b::198.51.100.9", "64:ff9b::", "64:ff9b::c633:6409"),
+    ],
+)
+def test_ipv6_forms(raw, network, address):
+    facts = Enricher(ip_privacy="full").ip(raw)
+    assert (facts.network, facts.stored) == (network, address)
