@@ -262,10 +262,20 @@ def test_many_pending_entries_of_a_restarted_consumer_are_each_stored_once(link)
     assert clicks_for(link) == 21
 
 
-@pytest.mark.parametrize("privacy, stored", [("anonymise", "198.51.100.0"), ("full", "198.51.100.7"), ("none", None)])
-def test_the_ip_privacy_setting_decides_what_address_is_stored(settings, link, privacy, stored):
+@pytest.mark.parametrize(
+    "privacy, ip, stored",
+    [
+        ("anonymise", "198.51.100.7", "198.51.100.0"),
+        ("full", "198.51.100.7", "198.51.100.7"),
+        ("none", "198.51.100.7", None),
+        ("anonymise", "2001:DB8:abcd:12::5", "2001:db8:abcd::"),
+        ("full", "2001:DB8:abcd:12::5", "2001:db8:abcd:12::5"),
+        ("anonymise", "::ffff:198.51.100.7", "198.51.100.0"),
+    ],
+)
+def test_the_ip_privacy_setting_decides_what_address_is_stored(settings, link, privacy, ip, stored):
     settings.CLICK_IP_PRIVACY = privacy
-    add_entry([make_click(link, ip="198.51.100.7")])
+    add_entry([make_click(link, ip=ip)])
 
     call_command("import_clicks", "--once", "--consumer", "privacy")
 
