@@ -12,6 +12,7 @@ loop.
 """
 
 import ipaddress
+import socket
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -219,7 +220,12 @@ def _binary_inet(address: str | None) -> bytes:
     """An address as inet's binary form: family, bits, is_cidr, length, the address."""
     if address is None:
         return _LENGTH(-1)
-    packed = ipaddress.ip_address(address).packed
+    # The enricher wrote it: inet_pton reads it for a fifth of ipaddress's cost or less,
+    # all but an IPv6 zone (%eth0), which ipaddress reads and leaves out.
+    try:
+        packed = socket.inet_pton(socket.AF_INET6 if ":" in address else socket.AF_INET, address)
+    except OSError:
+        packed = ipaddress.ip_address(address).packed
     return _LENGTH(4 + len(packed)) + bytes((_INET_FAMILY[len(packed)], 8 * len(packed), 0, len(packed))) + packed
 
 

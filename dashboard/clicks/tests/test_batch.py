@@ -1,5 +1,6 @@
 """Entries to a batch (clicks/batch.py): pure, no database, no Redis."""
 
+import ipaddress
 import sys
 import threading
 import time
@@ -189,6 +190,23 @@ def test_a_visitor_counts_once_a_link_and_hour_and_each_hour_apart(maker):
         visitors[int(row_hour) - TS // hour, bot] = hashes.strip("{}").split(",")
     assert {key: len(hashes) for key, hashes in visitors.items()} == {(0, "f"): 2, (-1, "f"): 1, (0, "t"): 1}
     assert visitors[-1, "f"][0] in visitors[0, "f"]  # the same visitor, an hour before
+
+
+@pytest.mark.parametrize(
+    "privacy, raw, stored",
+    [
+        ("anonymise", "203.0.113.77", "203.0.113.0"),
+        ("full", "203.0.113.77", "203.0.113.77"),
+        ("anonymise", "2001:DB8:abcd:12::5", "2001:db8:abcd::"),
+        ("full", "2001:DB8:abcd:12::5", "2001:db8:abcd:12::5"),
+        ("full", "fe80::1%eth0", "fe80::1"),  # inet holds no zone
+        ("none", "2001:db8::1", None),
+        ("anonymise", "not an address", None),
+    ],
+)
+def test_a_clicks_address_is_in_its_binary_row_as_the_ip_privacy_setting_keeps_it(privacy, raw, stored):
+    (row,) = clicks(BatchMaker(Enricher(ip_privacy=privacy)).make([entry([click(ip=raw)])], now=NOW))
+    assert row["ip"] == (None if stored is None else ipaddress.ip_address(stored))
 
 
 def test_another_thread_runs_while_a_batch_is_made(maker):
