@@ -322,10 +322,10 @@ cdef inline int _put_be(Buf* buf, uint64_t value, int width) except -1:
     return _put(buf, <const char*>b, width)
 
 
-cdef inline int _put_text(Buf* buf, bytes value) except -1:
-    """A text field of binary COPY: its length, then its bytes."""
-    _put_be(buf, PyBytes_GET_SIZE(value), 4)
-    return _put_bytes(buf, value)
+cdef inline int _put_field(Buf* buf, const char* data, Py_ssize_t size) except -1:
+    """A field of binary COPY: its length, then its bytes."""
+    _put_be(buf, size, 4)
+    return _put(buf, data, size)
 
 
 cdef bytes _take(Buf* buf):
@@ -663,18 +663,17 @@ cdef class RowMaker:
                     _put_be(&clicks, 8, 4)
                     _put_be(&clicks, <uint64_t>((ms - PG_EPOCH_MS) * 1000), 8)
                     if _misread(slug, slug_size) and memchr(slug, 0, slug_size):
-                        _put_text(&clicks, _str(slug, slug_size).replace("\x00", "").encode())
+                        kept = _str(slug, slug_size).replace("\x00", "").encode()
+                        _put_field(&clicks, kept, len(kept))
                     else:
-                        _put_be(&clicks, slug_size, 4)
-                        _put(&clicks, slug, slug_size)
+                        _put_field(&clicks, slug, slug_size)
                     _put_be(&clicks, 8, 4)
                     _put_be(&clicks, _number(link, link_size), 8)
                     _put_item(&clicks, ip, IP_BINARY)
                     _put_item(&clicks, agent, AGENT_BINARY)
                     _put_item(&clicks, referer, REFERER_BINARY)
                     if rule_size:
-                        _put_be(&clicks, rule_size, 4)
-                        _put(&clicks, rule, rule_size)
+                        _put_field(&clicks, rule, rule_size)
                     else:
                         _put_be(&clicks, 0xFFFFFFFF, 4)  # NULL (-1): the link's own url
                     # The breakdown: a count a click and dimension.
