@@ -28,6 +28,8 @@ API_KEY_HEADER = "X-Api-Key"
 DEFAULT_DOMAIN = "DEFAULT"
 # The most items a page holds, whatever is asked (Shlink's -1, "all", included).
 MAX_ITEMS_PER_PAGE = 5000
+# The last page whose first item's offset PostgreSQL's OFFSET (a bigint) can hold.
+MAX_PAGE = (2**63 - 1) // MAX_ITEMS_PER_PAGE
 
 
 class ApiKeyAuthentication(BaseAuthentication):
@@ -142,7 +144,7 @@ def whole(value, name: str, *, least: int | None = None, most: int | None = None
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and value.strip().lstrip("-").isdecimal():  # isdigit takes "²", which int() refuses
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise invalid_data({name: ["Enter a whole number."]})
@@ -202,7 +204,7 @@ class Paging:
 def paging(query, *, default: int | None) -> Paging:
     """`page` (from 1) and `itemsPerPage` (-1 or missing where `default` is
     None: all of them, as far as MAX_ITEMS_PER_PAGE goes)."""
-    page = whole(query.get("page"), "page", least=1) or 1
+    page = whole(query.get("page"), "page", least=1, most=MAX_PAGE) or 1
     per_page = whole(query.get("itemsPerPage"), "itemsPerPage", least=-1)
     if per_page is None or per_page < 1:
         per_page = default if per_page is None and default is not None else MAX_ITEMS_PER_PAGE

@@ -480,3 +480,21 @@ def test_redirect_rules_map_onto_slingshots_and_what_it_cannot_evaluate_is_refus
         == []
     )
     assert client.get(f"{V3}/short-urls/ruled").json()["hasRedirectRules"] is False
+
+
+@pytest.mark.parametrize(
+    "route", ["short-urls", "tags", "tags/stats", "visits/orphan", "visits/non-orphan", "short-urls/far/visits"]
+)
+def test_a_page_past_what_an_offset_can_hold_is_refused_not_a_5xx(route):
+    from api.shlink.base import MAX_PAGE
+
+    staff = make_user(is_staff=True)  # staff: orphan visits are read, not answered empty
+    make_link(owner=staff, url="https://example.com/", slug="far")
+    client = shlink_client(staff)
+    last = client.get(f"{V3}/{route}", {"page": MAX_PAGE})
+    assert last.status_code == 200, last.content
+    for page in (MAX_PAGE + 1, 2**70, "²"):
+        response = client.get(f"{V3}/{route}", {"page": page})
+        assert response.status_code == 400, (page, response.content)
+        assert response["Content-Type"] == PROBLEM
+        assert "page" in response.json()["invalidElements"]
