@@ -48,7 +48,7 @@ def _users_page(request, form, link=None):
 @login_required
 def users(request):
     _managers_only(request)
-    form = forms.InviteForm(request.POST or None)
+    form = forms.InviteForm(forms.posted(request))
     if request.method == "POST" and form.is_valid():
         try:
             user, path = services.user_invite(actor=request.user, **form.cleaned_data)
@@ -141,7 +141,7 @@ def time_zone(request):
     """The zone the pages show times and make days in. app.js posts the
     browser's zone with `guess` on a first visit, which never overrides a choice."""
     guess = request.method == "POST" and "guess" in request.POST
-    form = forms.TimeZoneForm(request.POST or None, initial={"time_zone": tz.get_current_timezone_name()})
+    form = forms.TimeZoneForm(forms.posted(request), initial={"time_zone": tz.get_current_timezone_name()})
     if request.method == "POST" and form.is_valid():
         preferences = web_services.preferences_set_time_zone(
             user=request.user, time_zone=form.cleaned_data["time_zone"], only_if_unset=guess

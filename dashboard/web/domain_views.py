@@ -20,7 +20,7 @@ def _staff(user) -> bool:
 @login_required
 def domain_list(request):
     """Every domain; staff add, change and remove them (links/domains.py)."""
-    form = forms.DomainForm(request.POST or None)
+    form = forms.DomainForm(forms.posted(request))
     if request.method == "POST":
         if not _staff(request.user):
             raise PermissionDenied("Only staff manage domains.")
@@ -53,7 +53,7 @@ def domain_edit(request, host: str):
     if not _staff(request.user):
         raise PermissionDenied("Only staff manage domains.")
     domain = _domain_or_404(host)
-    form = forms.DomainForm(request.POST or None, instance=domain, editing=True)
+    form = forms.DomainForm(forms.posted(request), instance=domain, editing=True)
     if request.method == "POST" and form.is_valid():
         changes = {name: form.cleaned_data[name] for name in form.changed_data}
         try:

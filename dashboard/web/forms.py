@@ -3,12 +3,19 @@ and how a service's ValidationError is shown on a form."""
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.http import HttpRequest, QueryDict
 from django.utils import timezone
 
 from clicks.calendar import time_zones
 from links.models import Domain
 from teams.models import Role
 from tokens.models import ApiToken
+
+
+def posted(request: HttpRequest) -> QueryDict | None:
+    """A form's data: what a POST sent, even nothing at all, so that the
+    form is bound and says what is missing; None, an unbound form, for a GET."""
+    return request.POST if request.method == "POST" else None
 
 
 def add_service_errors(form: forms.Form, error: ValidationError) -> None:

@@ -195,7 +195,7 @@ def checked(form: link_forms.LinkForm, link: Link | None = None) -> bool:
 
 @login_required
 def link_create(request):
-    form = link_forms.LinkForm(request.POST or None)
+    form = link_forms.LinkForm(forms.posted(request))
     if request.method == "POST" and checked(form):
         try:
             link = services.link_create(owner=request.user, team=current_team(request), fields=form.as_link_fields())
@@ -214,7 +214,7 @@ def link_edit(request, slug: str):
     link = link_or_404(request, slug, Role.EDITOR)
     teams = access.teams_of(request.user, Role.EDITOR)
     form = link_forms.LinkForm(
-        request.POST or None,
+        forms.posted(request),
         initial={**link_forms.LinkForm.initial_for(link), "team": link.team_id},
         editing=True,
         has_password=link.has_password,

@@ -23,6 +23,7 @@ from links.models import Domain
 from teams import access
 from teams.models import Role
 
+from .forms import posted
 from .teams import current_team
 from .uploads import UploadLimitHandler, limit_uploads
 
@@ -100,7 +101,8 @@ class SourceImportForm(forms.Form):
 @limit_uploads("IMPORTERS_UPLOAD_MAX_BYTES")
 def source_import(request, limit: UploadLimitHandler):
     team = current_team(request)
-    form = SourceImportForm(request.POST or None, request.FILES or None, too_large=limit.too_large)
+    data = posted(request)
+    form = SourceImportForm(data, None if data is None else request.FILES, too_large=limit.too_large)
     unfinished = ImportJob.objects.filter(team=team, state__in=[State.QUEUED, State.RUNNING]).count()
     if request.method == "POST" and unfinished >= UNFINISHED_MAX:
         form.add_error(None, f"This team has {unfinished} imports waiting or running: start another once one ends.")

@@ -47,7 +47,7 @@ def team_switch(request):
 
 @login_required
 def team_list(request):
-    form = forms.TeamForm(request.POST or None)
+    form = forms.TeamForm(forms.posted(request))
     if request.method == "POST" and form.is_valid():
         try:
             team = team_services.team_create(actor=request.user, name=form.cleaned_data["name"])
@@ -85,7 +85,7 @@ def _team_page(request, team: Team, *, form=None, rename_form=None):
 @login_required
 def team_detail(request, team_id: int):
     team = _team_or_404(request, team_id)
-    form = forms.MemberForm(request.POST or None)
+    form = forms.MemberForm(forms.posted(request))
     if request.method == "POST":
         access.require(request.user, team.pk, Role.ADMIN, to="add members")
         if form.is_valid():

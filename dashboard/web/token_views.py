@@ -20,7 +20,7 @@ CREATED_TOKEN = "created_token"  # the session key that carries a new token's se
 def tokens(request):
     """Post/redirect/get: a create redirects here, and the secret rides in
     the session to the next page only, so a reload never creates another."""
-    form = forms.TokenForm(request.POST or None)
+    form = forms.TokenForm(forms.posted(request))
     if request.method == "POST" and form.is_valid():
         try:
             token, raw = token_services.token_create(user=request.user, team=current_team(request), **form.cleaned_data)

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from links.models import Domain, Link, LinkImport
 from testing.factories import fresh, make_link
+from tokens.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -200,3 +201,30 @@ def test_a_csv_holding_a_surrogates_bytes_is_refused_naming_its_line(signed_in):
     assert response.status_code == 200
     assert response.context["form"].errors["file"] == ["The file is not UTF-8 text: line 3 is not."]
     assert not LinkImport.objects.exists()
+
+
+def test_a_form_posted_empty_says_what_is_missing_and_changes_nothing(client, make_user):
+    """A POST with no fields at all (a script's, or a form whose fields a
+    browser extension took out) binds the form: its required fields are
+    errors on the page, and nothing is created or changed."""
+    person = make_user(is_staff=True, is_superuser=True)
+    link = make_link(owner=person, url="https://example.com/", slug=fresh())
+    team = person.memberships.get().team
+    client.force_login(person)
+    pages = {
+        reverse("web:link-create"): "url",
+        reverse("web:link-edit", args=[link.slug]): "url",
+        reverse("web:domain-list"): "host",
+        reverse("web:tokens"): "name",
+        reverse("web:team-list"): "name",
+        reverse("web:team-detail", args=[team.pk]): "username",
+        reverse("web:users"): "username",
+        reverse("web:time-zone"): "time_zone",
+    }
+    for page, field in pages.items():
+        field_errors(client.post(page), field, page)
+    assert client.post(reverse("web:source-import")).context["form"].errors, "import"
+    link.refresh_from_db()
+    assert (Link.objects.count(), link.url, link.is_active) == (1, "https://example.com/", True)
+    assert not Domain.objects.exclude(host="sho.rt").exists()
+    assert not ApiToken.objects.filter(user=person).exists()
