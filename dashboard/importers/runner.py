@@ -46,7 +46,7 @@ from teams.models import Role
 from .ahead import ahead
 from .history import HistoryBatches, Orphan, Target, Visit, history_store
 from .models import ImportedLink, ImportJob
-from .sources.base import Source, SourceLink
+from .sources.base import Source, SourceLink, read
 from .summary import Summary
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,11 @@ class ImportRun:
     def links(self) -> None:
         domains = {domain.host: domain for domain in Domain.objects.all()}
         seen: set[str] = set()
-        links = (item for item in self.source.links() if not (item.external_id in seen or seen.add(item.external_id)))
+        links = (
+            item
+            for item in read(self.source, self.source.links())
+            if not (item.external_id in seen or seen.add(item.external_id))
+        )
         while chunk := list(islice(links, LINKS_CHUNK)):
             self.summary.links_read += len(chunk)
             known = {
@@ -321,7 +325,7 @@ class ImportRun:
         targets = self.targets
         pairs = (
             (targets[external_id], visit)
-            for external_id, visit in self.source.visits(wanted=targets.__contains__, skip=skip)
+            for external_id, visit in read(self.source, self.source.visits(wanted=targets.__contains__, skip=skip))
         )
         batches = self._batched(self._read(pairs, "visits_read"), key="visits", ms=_pair_ms)
         self._stored("visits", batches, lambda kept: (kept, ()), self.expected_visits or None)
@@ -331,7 +335,7 @@ class ImportRun:
         skip = self.job.progress.get("orphans_consumed", 0)
         self.summary.orphans_read += skip
         self.summary.orphans_stored += self.job.progress.get("orphans_stored", 0)
-        orphans = (self._orphan(orphan) for orphan in self.source.orphan_visits(skip=skip))
+        orphans = (self._orphan(orphan) for orphan in read(self.source, self.source.orphan_visits(skip=skip)))
         batches = self._batched(self._read(orphans, "orphans_read"), key="orphans", ms=_orphan_ms)
         self._stored("orphans", batches, lambda kept: ((), kept), None)
 

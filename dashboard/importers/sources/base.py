@@ -5,12 +5,13 @@ Visit and Orphan), always in the same order, so that a run taken over
 part way skips what was stored before (`skip`)."""
 
 import ipaddress
+import logging
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import requests
@@ -18,6 +19,9 @@ from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 from ..history import Orphan, Visit
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class SourceError(Exception):
@@ -52,6 +56,27 @@ class SourceLink:
     # Why it cannot be imported at all ({field: [messages]}), found reading the source.
     errors: dict[str, list[str]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # An answer of another shape than the source's kind writes fails
+        # here, while the source reads it (read), not later in the run.
+        for name, kinds in _SOURCE_LINK_TYPES:
+            if not isinstance(getattr(self, name), kinds):
+                raise TypeError(f"a link's {name} is {type(getattr(self, name)).__name__}")
+
+
+_SOURCE_LINK_TYPES = [
+    ("external_id", str),
+    ("url", str),
+    ("slug", (str, type(None))),
+    ("host", (str, type(None))),
+    ("options", dict),
+    ("created_at", (datetime, type(None))),
+    ("visits", int),
+    ("carried_clicks", int),
+    ("notes", list),
+    ("errors", dict),
+]
+
 
 class Source:
     """A source of links. `key` names it (kind and address) in ImportedLink
@@ -80,6 +105,33 @@ class Source:
 
     def close(self) -> None:
         pass
+
+
+# What reading an answer of a shape its kind never writes raises: a field
+# missing (KeyError), a list or a string where a mapping was (TypeError,
+# AttributeError), a number that is not one (ValueError).
+MISSHAPEN = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+
+
+def read(source: Source, items: Iterable[T]) -> Iterator[T]:
+    """What a source gives (its links(), visits() or orphan_visits()); a
+    SourceError naming it when reading an item fails on what the source
+    answered (MISSHAPEN), so that the import fails saying so rather than on
+    an error of Slingshot's. The traceback is logged for whoever looks into it."""
+    iterator = iter(items)
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except MISSHAPEN as exc:
+            log.warning("reading %s failed", source.key, exc_info=True)
+            raise SourceError(
+                f"The source ({source.key}) answered something it does not write, which cannot be read "
+                f"({exc.__class__.__name__}: {exc}): is it the kind of server chosen, and a version "
+                "docs/importing.md names?"
+            ) from None
+        yield item
 
 
 # --- helpers the sources share ------------------------------------------------------------
