@@ -118,20 +118,17 @@ def read(source: Source, items: Iterable[T]) -> Iterator[T]:
     SourceError naming it when reading an item fails on what the source
     answered (MISSHAPEN), so that the import fails saying so rather than on
     an error of Slingshot's. The traceback is logged for whoever looks into it."""
-    iterator = iter(items)
-    while True:
-        try:
-            item = next(iterator)
-        except StopIteration:
-            return
-        except MISSHAPEN as exc:
-            log.warning("reading %s failed", source.key, exc_info=True)
-            raise SourceError(
-                f"The source ({source.key}) answered something it does not write, which cannot be read "
-                f"({exc.__class__.__name__}: {exc}): is it the kind of server chosen, and a version "
-                "docs/importing.md names?"
-            ) from None
-        yield item
+    try:
+        # Only the source's own reading raises here: what the run does with
+        # an item happens between yields, outside this frame.
+        yield from items
+    except MISSHAPEN as exc:
+        log.warning("reading %s failed", source.key, exc_info=True)
+        raise SourceError(
+            f"The source ({source.key}) answered something it does not write, which cannot be read "
+            f"({exc.__class__.__name__}: {exc}): is it the kind of server chosen, and a version "
+            "docs/importing.md names?"
+        ) from None
 
 
 # --- helpers the sources share ------------------------------------------------------------
