@@ -20,8 +20,10 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
+import psycopg
+import redis
 from django.core.exceptions import PermissionDenied
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils.dateparse import parse_datetime
 
@@ -38,6 +40,10 @@ from .sources import SourceError, source_for
 log = logging.getLogger(__name__)
 
 CHANNEL = "slingshot_import_jobs"
+# A connection to PostgreSQL or Redis lost mid-run: the job is left where it
+# got, and whoever runs it again goes on from there.
+RETRYABLE = (redis.RedisError, OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+INTERRUPTED = "Interrupted: run the command again; it goes on, storing nothing twice."
 DRY_RUN_KEPT = timedelta(days=1)
 PROGRESS_EVERY = 1.0  # seconds between writes of a running job's progress
 
@@ -118,7 +124,7 @@ def job_claim() -> ImportJob | None:
         if job.background and not job.finished:
             return job
         if not job.background and job.state == State.RUNNING:
-            _finish(job, State.FAILED, error="Interrupted: run the command again; it goes on, storing nothing twice.")
+            _finish(job, State.FAILED, error=INTERRUPTED)
         job_unlock(job)
     return None
 

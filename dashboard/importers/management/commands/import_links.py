@@ -1,14 +1,17 @@
+import contextlib
 import getpass
 import os
 import sys
 from pathlib import Path
 
+import redis
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
 from importers.files import path_opener
-from importers.jobs import job_create, job_fail, job_lock, job_run, job_unlock
+from importers.jobs import INTERRUPTED, RETRYABLE, job_create, job_fail, job_lock, job_run, job_unlock
 from importers.models import Source
 from importers.sources import SourceError
 from links.domains import domain_for_host
@@ -93,19 +96,40 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         job_lock(job)
         bar = Bars(enabled=sys.stderr.isatty() if progress is None else progress)
+        lost = None
         try:
             summary = job_run(job, progress=bar, opener=lambda name: path_opener(files.get(name)))
         except (SourceError, PermissionDenied) as exc:
             raise CommandError(f"import #{job.pk} failed: {exc}") from None
         except KeyboardInterrupt:
-            job_fail(job, "Interrupted: run the command again; it goes on, storing nothing twice.")
+            job_fail(job, INTERRUPTED)
             raise CommandError(f"import #{job.pk} interrupted: run the command again to go on") from None
+        except RETRYABLE as exc:
+            lost = exc
         finally:
             bar.close()
-            job_unlock(job)
+            if lost is None:
+                job_unlock(job)
+        if lost is not None:
+            raise CommandError(self._connection_lost(job, lost)) from None
         self.stdout.write(f"import #{job.pk} from {source}{' (dry run: nothing written)' if dry_run else ''}:")
         for line in summary.lines():
             self.stdout.write(f"  {line}")
+
+    @staticmethod
+    def _connection_lost(job, exc: Exception) -> str:
+        """Ends the session the job was locked by, marks the job interrupted
+        if PostgreSQL answers again (else the next worker to look does,
+        jobs.job_claim), and says what happened."""
+        connection.close()
+        with contextlib.suppress(RETRYABLE):
+            job_fail(job, INTERRUPTED)
+        store = "Redis" if isinstance(exc, redis.RedisError) else "PostgreSQL"
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        return (
+            f"import #{job.pk} stopped: the connection to {store} was lost ({reason}). "
+            "Run the command again; it goes on, storing nothing twice."
+        )
 
     @staticmethod
     def _person(username: str):

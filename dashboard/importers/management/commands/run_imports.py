@@ -1,16 +1,12 @@
 import logging
 
-import psycopg
-import redis
 from django.core.exceptions import PermissionDenied
-from django.db import InterfaceError, OperationalError
 
-from importers.jobs import CHANNEL, job_claim, job_fail, job_run, job_unlock, jobs_forget_dry_runs
+from importers.jobs import CHANNEL, RETRYABLE, job_claim, job_fail, job_run, job_unlock, jobs_forget_dry_runs
 from importers.sources import SourceError
 from slingshot.commands import ServiceCommand
 
 log = logging.getLogger(__name__)
-RETRYABLE = (redis.RedisError, OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
 class Command(ServiceCommand):

@@ -1,0 +1,91 @@
+"""`manage.py import_links` losing PostgreSQL mid-run, against a real
+PostgreSQL: the command says so in a sentence, the job is marked
+interrupted, and running it again stores the rest, every visit once."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from importers.jobs import INTERRUPTED
+from importers.models import ImportJob, State
+from testing.factories import make_user
+from testing.sources import write_yourls_dump, yourls_data
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REPO = Path(__file__).resolve().parent.parent
+VISITS, LINKS = 100_000, 500
+APPLICATION = "slingshot-import-links-fault"
+
+
+def database_url() -> str:
+    s = connection.settings_dict
+    return (
+        f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST']}:{s['PORT']}/{s['NAME']}?application_name={APPLICATION}"
+    )
+
+
+def import_links(dump: Path, username: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "dashboard" / "manage.py"), "import_links", "yourls", str(dump)]
+        + ["--user", username, "--no-progress"],
+        env={**os.environ, "DATABASE_URL": database_url()},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def stored(team_id: int) -> tuple[int, int, int]:
+    """The team's visits: rows, distinct click ids, and the sum of its totals."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), count(DISTINCT c.click_id) FROM clicks c JOIN links_link l ON l.id = c.link_id"
+            " WHERE l.team_id = %s",
+            [team_id],
+        )
+        rows, distinct = cursor.fetchone()
+        cursor.execute(
+            "SELECT coalesce(sum(t.clicks), 0) FROM link_click_totals t JOIN links_link l ON l.id = t.link_id"
+            " WHERE l.team_id = %s",
+            [team_id],
+        )
+        return rows, distinct, int(cursor.fetchone()[0])
+
+
+def test_postgresql_lost_mid_visits_is_a_sentence_and_a_second_run_stores_the_rest(tmp_path):
+    person = make_user()
+    team = person.personal_team.pk
+    dump = write_yourls_dump(tmp_path / "yourls.sql", yourls_data(links=LINKS, visits=VISITS, seed=7))
+
+    first = import_links(dump, person.username)
+    deadline = time.monotonic() + 120
+    while stored(team)[0] == 0:
+        assert first.poll() is None, f"the import ended before any visit was stored:\n{first.stdout.read()}"
+        assert time.monotonic() < deadline, "no visit stored in 120 s"
+        time.sleep(0.02)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", [APPLICATION])
+        assert cursor.fetchall(), "the import's session was not found"
+    out, _ = first.communicate(timeout=60)
+    part = stored(team)[0]
+
+    assert first.returncode == 1, out
+    assert "Traceback" not in out, out
+    assert "stopped: the connection to PostgreSQL was lost (terminating connection due to administrator command)" in out
+    assert "Run the command again; it goes on, storing nothing twice." in out
+    assert 0 < part < VISITS
+    job = ImportJob.objects.filter(owner=person).get()
+    assert (job.state, job.error) == (State.FAILED, INTERRUPTED)
+    assert job.finished_at is not None
+
+    again = import_links(dump, person.username)
+    out, _ = again.communicate(timeout=300)
+    assert again.returncode == 0, out
+    assert stored(team) == (VISITS, VISITS, VISITS)
+    assert ImportJob.objects.filter(owner=person, state=State.DONE).count() == 1
