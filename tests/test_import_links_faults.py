@@ -14,6 +14,7 @@ from django.db import connection
 from importers.jobs import INTERRUPTED
 from importers.models import ImportJob, State
 from testing.factories import make_user
+from testing.fixtures import database_url
 from testing.sources import write_yourls_dump, yourls_data
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,18 +24,11 @@ VISITS, LINKS = 100_000, 500
 APPLICATION = "slingshot-import-links-fault"
 
 
-def database_url() -> str:
-    s = connection.settings_dict
-    return (
-        f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST']}:{s['PORT']}/{s['NAME']}?application_name={APPLICATION}"
-    )
-
-
 def import_links(dump: Path, username: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(REPO / "dashboard" / "manage.py"), "import_links", "yourls", str(dump)]
         + ["--user", username, "--no-progress"],
-        env={**os.environ, "DATABASE_URL": database_url()},
+        env={**os.environ, "DATABASE_URL": f"{database_url()}?application_name={APPLICATION}"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -70,7 +64,9 @@ def test_postgresql_lost_mid_visits_is_a_sentence_and_a_second_run_stores_the_re
         assert time.monotonic() < deadline, "no visit stored in 120 s"
         time.sleep(0.02)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", [APPLICATION])
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", [APPLICATION]
+        )
         assert cursor.fetchall(), "the import's session was not found"
     out, _ = first.communicate(timeout=60)
     part = stored(team)[0]
