@@ -236,9 +236,15 @@ def test_redis_killed_mid_import_forgets_acknowledgements_and_every_click_is_sto
         server.wait(timeout=30)
         at_fault = stored_ids(ids)[0]
         assert 0 < at_fault < len(ids), "the fault must hit while clicks are still to be stored"
+        # The importer meets Redis gone, and is then held still until Redis
+        # is back and what it came back with is seen: retrying, it could
+        # otherwise take entries first.
+        wait_until(lambda: "retrying" in (tmp_path / "importer.log").read_text(), what="the importer to retry")
+        importer.send_signal(signal.SIGSTOP)
         server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         devstack.wait_for_port(port, process=server)
         assert client.xlen(STREAM) == 600  # every entry back, those imported too
+        importer.send_signal(signal.SIGCONT)
 
         log = drained_without_exiting(importer, client, tmp_path)
         assert_exactly_once(ids, links)
