@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+import devstack
 from importers.jobs import INTERRUPTED
 from importers.models import ImportJob, State
 from testing.factories import make_user
@@ -85,3 +86,20 @@ def test_postgresql_lost_mid_visits_is_a_sentence_and_a_second_run_stores_the_re
     assert again.returncode == 0, out
     assert stored(team) == (VISITS, VISITS, VISITS)
     assert ImportJob.objects.filter(owner=person, state=State.DONE).count() == 1
+
+
+def test_postgresql_not_there_is_a_sentence(tmp_path):
+    dump = write_yourls_dump(tmp_path / "yourls.sql", yourls_data(links=5, visits=10))
+    closed = f"postgres://nobody:nothing@127.0.0.1:{devstack.free_port()}/slingshot"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "dashboard" / "manage.py"), "import_links", "yourls", str(dump)]
+        + ["--user", "anyone", "--no-progress"],
+        env={**os.environ, "DATABASE_URL": closed},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "CommandError: the connection to PostgreSQL failed (" in done.stderr
+    assert done.stderr.rstrip().endswith("; nothing was imported")

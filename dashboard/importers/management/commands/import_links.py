@@ -65,7 +65,14 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-progress", action="store_false", dest="progress")
 
-    def handle(self, *args, source, file, user, team, domain, dry_run, progress, **options):
+    def handle(self, *args, **options):
+        try:
+            self._import(**options)
+        except RETRYABLE as exc:
+            store, reason = connection_error(exc)
+            raise CommandError(f"the connection to {store} failed ({reason}); nothing was imported") from None
+
+    def _import(self, *, source, file, user, team, domain, dry_run, progress, **options):
         person = self._person(user)
         chosen_team = self._team(team, person)
         chosen_domain = self._domain(domain)
@@ -124,8 +131,7 @@ class Command(BaseCommand):
         connection.close()
         with contextlib.suppress(RETRYABLE):
             job_fail(job, INTERRUPTED)
-        store = "Redis" if isinstance(exc, redis.RedisError) else "PostgreSQL"
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        store, reason = connection_error(exc)
         return (
             f"import #{job.pk} stopped: the connection to {store} was lost ({reason}). "
             "Run the command again; it goes on, storing nothing twice."
@@ -177,6 +183,13 @@ class Command(BaseCommand):
             return getpass.getpass(f"{source} {'access token' if source == 'bitly' else 'API key'}: ").strip()
         flag = "--token" if source == "bitly" else "--api-key"
         raise CommandError(f"{source} needs a secret: set {env}, or give {flag}-file, or {flag} to type it")
+
+
+def connection_error(exc: Exception) -> tuple[str, str]:
+    """Which store a connection error is of, and the first line of what it says."""
+    store = "Redis" if isinstance(exc, redis.RedisError) else "PostgreSQL"
+    text = str(exc).strip()
+    return store, text.splitlines()[0] if text else type(exc).__name__
 
 
 class Bars:
