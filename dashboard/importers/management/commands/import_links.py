@@ -70,7 +70,10 @@ class Command(BaseCommand):
             self._import(**options)
         except RETRYABLE as exc:
             store, reason = connection_error(exc)
-            raise CommandError(f"the connection to {store} failed ({reason}); nothing was imported") from None
+            raise CommandError(
+                f"the connection to {store} failed ({reason}). Run the command again once it answers; "
+                "it stores nothing twice."
+            ) from None
 
     def _import(self, *, source, file, user, team, domain, dry_run, progress, **options):
         person = self._person(user)
