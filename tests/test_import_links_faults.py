@@ -26,10 +26,14 @@ VISITS, LINKS = 100_000, 500
 APPLICATION = "slingshot-import-links-fault"
 
 
+def command(dump: Path, username: str) -> list[str]:
+    manage = str(REPO / "dashboard" / "manage.py")
+    return [sys.executable, manage, "import_links", "yourls", str(dump), "--user", username, "--no-progress"]
+
+
 def import_links(dump: Path, username: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(REPO / "dashboard" / "manage.py"), "import_links", "yourls", str(dump)]
-        + ["--user", username, "--no-progress"],
+        command(dump, username),
         env={**os.environ, "DATABASE_URL": f"{database_url()}?application_name={APPLICATION}"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -99,8 +103,7 @@ def test_postgresql_not_there_is_a_sentence(tmp_path):
     dump = write_yourls_dump(tmp_path / "yourls.sql", yourls_data(links=5, visits=10))
     closed = f"postgres://nobody:nothing@127.0.0.1:{devstack.free_port()}/slingshot"
     done = subprocess.run(
-        [sys.executable, str(REPO / "dashboard" / "manage.py"), "import_links", "yourls", str(dump)]
-        + ["--user", "anyone", "--no-progress"],
+        command(dump, "anyone"),
         env={**os.environ, "DATABASE_URL": closed},
         capture_output=True,
         text=True,
