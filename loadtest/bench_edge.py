@@ -58,6 +58,7 @@ import orjson
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from cpuwhere import Recorder  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
 import devstack  # noqa: E402
@@ -97,6 +98,7 @@ class Result:
     nginx_us: float
     redis_us: float
     instructions: float | None  # nginx's, per request, user + kernel; None without perf
+    where: dict[str, float] | None = None  # nginx's CPU by where it went, shares (--where)
 
 
 def mean_of(first: Result, second: Result) -> Result:
@@ -255,6 +257,7 @@ class Bench:
         nginx_before, redis_before = cpu_seconds(pids), cpu_seconds(redis_pids)
         pin = ["taskset", "-c", str(self.args.wrk_cpu)] if self.args.pin else []
         counter = self.start_perf(pids)
+        recorder = Recorder(self.root / f"where-{name}.data", pids) if self.args.where and "-" not in name else None
         output = subprocess.run(
             [
                 *pin,
@@ -279,12 +282,15 @@ class Bench:
         nginx_cpu = cpu_seconds(pids) - nginx_before
         redis_cpu = cpu_seconds(redis_pids) - redis_before
         instructions = self.stop_perf(counter)
+        where = recorder.stop() if recorder else None
         requests = int(re.search(r"(\d+) requests in", output).group(1))
         errors = re.search(r"Socket errors: (.*)", output)
         if errors:
             print(f"  wrk socket errors in {name}: {errors.group(1)}")
         try:
-            return self.parse(name, output, requests, nginx_cpu, redis_cpu, instructions)
+            result = self.parse(name, output, requests, nginx_cpu, redis_cpu, instructions)
+            result.where = where
+            return result
         except (AttributeError, ValueError) as error:
             raise RuntimeError(f"cannot read wrk's output for {name}:\n{output}") from error
 
@@ -523,12 +529,43 @@ class Bench:
         if "b" in a.cases:
             print("\nclicks check:", "OK, every click of (b) is in the stream once" if clicks_ok else "FAILED")
         print("targets:", "all met" if not missed else "missed by " + ", ".join(missed))
+        if a.where:
+            print_where({key: [run for run, _ in by_case[key]] for key in chosen})
         return 0 if clicks_ok else 1
 
     def close(self) -> None:
         for edge in self.edges:
             edge.stop()
         self.stack.cleanup()
+
+
+def print_where(runs: dict[str, list[Result]]) -> None:
+    """nginx's CPU a request by where it went (--where): medians over the
+    rounds, the parts under 0.05 µs in every case summed as the rest."""
+    runs = {key: [run for run in case_runs if run.where] for key, case_runs in runs.items()}
+    runs = {key: case_runs for key, case_runs in runs.items() if case_runs}
+    if not runs:
+        print("\nwhere nginx's CPU went: perf recorded nothing (perf_event_paranoid, or no perf events in this VM)")
+        return
+    parts = {name for case_runs in runs.values() for run in case_runs for name in run.where}
+    cost = {
+        key: {name: median(run.where.get(name, 0.0) * run.nginx_us for run in case_runs) for name in parts}
+        for key, case_runs in runs.items()
+    }
+    shown = sorted(
+        (name for name in parts if max(case[name] for case in cost.values()) >= 0.05),
+        key=lambda name: -max(case[name] for case in cost.values()),
+    )
+    print(
+        "\nwhere nginx's CPU went, µs a request (perf record -g, cpu-clock; medians over the rounds, "
+        "perf's own cost included; the kernel by the call that entered it)"
+    )
+    print(f"{'part':<34}" + "".join(f"{key:>8}" for key in runs))
+    for name in shown:
+        print(f"{name:<34}" + "".join(f"{cost[key][name]:>8.2f}" for key in runs))
+    rest = {key: sum(value for name, value in case.items() if name not in shown) for key, case in cost.items()}
+    print(f"{'the rest':<34}" + "".join(f"{rest[key]:>8.2f}" for key in runs))
+    print(f"{'all':<34}" + "".join(f"{median(run.nginx_us for run in runs[key]):>8.2f}" for key in runs))
 
 
 def main() -> int:
@@ -566,6 +603,12 @@ def main() -> int:
         "--no-perf", dest="perf", action="store_false", help="skip counting nginx's instructions with perf stat"
     )
     parser.add_argument(
+        "--where",
+        action="store_true",
+        help="also break each case's nginx CPU a request down by where it went (perf record; needs perf, "
+        "Debian: linux-perf): nginx, LuaJIT, libc, the kernel by system call, page faults",
+    )
+    parser.add_argument(
         "--edge-env",
         action="append",
         default=[],
@@ -589,6 +632,8 @@ def main() -> int:
     if args.perf and not shutil.which("perf"):
         print("perf is not installed (Debian: linux-perf): no instruction counts")
         args.perf = False
+    if args.where and not shutil.which("perf"):
+        parser.error("--where needs perf (Debian: apt-get install linux-perf)")
     bench = Bench(args)
     try:
         return bench.run()
