@@ -257,7 +257,8 @@ class Bench:
         nginx_before, redis_before = cpu_seconds(pids), cpu_seconds(redis_pids)
         pin = ["taskset", "-c", str(self.args.wrk_cpu)] if self.args.pin else []
         counter = self.start_perf(pids)
-        recorder = Recorder(self.root / f"where-{name}.data", pids) if self.args.where and "-" not in name else None
+        warmup = name.endswith("-warmup")
+        recorder = Recorder(self.root / f"where-{name}.data", pids) if self.args.where and not warmup else None
         output = subprocess.run(
             [
                 *pin,

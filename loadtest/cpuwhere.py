@@ -5,8 +5,8 @@ libc function that made the system call), page faults apart.
 Used by `bench_edge.py --where`. In the kernel is most of what a request
 costs nginx on loopback: a response's writev also delivers it to the
 client's socket and wakes the client, and that work grows when the client
-waits more between responses, so a little more of nginx's own work per
-request can cost several times as much in the kernel.
+waits more between responses: nginx's own work a little slower costs
+about half as much again in the kernel (docs/benchmarks.md).
 """
 
 import re
@@ -32,7 +32,7 @@ def _call(symbol: str) -> str:
 
 def part(frames: list[tuple[str, str]]) -> str:
     """Where one sample was, from its frames (symbol, dso), innermost first."""
-    symbol, dso = frames[0]
+    dso = frames[0][1]
     if dso == KERNEL:
         if any(name in ("asm_exc_page_fault", "exc_page_fault") for name, _ in frames):
             return PAGE_FAULTS
@@ -64,8 +64,20 @@ class Recorder:
     def __init__(self, path: Path, pids: list[int]) -> None:
         self.path = path
         self.process = subprocess.Popen(
-            ["perf", "record", "-q", "-e", "cpu-clock", "-F", "1999", "-g", "-o", str(path), "-p"]
-            + [",".join(map(str, pids))],
+            [
+                "perf",
+                "record",
+                "-q",
+                "-e",
+                "cpu-clock",
+                "-F",
+                "1999",
+                "-g",
+                "-o",
+                str(path),
+                "-p",
+                ",".join(map(str, pids)),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
