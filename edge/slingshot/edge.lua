@@ -17,6 +17,7 @@ local certs = require("slingshot.certs")
 local unlock = require("slingshot.unlock")
 local shlink = require("slingshot.shlink")
 local pages = require("slingshot.pages")
+local nginxvar = require("slingshot.nginxvar")
 
 local ngx = ngx
 local var = ngx.var
@@ -49,6 +50,9 @@ local PASSWORD = outcome("password")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
 local PIXEL = outcome("pixel")
+
+-- The request's path where nginx keeps it: only a slug is made a string of it.
+local read_uri = nginxvar.reader("uri")
 
 local UNAVAILABLE_PAGE = "<!doctype html><title>Unavailable</title>"
     .. "<h1>Temporarily unavailable</h1><p>Please try again shortly.</p>"
@@ -230,12 +234,14 @@ function _M.redirect()
     if domain.https_redirect and var.https == "" then
         return to_https()
     end
-    local uri = var.uri
-    local slug = slugs.from_path(uri, config.slug_min_length, config.slug_max_length,
+    local at, len = read_uri()
+    local slug = at and slugs.from_bytes(at, len, config.slug_min_length, config.slug_max_length,
         config.slug_alphabet)
     -- Shlink's tracking pixel, /<slug>/track: a visit of the link, answered with an image.
     local pixel = false
+    local uri
     if not slug then
+        uri = var.uri
         slug = slugs.from_pixel_path(uri, config.slug_min_length, config.slug_max_length,
             config.slug_alphabet)
         pixel = slug ~= nil

@@ -1,8 +1,13 @@
 -- Which request paths can name a link. Checked before any cache or Redis
 -- lookup, so junk paths cost nothing.
+local ffi = require("ffi")
+
 local find = string.find
 local sub = string.sub
 local byte = string.byte
+local ffi_cast = ffi.cast
+local ffi_string = ffi.string
+local bytes_at = ffi.typeof("const uint8_t *")
 
 local _M = { _VERSION = "0.3.0" }
 
@@ -54,21 +59,29 @@ end
 
 local DEFAULT_ALLOWED = assert(_M.alphabet(_M.DEFAULT_ALPHABET))
 
--- `path` is the normalised request URI, e.g. "/abc"; `allowed` a set from
--- _M.alphabet. Returns the slug, or nil when the path cannot be a slug.
--- A byte at a time, which LuaJIT compiles (a Lua pattern it cannot).
-function _M.from_path(path, min_length, max_length, allowed)
-    local n = #path
+-- The slug in the `n` bytes at `at` of a normalised request URI, e.g.
+-- "/abc": a pointer where nginx keeps it (nginxvar.lua), or a Lua string.
+-- `allowed` is a set from _M.alphabet. Nil when the path cannot be a slug.
+-- A byte at a time, which LuaJIT compiles (a Lua pattern it cannot), and
+-- the slug is the only string made: each is interned, and among many
+-- unknown slugs' strings that lookup misses the cache.
+function _M.from_bytes(at, n, min_length, max_length, allowed)
     if n < (min_length or _M.MIN_LENGTH) + 1 or n > (max_length or _M.MAX_LENGTH) + 1 then
         return nil
     end
     allowed = allowed or DEFAULT_ALLOWED
-    for i = 2, n do
-        if not allowed[byte(path, i)] then
+    local path = ffi_cast(bytes_at, at)
+    for i = 1, n - 1 do
+        if not allowed[path[i]] then
             return nil
         end
     end
-    return sub(path, 2)
+    return ffi_string(path + 1, n - 1)
+end
+
+-- As from_bytes, of the Lua string `path`.
+function _M.from_path(path, min_length, max_length, allowed)
+    return _M.from_bytes(path, #path, min_length, max_length, allowed)
 end
 
 local TRACK = "/track"

@@ -26,6 +26,25 @@ describe("slug.from_path", function()
     end)
 end)
 
+describe("slug.from_bytes", function()
+    local ffi = require("ffi")
+
+    it("reads the n bytes at a pointer, and no more", function()
+        local path = ffi.new("char[?]", 8)
+        ffi.copy(path, "/abc/xy")
+        assert.equal("abc", slug.from_bytes(path, 4))
+        assert.is_nil(slug.from_bytes(path, 7))
+        assert.is_nil(slug.from_bytes(path, 1))
+    end)
+
+    it("refuses a byte past 127, as from_path does", function()
+        local path = ffi.new("char[?]", 6)
+        ffi.copy(path, "/caf\195\169")
+        assert.is_nil(slug.from_bytes(path, 6))
+        assert.equal("caf", slug.from_bytes(path, 4))
+    end)
+end)
+
 describe("slug.alphabet", function()
     local function allowed(set)
         local chars = {}
