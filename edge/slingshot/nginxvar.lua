@@ -1,8 +1,9 @@
 -- Reads an nginx variable where nginx keeps it, without making a Lua string
 -- of it: a pointer into the request's memory and a length, valid until the
 -- request ends. For the click details, which are copied straight into the
--- click journal (journal.lua); `ngx.var` would intern each as a new Lua
--- string, for the garbage collector to free again.
+-- click journal (journal.lua), and the request's path, of which only a slug
+-- becomes a string (slug.from_bytes); `ngx.var` would intern each as a new
+-- Lua string, for the garbage collector to free again.
 --
 -- This is what `ngx.var.NAME` does inside lua-resty-core (resty/core/var.lua),
 -- through the same FFI entry of ngx_lua, which OpenResty and Debian's ngx_lua
