@@ -58,7 +58,7 @@ import orjson
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from cpuwhere import Recorder  # noqa: E402
+from cpuwhere import Recorder, perf_off, perf_on  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
 import devstack  # noqa: E402
@@ -315,31 +315,14 @@ class Bench:
         unlike CPU time, the count hardly moves with what else shares the cores."""
         if not self.args.perf:
             return None
-        out = self.root / "perf.csv"
-        counter = subprocess.Popen(
-            [
-                "perf",
-                "stat",
-                "-x",
-                ",",
-                "-e",
-                "instructions:u,instructions:k",
-                "-o",
-                str(out),
-                "-p",
-                ",".join(map(str, pids)),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        return perf_on(
+            pids, "stat", "-x", ",", "-e", "instructions:u,instructions:k", "-o", str(self.root / "perf.csv")
         )
-        time.sleep(0.1)  # attached before the first request
-        return counter
 
     def stop_perf(self, counter: subprocess.Popen | None) -> float | None:
         if counter is None:
             return None
-        counter.send_signal(signal.SIGINT)
-        counter.wait(timeout=10)
+        perf_off(counter)
         total = 0
         for line in (self.root / "perf.csv").read_text().splitlines():
             fields = line.split(",")

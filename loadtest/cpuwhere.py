@@ -58,35 +58,32 @@ def shares(script: str) -> dict[str, float]:
     return {name: count / total for name, count in counts.items()} if total else {}
 
 
+def perf_on(pids: list[int], *args: str) -> subprocess.Popen:
+    """perf with `args` (`stat ...`, `record ...`) attached to the processes
+    `pids`, and attached by the time it returns, until perf_off."""
+    process = subprocess.Popen(
+        ["perf", *args, "-p", ",".join(map(str, pids))], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    time.sleep(0.2)
+    return process
+
+
+def perf_off(process: subprocess.Popen) -> None:
+    """Stops perf_on's perf, which writes its file and exits."""
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=30)
+
+
 class Recorder:
     """`perf record` of some processes' CPU (cpu-clock, with call stacks) until stopped."""
 
     def __init__(self, path: Path, pids: list[int]) -> None:
         self.path = path
-        self.process = subprocess.Popen(
-            [
-                "perf",
-                "record",
-                "-q",
-                "-e",
-                "cpu-clock",
-                "-F",
-                "1999",
-                "-g",
-                "-o",
-                str(path),
-                "-p",
-                ",".join(map(str, pids)),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        time.sleep(0.2)  # attached before the first request
+        self.process = perf_on(pids, "record", "-q", "-e", "cpu-clock", "-F", "1999", "-g", "-o", str(path))
 
     def stop(self) -> dict[str, float]:
         """Stops recording; the shares of what was recorded (empty if perf could not record)."""
-        self.process.send_signal(signal.SIGINT)  # perf writes its file and exits
-        self.process.wait(timeout=30)
+        perf_off(self.process)
         if not self.path.exists():
             return {}
         script = subprocess.run(
