@@ -496,6 +496,12 @@ def fetch(
     return Answer(status=response.status_code, headers=response.headers, body=body)
 
 
+def not_found(exc: requests.RequestException) -> bool:
+    """Whether a request failed because its host's name does not resolve."""
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, NameResolutionError)
+
+
 def _too_slow(deadline: float) -> str:
     return f"the answer did not come in full within {deadline:g} s"
 

@@ -352,6 +352,10 @@ IMPORTERS_UPLOAD_MAX_BYTES = env.int("IMPORTERS_UPLOAD_MAX_BYTES", default=1024 
 IMPORTERS_API_ATTEMPTS = env.int("IMPORTERS_API_ATTEMPTS", default=6)
 # Whether an import started from the Import page may fetch from a private network's address (SSRF otherwise).
 IMPORTERS_PRIVATE_ADDRESSES = env.bool("IMPORTERS_PRIVATE_ADDRESSES", default=False)
+# The most one answer of another shortener's API may hold, decoded, and the
+# seconds one request may take, connect to last byte (slingshot/outbound.py).
+IMPORTERS_MAX_RESPONSE_MB = env.int("IMPORTERS_MAX_RESPONSE_MB", default=32)
+IMPORTERS_REQUEST_TIMEOUT = env.int("IMPORTERS_REQUEST_TIMEOUT", default=60)
 # Reports under filters (clicks/selectors.py): the breakdowns count the
 # latest this many matching raw clicks, and a statement of the raw clicks
 # is cancelled after this many milliseconds, its report refused.

@@ -4,9 +4,7 @@ that keep them, their visits and orphan visits (importers/history.py's
 Visit and Orphan), always in the same order, so that a run taken over
 part way skips what was stored before (`skip`)."""
 
-import ipaddress
 import logging
-import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -17,6 +15,8 @@ from urllib.parse import urlsplit
 import requests
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
+
+from slingshot import outbound
 
 from ..history import Orphan, Visit
 
@@ -159,76 +159,98 @@ def host_of(url: str) -> str:
 
 
 def base_url(url: str) -> str:
-    """A server's address as given, checked, without a trailing slash."""
+    """A server's address as given, checked (slingshot/outbound.py's
+    check_url), without a trailing slash."""
     url = (url or "").strip().rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SourceError(f"--url must be the server's http or https address, not {url!r}.")
+    try:
+        outbound.check_url(url)
+    except outbound.UrlRefused as exc:
+        raise SourceError(f"The server's address must be its http or https one. {exc}") from None
     return url
 
 
-def public_host(host: str) -> None:
-    """SourceError unless every address of the host is a public one: an
-    import started from the Import page makes this server fetch what a
-    person names, which must not reach its own network (SSRF), unless
-    IMPORTERS_PRIVATE_ADDRESSES allows it."""
-    try:
-        found = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
-    except (OSError, UnicodeError):
-        raise SourceError(f"{host} cannot be found.") from None
-    if not found or not all(ipaddress.ip_address(address.split("%")[0]).is_global for address in found):
-        raise SourceError(
-            f"{host} is an address of a private network, which the Import page does not fetch from: "
-            "run manage.py import_links on the server instead (docs/importing.md)."
-        )
-
-
 class Api:
-    """JSON over HTTP with a session: a timeout on every request, and a
-    request the server throttled (429) or failed (5xx, a lost connection)
-    retried with backoff before the import gives up (SourceError). Every
-    request goes to the host of `base` (a page's next link too); with
-    `public_only`, only if that host is a public one (public_host)."""
+    """JSON over HTTP through slingshot/outbound.py: every request to the
+    origin (scheme, host and port) of `base`, a page's next link too; with
+    `public_only` (and IMPORTERS_PRIVATE_ADDRESSES off) only to public
+    addresses, checked where the connection is made; no redirect followed;
+    each answer within IMPORTERS_MAX_RESPONSE_MB and IMPORTERS_REQUEST_TIMEOUT,
+    each read within `timeout`. A request the server throttled (429) or
+    failed (5xx, a lost connection) is tried again with backoff before the
+    import gives up (SourceError); one refused, cut or redirected is not."""
 
     def __init__(
         self, *, base: str, headers: dict[str, str], name: str, timeout: float = 30.0, public_only: bool = False
     ):
         self.base, self.name, self.timeout = base, name, timeout
         self.attempts = settings.IMPORTERS_API_ATTEMPTS
-        self.host = urlsplit(base).hostname or ""
-        if public_only and not settings.IMPORTERS_PRIVATE_ADDRESSES:
-            public_host(self.host)
-        self.session = requests.Session()
-        self.session.headers.update({"Accept": "application/json", "User-Agent": "slingshot-import", **headers})
+        self.origin = outbound.check_url(base)
+        self.session = outbound.session(
+            private_addresses=not public_only or settings.IMPORTERS_PRIVATE_ADDRESSES,
+            headers={"Accept": "application/json", "User-Agent": "slingshot-import", **headers},
+        )
 
     def get(self, path: str, params: dict | list | None = None) -> Any:
         url = path if path.startswith(("http://", "https://")) else self.base + path
-        if (urlsplit(url).hostname or "") != self.host:
+        try:
+            origin = outbound.check_url(url)
+        except outbound.UrlRefused as exc:
+            raise SourceError(f"{self.name} pointed the import at an address it does not follow. {exc}") from None
+        if origin != self.origin:
             raise SourceError(
-                f"{self.name} pointed the import at another host ({host_of(url)}), which it does not follow."
+                f"{self.name} pointed the import at another server ({host_of(url)}), which it does not follow."
             )
         for attempt in range(self.attempts):
             try:
-                response = self.session.get(url, params=params, timeout=self.timeout)
+                answer = outbound.fetch(
+                    self.session,
+                    url,
+                    params=params,
+                    read_timeout=self.timeout,
+                    deadline=settings.IMPORTERS_REQUEST_TIMEOUT,
+                    max_bytes=settings.IMPORTERS_MAX_RESPONSE_MB * 1024 * 1024,
+                )
+            except outbound.AddressRefused as exc:
+                raise SourceError(
+                    f"{exc}: the Import page fetches from public addresses only; run manage.py import_links "
+                    "on the server instead (docs/importing.md)."
+                ) from None
+            except outbound.TooLarge as exc:
+                raise SourceError(
+                    f"{self.name} at {self.base}: {exc} (IMPORTERS_MAX_RESPONSE_MB), to {path}."
+                ) from None
+            except outbound.TooSlow as exc:
+                raise SourceError(
+                    f"{self.name} at {self.base}: {exc} (IMPORTERS_REQUEST_TIMEOUT), to {path}."
+                ) from None
             except requests.RequestException as exc:
+                if attempt == self.attempts - 1 and outbound.not_found(exc):
+                    raise SourceError(f"{self.name} at {self.base}: {host_of(url)} cannot be found.") from None
                 if attempt == self.attempts - 1:
                     raise SourceError(
                         f"{self.name} at {self.base} does not answer: {exc.__class__.__name__}."
                     ) from None
                 time.sleep(min(30, 0.5 * 2**attempt))
                 continue
-            if response.status_code == 429 or response.status_code >= 500:
+            status = answer.status
+            if status == 429 or status >= 500:
                 if attempt == self.attempts - 1:
-                    raise SourceError(f"{self.name} answered {response.status_code} to {path} {self.attempts} times.")
-                retry_after = response.headers.get("Retry-After", "")
+                    raise SourceError(f"{self.name} answered {status} to {path} {self.attempts} times.")
+                retry_after = answer.headers.get("Retry-After", "")
                 time.sleep(min(60, float(retry_after) if retry_after.isdigit() else 0.5 * 2**attempt))
                 continue
-            if response.status_code in (401, 403):
-                raise SourceError(f"{self.name} refused the key ({response.status_code}): check it and its rights.")
-            if response.status_code != 200:
-                raise SourceError(f"{self.name} answered {response.status_code} to {path}: {response.text[:200]}")
+            if 300 <= status < 400:
+                raise SourceError(
+                    f"{self.name} answered {path} with a redirect ({status}) to "
+                    f"{outbound.quoted(answer.headers.get('Location', ''))}, which the import does not follow: "
+                    "give the address it points to instead."
+                )
+            if status in (401, 403):
+                raise SourceError(f"{self.name} refused the key ({status}): check it and its rights.")
+            if status != 200:
+                raise SourceError(f"{self.name} answered {status} to {path}: {answer.text(200)}")
             try:
-                return response.json()
+                return answer.json()
             except ValueError:
                 raise SourceError(f"{self.name} answered {path} with something that is not JSON.") from None
         raise AssertionError("unreachable")
