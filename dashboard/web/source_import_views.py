@@ -20,6 +20,7 @@ from importers.models import ImportJob, Source, State
 from importers.summary import Summary
 from links.domains import domain_list
 from links.models import Domain
+from slingshot.outbound import UrlRefused, check_url
 from teams import access
 from teams.models import Role
 
@@ -81,6 +82,16 @@ class SourceImportForm(forms.Form):
         self.fields["domain"].queryset = domain_list()
         for name in FILES:
             self.fields[name].help_text = f"Up to {filesizeformat(settings.IMPORTERS_UPLOAD_MAX_BYTES)}."
+
+    def clean_url(self) -> str:
+        # What the import's requests check again, said beside the field at once.
+        url = self.cleaned_data.get("url") or ""
+        if url:
+            try:
+                check_url(url)
+            except UrlRefused as exc:
+                raise ValidationError(str(exc)) from None
+        return url
 
     def clean(self):
         data = super().clean()

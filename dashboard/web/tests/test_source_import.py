@@ -12,6 +12,7 @@ from django.urls import reverse
 from importers.models import ImportJob
 from links.models import Link
 from testing.factories import make_user
+from testing.listeners import SECRET, InternalService
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -153,3 +154,60 @@ def test_a_file_over_the_limit_is_refused_and_the_post_still_needs_its_csrf_toke
     settings.IMPORTERS_UPLOAD_MAX_BYTES = 10**7
     assert upload_dump(guarded).status_code == 403
     assert not ImportJob.objects.filter(owner=user).exists()
+
+
+# Addresses of this server's own network, spelt so that a check of the URL
+# might read another host (slingshot/outbound.py).
+CONFUSED = [
+    "http://127.0.0.1:{port}\\@example.com/",
+    "http://example.com\\@127.0.0.1:{port}/",
+    "http://u@127.0.0.1:{port}/",
+]
+INTERNAL = [
+    "http://127.0.0.1:{port}/",
+    "http://localhost:{port}/",
+    "http://[::ffff:127.0.0.1]:{port}/",
+    "http://0.0.0.0:{port}/",
+]
+
+
+def post_import(client, source: str, url: str):
+    return client.post(
+        reverse("web:source-import"), {"source": source, "url": url, "secret": "key", "table_prefix": "yourls_"}
+    )
+
+
+@pytest.mark.parametrize("source", ["shlink", "kutt"])
+def test_an_address_clients_read_differently_is_refused_beside_the_field(signed_in, user, source):
+    with InternalService() as service:
+        for spelling in CONFUSED:
+            page = post_import(signed_in, source, spelling.format(port=service.port))
+
+            assert page.status_code == 200 and (b"backslash" in page.content or b"user name" in page.content)
+        call_command("run_imports", "--once")
+
+        assert not ImportJob.objects.filter(owner=user).exists() and service.connections() == 0
+
+
+@pytest.mark.parametrize("source", ["shlink", "kutt"])
+def test_an_import_of_this_servers_network_fails_saying_so_and_shows_nothing_of_it(signed_in, user, settings, source):
+    settings.IMPORTERS_API_ATTEMPTS = 1
+    with InternalService() as service:
+        for spelling in INTERNAL:
+            assert post_import(signed_in, source, spelling.format(port=service.port)).status_code == 302
+            call_command("run_imports", "--once")
+
+            job = ImportJob.objects.filter(owner=user).first()
+            page = signed_in.get(reverse("web:source-import-detail", args=[job.pk]))
+            status = signed_in.get(reverse("web:source-import-detail", args=[job.pk]), HTTP_ACCEPT="application/json")
+            assert job.state == "failed" and "private network" in job.error, job.error
+            assert b"private network" in page.content and SECRET.encode() not in page.content + status.content
+        assert service.connections() == 0
+
+        # Allowed, the same service answers, and its answer is what the page shows (a 404's first characters).
+        settings.IMPORTERS_PRIVATE_ADDRESSES = True
+        post_import(signed_in, source, INTERNAL[0].format(port=service.port))
+        call_command("run_imports", "--once")
+
+        assert SECRET[:100] in ImportJob.objects.filter(owner=user).first().error
+        assert service.connections() == 1
