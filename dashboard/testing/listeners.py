@@ -139,3 +139,29 @@ def read_request(conn: socket.socket) -> bytes:
             break
         data += chunk
     return data
+
+
+def redirecting(location: str) -> Callable[[socket.socket, threading.Event], None]:
+    """A RawServer handler answering every request with a 302 to `location`."""
+
+    def handler(conn: socket.socket, stop: threading.Event) -> None:
+        read_request(conn)
+        conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n".encode())
+
+    return handler
+
+
+def dripping(answer: bytes, every: float, *, head: bytes = b"") -> Callable[[socket.socket, threading.Event], None]:
+    """A RawServer handler sending `head` at once, then `answer` a byte at a
+    time, one every `every` seconds: each read gets something long before a
+    read timeout."""
+
+    def handler(conn: socket.socket, stop: threading.Event) -> None:
+        read_request(conn)
+        conn.sendall(head)
+        for byte in answer:
+            conn.sendall(bytes([byte]))
+            if stop.wait(every):
+                return
+
+    return handler

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError
 
 from importers.sources import SourceError, source_for
-from testing.listeners import SECRET, InternalService, RawServer, read_request
+from testing.listeners import SECRET, InternalService, RawServer, dripping, redirecting
 
 from .helpers import import_links, secret_file
 from .servers import ApiServer
@@ -60,14 +60,6 @@ def test_with_private_addresses_allowed_the_import_page_reaches_a_local_server(s
         links = list(page_source("kutt", server.url).links())
 
     assert [link.slug for link in links] == ["abc"]
-
-
-def redirecting(location: str):
-    def handler(conn, stop):
-        read_request(conn)
-        conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n".encode())
-
-    return handler
 
 
 @pytest.mark.django_db
@@ -147,14 +139,8 @@ def test_an_answer_over_the_cap_ends_the_import_saying_which_setting(user, tmp_p
 def test_an_answer_too_slow_ends_the_import_saying_which_setting(user, tmp_path, settings):
     settings.IMPORTERS_REQUEST_TIMEOUT = 2
 
-    def dripping(conn, stop):
-        read_request(conn)
-        for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}":
-            conn.sendall(bytes([byte]))
-            if stop.wait(1):
-                return
-
-    with RawServer(dripping) as server, pytest.raises(CommandError) as failed:
+    dripped = dripping(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", every=1)
+    with RawServer(dripped) as server, pytest.raises(CommandError) as failed:
         import_links("kutt", url=server.url, api_key_file=secret_file(tmp_path, KEY), user=user.username)
 
     assert "did not come in full within 2 s (IMPORTERS_REQUEST_TIMEOUT)" in str(failed.value)
