@@ -146,7 +146,6 @@ class Topology:
             "REDIS_WAIT_TIMEOUT_MS": "500",
             "CLICK_STORES": stores,
             "EDGE_BASE_URL": f"http://127.0.0.1:{self.edge_ports[0]}",
-            "LINK_PUBLISH_INLINE": "false",
             "DATABASE_REPLICA_PIN_SECONDS": str(PIN_SECONDS),
         }
 

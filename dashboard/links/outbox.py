@@ -18,11 +18,22 @@ _WRITE = (
 )
 
 
+def _deliver_once_committed() -> None:
+    """Has the outbox delivered once the caller's transaction commits, once
+    however many changes it makes (a bulk create's thousands). Django starts
+    a new list of commit callbacks at every commit and rollback, so while
+    the list this delivery joined is still the connection's, it is there."""
+    if connection.in_atomic_block and getattr(connection, "_slingshot_delivery_in", None) is connection.run_on_commit:
+        return
+    transaction.on_commit(deliver_after_commit)
+    connection._slingshot_delivery_in = connection.run_on_commit
+
+
 def _publish(host: str, slug: str) -> None:
     with connection.cursor() as cursor:
         cursor.execute(_WRITE, [host, slug, timezone.now()])
     if settings.LINK_PUBLISH_INLINE:
-        transaction.on_commit(deliver_after_commit)
+        _deliver_once_committed()
 
 
 def publish_link(host: str, slug: str) -> None:

@@ -5,19 +5,28 @@ change itself, with a NOTIFY. The publisher process (`manage.py
 run_publisher`) wakes on it and runs `deliver_outbox`, which makes Redis
 agree with PostgreSQL for each link and domain in the outbox, in order, and deletes the
 rows only once Redis has taken them; while Redis is down they wait, and
-nothing is lost. With LINK_PUBLISH_INLINE the request that made the change
-also delivers right after its commit (no publisher needed, a few ms slower).
+nothing is lost.
+
+With LINK_PUBLISH_INLINE (the default) the request that made a change also
+delivers it right after its commit, before it answers, waiting up to
+LINK_LIVE_TIMEOUT_MS for a delivery the publisher has under way: once a
+create has answered, the link is in Redis, where every edge finds it. Where
+that cannot be done in time (Redis away), the answer says so
+(`Slingshot-Publish: pending`, links/middleware.py) and the publisher
+delivers the change when Redis is back.
 """
 
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
+import psycopg
 import redis
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import DatabaseError, OperationalError, connection, transaction
 from django.urls import reverse
 
 from slingshot.contract import DOMAINS_KEY, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key, robots_key
@@ -33,6 +42,13 @@ OUTBOX_BATCH = 500
 OUTBOX_CHANNEL = "slingshot_link_outbox"  # NOTIFY'd by every change
 # One deliverer at a time keeps Redis writes in commit order.
 _DELIVERY_LOCK = 0x51_1D_0B_0C
+
+# What became of the link changes of the request (or command) running here,
+# delivered after its commit (deliver_after_commit): LIVE, once Redis has
+# every one; PENDING, while some wait in the outbox; None, if it made none
+# or LINK_PUBLISH_INLINE is off.
+LIVE, PENDING = "live", "pending"
+delivery: ContextVar[str | None] = ContextVar("slingshot_link_delivery", default=None)
 
 
 def legacy_unlock_url() -> str:
@@ -168,32 +184,68 @@ def send_replicated(client: redis.Redis, fill: Callable[[redis.client.Pipeline],
         raise NotReplicated(f"{replies[-1]} of {wanted} replicas confirmed link changes in time")
 
 
-def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = None) -> int | None:
+def _take_delivery_lock(cursor, wait_ms: int) -> bool:
+    """Takes the delivery lock for the transaction: at once or not at all,
+    or waiting up to `wait_ms` for the deliverer that holds it (a lock not
+    had in time raises, psycopg's LockNotAvailable behind OperationalError)."""
+    if not wait_ms:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
+        return cursor.fetchone()[0]
+    # For this transaction only; nothing else in it waits for a lock: the
+    # outbox rows are only ever touched under this one.
+    cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
+    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
+    return True
+
+
+def _lock_not_had(exc: OperationalError) -> bool:
+    return isinstance(exc.__cause__, psycopg.errors.LockNotAvailable)
+
+
+def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = None, wait_ms: int = 0) -> int | None:
     """Publishes the outbox in id order and empties it. Returns how many rows
-    were delivered, or None if another process is delivering right now.
+    were delivered, or None if another process was delivering (and, with
+    `wait_ms`, still was that many milliseconds later): when one was and
+    this call got the lock after it, what that one delivered is in Redis.
     Redis errors propagate; undelivered rows stay for the next attempt."""
     delivered = 0
     while True:
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
-                if not cursor.fetchone()[0]:
-                    return None if delivered == 0 else delivered
-            rows = list(LinkOutbox.objects.order_by("id").values_list("id", "host", "slug")[:batch])
-            if not rows:
-                return delivered
-            publish_keys(((host, slug) for _, host, slug in rows), client=client)
-            LinkOutbox.objects.filter(id__lte=rows[-1][0]).delete()
-            delivered += len(rows)
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    if not _take_delivery_lock(cursor, wait_ms):
+                        return None if delivered == 0 else delivered
+                rows = list(LinkOutbox.objects.order_by("id").values_list("id", "host", "slug")[:batch])
+                if not rows:
+                    return delivered
+                publish_keys(((host, slug) for _, host, slug in rows), client=client)
+                LinkOutbox.objects.filter(id__lte=rows[-1][0]).delete()
+                delivered += len(rows)
+        except OperationalError as exc:
+            if not _lock_not_had(exc):
+                raise
+            return None if delivered == 0 else delivered
         if len(rows) < batch:  # all there was when the call began: a later change comes with a NOTIFY of its own
             return delivered
 
 
 def deliver_after_commit() -> None:
-    """The fast path, run by transaction.on_commit: publish now if Redis
-    answers at once (the request's own quick client and breaker), else leave
-    the change in the outbox for the publisher."""
+    """Run by transaction.on_commit (links/outbox.py): publishes the outbox
+    now, with the request's quick Redis client and breaker, after the
+    delivery the publisher may have under way (up to LINK_LIVE_TIMEOUT_MS).
+    What could not be published stays in the outbox for the publisher, and
+    `delivery` says PENDING; the change itself is committed either way."""
+    wait_ms = settings.LINK_LIVE_TIMEOUT_MS
     try:
-        quick_call(lambda client: deliver_outbox(client=client), what="link publishing")
-    except RedisUnavailable as exc:
+        delivered = quick_call(
+            lambda client: deliver_outbox(client=client, wait_ms=wait_ms), what="link publishing", replicated=True
+        )
+    except (RedisUnavailable, DatabaseError) as exc:
         log.warning("link changes wait in the outbox for the publisher: %s", exc)
+        delivery.set(PENDING)
+        return
+    if delivered is None:
+        log.warning("link changes wait in the outbox: another delivery held it for more than %d ms", wait_ms)
+        delivery.set(PENDING)
+    elif delivery.get() is None:
+        delivery.set(LIVE)

@@ -67,6 +67,20 @@ def get_quick_redis() -> redis.Redis:
     return _primary(connect_timeout=settings.REDIS_REQUEST_TIMEOUT, timeout=settings.REDIS_REQUEST_TIMEOUT)
 
 
+def get_replicated_redis() -> redis.Redis:
+    """The quick client, for a reply that waits for replicas as well: with
+    REDIS_WAIT_REPLICAS, one whose replies may take REDIS_WAIT_TIMEOUT_MS longer."""
+    if settings.REDIS_WAIT_REPLICAS <= 0:
+        return get_quick_redis()
+    return _waiting_for_replicas()
+
+
+@cache
+def _waiting_for_replicas() -> redis.Redis:
+    wait = settings.REDIS_WAIT_TIMEOUT_MS / 1000
+    return _primary(connect_timeout=settings.REDIS_REQUEST_TIMEOUT, timeout=settings.REDIS_REQUEST_TIMEOUT + wait)
+
+
 class RedisUnavailable(Exception):
     """Redis failed just now, or recently enough that it was not asked."""
 
@@ -159,8 +173,11 @@ breaker = CircuitBreaker(
 )
 
 
-def quick_call(operation: Callable[[redis.Redis], T], *, what: str) -> T:
-    """Runs `operation` with the quick client behind the breaker. Raises
+def quick_call(operation: Callable[[redis.Redis], T], *, what: str, replicated: bool = False) -> T:
+    """Runs `operation` with the quick client behind the breaker (with
+    `replicated`, one whose replies may wait for replicas). Raises
     RedisUnavailable, at once while the breaker is open, or after at most
-    about twice REDIS_REQUEST_TIMEOUT when Redis fails this call."""
-    return breaker.call(lambda: operation(get_quick_redis()), what=what)
+    about twice REDIS_REQUEST_TIMEOUT (and the replicas' wait) when Redis
+    fails this call."""
+    client = get_replicated_redis() if replicated else get_quick_redis()
+    return breaker.call(lambda: operation(client), what=what)

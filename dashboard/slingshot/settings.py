@@ -84,6 +84,8 @@ MIDDLEWARE = [
     "slingshot.metrics.RequestMetricsMiddleware",  # first: it times all the others
     # Before anything that answers: the headers go on errors too (CORS_URLS_REGEX below).
     "corsheaders.middleware.CorsMiddleware",
+    # Around every door that changes links (the YOURLS API's edge door answers early, below).
+    "links.middleware.PublishStatusMiddleware",  # whether a request's link changes were live when it answered
     "slingshot.operators.OperatorEndpointsMiddleware",  # /healthz and /metrics
     "web.edge_calls.EdgeCallsMiddleware",  # what the edges ask, with their secret
     "yourls_api.views.EdgeYourlsMiddleware",  # the YOURLS API an edge passes on, with its secret
@@ -275,10 +277,13 @@ LINK_UNLOCK_CHECKS_PER_SECOND = env.int("LINK_UNLOCK_CHECKS_PER_SECOND", default
 # What the edges show to ask the dashboard whether a link's password is right
 # (web/edge_calls.py); empty: nobody is let through a password.
 EDGE_DASHBOARD_SECRET = env.str("EDGE_DASHBOARD_SECRET", default="")
-# Deliver link changes to Redis from the request that made them, as well as
-# from the publisher process. Off: requests are faster, the publisher alone
-# delivers (within milliseconds, woken by NOTIFY).
-LINK_PUBLISH_INLINE = env.bool("LINK_PUBLISH_INLINE", default=False)
+# Deliver link changes to Redis from the request that made them, after its
+# commit and before it answers, as well as from the publisher process, so
+# that a link is served once its create has answered; waiting at most
+# LINK_LIVE_TIMEOUT_MS for a delivery under way (links/publishing.py). Off:
+# the publisher alone delivers, and a link goes live a moment after.
+LINK_PUBLISH_INLINE = env.bool("LINK_PUBLISH_INLINE", default=True)
+LINK_LIVE_TIMEOUT_MS = env.int("LINK_LIVE_TIMEOUT_MS", default=1000)
 
 # REST API (api/): tokens or session, per-token and per-user throttles.
 REST_FRAMEWORK = {
@@ -325,6 +330,7 @@ CORS_ALLOW_ALL_ORIGINS = SHLINK_CORS_ALLOW_ORIGIN == ["*"]
 CORS_ALLOWED_ORIGINS = [] if CORS_ALLOW_ALL_ORIGINS else SHLINK_CORS_ALLOW_ORIGIN
 CORS_ALLOW_HEADERS = (*default_cors_headers, "x-api-key")
 CORS_PREFLIGHT_MAX_AGE = 3600
+CORS_EXPOSE_HEADERS = ["Slingshot-Publish"]
 
 # The YOURLS API (yourls_api/, docs/compatibility.md). A URL the team has a
 # link to on the same domain already is answered with that link, not made

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from links import checks, imports, selectors, services
+from links import checks, imports, publishing, selectors, services
 from links.models import Link
 from slingshot.db import reports_db
 from teams import access
@@ -193,6 +193,12 @@ def checked(form: link_forms.LinkForm, link: Link | None = None) -> bool:
     return not form.errors
 
 
+PENDING_MESSAGE = (
+    "Redis could not be reached, so the short link is not live yet: it is saved, and goes live as soon as Redis "
+    "answers. Until then it answers 503 (try again shortly), never 404."
+)
+
+
 @login_required
 def link_create(request):
     form = link_forms.LinkForm(forms.posted(request))
@@ -203,6 +209,8 @@ def link_create(request):
             forms.add_service_errors(form, exc)
         else:
             messages.success(request, f"Created {link.short_url}")
+            if publishing.delivery.get() == publishing.PENDING:
+                messages.warning(request, PENDING_MESSAGE)
             return to_detail(link)
     if form.is_bound:
         form.before_shown_again()

@@ -10,6 +10,9 @@ from links.publishing import OUTBOX_CHANNEL, deliver_outbox
 from slingshot.commands import ServiceCommand
 from slingshot.metrics import add_metrics_arguments, serve_metrics
 
+# How long a delivery waits for one under way elsewhere before it asks again.
+LOCK_WAIT_MS = 1000
+
 
 class Command(ServiceCommand):
     help = (
@@ -43,7 +46,11 @@ class Command(ServiceCommand):
             try:
                 if listener is None or listener.closed:
                     listener = self.listen(OUTBOX_CHANNEL)
-                delivered = deliver_outbox() or 0
+                # Behind another deliverer (a request delivering its own change), wait for it to end:
+                # if Redis failed it, what it held is still to deliver, and no NOTIFY will say so.
+                delivered = deliver_outbox(wait_ms=LOCK_WAIT_MS)
+                if delivered is None:
+                    continue
                 metrics.published.inc(delivered)
                 published += delivered
                 if failures:
