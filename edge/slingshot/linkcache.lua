@@ -10,9 +10,10 @@
 --   never waits on Redis, nor does a wave of them expiring together cost
 --   each request a wait for a lookup.
 -- * linkchanges.lua tails the stream slingshot:link-changes and evicts
---   what changed, so a cache hit never asks Redis and a change shows within
---   EDGE_LINK_CHANGES_INTERVAL. EDGE_CACHE_TTL bounds staleness when
---   notifications are missed (docs/contract.md).
+--   what changed, so a cache hit never asks Redis and a change shows as
+--   soon as the worker reads it (a blocking read: a millisecond or so).
+--   EDGE_CACHE_TTL bounds staleness when notifications are missed
+--   (docs/contract.md).
 -- * In front of the lrucache, a plain table holds what was answered since
 --   that follower last ran: a hit there skips the lrucache's bookkeeping
 --   (its LRU queue and TTL check, which go through the FFI). The follower
@@ -146,6 +147,13 @@ function _M.get(slug)
         end
         return value
     elseif value.unknown then
+        -- While Redis cannot be read, or could not a moment ago, an unknown
+        -- slug may be a link made meanwhile that waits to be published
+        -- (links/publishing.py): not answered as unknown (a 404) but as
+        -- Redis's absence (a 503), as a miss would be.
+        if not following or linklookup.doubting() then
+            return nil, "unknown slug not believed: Redis cannot be read, or could not a moment ago"
+        end
         metrics.inc(NEGATIVE_HITS)
         return false
     end

@@ -212,6 +212,11 @@ end
 -- as in Debian's ngx_lua, every call logs a warning.)
 function _M.lookup(slug)
     local batch = inflight[slug]
+    -- One asked before a change was read may have been answered before the
+    -- change: a miss from here asks again (a link made a moment ago).
+    if batch and batch.generation ~= cache.generation() then
+        batch = nil
+    end
     if not batch then
         batch = open_batch
         if not batch then
