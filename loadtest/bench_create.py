@@ -17,14 +17,24 @@ client against the same kind of stack: the SQL statements one create sends
 (CaptureQueriesContext), the CPU per create and its top costs (cProfile),
 and the publisher's CPU per link delivered.
 
+`--visible N` (after the rates) asks an edge (of the same checkout, on the
+same stack) at once after each of N creates, edits and deletions answered,
+and then until it serves the change: how many creates were redirected at
+the first visit, and how long after the answer each change was served
+(docs/api.md, "Live at once"; docs/contract.md, "How soon a change is
+served").
+
     .venv/bin/python loadtest/bench_create.py [--rates 100,200,300] [--seconds 20] [--against /work/wt/base]
     .venv/bin/python loadtest/bench_create.py --profile 500 --rates ''
+    .venv/bin/python loadtest/bench_create.py --rates '' --visible 300 [--against /work/wt/base]
     .venv/bin/python loadtest/bench_create.py --smoke   # a few seconds, for `make test`
 """
 
 import argparse
 import cProfile
+import http.client
 import io
+import json
 import os
 import pstats
 import subprocess
@@ -39,7 +49,7 @@ sys.path.insert(0, str(REPO / "loadtest"))
 from bench_api import Client, steady_creates  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
-from devstack import free_port, gunicorn_command, wait_for_port  # noqa: E402
+from devstack import edge_command, free_port, gunicorn_command, render_edge_conf, wait_for_port  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 
 
@@ -50,8 +60,8 @@ def prepare(stack: ThrowawayStack, dashboard: Path) -> tuple[dict, str]:
         **stack.environment(),
         "API_THROTTLE_RATE": "100000000/min",
         "EDGE_BASE_URL": "http://127.0.0.1:8080",
-        "LINK_PUBLISH_INLINE": "false",  # as `make run`: the publisher delivers (the test suite's default differs)
     }
+    env.pop("LINK_PUBLISH_INLINE", None)  # each checkout's own default, as `make run` (the tests' differs)
     manage = [sys.executable, str(dashboard / "manage.py")]
     run = lambda *cmd: subprocess.run([*manage, *cmd], env=env, check=True, capture_output=True, text=True)  # noqa: E731
     run("migrate", "--no-input")
@@ -82,6 +92,11 @@ class Target:
             [sys.executable, str(self.dashboard / "manage.py"), "run_publisher"], "publisher", env=env
         )
         self.client = Client(port, token)
+        self.edge_port = free_port()
+        prefix = stack.root / "edge"
+        render_edge_conf(prefix, self.edge_port, repo=self.dashboard.parent)
+        edge = stack._spawn(edge_command(prefix, workers=2), "edge", env=env)
+        wait_for_port(self.edge_port, process=edge)
         self.groups = {
             "gunicorn": lambda: [gunicorn.pid, *children(gunicorn.pid)],
             "postgres": lambda: [stack.postgres.pid, *children(stack.postgres.pid)],
@@ -103,6 +118,54 @@ class Target:
         cpu["load generator"] = sum(os.times()[:2]) - load_before
         result["cpu"] = {name: spent / max(result["ok"], 1) * 1000 for name, spent in cpu.items()}
         return result
+
+    def visit(self, slug: str) -> tuple[int, str]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.edge_port, timeout=10)
+        try:
+            conn.request("GET", f"/{slug}")
+            response = conn.getresponse()
+            response.read()
+            return response.status, response.getheader("Location", "")
+        finally:
+            conn.close()
+
+    def until_served(self, slug: str, wanted, timeout: float = 10.0) -> float:
+        """Seconds until the edge's answer for `slug` is `wanted` (status, Location), asked without pause."""
+        started = time.monotonic()
+        while self.visit(slug) != wanted:
+            if time.monotonic() - started > timeout:
+                return float("inf")
+        return time.monotonic() - started
+
+    def visible(self, count: int) -> dict:
+        """Creates, edits and deletes `count` links one after another, each
+        asked of the edge the moment its answer came (both workers: two visits)."""
+        first, created, edited, deleted = 0, [], [], []
+        slugs = []
+        for index in range(count):
+            url = f"https://example.com/visible/{index}"
+            status, body = self.client.request("POST", "/api/v1/links", {"url": url})
+            assert status == 201, body[:300]
+            slug = json.loads(body)["slug"]
+            slugs.append(slug)
+            first += [self.visit(slug), self.visit(slug)] == [(302, url)] * 2
+            created.append(self.until_served(slug, (302, url)))
+        for index, slug in enumerate(slugs):
+            url = f"https://example.com/edited/{index}"
+            status, body = self.client.request("PATCH", f"/api/v1/links/{slug}", {"url": url})
+            assert status == 200, body[:300]
+            edited.append(self.until_served(slug, (302, url)))
+        for slug in slugs:
+            status, body = self.client.request("DELETE", f"/api/v1/links/{slug}")
+            assert status == 204, body[:300]
+            deleted.append(self.until_served(slug, (404, "")))
+        return {"first": first, "created": created, "edited": edited, "deleted": deleted}
+
+
+def spread(seconds: list[float]) -> str:
+    ordered = sorted(seconds)
+    at = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000  # noqa: E731
+    return f"p50 {at(0.5):.1f} ms, p99 {at(0.99):.1f} ms, max {ordered[-1] * 1000:.1f} ms"
 
 
 # What the publisher finds per delivery at 300 creates/s: it waits 20 ms
@@ -203,15 +266,16 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
     parser.add_argument("--against", type=Path, help="another checkout, measured the same way right after")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="profile N creates in-process first")
+    parser.add_argument("--visible", type=int, default=0, metavar="N", help="then N creates, edits and deletions")
     parser.add_argument("--smoke", action="store_true", help="a few seconds at a low rate and a short profile")
     args = parser.parse_args()
     if args.smoke:
-        args.rates, args.seconds, args.warmup, args.workers, args.profile = "20", 2, 1, 2, 20
+        args.rates, args.seconds, args.warmup, args.workers, args.profile, args.visible = "20", 2, 1, 2, 20, 10
     rates = [float(rate) for rate in args.rates.split(",") if rate.strip()]
 
     if args.profile:
         profile(args.profile)
-    if not rates:
+    if not rates and not args.visible:
         return 0
     targets = [Target("this checkout", REPO, workers=args.workers)]
     if args.against:
@@ -222,7 +286,7 @@ def main() -> int:
         for target in targets:
             target.start()
         for target in targets:  # every worker warmed up (imports, connections), unrecorded
-            steady_creates(target.client, rate=rates[0], seconds=args.warmup, threads=32)
+            steady_creates(target.client, rate=rates[0] if rates else 20, seconds=args.warmup, threads=32)
         for index, rate in enumerate(rates):
             for target in targets if index % 2 == 0 else reversed(targets):
                 result = target.measure(rate, args.seconds)
@@ -238,6 +302,14 @@ def main() -> int:
                     + ", ".join(f"{name} {spent:.2f}" for name, spent in result["cpu"].items()),
                     flush=True,
                 )
+        for target in targets if args.visible else ():
+            seen = target.visible(args.visible)
+            print(
+                f"{target.name} ({target.commit}): {seen['first']}/{args.visible} new links redirected at the "
+                f"first visits after their create answered; served after the answer: created {spread(seen['created'])}; "
+                f"edited {spread(seen['edited'])}; deleted {spread(seen['deleted'])}",
+                flush=True,
+            )
     finally:
         for target in targets:
             target.stack.cleanup()

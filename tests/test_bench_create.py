@@ -1,6 +1,7 @@
 """`make bench-create` at a tiny size: the script runs end to end (a stack,
-gunicorn and the publisher, creates at a fixed rate, the in-process
-profile) and prints its figures. Its speed is the benchmark's to say."""
+gunicorn, the publisher and an edge, creates at a fixed rate, the
+in-process profile, links asked of the edge as their creates answer) and
+prints its figures. Its speed is the benchmark's to say."""
 
 import re
 import subprocess
@@ -26,3 +27,6 @@ def test_bench_create_smoke():
     created = re.search(r"link create at 20/s: (\d+)/(\d+) created .* p99 [\d.]+ ms", output)
     assert created and created.group(1) == created.group(2) == "40", output[-2000:]
     assert re.search(r"CPU per create: [\d.]+ ms, gunicorn [\d.]+, postgres [\d.]+, publisher", output), output[-2000:]
+    # Every new link redirected at the first visits after its create answered.
+    visible = re.search(r": (\d+)/10 new links redirected at the first visits .* deleted p50 [\d.]+ ms", output)
+    assert visible and visible.group(1) == "10", output[-2000:]

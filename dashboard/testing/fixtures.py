@@ -87,17 +87,21 @@ def database_url() -> str:
 
 @pytest.fixture
 def make_dashboard(tmp_path):
-    """make_dashboard(env=None, workers=2): starts the dashboard under
-    gunicorn, as docker-compose.yml does, with these settings on top of the
-    test run's, and returns its port; stops it after the test."""
+    """make_dashboard(env=None, workers=2, defaults=()): starts the dashboard
+    under gunicorn, as docker-compose.yml does, with these settings on top
+    of the test run's (and the settings named in `defaults` left at their
+    defaults), and returns its port; stops it after the test."""
     started = []
 
-    def start(env: dict[str, str] | None = None, *, workers: int = 2) -> int:
+    def start(env: dict[str, str] | None = None, *, workers: int = 2, defaults: tuple[str, ...] = ()) -> int:
         port = devstack.free_port()
+        environment = {**os.environ, "DATABASE_URL": database_url(), **(env or {})}
+        for name in defaults:
+            environment.pop(name, None)
         with open(tmp_path / f"gunicorn-{port}.log", "ab") as log:
             process = subprocess.Popen(
                 [*devstack.gunicorn_command(port, workers=workers), "--config", str(GUNICORN_CONF)],
-                env={**os.environ, "DATABASE_URL": database_url(), **(env or {})},
+                env=environment,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
