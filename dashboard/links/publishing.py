@@ -16,8 +16,10 @@ that cannot be done in time (Redis away), the answer says so
 delivers the change when Redis is back.
 """
 
+import functools
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any
@@ -49,6 +51,7 @@ _DELIVERY_LOCK = 0x51_1D_0B_0C
 # or LINK_PUBLISH_INLINE is off.
 LIVE, PENDING = "live", "pending"
 delivery: ContextVar[str | None] = ContextVar("slingshot_link_delivery", default=None)
+_RETRY_PAUSE = 0.05  # seconds between a request's tries while Redis fails it
 
 
 def legacy_unlock_url() -> str:
@@ -229,23 +232,38 @@ def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = No
             return delivered
 
 
+def _deliver_with(client: redis.Redis, *, wait_ms: int) -> int | None:
+    return deliver_outbox(client=client, wait_ms=wait_ms)
+
+
 def deliver_after_commit() -> None:
     """Run by transaction.on_commit (links/outbox.py): publishes the outbox
     now, with the request's quick Redis client and breaker, after the
-    delivery the publisher may have under way (up to LINK_LIVE_TIMEOUT_MS).
-    What could not be published stays in the outbox for the publisher, and
-    `delivery` says PENDING; the change itself is committed either way."""
-    wait_ms = settings.LINK_LIVE_TIMEOUT_MS
-    try:
-        delivered = quick_call(
-            lambda client: deliver_outbox(client=client, wait_ms=wait_ms), what="link publishing", replicated=True
-        )
-    except (RedisUnavailable, DatabaseError) as exc:
-        log.warning("link changes wait in the outbox for the publisher: %s", exc)
-        delivery.set(PENDING)
-        return
-    if delivered is None:
-        log.warning("link changes wait in the outbox: another delivery held it for more than %d ms", wait_ms)
-        delivery.set(PENDING)
-    elif delivery.get() is None:
-        delivery.set(LIVE)
+    delivery the publisher may have under way, trying again until
+    LINK_LIVE_TIMEOUT_MS have passed. What could not be published stays in
+    the outbox for the publisher, and `delivery` says PENDING; the change
+    itself is committed either way. A PENDING answer comes only once the
+    bound has passed: by then every edge that reads the same Redis has
+    noticed that it cannot (edge/slingshot/linkcache.lua believes no
+    unknown slug then), so none answers the new slug 404."""
+    bound = settings.LINK_LIVE_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + bound
+    while True:
+        left_ms = max(1, int((deadline - time.monotonic()) * 1000))
+        try:
+            delivered = quick_call(
+                functools.partial(_deliver_with, wait_ms=left_ms), what="link publishing", replicated=True
+            )
+        except (RedisUnavailable, DatabaseError) as exc:
+            delivered, failure = None, exc
+        else:
+            failure = f"another delivery held the outbox for more than {bound * 1000:.0f} ms"
+        if delivered is not None:
+            if delivery.get() is None:
+                delivery.set(LIVE)
+            return
+        if time.monotonic() >= deadline:
+            log.warning("link changes wait in the outbox for the publisher: %s", failure)
+            delivery.set(PENDING)
+            return
+        time.sleep(min(_RETRY_PAUSE, max(0.0, deadline - time.monotonic())))

@@ -56,8 +56,17 @@ local following = false
 -- Whether the cache may hold values that changed without this worker
 -- seeing the notification: cached while `following` was false.
 local unsure = false
+-- When the change stream's follower last heard from Redis (its blocking
+-- reads end at least every EDGE_LINK_CHANGES_INTERVAL while Redis
+-- answers), and how long after that an unknown slug is still believed: a
+-- Redis that stopped answering is noticed within it, before the
+-- dashboard's request could have given up on it (links/publishing.py).
+local heard_at = 0
+local belief
+local BELIEF_MARGIN = 0.1
 
 function _M.init_worker()
+    belief = config.link_changes_interval + BELIEF_MARGIN
     local err
     cache, err = lrucache.new(config.cache_size)
     if not cache then
@@ -85,6 +94,13 @@ function _M.keep(slug, value, since)
         value.epoch, value.confirmed = epoch, now()
         cache:set(slug, value, config.cache_ttl)
     end
+end
+
+-- Whether a slug cached as unknown may be answered so: not while Redis
+-- cannot be read, or could not a moment ago, when it may be a link made
+-- meanwhile that waits to be published (answered 503, as a miss would be).
+local function believes_unknown()
+    return following and now() - heard_at <= belief and not linklookup.doubting()
 end
 
 -- After a failed lookup: the link Redis last gave for `slug` (`stale`, an
@@ -122,7 +138,7 @@ function _M.get(slug)
         elseif stale and stale.unknown then
             if stale.epoch ~= epoch then
                 stale = nil  -- asked at once, below
-            elseif not following or linklookup.doubting() then
+            elseif not believes_unknown() then
                 return nil, "unknown slug not asked again: Redis cannot be read, or could not"
                     .. " a moment ago"
             else
@@ -147,11 +163,7 @@ function _M.get(slug)
         end
         return value
     elseif value.unknown then
-        -- While Redis cannot be read, or could not a moment ago, an unknown
-        -- slug may be a link made meanwhile that waits to be published
-        -- (links/publishing.py): not answered as unknown (a 404) but as
-        -- Redis's absence (a 503), as a miss would be.
-        if not following or linklookup.doubting() then
+        if not believes_unknown() then
             return nil, "unknown slug not believed: Redis cannot be read, or could not a moment ago"
         end
         metrics.inc(NEGATIVE_HITS)
@@ -194,6 +206,11 @@ function _M.found_changes()
         clear_table(recent)
         unsure = false
     end
+end
+
+-- The change follower heard from Redis just now.
+function _M.heard()
+    heard_at = now()
 end
 
 -- The change follower's tick: TTLs apply again from here.

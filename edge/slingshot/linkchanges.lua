@@ -142,6 +142,7 @@ local function tail_once()
         red:close()
         return err
     end
+    linkcache.heard()
     if reload_domains(red) then
         redis.release(red)
     else
