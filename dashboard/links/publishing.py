@@ -30,6 +30,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, OperationalError, connection, transaction
 from django.urls import reverse
+from django.utils.crypto import salted_hmac
 
 from slingshot.contract import DOMAINS_KEY, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key, robots_key
 from slingshot.redis import RedisUnavailable, get_redis, quick_call
@@ -44,6 +45,7 @@ OUTBOX_BATCH = 500
 OUTBOX_CHANNEL = "slingshot_link_outbox"  # NOTIFY'd by every change
 # One deliverer at a time keeps Redis writes in commit order.
 _DELIVERY_LOCK = 0x51_1D_0B_0C
+_PASSWORD_VERSION_SALT = "slingshot.links.password_version"
 
 # What became of the link changes of the request (or command) running here,
 # delivered after its commit (deliver_after_commit): LIVE, once Redis has
@@ -61,6 +63,18 @@ def legacy_unlock_url() -> str:
     (web.link_views.link_unlock_moved). Never the link's target: an older edge
     must not serve the link without its password (docs/contract.md, "Upgrading")."""
     return settings.DASHBOARD_BASE_URL.rstrip("/") + reverse("web:link-unlock-moved", args=[""])
+
+
+def password_version(encoded: str) -> str | None:
+    """The version of a link's password that the edge binds a pass through
+    it to (docs/contract.md, "Password checks"); None without a password. An
+    HMAC of the password's hash with a key of the dashboard's: it tells
+    nothing of the password, and each password set is hashed with a salt of
+    its own, so the version changes with every password set, the same one
+    set again too, and a pass taken before no longer serves."""
+    if not encoded:
+        return None
+    return salted_hmac(_PASSWORD_VERSION_SALT, encoded, algorithm="sha256").hexdigest()[:32]
 
 
 def link_payload(link: Link) -> str:
@@ -81,6 +95,7 @@ def link_payload(link: Link) -> str:
     if refused:
         log.warning("link %s is published disabled, refused now: %s", link.slug, " / ".join(refused))
         payload["active"] = False
+    payload["password_version"] = password_version(link.password)
     payload["unlock_url"] = legacy_unlock_url() if link.password else None
     return json.dumps(payload, separators=(",", ":"))
 

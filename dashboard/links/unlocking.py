@@ -29,11 +29,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher, check_password, identify_hasher, make_password
+from django.db import transaction
 
 from slingshot.redis import RedisUnavailable, quick_call
 from slingshot.text import unstorable
 
 from .models import Link
+from .outbox import publish_link
 
 # The longest password a link can have (links.services.link_password).
 PASSWORD_MAX_LENGTH = 128
@@ -162,7 +164,11 @@ def _matches(link_id: int, password: str, encoded: str) -> bool:
         return False
 
     def rehash(raw: str) -> None:
-        # Only if the password is still the one checked.
-        Link.objects.filter(pk=link_id, password=encoded).update(password=hash_password(raw))
+        # Only if the password is still the one checked; a new hash is a new
+        # version of the password for the edge (publishing.password_version).
+        with transaction.atomic():
+            if Link.objects.filter(pk=link_id, password=encoded).update(password=hash_password(raw)):
+                host, slug = Link.objects.values_list("domain__host", "slug").get(pk=link_id)
+                publish_link(host, slug)
 
     return check_password(password, encoded, setter=rehash, preferred=HASHER)

@@ -14,11 +14,13 @@ local floor = math.floor
 local _M = { _VERSION = "0.2.0" }
 
 local REDIRECT_STATUSES = { [301] = true, [302] = true, [307] = true, [308] = true }
+-- The longest password_version the edge takes: letters and digits only.
+_M.PASSWORD_VERSION_MAX = 64
 
 -- Every field of a link's value that decode reads, and no other: what the
 -- dashboard's publisher writes (edge/t/test_contract.py holds them equal).
 _M.FIELDS = { "id", "url", "status", "active", "valid_since", "expires_at", "max_visits",
-    "forward_query", "password", "unlock_url", "rules", "split" }
+    "forward_query", "password", "password_version", "unlock_url", "rules", "split" }
 local FIELDS = _M.FIELDS
 
 -- An absolute http(s) URL with nothing a header could be split on.
@@ -84,6 +86,15 @@ function _M.decode(raw, visits_prefix)
         return nil, "link unlock_url is not a string"
     end
     local locked = password == true or type(unlock_url) == "string"
+    -- What a pass through the password is bound to (unlock.lua): "" from a
+    -- publisher before versions, whose passes are bound to the link alone.
+    local password_version = value.password_version
+    if password_version == nil or password_version == cjson.null then
+        password_version = ""
+    elseif type(password_version) ~= "string" or #password_version > _M.PASSWORD_VERSION_MAX
+            or find(password_version, "[^%w]") then
+        return nil, "link password_version is not a version"
+    end
     local active = value.active ~= false
     local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url)
     if bad_rules then
@@ -103,6 +114,7 @@ function _M.decode(raw, visits_prefix)
         visits_key = max_visits and (visits_prefix or "") .. digits,
         forward_query = value.forward_query == true,
         locked = locked,
+        password_version = password_version,
         -- rules.compile's, or nil for a link without rules and split.
         rules = compiled,
         plain = active and valid_since == nil and expires_at == nil and max_visits == nil

@@ -10,12 +10,15 @@
 --    and per link and bounds the checks per second, and a lockout it
 --    answers is kept here too, so that guesses under it never reach it.
 -- 3. The right password gets a pass: a random token in Redis for
---    PASS_TTL seconds with the link id and that Referer, in an HttpOnly
---    cookie for the link's path, and a page that goes on (meta refresh)
---    to GET /<slug>?<the same query>.
--- 4. That GET takes the pass (GETDEL: once) and is served as any request
---    for the link: visit limit, rules, split, status, forwarded query, one
---    click with the Referer of step 1 (edge.lua).
+--    PASS_TTL seconds with the link id, the version of its password the
+--    edge knew then and that Referer, in an HttpOnly cookie for the link's
+--    path, and a page that goes on (meta refresh) to GET /<slug>?<the same
+--    query>.
+-- 4. That GET takes the pass (GETDEL: once) and, if the link's password is
+--    still of that version, is served as any request for the link: visit
+--    limit, rules, split, status, forwarded query, one click with the
+--    Referer of step 1 (edge.lua). A pass taken before the password
+--    changed is no pass.
 --
 -- Step 3 answers a page rather than a redirect on purpose: browsers apply
 -- the page's CSP form-action to every redirect that follows a form post,
@@ -185,21 +188,28 @@ function _M.pass_cookie(token, path, secure, max_age)
         .. "; HttpOnly; SameSite=Lax" .. (secure and "; Secure" or "")
 end
 
--- A pass's value in Redis: the link id, a line feed, the Referer.
-function _M.pass_value(link_id, referer)
-    return link_id .. "\n" .. referer
+-- What a pass is for: the link's id and the version of its password
+-- (linkvalue.lua's password_version), as "<id>:<version>".
+function _M.pass_for(value)
+    return value.id .. ":" .. value.password_version
 end
 
--- The Referer a pass keeps if it is one for `link_id`, else nil.
-function _M.pass_referer(value, link_id)
-    if type(value) ~= "string" then
+-- A pass's value in Redis: what it is for (pass_for), a line feed, the Referer.
+function _M.pass_value(value, referer)
+    return _M.pass_for(value) .. "\n" .. referer
+end
+
+-- The Referer a pass keeps if it is one for the link `value` with its
+-- password as it is now, else nil.
+function _M.pass_referer(kept, value)
+    if type(kept) ~= "string" then
         return nil
     end
-    local lf = find(value, "\n", 1, true)
-    if not lf or sub(value, 1, lf - 1) ~= link_id then
+    local lf = find(kept, "\n", 1, true)
+    if not lf or sub(kept, 1, lf - 1) ~= _M.pass_for(value) then
         return nil
     end
-    return sub(value, lf + 1)
+    return sub(kept, lf + 1)
 end
 
 -- The dashboard's answer to a check (status and body of the subrequest):
@@ -298,7 +308,7 @@ local function random_token()
     return clickbuf.hex_prefix(bytes)
 end
 
-local function give_pass(link_id, referer)
+local function give_pass(value, referer)
     local token, err = random_token()
     if not token then
         return nil, err
@@ -309,7 +319,7 @@ local function give_pass(link_id, referer)
         return nil, "unlock pass: " .. err
     end
     local ok
-    ok, err = red:set(contract.UNLOCK_KEY_PREFIX .. token, _M.pass_value(link_id, referer),
+    ok, err = red:set(contract.UNLOCK_KEY_PREFIX .. token, _M.pass_value(value, referer),
         "EX", _M.PASS_TTL)
     if not ok then
         red:close()
@@ -350,11 +360,20 @@ local function first(value)
     return type(value) == "string" and value or nil
 end
 
--- A form sent from another site (its Origin says so) is refused: it would
--- spend the visitor's guesses.
+-- A form sent from anywhere but the password page itself is refused: it
+-- would spend the visitor's guesses. Browsers send the page's own form with
+-- its origin in Origin, and `Sec-Fetch-Site: same-origin`; `Origin: null`
+-- is an opaque origin (a sandboxed frame, a data: page, a form on a page
+-- elsewhere whose referrer policy hides its origin), never this page.
+-- A client that sends neither (curl, a script) is not a browser whose
+-- guesses another site could spend.
 local function cross_site()
+    local fetch_site = var.http_sec_fetch_site
+    if fetch_site and fetch_site ~= "same-origin" then
+        return true
+    end
     local origin = var.http_origin
-    if not origin or origin == "null" then
+    if not origin then
         return false
     end
     return origin ~= var.scheme .. "://" .. (var.http_host or "")
@@ -375,7 +394,7 @@ local function sent_password(slug, value, domain)
     if answer.outcome ~= "right" then
         return ask_again(slug, domain, referer, answer)
     end
-    local token, err = give_pass(value.id, referer)
+    local token, err = give_pass(value, referer)
     if not token then
         log(ERR, "slug ", slug, ": ", err)
         return ask_again(slug, domain, referer, { outcome = "unavailable" })
@@ -418,7 +437,7 @@ function _M.redeem(value, slug)
         return nil, "unlock pass: redis getdel: " .. err
     end
     redis.release(red)
-    return _M.pass_referer(kept, value.id) or false
+    return _M.pass_referer(kept, value) or false
 end
 
 return _M

@@ -5,11 +5,20 @@ describe("link.decode", function()
     it("reads every contract field", function()
         local value = assert(link.decode('{"id":42,"url":"https://e.com/a","status":308,'
             .. '"active":false,"valid_since":1600000000,"expires_at":1700000000,"max_visits":5,'
-            .. '"forward_query":true,"password":true,"unlock_url":"https://d.example/unlock/",'
-            .. '"future":1}', "v:"))
+            .. '"forward_query":true,"password":true,"password_version":"3f9a0c",'
+            .. '"unlock_url":"https://d.example/unlock/","future":1}', "v:"))
         assert.same({ id = "42", url = "https://e.com/a", status = 308, active = false,
             valid_since = 1600000000, expires_at = 1700000000, timed = true, max_visits = 5,
-            visits_key = "v:42", forward_query = true, locked = true, plain = false }, value)
+            visits_key = "v:42", forward_query = true, locked = true, password_version = "3f9a0c",
+            plain = false }, value)
+    end)
+
+    it("reads a missing password_version, as an older publisher writes it, as empty", function()
+        for _, fields in ipairs({ '"password":true', '"password":true,"password_version":null',
+                '"password":false' }) do
+            local value = assert(link.decode('{"id":1,"url":"https://e.com/",' .. fields .. '}'))
+            assert.equal("", value.password_version, fields)
+        end
     end)
 
     it("locks a link with a password, as this publisher and an older one say it", function()
@@ -75,6 +84,11 @@ describe("link.decode", function()
                 '{"id":1,"url":"https://e.com/","password":"yes"}',
                 '{"id":1,"url":"https://e.com/","password":1}',
                 '{"id":1,"url":"https://e.com/","unlock_url":true}',
+                '{"id":1,"url":"https://e.com/","password":true,"password_version":7}',
+                '{"id":1,"url":"https://e.com/","password":true,"password_version":"a\\nb"}',
+                '{"id":1,"url":"https://e.com/","password":true,"password_version":"a:b"}',
+                '{"id":1,"url":"https://e.com/","password":true,"password_version":"'
+                    .. string.rep("a", 65) .. '"}',
                 '{"id":1,"url":"https://e.com/","rules":[{"url":"javascript:x","conditions":[]}]}',
                 '{"id":1,"url":"https://e.com/","split":[{"url":"https://a.com/","weight":1}]}',
             }) do

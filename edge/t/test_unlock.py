@@ -5,6 +5,7 @@ the link served exactly as the same link without a password would be."""
 import base64
 import hashlib
 import http.client
+import json
 import re
 import time
 import uuid
@@ -12,13 +13,17 @@ from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth.hashers import make_password
-from edge_helpers import publish, wait_for_clicks
+from edge_helpers import EVICTIONS, following, metrics, publish, wait_for_clicks, wait_until
+from rest_framework.test import APIClient
 
 from devstack.pytest_plugin import Response
 from links import services, unlocking
 from links.models import Link
+from links.publishing import link_payload, password_version
+from slingshot.contract import link_key
 from slingshot.redis import get_redis
 from testing.factories import make_link
+from tokens.services import token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -76,8 +81,6 @@ def twins(owner, password: str = "hunter2", **fields) -> tuple[Link, Link]:
 
 
 def test_the_page_is_the_links_own_with_a_strict_csp_and_a_view_is_an_orphan_visit(password_edge, owner, rds):
-    from links.publishing import link_payload
-
     link = make_link(owner=owner, url="https://example.com/t", slug=uuid.uuid4().hex[:10], password="pw")
     page = visit(password_edge, f"/{link.slug}?utm_source=mail&x=%22q%22", headers={"Referer": NEWS})
     assert page.status == 200 and page.headers["Content-Type"] == "text/html; charset=utf-8"
@@ -202,12 +205,67 @@ def test_no_answer_tells_which_links_have_a_password(password_edge, owner, live_
     assert password_edge.request("/_slingshot/password-check").status == 404
 
 
+def test_a_pass_taken_before_the_password_changed_no_longer_serves(password_edge, owner, rds):
+    link = make_link(owner=owner, url="https://example.com/v", slug="v" + uuid.uuid4().hex[:10], password="first")
+    _, key = token_create(user=owner, name="unlock", scope="write")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    path = f"/{link.slug}"
+    evicted = following(password_edge, rds)
+
+    def change_password(password: str) -> None:
+        """The change through the API, then until every worker of the edge has read it."""
+        nonlocal evicted
+        response = api.patch(f"/api/v1/links/{link.slug}", {"password": password}, format="json")
+        assert response.status_code == 200, response.content
+        evicted += password_edge.workers
+        wait_until(lambda: metrics(password_edge).get(EVICTIONS, 0) >= evicted, what="the change read by every worker")
+
+    def served(cookie: str) -> bool:
+        answer = visit(password_edge, path, headers={"Cookie": cookie})
+        if answer.status == 200:
+            assert b'type="password"' in answer.body
+            return False
+        assert (answer.status, answer.headers["Location"]) == (302, "https://example.com/v")
+        return True
+
+    taken = pass_cookie(unlock(password_edge, path, "first"))
+    change_password("second")
+    assert not served(taken)
+    assert unlock(password_edge, path, "first").status == 403
+    assert served(pass_cookie(unlock(password_edge, path, "second")))
+    # Removed and set again, to the same password: a new version all the same.
+    taken = pass_cookie(unlock(password_edge, path, "second"))
+    change_password("")
+    change_password("second")
+    assert not served(taken)
+    assert served(pass_cookie(unlock(password_edge, path, "second")))
+
+
 def test_a_form_from_another_site_is_refused_unchecked(password_edge, owner):
     link = make_link(owner=owner, url="https://example.com/c", slug=uuid.uuid4().hex[:10], password="right")
     sent = visit(password_edge, f"/{link.slug}", form={"password": "right"}, headers={"Origin": "https://evil.example"})
     assert sent.status == 403 and b"can only be sent from this page" in sent.body and "Set-Cookie" not in sent.headers
+    # An opaque origin (a sandboxed frame on any site), and what browsers say of a form from elsewhere.
+    for headers in (
+        {"Origin": "null"},
+        {"Origin": "null", "Sec-Fetch-Site": "same-origin"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site"},
+    ):
+        for password in ("right", "wrong"):
+            sent = visit(password_edge, f"/{link.slug}", form={"password": password}, headers=headers)
+            assert sent.status == 403 and b"can only be sent from this page" in sent.body, headers
+            assert "Set-Cookie" not in sent.headers
+    # Not one was checked: no wrong guess was counted.
+    assert get_redis().get(unlocking.failure_keys(link.pk, "127.0.0.1")[1]) is None
     origin = f"http://127.0.0.1:{password_edge.port}"
-    same = visit(password_edge, f"/{link.slug}", form={"password": "right"}, headers={"Origin": origin})
+    same = visit(
+        password_edge,
+        f"/{link.slug}",
+        form={"password": "right"},
+        headers={"Origin": origin, "Sec-Fetch-Site": "same-origin"},
+    )
     assert same.status == 200 and "Set-Cookie" in same.headers
     empty = visit(password_edge, f"/{link.slug}", form={"password": ""})
     assert empty.status == 400 and b"Type the password." in empty.body
@@ -269,5 +327,9 @@ def test_a_password_set_before_the_link_hasher_is_made_again_with_it(owner):
     assert unlocking.check_link_password(link_id=link.pk, password="right", address="1.2.3.4").outcome == "right"
     rehashed = Link.objects.get(pk=link.pk).password
     assert rehashed.startswith("pbkdf2_sha256$20000$") and unlocking.check_cost(rehashed) == 1
+    # A new hash is a new version of the password, published as any change.
+    published = json.loads(get_redis().get(link_key(link.slug)))
+    assert published == json.loads(link_payload(Link.objects.get(pk=link.pk)))
+    assert published["password_version"] == password_version(rehashed) != password_version(encoded)
     spent_budget(0)
     assert unlocking.check_link_password(link_id=link.pk, password="right", address="1.2.3.4").outcome == "right"

@@ -2,6 +2,7 @@
 crawlable, a write-only password, and the state they add up to."""
 
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -40,6 +41,9 @@ def test_every_option_round_trips_and_reaches_redis(api):
     assert link.password != "open sesame" and check_password("open sesame", link.password)
     published = get_redis().get(link_key(slug)).decode()
     assert "open sesame" not in published and link.password not in published
+    # Nor its hash: what passes through it are bound to is an HMAC of the hash.
+    version = json.loads(published)["password_version"]
+    assert re.fullmatch(r"[0-9a-f]{32}", version) and version not in link.password
     # Edges ask for the password themselves; older ones are sent to a page
     # that names no link (docs/contract.md, "Upgrading").
     assert '"password":true' in published and f'"unlock_url":"{settings.DASHBOARD_BASE_URL}/unlock/"' in published
@@ -54,7 +58,7 @@ def test_password_is_write_only_and_can_be_removed(api):
     assert changed["has_password"] is False and "password" not in changed
     assert Link.objects.get(slug=slug).password == ""
     value = json.loads(get_redis().get(link_key(slug)))
-    assert (value["password"], value["unlock_url"]) == (False, None)
+    assert (value["password"], value["password_version"], value["unlock_url"]) == (False, None, None)
 
 
 @pytest.mark.parametrize(

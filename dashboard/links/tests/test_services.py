@@ -52,6 +52,7 @@ def test_create_publishes_every_field_after_commit(owner):
         "max_visits": None,
         "forward_query": True,
         "password": False,
+        "password_version": None,
         "unlock_url": None,
         "rules": [],
         "split": [],
