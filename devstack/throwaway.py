@@ -57,14 +57,22 @@ class ThrowawayStack:
         self.redis.terminate()
         self.redis.wait(timeout=30)
 
-    def restart_postgres(self) -> None:
-        """Fast shutdown (clients are disconnected), then start again and wait until ready."""
+    def stop_postgres(self) -> None:
+        """Fast shutdown: clients are disconnected."""
         self.postgres.send_signal(signal.SIGINT)
         self.postgres.wait(timeout=30)
+
+    def start_postgres(self) -> None:
+        """Starts it again after stop_postgres, and waits until it is ready."""
         self.postgres = self._spawn(
             postgres_command(self.pg_dir, self.pg_port, durable=self.durable), "postgres", **db_owner()
         )
         wait_for_postgres(self.pg_dir, self.pg_port)
+
+    def restart_postgres(self) -> None:
+        """Fast shutdown (clients are disconnected), then start again and wait until ready."""
+        self.stop_postgres()
+        self.start_postgres()
 
     def start_dashboard(self, env: dict[str, str], *, workers: int = 2) -> int:
         """gunicorn on a free port with this environment; returns the port.

@@ -1,4 +1,5 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -50,6 +51,11 @@ def encodable(detail):
     if isinstance(detail, str) and unstorable(detail):
         return exceptions.ErrorDetail(shown(detail), code=getattr(detail, "code", None))
     return detail
+
+
+def error_answer(request, status: int, detail: str, headers: dict[str, str]) -> JsonResponse:
+    """An error of /api/ that no view answered (slingshot/errors.py), as the views' are."""
+    return JsonResponse({"detail": detail}, status=status, headers=headers)
 
 
 def exception_handler(exc, context):

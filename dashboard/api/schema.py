@@ -19,7 +19,10 @@ _MESSAGES = {
     "404": "No such object among yours.",
     "409": "The slug is taken, the person is a member already, the team would be left without an admin, or "
     "the team to delete is a personal team or still has links.",
+    "413": "The body is over 2.5 MB.",
     "429": "Too many requests; see Retry-After.",
+    "503": "The database does not answer just now (a restart, a failover); send the request again after "
+    "Retry-After: a change is made whole or not at all.",
 }
 
 
@@ -34,13 +37,15 @@ def add_error_responses(result, generator, request, public):
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
-            codes = ["401", "429", "404"]
+            codes = ["401", "429", "404", "503"]
             if method in ("post", "patch", "put", "delete") or path.startswith(
                 ("/api/v1/tokens", "/api/v1/audit", *STAFF_PATHS)
             ):
                 codes.append("403")
             if operation.get("parameters") or operation.get("requestBody"):
                 codes.append("400")
+            if operation.get("requestBody"):
+                codes.append("413")
             if path.startswith("/api/v1/links") and method in ("post", "patch") and not path.endswith("/bulk"):
                 codes.append("409")
             if "/members" in path and method in ("post", "patch", "delete"):

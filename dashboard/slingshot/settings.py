@@ -316,6 +316,15 @@ SPECTACULAR_SETTINGS = {
         "api.schema.add_error_responses",
     ],
 }
+# How each API answers a request that fails outside its views, or in a way
+# they do not answer (slingshot/errors.py): by the start of the path, the
+# function that makes the answer in that API's shape.
+ERROR_ANSWERS = {
+    "/api/": "api.exceptions.error_answer",
+    "/rest/": "api.shlink.problems.error_answer",
+    "/yourls-api.php": "yourls_api.views.error_answer",
+    "/internal/yourls-api": "yourls_api.views.error_answer",
+}
 API_BULK_MAX = 1000
 # Requests per token (or per signed-in user without a token), e.g. "6000/min".
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="6000/min")

@@ -72,10 +72,13 @@ def _domain(host: str | None) -> Domain:
         return default_domain()
 
 
+_UNREADABLE = (MultiPartParserError, RequestDataTooBig, SuspiciousOperation, BadRequest)
+
+
 def answer(request: HttpRequest, *, host: str | None = None) -> HttpResponse:
     try:
         params = _params(request)
-    except (MultiPartParserError, RequestDataTooBig, SuspiciousOperation, BadRequest) as exc:
+    except _UNREADABLE as exc:
         query = {name: request.GET[name] for name in request.GET}
         return _bad_request(query, f"The request's form could not be read: {exc}")
     for name, value in params.items():
@@ -95,6 +98,17 @@ def answer(request: HttpRequest, *, host: str | None = None) -> HttpResponse:
 @csrf_exempt  # signed by its parameters, never by a cookie
 def yourls_api(request: HttpRequest) -> HttpResponse:
     return answer(request)
+
+
+def error_answer(request: HttpRequest, status: int, detail: str, headers: dict[str, str]) -> HttpResponse:
+    """An error the API did not answer itself (the database away, say;
+    slingshot/errors.py), in the `format` asked, as its own errors are."""
+    try:
+        params = _params(request)
+    except _UNREADABLE:
+        params = {name: request.GET[name] for name in request.GET}
+    result = _with_callback(params, {"errorCode": str(status), "message": detail, SIMPLE: detail})
+    return respond(params.get("format", "xml"), result, headers=headers)
 
 
 class EdgeYourlsMiddleware:

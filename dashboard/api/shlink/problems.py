@@ -3,8 +3,10 @@
 Shlink's own `type` URIs, and the extra members its clients read
 (`invalidElements`, `shortCode`, `customSlug`, `tag`...)."""
 
+from http import HTTPStatus
+
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
@@ -12,6 +14,8 @@ from ..exceptions import encodable
 
 SHLINK_ERROR = "https://shlink.io/api/error/"
 PROBLEM_JSON = "application/problem+json"
+# The types Shlink's error handler gives statuses no error of its own has.
+UNTYPED_CODES = {404: "not-found", 500: "internal-server-error"}
 
 
 class Problem(exceptions.APIException):
@@ -67,6 +71,17 @@ def not_found(request) -> Problem:
 
 def problem_response(problem: Problem, headers: dict | None = None) -> Response:
     return Response(encodable(problem.document), status=problem.status_code, content_type=PROBLEM_JSON, headers=headers)
+
+
+def error_answer(request, status: int, detail: str, headers: dict[str, str]) -> JsonResponse:
+    """An error under /rest/ that no view answered (slingshot/errors.py):
+    a body over the size limit, a host not allowed, the database away, a
+    bug. Typed as Shlink types a status of no error of its own."""
+    if status == 404:
+        problem = not_found(request)
+    else:
+        problem = Problem(status, UNTYPED_CODES.get(status), HTTPStatus(status).phrase, detail)
+    return JsonResponse(encodable(problem.document), status=status, content_type=PROBLEM_JSON, headers=headers)
 
 
 def exception_handler(exc, context):

@@ -1,18 +1,16 @@
 """Shlink's REST API v3, under /rest/ (slingshot/urls.py). Anything else
 under /rest/ is Shlink's not-found problem."""
 
-from django.http import JsonResponse
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
 from . import domains, health, redirect_rules, short_urls, tags, visits
-from .problems import PROBLEM_JSON, not_found
+from .problems import error_answer
 
 
 @csrf_exempt
 def nothing_here(request, *args, **kwargs):
-    problem = not_found(request)
-    return JsonResponse(problem.document, status=problem.status_code, content_type=PROBLEM_JSON)
+    return error_answer(request, 404, "Not found.", {})
 
 
 def v3(route: str, view, name: str):

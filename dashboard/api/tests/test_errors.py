@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from django.db import InterfaceError
 from django.test import RequestFactory
 
 from slingshot.errors import server_error
@@ -17,13 +18,13 @@ def test_json_nested_too_deeply_is_a_400(api):
     assert "nested too deeply" in response.json()["detail"]
 
 
-def test_a_body_over_the_limit_is_a_json_400(api, settings):
+def test_a_body_over_the_limit_is_a_json_413(api, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     response = api.post(
         "/api/v1/links", json.dumps({"url": "https://example.com/" + "a" * 2000}), content_type="application/json"
     )
-    assert response.status_code == 400
-    assert response["Content-Type"] == "application/json"
+    assert (response.status_code, response["Content-Type"]) == (413, "application/json")
+    assert "1000 bytes" in response.json()["detail"]
 
 
 def test_an_unknown_api_path_is_a_json_404(api):
@@ -48,6 +49,24 @@ def test_an_error_in_the_api_is_a_json_500_and_elsewhere_a_page():
     )
     page = server_error(factory.get("/links/"))
     assert page.status_code == 500 and page["Content-Type"].startswith("text/html")
+
+
+def test_a_database_that_does_not_answer_is_a_503_to_come_back_to_in_every_shape():
+    factory = RequestFactory()
+    answers = {}
+    for path in ("/api/v1/links", "/links/", "/yourls-api.php?format=json", "/yourls-api.php"):
+        try:
+            raise InterfaceError("connection already closed")
+        except InterfaceError:
+            answers[path] = server_error(factory.get(path))
+    assert {answer.status_code for answer in answers.values()} == {503}
+    assert {answer["Retry-After"] for answer in answers.values()} == {"5"}
+    assert json.loads(answers["/api/v1/links"].content)["detail"].startswith("The database does not answer")
+    page = answers["/links/"]
+    assert page["Content-Type"].startswith("text/html") and b"Back in a moment" in page.content
+    yourls = answers["/yourls-api.php?format=json"]
+    assert json.loads(yourls.content)["errorCode"] == "503"
+    assert b"<errorCode>503</errorCode>" in answers["/yourls-api.php"].content
 
 
 @pytest.mark.parametrize(

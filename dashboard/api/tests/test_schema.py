@@ -26,8 +26,9 @@ def test_schema_describes_every_endpoint_with_errors(client):
         assert path in paths, path
         for operation in paths[path].values():
             assert operation.get("summary"), (path, operation)
-            assert {"401", "429"} <= set(operation["responses"]), path
-    assert "409" in paths["/api/v1/links"]["post"]["responses"]
+            assert {"401", "429", "503"} <= set(operation["responses"]), path
+    assert {"409", "413"} <= set(paths["/api/v1/links"]["post"]["responses"])
+    assert "413" not in paths["/api/v1/links"]["get"]["responses"]
     assert {"patch", "delete"} <= set(paths["/api/v1/teams/{id}"]) and "put" not in paths["/api/v1/teams/{id}"]
     assert "409" in paths["/api/v1/teams/{id}"]["delete"]["responses"]
     assert schema["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer"}

@@ -2,14 +2,18 @@
 them, problem details for every refusal, CORS, paging and the filters of
 the short URL list, domains, tags and redirect rules."""
 
+import json
 from datetime import timedelta
 
 import pytest
+from django.db import OperationalError
+from django.test import RequestFactory
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from links.models import Domain, Link
 from slingshot.contract import visits_key
+from slingshot.errors import server_error
 from slingshot.redis import get_redis
 from teams.models import Role
 from teams.services import member_add, member_change, team_create
@@ -141,6 +145,43 @@ def test_unknown_paths_and_methods_are_problems(user):
         client.post(f"{V3}/short-urls", "{not json", content_type="application/json"), 400, "malformed-request-body"
     )
     problem(client.post(f"{V3}/short-urls", [1, 2], format="json"), 400, "invalid-data")
+
+
+def test_every_refusal_is_a_problem_document_those_outside_the_views_too(user, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    client = shlink_client(user)
+    big = json.dumps({"longUrl": "https://example.com/" + "a" * 2000})
+    body = problem(
+        client.post(f"{V3}/short-urls", big, content_type="application/json"), 413, "https://httpstatus.es/413"
+    )
+    assert body["title"] == "Request Entity Too Large" and "1000 bytes" in body["detail"]
+    problem(
+        client.patch(f"{V3}/domains/redirects", big, content_type="application/json"), 413, "https://httpstatus.es/413"
+    )
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+        problem(
+            client.post(f"{V3}/short-urls", "longUrl=x", content_type=content_type), 415, "https://httpstatus.es/415"
+        )
+    problem(client.post(f"{V3}/short-urls", b"\xff{", content_type="application/json"), 400, "malformed-request-body")
+    problem(client.get(f"{V3}/short-urls", HTTP_ACCEPT="application/xml"), 406, "https://httpstatus.es/406")
+    problem(client.delete(f"{V3}/health"), 405, "https://httpstatus.es/405")
+    many = "&".join(f"tags[]=t{n}" for n in range(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS + 1))
+    problem(client.get(f"{V3}/short-urls?{many}"), 400, "https://httpstatus.es/400")
+    problem(client.get(f"{V3}/tags", HTTP_HOST="not an allowed host"), 400, "https://httpstatus.es/400")
+
+
+def test_an_error_no_view_answers_is_a_problem_document_and_a_database_away_a_503():
+    request = RequestFactory().get(f"{V3}/short-urls")
+    failed = server_error(request)
+    assert (failed.status_code, failed["Content-Type"]) == (500, PROBLEM)
+    assert json.loads(failed.content)["type"] == ERROR + "internal-server-error"
+    try:
+        raise OperationalError("connection to server failed: Connection refused")
+    except OperationalError:
+        away = server_error(request)
+    assert (away.status_code, away["Content-Type"], away["Retry-After"]) == (503, PROBLEM, "5")
+    body = json.loads(away.content)
+    assert (body["type"], body["title"], body["status"]) == ("https://httpstatus.es/503", "Service Unavailable", 503)
 
 
 @pytest.mark.parametrize("origin", ["https://app.shlink.io", "http://localhost:3000"])
