@@ -19,11 +19,14 @@ const { SHLINK_URL, SHLINK_KEY, SHLINK_READ_KEY, SHLINK_OTHER_KEY, EDGE_URL } = 
 const edge = new URL(EDGE_URL);
 const run = Date.now().toString(36);
 const domain = `sdk-${run}.example`;
+// How Shlink names the domain: the authority of its short URLs, the edge's port and all.
+const authority = `${domain}:${edge.port}`;
 const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0';
 
 // The test's hosts file: the SDK asks a short domain's health at
-// http://<domain>/rest/v3/health (port 80); this sends it to the edge, with
-// the domain in Host, as a resolver would. Everything else is plain fetch.
+// http://<its authority>/rest/v3/health, and the tests visit it; this sends
+// those to the edge, with the domain in Host, as a resolver would.
+// Everything else is plain fetch.
 const resolvingFetch = (url, init = {}) => {
   const target = new URL(url);
   if (target.hostname !== domain) {
@@ -146,11 +149,11 @@ test('createShortUrl with shortCodeLength, findIfExists, and a slug taken', asyn
 
 test('createShortUrl on a domain not served yet adds it', async () => {
   const created = await shlink.createShortUrl({ longUrl: 'https://example.com/elsewhere', domain, customSlug: slug('away') });
-  assert.equal(created.domain, domain);
-  assert.equal(created.shortUrl, `${edge.protocol}//${domain}:${edge.port}/${slug('away')}`);
+  assert.equal(created.domain, authority);
+  assert.equal(created.shortUrl, `${edge.protocol}//${authority}/${slug('away')}`);
   const { data } = await shlink.listDomains();
-  assert.ok(data.some((entry) => entry.domain === domain && entry.isDefault === false));
-  const health = await shlink.health({ domain });
+  assert.ok(data.some((entry) => entry.domain === authority && entry.isDefault === false));
+  const health = await shlink.health({ domain: authority });
   assert.equal(health.status, 'pass');
 });
 
@@ -165,7 +168,8 @@ test('getShortUrl and updateShortUrl, partially', async () => {
   assert.equal(after.forwardQuery, false);
   assert.deepEqual(await shlink.getShortUrl(id), after);
   const away = await shlink.getShortUrl({ shortCode: slug('away'), domain });
-  assert.equal(away.domain, domain);
+  assert.equal(away.domain, authority);
+  assert.deepEqual(await shlink.getShortUrl({ shortCode: slug('away'), domain: away.domain }), away);
   await assert.rejects(shlink.getShortUrl({ shortCode: slug('away') }), refusal(ErrorType.INVALID_SHORTCODE, 404));
 });
 
@@ -186,6 +190,7 @@ test('listShortUrls: pages, search, tags, order, dates, domains', async () => {
   assert.equal((await shlink.listShortUrls({ startDate: '2099-01-01T00:00:00+00:00' })).data.length, 0);
   assert.equal((await shlink.listShortUrls({ endDate: '2000-01-01T00:00:00+00:00' })).data.length, 0);
   assert.deepEqual(mine(await shlink.listShortUrls({ domain })), [slug('away')]);
+  assert.deepEqual(mine(await shlink.listShortUrls({ domain: authority })), [slug('away')]);
   assert.ok(!mine(await shlink.listShortUrls({ domain: 'DEFAULT', itemsPerPage: 50 })).includes(slug('away')));
   assert.equal((await shlink.listShortUrls({ excludePastValidUntil: true, itemsPerPage: 50 })).data.length, 4);
 });
@@ -216,6 +221,7 @@ test('visits of a short URL, of a tag, of a domain, non-orphan, orphan, and the 
   await assert.rejects(shlink.getTagVisits(`none-${run}`), refusal(ErrorType.TAG_NOT_FOUND, 404));
   assert.equal((await shlink.getDomainVisits('DEFAULT')).pagination.totalItems, 3);
   assert.equal((await shlink.getDomainVisits(domain)).pagination.totalItems, 0);
+  assert.equal((await shlink.getDomainVisits(authority)).pagination.totalItems, 0);
   assert.equal((await shlink.getNonOrphanVisits({ domain: 'DEFAULT' })).pagination.totalItems, 3);
 
   const orphans = await eventually('the orphan visit', () => shlink.getOrphanVisits(), (list) => (
@@ -263,7 +269,7 @@ test('listTags, tagsStats, editTag, deleteTags', async () => {
 
 test('listDomains and editDomainRedirects', async () => {
   const redirects = await shlink.editDomainRedirects({
-    domain, baseUrlRedirect: 'https://example.com/home', invalidShortUrlRedirect: 'https://example.com/missing',
+    domain: authority, baseUrlRedirect: 'https://example.com/home', invalidShortUrlRedirect: 'https://example.com/missing',
   });
   assert.deepEqual(redirects, {
     baseUrlRedirect: 'https://example.com/home',
@@ -271,8 +277,17 @@ test('listDomains and editDomainRedirects', async () => {
     invalidShortUrlRedirect: 'https://example.com/missing',
   });
   const { data, defaultRedirects } = await shlink.listDomains();
-  assert.deepEqual(data.find((entry) => entry.domain === domain).redirects, redirects);
+  assert.deepEqual(data.find((entry) => entry.domain === authority).redirects, redirects);
   assert.equal(data.filter((entry) => entry.isDefault).length, 1);
+  // Each domain as the web client checks it: the authority its short URLs
+  // have, which answers <scheme>://<domain>/rest/v3/health.
+  const [byDefault] = data.filter((entry) => entry.isDefault);
+  const { shortUrl } = await shlink.getShortUrl({ shortCode: slug('spring') });
+  assert.equal(byDefault.domain, new URL(shortUrl).host);
+  assert.equal(byDefault.domain, edge.host);
+  for (const { domain: named } of [byDefault, data.find((entry) => entry.domain === authority)]) {
+    assert.equal((await shlink.health({ domain: named })).status, 'pass', named);
+  }
   assert.deepEqual(Object.keys(defaultRedirects).sort(), ['baseUrlRedirect', 'invalidShortUrlRedirect', 'regular404Redirect']);
 });
 

@@ -4,7 +4,9 @@ errors, and how Shlink writes dates, pages and domains."""
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
@@ -26,6 +28,7 @@ from .problems import Problem, exception_handler, invalid_data
 API_KEY_HEADER = "X-Api-Key"
 # Shlink's name for the default domain in filters.
 DEFAULT_DOMAIN = "DEFAULT"
+DEFAULT_PORTS = {"http": 80, "https": 443}
 # The most items a page holds, whatever is asked (Shlink's -1, "all", included).
 MAX_ITEMS_PER_PAGE = 5000
 # The last page whose first item's offset PostgreSQL's OFFSET (a bigint) can hold.
@@ -154,15 +157,38 @@ def whole(value, name: str, *, least: int | None = None, most: int | None = None
     return value
 
 
+def authority(domain: Domain) -> str:
+    """A domain as Shlink names it (listDomains, a short URL's `domain`):
+    the authority of its short URLs, its host with the port where
+    EDGE_BASE_URL has one. Shlink's web client asks each domain it lists
+    for <scheme>://<domain>/rest/v3/health, which the edge answers."""
+    return urlsplit(domain.base_url()).netloc
+
+
+def host_named(value: str) -> str:
+    """The host of a domain a client names, as authority() gives it or by
+    its host alone: a port is dropped when it is the one the short URLs
+    use (EDGE_BASE_URL's, else its scheme's default), and kept otherwise,
+    which names no domain Slingshot serves."""
+    edge = urlsplit(settings.EDGE_BASE_URL)
+    host, colon, port = value.rpartition(":")
+    if not colon or not port.isdecimal() or int(port) != (edge.port or DEFAULT_PORTS.get(edge.scheme)):
+        return value
+    if host.startswith("[") and host.endswith("]"):  # an IPv6 address, as a URL writes it
+        return host[1:-1]
+    return value if ":" in host else host
+
+
 def domain_named(value: str | None, name: str = "domain") -> Domain | None:
     """The domain a filter names: None for none, the default domain for
-    DEFAULT or its host; a problem for a host Slingshot does not serve."""
+    DEFAULT, or the domain of its authority or host (host_named); a
+    problem for one Slingshot does not serve."""
     if value in (None, ""):
         return None
     if value == DEFAULT_DOMAIN:
         return default_domain()
     try:
-        return domain_for_host(value)
+        return domain_for_host(host_named(value))
     except Domain.DoesNotExist:
         raise Problem(
             404,
@@ -174,8 +200,8 @@ def domain_named(value: str | None, name: str = "domain") -> Domain | None:
 
 
 def shown_domain(domain: Domain) -> str | None:
-    """A domain as Shlink shows it: its host, null for the default domain."""
-    return None if domain.is_default else domain.host
+    """A short URL's domain as Shlink shows it: its authority, null for the default domain."""
+    return None if domain.is_default else authority(domain)
 
 
 # --- pages ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from links import domains
 from links.models import Domain
 
-from .base import ShlinkView
+from .base import ShlinkView, authority, host_named
 from .problems import invalid_data
 
 ROOT = "baseUrlRedirect"
@@ -35,7 +35,8 @@ class DomainsView(ShlinkView):
     def get(self, request, version):
         listed = sorted(domains.domain_list(), key=lambda domain: (not domain.is_default, domain.host))
         data = [
-            {"domain": domain.host, "isDefault": domain.is_default, "redirects": redirects(domain)} for domain in listed
+            {"domain": authority(domain), "isDefault": domain.is_default, "redirects": redirects(domain)}
+            for domain in listed
         ]
         # The default domain's redirects fall back to the edge's EDGE_ROOT_URL
         # and EDGE_NOT_FOUND_URL, which the dashboard does not know.
@@ -49,6 +50,7 @@ class DomainRedirectsView(ShlinkView):
         host = body.get("domain")
         if not isinstance(host, str) or not host:
             raise invalid_data({"domain": ["Give the domain's host."]})
+        host = host_named(host)
         changes = self._changes(body)
         if not domains.manages_domains(request.user):
             raise PermissionDenied("Only staff change a domain's redirects.")

@@ -15,7 +15,7 @@ from links.models import Domain, Link
 from links.tags import with_tags, without_tags
 from links.validation import normalise_target
 
-from .base import ShlinkView, domain_named, flag, moment, paging, whole
+from .base import ShlinkView, domain_named, flag, host_named, moment, paging, whole
 from .problems import Problem, invalid_data, short_url_not_found
 from .shapes import FOUND_BY, SHLINK_DEFAULTS, edition, non_unique_slug, refused, short_url, slug_taken
 
@@ -134,9 +134,10 @@ class ShortUrlsView(ShlinkView):
                 body.get("shortCodeLength"), "shortCodeLength", least=MIN_SHORT_CODE_LENGTH, most=slugs.MAX_LENGTH
             )
         )
-        host = body.get("domain") or None
-        if host is not None and not isinstance(host, str):
+        named = body.get("domain") or None
+        if named is not None and not isinstance(named, str):
             raise invalid_data({"domain": ["Enter a host name as a string."]})
+        host = host_named(named) if named else None
         if flag(body.get("findIfExists"), "findIfExists"):
             found = self._existing(request, values, slug, host)
             if found is not None:
@@ -148,7 +149,7 @@ class ShortUrlsView(ShlinkView):
                 link = services.link_create(owner=request.user, fields=fields, slug_length=length)
         except DjangoValidationError as exc:
             if slug_taken(exc):
-                raise non_unique_slug(slug, host) from None
+                raise non_unique_slug(slug, named) from None
             raise refused(exc) from None
         return answer(request, link)
 
@@ -173,8 +174,8 @@ class ShortUrlsView(ShlinkView):
             )
         try:
             return domains.domain_create(host=host)
-        except DjangoValidationError as exc:
-            raise refused(exc) from None
+        except DjangoValidationError as exc:  # of the domain's host, Shlink's `domain`
+            raise invalid_data({"domain": exc.messages}) from None
 
     @staticmethod
     def _existing(request, values: dict, slug: str | None, host: str | None) -> Link | None:

@@ -27,7 +27,7 @@ from links.selectors import links_visible_to, sees_operations
 from links.tags import with_tags
 from links.validation import default_host
 
-from .base import DEFAULT_DOMAIN, ShlinkView, atom, domain_named, flag, moment, paging
+from .base import DEFAULT_DOMAIN, ShlinkView, atom, domain_named, flag, host_named, moment, paging
 from .problems import Problem, invalid_data
 from .short_urls import link_of
 
@@ -169,7 +169,7 @@ class OrphanVisitsView(ShlinkView):
         if host == DEFAULT_DOMAIN:
             return ""
         try:
-            return orphan_domain(host)
+            return orphan_domain(host_named(host))
         except ValidationError as exc:
             raise invalid_data({"domain": exc.messages}) from None
 

@@ -4,6 +4,7 @@ the short URL list, domains, tags and redirect rules."""
 
 import json
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import pytest
 from django.db import OperationalError
@@ -278,10 +279,65 @@ def test_a_domain_not_served_is_added_for_staff_only(user):
     refused = problem(shlink_client(user).post(f"{V3}/short-urls", body, format="json"), 400, "invalid-data")
     assert refused["invalidElements"] == ["domain"] and not Domain.objects.filter(host="new.example.com").exists()
     created = shlink_client(make_user(is_staff=True)).post(f"{V3}/short-urls", body, format="json").json()
-    assert created["domain"] == "new.example.com" and Domain.objects.filter(host="new.example.com").exists()
-    problem(
-        shlink_client(user).post(f"{V3}/short-urls", {**body, "domain": "bad host"}, format="json"), 400, "invalid-data"
+    assert created["domain"] == urlsplit(created["shortUrl"]).netloc and created["domain"].startswith("new.example.com")
+    assert Domain.objects.filter(host="new.example.com").exists()
+    for client in (shlink_client(user), shlink_client(make_user(is_staff=True))):
+        refused = problem(
+            client.post(f"{V3}/short-urls", {**body, "domain": "bad host"}, format="json"), 400, "invalid-data"
+        )
+        assert refused["invalidElements"] == ["domain"]
+
+
+@pytest.mark.parametrize(
+    "edge, default, port",
+    [
+        ("http://127.0.0.1:18480", "127.0.0.1:18480", ":18480"),
+        ("https://sho.rt", "sho.rt", ""),
+        ("https://sho.rt", "sho.rt", ":443"),
+    ],
+)
+def test_a_domain_is_named_by_the_authority_of_its_short_urls_and_taken_back_so(user, settings, edge, default, port):
+    """Shlink's web client asks each domain listDomains names for
+    <scheme>://<domain>/rest/v3/health, and sends that name back in every
+    `domain` it passes: with the port where the short URLs have one."""
+    settings.EDGE_BASE_URL = edge
+    staff = shlink_client(make_user(is_staff=True))
+    plain = staff.post(f"{V3}/short-urls", {"longUrl": "https://example.com/d", "customSlug": "auth-d"}, format="json")
+    assert urlsplit(plain.json()["shortUrl"]).netloc == default and plain.json()["domain"] is None
+    away = staff.post(
+        f"{V3}/short-urls",
+        {"longUrl": "https://example.com/a", "customSlug": "auth-a", "domain": f"go.example.com{port}"},
+        format="json",
+    ).json()
+    authority = urlsplit(away["shortUrl"]).netloc
+    assert away["domain"] == authority == "go.example.com" + (port if port != ":443" else "")
+    listed = {entry["domain"]: entry["isDefault"] for entry in staff.get(f"{V3}/domains").json()["domains"]["data"]}
+    assert listed == {default: True, authority: False}
+    # What listDomains named, sent back: the same domains, no new one.
+    for named, slug in ((default, "auth-d"), (authority, "auth-a"), (f"go.example.com{port}", "auth-a")):
+        assert staff.get(f"{V3}/short-urls/{slug}", {"domain": named}).json()["shortCode"] == slug
+        listing = staff.get(f"{V3}/short-urls", {"domain": named}).json()["shortUrls"]["data"]
+        assert [item["shortCode"] for item in listing] == [slug]
+        assert staff.get(f"{V3}/domains/{named}/visits").status_code == 200
+        assert staff.get(f"{V3}/visits/orphan", {"domain": named}).status_code == 200
+    again = staff.post(
+        f"{V3}/short-urls",
+        {"longUrl": "https://example.com/b", "customSlug": "auth-b", "domain": authority},
+        format="json",
+    ).json()
+    assert again["domain"] == authority
+    changed = staff.patch(
+        f"{V3}/domains/redirects", {"domain": authority, "baseUrlRedirect": "https://example.com/"}, format="json"
     )
+    assert changed.status_code == 200 and Domain.objects.get(host="go.example.com").root_url == "https://example.com/"
+    assert Domain.objects.filter(host__contains=":").count() == 0 and Domain.objects.count() == 2
+    # Another port is another authority, which Slingshot does not serve.
+    problem(staff.get(f"{V3}/short-urls/auth-a", {"domain": "go.example.com:9999"}), 404, "short-url-not-found")
+    problem(staff.get(f"{V3}/domains/go.example.com:9999/visits"), 404, "domain-not-found")
+    refused = staff.post(
+        f"{V3}/short-urls", {"longUrl": "https://example.com/c", "domain": "go.example.com:9999"}, format="json"
+    )
+    assert problem(refused, 400, "invalid-data")["invalidElements"] == ["domain"]
 
 
 def test_find_if_exists_matches_every_option_given(user):

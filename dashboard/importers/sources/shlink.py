@@ -73,6 +73,15 @@ def redirect_rules(rules: list[dict]) -> tuple[list[dict], list[str]]:
     return found, notes
 
 
+def authority_host(authority: str | None) -> str | None:
+    """The host of a domain as Shlink names it, by the authority of its
+    short URLs (`s.test:8080`, the port where they have one): a Slingshot
+    domain is a host, served on the edge's port."""
+    if not authority:
+        return None
+    return host_of(f"//{authority}") or None
+
+
 class ShlinkSource(Source):
     lists_visits = True
 
@@ -90,7 +99,7 @@ class ShlinkSource(Source):
 
     @staticmethod
     def external_id(short_code: str, domain: str | None) -> str:
-        return f"{domain or ''}/{short_code}"
+        return f"{authority_host(domain) or ''}/{short_code}"
 
     def _pages(self, path: str, key: str, params: dict) -> Iterator[dict]:
         page = 1
@@ -112,7 +121,7 @@ class ShlinkSource(Source):
         answer = self.api.get("/domains")
         for domain in ((answer.get("domains") or {}).get("data")) or []:
             if domain.get("isDefault"):
-                return (domain.get("domain") or "").lower() or None
+                return authority_host(domain.get("domain"))
         return None
 
     def links(self) -> Iterator[SourceLink]:
@@ -141,7 +150,7 @@ class ShlinkSource(Source):
                 external_id=self.external_id(code, domain),
                 url=item["longUrl"],
                 slug=code,
-                host=domain,
+                host=authority_host(domain),
                 options=options,
                 created_at=moment(item.get("dateCreated")),
                 visits=int(summary.get("total") or 0),
