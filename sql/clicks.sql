@@ -3,7 +3,8 @@
 -- (the visits imports bring from other shorteners go through its store
 -- step too, dashboard/importers/history.py). Applied by
 -- dashboard/clicks/migrations/0001_squashed_0002_catch_up.py on a new
--- database, with rollups.sql; import_id by 0003_import_id.
+-- database, with rollups.sql; import_id by 0003_import_id,
+-- click_deletions_hour by 0006_click_deletions_hour.
 
 -- A redirect the edge served, with what the importer learnt about it
 -- (dashboard/clicks/enrichment.py). Partitioned by month (UTC), so that
@@ -58,6 +59,26 @@ CREATE TABLE orphan_visits (
 ) PARTITION BY RANGE (occurred_at);
 
 CREATE INDEX orphan_visits_slug_time ON orphan_visits (slug, occurred_at);
+
+-- What was deleted of the clicks and orphan visits the edges served, per
+-- UTC hour they were served in, so that the accounting can tell them from
+-- clicks gone missing (dashboard/clicks/accounting.py: served = stored +
+-- deleted). Added to in the transaction of each deletion, from what it
+-- deleted (dashboard/clicks/deletions.py); the visits imports brought from
+-- other shorteners are left out, as the accounting leaves them out.
+-- `kind`: a link's stored clicks deleted (`click`, its visits or the link
+-- itself), clicks of a deleted link that reached the importer after it
+-- (`dropped`), orphan visits deleted (`orphan`). Kept as long as the
+-- rollups; a row is an hour and a kind, so it stays small.
+CREATE TABLE click_deletions_hour (
+    bucket timestamptz NOT NULL,
+    kind   text        NOT NULL,
+    visits bigint      NOT NULL,
+    PRIMARY KEY (bucket, kind),
+    CONSTRAINT click_deletions_hour_kind CHECK (kind IN ('click', 'dropped', 'orphan')),
+    CONSTRAINT click_deletions_hour_visits CHECK (visits > 0),
+    CONSTRAINT click_deletions_hour_aligned CHECK (date_trunc('hour', bucket AT TIME ZONE 'UTC') = bucket AT TIME ZONE 'UTC')
+);
 
 -- Each user agent once, referenced from clicks by its id, which is a 64-bit
 -- hash of it (clicks.enrichment.AgentFacts.agent_hash): the importer knows

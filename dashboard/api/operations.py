@@ -80,8 +80,14 @@ class HourAccountSerializer(serializers.Serializer):
     served_orphans = serializers.IntegerField()
     stored_clicks = serializers.IntegerField()
     stored_orphans = serializers.IntegerField()
+    deleted_clicks = serializers.IntegerField(
+        help_text="Clicks of the hour deleted since they were served: a link's visits deleted, or the link "
+        "(with the clicks still on their way to the database then)."
+    )
+    deleted_orphans = serializers.IntegerField(help_text="Orphan visits of the hour deleted since.")
     difference = serializers.IntegerField(
-        allow_null=True, help_text="Served minus stored; null when no edge counted anything in the hour."
+        allow_null=True,
+        help_text="Served minus stored and deleted; null when no edge counted anything in the hour.",
     )
     settled = serializers.BooleanField(help_text="Ended more than ACCOUNTING_GRACE_MINUTES ago.")
     counted = serializers.BooleanField(
@@ -131,7 +137,8 @@ def orphan_visits(request):
 @extend_schema(
     summary="Every click accounted for",
     description="Per UTC hour, newest first: the redirects and orphan visits the edges served as clicks, "
-    "the clicks and orphan visits stored, and the difference, zero once the importer has caught up "
+    "the clicks and orphan visits stored, those deleted since (visits deleted, links deleted), and the "
+    "difference (served minus stored and deleted), zero once the importer has caught up "
     "(docs/operations.md); none for an hour no edge counted in. For staff and superusers.",
     parameters=[AccountingQuerySerializer],
     responses={200: AccountingSerializer},

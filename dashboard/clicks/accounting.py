@@ -2,10 +2,12 @@
 the edges recorded as clicks (their counts in Redis, contract.SERVED_KEY_PREFIX,
 sent by edge/slingshot/accounting.lua) beside the clicks stored for that
 hour (the hour rollups, bots included, and orphan_visits; neither with the
-visits imported from other shorteners). Once the importer
-has caught up, the difference is zero; one that stays past
-ACCOUNTING_GRACE_MINUTES means clicks were lost or removed after the edge
-served them (docs/operations.md, "Every click accounted for"). An hour no
+visits imported from other shorteners) and those deleted since
+(click_deletions_hour, which every deletion adds to: deletions.py). Once
+the importer has caught up, served = stored + deleted; a difference that
+stays past ACCOUNTING_GRACE_MINUTES means clicks were lost or removed
+behind the dashboard's back after the edge served them
+(docs/operations.md, "Every click accounted for"). An hour no
 edge counted anything in (before the edges counted, or past the 8 days
 Redis keeps the counts) has no difference to show: it is "not counted"."""
 
@@ -18,6 +20,7 @@ from django.db import connection
 
 from slingshot.contract import SERVED_FIELDS, SERVED_KEY_PREFIX
 
+from .rollups import HOUR_OF
 from .stores import quick_store
 
 REDIRECT, ORPHAN = SERVED_FIELDS
@@ -25,20 +28,29 @@ HOUR = timedelta(hours=1)
 # The longest range asked at once: the edge keeps its counts 8 days.
 MAX_HOURS = 8 * 24
 
-_STORED = """
-SELECT extract(epoch FROM bucket)::bigint, sum(clicks)::bigint
-FROM click_rollup_hour WHERE bucket >= %(start)s AND bucket < %(end)s GROUP BY bucket
-"""
-# The rollups count the visits imports brought from other shorteners too,
-# which no edge served: they are taken away (docs/importing.md).
-_IMPORTED = """
-SELECT extract(epoch FROM date_trunc('hour', occurred_at))::bigint, count(*)
-FROM clicks WHERE import_id IS NOT NULL AND occurred_at >= %(start)s AND occurred_at < %(end)s GROUP BY 1
-"""
-_ORPHANS = """
-SELECT extract(epoch FROM date_trunc('hour', occurred_at))::bigint, count(*)
-FROM orphan_visits WHERE occurred_at >= %(start)s AND occurred_at < %(end)s AND import_id IS NULL GROUP BY 1
-"""
+# Per hour of [start, end): the clicks stored (the hour rollups, less the
+# visits imports brought from other shorteners, which no edge served:
+# docs/importing.md), the orphan visits stored (but imported ones), and
+# what was deleted of each; in one statement, each part by its own index.
+_STORED_AND_DELETED = """
+SELECT extract(epoch FROM bucket)::bigint, sum(clicks)::bigint, sum(orphans)::bigint,
+       sum(deleted_clicks)::bigint, sum(deleted_orphans)::bigint
+FROM (
+    SELECT bucket, sum(clicks), 0, 0, 0
+    FROM click_rollup_hour WHERE bucket >= %(start)s AND bucket < %(end)s GROUP BY bucket
+    UNION ALL
+    SELECT {hour}, -count(*), 0, 0, 0
+    FROM clicks WHERE import_id IS NOT NULL AND occurred_at >= %(start)s AND occurred_at < %(end)s GROUP BY 1
+    UNION ALL
+    SELECT {hour}, 0, count(*), 0, 0
+    FROM orphan_visits WHERE occurred_at >= %(start)s AND occurred_at < %(end)s AND import_id IS NULL GROUP BY 1
+    UNION ALL
+    SELECT bucket, 0, 0, coalesce(sum(visits) FILTER (WHERE kind <> 'orphan'), 0),
+           coalesce(sum(visits) FILTER (WHERE kind = 'orphan'), 0)
+    FROM click_deletions_hour WHERE bucket >= %(start)s AND bucket < %(end)s GROUP BY bucket
+) parts (bucket, clicks, orphans, deleted_clicks, deleted_orphans)
+GROUP BY bucket
+""".format(hour=HOUR_OF.format(moment="occurred_at"))
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,8 @@ class HourAccount:
     served_orphans: int
     stored_clicks: int
     stored_orphans: int
+    deleted_clicks: int  # stored (or on their way when their link was deleted), and deleted since
+    deleted_orphans: int
     settled: bool  # ended more than the grace period ago: a difference now is one that stays
     counted: bool = True  # some edge counted what it served in this hour
     whole: bool = True  # ... and in the hour before: the count covers the hour from its start
@@ -61,17 +75,27 @@ class HourAccount:
         return self.stored_clicks + self.stored_orphans
 
     @property
+    def deleted(self) -> int:
+        return self.deleted_clicks + self.deleted_orphans
+
+    @property
+    def accounted(self) -> int:
+        """Stored, or deleted since."""
+        return self.stored + self.deleted
+
+    @property
     def difference(self) -> int | None:
-        """Served but not stored (below zero: stored but never counted as
-        served); None when no edge counted anything in the hour."""
-        return self.served - self.stored if self.counted else None
+        """Served but neither stored nor deleted (below zero: accounted for
+        but never counted as served); None when no edge counted anything in
+        the hour."""
+        return self.served - self.accounted if self.counted else None
 
     @property
     def partly_counted(self) -> bool:
-        """The first hour the edges counted in, with more stored than they
-        counted: they began counting within it (an upgrade), and the clicks
-        before that were never counted."""
-        return self.counted and not self.whole and self.served < self.stored
+        """The first hour the edges counted in, with more accounted for than
+        they counted: they began counting within it (an upgrade), and the
+        clicks before that were never counted."""
+        return self.counted and not self.whole and self.served < self.accounted
 
     @property
     def lasting(self) -> bool:
@@ -97,7 +121,7 @@ def hour_floor(moment: datetime) -> datetime:
 
 def accounts(*, client: redis.Redis, start: datetime, end: datetime, now: datetime | None = None) -> list[HourAccount]:
     """One HourAccount for each UTC hour of [start, end), newest first (at
-    most MAX_HOURS of them, the latest). Three queries and one Redis pipeline."""
+    most MAX_HOURS of them, the latest). One query and one Redis pipeline."""
     now = now or datetime.now(timezone.utc)
     end = min(hour_floor(end - timedelta(microseconds=1)) + HOUR, hour_floor(now) + HOUR)
     start = max(hour_floor(start), end - MAX_HOURS * HOUR)
@@ -122,24 +146,21 @@ def accounts(*, client: redis.Redis, start: datetime, end: datetime, now: dateti
             served[index][1] += orphan_visits
             counted[index] = counted[index] or bool(fields)
     with connection.cursor() as cursor:
-        cursor.execute(_STORED, {"start": start, "end": end})
-        stored = dict(cursor.fetchall())
-        cursor.execute(_IMPORTED, {"start": start, "end": end})
-        for epoch, imported in cursor.fetchall():
-            stored[epoch] = stored.get(epoch, 0) - imported
-        cursor.execute(_ORPHANS, {"start": start, "end": end})
-        orphans = dict(cursor.fetchall())
+        cursor.execute(_STORED_AND_DELETED, {"start": start, "end": end})
+        found_in_db = {epoch: counts for epoch, *counts in cursor.fetchall()}
     grace = timedelta(minutes=settings.ACCOUNTING_GRACE_MINUTES)
     found = []
     for index, hour in enumerate(hours, start=1):
-        epoch = int(hour.timestamp())
+        clicks, orphans, deleted_clicks, deleted_orphans = found_in_db.get(int(hour.timestamp()), (0, 0, 0, 0))
         found.append(
             HourAccount(
                 hour=hour,
                 served_redirects=served[index][0],
                 served_orphans=served[index][1],
-                stored_clicks=stored.get(epoch, 0),
-                stored_orphans=orphans.get(epoch, 0),
+                stored_clicks=clicks,
+                stored_orphans=orphans,
+                deleted_clicks=deleted_clicks,
+                deleted_orphans=deleted_orphans,
                 settled=hour + HOUR + grace <= now,
                 counted=counted[index],
                 whole=counted[index - 1],

@@ -14,7 +14,9 @@ next one (stream.py, batch.py). The store step:
    link gone since fails that COPY, and the batch goes through staging
    tables instead: only clicks that are new and of a live link are
    inserted, and only they are counted;
-4. adds the batch to the rollups (rollups.py).
+4. adds the batch to the rollups (rollups.py), and records the clicks it
+   dropped for a deleted link as deleted with it (deletions.py), so that
+   the accounting counts them.
 """
 
 import gc
@@ -28,6 +30,7 @@ import psycopg
 from django.db import IntegrityError, connection, transaction
 
 from .batch import Batch, BatchMaker
+from .deletions import dropped_record
 from .partitions import MonthPartitions
 from .rollups import BREAKDOWN_OF_NEW, COPY_BREAKDOWN, COPY_VISITORS, TEMP_TABLES, add_batch
 from .stream import ClickStream, Entry
@@ -168,6 +171,9 @@ class ClickImporter:
                 stored = self._store_new(cursor, batch, live)
             self._copy(cursor, COPY_VISITORS, batch.visitor_rows)
             add_batch(cursor)
+            if len(live) < len(batch.link_ids):
+                # Last, so that an importer holding these rows waits for nothing.
+                dropped_record(cursor, live)
         if len(self._known_agents) > KNOWN_AGENTS_MAX:
             self._known_agents.clear()
         self._known_agents.update(added_agents)

@@ -31,6 +31,8 @@ FOLD_AFTER = timedelta(minutes=10)
 
 # --- what the selectors read with -------------------------------------------------
 
+# The UTC hour of a moment: the bucket of the hour tables it is counted in.
+HOUR_OF = "date_bin('1 hour', {moment}, timestamptz 'epoch')"
 # The UTC day of a moment, and of an hour row's bucket.
 DAY_OF = "date_trunc('day', {bucket} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
 DAY_OF_BUCKET = DAY_OF.format(bucket="bucket")
@@ -334,8 +336,16 @@ ROLLUP_TABLES = (
 )
 
 
+# A link's hour rows, deleted, as the rows (bucket, clicks) of a
+# data-modifying CTE: the statement that deletes its raw clicks deletes them
+# too, and records what the accounting counted of them (deletions.py).
+LINK_HOURS_DELETE = "DELETE FROM click_rollup_hour WHERE link_id = %(link)s RETURNING bucket, clicks"
+
+
 def link_delete_rollups(cursor, link_id: int) -> None:
-    """Deletes a link's rollups and totals, in the caller's transaction,
-    which must have deleted (and so locked) the link first."""
+    """Deletes a link's rollups and totals but its hour rows (gone with
+    LINK_HOURS_DELETE), in the caller's transaction, which must hold the
+    link (FOR UPDATE, or its row deleted)."""
     for table in ROLLUP_TABLES:
-        cursor.execute(f"DELETE FROM {table} WHERE link_id = %s", [link_id])
+        if table != "click_rollup_hour":
+            cursor.execute(f"DELETE FROM {table} WHERE link_id = %s", [link_id])

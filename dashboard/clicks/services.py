@@ -9,15 +9,24 @@ from links.selectors import sees_operations
 from teams import access
 from teams.models import Role
 
+from .deletions import link_clicks_delete, orphan_visits_delete_all, record_hold
 from .rollups import link_delete_rollups
 
 
 def _delete_clicks_of(cursor, link_id: int) -> int:
-    """Deletes a link's raw clicks, rollups and totals; returns how many clicks went."""
-    cursor.execute("DELETE FROM clicks WHERE link_id = %s", [link_id])
-    deleted = cursor.rowcount
+    """Deletes a link's raw clicks, rollups and totals, recording what the
+    accounting counted of them as deleted (deletions.py); returns how many
+    clicks went."""
+    deleted = link_clicks_delete(cursor, link_id)
     link_delete_rollups(cursor, link_id)
     return deleted
+
+
+def clicks_deletion_begin(*, link_id: int, **signal) -> None:
+    """Takes this transaction's turn at recording deletions (deletions.py)
+    before the link is locked: the receiver of links.signals.link_deleting."""
+    with connection.cursor() as cursor:
+        record_hold(cursor)
 
 
 def clicks_delete_for_link(*, link_id: int, **signal) -> None:
@@ -37,11 +46,13 @@ def link_visits_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> 
     The link's row is locked first (FOR UPDATE), which waits for an import
     or a day fold holding it (FOR KEY SHARE, importer.py, rollups.py) and
     holds the next ones back until this commits: the rollups and totals
-    agree with the raw clicks after it. The edge's visit counter of a link
+    agree with the raw clicks after it, and the clicks recorded as deleted
+    are those it deleted, no more. The edge's visit counter of a link
     with a limit counts what it served, which this does not undo."""
     if actor is not None:
         access.require(actor, link.team_id, Role.EDITOR, to="delete a link's visits")
     with connection.cursor() as cursor:
+        record_hold(cursor)
         cursor.execute(f"SELECT id FROM {Link._meta.db_table} WHERE id = %s FOR UPDATE", [link.pk])
         if cursor.fetchone() is None:
             return 0
@@ -50,10 +61,10 @@ def link_visits_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> 
 
 @transaction.atomic
 def orphan_visits_delete(*, actor: AbstractBaseUser | None = None) -> int:
-    """Deletes every orphan visit; `actor` must see the operations reports
+    """Deletes every orphan visit, recording them as deleted for the
+    accounting (deletions.py); `actor` must see the operations reports
     (links.selectors.sees_operations; None: the system). Returns how many went."""
     if actor is not None and not sees_operations(actor):
         raise PermissionDenied("Orphan visits are for staff and superusers only.")
     with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM orphan_visits")
-        return cursor.rowcount
+        return orphan_visits_delete_all(cursor)

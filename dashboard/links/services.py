@@ -23,7 +23,7 @@ from .fields import AUDITED, OPTION_NAMES, LinkFields, values_of
 from .models import Domain, Link
 from .outbox import publish_domain, publish_link
 from .publishing import in_robots
-from .signals import link_deleted
+from .signals import link_deleted, link_deleting
 from .unlocking import PASSWORD_MAX_LENGTH, hash_password
 
 _SLUG_ATTEMPTS = 10
@@ -261,6 +261,7 @@ def link_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> None:
     if actor is not None:
         access.require(actor, link.team_id, Role.EDITOR, to="delete links")
     slug, link_id, team_id = link.slug, link.pk, link.team_id
+    link_deleting.send(sender=Link, link_id=link_id)
     link.delete()
     link_deleted.send(sender=Link, link_id=link_id)
     audit.record(team_id=team_id, actor=actor, action=Action.LINK_DELETED, link_id=link_id, slug=slug)

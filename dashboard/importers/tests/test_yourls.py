@@ -12,6 +12,7 @@ from django.db import connection
 
 from clicks import accounting
 from clicks.rollups import fold_days
+from clicks.services import link_visits_delete
 from importers.models import ImportJob
 from importers.sources.yourls import LOG_COLUMNS, URL_COLUMNS, dump_rows
 from links.models import Link
@@ -153,7 +154,9 @@ def test_the_tables_as_csv_import_as_the_dump_does(user, team, other_domain, tmp
 
 
 def test_the_accounting_leaves_imported_visits_out(user, team, tmp_path):
-    """Visits imported into an hour the edges counted leave its account as it was (a difference of 0 stays 0)."""
+    """Visits imported into an hour the edges counted leave its account as
+    it was (a difference of 0 stays 0), and so does deleting them: no edge
+    served them, so none is counted as deleted."""
     hour = accounting.hour_floor(datetime.now(UTC)) - timedelta(hours=2)
     key = SERVED_KEY_PREFIX + str(int(hour.timestamp()))
     redis = get_redis()
@@ -173,6 +176,13 @@ def test_the_accounting_leaves_imported_visits_out(user, team, tmp_path):
         assert totals_of(Link.objects.get(team=team, slug="acct"))[1] == 3  # in the hour's rollup
         after = account()
         assert after.counted and (after.stored, after.difference) == (before.stored, before.difference)
+        assert link_visits_delete(link=Link.objects.get(team=team, slug="acct")) == 3
+        emptied = account()
+        assert (emptied.stored, emptied.deleted, emptied.difference) == (
+            before.stored,
+            before.deleted,
+            before.difference,
+        )
     finally:
         redis.delete(key)
 

@@ -1,22 +1,34 @@
 """Every click accounted for: traffic at a real edge, imported, and the
 accounting page's served and stored figures for the hour; then clicks
-removed behind the importer's back, and the difference shown."""
+removed behind the importer's back, and the difference shown; and visits
+deleted through every door that deletes them, which show as deleted, not
+as a difference, however a deletion and the importer meet."""
 
+import os
+import subprocess
+import sys
 import time
+import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 from clicks import accounting
 from clicks.models import Click
+from devstack import REPO
+from devstack.faults import Visitors
 from links.domains import domain_create
 from links.validation import default_host
 from slingshot.contract import SERVED_KEY_PREFIX
 from slingshot.redis import get_redis
-from testing.factories import fresh, make_link
+from testing.accounting import even_at, forget_the_accounting, since, totals
+from testing.factories import api_client, fresh, make_link
+from testing.fixtures import database_url
+from tokens.services import token_create
 
 from .conftest import FIREFOX
 
@@ -40,18 +52,17 @@ def wait_until(condition, timeout: float = 15.0):
     return found
 
 
+def clean_slate(make_edge):
+    """The accounting forgotten, and an edge of the test's own."""
+    edge = make_edge(workers=1)
+    forget_the_accounting("accounting-test")
+    return edge
+
+
 def test_served_and_stored_agree_and_a_removal_shows(client, make_user, make_edge, settings):
     staff = make_user(is_staff=True)
     client.force_login(staff)
-    # A clean slate: what earlier tests left in the stream imported, then
-    # forgotten on both sides, and an edge of the test's own, whose
-    # journals have counted nothing yet.
-    edge = make_edge(workers=1)
-    import_all()
-    with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM click_rollup_hour; DELETE FROM orphan_visits")
-    redis = get_redis()
-    redis.delete(*redis.keys(SERVED_KEY_PREFIX + "*") or ["none"])
+    edge = clean_slate(make_edge)
 
     link = make_link(owner=staff, url="https://example.com/acc", slug=fresh("ac"))
     for _ in range(5):
@@ -246,3 +257,139 @@ def test_an_hour_no_edge_counted_in_is_not_counted_rather_than_a_difference(clie
         redis.delete(*keys)
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM click_rollup_hour WHERE link_id = %s", [link.pk])
+
+
+# --- deletions -----------------------------------------------------------------------
+
+
+def shlink_client(user) -> APIClient:
+    _, key = token_create(user=user, name="accounting", scope="write")
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=key)
+    return client
+
+
+def deleted_by_kind() -> dict[str, int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT kind, sum(visits) FROM click_deletions_hour GROUP BY kind")
+        return dict(cursor.fetchall())
+
+
+def test_visits_deleted_through_every_door_show_as_deleted_and_nothing_as_missing(
+    client, make_user, make_edge, settings
+):
+    """Visits served by a real edge and stored by the importer, then deleted
+    through each door: Shlink's DELETE of a short URL's visits, of a short
+    URL and of the orphan visits; /api/v1's DELETE of a link; the dashboard's
+    delete and bulk delete; and a link deleted before the importer had its
+    clicks. Every hour still accounts for every click the edge served."""
+    staff = make_user(is_staff=True)
+    client.force_login(staff)
+    settings.ACCOUNTING_GRACE_MINUTES = -60  # every hour settled: a difference would be flagged at once
+    edge = clean_slate(make_edge)
+    start = datetime.now(timezone.utc)
+    visits = {"shlink-visits": 4, "shlink-link": 3, "api": 2, "page": 2, "bulk": 2, "kept": 1, "unimported": 2}
+    links = {door: make_link(owner=staff, url=f"https://example.com/{door}", slug=fresh("del")) for door in visits}
+
+    def visit(slug: str, times: int, status: int = 302) -> None:
+        for _ in range(times):
+            assert edge.request(f"/{slug}", headers={"User-Agent": FIREFOX}).status == status
+
+    for door, times in visits.items():
+        if door != "unimported":
+            visit(links[door].slug, times)
+    visit(fresh("none"), 2, status=404)
+    wait_until(lambda: even_at(start, served_redirects=14, stored_clicks=14, served_orphans=2, stored_orphans=2))
+    # Served, and the link deleted before the importer stores its clicks: it drops them.
+    visit(links["unimported"].slug, visits["unimported"])
+    api = api_client(staff)
+    assert api.delete(f"/api/v1/links/{links['unimported'].slug}").status_code == 204
+
+    shlink = shlink_client(staff)
+    assert shlink.delete(f"/rest/v3/short-urls/{links['shlink-visits'].slug}/visits").json() == {"deletedVisits": 4}
+    assert shlink.delete(f"/rest/v3/short-urls/{links['shlink-link'].slug}").status_code == 204
+    assert api.delete(f"/api/v1/links/{links['api'].slug}").status_code == 204
+    assert client.post(reverse("web:link-delete", args=[links["page"].slug])).status_code == 302
+    bulk = {"action": "delete", "confirm": "true", "selected": [str(links["bulk"].pk)]}
+    assert client.post(reverse("web:link-bulk"), bulk).status_code == 302
+    assert shlink.delete("/rest/v3/visits/orphan").json() == {"deletedVisits": 2}
+
+    expected = {"served_redirects": 16, "stored_clicks": 1, "deleted_clicks": 15}
+    expected |= {"served_orphans": 2, "stored_orphans": 0, "deleted_orphans": 2}
+    hours = wait_until(lambda: even_at(start, **expected))
+    assert totals(hours) == expected
+    assert deleted_by_kind() == {"click": 13, "dropped": 2, "orphan": 2}
+
+    page = client.get(reverse("web:accounting"))
+    assert page.context["lasting"] == [] and b'id="accounting-ok"' in page.content
+    content = page.content.decode()
+    for hour in hours:
+        if hour.deleted:
+            assert f"{hour.deleted} deleted" in content
+    assert b'id="accounting-flag"' not in client.get(reverse("web:overview")).content
+    rows = client.get("/api/v1/accounting").json()["hours"]  # the last day, clean before this test
+    assert sum(row["deleted_clicks"] for row in rows) == 15 and sum(row["deleted_orphans"] for row in rows) == 2
+    assert {row["difference"] for row in rows if row["counted"]} == {0}
+
+
+def test_visits_deleted_while_the_importer_stores_more_of_the_same_link_leave_no_difference(
+    make_user, make_edge, tmp_path
+):
+    """Visitors keep clicking two links through a real edge while a
+    following importer stores their clicks; meanwhile one link's visits are
+    deleted again and again through Shlink's API, and the other link is
+    deleted (the clicks still on their way to PostgreSQL go with it, and its
+    visits from then on are orphan visits). Once the importer has caught
+    up, every redirect served is stored or deleted."""
+    staff = make_user(is_staff=True)
+    edge = clean_slate(make_edge)
+    start = datetime.now(timezone.utc)
+    emptied = make_link(owner=staff, url="https://example.com/emptied", slug=fresh("emp"))
+    removed = make_link(owner=staff, url="https://example.com/removed", slug=fresh("rem"))
+    importer = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "dashboard" / "manage.py"),
+            "import_clicks",
+            "--consumer",
+            f"acc-{uuid.uuid4().hex}",
+        ],
+        env={**os.environ, "DATABASE_URL": database_url()},
+        stdout=open(tmp_path / "importer.log", "wb"),
+        stderr=subprocess.STDOUT,
+    )
+    shlink = shlink_client(staff)
+    visitors = [
+        Visitors(edge.port, emptied.slug, threads=2, rate=200).start(),
+        Visitors(edge.port, removed.slug, threads=1, rate=100).start(),
+    ]
+    try:
+        deadline = time.monotonic() + 30
+        while not Click.objects.filter(link_id=emptied.pk).exists():  # the importer has started
+            assert time.monotonic() < deadline, "no click stored"
+            time.sleep(0.1)
+        deleted = []
+        for round in range(5):
+            time.sleep(0.4)
+            deleted.append(shlink.delete(f"/rest/v3/short-urls/{emptied.slug}/visits").json()["deletedVisits"])
+            if round == 2:
+                assert api_client(staff).delete(f"/api/v1/links/{removed.slug}").status_code == 204
+        time.sleep(0.4)
+    finally:
+        for crowd in visitors:
+            crowd.stop()
+    try:
+        served = sum(crowd.served[crowd.slug] for crowd in visitors)
+        deadline = time.monotonic() + 30
+        while not (hours := even_at(start, served_redirects=served)):
+            assert time.monotonic() < deadline, (served, totals(since(start)))
+            time.sleep(0.2)
+    finally:
+        importer.terminate()
+        importer.wait(timeout=30)
+    found = totals(hours)
+    assert found["stored_clicks"] + found["deleted_clicks"] == served
+    # The deletions met the importer: each found clicks it had stored since the last.
+    assert sum(deleted) > 0 and found["stored_clicks"] > 0 and found["served_orphans"] > 0
+    # Every visit answered: a redirect, or once its link was gone a 404.
+    assert visitors[0].failures == [] and {failure for _, failure in visitors[1].failures} == {"HTTP 404"}

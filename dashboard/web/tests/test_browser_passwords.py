@@ -21,8 +21,8 @@ from clicks import accounting
 from clicks.models import Click
 from devstack import free_port
 from links.models import Link
-from slingshot.contract import SERVED_KEY_PREFIX
 from slingshot.redis import get_redis
+from testing.accounting import forget_the_accounting
 from testing.factories import fresh, make_link
 
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS
@@ -91,15 +91,6 @@ def this_hour() -> accounting.HourAccount:
     return accounting.accounts(client=get_redis(), start=now, end=now, now=now)[0]
 
 
-def clean_slate() -> None:
-    """What earlier tests left imported, then forgotten on both sides of the accounting."""
-    import_all()
-    with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM click_rollup_hour; DELETE FROM orphan_visits")
-    redis = get_redis()
-    redis.delete(*redis.keys(SERVED_KEY_PREFIX + "*") or ["none"])
-
-
 @pytest.mark.parametrize("viewport", VIEWPORTS)
 def test_a_visitor_types_the_password_and_lands_where_the_link_sends_them(
     browser, target, live_server, make_edge, make_user, viewport
@@ -112,7 +103,7 @@ def test_a_visitor_types_the_password_and_lands_where_the_link_sends_them(
     # again, with this test's visit, all it counted in the hour.
     port = live_server.url.rsplit(":", 1)[1]
     password_edge = make_edge(env={"EDGE_DASHBOARD_URL": f"http://127.0.0.1:{port}"})
-    clean_slate()
+    forget_the_accounting("browser-passwords")
     owner = make_user()
     link = make_link(
         owner=owner,
