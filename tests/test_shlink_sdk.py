@@ -1,18 +1,22 @@
 """Shlink's own JavaScript SDK (tests/shlink-sdk/, pinned, installed from
 npm by bin/setup, unmodified) against a real stack: the dashboard under
 gunicorn, the edge, PostgreSQL, Redis and the click importer; every method
-of the SDK, with node's test runner (tests/shlink-sdk/sdk.test.mjs)."""
+of the SDK, with node's test runner (tests/shlink-sdk/sdk.test.mjs). Every
+visit it makes is accounted for afterwards, those it deletes as deleted."""
 
 import os
 import subprocess
 import sys
+import time
 import uuid
+from datetime import datetime, timezone
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
 
 from devstack import REPO
+from testing.accounting import even_at, forget_the_accounting, since, totals
 from testing.factories import make_user
 from tokens.services import token_create
 
@@ -21,7 +25,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SDK = REPO / "tests" / "shlink-sdk"
 
 
-def test_shlinks_sdk_drives_every_method_against_a_real_stack(edge, servers):
+def test_shlinks_sdk_drives_every_method_against_a_real_stack(make_edge, servers):
+    edge = make_edge(workers=1)  # whose journals have counted nothing yet
     staff, other = make_user(is_staff=True), make_user()
     _, write_key = token_create(user=staff, name="sdk", scope="write")
     _, read_key = token_create(user=staff, name="sdk-read", scope="read")
@@ -35,8 +40,9 @@ def test_shlinks_sdk_drives_every_method_against_a_real_stack(edge, servers):
     port = servers.start_dashboard(env)
     dashboard = servers.processes[-1]
     # Clicks other tests left in the stream are stored before the SDK
-    # counts any: then the importer follows, as `make run` runs it.
-    call_command("import_clicks", "--once")
+    # counts any, and forgotten: then the importer follows, as `make run` runs it.
+    start = datetime.now(timezone.utc)
+    forget_the_accounting("sdk-before")
     importer = subprocess.Popen(
         [
             sys.executable,
@@ -73,3 +79,12 @@ def test_shlinks_sdk_drives_every_method_against_a_real_stack(edge, servers):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ℹ fail 0" in result.stdout and "ℹ pass 15" in result.stdout, result.stdout
     assert edge.errors() == ""
+    # Every click the edge served is stored, or deleted through the SDK.
+    deadline = time.monotonic() + 30
+    while not (hours := even_at(start)):
+        assert time.monotonic() < deadline, [
+            (hour.hour, hour.served, hour.stored, hour.deleted) for hour in since(start)
+        ]
+        call_command("import_clicks", "--once")
+    found = totals(hours)
+    assert found["deleted_clicks"] >= 3 and found["deleted_orphans"] >= 1 and found["served_redirects"] >= 3
