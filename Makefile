@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl test test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy loadtest stack-faults click-outage multinode redis-outage
+.PHONY: setup run status logs ctl backup restore test test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy loadtest stack-faults click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -26,6 +26,18 @@ logs:
 
 ctl:
 	@$(PY) -m devstack ctl $(ARGS)
+
+# A backup of the stack of SLINGSHOT_RUN_DIR (running or stopped) into
+# BACKUP_DIR (default backups/<UTC time>, git-ignored): PostgreSQL, Redis,
+# SECRET_KEY and the edge's certificates (devstack/backup.py). BACKUP_ARGS=--stop-edge
+# stops a running stack's edge meanwhile, so that it holds every click served.
+backup: setup
+	@$(PY) -m devstack backup $(if $(BACKUP_DIR),--to '$(BACKUP_DIR)') $(BACKUP_ARGS)
+
+# A new run directory (SLINGSHOT_RUN_DIR, default .run) made from BACKUP;
+# `make run` then starts it.
+restore: setup
+	@$(if $(BACKUP),,$(error name the backup's folder: make restore BACKUP=backups/<time>))$(PY) -m devstack restore '$(BACKUP)'
 
 test: setup lint test-lua test-python
 

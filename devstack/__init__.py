@@ -271,12 +271,17 @@ def make_certificate(directory: Path, name: str, *, hosts: tuple[str, ...] = ())
             check=True,
             capture_output=True,
         )
-        key.chmod(0o600)
-        if os.geteuid() == 0:
-            # nginx started as root runs its workers as nobody, and they read
-            # the certificates of the domains (edge/slingshot/certs.lua).
-            os.chown(key, pwd.getpwnam("nobody").pw_uid, -1)
+        give_key_to_edge(key)
     return cert, key
+
+
+def give_key_to_edge(key: Path) -> None:
+    """A certificate's key readable by nginx's workers alone."""
+    key.chmod(0o600)
+    if os.geteuid() == 0:
+        # nginx started as root runs its workers as nobody, and they read
+        # the certificates of the domains (edge/slingshot/certs.lua).
+        os.chown(key, pwd.getpwnam("nobody").pw_uid, -1)
 
 
 def render_edge_conf(

@@ -3,6 +3,9 @@
     run                 the local stack in the foreground (`make run`; devstack/stack.py)
     prepare             only its one-time work: run directory, database, migrations, admin user
     ctl ARGS...         supervisorctl for the running stack (`make status`, `make ctl ARGS=...`)
+    backup [--to DIR] [--stop-edge]
+                        a backup of the stack's data and SECRET_KEY (`make backup`; devstack/backup.py)
+    restore DIR         a run directory made from a backup (`make restore BACKUP=DIR`)
     postgres, redis, edge, dashboard, importer, publisher, imports
                         one program of the stack, as supervisord runs it (devstack/programs.py)
     console             supervisord's event listener that prints the programs' output (devstack/console.py)
@@ -16,11 +19,13 @@ import sys
 
 from devstack.programs import PROGRAMS
 
-COMMANDS = ("run", "prepare", "ctl", "console", *PROGRAMS)
+COMMANDS = ("run", "prepare", "ctl", "backup", "restore", "console", *PROGRAMS)
+# The commands that take arguments of their own.
+WITH_ARGUMENTS = ("ctl", "backup", "restore")
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in COMMANDS or (argv[0] != "ctl" and len(argv) > 1):
+    if not argv or argv[0] not in COMMANDS or (argv[0] not in WITH_ARGUMENTS and len(argv) > 1):
         print(f"usage: python -m devstack {{{'|'.join(COMMANDS)}}}", file=sys.stderr)
         return 2
     command, args = argv[0], argv[1:]
@@ -35,6 +40,10 @@ def main(argv: list[str]) -> int:
         return stack.main_prepare()
     if command == "ctl":
         return stack.main_ctl(args)
+    if command in ("backup", "restore"):
+        from devstack import backup
+
+        return backup.main_backup(args) if command == "backup" else backup.main_restore(args)
     console.main()
     return 0
 

@@ -57,13 +57,13 @@ def free_instead(ports: dict[str, int], taken: list[str]) -> dict[str, int]:
     return replacements
 
 
-def clash_message(ports: dict[str, int], taken: list[str]) -> str:
-    """Every busy port, and one command that runs the stack on free ones."""
+def clash_message(ports: dict[str, int], taken: list[str], *, command: str = "make run") -> str:
+    """Every busy port, and `command` (the one that was run) on free ones."""
     listed = ", ".join(f"{name}={ports[name]}" for name in taken)
     instead = free_instead(ports, taken)
-    command = " ".join(f"{name}={number}" for name, number in instead.items())
+    assignments = " ".join(f"{name}={number}" for name, number in instead.items())
     return (
         f"in use by another program: {listed}. Stop that program, or start on free ports with\n"
-        f"    {command} make run\n"
+        f"    {assignments} {command}\n"
         "  (the run directory remembers them for the next `make run`)"
     )

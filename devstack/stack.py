@@ -25,6 +25,7 @@ import re
 import secrets
 import signal
 import subprocess
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -61,10 +62,15 @@ def env_file(run: Path) -> Path:
 
 
 def read_env_file(run: Path | None = None) -> dict[str, str]:
-    path = env_file(run or run_dir())
+    return read_env(env_file(run or run_dir()))
+
+
+def read_env(path: Path) -> dict[str, str]:
+    """NAME=value lines (none if there is no such file); # begins a comment line."""
     if not path.exists():
         return {}
-    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+    lines = path.read_text().splitlines()
+    pairs = (line.split("=", 1) for line in lines if "=" in line and not line.lstrip().startswith("#"))
     return {key.strip(): value.strip() for key, value in pairs}
 
 
@@ -169,20 +175,35 @@ def temporary_postgres(run: Path, env: dict[str, str]):
             server.wait()
 
 
-def prepare(run: Path) -> tuple[dict[str, str], str | None]:
-    """Everything that runs once before supervision; returns the stack's
-    environment, and the admin's password when it was generated now."""
+def refuse_if_running(run: Path) -> None:
     running = supervisord_pid(run)
     if running:
         raise StackError(
             f"a stack already runs from {run} (supervisord pid {running}): see `make status`; "
             "stop it with Ctrl-C in its terminal or `make ctl ARGS=shutdown`"
         )
+
+
+def prepare(
+    run: Path,
+    *,
+    fill_database: Callable[[dict[str, str]], None] | None = None,
+    finish: Callable[[dict[str, str]], None] | None = None,
+    command: str = "make run",
+) -> tuple[dict[str, str], str | None]:
+    """Everything that runs once before supervision; returns the stack's
+    environment, and the admin's password when it was generated now.
+
+    `make restore` (devstack/backup.py) fills a new database with
+    `fill_database(env)` before it is migrated, and does the rest with
+    `finish(env)` while PostgreSQL still runs; `command` is the one a port
+    clash suggests running again."""
+    refuse_if_running(run)
     known = read_env_file(run)
     ports, notes = stack_ports.chosen(os.environ, known)
     taken = stack_ports.busy(ports)
     if taken:
-        raise StackError(stack_ports.clash_message(ports, taken))
+        raise StackError(stack_ports.clash_message(ports, taken, command=command))
     for note in notes:
         say(note)
     run.mkdir(parents=True, exist_ok=True)
@@ -207,8 +228,14 @@ def prepare(run: Path) -> tuple[dict[str, str], str | None]:
     write_env_file(run, values)
     env = stack_environment(run)
 
-    if devstack.init_postgres(run / "pg"):
-        say(f"created a PostgreSQL cluster in {run / 'pg'}")
+    try:
+        if devstack.init_postgres(run / "pg"):
+            say(f"created a PostgreSQL cluster in {run / 'pg'}")
+    except subprocess.CalledProcessError:
+        why = " (as root, PostgreSQL runs as `postgres`, which must be able to enter every folder above it)"
+        raise StackError(
+            f"initdb could not make a cluster in {run / 'pg'}{why if os.geteuid() == 0 else ''}; its message is above"
+        ) from None
     with temporary_postgres(run, env):
         try:
             devstack.bootstrap_database(
@@ -225,6 +252,8 @@ def prepare(run: Path) -> tuple[dict[str, str], str | None]:
                 else ""
             )
             raise StackError(f"setting up the database failed: {str(exc).strip()}{hint}") from None
+        if fill_database:
+            fill_database(env)
         foreign = step(
             [PYTHON, "-m", "devstack.migration_history"], env=env, capture=True, what="checking the migration history"
         ).splitlines()
@@ -242,6 +271,8 @@ def prepare(run: Path) -> tuple[dict[str, str], str | None]:
         # Its name and password come from SLINGSHOT_ADMIN_USER and
         # SLINGSHOT_ADMIN_PASSWORD in the environment, never from arguments.
         told = step([*MANAGE, "ensure_admin"], env=env, what="manage.py ensure_admin", capture=True)
+        if finish:
+            finish(env)
     generated = ONE_TIME_PASSWORD.search(told)
     if generated:
         say(f"created the admin user {generated['user']!r}: its password is in the banner once everything runs")

@@ -2,12 +2,15 @@
 started as a person starts it (make, on a terminal, no admin password
 given), in a temporary directory on free ports, shared by the tests below in
 this order: what its first start prints, its processes killed one by one
-under traffic, a forgotten password reset, a program that cannot start,
-Ctrl-C, ports taken by another program, a second start that keeps its ports.
+under traffic, a forgotten password reset, a backup of it restored into a
+new run directory and started there, a program that cannot start, Ctrl-C, ports taken by another program, a second start that keeps its ports.
 `pytest -s` prints the figures.
 """
 
+import hashlib
+import http.client
 import http.cookiejar
+import json
 import os
 import re
 import secrets
@@ -16,6 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -23,6 +27,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import redis
 
 import devstack
 from devstack.console import Console
@@ -45,9 +50,10 @@ def stack():
         running.cleanup()
 
 
-def manage(stack: SupervisedStack, *args: str, **run) -> subprocess.CompletedProcess:
-    """manage.py against the stack, the way its README tells a person to run it."""
-    env = {**stack.env, "SLINGSHOT_ENV_FILE": str(stack.run / "env")}
+def manage(stack: SupervisedStack, *args: str, env: dict[str, str] | None = None, **run) -> subprocess.CompletedProcess:
+    """manage.py against the stack, the way its README tells a person to run
+    it (with `env` added to the environment)."""
+    env = {**stack.env, "SLINGSHOT_ENV_FILE": str(stack.run / "env"), **(env or {})}
     return subprocess.run(
         [sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), *args],
         env=env,
@@ -154,31 +160,276 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def sign_in(stack: SupervisedStack, username: str, password: str) -> urllib.request.OpenerDirector | None:
+def sign_in(
+    stack: SupervisedStack, username: str, password: str, *, timeout: float = 10
+) -> urllib.request.OpenerDirector | None:
     """The dashboard's sign-in form, as a browser fills it in: the signed-in
     session (redirects not followed), or None."""
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
     url = f"{stack.dashboard_url}/sign-in/"
-    page = opener.open(url, timeout=10).read().decode()
+    page = opener.open(url, timeout=timeout).read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
     form = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": username, "password": password})
     try:
-        opener.open(urllib.request.Request(url, data=form.encode(), headers={"Referer": url}), timeout=10)
+        opener.open(urllib.request.Request(url, data=form.encode(), headers={"Referer": url}), timeout=timeout)
     except urllib.error.HTTPError as exc:
         return opener if exc.code == 302 else None  # signed in: sent on to the overview
     return None  # the form again, with its error
 
 
-def redirected_to(session: urllib.request.OpenerDirector, url: str) -> str | None:
+def redirected_to(session: urllib.request.OpenerDirector, url: str, *, timeout: float = 10) -> str | None:
     """Where a page sends the session (None: it is shown)."""
     try:
-        session.open(url, timeout=10)
+        session.open(url, timeout=timeout)
     except urllib.error.HTTPError as exc:
         if exc.code == 302:
             return exc.headers["Location"]
         raise
     return None
+
+
+# --- make backup, make restore --------------------------------------------------------
+
+FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
+# Seconds a request of this test may take: two stacks run at once, on a machine that may be busy.
+PATIENCE = 60
+# What the accounting says of an hour that a restore must keep ("settled" moves with the clock).
+ACCOUNTED = ("hour", "served_redirects", "served_orphans", "stored_clicks", "stored_orphans", "difference", "counted")
+
+
+def dashboard_answers(stack: SupervisedStack) -> bool:
+    try:
+        with urllib.request.urlopen(f"{stack.dashboard_url}/healthz", timeout=PATIENCE) as response:
+            return response.status == 200
+    except (OSError, urllib.error.HTTPError):
+        return False
+
+
+def edge_visit(port: int, path: str, *, form: dict | None = None, cookie: str | None = None) -> tuple[int, dict, bytes]:
+    """One request to the edge, as a browser sends it: (status, headers, body)."""
+    headers = {"User-Agent": FIREFOX}
+    if cookie:
+        headers["Cookie"] = cookie
+    body = None
+    if form is not None:
+        body = urllib.parse.urlencode(form)
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE)
+    try:
+        conn.request("POST" if form is not None else "GET", path, body=body, headers=headers)
+        response = conn.getresponse()
+        return response.status, dict(response.headers), response.read()
+    finally:
+        conn.close()
+
+
+def unlock(port: int, slug: str, password: str) -> tuple[int, dict]:
+    """A link's password page, the password sent from it, and the visit the pass lets through."""
+    status, _, page = edge_visit(port, f"/{slug}")
+    assert status == 200, status
+    (kept,) = re.findall(rb'name="ref" value="([^"]*)"', page)
+    status, headers, _ = edge_visit(port, f"/{slug}", form={"ref": kept.decode(), "password": password})
+    assert status == 200 and "Set-Cookie" in headers, (status, headers)
+    status, headers, _ = edge_visit(port, f"/{slug}", cookie=headers["Set-Cookie"].split(";")[0])
+    return status, headers
+
+
+def api(stack: SupervisedStack, path: str, token: str, *, body: dict | None = None) -> dict:
+    """The REST API with a Bearer token; a POST of `body` when it is given."""
+    sent = urllib.request.Request(
+        f"{stack.dashboard_url}{path}",
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(sent, timeout=PATIENCE) as response:
+        return json.loads(response.read())
+
+
+def every_link(stack: SupervisedStack, token: str) -> list[dict]:
+    links, page = [], 1
+    while True:
+        found = api(stack, f"/api/v1/links?page={page}&ordering=created_at", token)
+        links += found["results"]
+        if not found["next"]:
+            return links
+        page += 1
+
+
+def yourls(stack: SupervisedStack, **params: str) -> tuple[int, dict]:
+    query = urllib.parse.urlencode({**params, "format": "json"})
+    try:
+        with urllib.request.urlopen(f"{stack.dashboard_url}/yourls-api.php?{query}", timeout=PATIENCE) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def state(stack: SupervisedStack, token: str, signature: str, slugs: tuple[str, ...], stats_range: str) -> dict:
+    """Everything a restore must bring back as it was, as the stack's clients read it."""
+    links = every_link(stack, token)
+    return {
+        # The short URLs name the edge's port, which differs between the two stacks.
+        "links": [{key: value for key, value in link.items() if key != "short_url"} for link in links],
+        "stats": {slug: api(stack, f"/api/v1/links/{slug}/stats?{stats_range}", token) for slug in slugs},
+        "orphans": api(stack, "/api/v1/orphan-visits?days=1&include_bots=true", token)["by_path"],
+        "accounting": settled_hours(stack, token),
+        "yourls": yourls(stack, signature=signature, action="db-stats"),
+        "stored": stored_clicks(stack),
+    }
+
+
+def settled_hours(stack: SupervisedStack, token: str) -> list[dict]:
+    """The accounting of every hour with traffic (an hour begun meanwhile
+    has none), once served and stored are even in each."""
+
+    def hours():
+        answer = api(stack, "/api/v1/accounting?days=1", token)["hours"]
+        found = [{key: hour[key] for key in ACCOUNTED} for hour in answer if any(hour[key] for key in ACCOUNTED[1:5])]
+        return found if all(hour["difference"] == 0 for hour in found) else None
+
+    return wait_until(hours, timeout=PATIENCE, interval=0.5, what="served and stored even in every hour")
+
+
+def iso_hour(unix: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(unix))
+
+
+def stored_clicks(stack: SupervisedStack) -> dict[str, int]:
+    with psycopg.connect(stack.secrets["DATABASE_URL"], connect_timeout=5) as conn:
+        rows = conn.execute(
+            "SELECT l.slug, count(c.*) FROM links_link l LEFT JOIN clicks c ON c.link_id = l.id GROUP BY l.slug"
+        ).fetchall()
+        orphans = conn.execute("SELECT count(*) FROM orphan_visits").fetchone()[0]
+    return {**dict(rows), "(orphan visits)": orphans}
+
+
+def test_a_backup_restored_into_a_new_run_directory_brings_back_every_link_click_count_token_and_session(
+    stack, fault_run
+):
+    """`make backup` of the running stack (its edge stopped meanwhile), then
+    `make restore` into a new run directory on other ports, and `make run`
+    there: what clients read is the same, and what they hold (a token, a
+    YOURLS signature, a session) works."""
+    edge, token = stack.ports["EDGE_PORT"], fault_run.token
+    keeper, keeper_password = "keeper", secrets.token_urlsafe(16)
+    made = manage(
+        stack, "ensure_admin", env={"SLINGSHOT_ADMIN_USER": keeper, "SLINGSHOT_ADMIN_PASSWORD": keeper_password}
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    session = sign_in(stack, keeper, keeper_password, timeout=PATIENCE)
+    assert session and redirected_to(session, f"{stack.dashboard_url}/links/", timeout=PATIENCE) is None
+    _, signature = manage(
+        stack, "create_api_token", ADMIN, "--scope", "write", "--name", "yourls", "--signature"
+    ).stdout.split()
+    slugs = ("kept", "limited", "locked")
+    for body in (
+        {"url": "https://example.com/kept", "slug": "kept"},
+        {"url": "https://example.com/limited", "slug": "limited", "max_visits": 3},
+        {"url": "https://example.com/locked", "slug": "locked", "password": "open sesame"},
+    ):
+        api(stack, "/api/v1/links", token, body=body)
+    # Visited once in Redis: a visit before would leave a "no such link" in an edge worker's cache.
+    published = redis.Redis(port=stack.ports["REDIS_PORT"], password=stack.secrets["REDIS_PASSWORD"])
+    wait_until(
+        lambda: published.exists(*(f"slingshot:link:{slug}" for slug in slugs)) == len(slugs),
+        timeout=PATIENCE,
+        what="the links published",
+    )
+    for _ in range(3):
+        assert edge_visit(edge, "/kept")[0] == 302
+    for _ in range(2):
+        assert edge_visit(edge, "/limited")[0] == 302
+    assert unlock(edge, "locked", "open sesame")[0] == 302
+    assert edge_visit(edge, "/nobody-made-this")[0] == 404
+    fault_run.wait_import_lag_zero()
+    # The stats of one range, the same before and after the restore.
+    now = int(time.time())
+    stats_range = urllib.parse.urlencode(
+        {"interval": "hour", "include_bots": "true", "from": iso_hour(now - 86400), "to": iso_hour(now + 7200)}
+    )
+    before = state(stack, token, signature, slugs, stats_range)
+    assert before["stored"]["kept"] == 3 and before["yourls"][0] == 200, before
+
+    restored = SupervisedStack(Path(tempfile.mkdtemp(prefix="slingshot-restored-")))
+    restored.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
+    folder = restored.root / "backup"
+    try:
+        made = subprocess.run(
+            [
+                "make",
+                "--no-print-directory",
+                "-o",
+                "setup",
+                "backup",
+                f"BACKUP_DIR={folder}",
+                "BACKUP_ARGS=--stop-edge",
+            ],
+            cwd=devstack.REPO,
+            env=stack.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        told = made.stdout + made.stderr
+        assert made.returncode == 0, told
+        assert "error" not in told.lower() and stack.secrets["SECRET_KEY"] not in told, told
+        assert folder.stat().st_mode & 0o777 == 0o700
+        assert {path.name for path in folder.iterdir()} >= {
+            "postgres.dump",
+            "redis.rdb",
+            "secrets.env",
+            "manifest.json",
+        }
+        assert all(path.stat().st_mode & 0o777 == 0o600 for path in folder.rglob("*") if path.is_file())
+        wait_until(lambda: stack.info("edge")["statename"] == "RUNNING", timeout=30, what="the edge running again")
+
+        made = subprocess.run(
+            ["make", "--no-print-directory", "-o", "setup", "restore", f"BACKUP={folder}"],
+            cwd=devstack.REPO,
+            env=restored.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        told = made.stdout + made.stderr
+        print(told)
+        assert made.returncode == 0, told
+        assert "error" not in told.lower() and "Traceback" not in told, told
+        restored.start()
+        wait_until(lambda: dashboard_answers(restored), timeout=PATIENCE, what="the restored dashboard")
+        assert restored.secrets["SECRET_KEY"] == stack.secrets["SECRET_KEY"]
+        assert restored.secrets["POSTGRES_PASSWORD"] != stack.secrets["POSTGRES_PASSWORD"]
+
+        after = state(restored, token, signature, slugs, stats_range)
+        for part in before:
+            assert after[part] == before[part], part
+        # What clients hold: a token and a YOURLS signature (above, and signing a timestamp), a session.
+        now = str(int(time.time()))
+        timed = hashlib.md5((now + signature).encode()).hexdigest()
+        assert yourls(restored, timestamp=now, signature=timed, action="db-stats") == before["yourls"]
+        assert redirected_to(session, f"{restored.dashboard_url}/links/", timeout=PATIENCE) is None
+        # The visit counter: one visit left of three.
+        new_edge = restored.ports["EDGE_PORT"]
+        assert edge_visit(new_edge, "/limited")[0] == 302
+        assert edge_visit(new_edge, "/limited")[0] == 410
+        assert unlock(new_edge, "locked", "open sesame")[0] == 302
+        # Every link redirects where it did, and each of these clicks is stored.
+        visited = {}
+        for link in after["links"]:
+            if link["max_visits"] is None and not link["has_password"]:
+                status, headers, _ = edge_visit(new_edge, f"/{link['slug']}")
+                assert (status, headers.get("Location")) == (link["redirect_status"], link["url"]), link
+                visited[link["slug"]] = before["stored"][link["slug"]] + 1
+        visited.update(limited=before["stored"]["limited"] + 1, locked=before["stored"]["locked"] + 1)
+        wait_until(
+            lambda: all(stored_clicks(restored)[slug] == count for slug, count in visited.items()),
+            timeout=PATIENCE,
+            what="the new clicks stored",
+        )
+        assert len(settled_hours(restored, token)) >= len(before["accounting"])
+    finally:
+        restored.cleanup()
 
 
 def test_a_program_that_keeps_failing_to_start_is_left_fatal_and_reported(stack):

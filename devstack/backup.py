@@ -1,0 +1,493 @@
+"""`make backup` and `make restore`: a local stack's data, and what its
+clients hold that depends on a secret, in one folder; and back into a run
+directory of its own (docs/operations.md, "Backing up and restoring").
+
+A backup is a folder (mode 0700) of:
+
+    redis.rdb       Redis at one moment: a snapshot that Redis forks and
+                    sends (`redis-cli --rdb`), never files copied while
+                    Redis writes them. It holds what PostgreSQL does not:
+                    the clicks not stored yet, the visit counts of limited
+                    links, the counts the accounting compares.
+    postgres.dump   PostgreSQL, one consistent snapshot (pg_dump, custom
+                    format), taken *after* Redis's, so that every click is
+                    in one or the other: a click the importer stores in
+                    between is in both, and after a restore the importer
+                    stores it once (by its id); the other order would lose
+                    the clicks stored and acknowledged in between.
+    secrets.env     SECRET_KEY (YOURLS signatures, sessions and the keys of
+                    imports waiting are made from it: a new one would void
+                    them) and the settings the run directory remembers (its
+                    ports, which the short URLs name, and the admin's name).
+                    Mode 0600: as sensitive as the run directory's env.
+    certs/          the edge's certificates and their keys (mode 0600).
+    manifest.json   what made the backup, when, and each file's size and
+                    SHA-256, which a restore checks first.
+
+The other secrets of the run directory (PostgreSQL's, Redis's, supervisord's
+passwords, the edge's secret with the dashboard) belong to its servers, not
+to any client: a restore makes new ones. A backup is written as
+`<name>.partial` and renamed when complete.
+
+A restore makes a new run directory: the backup's SECRET_KEY and settings in
+its env file, then `make run`'s own preparation (devstack/stack.py) with the
+dump restored into the new, empty database before it is migrated (a backup
+of an older version is upgraded as `make run` would; one of a newer version
+refused), and Redis's append-only folder made with the snapshot as its base,
+then every link and domain published again from PostgreSQL (which holds
+those that changed between the two snapshots).
+"""
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import devstack
+from devstack import stack
+from devstack.programs import MANAGE, run_dir
+from devstack.stack import StackError, read_env_file, say
+from devstack.supervision import supervisor_rpc
+
+FORMAT = 1
+BACKUPS = devstack.REPO / "backups"
+REDIS_FILE = "redis.rdb"
+POSTGRES_FILE = "postgres.dump"
+SECRETS_FILE = "secrets.env"
+CERTS = "certs"
+MANIFEST = "manifest.json"
+# What a restore carries over from the backed-up run directory's env file.
+CARRIED = (
+    "SECRET_KEY",
+    "SLINGSHOT_ADMIN_USER",
+    "DASHBOARD_PORT",
+    "EDGE_PORT",
+    "EDGE_TLS_PORT",
+    "POSTGRES_PORT",
+    "REDIS_PORT",
+)
+
+
+def certs_dir(run: Path) -> Path:
+    """Where the edge of `make run` reads its certificates (nginx's prefix's conf/certs)."""
+    return run / "nginx" / "conf" / "certs"
+
+
+def version() -> str:
+    text = (devstack.REPO / "dashboard" / "slingshot" / "release.py").read_text()
+    return re.search(r'^VERSION = "([^"]+)"', text, re.M).group(1)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def run_quietly(command: list[str], *, env: dict[str, str], what: str) -> str:
+    """Runs a client program; its output when it succeeds, else StackError
+    with what it said."""
+    result = subprocess.run(command, env=env, cwd="/", capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        said = (result.stderr.strip() or result.stdout.strip() or "nothing").splitlines()
+        raise StackError(f"{what} failed (exit status {result.returncode}): " + "\n  ".join(said[-15:]))
+    return result.stdout
+
+
+# --- credentials, never on a command line ------------------------------------------
+
+
+@contextlib.contextmanager
+def postgres_client(env: dict[str, str]):
+    """The environment in which pg_dump and pg_restore connect as the
+    stack's application role: its password in a password file (0600) that
+    is removed afterwards."""
+    url = urlsplit(env["DATABASE_URL"])
+    fd, passfile = tempfile.mkstemp(prefix="slingshot-pgpass-")
+    try:
+        fields = [url.hostname, str(url.port or 5432), unquote(url.path.lstrip("/")), unquote(url.username)]
+        fields.append(unquote(url.password or ""))
+        with os.fdopen(fd, "w") as out:
+            out.write(":".join(field.replace("\\", "\\\\").replace(":", "\\:") for field in fields) + "\n")
+        yield {
+            **os.environ,
+            "PGHOST": url.hostname,
+            "PGPORT": str(url.port or 5432),
+            "PGUSER": unquote(url.username),
+            "PGDATABASE": unquote(url.path.lstrip("/")),
+            "PGPASSFILE": passfile,
+            "PGCONNECT_TIMEOUT": "10",
+        }
+    finally:
+        os.unlink(passfile)
+
+
+def redis_client_env(env: dict[str, str]) -> dict[str, str]:
+    """redis-cli reads the password from REDISCLI_AUTH."""
+    return {**os.environ, "REDISCLI_AUTH": env["REDIS_PASSWORD"]}
+
+
+def redis_connection(env: dict[str, str]):
+    import redis
+
+    return redis.Redis(host="127.0.0.1", port=int(env["REDIS_PORT"]), password=env["REDIS_PASSWORD"], socket_timeout=30)
+
+
+# --- servers of a stopped stack -------------------------------------------------
+
+
+@contextlib.contextmanager
+def temporary_redis(run: Path, env: dict[str, str]):
+    """The stack's Redis on its own data, as devstack/programs.py runs it,
+    stopped (SIGTERM: it writes its append-only file to disk first)
+    afterwards; a redis-py client of it."""
+    port = int(env["REDIS_PORT"])
+    command = devstack.redis_command(run / "redis", port, password=env["REDIS_PASSWORD"], appendfsync="always")
+    log_path = run / "logs" / "redis.log"
+    with open(log_path, "ab") as log:
+        server = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd="/",
+            start_new_session=True,
+            preexec_fn=devstack.die_with_parent(signal.SIGTERM),
+        )
+    try:
+        try:
+            devstack.wait_for_port(port, timeout=60, process=server)
+        except (RuntimeError, TimeoutError) as exc:
+            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
+            raise StackError(f"Redis did not start: {exc}. The end of {log_path}:\n{tail}") from None
+        client = redis_connection(env)
+        wait_loaded(client)
+        yield client
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def wait_loaded(client, *, timeout: float = 300.0) -> None:
+    """Until Redis has read its data from disk (it answers LOADING meanwhile)."""
+    import redis
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.ping()
+            return
+        except redis.BusyLoadingError:
+            if time.monotonic() > deadline:
+                raise StackError(f"Redis was still loading its data after {timeout:.0f}s") from None
+            time.sleep(0.1)
+
+
+# --- backing up ----------------------------------------------------------------------
+
+
+def backup(run: Path, target: Path, *, stop_edge: bool = False) -> dict:
+    """Writes a backup of the stack of `run` into `target` (which must not
+    exist); returns its manifest. A backup that fails leaves nothing."""
+    env = read_env_file(run)
+    if not env or not (run / "pg" / "PG_VERSION").exists():
+        raise StackError(f"no stack has been prepared in {run}: nothing to back up (`make run` makes one)")
+    if target.exists():
+        raise StackError(f"{target} exists already: name a new folder (BACKUP_DIR=...)")
+    partial = target.with_name(target.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)  # an earlier attempt's, which never became a backup
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial.mkdir(mode=0o700)
+    partial.chmod(0o700)
+    try:
+        manifest = write_backup(run, {**env, "SLINGSHOT_RUN_DIR": str(run)}, partial, stop_edge=stop_edge)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    partial.rename(target)
+    return manifest
+
+
+def write_backup(run: Path, env: dict[str, str], folder: Path, *, stop_edge: bool) -> dict:
+    running = stack.supervisord_pid(run) is not None
+    with contextlib.ExitStack() as servers:
+        if running:
+            say(f"backing up the stack running from {run}")
+            if stop_edge:
+                servers.enter_context(edge_stopped(env))
+        else:
+            say(f"backing up the stopped stack of {run}: its PostgreSQL and Redis run for the time it takes")
+            servers.enter_context(stack.temporary_postgres(run, env))
+            servers.enter_context(temporary_redis(run, env))
+        taken_at = datetime.now(UTC)
+        say("Redis: a snapshot (redis-cli --rdb)")
+        run_quietly(
+            ["redis-cli", "-h", "127.0.0.1", "-p", env["REDIS_PORT"], "--rdb", str(folder / REDIS_FILE)],
+            env=redis_client_env(env),
+            what="Redis's snapshot",
+        )
+        say("PostgreSQL: a dump (pg_dump --format=custom)")
+        with postgres_client(env) as pg_env:
+            run_quietly(
+                [str(devstack.pg_bindir() / "pg_dump"), "--format=custom", "--file", str(folder / POSTGRES_FILE)],
+                env=pg_env,
+                what="pg_dump",
+            )
+    write_secrets(folder / SECRETS_FILE, {name: env[name] for name in CARRIED if env.get(name)})
+    certs = certs_dir(run)
+    if certs.is_dir():
+        (folder / CERTS).mkdir(mode=0o700)
+        for cert in sorted(certs.iterdir()):
+            if cert.is_file():
+                copy = folder / CERTS / cert.name
+                shutil.copyfile(cert, copy)
+                copy.chmod(0o600)
+    manifest = {
+        "format": FORMAT,
+        "slingshot": version(),
+        "taken_at": taken_at.isoformat(timespec="seconds"),
+        "run_directory": str(run),
+        "stack": ("running, its edge stopped meanwhile" if stop_edge else "running") if running else "stopped",
+        "files": {
+            str(path.relative_to(folder)): {"bytes": path.stat().st_size, "sha256": sha256(path)}
+            for path in sorted(folder.rglob("*"))
+            if path.is_file()
+        },
+    }
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    (folder / MANIFEST).chmod(0o600)
+    return manifest
+
+
+@contextlib.contextmanager
+def edge_stopped(env: dict[str, str]):
+    """The running stack's edge stopped (nginx's graceful stop: each worker
+    sends its clicks and its counts to Redis) for the backup, then started
+    again."""
+    rpc = supervisor_rpc(env).supervisor
+    edge_state = rpc.getProcessInfo("edge")["statename"]
+    if edge_state != "RUNNING":
+        say(f"the edge is {edge_state}: left as it is")
+        yield
+        return
+    say("stopping the edge (its workers send their clicks to Redis); short links answer nothing meanwhile")
+    rpc.stopProcess("edge", True)
+    try:
+        yield
+    finally:
+        rpc.startProcess("edge", True)
+        say("the edge runs again")
+
+
+def write_secrets(path: Path, values: dict[str, str]) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(
+            "# Slingshot's SECRET_KEY and the settings of the run directory this backup was taken from.\n"
+            "# Keep it as safe as the database: whoever has it can make YOURLS signatures and sessions.\n"
+        )
+        out.write("".join(f"{key}={value}\n" for key, value in values.items()))
+
+
+# --- restoring ------------------------------------------------------------------------
+
+
+def checked_manifest(folder: Path) -> dict:
+    """The backup's manifest, once every file it lists is there, whole."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except FileNotFoundError:
+        partial = folder.with_name(folder.name + ".partial")
+        more = f" ({partial} is a backup that never finished)" if partial.exists() else ""
+        raise StackError(f"{folder} is no backup: it has no {MANIFEST}{more}") from None
+    except (OSError, ValueError) as exc:
+        raise StackError(f"{folder / MANIFEST} cannot be read: {exc}") from None
+    if manifest.get("format") != FORMAT:
+        raise StackError(f"{folder} is a backup of format {manifest.get('format')!r}; this checkout reads {FORMAT}")
+    for name in (REDIS_FILE, POSTGRES_FILE, SECRETS_FILE):
+        if name not in manifest["files"]:
+            raise StackError(f"{folder} is not a whole backup: its manifest lists no {name}")
+    for name, expected in manifest["files"].items():
+        path = folder / name
+        if not path.is_file():
+            raise StackError(f"{folder} is not a whole backup: {name} is missing")
+        if path.stat().st_size != expected["bytes"] or sha256(path) != expected["sha256"]:
+            raise StackError(f"{path} is not the file the backup wrote (its size or SHA-256 differs): it is damaged")
+    return manifest
+
+
+def restore(folder: Path, run: Path) -> dict[str, str]:
+    """Makes the run directory `run` (new, or without a stack's data) from
+    the backup in `folder`; returns the restored stack's environment."""
+    manifest = checked_manifest(folder)
+    stack.refuse_if_running(run)
+    if (run / "pg" / "PG_VERSION").exists() or (run / "redis" / "appendonlydir").exists():
+        raise StackError(
+            f"{run} holds a stack's data already, which a restore does not overwrite: restore into a new run "
+            f"directory (SLINGSHOT_RUN_DIR=<a new folder> make restore BACKUP=...), or move this one aside first "
+            f"(mv {run} {run}.old)"
+        )
+    say(f"restoring the backup of {manifest['run_directory']} taken {manifest['taken_at']} into {run}")
+    carried = stack.read_env(folder / SECRETS_FILE)
+    if not carried.get("SECRET_KEY"):
+        raise StackError(f"{folder / SECRETS_FILE} holds no SECRET_KEY")
+    run.mkdir(parents=True, exist_ok=True)
+    # The run directory is made as `make run` makes it, with what the backup carries
+    # (its SECRET_KEY, ports and admin) where `make run` looks for what it had.
+    stack.write_env_file(run, {**read_env_file(run), **{k: v for k, v in carried.items() if k in CARRIED}})
+    if (folder / CERTS).is_dir():
+        restore_certs(folder / CERTS, certs_dir(run))
+    env, _ = stack.prepare(
+        run,
+        fill_database=lambda env: restore_postgres(folder / POSTGRES_FILE, env),
+        finish=lambda env: restore_redis(folder / REDIS_FILE, run, env),
+        command=f"make restore BACKUP={folder}",
+    )
+    return env
+
+
+def restore_certs(source: Path, certs: Path) -> None:
+    certs.mkdir(parents=True, exist_ok=True)
+    for cert in sorted(source.iterdir()):
+        copy = certs / cert.name
+        shutil.copyfile(cert, copy)
+        if cert.suffix == ".key":
+            devstack.give_key_to_edge(copy)
+        else:
+            copy.chmod(0o644)
+
+
+def restore_postgres(dump: Path, env: dict[str, str]) -> None:
+    """The dump into the new database as the application's role, in one
+    transaction: all of it, or nothing and why. The database has its
+    extensions already (devstack.bootstrap_database makes them as the
+    superuser); their comments, which only their owner may set, are left
+    out (the schema has no other)."""
+    say(f"PostgreSQL: restoring {dump.name}")
+    with postgres_client(env) as pg_env:
+        try:
+            run_quietly(
+                [
+                    str(devstack.pg_bindir() / "pg_restore"),
+                    "--dbname",
+                    pg_env["PGDATABASE"],
+                    "--no-owner",
+                    "--no-comments",
+                    "--single-transaction",
+                    "--exit-on-error",
+                    str(dump),
+                ],
+                env=pg_env,
+                what=f"pg_restore of {dump}",
+            )
+        except StackError as exc:
+            raise StackError(f"{exc}\n  Nothing of it was restored: pg_restore runs in one transaction.") from None
+
+
+def restore_redis(snapshot: Path, run: Path, env: dict[str, str]) -> None:
+    """The snapshot made the base of Redis's append-only file (Redis 7
+    keeps it as a folder: a base file, RDB or AOF, then the writes since,
+    named in a manifest), loaded by the stack's Redis; then every link and
+    domain published again from PostgreSQL, which has the ones changed
+    between the two snapshots."""
+    found = re.search(
+        r"\bv=(\d+)\.", subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout
+    )
+    if not found or int(found.group(1)) < 7:
+        raise StackError("restoring Redis needs Redis 7 or later (its append-only folder); bin/setup installs it")
+    say(f"Redis: {snapshot.name} as the base of its append-only file")
+    aof = run / "redis" / "appendonlydir"
+    aof.mkdir(parents=True)
+    shutil.copyfile(snapshot, aof / "appendonly.aof.1.base.rdb")
+    (aof / "appendonly.aof.manifest").write_text("file appendonly.aof.1.base.rdb seq 1 type b\n")
+    with temporary_redis(run, env) as client:
+        say("publishing every link and domain from PostgreSQL (manage.py publish_links --all)")
+        stack.step([*MANAGE, "publish_links", "--all"], env=env, what="manage.py publish_links --all")
+        stack.step([*MANAGE, "publish_links", "--check"], env=env, what="manage.py publish_links --check")
+        say(f"restored: {restored_counts(env, client)}")
+
+
+def restored_counts(env: dict[str, str], client) -> str:
+    """What the restored stack holds, in a few numbers."""
+    import psycopg
+
+    with psycopg.connect(env["DATABASE_URL"], connect_timeout=10) as conn:
+        links, clicks, tokens = conn.execute(
+            "SELECT (SELECT count(*) FROM links_link), (SELECT coalesce(sum(clicks), 0) FROM link_click_totals), "
+            "(SELECT count(*) FROM api_apitoken WHERE revoked_at IS NULL)"
+        ).fetchone()
+    return f"{links} links, {clicks} clicks stored, {tokens} API tokens; {client.dbsize()} keys in Redis"
+
+
+# --- the commands -------------------------------------------------------------------
+
+
+def default_target() -> Path:
+    return BACKUPS / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def main_backup(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devstack backup", description="Back up the local stack.")
+    parser.add_argument("--to", type=Path, help="the backup's folder, new (default: backups/<UTC time>)")
+    parser.add_argument(
+        "--stop-edge",
+        action="store_true",
+        help="stop the running stack's edge for the backup, so that it holds every click served and the counts "
+        "of the accounting to the last one; short links answer nothing meanwhile",
+    )
+    args = parser.parse_args(argv)
+    os.umask(0o077)  # every file of the backup, the client programs' included, for its owner only
+    target = (args.to or default_target()).absolute()
+    if target.parent == BACKUPS:
+        BACKUPS.mkdir(mode=0o700, exist_ok=True)
+    try:
+        manifest = backup(run_dir(), target, stop_edge=args.stop_edge)
+    except StackError as exc:
+        say(f"error: {exc}")
+        return 1
+    size = sum(entry["bytes"] for entry in manifest["files"].values())
+    say(
+        f"backed up into {target} ({size / 1e6:.1f} MB). It holds SECRET_KEY ({SECRETS_FILE}): keep it as safe "
+        f"as the database. Restore it with `make restore BACKUP={target}`"
+    )
+    return 0
+
+
+def main_restore(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m devstack restore",
+        description="Make a run directory (SLINGSHOT_RUN_DIR, default .run) from a backup of `make backup`.",
+    )
+    parser.add_argument("backup", type=Path, help="the backup's folder")
+    args = parser.parse_args(argv)
+    run = run_dir()
+    stack.StopSignals()
+    try:
+        env = restore(args.backup.absolute(), run)
+    except StackError as exc:
+        say(f"error: {exc}")
+        if (run / "pg").exists():
+            say(f"{run} is left as the restore left it: remove it (rm -rf {run}) before restoring into it again")
+        return 1
+    except stack.Interrupted:
+        return 130
+    shown = "" if run == devstack.REPO / ".run" else f"SLINGSHOT_RUN_DIR={run} "
+    say(f"restored into {run}: start it with `{shown}make run` (short links on port {env['EDGE_PORT']})")
+    return 0
