@@ -5,7 +5,8 @@ their requests rather than send the token itself (the YOURLS API's
 Only a token's SHA-256 is kept, and a signed request carries no token to
 hash, so the signature must be one the server can work out again: an HMAC
 of the token's digest under a key made from SECRET_KEY. A copy of the
-database alone gives no signature; changing SECRET_KEY changes them all.
+database alone gives no signature; changing SECRET_KEY changes them all,
+which is why a backup carries it (`make backup`, docs/operations.md).
 A signature stands for its token: refused once the token is revoked or
 expired, or its person deactivated, and acting with the token's team and
 role. It is shown once, with its token.
