@@ -152,36 +152,18 @@ def redis_connection(env: dict[str, str]):
 def temporary_redis(run: Path, env: dict[str, str]):
     """The stack's Redis on its own data, as devstack/programs.py runs it,
     stopped (SIGTERM: it writes its append-only file to disk first)
-    afterwards; a redis-py client of it."""
+    afterwards; a redis-py client of it once it has loaded its data."""
     port = int(env["REDIS_PORT"])
-    command = devstack.redis_command(run / "redis", port, password=env["REDIS_PASSWORD"], appendfsync="always")
-    log_path = run / "logs" / "redis.log"
-    with open(log_path, "ab") as log:
-        server = subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd="/",
-            start_new_session=True,
-            preexec_fn=devstack.die_with_parent(signal.SIGTERM),
-        )
-    try:
-        try:
-            devstack.wait_for_port(port, timeout=60, process=server)
-        except (RuntimeError, TimeoutError) as exc:
-            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
-            raise StackError(f"Redis did not start: {exc}. The end of {log_path}:\n{tail}") from None
+    with stack.temporary_server(
+        devstack.redis_command(run / "redis", port, password=env["REDIS_PASSWORD"], appendfsync="always"),
+        name="Redis",
+        log_path=run / "logs" / "redis.log",
+        ready=lambda server: devstack.wait_for_port(port, timeout=60, process=server),
+        stop_signal=signal.SIGTERM,
+    ):
         client = redis_connection(env)
         wait_loaded(client)
         yield client
-    finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 def wait_loaded(client, *, timeout: float = 300.0) -> None:
@@ -354,12 +336,20 @@ def restore(folder: Path, run: Path) -> dict[str, str]:
     stack.write_env_file(run, {**read_env_file(run), **{k: v for k, v in carried.items() if k in CARRIED}})
     if (folder / CERTS).is_dir():
         restore_certs(folder / CERTS, certs_dir(run))
-    env, _ = stack.prepare(
-        run,
-        fill_database=lambda env: restore_postgres(folder / POSTGRES_FILE, env),
-        finish=lambda env: restore_redis(folder / REDIS_FILE, run, env),
-        command=f"make restore BACKUP={folder}",
-    )
+    try:
+        env, _ = stack.prepare(
+            run,
+            fill_database=lambda env: restore_postgres(folder / POSTGRES_FILE, env),
+            finish=lambda env: restore_redis(folder / REDIS_FILE, run, env),
+            command=f"make restore BACKUP={folder}",
+        )
+    except (StackError, stack.Interrupted) as exc:
+        if (run / "pg").exists():  # made by this restore: the run directory held no data
+            left = f"{run} is left as the restore left it: remove it (rm -rf {run}) before restoring into it again"
+            if isinstance(exc, StackError):
+                raise StackError(f"{exc}\n  {left}") from None
+            say(left)
+        raise
     return env
 
 
@@ -483,8 +473,6 @@ def main_restore(argv: list[str]) -> int:
         env = restore(args.backup.absolute(), run)
     except StackError as exc:
         say(f"error: {exc}")
-        if (run / "pg").exists():
-            say(f"{run} is left as the restore left it: remove it (rm -rf {run}) before restoring into it again")
         return 1
     except stack.Interrupted:
         return 130

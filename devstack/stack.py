@@ -144,35 +144,50 @@ def step(command: list[str], *, env: dict[str, str], what: str, capture: bool = 
 
 
 @contextmanager
-def temporary_postgres(run: Path, env: dict[str, str]):
-    """PostgreSQL for the one-time work, stopped (fast shutdown) afterwards."""
-    datadir, pg_port = run / "pg", int(env["POSTGRES_PORT"])
-    log_path = run / "logs" / "postgres.log"
+def temporary_server(command: list[str], *, name: str, log_path: Path, ready, stop_signal: int, **popen):
+    """A server of the stack's for one-time work, its output in `log_path`:
+    started, waited for with `ready(process)`, and stopped with
+    `stop_signal` afterwards (or when the runner dies)."""
     with open(log_path, "ab") as log:
         server = subprocess.Popen(
-            devstack.postgres_command(datadir, pg_port),
+            command,
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd="/",
             start_new_session=True,
-            preexec_fn=devstack.die_with_parent(signal.SIGINT),
-            **devstack.db_owner(),
+            preexec_fn=devstack.die_with_parent(stop_signal),
+            **popen,
         )
     try:
         try:
-            devstack.wait_for_postgres(datadir, pg_port, timeout=120, process=server)
+            ready(server)
         except (RuntimeError, TimeoutError) as exc:
             tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
-            raise StackError(f"PostgreSQL did not start: {exc}. The end of {log_path}:\n{tail}") from None
+            raise StackError(f"{name} did not start: {exc}. The end of {log_path}:\n{tail}") from None
         yield
     finally:
         if server.poll() is None:
-            server.send_signal(signal.SIGINT)
+            server.send_signal(stop_signal)
         try:
             server.wait(timeout=60)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+@contextmanager
+def temporary_postgres(run: Path, env: dict[str, str]):
+    """PostgreSQL for the one-time work, stopped (fast shutdown) afterwards."""
+    datadir, pg_port = run / "pg", int(env["POSTGRES_PORT"])
+    with temporary_server(
+        devstack.postgres_command(datadir, pg_port),
+        name="PostgreSQL",
+        log_path=run / "logs" / "postgres.log",
+        ready=lambda server: devstack.wait_for_postgres(datadir, pg_port, timeout=120, process=server),
+        stop_signal=signal.SIGINT,
+        **devstack.db_owner(),
+    ):
+        yield
 
 
 def refuse_if_running(run: Path) -> None:

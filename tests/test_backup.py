@@ -87,6 +87,7 @@ def test_a_run_directory_with_data_is_not_overwritten(root):
     status, output = restore(fake_backup(root / "backup"), run)
     assert status == 1, output
     assert f"{run} holds a stack's data already" in output and f"mv {run} {run}.old" in output, output
+    assert "rm -rf" not in output, output
     assert sorted(path.name for path in run.iterdir()) == ["pg"]
 
 

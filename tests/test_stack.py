@@ -198,6 +198,19 @@ PATIENCE = 60
 ACCOUNTED = ("hour", "served_redirects", "served_orphans", "stored_clicks", "stored_orphans", "difference", "counted")
 
 
+def make(stack: SupervisedStack, *arguments: str) -> tuple[int, str]:
+    """A make target of the README for the stack's run directory: its exit status and all it printed."""
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-o", "setup", *arguments],
+        cwd=devstack.REPO,
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
 def dashboard_answers(stack: SupervisedStack) -> bool:
     try:
         with urllib.request.urlopen(f"{stack.dashboard_url}/healthz", timeout=PATIENCE) as response:
@@ -355,24 +368,8 @@ def test_a_backup_restored_into_a_new_run_directory_brings_back_every_link_click
     restored.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
     folder = restored.root / "backup"
     try:
-        made = subprocess.run(
-            [
-                "make",
-                "--no-print-directory",
-                "-o",
-                "setup",
-                "backup",
-                f"BACKUP_DIR={folder}",
-                "BACKUP_ARGS=--stop-edge",
-            ],
-            cwd=devstack.REPO,
-            env=stack.env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        told = made.stdout + made.stderr
-        assert made.returncode == 0, told
+        status, told = make(stack, "backup", f"BACKUP_DIR={folder}", "BACKUP_ARGS=--stop-edge")
+        assert status == 0, told
         assert "error" not in told.lower() and stack.secrets["SECRET_KEY"] not in told, told
         assert folder.stat().st_mode & 0o777 == 0o700
         assert {path.name for path in folder.iterdir()} >= {
@@ -384,17 +381,9 @@ def test_a_backup_restored_into_a_new_run_directory_brings_back_every_link_click
         assert all(path.stat().st_mode & 0o777 == 0o600 for path in folder.rglob("*") if path.is_file())
         wait_until(lambda: stack.info("edge")["statename"] == "RUNNING", timeout=30, what="the edge running again")
 
-        made = subprocess.run(
-            ["make", "--no-print-directory", "-o", "setup", "restore", f"BACKUP={folder}"],
-            cwd=devstack.REPO,
-            env=restored.env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        told = made.stdout + made.stderr
+        status, told = make(restored, "restore", f"BACKUP={folder}")
         print(told)
-        assert made.returncode == 0, told
+        assert status == 0, told
         assert "error" not in told.lower() and "Traceback" not in told, told
         restored.start()
         wait_until(lambda: dashboard_answers(restored), timeout=PATIENCE, what="the restored dashboard")
