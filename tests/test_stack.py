@@ -3,7 +3,9 @@ started as a person starts it (make, on a terminal, no admin password
 given), in a temporary directory on free ports, shared by the tests below in
 this order: what its first start prints, its processes killed one by one
 under traffic, a forgotten password reset, a backup of it restored into a
-new run directory and started there, a program that cannot start, Ctrl-C, ports taken by another program, a second start that keeps its ports.
+new run directory and started there, a program that cannot start, Ctrl-C,
+a backup of the stopped stack, ports taken by another program, a second
+start that keeps its ports.
 `pytest -s` prints the figures.
 """
 
@@ -14,6 +16,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -490,6 +493,21 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_a_stopped_stack_is_backed_up_with_its_own_servers_started_for_the_time_it_takes(stack):
+    assert stack.exited()
+    folder = stack.root / "stopped-backup"
+    status, told = make(stack, "backup", f"BACKUP_DIR={folder}")
+    assert status == 0, told
+    assert "backing up the stopped stack" in told, told
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["stack"] == "stopped"
+    assert manifest["files"]["postgres.dump"]["bytes"] > 10_000 and manifest["files"]["redis.rdb"]["bytes"] > 100
+    # Its PostgreSQL and Redis have stopped again.
+    for name in ("POSTGRES_PORT", "REDIS_PORT"):
+        listen_on(stack.ports[name]).close()
+    shutil.rmtree(folder)
 
 
 def execute_while_stopped(stack: SupervisedStack, sql: str) -> None:
