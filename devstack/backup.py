@@ -452,6 +452,9 @@ def main_backup(argv: list[str]) -> int:
     except StackError as exc:
         say(f"error: {exc}")
         return 1
+    except KeyboardInterrupt:
+        say("interrupted: no backup was written")
+        return 130
     size = sum(entry["bytes"] for entry in manifest["files"].values())
     say(
         f"backed up into {target} ({size / 1e6:.1f} MB). It holds SECRET_KEY ({SECRETS_FILE}): keep it as safe "
