@@ -15,7 +15,7 @@ from pathlib import Path
 
 import devstack
 from devstack.stack import read_env_file
-from devstack.supervision import all_running, supervisor_rpc
+from devstack.supervision import all_running, dashboard_answers, supervisor_rpc
 
 # What the stack needs from the environment that starts it; the rest (a test
 # run's DATABASE_URL, say) stays out.
@@ -66,7 +66,8 @@ class SupervisedStack:
 
     def start(self, *, timeout: float = 240.0) -> "SupervisedStack":
         """`make run` on a pseudo-terminal (setup skipped: the caller has done
-        it), until every program is RUNNING."""
+        it), until every program is RUNNING and the dashboard answers, as
+        before `make run` shows its banner."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
         if self._terminal is not None:  # started before: again, on a new terminal
@@ -84,7 +85,12 @@ class SupervisedStack:
         self.pid, self._terminal = pid, terminal
         self._reader = threading.Thread(target=self._read_terminal, daemon=True)
         self._reader.start()
-        wait_until(lambda: self.exited() or self.all_running(), timeout=timeout, what="every program RUNNING")
+        wait_until(
+            lambda: self.exited() or (self.all_running() and dashboard_answers(self.ports)),
+            timeout=timeout,
+            what="every program RUNNING and the dashboard answering",
+            interval=0.5,
+        )
         if self.exit_status is not None:
             raise RuntimeError(f"make run exited with {self.exit_status}:\n{self.console()[-3000:]}")
         return self

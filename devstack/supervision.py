@@ -1,7 +1,8 @@
 """supervisord for `make run` (devstack/stack.py prepares what it runs):
-started in a session of its own, watched until every program runs, asked
-to stop in order on Ctrl-C, SIGTERM or SIGHUP, and replaced by the runner
-in stopping the programs should supervisord itself die."""
+started in a session of its own, watched until every program runs and the
+dashboard answers, asked to stop in order on Ctrl-C, SIGTERM or SIGHUP, and
+replaced by the runner in stopping the programs should supervisord itself
+die."""
 
 import configparser
 import http.client
@@ -47,9 +48,24 @@ def all_running(env: dict[str, str]) -> bool:
     return bool(states) and all(state == "RUNNING" for state in states)
 
 
+def dashboard_answers(env: dict[str, str]) -> bool:
+    """Whether the dashboard answers its health check (DASHBOARD_PORT) with
+    200: a gunicorn worker has loaded the application and takes requests,
+    PostgreSQL and Redis answer.
+
+    supervisord's RUNNING says only that a program has not exited within
+    its startsecs, and a worker still loading leaves a first request
+    waiting: on a first start, while every program loads at once, for
+    longer than a person or a test waits."""
+    try:
+        return devstack.wait_for_answer(int(env["DASHBOARD_PORT"]), timeout=2) == 200
+    except TimeoutError:
+        return False
+
+
 def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: str) -> int:
     """Runs supervisord until it exits; prints `banner` once every program
-    runs. Returns the runner's exit status."""
+    runs and the dashboard answers. Returns the runner's exit status."""
     # Should supervisord die, its programs become the runner's children, to be stopped in order.
     devstack.become_subreaper()
     say("starting supervisord")
@@ -82,11 +98,15 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: st
         elif not stop.requested and time.monotonic() - asked_at >= 1.0:
             asked_at = time.monotonic()
             pids = program_pids(env) or pids
-            if not announced and pids and all_running(env):
+            if not announced and pids and all_running(env) and dashboard_answers(env):
                 print(banner, flush=True)
                 announced = True
             elif not announced and time.monotonic() - started > READY_TIMEOUT:
-                say(f"!!! not every program is RUNNING after {READY_TIMEOUT:.0f}s: see `make status`")
+                say(
+                    f"!!! not every program is RUNNING, or the dashboard does not answer "
+                    f"http://127.0.0.1:{env['DASHBOARD_PORT']}/healthz, after {READY_TIMEOUT:.0f}s: "
+                    "see `make status` and `make logs`"
+                )
                 announced = True
     if stop.requested and code == 0:
         say("the stack has stopped")

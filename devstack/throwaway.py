@@ -15,6 +15,7 @@ from . import (
     init_postgres,
     postgres_command,
     redis_command,
+    wait_for_answer,
     wait_for_port,
     wait_for_postgres,
 )
@@ -75,11 +76,11 @@ class ThrowawayStack:
         self.start_postgres()
 
     def start_dashboard(self, env: dict[str, str], *, workers: int = 2) -> int:
-        """gunicorn on a free port with this environment; returns the port.
-        It stops with the stack (cleanup)."""
+        """gunicorn on a free port with this environment, once a worker
+        answers; returns the port. It stops with the stack (cleanup)."""
         port = free_port()
         process = self._spawn(gunicorn_command(port, workers=workers), "gunicorn", env=env)
-        wait_for_port(port, process=process)
+        wait_for_answer(port, process=process)
         return port
 
     def _spawn(self, cmd: list[str], name: str, **popen) -> subprocess.Popen:

@@ -90,7 +90,8 @@ def make_dashboard(tmp_path):
     """make_dashboard(env=None, workers=2, defaults=()): starts the dashboard
     under gunicorn, as docker-compose.yml does, with these settings on top
     of the test run's (and the settings named in `defaults` left at their
-    defaults), and returns its port; stops it after the test."""
+    defaults), and returns its port once a worker answers; stops it after
+    the test."""
     started = []
 
     def start(env: dict[str, str] | None = None, *, workers: int = 2, defaults: tuple[str, ...] = ()) -> int:
@@ -107,7 +108,7 @@ def make_dashboard(tmp_path):
                 start_new_session=True,
             )
         started.append(process)
-        devstack.wait_for_port(port, process=process)
+        devstack.wait_for_answer(port, process=process)
         return port
 
     yield start
