@@ -5,12 +5,19 @@ supervisord's XML-RPC interface. tests/test_stack.py and
 loadtest/stack_faults.py use it; devstack/faults.py kills its processes.
 """
 
+import http.cookiejar
 import os
 import pty
+import re
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import devstack
@@ -124,6 +131,18 @@ class SupervisedStack:
     def secrets(self) -> dict[str, str]:
         return read_env_file(self.run)
 
+    def manage(self, *args: str, env: dict[str, str] | None = None, **run) -> subprocess.CompletedProcess:
+        """manage.py against the stack, the way its README tells a person to
+        run it (with `env` added to the stack's environment)."""
+        return subprocess.run(
+            [sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), *args],
+            env={**self.env, "SLINGSHOT_ENV_FILE": str(self.run / "env"), **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            **run,
+        )
+
     def rpc(self):
         """A new client each time: one whose request failed cannot send another."""
         return supervisor_rpc({**self.secrets, "SLINGSHOT_RUN_DIR": str(self.run)})
@@ -177,3 +196,40 @@ class SupervisedStack:
             self._terminal = None
         if remove:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+# --- a person at the dashboard ---------------------------------------------------
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def sign_in(
+    stack: SupervisedStack, username: str, password: str, *, timeout: float = 10
+) -> urllib.request.OpenerDirector | None:
+    """The dashboard's sign-in form, as a browser fills it in: the signed-in
+    session (redirects not followed), or None."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
+    url = f"{stack.dashboard_url}/sign-in/"
+    page = opener.open(url, timeout=timeout).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": username, "password": password})
+    try:
+        opener.open(urllib.request.Request(url, data=form.encode(), headers={"Referer": url}), timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        return opener if exc.code == 302 else None  # signed in: sent on to the overview
+    return None  # the form again, with its error
+
+
+def redirected_to(session: urllib.request.OpenerDirector, url: str, *, timeout: float = 10) -> str | None:
+    """Where a page sends the session (None: it is shown)."""
+    try:
+        session.open(url, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 302:
+            return exc.headers["Location"]
+        raise
+    return None

@@ -36,7 +36,7 @@ import devstack
 from devstack.console import Console
 from devstack.faults import EDGE_FAULTS, FAULTS, FaultRun
 from devstack.stack import SECRETS
-from devstack.supervised import SupervisedStack, wait_until
+from devstack.supervised import SupervisedStack, redirected_to, sign_in, wait_until
 
 ADMIN = "ops"
 STOP_ORDER = ("edge", "imports", "dashboard", "publisher", "importer", "postgres", "redis")
@@ -51,20 +51,6 @@ def stack():
         yield running.start()
     finally:
         running.cleanup()
-
-
-def manage(stack: SupervisedStack, *args: str, env: dict[str, str] | None = None, **run) -> subprocess.CompletedProcess:
-    """manage.py against the stack, the way its README tells a person to run
-    it (with `env` added to the environment)."""
-    env = {**stack.env, "SLINGSHOT_ENV_FILE": str(stack.run / "env"), **(env or {})}
-    return subprocess.run(
-        [sys.executable, str(devstack.REPO / "dashboard" / "manage.py"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        **run,
-    )
 
 
 def banner_password(stack: SupervisedStack) -> str:
@@ -151,45 +137,11 @@ def test_a_process_killed_under_traffic_comes_back_and_every_click_is_accounted_
 def test_a_lost_admin_password_is_replaced_with_changepassword(stack):
     new_password = secrets.token_urlsafe(16)
     # No terminal: Django's getpass falls back to standard input.
-    result = manage(stack, "changepassword", ADMIN, input=f"{new_password}\n{new_password}\n", start_new_session=True)
+    result = stack.manage("changepassword", ADMIN, input=f"{new_password}\n{new_password}\n", start_new_session=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Password changed successfully for user '{ADMIN}'" in result.stdout
     assert sign_in(stack, ADMIN, new_password)
     assert not sign_in(stack, ADMIN, banner_password(stack))
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-def sign_in(
-    stack: SupervisedStack, username: str, password: str, *, timeout: float = 10
-) -> urllib.request.OpenerDirector | None:
-    """The dashboard's sign-in form, as a browser fills it in: the signed-in
-    session (redirects not followed), or None."""
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
-    url = f"{stack.dashboard_url}/sign-in/"
-    page = opener.open(url, timeout=timeout).read().decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-    form = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": username, "password": password})
-    try:
-        opener.open(urllib.request.Request(url, data=form.encode(), headers={"Referer": url}), timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        return opener if exc.code == 302 else None  # signed in: sent on to the overview
-    return None  # the form again, with its error
-
-
-def redirected_to(session: urllib.request.OpenerDirector, url: str, *, timeout: float = 10) -> str | None:
-    """Where a page sends the session (None: it is shown)."""
-    try:
-        session.open(url, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        if exc.code == 302:
-            return exc.headers["Location"]
-        raise
-    return None
 
 
 # --- make backup, make restore --------------------------------------------------------
@@ -337,14 +289,14 @@ def test_a_backup_restored_into_a_new_run_directory_brings_back_every_link_click
     YOURLS signature, a session) works."""
     edge, token = stack.ports["EDGE_PORT"], fault_run.token
     keeper, keeper_password = "keeper", secrets.token_urlsafe(16)
-    made = manage(
-        stack, "ensure_admin", env={"SLINGSHOT_ADMIN_USER": keeper, "SLINGSHOT_ADMIN_PASSWORD": keeper_password}
+    made = stack.manage(
+        "ensure_admin", env={"SLINGSHOT_ADMIN_USER": keeper, "SLINGSHOT_ADMIN_PASSWORD": keeper_password}
     )
     assert made.returncode == 0, made.stdout + made.stderr
     session = sign_in(stack, keeper, keeper_password, timeout=PATIENCE)
     assert session and redirected_to(session, f"{stack.dashboard_url}/links/", timeout=PATIENCE) is None
-    _, signature = manage(
-        stack, "create_api_token", ADMIN, "--scope", "write", "--name", "yourls", "--signature"
+    _, signature = stack.manage(
+        "create_api_token", ADMIN, "--scope", "write", "--name", "yourls", "--signature"
     ).stdout.split()
     slugs = ("kept", "limited", "locked")
     for body in (

@@ -38,10 +38,9 @@ import redis
 
 import devstack
 from devstack.faults import request, settled_accounting
-from devstack.supervised import SupervisedStack, wait_until
+from devstack.supervised import SupervisedStack, redirected_to, sign_in, wait_until
 from links.unlocking import LinkPasswordHasher
 from testing.schema import schema_of
-from tests.test_stack import redirected_to, sign_in
 
 OLD_VERSIONS = {
     "main-2026-11-23": "00bccb7",
