@@ -1,9 +1,9 @@
 """How Slingshot's servers are started on one machine without Docker.
 
-One place that knows how to run PostgreSQL, Redis, the edge nginx and the
-dashboard, used by `make run` (devstack/stack.py puts them under supervisord,
-whose programs are `python -m devstack PROGRAM`) and by the test suites,
-which start their own throwaway copies on free ports.
+One place that knows how to run PostgreSQL, Redis, the edge nginx, the
+dashboard and its front nginx, used by `make run` (devstack/stack.py puts
+them under supervisord, whose programs are `python -m devstack PROGRAM`) and
+by the test suites, which start their own throwaway copies on free ports.
 """
 
 import contextlib
@@ -335,22 +335,19 @@ def render_edge_conf(
     X-Forwarded-For when the request comes from there (conf/edge-realip.conf),
     so that tests can be visitors from anywhere.
     """
-    for sub in ("conf", "logs"):
-        (prefix / sub).mkdir(parents=True, exist_ok=True)
+    _nginx_prefix(prefix)
     make_certificate(prefix / "conf" / "certs", "default")
     edge_link = prefix / "edge"
     if edge_link.is_symlink() or edge_link.exists():
         edge_link.unlink()
     edge_link.symlink_to(repo / "edge")
-    conf = (repo / "nginx.conf").read_text()
-    conf, count = re.subn(r"^(\s*)listen\s+8080\b", rf"\1listen {listen_host}:{port}", conf, flags=re.M)
-    if count != 1:
-        raise ValueError("nginx.conf must have exactly one 'listen 8080' line")
-    conf, count = re.subn(
-        r"^(\s*)listen\s+8443\s+ssl\b", rf"\1listen {listen_host}:{tls_port or free_port()} ssl", conf, flags=re.M
+    conf = _rewritten(
+        repo / "nginx.conf",
+        {
+            "listen 8080": f"listen {listen_host}:{port}",
+            "listen 8443 ssl": f"listen {listen_host}:{tls_port or free_port()} ssl",
+        },
     )
-    if count != 1:
-        raise ValueError("nginx.conf must have exactly one 'listen 8443 ssl' line")
     modules = "".join(
         f"load_module {NGINX_MODULES / name};\n" for name in DEBIAN_LUA_MODULES if (NGINX_MODULES / name).exists()
     )
@@ -374,6 +371,32 @@ def render_edge_conf(
 
 
 def edge_command(prefix: Path, *, workers: int | str = 2) -> list[str]:
+    return nginx_command(prefix, f"worker_processes {workers};")
+
+
+def render_front_conf(
+    prefix: Path, port: int, *, gunicorn_port: int, listen_host: str = "127.0.0.1", repo: Path = REPO
+) -> Path:
+    """Prepares an nginx prefix for the dashboard's front, dashboard/nginx.conf
+    of `repo`, on this machine: listening on listen_host:port, and passing
+    requests to gunicorn on 127.0.0.1:gunicorn_port in place of the Compose
+    service it names."""
+    _nginx_prefix(prefix)
+    conf = _rewritten(
+        repo / "dashboard" / "nginx.conf",
+        {
+            "listen 8000;": f"listen {listen_host}:{port};",
+            "set $slingshot_gunicorn http://dashboard:8000;": f"set $slingshot_gunicorn http://127.0.0.1:{gunicorn_port};",
+        },
+    )
+    path = prefix / "conf" / "nginx.conf"
+    path.write_text(conf)
+    return path
+
+
+def nginx_command(prefix: Path, *directives: str) -> list[str]:
+    """nginx in the foreground on prefix/conf/nginx.conf, with these
+    main-context directives added."""
     return [
         nginx_binary(),
         "-p",
@@ -381,8 +404,25 @@ def edge_command(prefix: Path, *, workers: int | str = 2) -> list[str]:
         "-c",
         str(prefix / "conf" / "nginx.conf"),
         "-g",
-        f"daemon off; worker_processes {workers};",
+        " ".join(("daemon off;", *directives)),
     ]
+
+
+def _nginx_prefix(prefix: Path) -> None:
+    for sub in ("conf", "logs"):
+        (prefix / sub).mkdir(parents=True, exist_ok=True)
+
+
+def _rewritten(path: Path, changes: dict[str, str]) -> str:
+    """The text of the configuration file `path`, in which each key of
+    `changes` that begins a line (after its indentation) is replaced by its
+    value; each must begin exactly one line."""
+    conf = path.read_text()
+    for start, replacement in changes.items():
+        conf, count = re.subn(rf"^(\s*){re.escape(start)}(?=[\s;]|$)", rf"\g<1>{replacement}", conf, flags=re.M)
+        if count != 1:
+            raise ValueError(f"{path.name} must have exactly one line that begins with {start!r}")
+    return conf
 
 
 # --- process groups ---------------------------------------------------------

@@ -22,17 +22,24 @@ from dataclasses import dataclass, field
 import devstack
 from devstack.supervised import SupervisedStack, wait_until
 
-# In the order they are killed: "edge-worker" is one nginx worker, "edge"
-# the nginx master. The edge's own faults are the ones during which
-# visitors may see errors.
-FAULTS = ("importer", "publisher", "dashboard", "edge-worker", "edge", "redis", "postgres")
+# In the order they are killed: "edge-worker" is one nginx worker of the
+# edge, "edge" its nginx master, "front" the dashboard's front's nginx
+# master. The edge's own faults are the ones during which visitors may see
+# errors.
+FAULTS = ("importer", "publisher", "dashboard", "front", "edge-worker", "edge", "redis", "postgres")
 EDGE_FAULTS = ("edge-worker", "edge")
 
 
 def request(
-    port: int, path: str, *, method: str = "GET", body: dict | None = None, token: str | None = None
+    port: int,
+    path: str,
+    *,
+    method: str = "GET",
+    body: dict | None = None,
+    token: str | None = None,
+    timeout: float = 5.0,
 ) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         headers = {"Content-Type": "application/json"} if body is not None else {}
         if token:
@@ -316,13 +323,14 @@ class FaultRun:
                 what="a link created after the publisher's restart to redirect",
             )
             return "a link created after the kill redirects at the edge"
-        if program == "dashboard":
+        if program in ("dashboard", "front"):
+            master = "gunicorn" if program == "dashboard" else "front nginx"
             wait_until(
-                lambda: self.stack.master_pid("dashboard") not in (None, killed_pid) and self.api_answers(),
+                lambda: self.stack.master_pid(program) not in (None, killed_pid) and self.api_answers(),
                 timeout=120,
-                what="a new gunicorn master to answer the API",
+                what=f"a new {master} master to answer the API",
             )
-            return "a new gunicorn master answers the API"
+            return f"a new {master} master answers the API"
         if program == "edge-worker":
             wait_until(
                 lambda: killed_pid not in self.edge_workers() and len(self.edge_workers()) == self.workers,
@@ -369,7 +377,7 @@ class FaultRun:
         return [pid for pid in devstack.group_members(master) if pid != master] if master else []
 
     def victim(self, program: str) -> int:
-        if program in ("edge", "dashboard"):
+        if program in ("edge", "dashboard", "front"):
             return self.stack.master_pid(program)  # the master, not devstack's keep_group
         if program == "edge-worker":
             workers = self.edge_workers()
@@ -392,7 +400,7 @@ class FaultRun:
         back_after = time.monotonic() - killed_at
         if program == "edge-worker":  # nginx's own business: supervisord sees nothing
             running_after = back_after
-        else:  # a new supervised process (for the edge and the dashboard, a new keep_group)
+        else:  # a new supervised process (for the edge, the dashboard and the front, a new keep_group)
             wait_until(
                 lambda: (
                     (info := self.stack.info(supervised))["statename"] == "RUNNING" and info["pid"] != old_supervised

@@ -4,12 +4,12 @@ each as `python -m devstack PROGRAM`.
 Each one reads the run directory and the ports from the environment that
 devstack/stack.py gave supervisord, and then becomes the server itself
 (exec), so that supervisord's signals and a `kill` reach the server, except
-for the two whose master process has workers: the edge (nginx) and the
-dashboard (gunicorn). A worker outlives its master when the master is
-killed (nginx's keep serving through reuseport, and hold clicks not yet
-written to Redis), so those two run under `keep_group`, which stays the
-master's parent and makes such orphans finish before it exits and
-supervisord starts a new master.
+for the three whose master process has workers: the edge (nginx), the
+dashboard (gunicorn) and its front (nginx). A worker outlives its master
+when the master is killed (the edge's keep serving through reuseport, and
+hold clicks not yet written to Redis), so those three run under
+`keep_group`, which stays the master's parent and makes such orphans finish
+before it exits and supervisord starts a new master.
 """
 
 import os
@@ -22,11 +22,12 @@ from pathlib import Path
 import devstack
 
 PORT_DEFAULTS = {
-    "DASHBOARD_PORT": 8000,
+    "DASHBOARD_PORT": 8000,  # the dashboard's front (nginx)
     "EDGE_PORT": 8080,
     "EDGE_TLS_PORT": 8443,
     "POSTGRES_PORT": 15432,
     "REDIS_PORT": 16379,
+    "GUNICORN_PORT": 18000,  # gunicorn, for the front and the edge's calls only
 }
 MANAGE = [sys.executable, str(devstack.REPO / "dashboard" / "manage.py")]
 
@@ -153,7 +154,7 @@ def edge() -> None:
 def dashboard() -> None:
     run = run_dir()
     command = devstack.gunicorn_command(
-        port("DASHBOARD_PORT"), workers=os.environ.get("DASHBOARD_WORKERS", "2"), control_socket=run / "gunicorn.ctl"
+        port("GUNICORN_PORT"), workers=os.environ.get("DASHBOARD_WORKERS", "2"), control_socket=run / "gunicorn.ctl"
     )
     # SIGTERM is gunicorn's graceful stop, for its master and its workers alike.
     sys.exit(
@@ -164,6 +165,24 @@ def dashboard() -> None:
             leftover_signal=signal.SIGTERM,
             drain_timeout=35.0,
             leader_file=run / "dashboard-master.pid",
+        )
+    )
+
+
+def front() -> None:
+    """nginx on DASHBOARD_PORT in front of gunicorn (dashboard/nginx.conf)."""
+    prefix = run_dir() / "front"
+    devstack.render_front_conf(prefix, port("DASHBOARD_PORT"), gunicorn_port=port("GUNICORN_PORT"))
+    # SIGQUIT: nginx's graceful stop, in which each worker finishes the
+    # requests it has begun, for up to its worker_shutdown_timeout.
+    sys.exit(
+        keep_group(
+            devstack.nginx_command(prefix),
+            what="front nginx master",
+            stop_signal=signal.SIGQUIT,
+            leftover_signal=signal.SIGQUIT,
+            drain_timeout=30.0,
+            leader_file=run_dir() / "front-master.pid",
         )
     )
 
@@ -185,6 +204,7 @@ PROGRAMS = {
     "redis": redis,
     "edge": edge,
     "dashboard": dashboard,
+    "front": front,
     "importer": importer,
     "publisher": publisher,
     "imports": imports,

@@ -8,11 +8,12 @@ PostgreSQL of its own that it stops again, and then runs supervisord
 restarts any program that dies and stops them all in order.
 
 The run directory is SLINGSHOT_RUN_DIR (default .run/ in the repository);
-the ports are DASHBOARD_PORT, EDGE_PORT, EDGE_TLS_PORT, POSTGRES_PORT and
-REDIS_PORT: those of the environment, else those the run directory was made
-with, else the defaults (devstack/ports.py). Secrets are generated once into the run
-directory's env file (mode 0600), which the programs get as their
-environment and `manage.py` reads by itself (SLINGSHOT_ENV_FILE).
+the ports are DASHBOARD_PORT, EDGE_PORT, EDGE_TLS_PORT, POSTGRES_PORT,
+REDIS_PORT and GUNICORN_PORT: those of the environment, else those the run
+directory was made with, else the defaults (devstack/ports.py). Secrets are
+generated once into the run directory's env file (mode 0600), which the
+programs get as their environment and `manage.py` reads by itself
+(SLINGSHOT_ENV_FILE).
 
 On a terminal the runner makes itself the terminal's foreground process
 group while it runs, so that Ctrl-C reaches it alone, not make nor make's
@@ -233,8 +234,15 @@ def prepare(
         DATABASE_URL=f"postgres://slingshot:{values['POSTGRES_PASSWORD']}@127.0.0.1:{ports['POSTGRES_PORT']}/slingshot",
         REDIS_HOST="127.0.0.1",
         EDGE_BASE_URL=os.environ.get("EDGE_BASE_URL") or f"http://127.0.0.1:{ports['EDGE_PORT']}",
-        # Where the edge has link passwords checked: the dashboard, directly.
-        EDGE_DASHBOARD_URL=f"http://127.0.0.1:{ports['DASHBOARD_PORT']}",
+        # Where the edge has link passwords checked and passes the YOURLS
+        # API: gunicorn itself. The edge is nginx, which sends a request
+        # whole and takes the answer at once, as the front does; and the
+        # front does not publish /internal/.
+        EDGE_DASHBOARD_URL=f"http://127.0.0.1:{ports['GUNICORN_PORT']}",
+        # People reach the dashboard through its front (dashboard/nginx.conf),
+        # which appends their address to X-Forwarded-For; more proxies in
+        # front of it, more to count (docs/operations.md).
+        TRUSTED_PROXY_COUNT=os.environ.get("TRUSTED_PROXY_COUNT") or "1",
         STATIC_ROOT=str(run / "static"),
         SUPERVISOR_USERNAME="slingshot",
         # Kept, so that the docs' commands can name the admin as `make run` made it.

@@ -21,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import devstack
+from devstack.programs import PORT_DEFAULTS
 from devstack.stack import read_env_file
 from devstack.supervision import all_running, dashboard_answers, supervisor_rpc
 
@@ -46,10 +47,7 @@ class SupervisedStack:
         self.root = root
         self.repo = repo  # the checkout whose `make run` starts it: another version's, for tests/test_upgrade.py
         self.run = root / "run"
-        self.ports = {
-            name: devstack.free_port()
-            for name in ("DASHBOARD_PORT", "EDGE_PORT", "EDGE_TLS_PORT", "POSTGRES_PORT", "REDIS_PORT")
-        }
+        self.ports = {name: devstack.free_port() for name in PORT_DEFAULTS}
         self.env = {
             **{name: os.environ[name] for name in PASSED_ON if name in os.environ},
             "TERM": "dumb",

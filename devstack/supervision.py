@@ -49,9 +49,9 @@ def all_running(env: dict[str, str]) -> bool:
 
 
 def dashboard_answers(env: dict[str, str]) -> bool:
-    """Whether the dashboard answers its health check (DASHBOARD_PORT) with
-    200: a gunicorn worker has loaded the application and takes requests,
-    PostgreSQL and Redis answer.
+    """Whether the dashboard answers its health check through its front
+    (DASHBOARD_PORT) with 200: the front runs, a gunicorn worker has loaded
+    the application and takes requests, PostgreSQL and Redis answer.
 
     supervisord's RUNNING says only that a program has not exited within
     its startsecs, and a worker still loading leaves a first request
@@ -91,8 +91,8 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: st
         reap_adopted(supervisord.pid)
         if stop.requested and not stopping_said:
             say(
-                "stopping: the edge first (its workers write their clicks to Redis), then the imports, the dashboard, the "
-                "publisher and the importer, then PostgreSQL, and Redis last"
+                "stopping: the edge first (its workers write their clicks to Redis), then the dashboard's front, the "
+                "imports, the dashboard, the publisher and the importer, then PostgreSQL, and Redis last"
             )
             stopping_said = True
         elif not stop.requested and time.monotonic() - asked_at >= 1.0:

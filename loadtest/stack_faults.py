@@ -2,9 +2,10 @@
 
 Starts a fresh `make run` stack in a temporary directory on free ports,
 kills each process with SIGKILL in turn (importer, publisher, gunicorn
-master, an nginx worker, the nginx master, Redis, PostgreSQL) while
-visitors click a short link of the fault's own (STACK_FAULTS_RATE
-requests/s, default 300), waits for it to come back, stops the visitors,
+master, the dashboard front's nginx master, an edge nginx worker, the
+edge's nginx master, Redis, PostgreSQL) while visitors click a short link
+of the fault's own (STACK_FAULTS_RATE requests/s, default 300), waits for
+it to come back, stops the visitors,
 waits for the importer, and prints how long each took to come back, the
 redirects served against the clicks stored, and the accounting's
 difference (served minus stored) over every hour so far. Stops the stack

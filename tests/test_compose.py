@@ -11,7 +11,7 @@ SERVICES = COMPOSE["services"]
 
 
 def test_it_has_the_services_of_the_product():
-    assert {"postgres", "redis", "edge", "dashboard", "importer", "publisher"} <= set(SERVICES)
+    assert {"postgres", "redis", "edge", "dashboard", "front", "importer", "publisher"} <= set(SERVICES)
 
 
 def test_every_mounted_file_and_build_input_exists():
@@ -59,6 +59,34 @@ def test_the_compose_edges_resolve_service_names_and_the_local_edge_needs_no_res
     for edge in edges:
         assert mount in edge["volumes"]
     assert SERVICES["edge"]["environment"]["REDIS_HOST"] == "redis"
+
+
+def test_people_reach_the_dashboard_through_its_front_and_the_edges_reach_gunicorn():
+    """gunicorn is published only through `front` (dashboard/nginx.conf), an
+    nginx that holds slow clients; the edges, nginx too, call gunicorn
+    directly, on paths the front does not publish."""
+    front, dashboard = SERVICES["front"], SERVICES["dashboard"]
+    assert "ports" not in dashboard
+    assert front["ports"] == ["${DASHBOARD_PORT:-8000}:8000"]
+    assert front["image"] == SERVICES["edge"]["image"] and front["stop_signal"] == "SIGQUIT"
+    mounts = {v.split(":")[0]: v.split(":")[1] for v in front["volumes"]}
+    assert mounts["./dashboard/nginx.conf"] == "/usr/local/openresty/nginx/conf/nginx.conf"
+    conf = (REPO / "dashboard/nginx.conf").read_text()
+    # The front looks `dashboard` up through Docker's DNS, each time it may have moved.
+    assert mounts["./edge/docker-resolver.conf"] == "/usr/local/openresty/nginx/conf/front-resolver.conf"
+    assert "    include front-resolver*.conf;" in conf
+    assert re.search(r"^\s+listen 8000;$", conf, flags=re.M)
+    command = dashboard["command"]
+    upstream = "http://" + command[command.index("--bind") + 1].replace("0.0.0.0", "dashboard")
+    assert f"set $slingshot_gunicorn {upstream};" in conf and "proxy_pass $slingshot_gunicorn;" in conf
+    assert SERVICES["edge"]["environment"]["EDGE_DASHBOARD_URL"] == "${EDGE_DASHBOARD_URL:-" + upstream + "}"
+    assert "location ^~ /internal/ {\n            return 404;" in conf
+    # The one proxy the dashboard believes about the client's address (slingshot/proxies.py).
+    assert dashboard["environment"]["TRUSTED_PROXY_COUNT"] == "${TRUSTED_PROXY_COUNT:-1}"
+    assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in conf
+    health = " ".join(front["healthcheck"]["test"])
+    assert "/dev/tcp/127.0.0.1/8000" in health and "GET /healthz " in health
+    assert SERVICES["locust-master"]["environment"]["SLINGSHOT_DASHBOARD_URL"] == "http://front:8000"
 
 
 def test_edge_environment_names_are_declared_in_nginx_conf():

@@ -1,11 +1,11 @@
 """The supervised local stack, `make run`, against real processes: one stack
 started as a person starts it (make, on a terminal, no admin password
 given), in a temporary directory on free ports, shared by the tests below in
-this order: what its first start prints, its processes killed one by one
-under traffic, a forgotten password reset, a backup of it restored into a
-new run directory and started there, a program that cannot start, Ctrl-C,
-a backup of the stopped stack, ports taken by another program, a second
-start that keeps its ports.
+this order: what its first start prints, what the dashboard's front passes
+on, its processes killed one by one under traffic, a forgotten password
+reset, a backup of it restored into a new run directory and started there,
+a program that cannot start, Ctrl-C, a backup of the stopped stack, ports
+taken by another program, a second start that keeps its ports.
 `pytest -s` prints the figures.
 """
 
@@ -31,15 +31,18 @@ from pathlib import Path
 import psycopg
 import pytest
 import redis
+from django.conf import settings
 
 import devstack
 from devstack.console import Console
-from devstack.faults import EDGE_FAULTS, FAULTS, FaultRun
+from devstack.faults import EDGE_FAULTS, FAULTS, FaultRun, request
 from devstack.stack import SECRETS
 from devstack.supervised import SupervisedStack, redirected_to, sign_in, wait_until
+from web.source_import_views import FILES
 
 ADMIN = "ops"
-STOP_ORDER = ("edge", "imports", "dashboard", "publisher", "importer", "postgres", "redis")
+FORM = "application/x-www-form-urlencoded"
+STOP_ORDER = ("edge", "front", "imports", "dashboard", "publisher", "importer", "postgres", "redis")
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +109,82 @@ def _command_lines() -> list[str]:
         except OSError:
             continue
     return lines
+
+
+def failed_sign_in(stack: SupervisedStack, username: str, *, source: str, forwarded_for: str) -> int:
+    """A wrong password on the sign-in form, from the address `source`, by
+    a client that says in X-Forwarded-For it is `forwarded_for`: the status."""
+    headers = {"X-Forwarded-For": forwarded_for}
+
+    def ask(method: str, body: str | None = None, extra: dict | None = None) -> tuple[http.client.HTTPResponse, str]:
+        conn = http.client.HTTPConnection("127.0.0.1", stack.ports["DASHBOARD_PORT"], source_address=(source, 0))
+        try:
+            conn.request(method, "/sign-in/", body=body, headers={**headers, **(extra or {})})
+            answer = conn.getresponse()
+            return answer, answer.read().decode()
+        finally:
+            conn.close()
+
+    form, page = ask("GET")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    cookie = form.headers["Set-Cookie"].split(";")[0]
+    answer, _ = ask(
+        "POST",
+        urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": username, "password": "not it"}),
+        {"Cookie": cookie, "Referer": f"{stack.dashboard_url}/sign-in/", "Content-Type": FORM},
+    )
+    return answer.status
+
+
+def test_the_front_gives_the_dashboard_the_address_a_client_connected_from_whatever_it_says(stack):
+    """People reach gunicorn through the front (dashboard/nginx.conf), which
+    appends the address they connected from to X-Forwarded-For, and the
+    dashboard (TRUSTED_PROXY_COUNT=1) takes that one: sign-in throttling
+    counts the client, neither the front nor the address it made up."""
+    username = f"nobody-{secrets.token_hex(4)}"
+    assert failed_sign_in(stack, username, source="127.0.0.9", forwarded_for="203.0.113.9") == 200  # the form again
+    with psycopg.connect(stack.secrets["DATABASE_URL"]) as conn:
+        counted = conn.execute(
+            "SELECT host(ip_address) FROM axes_accessattempt WHERE username = %s", [username]
+        ).fetchall()
+    assert counted == [("127.0.0.9",)]
+
+
+def test_the_front_keeps_the_edges_paths_and_refuses_what_the_dashboard_would_not_take(stack):
+    front, gunicorn = stack.ports["DASHBOARD_PORT"], stack.ports["GUNICORN_PORT"]
+    # The edges call gunicorn itself; the front publishes none of their paths, however spelt.
+    for path in (
+        "/internal/link-password",
+        "/internal/yourls-api",
+        "//internal/yourls-api",
+        "/%69nternal/link-password",
+    ):
+        assert request(front, path, method="POST", body={})[0] == 404, path
+    assert request(gunicorn, "/internal/link-password", method="POST", body={})[0] == 401  # the edges' secret first
+    # A body larger than any the dashboard takes is refused before it is stored, in the door's format.
+    big = b"x" * (11 * 1024 * 1024)
+    for path, kind in (("/api/v1/links", "application/problem+json"), ("/links/import/", "text/plain")):
+        conn = http.client.HTTPConnection("127.0.0.1", front, timeout=10)
+        try:
+            conn.request("POST", path, body=big, headers={"Content-Type": FORM})
+            answer = conn.getresponse()
+            assert (answer.status, answer.headers["Content-Type"]) == (413, kind), path
+        finally:
+            conn.close()
+
+
+def test_the_front_takes_every_body_the_dashboard_takes():
+    """The front's limits (dashboard/nginx.conf) against the dashboard's:
+    the Import page's files, and elsewhere the CSV import's and any form's."""
+    conf = (devstack.REPO / "dashboard" / "nginx.conf").read_text()
+    default = re.search(r"^    client_max_body_size (\d+)m;", conf, re.M).group(1)
+    imports = re.search(r"location = /import/ \{[^}]*client_max_body_size (\d+)m;", conf).group(1)
+    megabyte = 1024 * 1024
+    assert int(default) * megabyte > settings.WEB_IMPORT_MAX_BYTES + settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    assert (
+        int(imports) * megabyte
+        > len(FILES) * settings.IMPORTERS_UPLOAD_MAX_BYTES + settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    )
 
 
 @pytest.fixture(scope="module")
@@ -425,7 +504,7 @@ def test_a_program_that_keeps_failing_to_start_is_left_fatal_and_reported(stack)
 
 def test_ctrl_c_stops_everything_in_order_and_make_exits_0(stack):
     pids = {info["name"]: info["pid"] for info in stack.rpc().supervisor.getAllProcessInfo()}
-    pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"))
+    pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"), front=stack.master_pid("front"))
     before = len(stack.console())
     stack.interrupt()
     assert stack.wait_exit(timeout=180) == 0
@@ -570,7 +649,7 @@ def test_when_supervisord_itself_dies_its_programs_are_stopped_in_order(stack):
     assert "Sign in as:   ops. Lost its password?" in banner  # shown on the first start only
     assert urllib.request.urlopen(f"{stack.dashboard_url}/healthz", timeout=10).status == 200
     pids = {info["name"]: info["pid"] for info in stack.rpc().supervisor.getAllProcessInfo()}
-    pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"))
+    pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"), front=stack.master_pid("front"))
     supervisord = int((stack.run / "supervisord.pid").read_text())
     before = len(stack.console())
     os.kill(supervisord, signal.SIGKILL)
