@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl backup restore test test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy loadtest stack-faults click-outage multinode redis-outage
+.PHONY: setup run status logs ctl backup restore test test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy loadtest stack-faults slow-clients click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -110,6 +110,13 @@ bench-yourls: setup
 # back and the redirects served against the clicks stored.
 stack-faults: setup
 	$(PY) loadtest/stack_faults.py
+
+# Not part of `make test` (a short form is, tests/test_stack.py): a fresh
+# `make run` stack, 400 slow connections held against the dashboard's front
+# for 60 s; prints how long its pages, sign-in page and API, and a password
+# check and the YOURLS API through the edge, took meanwhile (SLOW_CLIENTS_ARGS).
+slow-clients: setup
+	$(PY) loadtest/slow_clients.py $(SLOW_CLIENTS_ARGS)
 
 # Not part of `make test` (a short form is, edge/t/test_click_journal.py): a
 # fresh `make run` stack, Redis hung for 10 minutes under 5,000 visits a

@@ -2,7 +2,8 @@
 directory of its own, on free ports, as `make run` starts it on a terminal
 (a pseudo-terminal here, so that Ctrl-C is a real one), and driven through
 supervisord's XML-RPC interface. tests/test_stack.py and
-loadtest/stack_faults.py use it; devstack/faults.py kills its processes.
+loadtest/stack_faults.py use it; devstack/faults.py kills its processes,
+devstack/slowclients.py holds its dashboard's connections.
 """
 
 import http.cookiejar
@@ -220,6 +221,12 @@ def sign_in(
     except urllib.error.HTTPError as exc:
         return opener if exc.code == 302 else None  # signed in: sent on to the overview
     return None  # the form again, with its error
+
+
+def session_cookie(session: urllib.request.OpenerDirector) -> str:
+    """A session's cookies, as a Cookie header carries them."""
+    (cookies,) = (handler for handler in session.handlers if isinstance(handler, urllib.request.HTTPCookieProcessor))
+    return "; ".join(f"{cookie.name}={cookie.value}" for cookie in cookies.cookiejar)
 
 
 def redirected_to(session: urllib.request.OpenerDirector, url: str, *, timeout: float = 10) -> str | None:
