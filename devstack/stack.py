@@ -240,9 +240,10 @@ def prepare(
         # front does not publish /internal/.
         EDGE_DASHBOARD_URL=f"http://127.0.0.1:{ports['GUNICORN_PORT']}",
         # People reach the dashboard through its front (dashboard/nginx.conf),
-        # which appends their address to X-Forwarded-For; more proxies in
-        # front of it, more to count (docs/operations.md).
-        TRUSTED_PROXY_COUNT=os.environ.get("TRUSTED_PROXY_COUNT") or "1",
+        # which appends their address to X-Forwarded-For: one proxy more than
+        # TRUSTED_PROXY_COUNT, yours in front of it (docs/operations.md).
+        DASHBOARD_FRONT="true",
+        TRUSTED_PROXY_COUNT=os.environ.get("TRUSTED_PROXY_COUNT") or "0",
         STATIC_ROOT=str(run / "static"),
         SUPERVISOR_USERNAME="slingshot",
         # Kept, so that the docs' commands can name the admin as `make run` made it.

@@ -82,7 +82,9 @@ def test_people_reach_the_dashboard_through_its_front_and_the_edges_reach_gunico
     assert SERVICES["edge"]["environment"]["EDGE_DASHBOARD_URL"] == "${EDGE_DASHBOARD_URL:-" + upstream + "}"
     assert "location ^~ /internal/ {\n            return 404;" in conf
     # The one proxy the dashboard believes about the client's address (slingshot/proxies.py).
-    assert dashboard["environment"]["TRUSTED_PROXY_COUNT"] == "${TRUSTED_PROXY_COUNT:-1}"
+    # Your proxies in front of Slingshot, as before the front came; the front is one more.
+    assert dashboard["environment"]["TRUSTED_PROXY_COUNT"] == "${TRUSTED_PROXY_COUNT:-0}"
+    assert dashboard["environment"]["DASHBOARD_FRONT"] == "true"
     assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in conf
     health = " ".join(front["healthcheck"]["test"])
     assert "/dev/tcp/127.0.0.1/8000" in health and "GET /healthz " in health

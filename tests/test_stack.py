@@ -141,7 +141,7 @@ def failed_sign_in(stack: SupervisedStack, username: str, *, source: str, forwar
 def test_the_front_gives_the_dashboard_the_address_a_client_connected_from_whatever_it_says(stack):
     """People reach gunicorn through the front (dashboard/nginx.conf), which
     appends the address they connected from to X-Forwarded-For, and the
-    dashboard (TRUSTED_PROXY_COUNT=1) takes that one: sign-in throttling
+    dashboard (DASHBOARD_FRONT: one proxy) takes that one: sign-in throttling
     counts the client, neither the front nor the address it made up."""
     username = f"nobody-{secrets.token_hex(4)}"
     assert failed_sign_in(stack, username, source="127.0.0.9", forwarded_for="203.0.113.9") == 200  # the form again

@@ -33,12 +33,16 @@ DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
-# How many reverse proxies stand in front of the dashboard, each appending the
-# address it was connected from to X-Forwarded-For. 0: X-Forwarded-For is
-# ignored, the connection's address is the client's. The rule is in
-# slingshot/proxies.py; sign-in throttling, the API's throttle and the
-# /metrics allow-list all use it.
-TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+# How many reverse proxies of your own stand in front of Slingshot (a
+# TLS-ending load balancer, say), each appending the address it was
+# connected from to X-Forwarded-For; and whether the dashboard's own front
+# (dashboard/nginx.conf, which `make run` and Compose run) stands between
+# them and gunicorn, one more. 0 in all: X-Forwarded-For is ignored, the
+# connection's address is the client's. The rule is in slingshot/proxies.py;
+# sign-in throttling, the API's throttle and the /metrics allow-list all use it.
+PROXIES_IN_FRONT = env.int("TRUSTED_PROXY_COUNT", default=0)
+DASHBOARD_FRONT = env.bool("DASHBOARD_FRONT", default=False)
+TRUSTED_PROXY_COUNT = PROXIES_IN_FRONT + (1 if DASHBOARD_FRONT else 0)
 
 # Served over HTTPS only (TLS ended by the proxy in front, which must set
 # X-Forwarded-Proto, or by the server itself): plain-HTTP requests are
@@ -51,8 +55,9 @@ SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS_ONLY
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 86400 if HTTPS_ONLY else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
-# Only a proxy we trust may say the request came over HTTPS.
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT else None
+# Only a proxy of yours may say the request came over HTTPS: the front ends
+# no TLS, and passes on what a client says.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if PROXIES_IN_FRONT else None
 
 INSTALLED_APPS = [
     "django.contrib.admin",
