@@ -5,7 +5,7 @@ under filters, within REPORT_RAW_TIMEOUT_MS (clicks/reports.py has the
 reports themselves; docs/rollups.md what they count)."""
 
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import NamedTuple
@@ -25,6 +25,23 @@ def reports_connection():
     """The connection reports read with: the database replica when there is
     one (slingshot/db.py), so that heavy reports never slow the import."""
     return connections[reports_db()]
+
+
+@contextmanager
+def one_snapshot() -> Iterator[str]:
+    """A transaction on the reports' connection (its alias given) in which
+    every read sees the same committed clicks (REPEATABLE READ): figures read
+    one after another, such as a link's all-time totals and its report, count
+    the same clicks even while the importer commits batches between them.
+    Within a transaction already begun (a test's), that transaction's."""
+    alias = reports_db()
+    connection = connections[alias]
+    begins = not connection.in_atomic_block
+    with transaction.atomic(using=alias):
+        if begins:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield alias
 
 
 class Point(NamedTuple):

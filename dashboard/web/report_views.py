@@ -16,7 +16,7 @@ from clicks import orphans as clicks_orphans
 from clicks import selectors as clicks_selectors
 from clicks.calendar import INTERVALS
 from clicks.export import FORMATS, export_response
-from clicks.report_queries import ReportTooLarge
+from clicks.report_queries import ReportTooLarge, one_snapshot
 from clicks.reports import link_totals, range_stats
 from clicks.stores import import_lag_of_every_store
 from links import selectors
@@ -41,8 +41,11 @@ ACCOUNTING_DAYS = (1, 2, 8)
 @login_required
 def overview(request):
     now = datetime.now(timezone.utc)
+    # Read first: clicks stored after it make the page fetch the figures again.
+    live_version = overview_version(request.user)
     totals = overview_for(request.user, now=now)
     context = {
+        "live_version": live_version,
         "totals": totals,
         "chart": reports.chart(
             totals.series,
@@ -70,7 +73,6 @@ def overview(request):
         context["edge_health_url"] = settings.EDGE_HEALTH_URL
     if request.GET.get("fragment"):
         return render(request, "web/_overview.html", context)
-    context["live_version"] = overview_version(request.user)
     return render(request, "web/overview.html", context)
 
 
@@ -80,9 +82,10 @@ def overview_live(request):
     return JsonResponse({"version": overview_version(request.user)})
 
 
-def _link_report(request, link: Link) -> dict:
+def _link_report(request, link: Link, *, alias: str) -> dict:
     """What the link page's report shows: its range, totals against the
-    period before, chart, breakdowns and recent clicks (web/reports.py)."""
+    period before, chart, breakdowns and recent clicks (web/reports.py),
+    the clicks read from the database `alias`."""
     now = datetime.now(timezone.utc)
     zone = tz.get_current_timezone()
     form = report_forms.ReportForm(request.GET, now=now, zone=zone, since=link.created_at)
@@ -96,7 +99,11 @@ def _link_report(request, link: Link) -> dict:
         stats = range_stats(span, link_ids=[link.pk], top=10, now=now)
     filters = dict(span.filters)
     query = request.GET.copy()
-    recent = clicks_selectors.clicks_visible_to(request.user, start=span.start, end=span.end).filter(link_id=link.pk)
+    recent = (
+        clicks_selectors.clicks_visible_to(request.user, start=span.start, end=span.end)
+        .filter(link_id=link.pk)
+        .using(alias)
+    )
     recent = recent.filter(**filters) if span.include_bots else recent.filter(is_bot=False, **filters)
     what = "" if span.include_bots else ", bots left out"
     export_base = reverse("web:link-clicks-export", args=[link.slug])
@@ -134,7 +141,7 @@ def _link_report(request, link: Link) -> dict:
         "filters": reports.active_filters(filters, query),
         "breakdowns": reports.breakdowns(stats, filters, query),
         "bots_href": reports.href(query, include_bots=None if span.include_bots else "true"),
-        "recent": recent.order_by("-occurred_at")[:RECENT_CLICKS],
+        "recent": list(recent.order_by("-occurred_at")[:RECENT_CLICKS]),
         "rule_clicks": clicks_per_rule(link, stats),
         "export": {kind: reports.export_url(export_base, kind=kind, **export_args) for kind in FORMATS},
         "query": query.urlencode(),
@@ -150,28 +157,38 @@ def _link_report(request, link: Link) -> dict:
     }
 
 
-@login_required
-def link_detail(request, slug: str):
-    link = link_or_404(request, slug)
-    totals = link_totals(link_ids=[link.pk])[link.pk]
-    context = _link_report(request, link)
+def _link_live(request, link: Link) -> dict:
+    """What the link page shows of its link's clicks, which it fetches again
+    as they come in (web/_link_live.html): the all-time totals and the visits
+    served beside its state, the clicks per rule and the report. The totals
+    and the report are read in one snapshot, so that they count the same
+    clicks; the totals are the version the page compares with link_live's."""
+    with one_snapshot() as alias:
+        totals = link_totals(link_ids=[link.pk])[link.pk]
+        context = _link_report(request, link, alias=alias)
     limit = selectors.visit_limit(link)
     context.update(
-        edits=access.allows(link.role, Role.EDITOR),
-        short_url=link.short_url,
         state=selectors.link_state(link, visits=limit and limit.served),
         limit=limit,
         totals=totals,
-        live_version=totals.clicks,
     )
+    return context
+
+
+@login_required
+def link_detail(request, slug: str):
+    link = link_or_404(request, slug)
+    context = _link_live(request, link)
+    context.update(edits=access.allows(link.role, Role.EDITOR), short_url=link.short_url)
     return render(request, "web/link_detail.html", context)
 
 
 @login_required
 def link_report(request, slug: str):
-    """The report of the link page alone, which the page fetches again as clicks come in."""
+    """The parts of the link page that its clicks change, alone: the page
+    fetches them again as clicks come in (docs/dashboard.md)."""
     link = link_or_404(request, slug)
-    return render(request, "web/_link_report.html", _link_report(request, link))
+    return render(request, "web/_link_live.html", _link_live(request, link))
 
 
 @login_required

@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 
 from clicks.calendar import bucket_end, bucket_start, hour_ceil, next_bucket, stats_range
-from clicks.report_queries import Point, ReportTooLarge, Totals, _moved_hours
-from clicks.reports import link_stats
+from clicks.report_queries import Point, ReportTooLarge, Totals, _moved_hours, one_snapshot
+from clicks.reports import link_stats, link_totals
 from clicks.rollups import fold_days
 from links.domains import default_domain
 from links.models import Link
@@ -269,6 +269,26 @@ def test_a_raw_report_that_would_take_too_long_is_refused(link, store, settings)
         cursor.execute("SHOW statement_timeout")
         assert cursor.fetchone()[0] == "0"
     assert stats(link, MIDNIGHT, MIDNIGHT + timedelta(days=1), filters={"browser": "Chrome"}).sample == 1
+
+
+def test_reads_in_one_snapshot_count_the_same_clicks_while_a_batch_commits_between_them(link, store):
+    at, day = MIDNIGHT + timedelta(hours=1), MIDNIGHT + timedelta(days=1)
+    store(click(link, at, "203.0.113.5", CHROME))
+
+    def another_batch():  # from another connection, as the importer commits one
+        try:
+            store(click(link, at, "203.0.113.6", CHROME))
+        finally:
+            connection.close()
+
+    with one_snapshot():
+        totals = link_totals(link_ids=[link.pk])[link.pk]
+        committed = threading.Thread(target=another_batch)
+        committed.start()
+        committed.join()
+        report = stats(link, MIDNIGHT, day)
+    assert (totals.clicks, report.totals.clicks) == (1, 1)
+    assert (link_totals(link_ids=[link.pk])[link.pk].clicks, stats(link, MIDNIGHT, day).totals.clicks) == (2, 2)
 
 
 def test_stats_range_counts_points_per_interval():

@@ -222,14 +222,23 @@ def test_presets_custom_range_and_a_breakdown_filter(page, edge, user):
     expect(page.locator("#total-clicks")).to_have_text("5")
 
 
-def test_a_click_on_the_edge_reaches_the_open_page(page, edge, user):
+def test_a_click_on_the_edge_reaches_the_open_page_its_header_and_its_report_alike(page, edge, user):
     link = make_clicked_link(edge, user, firefox=1, chrome=0)
     page.goto(f"/links/{link.slug}/")
     expect(page.locator("#total-clicks")).to_have_text("1")
+    expect(page.locator("#all-time")).to_have_text("1 click of all time, 1 without bots")
     page.evaluate("() => { window.notReloaded = true; }")
     assert edge.request(f"/{link.slug}", headers={"User-Agent": FIREFOX}).status == 302
-    import_until_counted(link, 2)
-    expect(page.locator("#total-clicks")).to_have_text("2", timeout=10_000)
+    assert edge.request(f"/{link.slug}", headers={"User-Agent": "curl/8.5.0"}).status == 302  # a bot
+    import_until_counted(link, 3)
+    expect(page.locator("#all-time")).to_have_text("3 clicks of all time, 2 without bots", timeout=10_000)
+    # The header and the report below it, read at the same instant: the same clicks.
+    shown = page.evaluate(
+        """() => Object.fromEntries(["all-time-clicks", "all-time-human", "total-clicks", "total-bots"]
+            .map((id) => [id, Number(document.getElementById(id).textContent)]))"""
+    )
+    assert shown["all-time-human"] == shown["total-clicks"] == 2, shown  # bots left out, as the report's default
+    assert shown["all-time-clicks"] == shown["total-clicks"] + shown["total-bots"] == 3, shown
     expect(page.locator("#recent-clicks tbody tr")).to_have_count(2)
     assert page.evaluate("() => window.notReloaded === true")  # updated in place
     # The overview too.
@@ -237,7 +246,7 @@ def test_a_click_on_the_edge_reaches_the_open_page(page, edge, user):
     expect(page.locator("#clicks-today")).to_have_text("2")
     page.evaluate("() => { window.notReloaded = true; }")
     assert edge.request(f"/{link.slug}", headers={"User-Agent": FIREFOX}).status == 302
-    import_until_counted(link, 3)
+    import_until_counted(link, 4)
     expect(page.locator("#clicks-today")).to_have_text("3", timeout=10_000)
     assert page.evaluate("() => window.notReloaded === true")
 

@@ -85,29 +85,30 @@ function buildUtm(form) {
   for (const field of fields) field.addEventListener("change", update);
 }
 
-// Live: the link page asks every few seconds whether its link's clicks
-// changed (a small JSON answer), and only then fetches its report again.
+// Live: the link page and the overview ask every few seconds whether the
+// clicks changed (a small JSON answer), and only then fetch again, in one
+// piece, every part that the clicks change: on the link page its header's
+// all-time count with its report, read together. The piece says which
+// version it shows (data-live-version), so the next tick fetches it again
+// if clicks came in while it was being read.
 // Short polling rather than Server-Sent Events: a sync gunicorn worker would
 // be held by each open page for as long as it stays open (docs/dashboard.md).
 const LIVE_EVERY_MS = 2000;
 
-function followLive(report) {
-  let version = report.dataset.liveVersion;
+function followLive(region) {
+  const shown = () => region.querySelector("[data-live-version]")?.dataset.liveVersion;
   let busy = false;
   const tick = async () => {
     if (busy || document.hidden) return;
     busy = true;
     try {
-      const answer = await fetch(report.dataset.liveUrl, { headers: { Accept: "application/json" } });
+      const answer = await fetch(region.dataset.liveUrl, { headers: { Accept: "application/json" } });
       if (!answer.ok) return;
-      const latest = String((await answer.json()).version);
-      if (latest === version) return;
-      const page = await fetch(report.dataset.reportUrl);
+      if (String((await answer.json()).version) === shown()) return;
+      const page = await fetch(region.dataset.reportUrl);
       if (!page.ok) return;
-      report.innerHTML = await page.text();
-      version = latest;
-      report.dataset.liveVersion = latest;
-      if (window.Chart) drawCharts(report);
+      region.innerHTML = await page.text();
+      if (window.Chart) drawCharts(region);
     } catch (error) {
       // The next tick tries again; the page keeps what it shows.
     } finally {
@@ -206,8 +207,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (linkForm) buildUtm(linkForm);
   if (document.getElementById("links")) arrangeLinkList(document.getElementById("filters"), document.getElementById("bulk"));
   if (window.Chart) drawCharts();
-  const report = document.getElementById("report");
-  if (report && report.dataset.liveUrl) followLive(report);
+  const live = document.querySelector("[data-live-url]");
+  if (live) followLive(live);
   const zoneGuess = document.getElementById("zone-guess");
   if (zoneGuess) guessTimeZone(zoneGuess);
   const job = document.getElementById("source-import-job");
