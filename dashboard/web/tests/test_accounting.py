@@ -186,10 +186,8 @@ def test_orphan_visits_show_their_domain_and_kind_and_filter_by_domain(client, m
     refused = client.get(reverse("web:orphan-visits"), {"domain": "not a host"})
     assert refused.status_code == 200 and refused.context["form"].errors["domain"]
     everywhere = client.get(reverse("web:orphan-visits")).content.decode()
-    assert (
-        '<td data-kind="disabled">disabled</td>' in everywhere and '<td data-kind="expired">expired</td>' in everywhere
-    )
-    assert '<td data-kind="limit">past its visit limit</td>' in everywhere
+    assert 'data-kind="disabled">disabled</td>' in everywhere and 'data-kind="expired">expired</td>' in everywhere
+    assert 'data-kind="limit">past its visit limit</td>' in everywhere
     # One kind alone, on the page and in the API; a kind that is none is refused.
     limited = client.get(reverse("web:orphan-visits"), {"kind": "limit"}).context["found"]
     assert {(path, kind) for _, path, kind, _, _ in limited.by_path} == {(slugs["limit"], "limit")}
