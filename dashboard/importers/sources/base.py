@@ -25,7 +25,15 @@ T = TypeVar("T")
 
 
 class SourceError(Exception):
-    """The source cannot be read: a clear sentence for the person, nothing half done."""
+    """The source cannot be read: a clear sentence for the person, nothing
+    half done. The sentence names a setting as the Import page labels it;
+    `setting` is its name among an import's options (ImportJob.options,
+    the page's fields, the command's flags with dashes), with the `value`
+    that would help, if there is one, for the command to name its flag."""
+
+    def __init__(self, message: str, *, setting: str = "", value: str = ""):
+        super().__init__(message)
+        self.setting, self.value = setting, value
 
 
 @dataclass

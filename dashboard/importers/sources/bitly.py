@@ -81,7 +81,10 @@ class BitlyApiSource(Source):
     def links(self) -> Iterator[SourceLink]:
         group = self.group or self.api.get("/user").get("default_group_guid")
         if not group:
-            raise SourceError("Bitly names no default group for this token: give --group.")
+            raise SourceError(
+                'Bitly names no default group for this token: give the GUID of the group to import ("Bitly group GUID").',
+                setting="group",
+            )
         page = self.api.get(f"/groups/{group}/bitlinks", {"size": PAGE, "archived": "both"})
         while True:
             for item in page.get("links") or []:

@@ -1,5 +1,6 @@
-"""A YOURLS database: a `mysqldump` of its tables (SQL), or its yourls_url
-and yourls_log tables as CSV, in the shapes of YOURLS'
+"""A YOURLS database: a dump of its tables (SQL, as the MySQL or MariaDB it
+runs on writes it: importers/sources/sqldump.py), or its yourls_url and
+yourls_log tables as CSV, in the shapes of YOURLS'
 includes/functions-install.php:
 
     yourls_url (keyword, url, title, timestamp, ip, clicks)
@@ -12,86 +13,21 @@ links and once for the log, so its size is not held in memory."""
 
 import csv
 import io
-import re
 from collections.abc import Callable, Iterator
 from datetime import datetime
 
 from ..files import Opener
 from ..history import Visit
 from .base import Source, SourceError, SourceLink, millis, moment
+from .sqldump import Row, SqlDump, places
 
 URL_COLUMNS = ("keyword", "url", "title", "timestamp", "ip", "clicks")
 LOG_COLUMNS = ("click_id", "click_time", "shorturl", "referrer", "user_agent", "ip_address", "country_code")
 
-# A value of an INSERT's rows: a quoted string (group 1, its escapes left
-# in; the loop unrolled, which the regex engine runs many times faster than
-# an alternation per character) or a bare NULL or number (group 2). What
-# lies between values (parentheses, commas) matches neither and is skipped,
-# so that a line's values come in order and make rows of the table's width.
-_VALUE = re.compile(r"'([^'\\]*(?:(?:\\.|'')[^'\\]*)*)'|(NULL|[-+0-9.eE]+)")
-_ESCAPE = re.compile(r"\\(.)|''", re.S)
-_ESCAPED = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
-_INSERT = re.compile(r"INSERT\s+(?:IGNORE\s+)?INTO\s+`?(\w+)`?\s*(?:\(([^)]*)\))?\s*VALUES\s*", re.I)
-_CREATE = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?`?(\w+)`?\s*\(", re.I)
-_COLUMN = re.compile(r"^\s*`(\w+)`")
-
-
-def _unescape(match: re.Match) -> str:
-    char = match[1]
-    return "'" if char is None else _ESCAPED.get(char, char)
-
-
-Row = tuple[str | None, ...]
-
-
-def _ordered(names: list[str], columns: tuple[str, ...]) -> list[int] | None:
-    """Where each of `columns` is among `names` (-1: absent); None when
-    they are the same, in the same order."""
-    if names == list(columns):
-        return None
-    return [names.index(column) if column in names else -1 for column in columns]
-
 
 def dump_rows(open_dump: Opener, table: str, columns: tuple[str, ...]) -> Iterator[Row]:
-    """The rows of `table` in a mysqldump, each a tuple of `columns` (None
-    for a NULL or a column the table lacks). Which column a value is comes
-    from the INSERT's column list, else from the dump's CREATE TABLE, else
-    `columns`' order."""
-    names = list(columns)
-    creating = False
-    with open_dump() as raw:
-        for data in raw:
-            line = data.decode("utf-8", "replace")
-            if creating:
-                if line.lstrip().startswith(")"):
-                    creating = False
-                elif name := _COLUMN.match(line):
-                    names.append(name[1])
-                continue
-            if (created := _CREATE.match(line)) and created[1] == table:
-                creating, names = True, []
-                continue
-            insert = _INSERT.match(line)
-            if not insert or insert[1] != table:
-                continue
-            given = [name.strip(" `") for name in insert[2].split(",")] if insert[2] else names
-            found = _VALUE.findall(line, insert.end())
-            # A bare NULL is None; most values are quoted strings without an escape, taken as they are.
-            values = [
-                (None if bare == "NULL" else bare)
-                if bare
-                else (quoted if "\\" not in quoted and "''" not in quoted else _ESCAPE.sub(_unescape, quoted))
-                for quoted, bare in found
-            ]
-            width = len(given)
-            if len(values) % width:
-                raise SourceError(f"An INSERT into {table} holds {len(values)} values, not rows of {width}.")
-            rows = zip(*[iter(values)] * width, strict=True)
-            places = _ordered(given, columns)
-            if places is None:
-                yield from rows
-            else:
-                yield from (tuple(row[place] if place >= 0 else None for place in places) for row in rows)
+    """The rows of `table` in a dump (importers/sources/sqldump.py), each a tuple of `columns`."""
+    return SqlDump(open_dump).rows(table, columns)
 
 
 def csv_rows(open_csv: Opener, columns: tuple[str, ...]) -> Iterator[Row]:
@@ -100,17 +36,17 @@ def csv_rows(open_csv: Opener, columns: tuple[str, ...]) -> Iterator[Row]:
     table's own order."""
     with open_csv() as raw:
         reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline=""))
-        places = None
+        where = None
         width = len(columns)
         for number, row in enumerate(reader):
             if number == 0 and columns[0] in [cell.strip().lower() for cell in row]:
                 names = [cell.strip().lower() for cell in row]
-                places, width = _ordered(names, columns), len(names)
+                where, width = places(names, columns), len(names)
                 continue
             if len(row) != width:
                 raise SourceError(f"Line {number + 1} of the CSV has {len(row)} cells, not {width}.")
-            if places is not None:
-                row = [row[place] if place >= 0 else "NULL" for place in places]
+            if where is not None:
+                row = [row[place] if place >= 0 else "NULL" for place in where]
             yield tuple(None if value == "NULL" else value for value in row)
 
 
@@ -127,11 +63,15 @@ class YourlsSource(Source):
         name: str = "",
     ):
         if dump is None and url_csv is None:
-            raise SourceError("YOURLS needs a mysqldump (--sql) or its yourls_url table as CSV (--url-csv).")
+            raise SourceError(
+                "YOURLS needs a dump of its database (SQL), or its yourls_url table as CSV.", setting="sql"
+            )
         self.key = f"yourls {name}".strip()
-        if dump is not None:
-            self._urls = lambda: dump_rows(dump, f"{prefix}url", URL_COLUMNS)
-            self._log = lambda: dump_rows(dump, f"{prefix}log", LOG_COLUMNS)
+        self.prefix = prefix
+        self.dump = SqlDump(dump) if dump is not None else None
+        if self.dump is not None:
+            self._urls = lambda: self.dump.rows(f"{prefix}url", URL_COLUMNS)
+            self._log = lambda: self.dump.rows(f"{prefix}log", LOG_COLUMNS)
         else:
             self._urls = lambda: csv_rows(url_csv, URL_COLUMNS)
             self._log = (lambda: csv_rows(log_csv, LOG_COLUMNS)) if log_csv else (lambda: iter(()))
@@ -149,7 +89,37 @@ class YourlsSource(Source):
                 visits=int(clicks or 0),
             )
         if not found:
-            raise SourceError("The YOURLS data holds no links: is it a dump of yourls_url (see --table-prefix)?")
+            raise self._no_links()
+
+    def _no_links(self) -> SourceError:
+        """What the data holds instead of YOURLS' links, and what to do."""
+        table = f"{self.prefix}url"
+        if self.dump is None:
+            return SourceError(f"The CSV of {table} holds no rows.")
+        tables = list(self.dump.tables)
+        if table.lower() in (name.lower() for name in tables):
+            return SourceError(f"The dump's table {table} holds no rows: is it a dump of the tables' structure only?")
+        if not tables:
+            return SourceError(
+                "The file holds no table (no CREATE TABLE, no INSERT): is it a dump (SQL) of YOURLS' database?"
+            )
+        named = ", ".join(tables[:12]) + (f" and {len(tables) - 12} more" if len(tables) > 12 else "")
+        # YOURLS names its tables PREFIX + url, log and options.
+        prefixes = sorted({name[:-3] for name in tables if name.lower().endswith("url") and len(name) > 3})
+        if len(prefixes) == 1:
+            return SourceError(
+                f"The dump holds no table {table}, but it holds {named}: YOURLS' tables there begin with "
+                f'"{prefixes[0]}". Set "Table prefix" to {prefixes[0]} and import it again.',
+                setting="table_prefix",
+                value=prefixes[0],
+            )
+        if prefixes:
+            return SourceError(
+                f'The dump holds no table {table}, but it holds {named}: set "Table prefix" to the beginning of '
+                f"the names of the YOURLS tables to import ({', '.join(prefixes)}).",
+                setting="table_prefix",
+            )
+        return SourceError(f"The dump holds no table {table}, only {named}: is it a dump of YOURLS' database?")
 
     def visits(self, *, wanted: Callable[[str], bool], skip: int = 0) -> Iterator[tuple[str, Visit]]:
         for click_id, when, keyword, referer, agent, address, country in self._log():

@@ -1,5 +1,5 @@
 """What the importers' tests share: the command run as a person runs it,
-a secret in a file, and a link's all-time clicks."""
+a secret in a file, a link's all-time clicks and its stored clicks."""
 
 from io import StringIO
 from pathlib import Path
@@ -29,3 +29,13 @@ def total_clicks(link: Link) -> int:
         cursor.execute("SELECT clicks FROM link_click_totals WHERE link_id = %s", [link.pk])
         row = cursor.fetchone()
     return row[0] if row else 0
+
+
+def clicks_of(link: Link) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.occurred_at, c.referer, c.referer_host, a.user_agent, c.country, c.is_bot, c.import_id"
+            " FROM clicks c JOIN user_agents a ON a.id = c.user_agent_id WHERE c.link_id = %s ORDER BY 1",
+            [link.pk],
+        )
+        return cursor.fetchall()

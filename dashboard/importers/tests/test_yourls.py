@@ -3,11 +3,12 @@ as mysqldump 8 writes it), and the same tables as CSV, imported with every
 logged click through the click importer's store step."""
 
 import csv
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from clicks import accounting
@@ -21,22 +22,13 @@ from slingshot.redis import get_redis
 from testing.sources import YourlsData, write_yourls_dump
 
 # Stored as the importer stores: each batch commits (its temporary tables empty on COMMIT).
+from .helpers import clicks_of
 from .helpers import import_links as run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DUMP = Path(__file__).parent / "data" / "yourls-1.10.sql"
 UTC = timezone.utc
-
-
-def clicks_of(link: Link) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT c.occurred_at, c.referer, c.referer_host, a.user_agent, c.country, c.is_bot, c.import_id"
-            " FROM clicks c JOIN user_agents a ON a.id = c.user_agent_id WHERE c.link_id = %s ORDER BY 1",
-            [link.pk],
-        )
-        return cursor.fetchall()
 
 
 def totals_of(link: Link) -> tuple[int, int, int]:
@@ -193,3 +185,38 @@ def test_the_command_shows_a_bar_for_each_phase(user, team, capsys):
     bars = capsys.readouterr().err
     assert "links: " in bars and "4 links" in bars
     assert "visits: 100%" in bars and "7/7" in bars  # the log has one more click than YOURLS counted
+
+
+def test_a_dump_whose_tables_have_another_prefix_says_which(user, team, tmp_path):
+    data = YourlsData(links={"wp1": ("https://example.com/wp", "WP", datetime(2025, 1, 1, tzinfo=UTC), 0)})
+    dump = write_yourls_dump(tmp_path / "wp.sql", data, prefix="wp_yourls_")
+
+    with pytest.raises(CommandError) as refused:
+        run("yourls", str(dump), user=user.username, team=str(team.pk))
+
+    assert str(refused.value).endswith(
+        "The dump holds no table yourls_url, but it holds wp_yourls_url, wp_yourls_log: YOURLS' tables there begin "
+        'with "wp_yourls_". Set "Table prefix" to wp_yourls_ and import it again. '
+        "(on the command line: --table-prefix wp_yourls_)"
+    )
+    out = run("yourls", str(dump), user=user.username, team=str(team.pk), table_prefix="wp_yourls_")
+    assert "1 created" in out and Link.objects.filter(team=team, slug="wp1").exists()
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("", "The file holds no table (no CREATE TABLE, no INSERT): is it a dump (SQL) of YOURLS' database?"),
+        (
+            "CREATE TABLE posts (id int);",
+            "The dump holds no table yourls_url, only posts: is it a dump of YOURLS' database?",
+        ),
+        ("CREATE TABLE yourls_url (keyword text);", "The dump's table yourls_url holds no rows"),
+    ],
+)
+def test_a_dump_without_links_says_what_it_holds(user, team, tmp_path, text, said):
+    dump = tmp_path / "dump.sql"
+    dump.write_text(text)
+
+    with pytest.raises(CommandError, match=re.escape(said)):
+        run("yourls", str(dump), user=user.username, team=str(team.pk))

@@ -110,7 +110,7 @@ class Command(BaseCommand):
         try:
             summary = job_run(job, progress=bar, opener=lambda name: path_opener(files.get(name)))
         except (SourceError, PermissionDenied) as exc:
-            raise CommandError(f"import #{job.pk} failed: {exc}") from None
+            raise CommandError(f"import #{job.pk} failed: {exc}{flag_hint(exc)}") from None
         except KeyboardInterrupt:
             job_fail(job, INTERRUPTED)
             raise CommandError(f"import #{job.pk} interrupted: run the command again to go on") from None
@@ -186,6 +186,15 @@ class Command(BaseCommand):
             return getpass.getpass(f"{source} {'access token' if source == 'bitly' else 'API key'}: ").strip()
         flag = "--token" if source == "bitly" else "--api-key"
         raise CommandError(f"{source} needs a secret: set {env}, or give {flag}-file, or {flag} to type it")
+
+
+def flag_hint(exc: Exception) -> str:
+    """The flag of the setting a SourceError names in the Import page's terms (SourceError.setting)."""
+    setting = getattr(exc, "setting", "")
+    if not setting:
+        return ""
+    value = getattr(exc, "value", "")
+    return f" (on the command line: --{setting.replace('_', '-')}{' ' + value if value else ''})"
 
 
 def connection_error(exc: Exception) -> tuple[str, str]:
