@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from queue import Full, Queue
 from typing import TypeVar
 
+from django.db import connections
+
 T = TypeVar("T")
 _END = object()
 
@@ -39,6 +41,10 @@ def ahead(items: Iterator[T], depth: int = 1) -> Iterator[T]:
             queue.put(_END)
         except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)
             queue.put(_Failed(exc))
+        finally:
+            # Reading a file the Import page stored opens this thread's own
+            # session: it ends with the thread, not with the worker.
+            connections.close_all()
 
     thread = threading.Thread(target=fill, name="import-ahead", daemon=True)
     thread.start()

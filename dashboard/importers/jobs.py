@@ -3,7 +3,10 @@ import_links`, which runs its own in the foreground, or by the Import page,
 whose jobs `manage.py run_imports` works in the background.
 
 Whoever runs a job holds a PostgreSQL advisory lock on it for as long as
-its session lives, so that no job runs twice at once. A worker that dies
+its session lives, so that no job runs twice at once; a worker holds its
+team's too, so that a team's background jobs run one at a time, and a
+worker's other threads (run_imports --jobs) run other teams' jobs
+meanwhile: one team's long import never holds another's up. A worker that dies
 (killed, its host gone, its connection lost) lets the lock go with its
 session; the next worker to look takes the job over and goes on from the
 visits its progress says were stored (importers/runner.py). Nothing is
@@ -97,28 +100,48 @@ def job_import_for_real(job: ImportJob) -> ImportJob:
     return job
 
 
-# --- the lock --------------------------------------------------------------------------
+# --- the locks ----------------------------------------------------------------------------
 
 
-def job_lock(job: ImportJob) -> bool:
+def _try_lock(key: str) -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [f"slingshot import job {job.pk}"])
+        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [key])
         return cursor.fetchone()[0]
 
 
-def job_unlock(job: ImportJob) -> None:
+def _unlock(key: str) -> None:
     if connection.connection is None or connection.connection.closed:
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [f"slingshot import job {job.pk}"])
+        cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+
+
+def _team_key(job: ImportJob) -> str:
+    return f"slingshot import team {job.team_id}"
+
+
+def job_lock(job: ImportJob) -> bool:
+    return _try_lock(f"slingshot import job {job.pk}")
+
+
+def job_unlock(job: ImportJob) -> None:
+    """Lets the job go, and its team's lock with a background job's (job_claim)."""
+    _unlock(f"slingshot import job {job.pk}")
+    if job.background:
+        _unlock(_team_key(job))
 
 
 def job_claim() -> ImportJob | None:
     """The oldest background job waiting or left running by a worker that
-    died, locked for this process; None if there is none. A foreground job
-    whose command is gone is marked interrupted on the way."""
+    died, of a team none of whose jobs runs now, locked for this session
+    with its team; None if there is none. A foreground job whose command is
+    gone is marked interrupted on the way."""
     for job in ImportJob.objects.filter(state__in=[State.QUEUED, State.RUNNING]).order_by("id"):
+        if job.background and not _try_lock(_team_key(job)):
+            continue  # the team's other job runs: this one waits for it
         if not job_lock(job):
+            if job.background:
+                _unlock(_team_key(job))
             continue
         job.refresh_from_db()
         if job.background and not job.finished:

@@ -376,6 +376,8 @@ IMPORTERS_PRIVATE_ADDRESSES = env.bool("IMPORTERS_PRIVATE_ADDRESSES", default=Fa
 # seconds one request may take, connect to last byte (slingshot/outbound.py).
 IMPORTERS_MAX_RESPONSE_MB = env.int("IMPORTERS_MAX_RESPONSE_MB", default=32)
 IMPORTERS_REQUEST_TIMEOUT = env.int("IMPORTERS_REQUEST_TIMEOUT", default=60)
+# Imports of different teams one `run_imports` works at once (a team's run one at a time; importers/jobs.py).
+IMPORTERS_WORKER_JOBS = env.int("IMPORTERS_WORKER_JOBS", default=3)
 # Reports under filters (clicks/selectors.py): the breakdowns count the
 # latest this many matching raw clicks, and a statement of the raw clicks
 # is cancelled after this many milliseconds, its report refused.

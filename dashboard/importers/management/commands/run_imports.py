@@ -1,6 +1,9 @@
 import logging
+import threading
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
+from django.db import connections
 
 from importers.jobs import CHANNEL, RETRYABLE, job_claim, job_fail, job_run, job_unlock, jobs_forget_dry_runs
 from importers.sources import SourceError
@@ -11,15 +14,46 @@ log = logging.getLogger(__name__)
 
 class Command(ServiceCommand):
     help = (
-        "Work the imports the Import page queued (importers/jobs.py), one at a time, woken by NOTIFY; "
-        "a job whose worker died is taken over where it got. Several may run at once."
+        "Work the imports the Import page queued (importers/jobs.py), woken by NOTIFY: jobs of different teams "
+        "at once, in threads, a team's one at a time; a job whose worker died is taken over where it got. "
+        "Several may run at once."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--interval", type=float, default=5.0, help="seconds between looks without a NOTIFY")
         parser.add_argument("--once", action="store_true", help="work the jobs waiting now, then return")
+        parser.add_argument(
+            "--jobs",
+            type=int,
+            default=settings.IMPORTERS_WORKER_JOBS,
+            help="jobs (of different teams) worked at once (default IMPORTERS_WORKER_JOBS)",
+        )
 
-    def handle(self, *args, interval, once, **options):
+    def handle(self, *args, interval, once, jobs, **options):
+        """Runs `work` in `jobs` threads, each with connections of its own
+        (so each holds the locks of the job it runs), until told to stop;
+        the first error a thread does not handle stops them all and is raised."""
+        failed: list[BaseException] = []
+
+        def thread() -> None:
+            try:
+                self.work(interval=interval, once=once)
+            except BaseException as exc:
+                failed.append(exc)
+                self.stopping = True
+            finally:
+                connections.close_all()
+
+        threads = [threading.Thread(target=thread, name=f"run_imports-{n}") for n in range(max(1, jobs))]
+        for worker in threads:
+            worker.start()
+        for worker in threads:
+            while worker.is_alive():
+                worker.join(timeout=0.5)  # a short wait, so that this thread takes SIGTERM at once
+        if failed:
+            raise failed[0]
+
+    def work(self, *, interval: float, once: bool) -> None:
         listener, failures = None, 0
         while not self.stopping:
             try:
