@@ -28,46 +28,94 @@ from .forms import posted
 from .teams import current_team
 from .uploads import UploadLimitHandler, limit_uploads
 
-# Which fields each source needs (the others are left aside).
+# Each source's fields, under its heading, in the order the page shows them.
+# Without JavaScript every source's show; with it, only the chosen one's
+# (app.js, showChosenSource), the others left out of what is sent.
+SOURCE_FIELDS = {
+    "shlink": ("shlink_url", "shlink_key"),
+    "yourls": ("sql", "url_csv", "log_csv", "table_prefix", "yourls_name"),
+    "kutt": ("kutt_url", "kutt_key"),
+    "bitly": ("bitly_token", "bitly_group", "bitly_csv"),
+    "csv": ("csv", "csv_name"),
+}
+# What each source needs: all of a set, or one of a tuple (the first says so).
 NEEDS = {
-    "shlink": {"url", "secret"},
-    "kutt": {"url", "secret"},
-    "bitly": set(),  # a token, or a CSV export
-    "yourls": set(),  # a dump, or the url table as CSV
+    "shlink": {"shlink_url", "shlink_key"},
+    "kutt": {"kutt_url", "kutt_key"},
+    "bitly": ("bitly_token", "bitly_csv"),
+    "yourls": ("sql", "url_csv"),
     "csv": {"csv"},
 }
-FILES = ("sql", "url_csv", "log_csv", "csv")
+EITHER = {
+    "bitly": "Give an access token, or the CSV Bitly exports.",
+    "yourls": "Give a dump of its database, or the yourls_url table as CSV.",
+}
+# The job's files (importers/sources/__init__.py source_for) from the page's fields.
+FILES = {"sql": "sql", "url_csv": "url_csv", "log_csv": "log_csv", "csv": "csv", "bitly_csv": "csv"}
 # Imports of a team waiting or running at once: more are refused until one ends.
 UNFINISHED_MAX = 3
 
 
-class SourceImportForm(forms.Form):
-    source = forms.ChoiceField(choices=Source.choices)
-    url = forms.URLField(
-        label="Server address",
-        required=False,
-        assume_scheme="https",
-        help_text="Shlink, Kutt: the server's address. Bitly: leave empty.",
+def _server(source: str) -> tuple[forms.Field, forms.Field]:
+    return (
+        forms.URLField(
+            label="Server address", required=False, assume_scheme="https", help_text=f"The {source} server's address."
+        ),
+        forms.CharField(
+            label="API key",
+            required=False,
+            strip=True,
+            widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
+            help_text="Kept encrypted until the import ends.",
+        ),
     )
-    secret = forms.CharField(
-        label="API key or token",
-        required=False,
-        strip=True,
-        widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
-        help_text="Shlink, Kutt: an API key; Bitly: an access token. Kept encrypted until the import ends.",
-    )
-    group = forms.CharField(label="Bitly group GUID", required=False, help_text="Empty: the token's default group.")
-    sql = forms.FileField(label="YOURLS: mysqldump (SQL)", required=False)
-    url_csv = forms.FileField(label="YOURLS: yourls_url as CSV", required=False)
-    log_csv = forms.FileField(label="YOURLS: yourls_log as CSV", required=False)
-    csv = forms.FileField(label="CSV: Slingshot's links export, or Bitly's", required=False)
-    table_prefix = forms.CharField(label="YOURLS table prefix", initial="yourls_", required=False, max_length=64)
-    source_name = forms.CharField(
+
+
+def _source_name() -> forms.CharField:
+    return forms.CharField(
         label="Name of this source",
         required=False,
         max_length=100,
-        help_text="YOURLS, CSV: tells this data from another of the same kind, imported before.",
+        help_text="Tells this data from another of the same kind, imported before.",
     )
+
+
+class SourceImportForm(forms.Form):
+    source = forms.ChoiceField(choices=Source.choices)
+    shlink_url, shlink_key = _server("Shlink")
+    sql = forms.FileField(
+        label="YOURLS: mysqldump (SQL)",
+        required=False,
+        help_text="A dump of its database as mysqldump, mariadb-dump or phpMyAdmin writes it; gzipped too.",
+    )
+    url_csv = forms.FileField(label="YOURLS: yourls_url as CSV", required=False, help_text="Instead of a dump.")
+    log_csv = forms.FileField(
+        label="YOURLS: yourls_log as CSV", required=False, help_text="With the CSV of yourls_url."
+    )
+    table_prefix = forms.CharField(
+        label="Table prefix",
+        initial="yourls_",
+        required=False,
+        max_length=64,
+        help_text="What YOURLS' table names begin with (YOURLS_DB_PREFIX in its config.php).",
+    )
+    yourls_name = _source_name()
+    kutt_url, kutt_key = _server("Kutt")
+    bitly_token = forms.CharField(
+        label="Access token",
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
+        help_text="Kept encrypted until the import ends.",
+    )
+    bitly_group = forms.CharField(
+        label="Bitly group GUID", required=False, help_text="Empty: the token's default group."
+    )
+    bitly_csv = forms.FileField(
+        label="Bitly: the CSV its Links page exports", required=False, help_text="Instead of a token."
+    )
+    csv = forms.FileField(label="Slingshot's links export (CSV)", required=False)
+    csv_name = _source_name()
     domain = forms.ModelChoiceField(
         queryset=Domain.objects.none(),
         required=False,
@@ -81,31 +129,55 @@ class SourceImportForm(forms.Form):
         self.too_large = too_large
         self.fields["domain"].queryset = domain_list()
         for name in FILES:
-            self.fields[name].help_text = f"Up to {filesizeformat(settings.IMPORTERS_UPLOAD_MAX_BYTES)}."
+            size = f"Up to {filesizeformat(settings.IMPORTERS_UPLOAD_MAX_BYTES)}."
+            self.fields[name].help_text = f"{self.fields[name].help_text} {size}".strip()
 
-    def clean_url(self) -> str:
-        # What the import's requests check again, said beside the field at once.
-        url = self.cleaned_data.get("url") or ""
-        if url:
-            try:
-                check_url(url)
-            except UrlRefused as exc:
-                raise ValidationError(str(exc)) from None
-        return url
+    def sections(self) -> list[tuple[str, str, list]]:
+        """(source, its name, its bound fields) for each source."""
+        return [(source, label, [self[name] for name in SOURCE_FIELDS[source]]) for source, label in Source.choices]
 
     def clean(self):
         data = super().clean()
-        for name in self.too_large:
-            self.add_error(name, f"The file is larger than {filesizeformat(settings.IMPORTERS_UPLOAD_MAX_BYTES)}.")
         source = data.get("source")
-        for name in NEEDS.get(source, ()):
-            if not data.get(name):
-                self.add_error(name, "This source needs it.")
-        if source == "yourls" and not (data.get("sql") or data.get("url_csv")):
-            self.add_error("sql", "Give a mysqldump, or the yourls_url table as CSV.")
-        if source == "bitly" and not (data.get("secret") or data.get("csv")):
-            self.add_error("secret", "Give an access token, or the CSV Bitly exports.")
+        chosen = SOURCE_FIELDS.get(source, ())
+        for other in SOURCE_FIELDS.values():  # another source's fields are not the import's
+            for name in set(other) - set(chosen):
+                self._errors.pop(name, None)
+                data.pop(name, None)
+        for name in self.too_large & set(chosen):
+            self.add_error(name, f"The file is larger than {filesizeformat(settings.IMPORTERS_UPLOAD_MAX_BYTES)}.")
+        url = data.get(f"{source}_url")
+        if url:
+            # What the import's requests check again, said beside the field at once.
+            try:
+                check_url(url)
+            except UrlRefused as exc:
+                self.add_error(f"{source}_url", str(exc))
+        needs = NEEDS.get(source, set())  # no source: its own field says so
+        if isinstance(needs, tuple):
+            if not any(data.get(name) for name in needs):
+                self.add_error(needs[0], EITHER[source])
+        else:
+            for name in sorted(needs, key=chosen.index):
+                if not data.get(name):
+                    self.add_error(name, "This source needs it.")
         return data
+
+    def job_input(self) -> tuple[dict, str, dict]:
+        """The job's options, its secret and its files (importers.jobs.job_create, importers.files.files_store)."""
+        data, source = self.cleaned_data, self.cleaned_data["source"]
+        options = {"public_only": True}  # this server fetches what a person names: not its own network
+        secret = ""
+        if source in ("shlink", "kutt"):
+            options["url"], secret = data[f"{source}_url"], data[f"{source}_key"]
+        elif source == "bitly":
+            options["group"], secret = data["bitly_group"], data["bitly_token"]
+        elif source == "yourls":
+            options["table_prefix"], options["name"] = data["table_prefix"] or "yourls_", data["yourls_name"]
+        elif source == "csv":
+            options["name"] = data["csv_name"]
+        files = {FILES[name]: data[name].chunks() for name in SOURCE_FIELDS[source] if name in FILES and data.get(name)}
+        return options, secret, files
 
 
 @login_required
@@ -118,27 +190,20 @@ def source_import(request, limit: UploadLimitHandler):
     if request.method == "POST" and unfinished >= UNFINISHED_MAX:
         form.add_error(None, f"This team has {unfinished} imports waiting or running: start another once one ends.")
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        source = data["source"]
+        options, secret, files = form.job_input()
         try:
             with transaction.atomic():
                 job = job_create(
                     owner=request.user,
                     team=team,
-                    source=source,
-                    options={
-                        "url": data["url"] or "",
-                        "group": data["group"],
-                        "table_prefix": data["table_prefix"] or "yourls_",
-                        "name": data["source_name"],
-                        "public_only": True,  # this server fetches what a person names: not its own network
-                    },
-                    secret=data["secret"] if "secret" in NEEDS[source] or source == "bitly" else "",
-                    domain=data["domain"],
-                    dry_run=data["dry_run"],
+                    source=form.cleaned_data["source"],
+                    options=options,
+                    secret=secret,
+                    domain=form.cleaned_data["domain"],
+                    dry_run=form.cleaned_data["dry_run"],
                     background=True,
                 )
-                files_store(job, {name: data[name].chunks() for name in FILES if data.get(name)})
+                files_store(job, files)
         except PermissionDenied as exc:
             messages.error(request, str(exc))
         else:

@@ -14,8 +14,11 @@ from .test_browser import SCREENSHOTS, browser  # noqa: F401 (the Chromium fixtu
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def sign_in(browser, live_server, user, viewport: dict | None = None):  # noqa: F811
-    context = browser.new_context(base_url=live_server.url, viewport=viewport or {"width": 1280, "height": 900})
+def sign_in(browser, live_server, user, viewport: dict | None = None, **options):  # noqa: F811
+    """A browser context of its own (Playwright's `options` for it), signed in as `user`; and its tab."""
+    context = browser.new_context(
+        base_url=live_server.url, viewport=viewport or {"width": 1280, "height": 900}, **options
+    )
     context.set_default_timeout(15_000)
     tab = context.new_page()
     tab.goto("/sign-in/")

@@ -1,6 +1,7 @@
 """The Import page: an import from another shortener queued as a background
 job, worked by `manage.py run_imports`, its progress and summary shown."""
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,12 @@ from importers.models import ImportJob
 from links.models import Link
 from testing.factories import make_user
 from testing.listeners import SECRET, InternalService
+from testing.sources import YourlsData, write_yourls_dump
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DUMP = Path(__file__).resolve().parents[2] / "importers" / "tests" / "data" / "yourls-1.10.sql"
+LINK = ("https://example.com/wp", "WP", datetime(2025, 1, 1, tzinfo=timezone.utc), 0)
 
 
 def upload_dump(client, **fields):
@@ -72,7 +75,7 @@ def test_the_key_is_kept_sealed_and_a_source_without_what_it_needs_is_refused(si
 
     signed_in.post(
         reverse("web:source-import"),
-        {"source": "shlink", "url": "http://127.0.0.1:9/", "secret": "very-secret-key", "table_prefix": "yourls_"},
+        {"source": "shlink", "shlink_url": "http://127.0.0.1:9/", "shlink_key": "very-secret-key"},
     )
     job = ImportJob.objects.get(owner=user)
     assert job.secret and b"very-secret-key" not in bytes(job.secret)
@@ -88,7 +91,7 @@ def test_the_key_is_kept_sealed_and_a_source_without_what_it_needs_is_refused(si
     settings.IMPORTERS_PRIVATE_ADDRESSES = True  # allowed: then nothing answers on port 9
     signed_in.post(
         reverse("web:source-import"),
-        {"source": "shlink", "url": "http://127.0.0.1:9/", "secret": "very-secret-key", "table_prefix": "yourls_"},
+        {"source": "shlink", "shlink_url": "http://127.0.0.1:9/", "shlink_key": "very-secret-key"},
     )
     call_command("run_imports", "--once")
     assert "does not answer" in ImportJob.objects.filter(owner=user).first().error
@@ -172,9 +175,7 @@ INTERNAL = [
 
 
 def post_import(client, source: str, url: str):
-    return client.post(
-        reverse("web:source-import"), {"source": source, "url": url, "secret": "key", "table_prefix": "yourls_"}
-    )
+    return client.post(reverse("web:source-import"), {"source": source, f"{source}_url": url, f"{source}_key": "key"})
 
 
 @pytest.mark.parametrize("source", ["shlink", "kutt"])
@@ -211,3 +212,27 @@ def test_an_import_of_this_servers_network_fails_saying_so_and_shows_nothing_of_
 
         assert SECRET[:100] in ImportJob.objects.filter(owner=user).first().error
         assert service.connections() == 1
+
+
+def test_a_dump_that_cannot_be_read_says_where_and_names_no_flag(signed_in, user, tmp_path):
+    """What the page shows is the page's words: a field's label, never a command-line flag."""
+    prefixed = write_yourls_dump(tmp_path / "wp.sql", YourlsData(links={"wp1": LINK}), prefix="wp_yourls_")
+    broken = tmp_path / "broken.sql"
+    broken.write_text(
+        "-- a dump\nINSERT INTO `yourls_url` VALUES\n('a','https://a.example/',NULL,'2025-01-01 00:00:00','::1',0),\n('b');\n"
+    )
+    for dump in (prefixed, broken):
+        upload_dump(signed_in, sql=SimpleUploadedFile(dump.name, dump.read_bytes()))
+
+    call_command("run_imports", "--once")
+
+    errors = [job.error for job in ImportJob.objects.filter(owner=user).order_by("id")]
+    assert 'begin with "wp_yourls_". Set "Table prefix" to wp_yourls_ and import it again.' in errors[0]
+    assert errors[1] == (
+        "Line 4 of the dump could not be read: a row of yourls_url holds 1 value, not one for each of its 6 columns: "
+        "«('b');»."
+    )
+    assert not any("--" in error for error in errors)
+    first = ImportJob.objects.filter(owner=user).order_by("id").first()
+    shown = signed_in.get(reverse("web:source-import-detail", args=[first.pk])).content.decode()
+    assert "Set &quot;Table prefix&quot; to wp_yourls_" in shown and "--table-prefix" not in shown

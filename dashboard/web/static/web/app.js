@@ -1,6 +1,7 @@
 // Slingshot dashboard: copy buttons, Chart.js charts, the CSV import's
-// progress, an import job's, the link form's UTM builder and the focus on a
-// form's errors. Every page works without it except the charts.
+// progress, an import job's, the link form's UTM builder, the Import page's
+// fields of the chosen source and the focus on a form's errors. Every page
+// works without it except the charts.
 "use strict";
 
 document.addEventListener("click", (event) => {
@@ -190,6 +191,22 @@ function arrangeLinkList(filters, bulk) {
   }
 }
 
+// The Import page: only the chosen source's fields show; the others are
+// disabled too, so that what was typed or picked there is not sent. Without
+// this, every source's fields show, each under its source's name.
+function showChosenSource(form) {
+  const choice = form.elements.source;
+  const show = () => {
+    for (const fields of form.querySelectorAll("fieldset[data-source]")) {
+      const chosen = fields.dataset.source === choice.value;
+      fields.hidden = !chosen;
+      fields.disabled = !chosen;
+    }
+  };
+  choice.addEventListener("change", show);
+  show();
+}
+
 // A first visit: the browser's zone becomes the person's until they choose one.
 async function guessTimeZone(form) {
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
@@ -201,6 +218,8 @@ async function guessTimeZone(form) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  const sourceForm = document.getElementById("source-import-form");
+  if (sourceForm) showChosenSource(sourceForm);
   const summary = document.querySelector(".error-summary");
   if (summary) showErrors(summary);
   const linkForm = document.getElementById("link-form");
