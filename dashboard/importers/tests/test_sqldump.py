@@ -56,6 +56,40 @@ def test_mysql_8s_binary_values_as_text(name):
     ]
 
 
+def test_phpmyadmins_export():
+    text = """-- phpMyAdmin SQL Dump
+-- version 5.2.1
+-- Server version: 10.11.6-MariaDB-0+deb12u1
+
+SET SQL_MODE = "NO_AUTO_VALUE_ON_ZERO";
+START TRANSACTION;
+SET time_zone = "+00:00";
+
+-- --------------------------------------------------------
+
+CREATE TABLE `yourls_url` (
+  `keyword` varchar(100) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  `url` text CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  `title` text DEFAULT NULL,
+  `timestamp` timestamp NOT NULL DEFAULT current_timestamp(),
+  `ip` varchar(41) NOT NULL,
+  `clicks` int(10) UNSIGNED NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+INSERT INTO `yourls_url` (`keyword`, `url`, `title`, `timestamp`, `ip`, `clicks`) VALUES
+('ozh', 'https://ozh.org/', 'ozh.org', '2025-03-01 10:00:00', '127.0.0.1', 3),
+('yourls', 'https://yourls.org/', 'YOURLS: Your Own URL Shortener', '2025-03-01 10:00:01', '::1', 0);
+
+ALTER TABLE `yourls_url`
+  ADD PRIMARY KEY (`keyword`);
+COMMIT;
+"""
+    assert rows(text, "yourls_url", URL_COLUMNS) == [
+        ("ozh", "https://ozh.org/", "ozh.org", "2025-03-01 10:00:00", "127.0.0.1", "3"),
+        ("yourls", "https://yourls.org/", "YOURLS: Your Own URL Shortener", "2025-03-01 10:00:01", "::1", "0"),
+    ]
+
+
 def test_every_escape_mysql_reads():
     text = r"INSERT INTO t VALUES ('\0\'\"\b\n\r\t\Z\\\%\_\q''', 'it''s', '');"
     assert rows(text) == [("\0'\"\b\n\r\t\x1a\\\\%\\_q'", "it's", "")]
