@@ -33,7 +33,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("source", choices=Source.values)
-        parser.add_argument("file", nargs="?", help="csv: the links CSV; yourls: the mysqldump (as --sql)")
+        parser.add_argument("file", nargs="?", help="csv: the links CSV; yourls: the dump of its database (as --sql)")
         parser.add_argument("--user", required=True, help="who creates the links: an editor of the team")
         parser.add_argument("--team", help="the team's id or name (default: the user's personal team)")
         parser.add_argument(
@@ -50,7 +50,9 @@ class Command(BaseCommand):
         parser.add_argument("--token", action="store_true", help="bitly: type the access token when asked")
         parser.add_argument("--token-file", help="bitly: a file holding the access token")
         parser.add_argument("--group", default="", help="bitly: the group's GUID (default: the token's default group)")
-        parser.add_argument("--sql", help="yourls: a mysqldump of yourls_url and yourls_log")
+        parser.add_argument(
+            "--sql", help="yourls: a dump of its database (mysqldump, mariadb-dump, phpMyAdmin; gzip, bzip2, xz too)"
+        )
         parser.add_argument("--url-csv", help="yourls: the yourls_url table as CSV")
         parser.add_argument("--log-csv", help="yourls: the yourls_log table as CSV")
         parser.add_argument("--table-prefix", default="yourls_", help="yourls: the tables' prefix (YOURLS_DB_PREFIX)")
