@@ -24,7 +24,7 @@ from pathlib import Path
 import devstack
 from devstack.programs import PORT_DEFAULTS
 from devstack.stack import read_env_file
-from devstack.supervision import all_running, dashboard_answers, supervisor_rpc
+from devstack.supervision import all_running, supervisor_rpc
 
 # What the stack needs from the environment that starts it; the rest (a test
 # run's DATABASE_URL, say) stays out.
@@ -92,7 +92,7 @@ class SupervisedStack:
         self._reader = threading.Thread(target=self._read_terminal, daemon=True)
         self._reader.start()
         wait_until(
-            lambda: self.exited() or (self.all_running() and dashboard_answers(self.ports)),
+            lambda: self.exited() or (self.all_running() and self._dashboard_answers()),
             timeout=timeout,
             what="every program RUNNING and the dashboard answering",
             interval=0.5,
@@ -100,6 +100,16 @@ class SupervisedStack:
         if self.exit_status is not None:
             raise RuntimeError(f"make run exited with {self.exit_status}:\n{self.console()[-3000:]}")
         return self
+
+    def _dashboard_answers(self) -> bool:
+        """Whether a worker of the dashboard has loaded and answers, whatever
+        it says: a checkout older than the health check (the upgrade tests
+        start those too) answers it 404."""
+        try:
+            devstack.wait_for_answer(int(self.ports["DASHBOARD_PORT"]), timeout=2)
+        except TimeoutError:
+            return False
+        return True
 
     def _read_terminal(self) -> None:
         with open(self.console_path, "ab") as out:

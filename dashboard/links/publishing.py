@@ -27,6 +27,7 @@ from typing import Any
 import psycopg
 import redis
 from django.conf import settings
+from django.contrib.auth.hashers import identify_hasher
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, OperationalError, connection, transaction
 from django.urls import reverse
@@ -68,13 +69,23 @@ def legacy_unlock_url() -> str:
 def password_version(encoded: str) -> str | None:
     """The version of a link's password that the edge binds a pass through
     it to (docs/contract.md, "Password checks"); None without a password. An
-    HMAC of the password's hash with a key of the dashboard's: it tells
-    nothing of the password, and each password set is hashed with a salt of
-    its own, so the version changes with every password set, the same one
-    set again too, and a pass taken before no longer serves."""
+    HMAC of the salt of the password's hash with a key of the dashboard's:
+    it tells nothing of the password; each password set is hashed with a
+    salt of its own, so the version changes with every password set, the
+    same one set again too, and a pass taken before no longer serves; and a
+    hash made again at a right password keeps its salt
+    (links.unlocking.rehashed), so the pass that password gave serves on."""
     if not encoded:
         return None
-    return salted_hmac(_PASSWORD_VERSION_SALT, encoded, algorithm="sha256").hexdigest()[:32]
+    return salted_hmac(_PASSWORD_VERSION_SALT, password_salt(encoded), algorithm="sha256").hexdigest()[:32]
+
+
+def password_salt(encoded: str) -> str:
+    """The salt of a password's hash (the whole hash where its hasher keeps none)."""
+    try:
+        return identify_hasher(encoded).decode(encoded)["salt"]
+    except (ValueError, KeyError, TypeError):
+        return encoded
 
 
 def link_payload(link: Link) -> str:

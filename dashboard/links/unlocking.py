@@ -29,13 +29,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher, check_password, identify_hasher, make_password
-from django.db import transaction
+from django.utils.crypto import RANDOM_STRING_CHARS
 
 from slingshot.redis import RedisUnavailable, quick_call
 from slingshot.text import unstorable
 
 from .models import Link
-from .outbox import publish_link
+from .publishing import password_salt
 
 # The longest password a link can have (links.services.link_password).
 PASSWORD_MAX_LENGTH = 128
@@ -164,11 +164,18 @@ def _matches(link_id: int, password: str, encoded: str) -> bool:
         return False
 
     def rehash(raw: str) -> None:
-        # Only if the password is still the one checked; a new hash is a new
-        # version of the password for the edge (publishing.password_version).
-        with transaction.atomic():
-            if Link.objects.filter(pk=link_id, password=encoded).update(password=hash_password(raw)):
-                host, slug = Link.objects.values_list("domain__host", "slug").get(pk=link_id)
-                publish_link(host, slug)
+        # Only if the password is still the one checked. The same salt, so the
+        # same version of the password for the edge (publishing.password_version):
+        # the pass this right password gets still serves, and nothing is published.
+        Link.objects.filter(pk=link_id, password=encoded).update(password=rehashed(raw, encoded))
 
     return check_password(password, encoded, setter=rehash, preferred=HASHER)
+
+
+def rehashed(raw: str, encoded: str) -> str:
+    """`raw`, the password `encoded` hashes, hashed by the link hasher with
+    the salt of `encoded` where it has one that the link hasher can take."""
+    salt = password_salt(encoded)
+    if salt == encoded or not salt or any(char not in RANDOM_STRING_CHARS for char in salt):
+        return hash_password(raw)
+    return HASHER.encode(raw, salt)
