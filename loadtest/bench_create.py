@@ -189,8 +189,8 @@ def profile(count: int) -> None:
         from django.test import Client as DjangoClient
         from django.test.utils import CaptureQueriesContext
 
+        from links.delivery import deliver_outbox
         from links.models import Link
-        from links.publishing import deliver_outbox
 
         client = DjangoClient(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_HOST="127.0.0.1")
         sequence = iter(range(10**9))

@@ -1,11 +1,11 @@
 """Tells an API client whether the link changes its request made were live
-when it answered (links/publishing.py, docs/api.md "Live at once")."""
+when it answered (links/delivery.py, docs/api.md "Live at once")."""
 
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
-from .publishing import delivery
+from .delivery import delivery
 
 HEADER = "Slingshot-Publish"
 

@@ -212,9 +212,9 @@ class Link(models.Model):
 class LinkOutbox(models.Model):
     """A link (a domain's host and a slug) or a domain (its host, and an
     empty slug) whose state must reach Redis, written in the same
-    transaction as the change itself; the publisher delivers rows in id
-    order and deletes them once Redis has taken the change
-    (links/publishing.py)."""
+    transaction as the change itself; the request that made it, or the
+    publisher, delivers rows in id order and deletes them once Redis has
+    taken the change (links/delivery.py)."""
 
     id = models.BigAutoField(primary_key=True)
     host = models.CharField(max_length=253)

@@ -1,21 +1,21 @@
 """Writing a change to the outbox (LinkOutbox), in the caller's transaction:
 the publisher delivers it to Redis once that transaction commits
-(links/publishing.py)."""
+(links/delivery.py)."""
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from .delivery import OUTBOX_CHANNEL, deliver_after_commit
 from .models import LinkOutbox
-from .publishing import OUTBOX_CHANNEL, deliver_after_commit
 
 # The row and its NOTIFY (pg_notify's, which PostgreSQL sends at the commit as
 # it would NOTIFY's) in one statement: one round trip per change, and no
-# insert for the ORM to compile.
-_WRITE = (
-    f"WITH row AS (INSERT INTO {LinkOutbox._meta.db_table} (host, slug, created_at) VALUES (%s, %s, %s) RETURNING id)"
-    f" SELECT pg_notify('{OUTBOX_CHANNEL}', '') FROM row"
-)
+# insert for the ORM to compile. A change the request delivers itself
+# (LINK_PUBLISH_INLINE) wakes no publisher, which would find nothing: the
+# request sends the NOTIFY only if it could not deliver (links/delivery.py).
+_INSERT = f"INSERT INTO {LinkOutbox._meta.db_table} (host, slug, created_at) VALUES (%s, %s, %s)"
+_WRITE = f"WITH row AS ({_INSERT} RETURNING id) SELECT pg_notify('{OUTBOX_CHANNEL}', '') FROM row"
 
 
 def _deliver_once_committed() -> None:
@@ -30,9 +30,10 @@ def _deliver_once_committed() -> None:
 
 
 def _publish(host: str, slug: str) -> None:
+    inline = settings.LINK_PUBLISH_INLINE
     with connection.cursor() as cursor:
-        cursor.execute(_WRITE, [host, slug, timezone.now()])
-    if settings.LINK_PUBLISH_INLINE:
+        cursor.execute(_INSERT if inline else _WRITE, [host, slug, timezone.now()])
+    if inline:
         _deliver_once_committed()
 
 

@@ -1,60 +1,32 @@
-"""Publishing links to Redis in the format docs/contract.md defines.
-
-A change is written to the outbox (LinkOutbox) in the same transaction as the
-change itself, with a NOTIFY. The publisher process (`manage.py
-run_publisher`) wakes on it and runs `deliver_outbox`, which makes Redis
-agree with PostgreSQL for each link and domain in the outbox, in order, and deletes the
-rows only once Redis has taken them; while Redis is down they wait, and
-nothing is lost.
-
-With LINK_PUBLISH_INLINE (the default) the request that made a change also
-delivers it right after its commit, before it answers, waiting up to
-LINK_LIVE_TIMEOUT_MS for a delivery the publisher has under way: once a
-create has answered, the link is in Redis, where every edge finds it. Where
-that cannot be done in time (Redis away), the answer says so
-(`Slingshot-Publish: pending`, links/middleware.py) and the publisher
-delivers the change when Redis is back.
+"""Publishing links to Redis in the format docs/contract.md defines:
+what a link's and a domain's values are, and making Redis agree with
+PostgreSQL about some of them (publish_keys), with one change notification
+each. Changes reach it through the outbox (links/outbox.py,
+links/delivery.py).
 """
 
-import functools
 import json
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
-from contextvars import ContextVar
 from typing import Any
 
-import psycopg
 import redis
 from django.conf import settings
 from django.contrib.auth.hashers import identify_hasher
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, OperationalError, connection, transaction
 from django.urls import reverse
 from django.utils.crypto import salted_hmac
 
 from slingshot.contract import DOMAINS_KEY, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key, robots_key
-from slingshot.redis import RedisUnavailable, get_redis, quick_call
+from slingshot.redis import get_redis
 
 from .fields import PUBLISHED
-from .models import Domain, Link, LinkOutbox
+from .models import Domain, Link
 from .validation import default_host
 
 log = logging.getLogger(__name__)
 
-OUTBOX_BATCH = 500
-OUTBOX_CHANNEL = "slingshot_link_outbox"  # NOTIFY'd by every change
-# One deliverer at a time keeps Redis writes in commit order.
-_DELIVERY_LOCK = 0x51_1D_0B_0C
 _PASSWORD_VERSION_SALT = "slingshot.links.password_version"
-
-# What became of the link changes of the request (or command) running here,
-# delivered after its commit (deliver_after_commit): LIVE, once Redis has
-# every one; PENDING, while some wait in the outbox; None, if it made none
-# or LINK_PUBLISH_INLINE is off.
-LIVE, PENDING = "live", "pending"
-delivery: ContextVar[str | None] = ContextVar("slingshot_link_delivery", default=None)
-_RETRY_PAUSE = 0.05  # seconds between a request's tries while Redis fails it
 
 
 def legacy_unlock_url() -> str:
@@ -147,9 +119,21 @@ def redis_link_key(host: str, slug: str, default: str) -> str:
     return link_key(slug, None if host == default else host)
 
 
-def publish_keys(keys: Iterable[Key], *, client: redis.Redis | None = None) -> int:
+# The links of some slugs, with their domain's host: written once, not
+# compiled by the ORM at every delivery (a request makes one per create).
+_LINKS_BY_SLUG = (
+    f"SELECT l.*, d.host AS domain_host FROM {Link._meta.db_table} l"
+    f" JOIN {Domain._meta.db_table} d ON d.id = l.domain_id WHERE l.slug = ANY(%s)"
+)
+
+
+def publish_keys(
+    keys: Iterable[Key], *, client: redis.Redis | None = None, links: Mapping[Key, Any] | None = None
+) -> int:
     """Makes Redis agree with PostgreSQL about these links and domains
-    (write or delete), with one change notification each, in one MULTI/EXEC."""
+    (write or delete), with one change notification each, in one MULTI/EXEC.
+    `links`: the links of the keys, read already (links/delivery.py), each
+    a Link or what link_payload reads of one; a key it lacks has no link."""
     keys = list(dict.fromkeys(keys))
     if not keys:
         return 0
@@ -158,8 +142,9 @@ def publish_keys(keys: Iterable[Key], *, client: redis.Redis | None = None) -> i
     # every few links created, and compiling a query costs more than running it.
     slugs = {slug for _, slug in keys if slug}
     hosts = {host for host, slug in keys if not slug}
-    found = Link.objects.filter(slug__in=slugs).select_related("domain").order_by() if slugs else ()
-    links = {(link.domain.host, link.slug): link for link in found}
+    if links is None:
+        found = Link.objects.raw(_LINKS_BY_SLUG, [list(slugs)]) if slugs else ()
+        links = {(link.domain_host, link.slug): link for link in found}
     domains = {domain.host: domain for domain in Domain.objects.filter(host__in=hosts).order_by()} if hosts else {}
 
     def fill(pipe) -> None:
@@ -211,85 +196,3 @@ def send_replicated(client: redis.Redis, fill: Callable[[redis.client.Pipeline],
             raise reply
     if wanted > 0 and replies[-1] < wanted:
         raise NotReplicated(f"{replies[-1]} of {wanted} replicas confirmed link changes in time")
-
-
-def _take_delivery_lock(cursor, wait_ms: int) -> bool:
-    """Takes the delivery lock for the transaction: at once or not at all,
-    or waiting up to `wait_ms` for the deliverer that holds it (a lock not
-    had in time raises, psycopg's LockNotAvailable behind OperationalError)."""
-    if not wait_ms:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
-        return cursor.fetchone()[0]
-    # For this transaction only; nothing else in it waits for a lock: the
-    # outbox rows are only ever touched under this one.
-    cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
-    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
-    return True
-
-
-def _lock_not_had(exc: OperationalError) -> bool:
-    return isinstance(exc.__cause__, psycopg.errors.LockNotAvailable)
-
-
-def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = None, wait_ms: int = 0) -> int | None:
-    """Publishes the outbox in id order and empties it. Returns how many rows
-    were delivered, or None if another process was delivering (and, with
-    `wait_ms`, still was that many milliseconds later): when one was and
-    this call got the lock after it, what that one delivered is in Redis.
-    Redis errors propagate; undelivered rows stay for the next attempt."""
-    delivered = 0
-    while True:
-        try:
-            with transaction.atomic():
-                with connection.cursor() as cursor:
-                    if not _take_delivery_lock(cursor, wait_ms):
-                        return None if delivered == 0 else delivered
-                rows = list(LinkOutbox.objects.order_by("id").values_list("id", "host", "slug")[:batch])
-                if not rows:
-                    return delivered
-                publish_keys(((host, slug) for _, host, slug in rows), client=client)
-                LinkOutbox.objects.filter(id__lte=rows[-1][0]).delete()
-                delivered += len(rows)
-        except OperationalError as exc:
-            if not _lock_not_had(exc):
-                raise
-            return None if delivered == 0 else delivered
-        if len(rows) < batch:  # all there was when the call began: a later change comes with a NOTIFY of its own
-            return delivered
-
-
-def _deliver_with(client: redis.Redis, *, wait_ms: int) -> int | None:
-    return deliver_outbox(client=client, wait_ms=wait_ms)
-
-
-def deliver_after_commit() -> None:
-    """Run by transaction.on_commit (links/outbox.py): publishes the outbox
-    now, with the request's quick Redis client and breaker, after the
-    delivery the publisher may have under way, trying again until
-    LINK_LIVE_TIMEOUT_MS have passed. What could not be published stays in
-    the outbox for the publisher, and `delivery` says PENDING; the change
-    itself is committed either way. A PENDING answer comes only once the
-    bound has passed: by then every edge that reads the same Redis has
-    noticed that it cannot (edge/slingshot/linkcache.lua believes no
-    unknown slug then), so none answers the new slug 404."""
-    bound = settings.LINK_LIVE_TIMEOUT_MS / 1000
-    deadline = time.monotonic() + bound
-    while True:
-        left_ms = max(1, int((deadline - time.monotonic()) * 1000))
-        try:
-            delivered = quick_call(
-                functools.partial(_deliver_with, wait_ms=left_ms), what="link publishing", replicated=True
-            )
-        except (RedisUnavailable, DatabaseError) as exc:
-            delivered, failure = None, exc
-        else:
-            failure = f"another delivery held the outbox for more than {bound * 1000:.0f} ms"
-        if delivered is not None:
-            if delivery.get() is None:
-                delivery.set(LIVE)
-            return
-        if time.monotonic() >= deadline:
-            log.warning("link changes wait in the outbox for the publisher: %s", failure)
-            delivery.set(PENDING)
-            return
-        time.sleep(min(_RETRY_PAUSE, max(0.0, deadline - time.monotonic())))

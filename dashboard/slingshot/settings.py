@@ -285,7 +285,7 @@ EDGE_DASHBOARD_SECRET = env.str("EDGE_DASHBOARD_SECRET", default="")
 # Deliver link changes to Redis from the request that made them, after its
 # commit and before it answers, as well as from the publisher process, so
 # that a link is served once its create has answered; trying for at most
-# LINK_LIVE_TIMEOUT_MS (links/publishing.py), then answering that it is
+# LINK_LIVE_TIMEOUT_MS (links/delivery.py), then answering that it is
 # pending. Off: the publisher alone delivers, and a link goes live a moment after.
 LINK_PUBLISH_INLINE = env.bool("LINK_PUBLISH_INLINE", default=True)
 LINK_LIVE_TIMEOUT_MS = env.int("LINK_LIVE_TIMEOUT_MS", default=500)

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from links import checks, imports, publishing, selectors, services
+from links import checks, delivery, imports, selectors, services
 from links.models import Link
 from slingshot.db import reports_db
 from teams import access
@@ -209,7 +209,7 @@ def link_create(request):
             forms.add_service_errors(form, exc)
         else:
             messages.success(request, f"Created {link.short_url}")
-            if publishing.delivery.get() == publishing.PENDING:
+            if delivery.delivery.get() == delivery.PENDING:
                 messages.warning(request, PENDING_MESSAGE)
             return to_detail(link)
     if form.is_bound:

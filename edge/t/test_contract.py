@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from links import rules, slugs, unlocking
+from links.models import Link
 from links.publishing import link_payload
 from slingshot import contract
 from slingshot.contract import link_key
@@ -245,6 +246,29 @@ def test_the_edge_decodes_every_field_the_publisher_writes_and_no_other(owner):
     assert set(decoded["fields"]) == set(published)
     assert len(decoded["fields"]) == len(set(decoded["fields"]))
     assert decoded == {"fields": decoded["fields"], "err": None, "locked": True, "max_visits": 5, "rules": True}
+
+
+def test_the_delivery_writes_what_link_payload_makes_of_the_link_the_orm_reads(owner):
+    """links/delivery.py reads the links it delivers with plain SQL: what it
+    writes to Redis for a link with every option set is what link_payload
+    makes of the same link read through the ORM."""
+    now = timezone.now()
+    link = create(
+        owner,
+        url="https://example.com/every/delivered",
+        redirect_status=301,
+        valid_since=now - timedelta(days=2),
+        expires_at=now + timedelta(days=3),
+        max_visits=7,
+        forward_query=True,
+        crawlable=True,
+        password="delivered password",
+        rules=[{"url": "https://example.com/de", "conditions": [{"type": "language", "value": "de"}]}],
+        split=[{"url": "https://example.com/x", "weight": 3}, {"url": "https://example.com/y", "weight": 1}],
+    )
+    written = get_redis().get(link_key(link.slug))
+    assert written is not None
+    assert json.loads(written) == json.loads(link_payload(Link.objects.get(pk=link.pk)))
 
 
 def test_the_rule_limits_of_the_dashboard_and_the_edge_are_the_same():

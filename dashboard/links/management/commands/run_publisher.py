@@ -5,8 +5,8 @@ import redis
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from links.delivery import OUTBOX_CHANNEL, deliver_outbox
 from links.metrics import PublisherMetrics
-from links.publishing import OUTBOX_CHANNEL, deliver_outbox
 from slingshot.commands import ServiceCommand
 from slingshot.metrics import add_metrics_arguments, serve_metrics
 

@@ -7,9 +7,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
+from links.delivery import deliver_outbox
 from links.fields import LinkFields
 from links.models import Link
-from links.publishing import deliver_outbox
 from links.services import link_create
 from tokens.models import ApiToken
 from tokens.services import token_create, token_revoke

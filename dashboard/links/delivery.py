@@ -1,0 +1,196 @@
+"""Delivering the outbox: every link change reaches Redis this way.
+
+A change is written to the outbox (links/outbox.py) in the same transaction
+as the change itself. `deliver_outbox` makes Redis agree with PostgreSQL
+for each link and domain in the outbox, in id order, one deliverer at a
+time (an advisory lock), and deletes the rows only once Redis has taken
+them: while Redis is down they wait, and nothing is lost. The publisher
+process (`manage.py run_publisher`) runs it when woken by a NOTIFY, and
+polls.
+
+With LINK_PUBLISH_INLINE (the default) the request that made a change
+delivers it itself right after its commit, before it answers
+(deliver_after_commit): once a create has answered, the link is in Redis,
+where every edge finds it. It waits for a delivery the publisher has under
+way, and tries again while Redis fails it, for up to LINK_LIVE_TIMEOUT_MS;
+then its answer says the change is pending (`Slingshot-Publish`,
+links/middleware.py) and it wakes the publisher, which delivers the change
+once Redis is back.
+"""
+
+import functools
+import logging
+import time
+from contextvars import ContextVar
+from types import SimpleNamespace
+
+import psycopg
+import redis
+from django.conf import settings
+from django.db import DatabaseError, OperationalError, connection, transaction
+
+from slingshot.redis import RedisUnavailable, quick_call
+
+from .fields import PUBLISHED
+from .models import Domain, Link, LinkOutbox
+from .publishing import publish_keys
+
+log = logging.getLogger(__name__)
+
+OUTBOX_BATCH = 500
+OUTBOX_CHANNEL = "slingshot_link_outbox"  # NOTIFY'd by a change the request does not deliver itself
+# One deliverer at a time keeps Redis writes in commit order.
+_DELIVERY_LOCK = 0x51_1D_0B_0C
+
+# What became of the link changes of the request (or command) running here,
+# delivered after its commit (deliver_after_commit): LIVE, once Redis has
+# every one; PENDING, while some wait in the outbox; None, if it made none
+# or LINK_PUBLISH_INLINE is off.
+LIVE, PENDING = "live", "pending"
+delivery: ContextVar[str | None] = ContextVar("slingshot_link_delivery", default=None)
+_RETRY_PAUSE = 0.05  # seconds between a request's tries while Redis fails it
+
+
+@functools.cache
+def _read_links():
+    """The statement that takes the oldest rows of the outbox, and the links
+    they name, in one round trip; and how to make a link of its columns.
+
+    It takes the delivery lock if no one holds it (a transaction that holds
+    it already takes it again), and only then deletes the rows, returning
+    them with each one's link as link_payload reads it: the transaction is
+    rolled back, and the rows kept, if Redis then fails. The first column
+    says whether the lock was had; a row with no outbox id: nothing to
+    deliver. Made at first use: a column's converter asks the connection."""
+    fields = [Link._meta.get_field(option.name) for option in PUBLISHED]
+    converters = [field.get_db_converters(connection) for field in fields]
+    columns = ", ".join(f"l.{field.column}" for field in fields)
+    outbox, links, domains = LinkOutbox._meta.db_table, Link._meta.db_table, Domain._meta.db_table
+    sql = (
+        f"WITH lock AS (SELECT pg_try_advisory_xact_lock({_DELIVERY_LOCK}) AS held),"
+        f" taken AS (DELETE FROM {outbox} WHERE id IN"
+        f" (SELECT id FROM {outbox} WHERE (SELECT held FROM lock) ORDER BY id LIMIT %s)"
+        f" RETURNING id, host, slug)"
+        f" SELECT (SELECT held FROM lock), t.id, t.host, t.slug, l.id, {columns}"
+        f" FROM (SELECT 1) one LEFT JOIN taken t ON true"
+        f" LEFT JOIN {domains} d ON d.host = t.host AND t.slug <> ''"
+        f" LEFT JOIN {links} l ON l.domain_id = d.id AND l.slug = t.slug"
+        f" ORDER BY t.id"
+    )
+
+    def link(slug: str, link_id: int, values: tuple) -> SimpleNamespace:
+        made = SimpleNamespace(pk=link_id, slug=slug)
+        for field, value, convert in zip(fields, values, converters, strict=True):
+            for converter in convert:
+                value = converter(value, field, connection)
+            setattr(made, field.name, value)
+        return made
+
+    return sql, link
+
+
+def _take(cursor, batch: int, wait_ms: int) -> tuple[list, dict] | None:
+    """The oldest `batch` rows of the outbox, deleted, as keys in id order,
+    and their links; None when another deliverer holds the lock (and, with
+    `wait_ms`, still held it that many milliseconds later: a lock not had
+    in time raises, psycopg's LockNotAvailable behind OperationalError)."""
+    sql, link = _read_links()
+    cursor.execute(sql, [batch])
+    rows = cursor.fetchall()
+    if not rows[0][0]:
+        if not wait_ms:
+            return None
+        # For this transaction only; nothing else in it waits for a lock: the
+        # outbox rows are only ever touched under this one.
+        cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
+        cursor.execute(sql, [batch])
+        rows = cursor.fetchall()
+    keys, links = [], {}
+    for _, row_id, host, slug, link_id, *values in rows:
+        if row_id is None:
+            continue
+        keys.append((host, slug))
+        if link_id is not None:
+            links[host, slug] = link(slug, link_id, values)
+    return keys, links
+
+
+def _lock_not_had(exc: OperationalError) -> bool:
+    return isinstance(exc.__cause__, psycopg.errors.LockNotAvailable)
+
+
+def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = None, wait_ms: int = 0) -> int | None:
+    """Publishes the outbox in id order and empties it. Returns how many rows
+    were delivered, or None if another process was delivering (and, with
+    `wait_ms`, still was that many milliseconds later): when one was and
+    this call got the lock after it, what that one delivered is in Redis.
+    Redis errors propagate; undelivered rows stay for the next attempt.
+    Three round trips to PostgreSQL and one to Redis: a request runs this
+    for each link it creates."""
+    delivered = 0
+    while True:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                taken = _take(cursor, batch, wait_ms)
+                if taken is None:
+                    return None if delivered == 0 else delivered
+                keys, links = taken
+                if not keys:
+                    return delivered
+                publish_keys(keys, client=client, links=links)
+                delivered += len(keys)
+        except OperationalError as exc:
+            if not _lock_not_had(exc):
+                raise
+            return None if delivered == 0 else delivered
+        if len(keys) < batch:  # all there was when the call began: a later change comes with a NOTIFY of its own
+            return delivered
+
+
+def _wake_publisher() -> None:
+    """The NOTIFY a change delivered inline did not send (links/outbox.py):
+    the publisher takes over what the request could not deliver."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, '')", [OUTBOX_CHANNEL])
+    except DatabaseError as exc:
+        log.warning("the publisher's poll finds them: %s", exc)
+
+
+def _deliver_with(client: redis.Redis, *, wait_ms: int) -> int | None:
+    return deliver_outbox(client=client, wait_ms=wait_ms)
+
+
+def deliver_after_commit() -> None:
+    """Run by transaction.on_commit (links/outbox.py): publishes the outbox
+    now, with the request's quick Redis client and breaker, after the
+    delivery the publisher may have under way, trying again until
+    LINK_LIVE_TIMEOUT_MS have passed. What could not be published stays in
+    the outbox for the publisher, and `delivery` says PENDING; the change
+    itself is committed either way. A PENDING answer comes only once the
+    bound has passed: by then every edge that reads the same Redis has
+    noticed that it cannot (edge/slingshot/linkcache.lua believes no
+    unknown slug then), so none answers the new slug 404."""
+    bound = settings.LINK_LIVE_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + bound
+    while True:
+        left_ms = max(1, int((deadline - time.monotonic()) * 1000))
+        try:
+            delivered = quick_call(
+                functools.partial(_deliver_with, wait_ms=left_ms), what="link publishing", replicated=True
+            )
+        except (RedisUnavailable, DatabaseError) as exc:
+            delivered, failure = None, exc
+        else:
+            failure = f"another delivery held the outbox for more than {bound * 1000:.0f} ms"
+        if delivered is not None:
+            if delivery.get() is None:
+                delivery.set(LIVE)
+            return
+        if time.monotonic() >= deadline:
+            log.warning("link changes wait in the outbox for the publisher: %s", failure)
+            delivery.set(PENDING)
+            _wake_publisher()
+            return
+        time.sleep(min(_RETRY_PAUSE, max(0.0, deadline - time.monotonic())))
