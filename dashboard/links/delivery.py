@@ -49,6 +49,7 @@ _DELIVERY_LOCK = 0x51_1D_0B_0C
 LIVE, PENDING = "live", "pending"
 delivery: ContextVar[str | None] = ContextVar("slingshot_link_delivery", default=None)
 _RETRY_PAUSE = 0.05  # seconds between a request's tries while Redis fails it
+_WAIT_PAUSE = 0.002  # seconds between a request's looks at its rows while another delivers them
 
 
 @functools.cache
@@ -61,13 +62,17 @@ def _read_links():
     them with each one's link as link_payload reads it: the transaction is
     rolled back, and the rows kept, if Redis then fails. The first column
     says whether the lock was had; a row with no outbox id: nothing to
-    deliver. Made at first use: a column's converter asks the connection."""
+    deliver. The transaction's commit does not wait for the disk: a
+    deletion PostgreSQL loses in a crash only has those rows delivered
+    again, which changes nothing. Made at first use: a column's converter
+    asks the connection."""
     fields = [Link._meta.get_field(option.name) for option in PUBLISHED]
     converters = [field.get_db_converters(connection) for field in fields]
     columns = ", ".join(f"l.{field.column}" for field in fields)
     outbox, links, domains = LinkOutbox._meta.db_table, Link._meta.db_table, Domain._meta.db_table
     sql = (
-        f"WITH lock AS (SELECT pg_try_advisory_xact_lock({_DELIVERY_LOCK}) AS held),"
+        f"WITH lock AS (SELECT pg_try_advisory_xact_lock({_DELIVERY_LOCK}) AS held,"
+        f" set_config('synchronous_commit', 'off', true)),"
         f" taken AS (DELETE FROM {outbox} WHERE id IN"
         f" (SELECT id FROM {outbox} WHERE (SELECT held FROM lock) ORDER BY id LIMIT %s)"
         f" RETURNING id, host, slug)"
@@ -89,14 +94,24 @@ def _read_links():
     return sql, link
 
 
+def _prepared(sql: str, params: list) -> list[tuple]:
+    """Runs `sql` as a statement PostgreSQL keeps planned for the
+    connection: a request runs this one for each link it creates, and its
+    planning cost PostgreSQL more than the rest of it."""
+    connection.ensure_connection()
+    # In a pipeline, the transaction's BEGIN goes in the same round trip.
+    with connection.connection.pipeline(), psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params, prepare=True)
+        return cursor.fetchall()
+
+
 def _take(cursor, batch: int, wait_ms: int) -> tuple[list, dict] | None:
     """The oldest `batch` rows of the outbox, deleted, as keys in id order,
     and their links; None when another deliverer holds the lock (and, with
     `wait_ms`, still held it that many milliseconds later: a lock not had
     in time raises, psycopg's LockNotAvailable behind OperationalError)."""
     sql, link = _read_links()
-    cursor.execute(sql, [batch])
-    rows = cursor.fetchall()
+    rows = _prepared(sql, [batch])
     if not rows[0][0]:
         if not wait_ms:
             return None
@@ -104,8 +119,7 @@ def _take(cursor, batch: int, wait_ms: int) -> tuple[list, dict] | None:
         # outbox rows are only ever touched under this one.
         cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
-        cursor.execute(sql, [batch])
-        rows = cursor.fetchall()
+        rows = _prepared(sql, [batch])
     keys, links = [], {}
     for _, row_id, host, slug, link_id, *values in rows:
         if row_id is None:
@@ -158,33 +172,48 @@ def _wake_publisher() -> None:
         log.warning("the publisher's poll finds them: %s", exc)
 
 
-def _deliver_with(client: redis.Redis, *, wait_ms: int) -> int | None:
-    return deliver_outbox(client=client, wait_ms=wait_ms)
+_STILL_WAITING = f"SELECT EXISTS (SELECT 1 FROM {LinkOutbox._meta.db_table} WHERE id = ANY(%s))"
 
 
-def deliver_after_commit() -> None:
-    """Run by transaction.on_commit (links/outbox.py): publishes the outbox
-    now, with the request's quick Redis client and breaker, after the
-    delivery the publisher may have under way, trying again until
-    LINK_LIVE_TIMEOUT_MS have passed. What could not be published stays in
-    the outbox for the publisher, and `delivery` says PENDING; the change
-    itself is committed either way. A PENDING answer comes only once the
-    bound has passed: by then every edge that reads the same Redis has
-    noticed that it cannot (edge/slingshot/linkcache.lua believes no
+def _deliver_own(client: redis.Redis, *, rows: list[int], until: float) -> bool:
+    """Delivers the outbox, or, while another deliverer holds it, waits
+    for that one to take `rows` (deleted: they are in Redis) or to end,
+    until the monotonic time `until`; whether `rows` were delivered.
+    Polling its own rows costs a request a query every few milliseconds
+    where waiting in line for the lock would cost it a delivery more."""
+    while True:
+        if deliver_outbox(client=client) is not None:
+            return True  # it had the lock: everything committed before it, `rows` too, is in Redis
+        if not _prepared(_STILL_WAITING, [rows])[0][0]:
+            return True
+        if time.monotonic() >= until:
+            return False
+        time.sleep(_WAIT_PAUSE)
+
+
+def deliver_after_commit(rows: list[int]) -> None:
+    """Run by transaction.on_commit (links/outbox.py) with the outbox rows
+    the transaction wrote: publishes the outbox now, with the request's
+    quick Redis client and breaker, or waits for the delivery another
+    process has under way to take them, trying again while Redis fails it,
+    until LINK_LIVE_TIMEOUT_MS have passed. What could not be published
+    stays in the outbox for the publisher, and `delivery` says PENDING; the
+    change itself is committed either way. A PENDING answer comes only
+    once the bound has passed: by then every edge that reads the same Redis
+    has noticed that it cannot (edge/slingshot/linkcache.lua believes no
     unknown slug then), so none answers the new slug 404."""
     bound = settings.LINK_LIVE_TIMEOUT_MS / 1000
     deadline = time.monotonic() + bound
     while True:
-        left_ms = max(1, int((deadline - time.monotonic()) * 1000))
         try:
-            delivered = quick_call(
-                functools.partial(_deliver_with, wait_ms=left_ms), what="link publishing", replicated=True
+            live = quick_call(
+                functools.partial(_deliver_own, rows=rows, until=deadline), what="link publishing", replicated=True
             )
         except (RedisUnavailable, DatabaseError) as exc:
-            delivered, failure = None, exc
+            live, failure = False, exc
         else:
             failure = f"another delivery held the outbox for more than {bound * 1000:.0f} ms"
-        if delivered is not None:
+        if live:
             if delivery.get() is None:
                 delivery.set(LIVE)
             return
