@@ -102,14 +102,15 @@ class SupervisedStack:
         return self
 
     def _dashboard_answers(self) -> bool:
-        """Whether a worker of the dashboard has loaded and answers, whatever
-        it says: a checkout older than the health check (the upgrade tests
-        start those too) answers it 404."""
+        """Whether a worker of the dashboard has loaded and answers its
+        health check: 200, or 404 from a checkout older than the check (the
+        upgrade tests start those too); not the front's 502 to 504 while
+        gunicorn is not up, nor a 503 of PostgreSQL or Redis not answering."""
         try:
-            devstack.wait_for_answer(int(self.ports["DASHBOARD_PORT"]), timeout=2)
+            status = devstack.wait_for_answer(int(self.ports["DASHBOARD_PORT"]), timeout=2)
         except TimeoutError:
             return False
-        return True
+        return status not in (502, 503, 504)
 
     def _read_terminal(self) -> None:
         with open(self.console_path, "ab") as out:
