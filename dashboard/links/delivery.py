@@ -49,7 +49,6 @@ _DELIVERY_LOCK = 0x51_1D_0B_0C
 LIVE, PENDING = "live", "pending"
 delivery: ContextVar[str | None] = ContextVar("slingshot_link_delivery", default=None)
 _RETRY_PAUSE = 0.05  # seconds between a request's tries while Redis fails it
-_WAIT_PAUSE = 0.002  # seconds between a request's looks at its rows while another delivers them
 
 
 @functools.cache
@@ -176,19 +175,16 @@ _STILL_WAITING = f"SELECT EXISTS (SELECT 1 FROM {LinkOutbox._meta.db_table} WHER
 
 
 def _deliver_own(client: redis.Redis, *, rows: list[int], until: float) -> bool:
-    """Delivers the outbox, or, while another deliverer holds it, waits
-    for that one to take `rows` (deleted: they are in Redis) or to end,
-    until the monotonic time `until`; whether `rows` were delivered.
-    Polling its own rows costs a request a query every few milliseconds
-    where waiting in line for the lock would cost it a delivery more."""
-    while True:
-        if deliver_outbox(client=client) is not None:
-            return True  # it had the lock: everything committed before it, `rows` too, is in Redis
-        if not _prepared(_STILL_WAITING, [rows])[0][0]:
-            return True
-        if time.monotonic() >= until:
-            return False
-        time.sleep(_WAIT_PAUSE)
+    """Delivers the outbox, waiting in line for the delivery lock until the
+    monotonic time `until`; whether `rows` were delivered. Had after
+    another deliverer, the lock finds `rows` delivered already, or
+    delivers them with whatever came since. Waiting in line costs no CPU
+    while it lasts, where looking for its rows again and again would cost
+    a query a look, and the more looks the busier the machine."""
+    wait_ms = max(1, round((until - time.monotonic()) * 1000))
+    if deliver_outbox(client=client, wait_ms=wait_ms) is not None:
+        return True  # it had the lock: everything committed before it, `rows` too, is in Redis
+    return not _prepared(_STILL_WAITING, [rows])[0][0]
 
 
 def deliver_after_commit(rows: list[int]) -> None:
