@@ -2,7 +2,7 @@
 `--config dashboard/gunicorn.conf.py` (docker-compose.yml's dashboard does).
 
 Only the two hooks prometheus_client's multiprocess mode needs when
-PROMETHEUS_MULTIPROC_DIR is set (settings.py): the folder is emptied of the
+PROMETHEUS_MULTIPROC_DIR is set (slingshot/settings/metrics.py): the folder is emptied of the
 counts of an earlier run when gunicorn starts, and a worker that exits has
 its live gauges removed (the dashboard has none today; its counters and
 histograms keep the counts of workers gone, as they must).

@@ -117,8 +117,8 @@ def test_no_secret_has_a_default():
 
 
 def _settings_names() -> tuple[set[str], set[str]]:
-    """Names settings.py reads from the environment, and those without a default."""
-    text = (REPO / "dashboard/slingshot/settings.py").read_text()
+    """Names the settings read from the environment, and those without a default."""
+    text = "\n".join(path.read_text() for path in sorted((REPO / "dashboard/slingshot/settings").glob("*.py")))
     calls = re.findall(r'env(?:\.\w+)?\(\s*"(\w+)"([^)]*)\)', text)
     return {name for name, _ in calls}, {name for name, rest in calls if "default" not in rest}
 

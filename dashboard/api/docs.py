@@ -1,6 +1,6 @@
 """The API's interactive docs, Swagger UI and Redoc, from the local copies
 in drf-spectacular-sidecar, under the dashboard's Content-Security-Policy
-(settings.py, CONTENT_SECURITY_POLICY).
+(slingshot/settings/security.py, CONTENT_SECURITY_POLICY).
 
 Swagger UI fits it as it is: SpectacularSwaggerSplitView serves the script
 that starts it from a URL of its own (`?script`) rather than inline, and

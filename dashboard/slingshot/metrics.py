@@ -3,7 +3,7 @@
 (import_clicks, run_publisher) serve their own.
 
 The dashboard's counts are kept per process; under gunicorn with
-PROMETHEUS_MULTIPROC_DIR set (settings.py), every worker writes them to that
+PROMETHEUS_MULTIPROC_DIR set (settings/metrics.py), every worker writes them to that
 folder and a scrape adds them all up. The latency of a streamed response
 (the links' CSV export) is the time to its first byte.
 """

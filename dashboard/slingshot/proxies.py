@@ -6,7 +6,7 @@ X-Forwarded-For is ignored, since anyone can send one. Behind N proxies, each
 of which appends the address it was connected from, the client is the Nth
 address from the right of X-Forwarded-For: everything left of it was sent by
 the client and proves nothing. This is Django REST framework's rule with
-NUM_PROXIES (settings.py sets it from the same variable), so sign-in
+NUM_PROXIES (settings/api.py sets it from the same variable), so sign-in
 throttling (django-axes), the API's per-address throttle and the /metrics
 allow-list all see the same address.
 """

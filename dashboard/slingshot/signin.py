@@ -1,4 +1,4 @@
-"""Sign-in throttling with django-axes (settings.py, "Sign-in throttling").
+"""Sign-in throttling with django-axes (settings/security.py, "Sign-in throttling").
 
 Every password check goes through django.contrib.auth.authenticate, and
 axes' backend refuses it, before the password is even looked at, for a

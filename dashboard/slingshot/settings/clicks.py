@@ -1,0 +1,50 @@
+"""Clicks: the importer that moves them from Redis into PostgreSQL
+(clicks/, docs/rollups.md), the Redis servers it reads them from, and the
+reports and accounting over them."""
+
+import re
+
+from django.core.exceptions import ImproperlyConfigured
+
+from slingshot.release import REPO_DIR
+
+from .environment import env
+
+
+def _click_stores(raw: str) -> dict[str, str]:
+    stores = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        name, _, url = item.partition("=")
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,39}", name) or name == "primary" or name in stores:
+            raise ImproperlyConfigured(f"CLICK_STORES: {name!r} is not a new store name ([a-z0-9_-], not 'primary')")
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ImproperlyConfigured(f"CLICK_STORES: the store {name!r} needs a redis:// URL")
+        stores[name] = url
+    return stores
+
+
+# Redis servers the edges write clicks to besides the primary, each read by
+# `import_clicks --store NAME`: "edge1=redis://:PASSWORD@10.0.0.5:6379/0,...".
+CLICK_STORES = _click_stores(env.str("CLICK_STORES", default=""))
+
+CLICK_IP_PRIVACY = env.str("CLICK_IP_PRIVACY", default="anonymise")  # anonymise | full | none
+CLICK_ENRICH = env.bool("CLICK_ENRICH", default=True)
+# The country database (MaxMind DB format) the importer and the edge's
+# country rules share; data/geo/package.json names the one bin/setup installs.
+GEOIP_COUNTRY_DB = env.str("GEOIP_COUNTRY_DB", default=str(REPO_DIR / "data" / "geo" / "country.mmdb"))
+CLICK_IMPORT_BATCH_ENTRIES = env.int("CLICK_IMPORT_BATCH_ENTRIES", default=3000)
+CLICK_IMPORT_CLAIM_IDLE_MS = env.int("CLICK_IMPORT_CLAIM_IDLE_MS", default=60_000)
+CLICK_IMPORT_LINGER_MS = env.int("CLICK_IMPORT_LINGER_MS", default=250)
+CLICK_IMPORT_LOG_INTERVAL = env.float("CLICK_IMPORT_LOG_INTERVAL", default=10.0)
+CLICK_PARTITIONS_AHEAD = env.int("CLICK_PARTITIONS_AHEAD", default=3)
+CLICK_RETENTION_MONTHS = env.int("CLICK_RETENTION_MONTHS", default=0)  # 0: keep raw clicks forever
+
+# Reports under filters (clicks/selectors.py): the breakdowns count the
+# latest this many matching raw clicks, and a statement of the raw clicks
+# is cancelled after this many milliseconds, its report refused.
+REPORT_FILTER_SAMPLE = env.int("REPORT_FILTER_SAMPLE", default=50_000)
+REPORT_RAW_TIMEOUT_MS = env.int("REPORT_RAW_TIMEOUT_MS", default=3000)
+# Every click accounted for (clicks/accounting.py): how long after an hour
+# ends a difference between the clicks the edges served and those stored is
+# still waiting for the importer, before the overview flags it.
+ACCOUNTING_GRACE_MINUTES = env.int("ACCOUNTING_GRACE_MINUTES", default=15)

@@ -1,0 +1,38 @@
+"""Links: where the edge serves them and people reach the dashboard, what a
+link may be, how its password is checked, and how its changes reach Redis."""
+
+from .environment import env
+
+# Where short links are served; used for short URLs and to refuse targets
+# that would loop back to the edge.
+EDGE_BASE_URL = env.str("EDGE_BASE_URL", default="http://127.0.0.1:{}".format(env.int("EDGE_PORT", default=8080)))
+
+# Where people reach the dashboard. Edges older than password pages of their
+# own send the visitors of a link with a password here (links.publishing).
+DASHBOARD_BASE_URL = env.str(
+    "DASHBOARD_BASE_URL", default="http://127.0.0.1:{}".format(env.int("DASHBOARD_PORT", default=8000))
+)
+
+LINK_URL_MAX_LENGTH = env.int("LINK_URL_MAX_LENGTH", default=2048)
+LINK_SLUG_LENGTH = env.int("LINK_SLUG_LENGTH", default=7)
+# Targets on these domains (and their subdomains) are refused, e.g. "evil.example,spam.example".
+LINK_DOMAIN_BLOCKLIST = env.list("LINK_DOMAIN_BLOCKLIST", default=[])
+# Wrong passwords of a link from one address before that address is locked
+# out of that link, from all addresses before the link is locked for
+# everyone, and for how long after the last one (links/unlocking.py).
+LINK_UNLOCK_FAILURE_LIMIT = env.int("LINK_UNLOCK_FAILURE_LIMIT", default=5)
+LINK_UNLOCK_LINK_FAILURE_LIMIT = env.int("LINK_UNLOCK_LINK_FAILURE_LIMIT", default=30)
+LINK_UNLOCK_COOLOFF_MINUTES = env.int("LINK_UNLOCK_COOLOFF_MINUTES", default=15)
+# Link password checks per second, all visitors and workers together (each
+# about 5 ms of CPU): more wait a second, so guesses cannot starve the dashboard.
+LINK_UNLOCK_CHECKS_PER_SECOND = env.int("LINK_UNLOCK_CHECKS_PER_SECOND", default=50)
+# What the edges show to ask the dashboard whether a link's password is right
+# (web/edge_calls.py); empty: nobody is let through a password.
+EDGE_DASHBOARD_SECRET = env.str("EDGE_DASHBOARD_SECRET", default="")
+# Deliver link changes to Redis from the request that made them, after its
+# commit and before it answers, as well as from the publisher process, so
+# that a link is served once its create has answered; trying for at most
+# LINK_LIVE_TIMEOUT_MS (links/delivery.py), then answering that it is
+# pending. Off: the publisher alone delivers, and a link goes live a moment after.
+LINK_PUBLISH_INLINE = env.bool("LINK_PUBLISH_INLINE", default=True)
+LINK_LIVE_TIMEOUT_MS = env.int("LINK_LIVE_TIMEOUT_MS", default=500)

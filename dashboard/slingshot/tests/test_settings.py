@@ -1,0 +1,64 @@
+"""The settings (slingshot/settings/) against docs/configuration.md: every
+variable the dashboard's table lists is read, and every variable read is
+listed."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+from slingshot.release import DASHBOARD_DIR, REPO_DIR
+
+# The settings imported in a process of their own, each variable they ask
+# django-environ for recorded (every read goes through Env.get_value).
+RECORDED_READS = """
+import json, environ
+read = set()
+get_value = environ.Env.get_value
+def recorded(self, var, *args, **kwargs):
+    read.add(var)
+    return get_value(self, var, *args, **kwargs)
+environ.Env.get_value = recorded
+import slingshot.settings
+print(json.dumps(sorted(read)))
+"""
+
+
+def read_by_settings() -> set[str]:
+    environment = {
+        "PATH": os.environ["PATH"],
+        "SLINGSHOT_ENV_FILE": "",
+        "SECRET_KEY": "only-to-import-the-settings",
+        "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", RECORDED_READS],
+        cwd=DASHBOARD_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return set(json.loads(done.stdout))
+
+
+def documented(section: str) -> set[str]:
+    """The variables in the first column of the tables under a `## ` heading."""
+    text = (REPO_DIR / "docs" / "configuration.md").read_text()
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    names = set()
+    for line in body.splitlines():
+        if line.startswith("| `"):
+            names.update(re.findall(r"`([A-Z][A-Z0-9_]+)`", line.split("|")[1]))
+    return names
+
+
+def test_every_variable_the_settings_read_is_documented_and_every_documented_one_is_read():
+    read = read_by_settings()
+    listed = documented("Dashboard, API, publisher and importer")
+    assert {"SECRET_KEY", "DATABASE_URL", "REDIS_HOST", "CLICK_STORES", "SLINGSHOT_ENV_FILE"} <= read
+    assert listed - read == set(), "listed in docs/configuration.md, read by no setting"
+    # The ports of the local stack give two defaults (EDGE_BASE_URL, DASHBOARD_BASE_URL).
+    assert read - listed == {"EDGE_PORT", "DASHBOARD_PORT"} <= documented("The local stack (`make run`)")
