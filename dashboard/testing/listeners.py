@@ -1,5 +1,5 @@
 """Servers on loopback for the tests of requests to addresses people give
-(slingshot/outbound.py, the importers, the Import page): a service of the
+(slingshot/outbound/, the importers, the Import page): a service of the
 server's own network, which such a request must never reach, that counts
 what it saw; and a server that answers as a test scripts it, badly."""
 

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 from slingshot import outbound
+from slingshot.outbound import guarded
 
 from ..history import Orphan, Visit
 
@@ -167,7 +168,7 @@ def host_of(url: str) -> str:
 
 
 def base_url(url: str) -> str:
-    """A server's address as given, checked (slingshot/outbound.py's
+    """A server's address as given, checked (slingshot/outbound/urls.py's
     check_url), without a trailing slash."""
     url = (url or "").strip().rstrip("/")
     try:
@@ -178,7 +179,7 @@ def base_url(url: str) -> str:
 
 
 class Api:
-    """JSON over HTTP through slingshot/outbound.py: every request to the
+    """JSON over HTTP through slingshot/outbound/: every request to the
     origin (scheme, host and port) of `base`, a page's next link too; with
     `public_only` (and IMPORTERS_PRIVATE_ADDRESSES off) only to public
     addresses, checked where the connection is made; no redirect followed;
@@ -193,7 +194,7 @@ class Api:
         self.base, self.name, self.timeout = base, name, timeout
         self.attempts = settings.IMPORTERS_API_ATTEMPTS
         self.origin = outbound.check_url(base)
-        self.session = outbound.session(
+        self.session = guarded.session(
             private_addresses=not public_only or settings.IMPORTERS_PRIVATE_ADDRESSES,
             headers={"Accept": "application/json", "User-Agent": "slingshot-import", **headers},
         )
@@ -210,7 +211,7 @@ class Api:
             )
         for attempt in range(self.attempts):
             try:
-                answer = outbound.fetch(
+                answer = guarded.fetch(
                     self.session,
                     url,
                     params=params,
@@ -232,7 +233,7 @@ class Api:
                     f"{self.name} at {self.base}: {exc} (IMPORTERS_REQUEST_TIMEOUT), to {path}."
                 ) from None
             except requests.RequestException as exc:
-                if attempt == self.attempts - 1 and outbound.not_found(exc):
+                if attempt == self.attempts - 1 and guarded.not_found(exc):
                     raise SourceError(f"{self.name} at {self.base}: {host_of(url)} cannot be found.") from None
                 if attempt == self.attempts - 1:
                     raise SourceError(

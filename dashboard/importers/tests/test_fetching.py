@@ -1,4 +1,4 @@
-"""Every request of an import goes through slingshot/outbound.py: the first
+"""Every request of an import goes through slingshot/outbound/: the first
 one and every page's next link, retries too. From the Import page
 (public_only) none reaches this server's own network, however the address
 is spelt; no source's redirect is followed, so its key goes nowhere else;

@@ -1,4 +1,4 @@
-"""Requests to addresses people give (slingshot/outbound.py), against real
+"""Requests to addresses people give (slingshot/outbound/), against real
 sockets on loopback: with private addresses refused, no spelling of this
 machine's own addresses reaches the service listening there (not even a
 connection); with them allowed, the same service answers, so the count
@@ -8,8 +8,11 @@ cap on an answer's size, the deadline on the whole exchange, TLS."""
 import datetime
 import gzip
 import io
+import os
 import socket
 import ssl
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -22,6 +25,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from slingshot import outbound
+from slingshot.outbound import guarded
+from slingshot.release import DASHBOARD_DIR
 from testing.listeners import SECRET, InternalService, RawServer, dripping, read_request, redirecting
 
 MB = 1024 * 1024
@@ -29,8 +34,8 @@ PUBLIC = "93.184.216.34"  # a public address no test connects to
 
 
 def fetch(url: str, *, private: bool = False, deadline: float = 10, max_bytes: int = MB, session=None):
-    return outbound.fetch(
-        session or outbound.session(private_addresses=private),
+    return guarded.fetch(
+        session or guarded.session(private_addresses=private),
         url,
         read_timeout=30,
         deadline=deadline,
@@ -176,6 +181,35 @@ def test_a_url_clients_could_read_differently_is_refused_saying_why(url, said):
 )
 def test_a_plain_url_is_read_as_written(url, read):
     assert outbound.check_url(url) == read
+
+
+# The URL check and the address policy in a process of their own: what a
+# deliverer with another client than requests would import.
+WITHOUT_REQUESTS = """
+import sys
+from slingshot.outbound import AddressRefused, allowed_addresses, check_url, is_public_address
+assert check_url("https://example.com/x") == ("https", "example.com", 443)
+assert not is_public_address("169.254.169.254")
+try:
+    allowed_addresses("127.0.0.1", 80, allowed=is_public_address)
+    raise SystemExit("127.0.0.1 allowed")
+except AddressRefused:
+    pass
+print(sorted(name for name in sys.modules if name.split(".")[0] == "requests"))
+"""
+
+
+def test_the_url_check_and_the_address_policy_need_no_requests():
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_REQUESTS],
+        cwd=DASHBOARD_DIR,
+        env={"PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 # --- no spelling of this machine reaches it ---------------------------------------------------
@@ -503,7 +537,7 @@ def test_tls_is_verified_on_the_name_given_which_is_sent_as_sni(certificate):
             tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
 
     with RawServer(handler) as server:
-        trusting = outbound.session(private_addresses=True)
+        trusting = guarded.session(private_addresses=True)
         trusting.verify = certificate[0]
         answer = fetch(f"https://localhost:{server.port}/", session=trusting)
         with pytest.raises(requests.exceptions.SSLError):  # the certificate is not the address's

@@ -160,7 +160,7 @@ def test_a_file_over_the_limit_is_refused_and_the_post_still_needs_its_csrf_toke
 
 
 # Addresses of this server's own network, spelt so that a check of the URL
-# might read another host (slingshot/outbound.py).
+# might read another host (slingshot/outbound/urls.py).
 CONFUSED = [
     "http://127.0.0.1:{port}\\@example.com/",
     "http://example.com\\@127.0.0.1:{port}/",
