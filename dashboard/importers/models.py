@@ -32,7 +32,7 @@ class ImportJob(models.Model):
     an uploaded file is in ImportFile until then. `progress` says how far it
     got ({"phase", "done", "total"}, and the visits stored, from which a job
     taken over after its worker died goes on); `summary` what it did
-    (importers/runner.py's Summary)."""
+    (importers/summary.py's Summary)."""
 
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="import_jobs")
     # The links of the source's default domain go here; None: the default domain.

@@ -1,8 +1,9 @@
 """An import, from a source (importers/sources/) into a team: its links,
 then their visits, then the orphan visits.
 
-Links. Each is created through links.services.link_bulk_create, as any
-link is (validated, audited, published through the outbox), by the job's
+Links. Each, prepared by importers/preparing.py (its domain here, its
+options cut to what a link may hold), is created through
+links.services.link_bulk_create, as any link is (validated, audited, published through the outbox), by the job's
 owner, with its creation time kept and a row of ImportedLink naming it by
 the source's id. A link imported before (found in ImportedLink) is left as
 it is: only its new visits are added. A link whose slug another link has
@@ -26,7 +27,7 @@ from datetime import datetime, timedelta, timezone
 from itertools import islice
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
 
 from clicks.enrichment import Enricher
@@ -34,10 +35,10 @@ from clicks.partitions import months_before
 from clicks.rollups import add_carried_totals
 from links.domains import default_domain
 from links.fields import LinkFields
-from links.models import Domain, Link
+from links.models import Domain
 from links.selectors import taken_slugs
-from links.services import Outcome, link_bulk_create, link_validate
-from links.validation import TAG_PATTERN, default_host, domain_host
+from links.services import Outcome, link_bulk_create
+from links.validation import default_host
 from slingshot.contract import VISITS_KEY_PREFIX
 from slingshot.redis import get_redis
 from teams import access
@@ -46,6 +47,7 @@ from teams.models import Role
 from .ahead import ahead
 from .history import HistoryBatches, Orphan, Target, Visit, history_store
 from .models import ImportedLink, ImportJob
+from .preparing import LinkPreparer
 from .sources.base import Source, SourceLink, read
 from .summary import Summary
 
@@ -53,24 +55,9 @@ log = logging.getLogger(__name__)
 
 LINKS_CHUNK = 500
 VISITS_BATCH = 50_000
-TITLE_MAX = Link._meta.get_field("title").max_length
 FUTURE = timedelta(days=1)
 
 Progress = Callable[[str, int, int | None], None]  # (phase, done, total or None)
-
-
-def _clean_tags(tags: list, notes: list[str]) -> list[str]:
-    """The tags Slingshot can keep (links.validation.TAG_PATTERN, at most
-    20, each once); a note for each left out."""
-    kept = []
-    for tag in tags:
-        if not isinstance(tag, str) or not TAG_PATTERN.fullmatch(tag):
-            notes.append(f"tag {tag!r} was left out: tags are 1 to 50 letters, digits, '.', '-' or '_'")
-        elif tag not in kept and len(kept) < 20:
-            kept.append(tag)
-        elif tag not in kept:
-            notes.append(f"tag {tag!r} was left out: a link has at most 20 tags")
-    return kept
 
 
 class ImportRun:
@@ -101,7 +88,13 @@ class ImportRun:
     # --- links ------------------------------------------------------------------------
 
     def links(self) -> None:
-        domains = {domain.host: domain for domain in Domain.objects.all()}
+        prepare = LinkPreparer(
+            chosen=self.chosen,
+            domains={domain.host: domain for domain in Domain.objects.all()},
+            source_default_host=lambda: self._source_default_host,
+            summary=self.summary,
+            dry_run=self.job.dry_run,
+        ).prepare
         seen: set[str] = set()
         links = (
             item
@@ -121,7 +114,7 @@ class ImportRun:
                 if item.external_id in known:
                     self._there(item, known[item.external_id])
                 else:
-                    prepared = self._prepare(item, domains)
+                    prepared = prepare(item)
                     if prepared is not None:
                         fresh.append(prepared)
             self._create(self._without_clashes(fresh))
@@ -143,55 +136,6 @@ class ImportRun:
                 with transaction.atomic(), connection.cursor() as cursor:
                     add_carried_totals(cursor, {link.pk: more})
                     ImportedLink.objects.filter(pk=imported.pk).update(carried_clicks=item.carried_clicks)
-
-    def _domain(self, item: SourceLink, domains: dict[str, Domain]) -> Domain | None:
-        if item.host is None:
-            return self.chosen
-        try:
-            host = domain_host(item.host)
-        except ValidationError:
-            return None
-        # The source's default host, and this Slingshot's default host at the
-        # source (another team's export), are the source's default domain.
-        return self.chosen if host in (default_host(), self._source_default_host) else domains.get(host)
-
-    def _prepare(self, item: SourceLink, domains: dict[str, Domain]) -> tuple[SourceLink, LinkFields] | None:
-        """The link's LinkFields, checked as link_create checks them; None,
-        with the reason in the summary, for one that cannot be imported."""
-        if item.errors:
-            self.summary.listed("invalid", {"slug": item.slug, "errors": item.errors})
-            return None
-        domain = self._domain(item, domains)
-        if domain is None and item.host_or_default:
-            domain = self.chosen
-            item.notes.append(f"the domain {item.host} is not served here: imported into {domain.host}")
-        if domain is None:
-            self.summary.listed("not_served", {"slug": item.slug, "domain": item.host})
-            return None
-        options = dict(item.options)
-        if "tags" in options:
-            options["tags"] = _clean_tags(options["tags"], item.notes)
-        if len(options.get("title") or "") > TITLE_MAX:
-            options["title"] = options["title"][: TITLE_MAX - 1] + "…"
-            item.notes.append(f"its title was cut to {TITLE_MAX} characters")
-        if item.password and options.get("is_active", True):
-            options["is_active"] = False
-            item.notes.append(
-                "it asks for a password, which cannot be read back from the source: imported disabled; "
-                "set a password on its Edit page, then enable it"
-            )
-        fields = LinkFields(url=item.url, slug=item.slug, domain=domain, **options)
-        try:
-            # A run's link_bulk_create checks each link itself (and says which it refused).
-            if self.job.dry_run:
-                link_validate(fields)
-        except ValidationError as exc:
-            errors = exc.message_dict if hasattr(exc, "error_dict") else {"link": exc.messages}
-            self.summary.listed("invalid", {"slug": item.slug, "errors": errors})
-            return None
-        for note in item.notes:
-            self.summary.listed("notes", {"slug": item.slug, "note": note})
-        return item, fields
 
     def _without_clashes(self, prepared: list[tuple[SourceLink, LinkFields]]) -> list[tuple[SourceLink, LinkFields]]:
         taken = taken_slugs(slugs=((fields.domain.pk, fields.slug) for _, fields in prepared if fields.slug))
