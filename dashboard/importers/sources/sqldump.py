@@ -12,18 +12,18 @@ and 0x... (`--hex-blob`), decoded as UTF-8 text; CRLF line ends; the
 dump compressed with gzip, bzip2 or xz.
 
 How it stays linear: the text is kept in a window (`_Window`) that moves on
-as it is read, never the whole dump. Every pattern is matched where the
-reading stands (never searched for), and its repetitions are possessive
-(`*+`, `++`), so that no character is read more than a bounded number of
-times. A token the window's end cuts is matched again once more of the
-dump is in, and the window then grows at least twofold, so that a long
-token costs linear time too.
+as it is read, never the whole dump. Every pattern (importers/sources/
+sqlgrammar.py) is matched where the reading stands (never searched for),
+and its repetitions are possessive (`*+`, `++`), so that no character is
+read more than a bounded number of times. A token the window's end cuts is
+matched again once more of the dump is in, and the window then grows at
+least twofold, so that a long token costs linear time too.
 
 A row is read in one match of a pattern of the table's width
-(`_row_pattern`) where it can be; otherwise (a row across the window's
-end, comments between its values, a row of another width) value by value
-(`_Reader.slow_row`), which says on which line the dump could not be read
-and what was expected there."""
+(`sqlgrammar.row_pattern`) where it can be; otherwise (a row across the
+window's end, comments between its values, a row of another width) value
+by value (`SqlDump.slow_row`), which says on which line the dump could not
+be read and what was expected there."""
 
 import bz2
 import codecs
@@ -31,10 +31,10 @@ import gzip
 import lzma
 import re
 from collections.abc import Iterator
-from functools import cache
 from typing import BinaryIO
 
 from ..files import Opener
+from . import sqlgrammar as sql
 from .base import SourceError
 
 Row = tuple[str | None, ...]
@@ -43,104 +43,6 @@ CHUNK = 1 << 20  # characters read at a time
 WINDOW = 1 << 16  # held ahead of a statement's start: its head (INSERT INTO name (columns) VALUES) fits
 TOKEN_MAX = 1 << 26  # the longest string read (64 Mi characters): a longer one is a dump cut short, or not SQL
 
-# The shapes of the dump's text. `_COMMENT`, `_STRING`, ... match only what
-# is whole: whatever they cannot match yet is read again with more text.
-# Strings are unrolled (a run of plain characters, then an escape and a run,
-# ...), which Python's engine matches faster than an alternation.
-_COMMENT = r"--(?=\s)[^\n]*+\n|\#[^\n]*+\n|/\*(?:[^*]++|\*(?!/))*+\*/"
-_STRING = r"'[^'\\]*+(?:(?:\\.|'')[^'\\]*+)*+'"
-_DOUBLE_QUOTED = r'"[^"\\]*+(?:(?:\\.|"")[^"\\]*+)*+"'
-_BACKTICKED = r"`[^`]*+(?:``[^`]*+)*+`"
-_NAME = rf"{_BACKTICKED}|\"[^\"]*+(?:\"\"[^\"]*+)*+\"|[\w$]++"
-
-_GAP = re.compile(rf"(?:\s++|{_COMMENT})*+")
-# The rest of a statement up to its `;`: stops before a string or comment
-# the window's end cuts, and before a `-` or `/` that could begin one.
-_PLAIN = r"[^'\"`;/#-]*+"
-_REST = re.compile(
-    rf"{_PLAIN}(?:(?:{_STRING}|{_DOUBLE_QUOTED}|{_BACKTICKED}|{_COMMENT}|/(?=[^*])|-(?=[^-]|-\S)){_PLAIN})*+", re.S
-)
-_INSERT = re.compile(
-    rf"(?:INSERT|REPLACE)\b(?:\s++(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE)\b)*+(?:\s++INTO\b)?\s*+({_NAME})\s*+"
-    rf"(?:\(\s*+((?:(?:{_NAME})\s*+,\s*+)*+(?:{_NAME}))\s*+\)\s*+)?VALUES?\b",
-    re.I,
-)
-_INSERT_VERB = re.compile(r"(?:INSERT|REPLACE)\b", re.I)
-_CREATE = re.compile(
-    rf"CREATE\s++(?:OR\s++REPLACE\s++)?(?:TEMPORARY\s++)?TABLE\s++(?:IF\s++NOT\s++EXISTS\s++)?({_NAME})\s*+\(", re.I
-)
-_NAMES = re.compile(_NAME)
-# A CREATE TABLE's body, token by token, each of which goes on to the end
-# of the text when it is not closed (so that reading never starts over).
-_DEFINITION_TOKEN = re.compile(
-    r"('(?:[^'\\]++|\\.|'')*+(?:'|\\?\Z)|\"(?:[^\"\\]++|\\.|\"\")*+(?:\"|\\?\Z)|`(?:[^`]++|``)*+(?:`|\Z)"
-    r"|--(?=\s)[^\n]*+|\#[^\n]*+|/\*(?:[^*]++|\*(?!/))*+(?:\*/|\Z))|(\s++)|([\w$]++)|(.)",
-    re.S,
-)
-# What begins a CREATE TABLE's definition that is not a column's.
-_NOT_COLUMNS = {"PRIMARY", "KEY", "INDEX", "UNIQUE", "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK", "PERIOD"}
-
-
-def _value(*, whole: bool) -> str:
-    """A value of a row, in a group: a string (its escapes left in), X'...',
-    0x..., NULL or a number; a character set's introducer before it (MySQL
-    8's _binary) is left out. Not `whole`: a string or X'...' the window's
-    end cuts matches up to it."""
-    end, hex_end = ("'", "'") if whole else (r"(?:'|\\?\Z)", r"(?:'|\Z)")
-    return (
-        r"(?:_[A-Za-z0-9]++\s*+)?"
-        rf"('[^'\\]*+(?:(?:\\.|'')[^'\\]*+)*+{end}"
-        rf"|[xX]'[0-9a-fA-F]*+{hex_end}"
-        r"|0x[0-9a-fA-F]++"
-        r"|NULL|[-+]?(?:[0-9]++(?:\.[0-9]*+)?|\.[0-9]++)(?:[eE][-+]?[0-9]++)?)"
-    )
-
-
-_VALUE = re.compile(_value(whole=False), re.S)
-
-
-@cache
-def _row_pattern(width: int) -> re.Pattern:
-    """A whole row of `width` values (a group each) and the `,` or `;` after it (the last group)."""
-    value = rf"\s*+{_value(whole=True)}\s*+"
-    return re.compile(rf"\s*+\({','.join([value] * width)}\)\s*+([,;])", re.S)
-
-
-_ESCAPE = re.compile(r"\\(.)|''", re.S)
-# MySQL's escapes; \% and \_ keep their backslash, any other \c is c.
-_ESCAPED = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
-
-
-def _unescape(match: re.Match) -> str:
-    char = match[1]
-    return "'" if char is None else _ESCAPED.get(char, char)
-
-
-def _hex_text(digits: str) -> str:
-    return bytes.fromhex(digits if len(digits) % 2 == 0 else "0" + digits).decode("utf-8", "replace")
-
-
-def _converted(token: str) -> str | None:
-    """A value as it is: a string unescaped, hex digits decoded as UTF-8
-    text, NULL as None, a number as written."""
-    if token[0] == "'":
-        return _ESCAPE.sub(_unescape, token[1:-1])
-    if token == "NULL":
-        return None
-    if token[0] in "xX":
-        return _hex_text(token[2:-1])
-    if token.startswith("0x"):
-        return _hex_text(token[2:])
-    return token
-
-
-def _values(tokens: tuple[str, ...]) -> list[str | None]:
-    # Most values are strings without an escape, taken as they are.
-    return [
-        token[1:-1] if token[0] == "'" and "\\" not in token and token.find("''", 1, -1) < 0 else _converted(token)
-        for token in tokens
-    ]
-
 
 def places(names: list[str], columns: tuple[str, ...] | list[str]) -> list[int] | None:
     """Where each of `columns` is among `names` (-1: absent); None when
@@ -148,39 +50,6 @@ def places(names: list[str], columns: tuple[str, ...] | list[str]) -> list[int] 
     if names == list(columns):
         return None
     return [names.index(column) if column in names else -1 for column in columns]
-
-
-def _unquoted(name: str) -> str:
-    if name[:1] == "`":
-        return name[1:-1].replace("``", "`")
-    if name[:1] == '"':
-        return name[1:-1].replace('""', '"')
-    return name
-
-
-def _columns(body: str) -> list[str]:
-    """The columns a CREATE TABLE's body (after its opening parenthesis)
-    defines, in order; its keys and constraints left out."""
-    names, depth, first = [], 0, True
-    for match in _DEFINITION_TOKEN.finditer(body):
-        quoted, space, word, char = match.groups()
-        if space is not None or (quoted is not None and quoted[0] in "-#/"):
-            continue
-        if first and depth == 0:
-            if quoted is not None and quoted[0] in '`"':
-                names.append(_unquoted(quoted))
-            elif word is not None and word.upper() not in _NOT_COLUMNS:
-                names.append(word)
-        first = False
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            if depth == 0:
-                break
-            depth -= 1
-        elif char == "," and depth == 0:
-            first = True
-    return names
 
 
 def _uncompressed(raw: BinaryIO) -> BinaryIO:
@@ -257,7 +126,7 @@ class _Window:
         """Past the whitespace and comments ahead."""
         while True:
             self.need(WINDOW)
-            self.pos = _GAP.match(self.text, self.pos).end()
+            self.pos = sql.GAP.match(self.text, self.pos).end()
             if self.ended or len(self.text) - self.pos >= WINDOW:
                 return
 
@@ -280,7 +149,7 @@ class _Window:
     def skip_statement(self) -> None:
         """Past the `;` that ends the statement being read (or to the end)."""
         while True:
-            self.pos = _REST.match(self.text, self.pos).end()
+            self.pos = sql.REST.match(self.text, self.pos).end()
             if self.pos < len(self.text) and self.text[self.pos] == ";":
                 self.pos += 1
                 return
@@ -320,28 +189,30 @@ class SqlDump:
                 text.gap()
                 if text.at_end():
                     return
-                if insert := _INSERT.match(text.text, text.pos):
-                    name = _unquoted(insert[1])
+                if insert := sql.INSERT.match(text.text, text.pos):
+                    name = sql.unquoted(insert[1])
                     self.tables.setdefault(name, None)
                     if name.lower() != wanted:
                         text.skip_statement()
                         continue
-                    given = [_unquoted(found).lower() for found in _NAMES.findall(insert[2])] if insert[2] else names
+                    given = (
+                        [sql.unquoted(found).lower() for found in sql.NAMES.findall(insert[2])] if insert[2] else names
+                    )
                     text.pos = insert.end()
                     yield from self._rows(text, name, given, [column.lower() for column in columns])
-                elif create := _CREATE.match(text.text, text.pos):
-                    name = _unquoted(create[1])
+                elif create := sql.CREATE.match(text.text, text.pos):
+                    name = sql.unquoted(create[1])
                     self.tables.setdefault(name, None)
                     text.pos = create.end()
                     if name.lower() == wanted:
-                        names = [column.lower() for column in _columns(text.statement())]
+                        names = [column.lower() for column in sql.columns(text.statement())]
                     else:
                         text.skip_statement()
                 else:
                     start = text.pos
                     head = text.text[start : start + 300]
-                    if _INSERT_VERB.match(head) and wanted in (
-                        _unquoted(name).lower() for name in _NAMES.findall(head)
+                    if sql.INSERT_VERB.match(head) and wanted in (
+                        sql.unquoted(name).lower() for name in sql.NAMES.findall(head)
                     ):
                         raise SourceError(
                             f"Line {text.line_at(start)} of the dump could not be read: an INSERT into {table} "
@@ -354,13 +225,13 @@ class SqlDump:
         """The rows of an INSERT, from its first row's `(` to its `;`."""
         width = len(given)
         where = places(given, columns)
-        pattern = _row_pattern(width)
+        pattern = sql.row_pattern(width)
         last = False
         while not last:
             row = pattern.match(text.text, text.pos)
             if row is not None:
                 text.pos = row.end()
-                values = _values(row.groups()[:width])
+                values = sql.values(row.groups()[:width])
                 last = row[width + 1] == ";"
             else:
                 values, last = self.slow_row(text, table, width)
@@ -385,7 +256,7 @@ class SqlDump:
         values: list[str | None] = []
         while True:
             text.gap()
-            value = text.token(_VALUE)
+            value = text.token(sql.VALUE)
             if value is None:
                 raise unreadable("a value (a quoted string, a number or NULL)")
             if value.end() == len(text.text):
@@ -394,7 +265,7 @@ class SqlDump:
                     f"The dump ends inside a row of {table} that begins on line {text.line_at(start)}: is it cut short?"
                 )
             text.pos = value.end()
-            values.extend(_values(value.groups()))
+            values.extend(sql.values(value.groups()))
             text.gap()
             after = text.peek()
             if after not in (",", ")"):
