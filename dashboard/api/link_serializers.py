@@ -226,7 +226,7 @@ class LinkDomainQuerySerializer(TeamQuerySerializer):
 
 
 class LinkQuerySerializer(TeamQuerySerializer):
-    """The query parameters of the link list, as links.selectors.link_search
+    """The query parameters of the link list, as clicks.selectors.link_search
     takes them."""
 
     search = serializers.CharField(

@@ -7,6 +7,7 @@ from rest_framework import status, viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from clicks import selectors as clicks_selectors
 from links import domains, selectors, services, slugs
 from links.fields import LinkFields
 from links.models import Domain, Link
@@ -64,14 +65,14 @@ class LinkViewSet(
             query.is_valid(raise_exception=True)
             arguments = dict(query.validated_data)
             arguments["team"] = readable_team(self.request, arguments.get("team"))
-            return selectors.link_search(user=user, **arguments).using(reports_db(user))
+            return clicks_selectors.link_search(user=user, **arguments).using(reports_db(user))
         links = selectors.with_role(selectors.links_visible_to(user), user)
         if self.action in ("retrieve", "stats"):
             query = LinkDomainQuerySerializer(data=self.request.query_params)
             query.is_valid(raise_exception=True)
             if "team" in query.validated_data:
                 links = links.filter(team_id=query.validated_data["team"])
-        return selectors.with_click_totals(links)
+        return clicks_selectors.with_click_totals(links)
 
     def get_object(self):
         """The link of the slug on the domain that `?domain=` names (the

@@ -8,12 +8,12 @@ from datetime import datetime
 from typing import NamedTuple
 
 from django.db import connection
-from django.db.models import BigIntegerField, QuerySet, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import QuerySet
 
 from links.models import Link
 
 from .models import Click
+from .selectors import links_and_clicks
 
 
 @dataclass(frozen=True)
@@ -47,11 +47,8 @@ def link_clicks(links: QuerySet[Link], span: VisitsRange) -> QuerySet[Click]:
 def link_click_counts(links: QuerySet[Link]) -> Counts:
     """All-time clicks of these links, and of bots among them, from the
     totals the importer keeps (one query)."""
-    sums = links.aggregate(
-        total=Coalesce(Sum("click_totals__clicks"), 0, output_field=BigIntegerField()),
-        humans=Coalesce(Sum("click_totals__human_clicks"), 0, output_field=BigIntegerField()),
-    )
-    return Counts(int(sums["total"]), int(sums["total"] - sums["humans"]))
+    totals = links_and_clicks(links)
+    return Counts(totals.clicks, totals.clicks - totals.human_clicks)
 
 
 class OrphanVisit(NamedTuple):

@@ -195,7 +195,7 @@ def import_run_chunk(*, link_import: LinkImport, size: int | None = None, expire
 def export_lines(links: Iterable[Link]) -> Iterator[str]:
     """The CSV of these links, a line at a time, header first: CSV_COLUMNS,
     then the short URL, all-time clicks (the `clicks` that
-    links.selectors.with_click_totals annotates) and creation time."""
+    clicks.selectors.with_click_totals annotates) and creation time."""
     line = csv_line()
     yield line(EXPORT_COLUMNS)
     for link in links:

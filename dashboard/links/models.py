@@ -149,7 +149,7 @@ class Link(models.Model):
         indexes = [
             models.Index(fields=["owner", "-created_at"], name="link_owner_created"),
             models.Index(fields=["team", "-created_at"], name="link_team_created"),
-            # The tag filter, case aside (links.selectors.link_search; migration 0003).
+            # The tag filter, case aside (clicks.selectors.link_search; migration 0003).
             GinIndex(LowerTags("tags"), name="link_tags_lower_gin"),
             # A domain's robots.txt lists these (links.publishing.robots_txt).
             models.Index(fields=["domain", "slug"], condition=models.Q(crawlable=True), name="link_crawlable"),

@@ -63,7 +63,7 @@ class TagStats:
 
 def tag_stats(links: QuerySet[Link]) -> list[TagStats]:
     """Each tag of these links (annotated with their click totals:
-    links.selectors.with_click_totals), how many of them have it, and their
+    clicks.selectors.with_click_totals), how many of them have it, and their
     clicks; by tag. One query."""
     sql, params = links.values("tags", "clicks", "human_clicks").order_by().query.sql_with_params()
     with connection.cursor() as cursor:

@@ -285,7 +285,7 @@ LinkForm = type(
 
 
 class LinkListForm(forms.Form):
-    """The links page's filters, as links.selectors.link_search takes them.
+    """The links page's filters, as clicks.selectors.link_search takes them.
     A value that does not parse is left out."""
 
     SORTS = {

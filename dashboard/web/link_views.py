@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
+from clicks import selectors as clicks_selectors
 from links import checks, delivery, imports, selectors, services
 from links.models import Link
 from slingshot.db import reports_db
@@ -76,7 +77,7 @@ class _RowUrls:
 def link_list(request):
     form = link_forms.LinkListForm(request.GET)
     team = current_team(request)
-    links = selectors.link_search(user=request.user, team=team.pk, **form.search_arguments()).using(
+    links = clicks_selectors.link_search(user=request.user, team=team.pk, **form.search_arguments()).using(
         reports_db(request.user)
     )
     # The page's ids first, then those rows with their click totals: PostgreSQL
@@ -145,7 +146,7 @@ def link_bulk(request):
     if action == "export":
         response = StreamingHttpResponse(
             imports.export_lines(
-                selectors.with_click_totals(
+                clicks_selectors.with_click_totals(
                     selectors.links_visible_to(request.user, team=team.pk).filter(pk__in=[link.pk for link in chosen])
                 ).iterator()
             ),
@@ -171,7 +172,7 @@ def link_bulk(request):
 
 @login_required
 def link_export(request):
-    links = selectors.link_search(
+    links = clicks_selectors.link_search(
         user=request.user, team=current_team(request).pk, **link_forms.LinkListForm(request.GET).search_arguments()
     ).using(reports_db(request.user))
     response = StreamingHttpResponse(

@@ -9,13 +9,13 @@ from datetime import datetime, timedelta, timezone
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db.models import Sum
 
 from clicks.report_queries import Point
 from clicks.reports import LinkStats, link_stats
+from clicks.selectors import links_and_clicks, with_click_totals
 from links.models import Link
 from links.rules import Served, served_by
-from links.selectors import links_visible_to, with_click_totals
+from links.selectors import links_visible_to
 
 OVERVIEW_DAYS = 30
 
@@ -83,7 +83,7 @@ def overview_for(user: AbstractBaseUser, *, now: datetime | None = None) -> Over
 def overview_version(user: AbstractBaseUser) -> int:
     """All-time clicks of every link the user sees (one query): changes
     whenever the importer stores one of their clicks."""
-    return links_visible_to(user).aggregate(total=Sum("click_totals__clicks"))["total"] or 0
+    return links_and_clicks(links_visible_to(user)).clicks
 
 
 @dataclass(frozen=True)

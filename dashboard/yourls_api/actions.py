@@ -16,16 +16,16 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, QuerySet, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import QuerySet
 
 from clicks.reports import link_totals
+from clicks.selectors import links_and_clicks, with_click_totals
 from links import services as link_services
 from links import slugs
 from links.domains import domain_for_host
 from links.fields import LinkFields
 from links.models import Domain, Link
-from links.selectors import links_visible_to, with_click_totals
+from links.selectors import links_visible_to
 from links.validation import normalise_target
 from teams import access
 from teams.models import Role
@@ -219,8 +219,8 @@ _TOP = ("-clicks", "-id")
 
 
 def _totals(context: Context) -> dict:
-    totals = context.links().aggregate(links=Count("id"), clicks=Coalesce(Sum("click_totals__clicks"), 0))
-    return {"total_links": totals["links"], "total_clicks": totals["clicks"]}
+    totals = links_and_clicks(context.links())
+    return {"total_links": totals.links, "total_clicks": totals.clicks}
 
 
 def stats(context: Context, params: dict[str, str]) -> dict:

@@ -97,7 +97,7 @@ def non_unique_slug(slug: str, domain: str | None) -> Problem:
 
 def short_url(link: Link) -> dict:
     """Shlink's ShortUrl of a link read with its click totals
-    (links.selectors.with_click_totals) and its domain."""
+    (clicks.selectors.with_click_totals) and its domain."""
     clicks, humans = getattr(link, "clicks", 0), getattr(link, "human_clicks", 0)
     return {
         "shortCode": link.slug,

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.response import Response
 
+from clicks import selectors as clicks_selectors
 from links import domains, selectors, services, slugs
 from links.fields import LinkFields
 from links.models import Domain, Link
@@ -19,7 +20,7 @@ from .base import ShlinkView, domain_named, flag, host_named, moment, paging, wh
 from .problems import Problem, invalid_data, short_url_not_found
 from .shapes import FOUND_BY, SHLINK_DEFAULTS, edition, non_unique_slug, refused, short_url, slug_taken
 
-# Shlink's orderBy fields, as links.selectors.link_search sorts.
+# Shlink's orderBy fields, as clicks.selectors.link_search sorts.
 ORDER_FIELDS = {
     "dateCreated": "created_at",
     "shortCode": "slug",
@@ -41,7 +42,7 @@ def link_of(request, short_code: str) -> Link:
     except Problem:
         raise short_url_not_found(short_code, host) from None
     link = (
-        selectors.with_click_totals(selectors.links_visible_to(request.user))
+        clicks_selectors.with_click_totals(selectors.links_visible_to(request.user))
         .filter(domain=domain or domains.default_domain(), slug=short_code)
         .first()
     )
@@ -52,7 +53,9 @@ def link_of(request, short_code: str) -> Link:
 
 def answer(request, link: Link) -> Response:
     """The link as Shlink's ShortUrl, read again with its totals."""
-    return Response(short_url(selectors.with_click_totals(selectors.links_visible_to(request.user)).get(pk=link.pk)))
+    return Response(
+        short_url(clicks_selectors.with_click_totals(selectors.links_visible_to(request.user)).get(pk=link.pk))
+    )
 
 
 class ShortUrlsView(ShlinkView):
@@ -65,7 +68,7 @@ class ShortUrlsView(ShlinkView):
             domain, served = domain_named(query.get("domain")), True
         except Problem:  # a domain Slingshot does not serve has no short URLs
             domain, served = None, False
-        links = selectors.link_search(
+        links = clicks_selectors.link_search(
             user=request.user,
             query=query.get("searchTerm", ""),
             domain=domain,
@@ -187,7 +190,9 @@ class ShortUrlsView(ShlinkView):
             domain = domains.domain_for_host(host)
         except (DjangoValidationError, Domain.DoesNotExist):
             return None  # nothing can match: the create says why, or adds the domain
-        links = selectors.with_click_totals(selectors.links_visible_to(request.user)).filter(url=url, domain=domain)
+        links = clicks_selectors.with_click_totals(selectors.links_visible_to(request.user)).filter(
+            url=url, domain=domain
+        )
         if slug:
             links = links.filter(slug=slug)
         for option in FOUND_BY:

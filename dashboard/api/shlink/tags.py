@@ -5,7 +5,8 @@ links.services, checked, audited and published)."""
 from django.core.exceptions import ValidationError
 from rest_framework.response import Response
 
-from links.selectors import links_visible_to, with_click_totals
+from clicks.selectors import with_click_totals
+from links.selectors import links_visible_to
 from links.tags import TagStats, tag_rename, tag_stats, tags_delete
 
 from .base import ShlinkView, paging

@@ -4,11 +4,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from clicks.selectors import with_click_totals
 from importers.models import ImportedLink
 from links.fields import OPTION_NAMES
 from links.imports import export_lines
 from links.models import Link
-from links.selectors import with_click_totals
 from testing.factories import fresh, make_link
 
 from .helpers import import_links as run
