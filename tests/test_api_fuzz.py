@@ -22,6 +22,7 @@ from django.utils.crypto import get_random_string
 
 import devstack
 from accounts.models import SessionUse
+from testing.factories import PASSWORD
 from tokens.services import token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -109,14 +110,14 @@ def session_cookies(user) -> dict[str, str]:
     return {"Cookie": f"sessionid={store.session_key}; csrftoken={csrf}", "X-CSRFToken": csrf}
 
 
-def test_no_5xx_and_every_response_matches_the_schema(dashboard_url, django_user_model, tmp_path):
+def test_no_5xx_and_every_response_matches_the_schema(dashboard_url, make_user, tmp_path):
     """Every check schemathesis has (tests/schemathesis.toml says where a
     400 is expected of schema-valid data), with a fresh seed each run: the
     seed is printed, and `SCHEMATHESIS_SEED=<seed>` runs the same again.
     With a token first, then the token endpoints as a signed-in session."""
     seed = int(os.environ.get("SCHEMATHESIS_SEED") or random.randrange(2**32))
     print(f"schemathesis seed: {seed}")
-    user = django_user_model.objects.create_user("fuzzer")
+    user = make_user()
     _, raw = token_create(user=user, name="fuzz", scope="write")
     schemathesis(dashboard_url, seed, tmp_path, "--header", f"Authorization: Bearer {raw}")
     headers = [
@@ -146,7 +147,7 @@ def raw_status(dashboard_url: str, request: bytes) -> int:
     return int(answer.split(b" ", 2)[1])
 
 
-def test_headers_text_cannot_hold_never_reach_the_dashboard(dashboard_url, django_user_model):
+def test_headers_text_cannot_hold_never_reach_the_dashboard(dashboard_url, make_user):
     """A NUL (or another control character) in a header, which PostgreSQL
     could not store as a session's or a failed sign-in's user agent, is
     refused by gunicorn with a 400; bytes that are not UTF-8 (a surrogate's,
@@ -154,19 +155,19 @@ def test_headers_text_cannot_hold_never_reach_the_dashboard(dashboard_url, djang
     for header in (b"User-Agent: Firefox\x00/120", b"Referer: https://a.example/\x00", b"X-Forwarded-For: 1.2.3.4\x01"):
         request = b"GET /sign-in/ HTTP/1.1\r\nHost: dashboard\r\n" + header + b"\r\nConnection: close\r\n\r\n"
         assert raw_status(dashboard_url, request) == 400, header
-    user = django_user_model.objects.create_user("agent", password="correct horse battery staple")
+    user = make_user()
     agent = "Firefox\xed\xa0\x80/120"  # sent as those bytes: http.client writes headers in Latin-1
     session = requests.Session()
     session.headers["User-Agent"] = agent
     form = session.get(f"{dashboard_url}/sign-in/")
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)[1]
-    for password, status in (("wrong", 200), ("correct horse battery staple", 302)):
+    for password, status in (("wrong", 200), (PASSWORD, 302)):
         answer = session.post(
             f"{dashboard_url}/sign-in/",
-            {"username": "agent", "password": password, "csrfmiddlewaretoken": token},
+            {"username": user.username, "password": password, "csrfmiddlewaretoken": token},
             headers={"Referer": f"{dashboard_url}/sign-in/"},
             allow_redirects=False,
         )
         assert answer.status_code == status, answer.text[-500:]
-    assert AccessAttempt.objects.get(username="agent").user_agent == agent
+    assert AccessAttempt.objects.get(username=user.username).user_agent == agent
     assert SessionUse.objects.get(user=user).user_agent == agent

@@ -155,7 +155,7 @@ def test_a_metrics_port_in_use_is_a_clear_error():
         call_command("run_publisher", "--metrics-port", "70000")
 
 
-def test_the_publisher_reports_its_outbox_retries_and_deliveries(tmp_path, private_redis, settings, django_user_model):
+def test_the_publisher_reports_its_outbox_retries_and_deliveries(tmp_path, private_redis, settings, make_user):
     settings.LINK_PUBLISH_INLINE = False  # the publisher process alone delivers
     port = devstack.free_port()
     env = {
@@ -180,7 +180,7 @@ def test_the_publisher_reports_its_outbox_retries_and_deliveries(tmp_path, priva
         assert start["slingshot_publisher_database_up"] == 1 and start["slingshot_publisher_outbox_depth"] == 0
 
         private_redis.stop_redis()
-        owner = django_user_model.objects.create_user("pub-" + uuid.uuid4().hex[:6])
+        owner = make_user()
         slugs = [f"pm{uuid.uuid4().hex[:8]}" for _ in range(3)]
         for slug in slugs:
             make_link(owner=owner, url="https://example.com/metrics", slug=slug)

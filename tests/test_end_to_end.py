@@ -4,7 +4,6 @@ import time
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from clicks.models import Click
@@ -13,7 +12,7 @@ from clicks.reports import link_totals
 from links import services
 from slingshot.contract import CLICKS_STREAM as STREAM
 from slingshot.redis import get_redis
-from testing.factories import make_link
+from testing.factories import make_link, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,7 +37,7 @@ def wait_for_stream_entries(minimum: int, timeout: float = 5.0) -> None:
 
 
 def test_link_redirects_and_its_click_lands_in_postgres(edge):
-    owner = get_user_model().objects.create_user("e2e-owner", password="unused-password-123")
+    owner = make_user()
     slug = "e2e" + uuid.uuid4().hex[:8]
     link = make_link(owner=owner, url="https://example.com/landing?from=slingshot", slug=slug)
 
@@ -60,8 +59,7 @@ def test_clicks_belong_to_the_link_that_served_them_not_to_its_slug(edge, throug
     """A link clicked while the importer is away, then deleted, and its slug
     taken by someone else's new link: the clicks go with the deleted link,
     and the new link starts with none (nor its owner with their addresses)."""
-    first_owner = get_user_model().objects.create_user("first-" + uuid.uuid4().hex[:6])
-    second_owner = get_user_model().objects.create_user("second-" + uuid.uuid4().hex[:6])
+    first_owner, second_owner = make_user(), make_user()
     slug = "reuse" + uuid.uuid4().hex[:8]
     first = make_link(owner=first_owner, url="https://example.com/first", slug=slug)
     wait_until_served(edge, slug, "https://example.com/first")

@@ -38,9 +38,9 @@ def publisher():
     process.wait(timeout=10)
 
 
-def test_links_created_while_redis_is_down_redirect_once_it_is_back(servers, make_edge, publisher, django_user_model):
+def test_links_created_while_redis_is_down_redirect_once_it_is_back(servers, make_edge, publisher, make_user):
     edge = make_edge()  # its own: it logs the Redis outage as errors
-    _, raw = token_create(user=django_user_model.objects.create_user("pub"), name="pub", scope="write")
+    _, raw = token_create(user=make_user(), name="pub", scope="write")
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     prefix = "rd" + uuid.uuid4().hex[:6]
@@ -70,11 +70,11 @@ def test_links_created_while_redis_is_down_redirect_once_it_is_back(servers, mak
     call_command("publish_links", "--check")
 
 
-def test_publish_links_check_finds_every_difference_and_all_repairs(django_user_model, capsys):
+def test_publish_links_check_finds_every_difference_and_all_repairs(make_user, capsys):
     from slingshot.contract import link_key
     from slingshot.redis import get_redis
 
-    owner = django_user_model.objects.create_user("check")
+    owner = make_user()
     a, b = (make_link(owner=owner, url="https://example.com/", slug="ck" + uuid.uuid4().hex[:8]) for _ in range(2))
     client = get_redis()
     client.delete(link_key(a.slug))
@@ -94,12 +94,12 @@ def test_publish_links_check_finds_every_difference_and_all_repairs(django_user_
     assert "PostgreSQL and Redis agree" in capsys.readouterr().out
 
 
-def test_publish_links_covers_domains_their_links_and_robots_txt(django_user_model, capsys):
+def test_publish_links_covers_domains_their_links_and_robots_txt(make_user, capsys):
     from links import domains
     from slingshot.contract import DOMAINS_KEY, link_key, robots_key
     from slingshot.redis import get_redis
 
-    owner = django_user_model.objects.create_user("check-domains")
+    owner = make_user()
     domain = domains.domain_create(host=f"ck-{uuid.uuid4().hex[:6]}.example.com", root_url="https://example.com/")
     link = make_link(owner=owner, url="https://example.com/", slug="cd" + uuid.uuid4().hex[:8], domain=domain)
     make_link(owner=owner, url="https://example.com/", slug=link.slug, crawlable=True)  # the default domain's
@@ -128,13 +128,13 @@ def test_publish_links_covers_domains_their_links_and_robots_txt(django_user_mod
     assert client.hget(DOMAINS_KEY, gone) is None and client.get(link_key("x", gone)) is None
 
 
-def test_the_publisher_is_woken_by_notify_not_by_its_poll(through_publisher, django_user_model):
+def test_the_publisher_is_woken_by_notify_not_by_its_poll(through_publisher, make_user):
     """The publisher polls once a minute here: only a NOTIFY can wake it in
     time. It takes milliseconds; the bound leaves room for a busy machine."""
     from slingshot.contract import link_key
     from slingshot.redis import get_redis
 
-    owner = django_user_model.objects.create_user("notify")
+    owner = make_user()
     for _ in range(3):
         slug = "nt" + uuid.uuid4().hex[:8]
         make_link(owner=owner, url="https://example.com/notified", slug=slug)

@@ -21,8 +21,10 @@ def fresh(prefix: str = "t") -> str:
     return prefix + uuid.uuid4().hex[:10]
 
 
-def make_user(**extra):
-    return get_user_model().objects.create_user(fresh("user-"), password=PASSWORD, **extra)
+def make_user(*, username: str | None = None, password: str = PASSWORD, **flags):
+    """A person (a fresh user name unless given) with `password`, and these
+    flags (is_staff, is_superuser, ...); their personal team made with them."""
+    return get_user_model().objects.create_user(username or fresh("user-"), password=password, **flags)
 
 
 def make_link(*, owner, team: Team | None = None, **options) -> Link:

@@ -13,9 +13,8 @@ from clicks.report_queries import Point
 from clicks.reports import LinkTotals, link_stats, link_totals
 from clicks.rollups import fold_days
 from links import services
-from links.domains import default_domain
 from links.models import Link
-from testing.factories import make_user
+from testing.factories import make_link, make_user
 from testing.streams import ENRICHER, entry
 from testing.streams import importer as make_importer
 
@@ -41,11 +40,7 @@ def click(link: Link | str, at: datetime, ip: str, ua: str, ref: str = "") -> di
 
 @pytest.fixture
 def link() -> Link:
-    owner = make_user()
-    slug = "r" + uuid.uuid4().hex[:10]
-    return Link.objects.create(
-        domain=default_domain(), slug=slug, url="https://example.com/", owner=owner, team=owner.personal_team
-    )
+    return make_link(owner=make_user(), url="https://example.com/", slug="r" + uuid.uuid4().hex[:10])
 
 
 @pytest.fixture
@@ -254,12 +249,8 @@ def test_breakdowns_over_whole_days_and_partial_ends_agree(traffic):
 
 
 def test_totals_of_links_in_one_query(traffic, link, django_assert_num_queries):
-    quiet = Link.objects.create(
-        domain=traffic.domain,
-        slug="q" + uuid.uuid4().hex[:10],
-        url="https://example.com/",
-        owner=traffic.owner,
-        team=traffic.team,
+    quiet = make_link(
+        owner=traffic.owner, team=traffic.team, url="https://example.com/", slug="q" + uuid.uuid4().hex[:10]
     )
     with django_assert_num_queries(1):
         totals = link_totals(link_ids=[traffic.pk, quiet.pk])
@@ -287,13 +278,7 @@ def test_orphan_visits_are_stored_apart_with_their_slug(importer, link):
 
 
 def test_clicks_of_a_link_deleted_before_they_are_imported_are_dropped(importer, link):
-    kept = Link.objects.create(
-        domain=link.domain,
-        slug="k" + uuid.uuid4().hex[:10],
-        url="https://example.com/",
-        owner=link.owner,
-        team=link.team,
-    )
+    kept = make_link(owner=link.owner, team=link.team, url="https://example.com/", slug="k" + uuid.uuid4().hex[:10])
     stored = entry([click(link, TEN, "203.0.113.5", CHROME)])
     assert store(importer, [stored]) == 1
     waiting = entry([click(link, TEN, "203.0.113.6", CHROME), click(kept, TEN, "203.0.113.6", CHROME)])

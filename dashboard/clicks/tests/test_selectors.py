@@ -16,9 +16,8 @@ from clicks.calendar import bucket_end, bucket_start, hour_ceil, next_bucket, st
 from clicks.report_queries import Point, ReportTooLarge, Totals, _moved_hours, one_snapshot
 from clicks.reports import link_stats, link_totals
 from clicks.rollups import fold_days
-from links.domains import default_domain
 from links.models import Link
-from testing.factories import make_user
+from testing.factories import make_link, make_user
 from testing.streams import entry
 from testing.streams import importer as make_importer
 
@@ -54,14 +53,7 @@ FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.
 
 @pytest.fixture
 def link() -> Link:
-    owner = make_user()
-    return Link.objects.create(
-        domain=default_domain(),
-        slug="s" + uuid.uuid4().hex[:10],
-        url="https://example.com/",
-        owner=owner,
-        team=owner.personal_team,
-    )
+    return make_link(owner=make_user(), url="https://example.com/", slug="s" + uuid.uuid4().hex[:10])
 
 
 @pytest.fixture
@@ -76,13 +68,7 @@ def store(link):
 
 def another_link(link: Link) -> Link:
     """A second link of the same owner and team."""
-    return Link.objects.create(
-        domain=default_domain(),
-        slug="s" + uuid.uuid4().hex[:10],
-        url="https://example.com/",
-        owner=link.owner,
-        team=link.team,
-    )
+    return make_link(owner=link.owner, team=link.team, url="https://example.com/", slug="s" + uuid.uuid4().hex[:10])
 
 
 def stats(link, start, end, **options):

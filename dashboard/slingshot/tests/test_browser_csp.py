@@ -9,19 +9,15 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from testing.factories import make_link
+from testing.factories import PASSWORD, make_link
 from web.tests.test_browser import browser  # noqa: F401 (the fixture)
-
-PASSWORD = "correct horse battery staple"
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def user(django_user_model):
-    return django_user_model.objects.create_user(
-        "csp-" + uuid.uuid4().hex[:8], password=PASSWORD, is_staff=True, is_superuser=True
-    )
+def user(make_user):
+    return make_user(is_staff=True, is_superuser=True)
 
 
 @pytest.fixture

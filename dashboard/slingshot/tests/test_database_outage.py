@@ -35,16 +35,15 @@ MANAGE = str(devstack.REPO / "dashboard" / "manage.py")
 # write key, a link for each API to change, and a signed-in session.
 SETUP = """
 import json
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore
-from links import services
-from links.fields import LinkFields
+from testing.factories import make_link, make_user
 from tokens.services import token_create
 
-person = get_user_model().objects.create_user("outage", password="not-used-here-7QxZ")
+person = make_user()
 _, key = token_create(user=person, name="outage", scope="write")
 for door in ("api", "rest"):
-    services.link_create(owner=person, fields=LinkFields(url=f"https://example.com/{door}/0", slug=f"outage-{door}"))
+    make_link(owner=person, url=f"https://example.com/{door}/0", slug=f"outage-{door}")
 session = SessionStore()
 session[SESSION_KEY] = str(person.pk)
 session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"

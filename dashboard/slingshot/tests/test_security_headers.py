@@ -34,9 +34,9 @@ def policy(response) -> set[str]:
     return {directive.strip() for directive in response["Content-Security-Policy"].split(";")}
 
 
-def test_every_page_has_the_strict_policy(client, django_user_model):
+def test_every_page_has_the_strict_policy(client, make_user):
     assert policy(client.get("/sign-in/")) == STRICT
-    client.force_login(django_user_model.objects.create_user("csp"))
+    client.force_login(make_user())
     for path in ("/", "/links/", "/tokens/", "/api/v1/docs/"):
         response = client.get(path)
         assert response.status_code == 200 and policy(response) == STRICT, path

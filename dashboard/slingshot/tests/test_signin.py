@@ -4,11 +4,10 @@ user name and address, and per address alone, never anywhere else."""
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from slingshot.redis import get_quick_redis
+from testing.factories import PASSWORD
 
-PASSWORD = "correct horse battery staple"
 LOCKED = b"Too many failed sign-ins from your address"
 ATTACKER, ELSEWHERE = "198.51.100.66", "203.0.113.9"
 
@@ -23,8 +22,8 @@ PAGES = {
 
 
 @pytest.fixture
-def staff():
-    return get_user_model().objects.create_user("u-" + uuid.uuid4().hex[:10], password=PASSWORD, is_staff=True)
+def staff(make_user):
+    return make_user(is_staff=True)
 
 
 def sign_in(client, page: str, username: str, password: str, address: str, **headers):

@@ -11,7 +11,7 @@ from django.urls import reverse
 from links.models import Link
 from links.services import link_delete
 from teams.models import Membership, Team
-from testing.factories import fresh, make_link
+from testing.factories import fresh, make_link, make_user
 from tokens.models import ApiToken
 
 from .conftest import session_api
@@ -37,10 +37,7 @@ def api_operations(crew, role):
     api = session_api(crew.people[role])
     team, slug = crew.team.pk, crew.link.slug
     spare = make_link(owner=crew.people["admin"], team=crew.team, url="https://example.com/spare", slug=fresh("s"))
-    newcomer = fresh("new-")
-    from django.contrib.auth import get_user_model
-
-    get_user_model().objects.create_user(newcomer)
+    newcomer = make_user(username=fresh("new-")).username
     listed = api.get("/api/v1/links", {"team": team})
     yield "list", expected(role, READS, yes=200, refused=404), listed.status_code
     if listed.status_code == 200:

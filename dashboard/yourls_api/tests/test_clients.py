@@ -22,9 +22,9 @@ def api_url(make_dashboard):
 
 
 @pytest.fixture
-def token(django_user_model):
+def token(make_user):
     """(token, raw secret): a write token of a new person's."""
-    user = django_user_model.objects.create_user("yourls-client")
+    user = make_user()
     return token_create(user=user, name="client", scope="write")
 
 
