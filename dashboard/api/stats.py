@@ -24,7 +24,7 @@ FILTER_HELP = {
 
 class StatsQuerySerializer(TimeRangeSerializer):
     """The range of a stats request; its defaults and limits are
-    clicks.selectors.stats_range's, and `validated_data` is its StatsRange."""
+    clicks.calendar.stats_range's, and `validated_data` is its StatsRange."""
 
     interval = serializers.ChoiceField(choices=list(INTERVALS), default="day")
     include_bots = serializers.BooleanField(default=False, help_text="Count clicks flagged as bots too.")

@@ -18,7 +18,7 @@ class ReportForm(forms.Form):
     """A report's range, bucket, bots and filters, as the link page takes
     them from its query string. A preset (web.reports.PRESETS) or a custom
     range of whole days (`from` and `to`, both included) in the person's
-    zone; the limits are clicks.selectors.stats_range's. `filters` are the
+    zone; the limits are clicks.calendar.stats_range's. `filters` are the
     dimensions given in the query, an empty value included (a referrer host
     of '' is a direct visit). After is_valid(), `span` is the StatsRange."""
 

@@ -1,4 +1,4 @@
-"""How the pages show a report (clicks.selectors.link_stats): the date
+"""How the pages show a report (clicks.reports.link_stats): the date
 presets, the bucket a range reads well in, the chart and its table, the
 totals against the period before, and breakdown rows with their share,
 country names and flags, each a link that filters the report by its value."""

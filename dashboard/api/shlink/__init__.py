@@ -5,6 +5,7 @@ work against Slingshot unchanged (docs/compatibility.md).
 
 A thin adapter: each view reads Shlink's names, asks the same services and
 selectors /api/v1 does (links.services with LinkFields, links.selectors,
-links.tags, clicks.visits, teams.access) and writes Shlink's shapes back.
+clicks.selectors, links.tags, clicks.visits, teams.access) and writes
+Shlink's shapes back.
 What Shlink's API means and Slingshot cannot do is a problem document
 that says so, never a silent difference (problems.py)."""

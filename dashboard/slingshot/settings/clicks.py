@@ -39,7 +39,7 @@ CLICK_IMPORT_LOG_INTERVAL = env.float("CLICK_IMPORT_LOG_INTERVAL", default=10.0)
 CLICK_PARTITIONS_AHEAD = env.int("CLICK_PARTITIONS_AHEAD", default=3)
 CLICK_RETENTION_MONTHS = env.int("CLICK_RETENTION_MONTHS", default=0)  # 0: keep raw clicks forever
 
-# Reports under filters (clicks/selectors.py): the breakdowns count the
+# Reports under filters (clicks/reports.py, clicks/report_queries.py): the breakdowns count the
 # latest this many matching raw clicks, and a statement of the raw clicks
 # is cancelled after this many milliseconds, its report refused.
 REPORT_FILTER_SAMPLE = env.int("REPORT_FILTER_SAMPLE", default=50_000)
