@@ -1,7 +1,8 @@
 """Visits one by one, newest first, a page at a time: the clicks of some
 links, and the orphan visits (sql/clicks.sql). The reports (reports.py,
 orphans.py) count them; these list them, for the APIs that show each
-visit (Shlink's, api/shlink/visits.py)."""
+visit (Shlink's, api/shlink/visits.py), and say which of some visits are
+stored already (an import's dry run, importers/runner.py)."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -94,3 +95,17 @@ def orphan_visit_counts(*, span: VisitsRange = VisitsRange(), domain: str | None
         cursor.execute(f"SELECT count(*), count(*) FILTER (WHERE is_bot) FROM orphan_visits WHERE {where}", params)
         total, bots = cursor.fetchone()
     return Counts(int(total), int(bots))
+
+
+def visits_not_stored(ids: list, moments: list[datetime], *, orphans: bool = False) -> int:
+    """How many of these visits (click ids, each with the time it was
+    served at) `clicks`, or with `orphans` `orphan_visits`, does not hold
+    yet: what a dry run of an import would store (one query)."""
+    table = "orphan_visits" if orphans else "clicks"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM unnest(%s::uuid[], %s::timestamptz[]) v (id, at) WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {table} c WHERE c.click_id = v.id AND c.occurred_at = v.at)",
+            [ids, moments],
+        )
+        return cursor.fetchone()[0]

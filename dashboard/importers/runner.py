@@ -33,6 +33,7 @@ from django.db import connection, transaction
 from clicks.enrichment import Enricher
 from clicks.partitions import months_before
 from clicks.rollups import add_carried_totals
+from clicks.visits import visits_not_stored
 from links.domains import default_domain
 from links.fields import LinkFields
 from links.models import Domain
@@ -315,7 +316,7 @@ class ImportRun:
     def _would_store(self, visits: list[tuple[Target, Visit]], orphans: list[Orphan]) -> int:
         """How many of these a run would store: all of a link not created
         yet, and those not stored before."""
-        ids, moments, table = [], [], "orphan_visits" if orphans else "clicks"
+        ids, moments = [], []
         new = 0
         for target, visit in visits:
             if not target.link_id:
@@ -327,13 +328,7 @@ class ImportRun:
             ids.append(self.batches.visit_id("", orphan.key, orphan.ms))
             moments.append(datetime.fromtimestamp(orphan.ms / 1000, tz=timezone.utc))
         if ids:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT count(*) FROM unnest(%s::uuid[], %s::timestamptz[]) v (id, at) WHERE NOT EXISTS "
-                    f"(SELECT 1 FROM {table} c WHERE c.click_id = v.id AND c.occurred_at = v.at)",
-                    [ids, moments],
-                )
-                new += cursor.fetchone()[0]
+            new += visits_not_stored(ids, moments, orphans=bool(orphans))
         return new
 
 

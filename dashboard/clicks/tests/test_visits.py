@@ -14,7 +14,14 @@ from clicks import services
 from clicks.models import Click
 from clicks.reports import link_stats, link_totals
 from clicks.rollups import ROLLUP_TABLES, fold_days
-from clicks.visits import VisitsRange, link_click_counts, link_clicks, orphan_visit_counts, orphan_visits_page
+from clicks.visits import (
+    VisitsRange,
+    link_click_counts,
+    link_clicks,
+    orphan_visit_counts,
+    orphan_visits_page,
+    visits_not_stored,
+)
 from links.models import Link
 from links.selectors import links_visible_to
 from teams.models import Role
@@ -157,3 +164,19 @@ def test_a_links_clicks_a_page_at_a_time(importer):
     assert link_clicks(links, span).count() == 3
     assert tuple(link_click_counts(links)) == (6, 1)
     assert link_clicks(links_visible_to(make_user()), VisitsRange()).count() == 0
+
+
+def test_which_visits_are_stored_already_takes_one_query(importer, django_assert_num_queries):
+    link = make_link(owner=make_user(), url="https://example.com/")
+    kept, orphan = click(link, 1), click("gone-" + uuid.uuid4().hex[:6], 2, kind="unknown", domain="")
+    store(importer, [kept, orphan])
+
+    def served(visit: dict) -> datetime:
+        return datetime.fromtimestamp(visit["ts"] / 1000, tz=timezone.utc)
+
+    unknown = uuid.uuid4().hex
+    with django_assert_num_queries(1):
+        assert visits_not_stored([kept["id"], unknown], [served(kept), served(kept)]) == 1
+    assert visits_not_stored([kept["id"]], [served(kept) + timedelta(hours=1)]) == 1  # its id at another time
+    assert visits_not_stored([orphan["id"]], [served(orphan)], orphans=True) == 0
+    assert visits_not_stored([orphan["id"]], [served(orphan)]) == 1  # not among the links' clicks
