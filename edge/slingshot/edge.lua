@@ -17,6 +17,7 @@ local certs = require("slingshot.certs")
 local unlock = require("slingshot.unlock")
 local shlink = require("slingshot.shlink")
 local pages = require("slingshot.pages")
+local html = require("slingshot.html")
 local nginxvar = require("slingshot.nginxvar")
 
 local ngx = ngx
@@ -53,9 +54,6 @@ local PIXEL = outcome("pixel")
 
 -- The request's path where nginx keeps it: only a slug is made a string of it.
 local read_uri = nginxvar.reader("uri")
-
-local UNAVAILABLE_PAGE = "<!doctype html><title>Unavailable</title>"
-    .. "<h1>Temporarily unavailable</h1><p>Please try again shortly.</p>"
 
 function _M.init()
     config.load()
@@ -104,7 +102,7 @@ local function unavailable(slug, err)
     metrics.inc(UNAVAILABLE)
     log(ERR, "slug ", slug, ": ", err)
     header["Retry-After"] = RETRY_AFTER
-    return answer(503, UNAVAILABLE_PAGE)
+    return answer(503, pages.UNAVAILABLE)
 end
 
 local function send_to(url, status)
@@ -112,13 +110,13 @@ local function send_to(url, status)
 end
 
 -- A page of the product for a visitor the link does not send on (pages.lua):
--- in the visitor's language, under the password page's style and CSP.
+-- in the visitor's language, under the pages' CSP (html.lua).
 local function page(status, kind, domain)
     local lang = pages.language(var.http_accept_language)
     ngx.status = status
-    header["Content-Security-Policy"] = unlock.CSP
+    header["Content-Security-Policy"] = html.CSP
     header["Content-Language"] = lang
-    local body, length = pages.for_domain(domain, kind, lang, unlock.STYLE)
+    local body, length = pages.for_domain(domain, kind, lang)
     header["Content-Length"] = length
     print(body)
     return exit(status)

@@ -3,13 +3,14 @@
 -- tests it directly.
 local cjson = require("cjson.safe")
 local rules = require("slingshot.rules")
+local html = require("slingshot.html")
 
 local type = type
 local find = string.find
 local gsub = string.gsub
-local byte = string.byte
 local format = string.format
 local floor = math.floor
+local percent = html.percent
 
 local _M = { _VERSION = "0.2.0" }
 
@@ -136,10 +137,6 @@ function _M.state(link, now)
         return "expired"
     end
     return "redirect"
-end
-
-local function percent(c)
-    return format("%%%02X", byte(c))
 end
 
 -- The Location for a request whose raw query string is `args` (may be nil),

@@ -1,16 +1,20 @@
 -- The small pages the edge answers a visitor with instead of a redirect:
--- no such link (404), and a link expired or used up (410). Pure: edge.lua
+-- no such link (404), a link expired or used up (410), and the bare 503 of
+-- an edge that cannot ask Redis. Pure: edge.lua
 -- picks the language from Accept-Language (pages.language) and keeps each
 -- page it has made on its domain's table (pages.for_domain), so that a
 -- flood of unknown slugs costs a table lookup per request, not a page.
 local memo = require("slingshot.memo")
+local html = require("slingshot.html")
 
 local gmatch = string.gmatch
 local lower = string.lower
 local match = string.match
-local gsub = string.gsub
 local tonumber = tonumber
 local tostring = tostring
+local escape = html.escape
+local head = html.head
+local FOOT = html.FOOT
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -90,19 +94,11 @@ local function language(accept)
 end
 _M.language = memo.of(language)
 
-local ESCAPES = {
-    ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;",
-}
-
-local function escape(text)
-    return (gsub(text, "[&<>\"']", ESCAPES))
-end
-
 -- A page of `kind` in `lang` for a domain (root_url, not_found_url): a link
 -- to the domain's home page when it has one, and, on a 410, on to its
 -- not-found redirect when it has one (a 404 with one is a redirect, no
--- page). `style` is the one style block, which the edge's CSP allows.
-function _M.render(kind, lang, domain, style)
+-- page).
+function _M.render(kind, lang, domain)
     local texts = TEXTS[lang] or TEXTS.en
     local title, text = texts[kind][1], texts[kind][2]
     local links = ""
@@ -114,17 +110,14 @@ function _M.render(kind, lang, domain, style)
         links = links .. "<p><a href=\"" .. escape(domain.root_url) .. "\">"
             .. texts.home .. "</a></p>"
     end
-    return "<!doctype html><html lang=\"" .. lang .. "\"><head><meta charset=\"utf-8\">"
-        .. "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        .. "<meta name=\"robots\" content=\"noindex\"><title>" .. title .. "</title>"
-        .. "<style>" .. style .. "</style></head><body><main><h1>" .. title .. "</h1>"
-        .. "<p>" .. text .. "</p>" .. links .. "</main></body></html>"
+    return head(lang, title) .. "<h1>" .. title .. "</h1>"
+        .. "<p>" .. text .. "</p>" .. links .. FOOT
 end
 
 -- The page and its length (for Content-Length, which spares nginx the
 -- chunked encoding), made once per domain table, kind and language: a
 -- domain's table is made again when the domains change, and its pages with it.
-function _M.for_domain(domain, kind, lang, style)
+function _M.for_domain(domain, kind, lang)
     local made = domain.pages
     if not made then
         made = {}
@@ -133,11 +126,15 @@ function _M.for_domain(domain, kind, lang, style)
     local key = kind .. lang
     local page = made[key]
     if not page then
-        page = _M.render(kind, lang, domain, style)
+        page = _M.render(kind, lang, domain)
         made[key] = page
         made[key .. "#"] = tostring(#page)
     end
     return page, made[key .. "#"]
 end
+
+-- The 503 of an edge that could ask Redis nothing (edge.lua): bare, in English.
+_M.UNAVAILABLE = "<!doctype html><title>Unavailable</title>"
+    .. "<h1>Temporarily unavailable</h1><p>Please try again shortly.</p>"
 
 return _M

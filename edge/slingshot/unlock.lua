@@ -30,6 +30,7 @@ local redis = require("slingshot.redis")
 local clicks = require("slingshot.clicks")
 local contract = require("slingshot.contract")
 local clickbuf = require("slingshot.clickbuf")
+local html = require("slingshot.html")
 
 local ngx = ngx
 local var = ngx.var
@@ -47,12 +48,15 @@ local type = type
 local tonumber = tonumber
 local tostring = tostring
 local gsub = string.gsub
-local byte = string.byte
 local format = string.format
 local find = string.find
 local sub = string.sub
 local ceil = math.ceil
 local io_open = io.open
+local escape = html.escape
+local percent = html.percent
+local head = html.head
+local FOOT = html.FOOT
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -65,37 +69,6 @@ _M.CHECK_PATH = "/_slingshot/password-check"
 _M.REFERER_MAX = 1024
 -- Longer passwords are wrong: the dashboard keeps none longer.
 _M.PASSWORD_MAX = 128
-
--- The page's one style block, allowed by its hash alone (the CSP below);
--- edge/t/test_unlock.py checks that the hash is this text's.
-local STYLE = "body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1f2328;background:#f6f8fa}"
-    .. "main{max-width:24rem;margin:12vh auto;padding:1.5rem;background:#fff;"
-    .. "border:1px solid #d0d7de;border-radius:8px}"
-    .. "h1{font-size:1.25rem;margin:0 0 1rem}"
-    .. "label{display:block;font-weight:600;margin-bottom:.25rem}"
-    .. "input{box-sizing:border-box;width:100%;font:inherit;padding:.5rem;"
-    .. "border:1px solid #8c959f;border-radius:6px}"
-    .. "button{margin-top:1rem;width:100%;font:inherit;padding:.5rem;border:0;border-radius:6px;"
-    .. "background:#0969da;color:#fff;cursor:pointer}"
-    .. ".error{color:#cf222e;font-weight:600}"
-    .. "@media (max-width:30rem){main{margin:0;border:0;border-radius:0;min-height:100vh;"
-    .. "box-sizing:border-box}}"
-_M.STYLE = STYLE
-_M.CSP = "default-src 'none'; "
-    .. "style-src 'sha256-enUyoFlbGwLWshZMQJKWnKyHAGvthDOG8Va06yeHULQ='; "
-    .. "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-
-local ESCAPES = {
-    ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;",
-}
-
-function _M.escape(text)
-    return (gsub(text, "[&<>\"']", ESCAPES))
-end
-
-local function percent(c)
-    return format("%%%02X", byte(c))
-end
 
 -- The path and query of the link as the visitor asked for it: the form's
 -- action and where the right password goes on to. Bytes a URL should not
@@ -145,42 +118,32 @@ function _M.message(answer)
     return "Passwords cannot be checked just now. Try again in a minute."
 end
 
-local function head(title)
-    return "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        .. "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        .. "<meta name=\"robots\" content=\"noindex\"><title>" .. title .. "</title>"
-        .. "<style>" .. STYLE .. "</style></head><body><main>"
-end
-
 -- The password page: the form posting to `action`, with `referer` kept,
 -- and `message` (plain text) above it.
 function _M.page(action, referer, message)
     local alert = ""
     local described = ""
     if message then
-        alert = "<p class=\"error\" id=\"error\" role=\"alert\">" .. _M.escape(message) .. "</p>"
+        alert = "<p class=\"error\" id=\"error\" role=\"alert\">" .. escape(message) .. "</p>"
         described = " aria-describedby=\"error\""
     end
-    return head("Password needed")
+    return head("en", "Password needed")
         .. "<h1>This link needs a password</h1>" .. alert
-        .. "<form method=\"post\" action=\"" .. _M.escape(action) .. "\">"
-        .. "<input type=\"hidden\" name=\"ref\" value=\"" .. _M.escape(referer) .. "\">"
+        .. "<form method=\"post\" action=\"" .. escape(action) .. "\">"
+        .. "<input type=\"hidden\" name=\"ref\" value=\"" .. escape(referer) .. "\">"
         .. "<label for=\"password\">Password</label>"
         .. "<input id=\"password\" name=\"password\" type=\"password\" required autofocus"
         .. " autocomplete=\"current-password\" maxlength=\"" .. _M.PASSWORD_MAX .. "\""
         .. described .. ">"
-        .. "<button type=\"submit\">Continue</button></form></main></body></html>"
+        .. "<button type=\"submit\">Continue</button></form>" .. FOOT
 end
 
 -- After the right password: on to `url` (self_url's), with no script.
 function _M.onward_page(url)
-    local escaped = _M.escape(url)
-    return "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        .. "<meta http-equiv=\"refresh\" content=\"0; url=" .. escaped .. "\">"
-        .. "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        .. "<title>Opening the link</title><style>" .. STYLE .. "</style></head><body><main>"
-        .. "<h1>Opening the link</h1><p><a href=\"" .. escaped .. "\">Continue</a></p>"
-        .. "</main></body></html>"
+    local escaped = escape(url)
+    return head("en", "Opening the link",
+        "<meta http-equiv=\"refresh\" content=\"0; url=" .. escaped .. "\">")
+        .. "<h1>Opening the link</h1><p><a href=\"" .. escaped .. "\">Continue</a></p>" .. FOOT
 end
 
 function _M.pass_cookie(token, path, secure, max_age)
@@ -331,7 +294,7 @@ end
 
 local function answer_page(status, body, retry_after)
     ngx.status = status
-    header["Content-Security-Policy"] = _M.CSP
+    header["Content-Security-Policy"] = html.CSP
     header["Referrer-Policy"] = "same-origin"
     header["X-Frame-Options"] = "DENY"
     if retry_after then
