@@ -1,6 +1,6 @@
 -- What the edge writes its pages and URLs with: text made safe in HTML, a
--- byte percent-encoded, and the head every page of the edge has (pages.lua)
--- with its one style block, which the pages' CSP allows by its hash alone.
+-- byte percent-encoded, and the head of the pages of pages.lua with their
+-- one style block, which the pages' CSP allows by its hash alone.
 -- Pure: no ngx, so busted tests it directly.
 local gsub = string.gsub
 local byte = string.byte

@@ -1,24 +1,32 @@
--- The small pages the edge answers a visitor with instead of a redirect:
--- no such link (404), a link expired or used up (410), and the bare 503 of
--- an edge that cannot ask Redis. Pure: edge.lua
--- picks the language from Accept-Language (pages.language) and keeps each
--- page it has made on its domain's table (pages.for_domain), so that a
--- flood of unknown slugs costs a table lookup per request, not a page.
+-- The pages the edge answers a visitor with instead of a redirect: no such
+-- link (404), a link expired or used up (410), a link's password page and
+-- the page after the right password (unlock.lua), each in the visitor's
+-- language, and the bare 503 of an edge that cannot ask Redis. Pure:
+-- edge.lua and unlock.lua pick the language from Accept-Language
+-- (pages.language); edge.lua keeps each 404 and 410 page it has made on its
+-- domain's table (pages.for_domain), so that a flood of unknown slugs costs
+-- a table lookup per request, not a page, and the password page's words are
+-- joined once per language (pages.password_page).
 local memo = require("slingshot.memo")
 local html = require("slingshot.html")
 
 local gmatch = string.gmatch
 local lower = string.lower
 local match = string.match
+local format = string.format
+local ceil = math.ceil
+local pairs = pairs
 local tonumber = tonumber
 local tostring = tostring
 local escape = html.escape
 local head = html.head
 local FOOT = html.FOOT
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = "0.2.0" }
 
--- Per language: each page's title and text, and the words of its links.
+-- Per language: each page's title and text, the words of its links, and
+-- the password page's words (`locked`: a lockout by its scope; `wait`:
+-- wait_words' words, "in" then second and minute, singular then plural).
 local TEXTS = {
     en = {
         not_found = { "Link not found",
@@ -29,6 +37,21 @@ local TEXTS = {
         limit = { "Link used up",
             "This short link has had all the visits it was made for." },
         continue = "Continue", home = "Home page",
+        password = {
+            title = "Password needed", heading = "This link needs a password",
+            label = "Password", opening = "Opening the link",
+            wrong = "That is not the password.",
+            empty = "Type the password.",
+            ["cross-site"] = "The password can only be sent from this page.",
+            unavailable = "Passwords cannot be checked just now. Try again in a minute.",
+            locked = {
+                address = "Too many wrong passwords from your address.",
+                link = "Too many wrong passwords for this link.",
+                everyone = "Too many passwords are being checked right now.",
+            },
+            try_again = "Try again %s.",
+            wait = { "in", "second", "seconds", "minute", "minutes" },
+        },
     },
     de = {
         not_found = { "Link nicht gefunden",
@@ -39,6 +62,22 @@ local TEXTS = {
         limit = { "Link aufgebraucht",
             "Dieser Kurzlink hatte alle Besuche, für die er gemacht war." },
         continue = "Weiter", home = "Startseite",
+        password = {
+            title = "Passwort nötig", heading = "Für diesen Link ist ein Passwort nötig",
+            label = "Passwort", opening = "Der Link wird geöffnet",
+            wrong = "Das ist nicht das Passwort.",
+            empty = "Geben Sie das Passwort ein.",
+            ["cross-site"] = "Das Passwort kann nur von dieser Seite aus gesendet werden.",
+            unavailable = "Passwörter können gerade nicht geprüft werden. "
+                .. "Versuchen Sie es in einer Minute erneut.",
+            locked = {
+                address = "Zu viele falsche Passwörter von Ihrer Adresse.",
+                link = "Zu viele falsche Passwörter für diesen Link.",
+                everyone = "Gerade werden zu viele Passwörter geprüft.",
+            },
+            try_again = "Versuchen Sie es %s erneut.",
+            wait = { "in", "Sekunde", "Sekunden", "Minute", "Minuten" },
+        },
     },
     es = {
         not_found = { "Enlace no encontrado",
@@ -49,6 +88,22 @@ local TEXTS = {
         limit = { "Enlace agotado",
             "Este enlace corto ya recibió todas las visitas para las que se creó." },
         continue = "Continuar", home = "Página de inicio",
+        password = {
+            title = "Contraseña necesaria", heading = "Este enlace necesita una contraseña",
+            label = "Contraseña", opening = "Abriendo el enlace",
+            wrong = "Esa no es la contraseña.",
+            empty = "Escriba la contraseña.",
+            ["cross-site"] = "La contraseña solo puede enviarse desde esta página.",
+            unavailable = "Ahora no se pueden comprobar las contraseñas. "
+                .. "Inténtelo de nuevo en un minuto.",
+            locked = {
+                address = "Demasiadas contraseñas incorrectas desde su dirección.",
+                link = "Demasiadas contraseñas incorrectas para este enlace.",
+                everyone = "Se están comprobando demasiadas contraseñas en este momento.",
+            },
+            try_again = "Inténtelo de nuevo %s.",
+            wait = { "en", "segundo", "segundos", "minuto", "minutos" },
+        },
     },
     fr = {
         not_found = { "Lien introuvable",
@@ -59,6 +114,22 @@ local TEXTS = {
         limit = { "Lien épuisé",
             "Ce lien court a reçu toutes les visites prévues." },
         continue = "Continuer", home = "Page d’accueil",
+        password = {
+            title = "Mot de passe requis", heading = "Ce lien demande un mot de passe",
+            label = "Mot de passe", opening = "Ouverture du lien",
+            wrong = "Ce n’est pas le mot de passe.",
+            empty = "Saisissez le mot de passe.",
+            ["cross-site"] = "Le mot de passe ne peut être envoyé que depuis cette page.",
+            unavailable = "Les mots de passe ne peuvent pas être vérifiés pour l’instant. "
+                .. "Réessayez dans une minute.",
+            locked = {
+                address = "Trop de mauvais mots de passe depuis votre adresse.",
+                link = "Trop de mauvais mots de passe pour ce lien.",
+                everyone = "Trop de mots de passe sont vérifiés en ce moment.",
+            },
+            try_again = "Réessayez %s.",
+            wait = { "dans", "seconde", "secondes", "minute", "minutes" },
+        },
     },
 }
 _M.LANGUAGES = { "de", "en", "es", "fr" }
@@ -131,6 +202,79 @@ function _M.for_domain(domain, kind, lang)
         made[key .. "#"] = tostring(#page)
     end
     return page, made[key .. "#"]
+end
+
+-- The longest password the page's field takes; unlock.lua holds a longer
+-- one wrong without asking: the dashboard keeps none longer.
+_M.PASSWORD_MAX = 128
+
+-- The password page's own parts in each language, joined once; the form's
+-- action, the Referer it keeps and what it says go between them.
+local FORM = "<form method=\"post\" action=\""
+local REF = "\"><input type=\"hidden\" name=\"ref\" value=\""
+local ALERT = "<p class=\"error\" id=\"error\" role=\"alert\">"
+local ASKING = {}
+for lang, texts in pairs(TEXTS) do
+    local words = texts.password
+    ASKING[lang] = {
+        top = head(lang, words.title) .. "<h1>" .. words.heading .. "</h1>",
+        field = "\"><label for=\"password\">" .. words.label .. "</label>"
+            .. "<input id=\"password\" name=\"password\" type=\"password\" required autofocus"
+            .. " autocomplete=\"current-password\" maxlength=\"" .. _M.PASSWORD_MAX .. "\"",
+        tail = "><button type=\"submit\">" .. texts.continue .. "</button></form>" .. FOOT,
+    }
+end
+
+-- The password page in `lang`: the form posting to `action`, with
+-- `referer` kept, and `message` (plain text; nil: none) above it.
+function _M.password_page(lang, action, referer, message)
+    local parts = ASKING[lang] or ASKING.en
+    if not message then
+        return parts.top .. FORM .. escape(action) .. REF .. escape(referer)
+            .. parts.field .. parts.tail
+    end
+    return parts.top .. ALERT .. escape(message) .. "</p>"
+        .. FORM .. escape(action) .. REF .. escape(referer)
+        .. parts.field .. " aria-describedby=\"error\"" .. parts.tail
+end
+
+-- After the right password, in `lang`: on to `url` (unlock.self_url's),
+-- with no script.
+function _M.onward_page(lang, url)
+    local texts = TEXTS[lang] or TEXTS.en
+    local opening = texts.password.opening
+    local escaped = escape(url)
+    return head(lang, opening, "<meta http-equiv=\"refresh\" content=\"0; url=" .. escaped .. "\">")
+        .. "<h1>" .. opening .. "</h1><p><a href=\"" .. escaped .. "\">" .. texts.continue
+        .. "</a></p>" .. FOOT
+end
+
+-- How long to wait, in `lang`: "in 40 seconds", "in 1 minute", "in 15 minutes".
+function _M.wait_words(lang, seconds)
+    local wait = (TEXTS[lang] or TEXTS.en).password.wait
+    if seconds < 60 then
+        return format("%s %d %s", wait[1], seconds, seconds == 1 and wait[2] or wait[3])
+    end
+    local minutes = ceil(seconds / 60)
+    return format("%s %d %s", wait[1], minutes, minutes == 1 and wait[4] or wait[5])
+end
+
+-- The outcomes whose words are the same whatever else the answer holds.
+local SAID = { wrong = true, empty = true, ["cross-site"] = true }
+
+-- What the password page says, in `lang`, for a check's answer
+-- (unlock.answer's, or `empty` or `cross-site`); any other: that passwords
+-- cannot be checked.
+function _M.message(lang, answer)
+    local words = (TEXTS[lang] or TEXTS.en).password
+    local outcome = answer.outcome
+    if outcome == "locked" then
+        return words.locked[answer.scope] .. " "
+            .. format(words.try_again, _M.wait_words(lang, answer.retry_after))
+    elseif SAID[outcome] then
+        return words[outcome]
+    end
+    return words.unavailable
 end
 
 -- The 503 of an edge that could ask Redis nothing (edge.lua): bare, in English.

@@ -1,9 +1,10 @@
 -- Links with a password (docs/contract.md, "Password checks"). The edge asks
 -- for the password itself, on the link's own domain and scheme:
 --
--- 1. GET /<slug> answers 200 with the password page, an orphan visit of
---    kind `password`. Its form posts back to the same URL, query and all,
---    with the Referer the visitor came with in a hidden field.
+-- 1. GET /<slug> answers 200 with the password page (pages.lua, in the
+--    visitor's language), an orphan visit of kind `password`. Its form
+--    posts back to the same URL, query and all, with the Referer the
+--    visitor came with in a hidden field.
 -- 2. POST /<slug> asks the dashboard whether the password is right (an
 --    internal subrequest, nginx.conf's /_slingshot/password-check, with
 --    EDGE_DASHBOARD_SECRET); the dashboard counts wrong guesses per address
@@ -30,12 +31,13 @@ local redis = require("slingshot.redis")
 local clicks = require("slingshot.clicks")
 local contract = require("slingshot.contract")
 local clickbuf = require("slingshot.clickbuf")
+local pages = require("slingshot.pages")
 local html = require("slingshot.html")
 
 local ngx = ngx
 local var = ngx.var
 local header = ngx.header
-local say = ngx.say
+local print = ngx.print
 local exit = ngx.exit
 local log = ngx.log
 local ERR = ngx.ERR
@@ -48,17 +50,13 @@ local type = type
 local tonumber = tonumber
 local tostring = tostring
 local gsub = string.gsub
-local format = string.format
 local find = string.find
 local sub = string.sub
 local ceil = math.ceil
 local io_open = io.open
-local escape = html.escape
 local percent = html.percent
-local head = html.head
-local FOOT = html.FOOT
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = "0.2.0" }
 
 _M.COOKIE = "slingshot_unlock"
 local COOKIE_VARIABLE = "cookie_" .. _M.COOKIE
@@ -68,7 +66,7 @@ _M.CHECK_PATH = "/_slingshot/password-check"
 -- What a pass keeps of where the visitor came from (as clickbuf.REFERER_MAX).
 _M.REFERER_MAX = 1024
 -- Longer passwords are wrong: the dashboard keeps none longer.
-_M.PASSWORD_MAX = 128
+local PASSWORD_MAX = pages.PASSWORD_MAX
 
 -- The path and query of the link as the visitor asked for it: the form's
 -- action and where the right password goes on to. Bytes a URL should not
@@ -86,64 +84,6 @@ function _M.clean_referer(referer)
         return ""
     end
     return sub(gsub(referer, "%c", ""), 1, _M.REFERER_MAX)
-end
-
--- "in 40 seconds", "in 1 minute", "in 15 minutes".
-function _M.wait_words(seconds)
-    if seconds < 60 then
-        return format("in %d second%s", seconds, seconds == 1 and "" or "s")
-    end
-    local minutes = ceil(seconds / 60)
-    return format("in %d minute%s", minutes, minutes == 1 and "" or "s")
-end
-
-local LOCKED_WORDS = {
-    address = "Too many wrong passwords from your address.",
-    link = "Too many wrong passwords for this link.",
-    everyone = "Too many passwords are being checked right now.",
-}
-
--- What the page says for a check's answer (check below); nil: nothing.
-function _M.message(answer)
-    if answer.outcome == "wrong" then
-        return "That is not the password."
-    elseif answer.outcome == "locked" then
-        return LOCKED_WORDS[answer.scope] .. " Try again " .. _M.wait_words(answer.retry_after)
-            .. "."
-    elseif answer.outcome == "empty" then
-        return "Type the password."
-    elseif answer.outcome == "cross-site" then
-        return "The password can only be sent from this page."
-    end
-    return "Passwords cannot be checked just now. Try again in a minute."
-end
-
--- The password page: the form posting to `action`, with `referer` kept,
--- and `message` (plain text) above it.
-function _M.page(action, referer, message)
-    local alert = ""
-    local described = ""
-    if message then
-        alert = "<p class=\"error\" id=\"error\" role=\"alert\">" .. escape(message) .. "</p>"
-        described = " aria-describedby=\"error\""
-    end
-    return head("en", "Password needed")
-        .. "<h1>This link needs a password</h1>" .. alert
-        .. "<form method=\"post\" action=\"" .. escape(action) .. "\">"
-        .. "<input type=\"hidden\" name=\"ref\" value=\"" .. escape(referer) .. "\">"
-        .. "<label for=\"password\">Password</label>"
-        .. "<input id=\"password\" name=\"password\" type=\"password\" required autofocus"
-        .. " autocomplete=\"current-password\" maxlength=\"" .. _M.PASSWORD_MAX .. "\""
-        .. described .. ">"
-        .. "<button type=\"submit\">Continue</button></form>" .. FOOT
-end
-
--- After the right password: on to `url` (self_url's), with no script.
-function _M.onward_page(url)
-    local escaped = escape(url)
-    return head("en", "Opening the link",
-        "<meta http-equiv=\"refresh\" content=\"0; url=" .. escaped .. "\">")
-        .. "<h1>Opening the link</h1><p><a href=\"" .. escaped .. "\">Continue</a></p>" .. FOOT
 end
 
 function _M.pass_cookie(token, path, secure, max_age)
@@ -175,6 +115,11 @@ function _M.pass_referer(kept, value)
     return sub(kept, lf + 1)
 end
 
+-- Who a lockout is for (the dashboard's `scope`): the shared dict
+-- slingshot_unlock holds each as long as it lasts (lockout_key).
+local SCOPES = { "everyone", "link", "address" }
+local LOCKOUT_SCOPES = { everyone = true, link = true, address = true }
+
 -- The dashboard's answer to a check (status and body of the subrequest):
 -- { outcome = "right" | "wrong" | "locked" | "unavailable", scope,
 -- retry_after }, or nil and why it is not one.
@@ -190,7 +135,7 @@ function _M.answer(status, body)
     local outcome = answer.outcome
     if outcome == "locked" then
         local wait = tonumber(answer.retry_after)
-        if not LOCKED_WORDS[answer.scope] or not wait or wait < 1 then
+        if not LOCKOUT_SCOPES[answer.scope] or not wait or wait < 1 then
             return nil, "password check: a lockout without scope or retry_after"
         end
         return { outcome = outcome, scope = answer.scope, retry_after = ceil(wait) }
@@ -210,8 +155,6 @@ function _M.lockout_key(scope, link_id, address)
     end
     return "address:" .. link_id .. ":" .. address
 end
-
-local SCOPES = { "everyone", "link", "address" }
 
 local function known_lockout(link_id, address)
     local lockouts = ngx.shared.slingshot_unlock
@@ -234,7 +177,7 @@ local function check(link_id, password)
     if known then
         return known
     end
-    if #password > _M.PASSWORD_MAX then
+    if #password > PASSWORD_MAX then
         return { outcome = "wrong" }
     end
     if not config.dashboard_url or not config.dashboard_secret then
@@ -292,28 +235,35 @@ local function give_pass(value, referer)
     return token
 end
 
-local function answer_page(status, body, retry_after)
+-- A page of pages.lua in `lang`, under the pages' CSP; with its
+-- Content-Length, which spares nginx the chunked encoding.
+local function answer_page(status, lang, body, retry_after)
     ngx.status = status
     header["Content-Security-Policy"] = html.CSP
+    header["Content-Language"] = lang
     header["Referrer-Policy"] = "same-origin"
     header["X-Frame-Options"] = "DENY"
     if retry_after then
         header["Retry-After"] = tostring(retry_after)
     end
-    say(body)
+    header["Content-Length"] = #body
+    print(body)
     return exit(status)
 end
 
 local STATUS = { wrong = 403, locked = 429, empty = 400, ["cross-site"] = 403, unavailable = 503 }
 
--- The password page for `slug` with what `answer` (nil: none) says, an
--- orphan visit of kind `password` on `domain` from `referer`: where the
--- visitor came from before the page, also when it is shown again.
-local function ask_again(slug, domain, referer, answer)
+-- The password page for `slug` in `lang` with what `answer` (nil: none)
+-- says, an orphan visit of kind `password` on `domain` from `referer`:
+-- where the visitor came from before the page, also when it is shown again.
+local function ask_again(slug, domain, lang, referer, answer)
     clicks.record_from(slug, "", domain.orphan.password, referer)
-    local status = answer and STATUS[answer.outcome] or 200
-    local body = _M.page(_M.self_url(slug, var.args), referer, answer and _M.message(answer))
-    return answer_page(status, body, answer and answer.retry_after)
+    local action = _M.self_url(slug, var.args)
+    if not answer then
+        return answer_page(200, lang, pages.password_page(lang, action, referer))
+    end
+    local body = pages.password_page(lang, action, referer, pages.message(lang, answer))
+    return answer_page(STATUS[answer.outcome], lang, body, answer.retry_after)
 end
 
 local function first(value)
@@ -342,38 +292,40 @@ local function cross_site()
     return origin ~= var.scheme .. "://" .. (var.http_host or "")
 end
 
-local function sent_password(slug, value, domain)
+local function sent_password(slug, value, domain, lang)
     if cross_site() then
-        return ask_again(slug, domain, "", { outcome = "cross-site" })
+        return ask_again(slug, domain, lang, "", { outcome = "cross-site" })
     end
     read_body()
     local args = get_post_args(10) or {}
     local referer = _M.clean_referer(first(args.ref))
     local password = first(args.password)
     if not password or password == "" then
-        return ask_again(slug, domain, referer, { outcome = "empty" })
+        return ask_again(slug, domain, lang, referer, { outcome = "empty" })
     end
     local answer = check(value.id, password)
     if answer.outcome ~= "right" then
-        return ask_again(slug, domain, referer, answer)
+        return ask_again(slug, domain, lang, referer, answer)
     end
     local token, err = give_pass(value, referer)
     if not token then
         log(ERR, "slug ", slug, ": ", err)
-        return ask_again(slug, domain, referer, { outcome = "unavailable" })
+        return ask_again(slug, domain, lang, referer, { outcome = "unavailable" })
     end
     header["Set-Cookie"] = _M.pass_cookie(token, "/" .. slug, var.https == "on", _M.PASS_TTL)
-    return answer_page(200, _M.onward_page(_M.self_url(slug, var.args)))
+    return answer_page(200, lang, pages.onward_page(lang, _M.self_url(slug, var.args)))
 end
 
 -- Answers a request for the link `value` (decoded by linkvalue.lua, with a
 -- password) on `domain` that has no pass: the password page, or for a
--- POST the password's check.
+-- POST the password's check; in the visitor's language, as the 404 and 410
+-- pages are.
 function _M.ask(slug, value, domain)
+    local lang = pages.language(var.http_accept_language)
     if get_method() == "POST" then
-        return sent_password(slug, value, domain)
+        return sent_password(slug, value, domain, lang)
     end
-    return ask_again(slug, domain, _M.clean_referer(var.http_referer), nil)
+    return ask_again(slug, domain, lang, _M.clean_referer(var.http_referer), nil)
 end
 
 -- For a GET with a pass for the link `value`: takes the pass (it serves

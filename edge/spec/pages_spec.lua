@@ -4,6 +4,17 @@ local html = require("slingshot.html")
 
 local STYLE = html.STYLE
 
+local function count(text, plain)
+    local n, at = 0, 1
+    while true do
+        local found = text:find(plain, at, true)
+        if not found then
+            return n
+        end
+        n, at = n + 1, found + #plain
+    end
+end
+
 describe("pages.language", function()
     it("takes the visitor's most preferred language the pages have, by its primary tag", function()
         assert.equal("de", pages.language("de-AT,de;q=0.9,en;q=0.8"))
@@ -63,5 +74,155 @@ describe("pages.for_domain", function()
         assert.are_not.equal(first, pages.for_domain(domain, "not_found", "fr"))
         local other = pages.for_domain({ root_url = "https://b.example/" }, "not_found", "en")
         assert.truthy(other:find("b.example", 1, true))
+    end)
+end)
+
+-- A few of each language's own words: a language that fell back to
+-- another's would not have them.
+local WORDS = {
+    en = { heading = "This link needs a password", label = "Password", button = "Continue",
+        wrong = "That is not the password.", opening = "Opening the link",
+        link_locked = "Too many wrong passwords for this link. Try again in 10 minutes." },
+    de = { heading = "Für diesen Link ist ein Passwort nötig", label = "Passwort",
+        button = "Weiter",
+        wrong = "Das ist nicht das Passwort.", opening = "Der Link wird geöffnet",
+        link_locked = "Zu viele falsche Passwörter für diesen Link. "
+            .. "Versuchen Sie es in 10 Minuten erneut." },
+    es = { heading = "Este enlace necesita una contraseña", label = "Contraseña",
+        button = "Continuar",
+        wrong = "Esa no es la contraseña.", opening = "Abriendo el enlace",
+        link_locked = "Demasiadas contraseñas incorrectas para este enlace. "
+            .. "Inténtelo de nuevo en 10 minutos." },
+    fr = { heading = "Ce lien demande un mot de passe", label = "Mot de passe",
+        button = "Continuer",
+        wrong = "Ce n’est pas le mot de passe.", opening = "Ouverture du lien",
+        link_locked = "Trop de mauvais mots de passe pour ce lien. Réessayez dans 10 minutes." },
+}
+
+-- A slug's query and a Referer as a visitor could send them.
+local ACTION = "/abc?q=\"><script>x</script>&r='1'"
+local ACTION_HTML = "/abc?q=&quot;&gt;&lt;script&gt;x&lt;/script&gt;&amp;r=&#39;1&#39;"
+local REFERER = "https://evil.example/\"><img src=x onerror=alert(1)>&'"
+local REFERER_HTML = "https://evil.example/&quot;&gt;&lt;img src=x onerror=alert(1)&gt;&amp;&#39;"
+
+describe("pages.password_page", function()
+    it("asks for the password in every language, under one head and the one style", function()
+        for _, lang in ipairs(pages.LANGUAGES) do
+            local words = WORDS[lang]
+            local page = pages.password_page(lang, "/abc", "")
+            assert.truthy(page:find("^<!doctype html><html lang=\"" .. lang .. "\">"), lang)
+            assert.truthy(page:find("<h1>" .. words.heading .. "</h1>", 1, true), lang)
+            assert.truthy(page:find("<label for=\"password\">" .. words.label .. "</label>", 1,
+                true), lang)
+            assert.truthy(page:find("<button type=\"submit\">" .. words.button .. "</button>", 1,
+                true), lang)
+            assert.truthy(page:find("maxlength=\"" .. pages.PASSWORD_MAX .. "\">", 1, true), lang)
+            assert.equal(1, count(page, "<head>"), lang)
+            assert.equal(1, count(page, "<style>" .. STYLE .. "</style>"), lang)
+            assert.falsy(page:find("role=\"alert\"", 1, true), lang)
+            assert.truthy(page:find("</form></main></body></html>$"), lang)
+        end
+    end)
+
+    it("escapes the form's action and the Referer it keeps in every language", function()
+        for _, lang in ipairs(pages.LANGUAGES) do
+            for _, message in ipairs({ false, pages.message(lang, { outcome = "wrong" }) }) do
+                local page = pages.password_page(lang, ACTION, REFERER, message or nil)
+                assert.truthy(page:find("action=\"" .. ACTION_HTML .. "\"", 1, true), lang)
+                assert.truthy(page:find("name=\"ref\" value=\"" .. REFERER_HTML .. "\"", 1, true),
+                    lang)
+                assert.falsy(page:find("<script", 1, true), lang)
+                assert.falsy(page:find("<img", 1, true), lang)
+            end
+        end
+    end)
+
+    it("says what the check answered above the field, which it describes", function()
+        for _, lang in ipairs(pages.LANGUAGES) do
+            local wrong = pages.message(lang, { outcome = "wrong" })
+            local page = pages.password_page(lang, "/abc", "", wrong)
+            local alert = "<p class=\"error\" id=\"error\" role=\"alert\">" .. WORDS[lang].wrong
+                .. "</p>"
+            assert.truthy(page:find("</h1>" .. alert .. "<form ", 1, true), lang)
+            assert.truthy(page:find(" aria-describedby=\"error\"><button", 1, true), lang)
+        end
+        local page = pages.password_page("en", "/abc", "", "<b>&</b>")
+        assert.truthy(page:find("role=\"alert\">&lt;b&gt;&amp;&lt;/b&gt;</p>", 1, true))
+    end)
+
+    it("is English for a language it does not have", function()
+        assert.equal(pages.password_page("en", "/abc", ""), pages.password_page("it", "/abc", ""))
+    end)
+end)
+
+describe("pages.message", function()
+    it("says every answer in every language, each its own", function()
+        local answers = {
+            { outcome = "wrong" }, { outcome = "empty" }, { outcome = "cross-site" },
+            { outcome = "unavailable" },
+            { outcome = "locked", scope = "address", retry_after = 840 },
+            { outcome = "locked", scope = "link", retry_after = 600 },
+            { outcome = "locked", scope = "everyone", retry_after = 1 },
+        }
+        for _, lang in ipairs(pages.LANGUAGES) do
+            local said = {}
+            for _, answer in ipairs(answers) do
+                local text = pages.message(lang, answer)
+                assert.is_string(text)
+                assert.falsy(said[text], text)
+                said[text] = true
+                if lang ~= "en" then
+                    assert.are_not.equal(pages.message("en", answer), text, lang)
+                end
+            end
+            assert.equal(WORDS[lang].wrong, pages.message(lang, answers[1]))
+            assert.equal(WORDS[lang].link_locked, pages.message(lang, answers[6]))
+            -- Anything else the check could not answer says it cannot check.
+            assert.equal(pages.message(lang, answers[4]),
+                pages.message(lang, { outcome = "right?" }))
+        end
+    end)
+
+    it("is exactly what it said in English before it spoke other languages", function()
+        assert.equal("Too many wrong passwords from your address. Try again in 14 minutes.",
+            pages.message("en", { outcome = "locked", scope = "address", retry_after = 840 }))
+        assert.equal("Too many passwords are being checked right now. Try again in 1 second.",
+            pages.message("en", { outcome = "locked", scope = "everyone", retry_after = 1 }))
+        assert.equal("Passwords cannot be checked just now. Try again in a minute.",
+            pages.message("en", { outcome = "unavailable" }))
+    end)
+end)
+
+describe("pages.wait_words", function()
+    it("says seconds under a minute, else minutes rounded up, singular and plural", function()
+        local expected = {
+            en = { "in 1 second", "in 40 seconds", "in 1 minute", "in 2 minutes", "in 15 minutes" },
+            de = { "in 1 Sekunde", "in 40 Sekunden", "in 1 Minute", "in 2 Minuten",
+                "in 15 Minuten" },
+            es = { "en 1 segundo", "en 40 segundos", "en 1 minuto", "en 2 minutos",
+                "en 15 minutos" },
+            fr = { "dans 1 seconde", "dans 40 secondes", "dans 1 minute", "dans 2 minutes",
+                "dans 15 minutes" },
+        }
+        for lang, words in pairs(expected) do
+            for i, seconds in ipairs({ 1, 40, 60, 61, 900 }) do
+                assert.equal(words[i], pages.wait_words(lang, seconds))
+            end
+        end
+    end)
+end)
+
+describe("pages.onward_page", function()
+    it("goes on to the escaped URL, with no script, in every language", function()
+        for _, lang in ipairs(pages.LANGUAGES) do
+            local page = pages.onward_page(lang, ACTION)
+            assert.truthy(page:find("^<!doctype html><html lang=\"" .. lang .. "\">"), lang)
+            assert.truthy(page:find("<meta http-equiv=\"refresh\" content=\"0; url=" .. ACTION_HTML
+                .. "\">", 1, true), lang)
+            assert.truthy(page:find("<h1>" .. WORDS[lang].opening .. "</h1><p><a href=\""
+                .. ACTION_HTML .. "\">" .. WORDS[lang].button .. "</a></p>", 1, true), lang)
+            assert.equal(1, count(page, "<head>"), lang)
+            assert.falsy(page:find("<script", 1, true), lang)
+        end
     end)
 end)

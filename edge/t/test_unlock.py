@@ -99,6 +99,87 @@ def test_the_page_is_the_links_own_with_a_strict_csp_and_a_view_is_an_orphan_vis
     assert '"password":true' in link_payload(link)
 
 
+# Accept-Language, then the page's language, its heading, the onward page's,
+# and what a wrong password and the lockout after it say.
+LANGUAGES = [
+    (
+        "de-AT,de;q=0.9,en;q=0.5",
+        "de",
+        "Für diesen Link ist ein Passwort nötig",
+        "Der Link wird geöffnet",
+        "Das ist nicht das Passwort.",
+        "Zu viele falsche Passwörter von Ihrer Adresse. Versuchen Sie es in 10 Minuten erneut.",
+    ),
+    (
+        "es-MX",
+        "es",
+        "Este enlace necesita una contraseña",
+        "Abriendo el enlace",
+        "Esa no es la contraseña.",
+        "Demasiadas contraseñas incorrectas desde su dirección. Inténtelo de nuevo en 10 minutos.",
+    ),
+    (
+        "it, fr;q=0.8",
+        "fr",
+        "Ce lien demande un mot de passe",
+        "Ouverture du lien",
+        "Ce n’est pas le mot de passe.",
+        "Trop de mauvais mots de passe depuis votre adresse. Réessayez dans 10 minutes.",
+    ),
+    (
+        "en-GB,en;q=0.9",
+        "en",
+        "This link needs a password",
+        "Opening the link",
+        "That is not the password.",
+        "Too many wrong passwords from your address. Try again in 10 minutes.",
+    ),
+    (
+        "ja, *;q=0.1",
+        "en",
+        "This link needs a password",
+        "Opening the link",
+        "That is not the password.",
+        "Too many wrong passwords from your address. Try again in 10 minutes.",
+    ),
+]
+
+
+def in_language(answer: Response, status: int, lang: str, heading: str, csp: str) -> str:
+    """The body of a page of the edge in `lang`, whose heading is `heading`."""
+    assert answer.status == status
+    assert answer.headers["Content-Language"] == lang
+    assert answer.headers["Content-Security-Policy"] == csp
+    assert answer.headers["Content-Length"] == str(len(answer.body))
+    body = answer.body.decode()
+    assert body.startswith(f'<!doctype html><html lang="{lang}">') and f"<h1>{heading}</h1>" in body
+    return body
+
+
+def test_the_password_page_and_its_answers_speak_the_visitors_language(password_edge, owner, settings):
+    settings.LINK_UNLOCK_FAILURE_LIMIT = 1
+    settings.LINK_UNLOCK_COOLOFF_MINUTES = 10
+    # The 404 page's CSP: the pages share their one style.
+    csp = password_edge.request("/nope-" + uuid.uuid4().hex[:8]).headers["Content-Security-Policy"]
+    referer = NEWS + "&q=\"><b>'"
+    for number, (accept, lang, heading, onward, wrong, locked) in enumerate(LANGUAGES, start=1):
+        link = make_link(owner=owner, url="https://example.com/t", slug="i" + uuid.uuid4().hex[:10], password="pw")
+        path = f"/{link.slug}?x=%22q%22"
+        source = f"127.0.1.{number}"
+        said = {"Accept-Language": accept}
+        page = visit(password_edge, path, headers={**said, "Referer": referer}, source=source)
+        body = in_language(page, 200, lang, heading, csp)
+        assert 'name="ref" value="https://news.example.org/story?id=7&amp;q=&quot;&gt;&lt;b&gt;&#39;"' in body
+        assert f'action="/{link.slug}?x=%22q%22"' in body
+        form = {"ref": referer, "password": "pw"}
+        right = visit(password_edge, path, form=form, headers=said, source=source)
+        assert f'<a href="/{link.slug}?x=%22q%22">' in in_language(right, 200, lang, onward, csp)
+        answer = visit(password_edge, path, form={**form, "password": "no"}, headers=said, source=source)
+        assert f'role="alert">{wrong}</p>' in in_language(answer, 403, lang, heading, csp), accept
+        answer = visit(password_edge, path, form=form, headers=said, source=source)
+        assert f'role="alert">{locked}</p>' in in_language(answer, 429, lang, heading, csp), accept
+
+
 @pytest.mark.parametrize("status", [301, 302, 307, 308])
 def test_the_right_password_serves_the_link_as_it_would_be_served_without_one(password_edge, owner, rds, status):
     rules = [{"url": "https://example.com/nl", "conditions": [{"type": "query", "key": "lang", "value": "nl"}]}]

@@ -166,6 +166,31 @@ def test_a_visitor_types_the_password_and_lands_where_the_link_sends_them(
     assert hour.difference == 0
 
 
+def test_a_visitor_whose_browser_speaks_german_is_asked_in_german_on_a_phone(browser, password_edge, make_user):
+    """The page and its answers in the language of Chromium's locale (its
+    Accept-Language), the longer words at a phone's width."""
+    link = make_link(owner=make_user(), url=f"http://{TARGET_HOST}/landing", slug=fresh("de"), password="offen")
+    context = browser.new_context(viewport=VIEWPORTS["phone"], locale="de-DE")
+    context.set_default_timeout(15_000)
+    tab = context.new_page()
+    console = []
+    tab.on("console", lambda message: console.append(message.text))
+    tab.goto(f"{password_edge.url}/{link.slug}")
+    expect(tab.get_by_role("heading", name="Für diesen Link ist ein Passwort nötig")).to_be_visible()
+    assert tab.evaluate("document.documentElement.lang") == "de"
+    tab.get_by_label("Passwort").fill("zu")
+    tab.get_by_role("button", name="Weiter").click()
+    expect(tab.get_by_role("alert")).to_have_text("Das ist nicht das Passwort.")
+    assert tab.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scrolling
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=SCREENSHOTS / "password-page-de-phone.png", full_page=True)
+    tab.get_by_label("Passwort").fill("offen")
+    tab.get_by_role("button", name="Weiter").click()
+    expect(tab.get_by_role("heading", name="Arrived")).to_be_visible()
+    assert not [text for text in console if "Content Security Policy" in text or "Refused" in text], console
+    context.close()
+
+
 NOT_KEPT = "Type the password again: it is not kept when the form comes back with an error"
 
 
