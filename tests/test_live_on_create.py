@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 import requests
 from django.core.management import call_command
+from django.db import connection
 from django.urls import reverse
 
+from links.delivery import _DELIVERY_LOCK
 from links.models import Link
 from testing.factories import fresh as fresh_name
 from testing.factories import make_user
@@ -198,6 +200,79 @@ def test_under_load_every_new_link_redirects_the_moment_its_create_answers(edge,
             thread.join()
     assert outcomes == {302: 40}
     assert load[302] > 100 and load[404] > 100 and set(load) == {302, 404}
+
+
+def test_creates_at_once_from_several_clients_each_redirect_the_moment_they_answer(edge, dashboard, token):
+    """Four clients create at the same time, so that a request finds
+    another's delivery under way and waits for it: each link redirects at
+    the first visit after its own answer, which says it is live."""
+    _, raw = token
+    outcomes, publish = Counter(), Counter()
+
+    def creator() -> None:
+        for _ in range(15):
+            slug = fresh()
+            publish[create_api_v1(dashboard, raw, slug).headers["Slingshot-Publish"]] += 1
+            outcomes[edge.request(f"/{slug}").status] += 1
+
+    threads = [threading.Thread(target=creator) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes == {302: 60} and publish == {"live": 60}
+
+
+def hold_the_delivery(seconds: float, then) -> object:
+    """Holds the outbox's delivery lock, as a deliverer under way does, for
+    `seconds`, while `then` runs in a thread; what `then` returned."""
+    answer = []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [_DELIVERY_LOCK])
+        try:
+            thread = threading.Thread(target=lambda: answer.append(then()))
+            thread.start()
+            time.sleep(seconds)
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [_DELIVERY_LOCK])
+        thread.join()
+    return answer[0]
+
+
+def test_a_create_that_waits_on_a_delivery_under_way_is_live_once_it_ends(edge, dashboard, token):
+    """The delivery under way ends without taking the new link's row (it
+    began before the create committed): the request delivers it itself."""
+    _, raw = token
+    slug = fresh()
+    unknown_everywhere(edge, slug)
+    started = time.monotonic()
+    response = hold_the_delivery(0.2, lambda: create_api_v1(dashboard, raw, slug))
+    assert time.monotonic() - started >= 0.2
+    assert response.headers["Slingshot-Publish"] == "live"
+    assert served(edge, slug) == [302] * VISITS
+
+
+def test_a_create_held_up_past_the_bound_says_pending_and_is_published_after(edge, dashboard, token):
+    """A delivery under way for longer than LINK_LIVE_TIMEOUT_MS (0.5 s):
+    the create answers pending at the bound, and the publisher, woken,
+    delivers the link once the lock is free."""
+    _, raw = token
+    slug = fresh()
+    took = []
+
+    def create():
+        started = time.monotonic()
+        response = create_api_v1(dashboard, raw, slug)
+        took.append(time.monotonic() - started)
+        return response
+
+    response = hold_the_delivery(1.5, create)
+    assert response.headers["Slingshot-Publish"] == "pending"
+    assert 0.5 <= took[0] < 1.5
+    deadline = time.monotonic() + 10
+    while edge.request(f"/{slug}").status != 302:
+        assert time.monotonic() < deadline, "not published 10 s after the delivery lock was free"
+        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("how", ["killed", "hung"])

@@ -174,17 +174,39 @@ def _wake_publisher() -> None:
 _STILL_WAITING = f"SELECT EXISTS (SELECT 1 FROM {LinkOutbox._meta.db_table} WHERE id = ANY(%s))"
 
 
+def _delivered_meanwhile(rows: list[int], wait_ms: int) -> bool:
+    """Waits up to `wait_ms` for the deliverer under way to end (a lock
+    shared with every other request waiting so, and refused to deliverers
+    while held), then whether it took `rows`. One round trip: each
+    statement of a transaction at READ COMMITTED sees what was committed
+    before it began, so the last sees the deliverer's deletions."""
+    connection.ensure_connection()
+    try:
+        with transaction.atomic(), connection.connection.pipeline(), psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
+            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [_DELIVERY_LOCK])
+            cursor.execute(_STILL_WAITING, [rows], prepare=True)
+            return not cursor.fetchone()[0]
+    except psycopg.errors.LockNotAvailable:
+        return False
+
+
 def _deliver_own(client: redis.Redis, *, rows: list[int], until: float) -> bool:
-    """Delivers the outbox, waiting in line for the delivery lock until the
-    monotonic time `until`; whether `rows` were delivered. Had after
-    another deliverer, the lock finds `rows` delivered already, or
-    delivers them with whatever came since. Waiting in line costs no CPU
-    while it lasts, where looking for its rows again and again would cost
-    a query a look, and the more looks the busier the machine."""
-    wait_ms = max(1, round((until - time.monotonic()) * 1000))
-    if deliver_outbox(client=client, wait_ms=wait_ms) is not None:
-        return True  # it had the lock: everything committed before it, `rows` too, is in Redis
-    return not _prepared(_STILL_WAITING, [rows])[0][0]
+    """Delivers the outbox, or, while another deliverer holds it, waits for
+    that one to end and takes it again only if `rows` are still there,
+    until the monotonic time `until`; whether `rows` were delivered. The
+    requests that wait so wake together when the deliverer ends, and most
+    find their rows taken by it, where waiting in line for the lock had
+    each run a delivery of its own, one after the other, and looking for
+    its rows every few milliseconds cost a query a look."""
+    while True:
+        if deliver_outbox(client=client) is not None:
+            return True  # it had the lock: everything committed before it, `rows` too, is in Redis
+        wait_ms = round((until - time.monotonic()) * 1000)
+        if wait_ms <= 0:
+            return False
+        if _delivered_meanwhile(rows, wait_ms):
+            return True
 
 
 def deliver_after_commit(rows: list[int]) -> None:
