@@ -1,11 +1,9 @@
 package.path = "./?.lua;" .. package.path
 local ffi = require("ffi")
 local journals = require("slingshot.journal")
+local journalfile = require("slingshot.journalfile")
 local clickbuf = require("slingshot.clickbuf")
-
-pcall(ffi.cdef, "int fork(void);")
-pcall(ffi.cdef, "int waitpid(int pid, int *status, int options);")
-pcall(ffi.cdef, "void _exit(int status);")
+local spool = require("spec.spool")
 
 -- Splits a payload the way docs/contract.md reads it.
 local function parse(payload)
@@ -63,23 +61,9 @@ end
 
 local dir
 
-local function exists(path)
-    local f = io.open(path, "rb")
-    if f then
-        f:close()
-    end
-    return f ~= nil
-end
-
 describe("journal", function()
-    before_each(function()
-        dir = os.tmpname()
-        os.remove(dir)
-        assert.is_true(journals.prepare_dir(dir, "nobody"))
-    end)
-
-    after_each(function()
-        os.execute("rm -rf " .. dir)
+    spool.per_test(before_each, after_each, function(made)
+        dir = made
     end)
 
     it("writes each click's slug, link id, rule and details a line each, as they are", function()
@@ -200,7 +184,7 @@ describe("journal", function()
 
     it("is taken over once its writer has gone, open entry included, never half a click", function()
         local journal = assert(journals.create(dir, "00000000000000cd", 100, 1024 * 1024))
-        assert.same({ "00000000000000cd.journal" }, (journals.list(dir)))
+        assert.same({ "00000000000000cd.journal" }, (journalfile.list(dir)))
         for i = 1, 5 do
             add(journal, "s" .. i, "1", details("::1", "", ""))
         end
@@ -228,148 +212,7 @@ describe("journal", function()
         assert.same({ 6 }, firsts)
         assert.same({ { 7200, 1, 0 } }, taken:unsent_counts(0))
         taken:remove()
-        assert.is_false(exists(dir .. "/00000000000000cd.journal"))
-        assert.same({}, (journals.list(dir)))
+        assert.is_false(spool.exists(dir .. "/00000000000000cd.journal"))
+        assert.same({}, (journalfile.list(dir)))
     end)
-
-    it("removes a journal left half made, not one still being made", function()
-        local path = dir .. "/.00000000000000dd.journal.new"
-        local fd = ffi.C.open(path, 64 + 2, 384)
-        assert.equal(0, ffi.C.flock(fd, 6))
-        local unfinished = select(2, journals.list(dir))
-        assert.same({ ".00000000000000dd.journal.new" }, unfinished)
-        journals.remove_unfinished(dir, unfinished)
-        assert.is_true(exists(path))
-        ffi.C.close(fd)  -- its worker died
-        journals.remove_unfinished(dir, unfinished)
-        assert.is_false(exists(path))
-    end)
-
-    it("keeps a journal being made the moment before its worker locks it", function()
-        local path = dir .. "/.00000000000000de.journal.new"
-        local spool = ffi.C.open(dir, 0, 0)
-        assert.equal(0, ffi.C.flock(spool, 1))  -- as create holds it
-        ffi.C.close(ffi.C.open(path, 64 + 2, 384))
-        local unfinished = select(2, journals.list(dir))
-        journals.remove_unfinished(dir, unfinished)
-        assert.is_true(exists(path))
-        ffi.C.close(spool)  -- its worker died before locking it
-        journals.remove_unfinished(dir, unfinished)
-        assert.is_false(exists(path))
-    end)
-
-    it("is made whole while another worker removes journals left half made", function()
-        -- One process makes journals as fast as it can; this one scans for
-        -- half-made ones and removes them meanwhile, as clicks.lua does.
-        local made = 3000
-        local pid = ffi.C.fork()
-        if pid == 0 then
-            local failures = 0
-            for i = 1, made do
-                local journal = journals.create(dir, string.format("%016x", i), 100, 65536, 4096)
-                if journal then
-                    journal:remove()
-                else
-                    failures = failures + 1
-                end
-            end
-            ffi.C._exit(math.min(failures, 255))
-        end
-        local status, seen = ffi.new("int[1]"), 0
-        while ffi.C.waitpid(pid, status, 1) == 0 do
-            local unfinished = select(2, journals.list(dir))
-            seen = seen + #unfinished
-            journals.remove_unfinished(dir, unfinished)
-        end
-        assert.equal(0, status[0] % 256)
-        assert.equal(0, bit.rshift(status[0], 8))  -- journals it could not make
-        assert.is_true(seen > 0, "the scans never saw a journal being made")
-        assert.same({}, (journals.list(dir)))
-    end)
-
-    it("is not taken over again once it was sent in full and removed", function()
-        local journal = assert(journals.create(dir, "00000000000000ce", 100, 1024 * 1024))
-        journal:close()
-        local path = dir .. "/00000000000000ce.journal"
-        local first = assert(journals.adopt(dir, "00000000000000ce.journal"))
-        -- A second worker opened the file before the first removed it.
-        local fd = ffi.C.open(path, 2, 0)
-        first:remove()
-        assert.equal(0, ffi.C.flock(fd, 6))
-        ffi.C.close(fd)
-        assert.is_nil(journals.adopt(dir, "00000000000000ce.journal"))
-    end)
-
-    it("takes back the count of a click its worker was killed adding, and only that", function()
-        local text = details("::1", "", "")
-        local cut = clickbuf.cut_details(text)
-        for _, case in ipairs({
-            -- Its worker killed between the count and the commit; before
-            -- the count; with the click in.
-            { name = "00000000000000a1", counted = true },
-            { name = "00000000000000a2", counted = false },
-            { name = "00000000000000a3", committed = true },
-        }) do
-            local journal = assert(journals.create(dir, case.name, 100, 1024 * 1024))
-            for i = 1, 2 do
-                assert(journal:add("s" .. i, "1", "", cut, #cut, journals.REDIRECT, 7200.5))
-            end
-            assert(journal:add("o", "", "unknown", cut, #cut, journals.ORPHAN, 7300))
-            local head = journal.header
-            if case.committed then
-                assert(journal:add("s3", "1", "", cut, #cut, journals.REDIRECT, 7200.5))
-            else
-                -- What add does before the commit, for a third click.
-                local counts, hour_slot = journal:hour_counts(7200.5)
-                head.pending_count = counts[journals.REDIRECT] + 1
-                head.pending_index = hour_slot * 3 + journals.REDIRECT
-                head.pending_pos = head.committed + #cut + 6
-                if case.counted then
-                    counts[journals.REDIRECT] = counts[journals.REDIRECT] + 1
-                end
-            end
-            journal:close()
-
-            local taken = assert(journals.adopt(dir, case.name .. ".journal"))
-            local redirects = case.committed and 3 or 2
-            assert.same({ { 7200, redirects, 1 } }, taken:unsent_counts(0))
-            assert.same({ redirects + 1 }, { (taken:waiting()) })
-            taken:close()
-            -- Taken back once: a second taker finds nothing pending.
-            taken = assert(journals.adopt(dir, case.name .. ".journal"))
-            assert.same({ { 7200, redirects, 1 } }, taken:unsent_counts(0))
-            taken:remove()
-        end
-    end)
-
-    local function a_journal()
-        return assert(journals.create(dir, "00000000000000ef", 100, 1024 * 1024))
-    end
-    local function counts_alone()
-        return journals.counts("00000000000000ee")
-    end
-    for _, case in ipairs({
-        { "a journal", a_journal },
-        { "counts kept in memory alone (journals.counts)", counts_alone },
-    }) do
-        it(case[1] .. " counts per UTC hour and kind, and gives what changed since sent", function()
-            local journal = case[2]()
-            journal:count(journals.REDIRECT, 7200.5)
-            journal:count(journals.REDIRECT, 10799.999)
-            journal:count(journals.ORPHAN, 7200)
-            journal:count(journals.REDIRECT, 10800)
-            local counts = journal:unsent_counts(0)
-            table.sort(counts, function(a, b) return a[1] < b[1] end)
-            assert.same({ { 7200, 2, 1 }, { 10800, 1, 0 } }, counts)
-            journal:counts_sent(counts)
-            assert.same({}, journal:unsent_counts(0))
-            journal:count(journals.ORPHAN, 10801)
-            assert.same({ { 10800, 1, 1 } }, journal:unsent_counts(0))
-            -- Hours past `since` are left out (their hash has expired).
-            assert.same({}, journal:unsent_counts(14400))
-            -- Ten days on, an hour's slot is used again from zero.
-            journal:count(journals.REDIRECT, 7200 + 240 * 3600)
-            assert.same({ { 7200 + 240 * 3600, 1, 0 } }, journal:unsent_counts(14400))
-        end)
-    end
 end)

@@ -1,0 +1,373 @@
+-- The file of a worker's click journal (journal.lua) and its life cycle:
+-- the spool folder (EDGE_CLICK_SPOOL_DIR) and the journals in it, a new
+-- journal's file made whole before any worker can take it for one left
+-- behind, a journal left behind opened by the worker that takes it over,
+-- the window of the file mapped into memory, and the file synced, set
+-- aside or removed. Pure LuaJIT FFI over libc, no ngx, so busted tests it
+-- directly.
+--
+-- The file: a header (HEADER_SIZE bytes, `slingshot_journal_header_t`),
+-- then entries back to back (journal.lua). Only the worker holding the
+-- file's lock (flock, released by the kernel when its process ends,
+-- however it ends) writes to it; a worker holds the spool's own lock
+-- (flock on the folder) shared while a journal of its has its temporary
+-- name, and one that removes journals left half made holds it alone.
+local ffi = require("ffi")
+local hourcounts = require("slingshot.hourcounts")
+
+local C = ffi.C
+local ffi_cast = ffi.cast
+local ffi_copy = ffi.copy
+local ffi_string = ffi.string
+local ffi_errno = ffi.errno
+local format = string.format
+local find = string.find
+local floor = math.floor
+local ceil = math.ceil
+local max = math.max
+local tonumber = tonumber
+local ipairs = ipairs
+local pcall = pcall
+local select = select
+
+local _M = { _VERSION = "0.1.0" }
+
+_M.HEADER_SIZE = 8192
+_M.SUFFIX = ".journal"
+_M.PAGE = 4096
+
+local MAGIC = "SLJRNL1\n"
+local HEADER_SIZE = _M.HEADER_SIZE
+local PAGE = _M.PAGE
+
+ffi.cdef(format([[
+typedef struct {
+    char magic[8];
+    char prefix[16];
+    double committed;
+    double clicks;
+    double sent;
+    double sent_clicks;
+    double finished;
+    double hours[%d][3];
+    double pending_pos;
+    double pending_index;
+    double pending_count;
+} slingshot_journal_header_t;
+typedef struct {
+    uint64_t d_ino;
+    int64_t d_off;
+    uint16_t d_reclen;
+    uint8_t d_type;
+    char d_name[256];
+} slingshot_dirent_t;
+typedef struct slingshot_dir slingshot_dir_t;
+typedef struct {
+    char *pw_name;
+    char *pw_passwd;
+    uint32_t pw_uid;
+    uint32_t pw_gid;
+} slingshot_passwd_t;
+]], hourcounts.HOUR_SLOTS))
+
+-- libc's functions, each declared unless another module has done so.
+for _, declaration in ipairs({
+    "int open(const char *path, int flags, int mode);",
+    "int close(int fd);",
+    "int flock(int fd, int operation);",
+    "int posix_fallocate(int fd, int64_t offset, int64_t len);",
+    "void *mmap(void *addr, size_t length, int prot, int flags, int fd, int64_t offset);",
+    "int munmap(void *addr, size_t length);",
+    "int64_t pread(int fd, void *buf, size_t count, int64_t offset);",
+    "int fdatasync(int fd);",
+    "int unlink(const char *path);",
+    "int rename(const char *old, const char *new);",
+    "int mkdir(const char *path, uint32_t mode);",
+    "int chown(const char *path, uint32_t owner, uint32_t group);",
+    "uint32_t getuid(void);",
+    "char *strerror(int errnum);",
+}) do
+    pcall(ffi.cdef, declaration)
+end
+-- Under names of their own: their types are this module's.
+ffi.cdef([[
+slingshot_dir_t *slingshot_opendir(const char *name) asm("opendir");
+slingshot_dirent_t *slingshot_readdir(slingshot_dir_t *dir) asm("readdir");
+int slingshot_closedir(slingshot_dir_t *dir) asm("closedir");
+slingshot_passwd_t *slingshot_getpwnam(const char *name) asm("getpwnam");
+]])
+
+local O_RDONLY, O_RDWR, O_CREAT, O_EXCL, O_CLOEXEC = 0, 2, 64, 128, 0x80000
+local PROT_RW, MAP_SHARED = 3, 1
+local LOCK_SH, LOCK_EX, LOCK_NB = 1, 2, 4
+local EINTR, EEXIST = 4, 17
+local MAP_FAILED = ffi_cast("void *", -1)
+local header_ptr = ffi.typeof("slingshot_journal_header_t *")
+
+-- Nil and `what`: the error of the libc call that failed.
+local function failed(what, errno)
+    return nil, what .. ": " .. ffi_string(C.strerror(errno or ffi_errno()))
+end
+_M.failed = failed
+
+-- Makes `dir` (its parent must exist), for nginx's workers: when the master
+-- runs as root they run as `user`, and the folder becomes theirs alone.
+function _M.prepare_dir(dir, user)
+    if C.mkdir(dir, tonumber("700", 8)) ~= 0 and ffi_errno() ~= EEXIST then
+        return failed("click spool " .. dir)
+    end
+    if C.getuid() == 0 then
+        local entry = C.slingshot_getpwnam(user)
+        if entry == nil then
+            return nil, "click spool: no user " .. user .. " to give " .. dir .. " to"
+        end
+        if C.chown(dir, entry.pw_uid, 0xffffffff) ~= 0 then
+            return failed("click spool: chown " .. dir)
+        end
+    end
+    return true
+end
+
+-- The journal files in `dir`, by name, and the names of files left half
+-- made (their clicks: none).
+function _M.list(dir)
+    local found, unfinished = {}, {}
+    local handle = C.slingshot_opendir(dir)
+    if handle == nil then
+        return failed("click spool " .. dir)
+    end
+    while true do
+        local entry = C.slingshot_readdir(handle)
+        if entry == nil then
+            break
+        end
+        local name = ffi_string(entry.d_name)
+        if find(name, "^%x+%.journal$") then
+            found[#found + 1] = name
+        elseif find(name, "^%.%x+%.journal%.new$") then
+            unfinished[#unfinished + 1] = name
+        end
+    end
+    C.slingshot_closedir(handle)
+    return found, unfinished
+end
+
+local function map(fd, size, offset)
+    local at = C.mmap(nil, size, PROT_RW, MAP_SHARED, fd, offset)
+    if at == MAP_FAILED then
+        return failed("mmap")
+    end
+    return ffi_cast("uint8_t *", at)
+end
+
+-- The spool's own lock (flock on the folder), taken `how`. Nil if not taken.
+local function lock_spool(dir, how)
+    local fd = C.open(dir, O_RDONLY + O_CLOEXEC, 0)
+    if fd < 0 then
+        return failed("click spool " .. dir)
+    end
+    while C.flock(fd, how) ~= 0 do
+        if ffi_errno() ~= EINTR then
+            local _, err = failed("flock " .. dir)
+            C.close(fd)
+            return nil, err
+        end
+    end
+    return fd
+end
+
+-- The file of a new journal `name` in `dir`, locked, its header mapped and
+-- written, `window` bytes after it reserved: made under another name and
+-- renamed when ready, so that no other worker takes it for a journal left
+-- behind. Its fd and header, or nil and an error.
+local function make(dir, name, prefix, window)
+    local making = dir .. "/." .. name .. ".new"
+    local fd = C.open(making, O_RDWR + O_CREAT + O_EXCL + O_CLOEXEC, tonumber("600", 8))
+    if fd < 0 then
+        return failed("click journal " .. making)
+    end
+    local ok, err = true, nil
+    if C.flock(fd, LOCK_EX + LOCK_NB) ~= 0 then
+        ok, err = failed("flock " .. making)
+    end
+    local rc = ok and C.posix_fallocate(fd, 0, HEADER_SIZE + window)
+    if ok and rc ~= 0 then
+        ok, err = failed("posix_fallocate " .. making, rc)
+    end
+    local at
+    if ok then
+        at, err = map(fd, HEADER_SIZE, 0)
+    end
+    if not at then
+        C.close(fd)
+        C.unlink(making)
+        return nil, err
+    end
+    local head = ffi_cast(header_ptr, at)
+    ffi_copy(head.magic, MAGIC, 8)
+    ffi_copy(head.prefix, prefix, 16)
+    head.committed, head.sent = HEADER_SIZE, HEADER_SIZE
+    if C.rename(making, dir .. "/" .. name) ~= 0 then
+        err = select(2, failed("rename " .. making))
+        C.munmap(at, HEADER_SIZE)
+        C.close(fd)
+        C.unlink(making)
+        return nil, err
+    end
+    return fd, head
+end
+
+-- The file of a new journal `name` in `dir` for clicks with the id prefix
+-- `prefix` (16 hex digits), locked by this process, `window` bytes after
+-- its header reserved: its fd and mapped header, or nil and an error.
+function _M.create(dir, name, prefix, window)
+    local spool, err = lock_spool(dir, LOCK_SH)
+    if not spool then
+        return nil, err
+    end
+    local fd, head = make(dir, name, prefix, window)
+    C.close(spool)
+    return fd, head
+end
+
+-- The file of the journal `name` in `dir`, locked and its header mapped,
+-- if the worker that wrote it has gone (its lock is free) and no other
+-- worker has taken it over: its fd and header; nil otherwise, and an
+-- error if it cannot be read.
+function _M.open_left(dir, name)
+    local path = dir .. "/" .. name
+    local fd = C.open(path, O_RDWR + O_CLOEXEC, 0)
+    if fd < 0 then
+        return nil  -- finished and removed meanwhile
+    end
+    if C.flock(fd, LOCK_EX + LOCK_NB) ~= 0 then
+        C.close(fd)
+        return nil  -- its worker writes it, or another one has taken it over
+    end
+    local at, err = map(fd, HEADER_SIZE, 0)
+    if not at then
+        C.close(fd)
+        return nil, "click journal " .. path .. ": " .. err
+    end
+    local head = ffi_cast(header_ptr, at)
+    if ffi_string(head.magic, 8) ~= MAGIC then
+        C.munmap(at, HEADER_SIZE)
+        C.close(fd)
+        return nil, "click journal " .. path .. " is not one"
+    end
+    if head.finished ~= 0 then
+        C.munmap(at, HEADER_SIZE)
+        C.close(fd)
+        return nil  -- sent in full by the worker that had taken it over
+    end
+    return fd, head
+end
+
+-- Removes `names`, journals left half made in `dir` by workers that died
+-- making them (they hold no click); none while any worker is making one,
+-- as its file is not locked yet the moment after it is made. Each is
+-- skipped if locked: a worker of an older release, which takes no lock on
+-- the spool, may be making it.
+function _M.remove_unfinished(dir, names)
+    if #names == 0 then
+        return
+    end
+    local spool = lock_spool(dir, LOCK_EX + LOCK_NB)
+    if not spool then
+        return  -- a worker is making one: the next scan looks again
+    end
+    for _, name in ipairs(names) do
+        local path = dir .. "/" .. name
+        local fd = C.open(path, O_RDWR + O_CLOEXEC, 0)
+        if fd >= 0 then
+            if C.flock(fd, LOCK_EX + LOCK_NB) == 0 then
+                C.unlink(path)
+            end
+            C.close(fd)
+        end
+    end
+    C.close(spool)
+end
+
+-- The methods of a journal that deal with its file, given its `fd`,
+-- `path`, `header`, and for its writer `pos`, `window`, `max_bytes`,
+-- `size` (bytes of the file reserved so far) and the mapped window
+-- (`map`, from `base` to `window_end`).
+local Methods = {}
+_M.methods = Methods
+
+-- Maps the window of the file that holds offset `pos` and `need` bytes
+-- after it, reserving the disk space first (a write into a mapping of
+-- space the disk does not have would kill the worker). Nil and an error
+-- when the journal would grow past its bound or the disk is full.
+function Methods:remap(need)
+    local pos = self.pos
+    local base = floor(pos / PAGE) * PAGE
+    local size = max(self.window, ceil((pos - base + need) / PAGE) * PAGE)
+    local stop = base + size
+    if stop - HEADER_SIZE > self.max_bytes then
+        return nil, "click journal " .. self.path .. " is full (" .. self.max_bytes .. " bytes)"
+    end
+    if stop > self.size then
+        local rc = C.posix_fallocate(self.fd, self.size, stop - self.size)
+        if rc ~= 0 then
+            return failed("click journal " .. self.path .. ": posix_fallocate", rc)
+        end
+        self.size = stop
+    end
+    if self.map then
+        C.munmap(self.map, self.window_end - self.base)
+        self.map, self.window_end = nil, 0
+    end
+    local at, err = map(self.fd, size, base)
+    if not at then
+        return nil, "click journal " .. self.path .. ": " .. err
+    end
+    self.map, self.base, self.window_end = at, base, stop
+    return true
+end
+
+-- Up to `count` bytes of the file from `offset` into `buffer`: how many,
+-- or nil and an error.
+function Methods:read(buffer, count, offset)
+    local got = tonumber(C.pread(self.fd, buffer, count, offset))
+    if got < 0 then
+        return failed("click journal " .. self.path .. ": pread")
+    end
+    return got
+end
+
+-- Writes what the file holds to disk.
+function Methods:sync()
+    if C.fdatasync(self.fd) ~= 0 then
+        return failed("click journal " .. self.path .. ": fdatasync")
+    end
+    return true
+end
+
+-- Lets go of the file, leaving it for another worker to take over.
+function Methods:close()
+    if self.map then
+        C.munmap(self.map, self.window_end - self.base)
+        self.map = nil
+    end
+    C.munmap(self.header, HEADER_SIZE)
+    C.close(self.fd)
+    self.fd = -1
+end
+
+-- Renames the journal out of the way (`.broken`), and lets go of it.
+function Methods:set_aside()
+    C.rename(self.path, self.path .. ".broken")
+    self:close()
+end
+
+-- Marks the journal done and removes it: every entry and count has been
+-- sent. A worker that opened it before cannot take it over after.
+function Methods:remove()
+    self.header.finished = 1
+    C.unlink(self.path)
+    self:close()
+end
+
+return _M

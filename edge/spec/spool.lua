@@ -1,0 +1,31 @@
+-- For the specs of the click journal: a spool folder of its own for each
+-- test, made as the edge makes it, and whether a file is there.
+local journalfile = require("slingshot.journalfile")
+
+local _M = {}
+
+-- Gives each test of the describe block it is called in a new spool
+-- folder, passed to `use` before the test and removed after it; busted's
+-- `before_each` and `after_each` are the spec's to pass.
+function _M.per_test(before_each, after_each, use)
+    local dir
+    before_each(function()
+        dir = os.tmpname()
+        os.remove(dir)
+        assert(journalfile.prepare_dir(dir, "nobody"))
+        use(dir)
+    end)
+    after_each(function()
+        os.execute("rm -rf " .. dir)
+    end)
+end
+
+function _M.exists(path)
+    local f = io.open(path, "rb")
+    if f then
+        f:close()
+    end
+    return f ~= nil
+end
+
+return _M
