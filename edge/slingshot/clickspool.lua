@@ -8,7 +8,7 @@
 -- and its timer.
 local config = require("slingshot.config")
 local journals = require("slingshot.journal")
-local journalfile = require("slingshot.journalfile")
+local spooldir = require("slingshot.spooldir")
 local hourcounts = require("slingshot.hourcounts")
 local clickbuf = require("slingshot.clickbuf")
 local metrics = require("slingshot.metrics")
@@ -114,7 +114,7 @@ end
 -- Takes over the journals whose workers have gone (their lock is free).
 function _M.scan()
     local dir, adopted = config.click_spool_dir, _M.adopted
-    local names, unfinished = journalfile.list(dir)
+    local names, unfinished = spooldir.list(dir)
     if not names then
         log(ERR, unfinished)
         return
@@ -135,7 +135,7 @@ function _M.scan()
             end
         end
     end
-    journalfile.remove_unfinished(dir, unfinished)
+    spooldir.remove_unfinished(dir, unfinished)
 end
 
 -- A journal past ROTATE_BYTES (or half its bound) whose clicks Redis has
@@ -161,7 +161,7 @@ end
 -- The spool folder, from nginx's master (init phase): made if missing,
 -- and given to the workers' user.
 function _M.prepare()
-    local ok, err = journalfile.prepare_dir(config.click_spool_dir, WORKER_USER)
+    local ok, err = spooldir.prepare_dir(config.click_spool_dir, WORKER_USER)
     if not ok then
         error(err, 0)
     end

@@ -6,9 +6,9 @@
 -- as one into the worker's own memory, which outlives the worker. The
 -- timer sends the entries in order and notes how far it got; a worker that
 -- dies leaves its journal behind, and a sibling or its successor takes it
--- over (adopt) and sends the rest. The file itself (its header, the spool
--- folder, mapping, locking, removing) is journalfile.lua's. Pure LuaJIT
--- FFI over libc, no ngx, so busted tests it directly.
+-- over (adopt) and sends the rest. The file itself (its header, mapping,
+-- locking, removing) is journalfile.lua's, the spool folder spooldir.lua's.
+-- Pure LuaJIT FFI over libc, no ngx, so busted tests it directly.
 --
 -- After the file's header, entries back to back, each a slot (the entry's
 -- bytes and clicks, written when the entry is closed; zero while it is

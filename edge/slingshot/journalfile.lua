@@ -1,19 +1,17 @@
 -- The file of a worker's click journal (journal.lua) and its life cycle:
--- the spool folder (EDGE_CLICK_SPOOL_DIR) and the journals in it, a new
--- journal's file made whole before any worker can take it for one left
--- behind, a journal left behind opened by the worker that takes it over,
--- the window of the file mapped into memory, and the file synced, set
--- aside or removed. Pure LuaJIT FFI over libc, no ngx, so busted tests it
--- directly.
+-- a new journal's file made whole in the spool folder (spooldir.lua)
+-- before any worker can take it for one left behind, a journal left
+-- behind opened by the worker that takes it over, the window of the file
+-- mapped into memory, and the file synced, set aside or removed. Pure
+-- LuaJIT FFI over libc, no ngx, so busted tests it directly.
 --
 -- The file: a header (HEADER_SIZE bytes, `slingshot_journal_header_t`),
 -- then entries back to back (journal.lua). Only the worker holding the
 -- file's lock (flock, released by the kernel when its process ends,
--- however it ends) writes to it; a worker holds the spool's own lock
--- (flock on the folder) shared while a journal of its has its temporary
--- name, and one that removes journals left half made holds it alone.
+-- however it ends) writes to it.
 local ffi = require("ffi")
 local hourcounts = require("slingshot.hourcounts")
+local spooldir = require("slingshot.spooldir")
 
 local C = ffi.C
 local ffi_cast = ffi.cast
@@ -21,7 +19,6 @@ local ffi_copy = ffi.copy
 local ffi_string = ffi.string
 local ffi_errno = ffi.errno
 local format = string.format
-local find = string.find
 local floor = math.floor
 local ceil = math.ceil
 local max = math.max
@@ -54,20 +51,6 @@ typedef struct {
     double pending_index;
     double pending_count;
 } slingshot_journal_header_t;
-typedef struct {
-    uint64_t d_ino;
-    int64_t d_off;
-    uint16_t d_reclen;
-    uint8_t d_type;
-    char d_name[256];
-} slingshot_dirent_t;
-typedef struct slingshot_dir slingshot_dir_t;
-typedef struct {
-    char *pw_name;
-    char *pw_passwd;
-    uint32_t pw_uid;
-    uint32_t pw_gid;
-} slingshot_passwd_t;
 ]], hourcounts.HOUR_SLOTS))
 
 -- libc's functions, each declared unless another module has done so.
@@ -82,74 +65,19 @@ for _, declaration in ipairs({
     "int fdatasync(int fd);",
     "int unlink(const char *path);",
     "int rename(const char *old, const char *new);",
-    "int mkdir(const char *path, uint32_t mode);",
-    "int chown(const char *path, uint32_t owner, uint32_t group);",
-    "uint32_t getuid(void);",
     "char *strerror(int errnum);",
 }) do
     pcall(ffi.cdef, declaration)
 end
--- Under names of their own: their types are this module's.
-ffi.cdef([[
-slingshot_dir_t *slingshot_opendir(const char *name) asm("opendir");
-slingshot_dirent_t *slingshot_readdir(slingshot_dir_t *dir) asm("readdir");
-int slingshot_closedir(slingshot_dir_t *dir) asm("closedir");
-slingshot_passwd_t *slingshot_getpwnam(const char *name) asm("getpwnam");
-]])
 
-local O_RDONLY, O_RDWR, O_CREAT, O_EXCL, O_CLOEXEC = 0, 2, 64, 128, 0x80000
+local O_RDWR, O_CREAT, O_EXCL, O_CLOEXEC = 2, 64, 128, 0x80000
 local PROT_RW, MAP_SHARED = 3, 1
-local LOCK_SH, LOCK_EX, LOCK_NB = 1, 2, 4
-local EINTR, EEXIST = 4, 17
+local LOCK_EX, LOCK_NB = 2, 4
 local MAP_FAILED = ffi_cast("void *", -1)
 local header_ptr = ffi.typeof("slingshot_journal_header_t *")
 
--- Nil and `what`: the error of the libc call that failed.
 local function failed(what, errno)
     return nil, what .. ": " .. ffi_string(C.strerror(errno or ffi_errno()))
-end
-_M.failed = failed
-
--- Makes `dir` (its parent must exist), for nginx's workers: when the master
--- runs as root they run as `user`, and the folder becomes theirs alone.
-function _M.prepare_dir(dir, user)
-    if C.mkdir(dir, tonumber("700", 8)) ~= 0 and ffi_errno() ~= EEXIST then
-        return failed("click spool " .. dir)
-    end
-    if C.getuid() == 0 then
-        local entry = C.slingshot_getpwnam(user)
-        if entry == nil then
-            return nil, "click spool: no user " .. user .. " to give " .. dir .. " to"
-        end
-        if C.chown(dir, entry.pw_uid, 0xffffffff) ~= 0 then
-            return failed("click spool: chown " .. dir)
-        end
-    end
-    return true
-end
-
--- The journal files in `dir`, by name, and the names of files left half
--- made (their clicks: none).
-function _M.list(dir)
-    local found, unfinished = {}, {}
-    local handle = C.slingshot_opendir(dir)
-    if handle == nil then
-        return failed("click spool " .. dir)
-    end
-    while true do
-        local entry = C.slingshot_readdir(handle)
-        if entry == nil then
-            break
-        end
-        local name = ffi_string(entry.d_name)
-        if find(name, "^%x+%.journal$") then
-            found[#found + 1] = name
-        elseif find(name, "^%.%x+%.journal%.new$") then
-            unfinished[#unfinished + 1] = name
-        end
-    end
-    C.slingshot_closedir(handle)
-    return found, unfinished
 end
 
 local function map(fd, size, offset)
@@ -158,22 +86,6 @@ local function map(fd, size, offset)
         return failed("mmap")
     end
     return ffi_cast("uint8_t *", at)
-end
-
--- The spool's own lock (flock on the folder), taken `how`. Nil if not taken.
-local function lock_spool(dir, how)
-    local fd = C.open(dir, O_RDONLY + O_CLOEXEC, 0)
-    if fd < 0 then
-        return failed("click spool " .. dir)
-    end
-    while C.flock(fd, how) ~= 0 do
-        if ffi_errno() ~= EINTR then
-            local _, err = failed("flock " .. dir)
-            C.close(fd)
-            return nil, err
-        end
-    end
-    return fd
 end
 
 -- The file of a new journal `name` in `dir`, locked, its header mapped and
@@ -221,7 +133,7 @@ end
 -- `prefix` (16 hex digits), locked by this process, `window` bytes after
 -- its header reserved: its fd and mapped header, or nil and an error.
 function _M.create(dir, name, prefix, window)
-    local spool, err = lock_spool(dir, LOCK_SH)
+    local spool, err = spooldir.hold(dir)
     if not spool then
         return nil, err
     end
@@ -261,32 +173,6 @@ function _M.open_left(dir, name)
         return nil  -- sent in full by the worker that had taken it over
     end
     return fd, head
-end
-
--- Removes `names`, journals left half made in `dir` by workers that died
--- making them (they hold no click); none while any worker is making one,
--- as its file is not locked yet the moment after it is made. Each is
--- skipped if locked: a worker of an older release, which takes no lock on
--- the spool, may be making it.
-function _M.remove_unfinished(dir, names)
-    if #names == 0 then
-        return
-    end
-    local spool = lock_spool(dir, LOCK_EX + LOCK_NB)
-    if not spool then
-        return  -- a worker is making one: the next scan looks again
-    end
-    for _, name in ipairs(names) do
-        local path = dir .. "/" .. name
-        local fd = C.open(path, O_RDWR + O_CLOEXEC, 0)
-        if fd >= 0 then
-            if C.flock(fd, LOCK_EX + LOCK_NB) == 0 then
-                C.unlink(path)
-            end
-            C.close(fd)
-        end
-    end
-    C.close(spool)
 end
 
 -- The methods of a journal that deal with its file, given its `fd`,

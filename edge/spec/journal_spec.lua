@@ -1,7 +1,7 @@
 package.path = "./?.lua;" .. package.path
 local ffi = require("ffi")
 local journals = require("slingshot.journal")
-local journalfile = require("slingshot.journalfile")
+local spooldir = require("slingshot.spooldir")
 local clickbuf = require("slingshot.clickbuf")
 local spool = require("spec.spool")
 
@@ -184,7 +184,7 @@ describe("journal", function()
 
     it("is taken over once its writer has gone, open entry included, never half a click", function()
         local journal = assert(journals.create(dir, "00000000000000cd", 100, 1024 * 1024))
-        assert.same({ "00000000000000cd.journal" }, (journalfile.list(dir)))
+        assert.same({ "00000000000000cd.journal" }, (spooldir.list(dir)))
         for i = 1, 5 do
             add(journal, "s" .. i, "1", details("::1", "", ""))
         end
@@ -213,6 +213,19 @@ describe("journal", function()
         assert.same({ { 7200, 1, 0 } }, taken:unsent_counts(0))
         taken:remove()
         assert.is_false(spool.exists(dir .. "/00000000000000cd.journal"))
-        assert.same({}, (journalfile.list(dir)))
+        assert.same({}, (spooldir.list(dir)))
+    end)
+
+    it("is not taken over again once it was sent in full and removed", function()
+        local journal = assert(journals.create(dir, "00000000000000ce", 100, 1024 * 1024))
+        journal:close()
+        local path = dir .. "/00000000000000ce.journal"
+        local first = assert(journals.adopt(dir, "00000000000000ce.journal"))
+        -- A second worker opened the file before the first removed it.
+        local fd = ffi.C.open(path, 2, 0)
+        first:remove()
+        assert.equal(0, ffi.C.flock(fd, 6))
+        ffi.C.close(fd)
+        assert.is_nil(journals.adopt(dir, "00000000000000ce.journal"))
     end)
 end)

@@ -1,6 +1,6 @@
 -- For the specs of the click journal: a spool folder of its own for each
 -- test, made as the edge makes it, and whether a file is there.
-local journalfile = require("slingshot.journalfile")
+local spooldir = require("slingshot.spooldir")
 
 local _M = {}
 
@@ -12,7 +12,7 @@ function _M.per_test(before_each, after_each, use)
     before_each(function()
         dir = os.tmpname()
         os.remove(dir)
-        assert(journalfile.prepare_dir(dir, "nobody"))
+        assert(spooldir.prepare_dir(dir, "nobody"))
         use(dir)
     end)
     after_each(function()

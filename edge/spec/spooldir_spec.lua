@@ -1,7 +1,7 @@
 package.path = "./?.lua;" .. package.path
 local ffi = require("ffi")
 local journals = require("slingshot.journal")
-local journalfile = require("slingshot.journalfile")
+local spooldir = require("slingshot.spooldir")
 local spool = require("spec.spool")
 
 pcall(ffi.cdef, "int fork(void);")
@@ -10,7 +10,7 @@ pcall(ffi.cdef, "void _exit(int status);")
 
 local dir
 
-describe("journal file", function()
+describe("click spool folder", function()
     spool.per_test(before_each, after_each, function(made)
         dir = made
     end)
@@ -19,12 +19,12 @@ describe("journal file", function()
         local path = dir .. "/.00000000000000dd.journal.new"
         local fd = ffi.C.open(path, 64 + 2, 384)
         assert.equal(0, ffi.C.flock(fd, 6))
-        local unfinished = select(2, journalfile.list(dir))
+        local unfinished = select(2, spooldir.list(dir))
         assert.same({ ".00000000000000dd.journal.new" }, unfinished)
-        journalfile.remove_unfinished(dir, unfinished)
+        spooldir.remove_unfinished(dir, unfinished)
         assert.is_true(spool.exists(path))
         ffi.C.close(fd)  -- its worker died
-        journalfile.remove_unfinished(dir, unfinished)
+        spooldir.remove_unfinished(dir, unfinished)
         assert.is_false(spool.exists(path))
     end)
 
@@ -33,11 +33,11 @@ describe("journal file", function()
         local spool_fd = ffi.C.open(dir, 0, 0)
         assert.equal(0, ffi.C.flock(spool_fd, 1))  -- as create holds it
         ffi.C.close(ffi.C.open(path, 64 + 2, 384))
-        local unfinished = select(2, journalfile.list(dir))
-        journalfile.remove_unfinished(dir, unfinished)
+        local unfinished = select(2, spooldir.list(dir))
+        spooldir.remove_unfinished(dir, unfinished)
         assert.is_true(spool.exists(path))
         ffi.C.close(spool_fd)  -- its worker died before locking it
-        journalfile.remove_unfinished(dir, unfinished)
+        spooldir.remove_unfinished(dir, unfinished)
         assert.is_false(spool.exists(path))
     end)
 
@@ -60,26 +60,13 @@ describe("journal file", function()
         end
         local status, seen = ffi.new("int[1]"), 0
         while ffi.C.waitpid(pid, status, 1) == 0 do
-            local unfinished = select(2, journalfile.list(dir))
+            local unfinished = select(2, spooldir.list(dir))
             seen = seen + #unfinished
-            journalfile.remove_unfinished(dir, unfinished)
+            spooldir.remove_unfinished(dir, unfinished)
         end
         assert.equal(0, status[0] % 256)
         assert.equal(0, bit.rshift(status[0], 8))  -- journals it could not make
         assert.is_true(seen > 0, "the scans never saw a journal being made")
-        assert.same({}, (journalfile.list(dir)))
-    end)
-
-    it("is not taken over again once it was sent in full and removed", function()
-        local journal = assert(journals.create(dir, "00000000000000ce", 100, 1024 * 1024))
-        journal:close()
-        local path = dir .. "/00000000000000ce.journal"
-        local first = assert(journals.adopt(dir, "00000000000000ce.journal"))
-        -- A second worker opened the file before the first removed it.
-        local fd = ffi.C.open(path, 2, 0)
-        first:remove()
-        assert.equal(0, ffi.C.flock(fd, 6))
-        ffi.C.close(fd)
-        assert.is_nil(journals.adopt(dir, "00000000000000ce.journal"))
+        assert.same({}, (spooldir.list(dir)))
     end)
 end)
