@@ -55,7 +55,11 @@ from urllib.parse import unquote, urlsplit
 
 import devstack
 from devstack import stack
+from devstack.net import wait_for_port
+from devstack.nginx import give_key_to_edge
+from devstack.postgres import pg_bindir
 from devstack.programs import MANAGE, run_dir
+from devstack.redis import redis_command
 from devstack.stack import StackError, read_env_file, say
 from devstack.supervision import supervisor_rpc
 
@@ -155,10 +159,10 @@ def temporary_redis(run: Path, env: dict[str, str]):
     afterwards; a redis-py client of it once it has loaded its data."""
     port = int(env["REDIS_PORT"])
     with stack.temporary_server(
-        devstack.redis_command(run / "redis", port, password=env["REDIS_PASSWORD"], appendfsync="always"),
+        redis_command(run / "redis", port, password=env["REDIS_PASSWORD"], appendfsync="always"),
         name="Redis",
         log_path=run / "logs" / "redis.log",
-        ready=lambda server: devstack.wait_for_port(port, timeout=60, process=server),
+        ready=lambda server: wait_for_port(port, timeout=60, process=server),
         stop_signal=signal.SIGTERM,
     ):
         client = redis_connection(env)
@@ -228,7 +232,7 @@ def write_backup(run: Path, env: dict[str, str], folder: Path, *, stop_edge: boo
         say("PostgreSQL: a dump (pg_dump --format=custom)")
         with postgres_client(env) as pg_env:
             run_quietly(
-                [str(devstack.pg_bindir() / "pg_dump"), "--format=custom", "--file", str(folder / POSTGRES_FILE)],
+                [str(pg_bindir() / "pg_dump"), "--format=custom", "--file", str(folder / POSTGRES_FILE)],
                 env=pg_env,
                 what="pg_dump",
             )
@@ -359,7 +363,7 @@ def restore_certs(source: Path, certs: Path) -> None:
         copy = certs / cert.name
         shutil.copyfile(cert, copy)
         if cert.suffix == ".key":
-            devstack.give_key_to_edge(copy)
+            give_key_to_edge(copy)
         else:
             copy.chmod(0o644)
 
@@ -367,7 +371,7 @@ def restore_certs(source: Path, certs: Path) -> None:
 def restore_postgres(dump: Path, env: dict[str, str]) -> None:
     """The dump into the new database as the application's role, in one
     transaction: all of it, or nothing and why. The database has its
-    extensions already (devstack.bootstrap_database makes them as the
+    extensions already (devstack.postgres.bootstrap_database makes them as the
     superuser); their comments, which only their owner may set, are left
     out (the schema has no other)."""
     say(f"PostgreSQL: restoring {dump.name}")
@@ -375,7 +379,7 @@ def restore_postgres(dump: Path, env: dict[str, str]) -> None:
         try:
             run_quietly(
                 [
-                    str(devstack.pg_bindir() / "pg_restore"),
+                    str(pg_bindir() / "pg_restore"),
                     "--dbname",
                     pg_env["PGDATABASE"],
                     "--no-owner",

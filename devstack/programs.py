@@ -20,6 +20,12 @@ import sys
 from pathlib import Path
 
 import devstack
+from devstack.dashboard import gunicorn_command, render_front_conf
+from devstack.edge import edge_command, render_edge_conf
+from devstack.nginx import nginx_command
+from devstack.postgres import postgres_command
+from devstack.processes import become_subreaper, die_with_parent, finish_group
+from devstack.redis import redis_command
 
 PORT_DEFAULTS = {
     "DASHBOARD_PORT": 8000,  # the dashboard's front (nginx)
@@ -72,10 +78,10 @@ def keep_group(
 
     Returns 0 after a requested stop, 1 when the leader ended on its own,
     so that supervisord counts it as a crash and starts this again."""
-    devstack.become_subreaper()
+    become_subreaper()
     previous = leader_file.read_text().strip() if leader_file.exists() else ""
     if previous.isdigit():
-        devstack.finish_group(int(previous), leftover_signal, timeout=drain_timeout, log=log)
+        finish_group(int(previous), leftover_signal, timeout=drain_timeout, log=log)
     stopping = False
     leader = None
 
@@ -87,7 +93,7 @@ def keep_group(
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
         signal.signal(sig, stop)
-    leader = subprocess.Popen(command, process_group=0, preexec_fn=devstack.die_with_parent(stop_signal), **popen)
+    leader = subprocess.Popen(command, process_group=0, preexec_fn=die_with_parent(stop_signal), **popen)
     leader_file.write_text(f"{leader.pid}\n")
     if stopping:  # a stop signal came while it was starting
         leader.send_signal(stop_signal)
@@ -97,7 +103,7 @@ def keep_group(
             f"{what} (pid {leader.pid}) {describe_exit(code)}; finishing its process group, then exiting "
             "so that supervisord starts it again"
         )
-    finished = devstack.finish_group(leader.pid, leftover_signal, timeout=drain_timeout, log=log)
+    finished = finish_group(leader.pid, leftover_signal, timeout=drain_timeout, log=log)
     leader_file.unlink(missing_ok=True)
     if not finished:
         log(f"!!! {what}'s leftover processes had to be killed: what they held in memory is lost")
@@ -115,7 +121,7 @@ def _become_db_owner() -> None:
 
 
 def postgres() -> None:
-    command = devstack.postgres_command(run_dir() / "pg", port("POSTGRES_PORT"))
+    command = postgres_command(run_dir() / "pg", port("POSTGRES_PORT"))
     os.chdir("/")
     _become_db_owner()
     os.execv(command[0], command)
@@ -125,7 +131,7 @@ def redis() -> None:
     # Every acknowledged write is on disk (appendfsync always): the clicks
     # the edge has written here are its only copy until the importer has
     # stored them.
-    command = devstack.redis_command(
+    command = redis_command(
         run_dir() / "redis", port("REDIS_PORT"), password=os.environ.get("REDIS_PASSWORD"), appendfsync="always"
     )
     os.execv(command[0], command)
@@ -133,7 +139,7 @@ def redis() -> None:
 
 def edge() -> None:
     prefix = run_dir() / "nginx"
-    devstack.render_edge_conf(prefix, port("EDGE_PORT"), tls_port=port("EDGE_TLS_PORT"))
+    render_edge_conf(prefix, port("EDGE_PORT"), tls_port=port("EDGE_TLS_PORT"))
     # Where the HTTP -> HTTPS redirect of a domain sends visitors.
     os.environ.setdefault("EDGE_HTTPS_PORT", str(port("EDGE_TLS_PORT")))
     # SIGQUIT is nginx's graceful stop: each worker finishes its requests and
@@ -141,7 +147,7 @@ def edge() -> None:
     # in the click spool, for the next workers).
     sys.exit(
         keep_group(
-            devstack.edge_command(prefix, workers=os.environ.get("EDGE_WORKERS", "auto")),
+            edge_command(prefix, workers=os.environ.get("EDGE_WORKERS", "auto")),
             what="nginx master",
             stop_signal=signal.SIGQUIT,
             leftover_signal=signal.SIGQUIT,
@@ -153,7 +159,7 @@ def edge() -> None:
 
 def dashboard() -> None:
     run = run_dir()
-    command = devstack.gunicorn_command(
+    command = gunicorn_command(
         port("GUNICORN_PORT"), workers=os.environ.get("DASHBOARD_WORKERS", "2"), control_socket=run / "gunicorn.ctl"
     )
     # SIGTERM is gunicorn's graceful stop, for its master and its workers alike.
@@ -172,12 +178,12 @@ def dashboard() -> None:
 def front() -> None:
     """nginx on DASHBOARD_PORT in front of gunicorn (dashboard/nginx.conf)."""
     prefix = run_dir() / "front"
-    devstack.render_front_conf(prefix, port("DASHBOARD_PORT"), gunicorn_port=port("GUNICORN_PORT"))
+    render_front_conf(prefix, port("DASHBOARD_PORT"), gunicorn_port=port("GUNICORN_PORT"))
     # SIGQUIT: nginx's graceful stop, in which each worker finishes the
     # requests it has begun, for up to its worker_shutdown_timeout.
     sys.exit(
         keep_group(
-            devstack.nginx_command(prefix),
+            nginx_command(prefix),
             what="front nginx master",
             stop_signal=signal.SIGQUIT,
             leftover_signal=signal.SIGQUIT,

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import pytest
 
 import devstack
+from devstack.edge import edge_command, render_edge_conf
+from devstack.net import free_port, wait_for_port
 from devstack.throwaway import ThrowawayStack
 
 SERVERS = ThrowawayStack(prefix="slingshot-test-")
@@ -40,8 +42,8 @@ class Edge:
         self, *, workers: int = 2, env: dict[str, str] | None = None, edit_conf: Callable[[str], str] | None = None
     ) -> None:
         self.edit_conf = edit_conf  # changes the rendered nginx.conf, for tests of a broken one
-        self.port = devstack.free_port()
-        self.tls_port = devstack.free_port()
+        self.port = free_port()
+        self.tls_port = free_port()
         self.prefix = SERVERS.root / f"nginx-{self.port}"
         self.workers = workers
         self.env = {
@@ -60,19 +62,19 @@ class Edge:
     def start(self) -> "Edge":
         # Tests connect from 127.0.0.1 and may say, in X-Forwarded-For, which
         # visitor they stand for (country rules, splits).
-        conf = devstack.render_edge_conf(self.prefix, self.port, tls_port=self.tls_port, real_ip_from="127.0.0.0/8")
+        conf = render_edge_conf(self.prefix, self.port, tls_port=self.tls_port, real_ip_from="127.0.0.0/8")
         if self.edit_conf:
             conf.write_text(self.edit_conf(conf.read_text()))
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            devstack.edge_command(self.prefix, workers=self.workers),
+            edge_command(self.prefix, workers=self.workers),
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         SERVERS.processes.append(self.process)
-        devstack.wait_for_port(self.port, process=self.process)
+        wait_for_port(self.port, process=self.process)
         return self
 
     def reload(self) -> None:

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import devstack
 from devstack import ports as stack_ports
+from devstack.postgres import bootstrap_database, db_owner, init_postgres, postgres_command, wait_for_postgres
+from devstack.processes import die_with_parent
 from devstack.programs import MANAGE, run_dir
 from devstack.supervision import (
     CONF,
@@ -156,7 +158,7 @@ def temporary_server(command: list[str], *, name: str, log_path: Path, ready, st
             stderr=subprocess.STDOUT,
             cwd="/",
             start_new_session=True,
-            preexec_fn=devstack.die_with_parent(stop_signal),
+            preexec_fn=die_with_parent(stop_signal),
             **popen,
         )
     try:
@@ -181,12 +183,12 @@ def temporary_postgres(run: Path, env: dict[str, str]):
     """PostgreSQL for the one-time work, stopped (fast shutdown) afterwards."""
     datadir, pg_port = run / "pg", int(env["POSTGRES_PORT"])
     with temporary_server(
-        devstack.postgres_command(datadir, pg_port),
+        postgres_command(datadir, pg_port),
         name="PostgreSQL",
         log_path=run / "logs" / "postgres.log",
-        ready=lambda server: devstack.wait_for_postgres(datadir, pg_port, timeout=120, process=server),
+        ready=lambda server: wait_for_postgres(datadir, pg_port, timeout=120, process=server),
         stop_signal=signal.SIGINT,
-        **devstack.db_owner(),
+        **db_owner(),
     ):
         yield
 
@@ -253,7 +255,7 @@ def prepare(
     env = stack_environment(run)
 
     try:
-        if devstack.init_postgres(run / "pg"):
+        if init_postgres(run / "pg"):
             say(f"created a PostgreSQL cluster in {run / 'pg'}")
     except subprocess.CalledProcessError:
         why = " (as root, PostgreSQL runs as `postgres`, which must be able to enter every folder above it)"
@@ -262,7 +264,7 @@ def prepare(
         ) from None
     with temporary_postgres(run, env):
         try:
-            devstack.bootstrap_database(
+            bootstrap_database(
                 run / "pg",
                 ports["POSTGRES_PORT"],
                 role="slingshot",

@@ -1,9 +1,9 @@
 """The whole `make run` stack, started for a test or a measurement: in a
 directory of its own, on free ports, as `make run` starts it on a terminal
 (a pseudo-terminal here, so that Ctrl-C is a real one), and driven through
-supervisord's XML-RPC interface. tests/test_stack.py and
-loadtest/stack_faults.py use it; devstack/faults.py kills its processes,
-devstack/slowclients.py holds its dashboard's connections.
+supervisord's XML-RPC interface. tests/test_stack.py and the scripts in
+loadtest/ use it; the scenarios in loadtest/scenarios/ kill its processes
+(faults.py) and hold its dashboard's connections (slowclients.py).
 """
 
 import http.cookiejar
@@ -22,6 +22,7 @@ import urllib.request
 from pathlib import Path
 
 import devstack
+from devstack.net import free_port, wait_for_answer
 from devstack.programs import PORT_DEFAULTS
 from devstack.stack import read_env_file
 from devstack.supervision import all_running, supervisor_rpc
@@ -48,7 +49,7 @@ class SupervisedStack:
         self.root = root
         self.repo = repo  # the checkout whose `make run` starts it: another version's, for tests/test_upgrade.py
         self.run = root / "run"
-        self.ports = {name: devstack.free_port() for name in PORT_DEFAULTS}
+        self.ports = {name: free_port() for name in PORT_DEFAULTS}
         self.env = {
             **{name: os.environ[name] for name in PASSED_ON if name in os.environ},
             "TERM": "dumb",
@@ -107,7 +108,7 @@ class SupervisedStack:
         upgrade tests start those too); not the front's 502 to 504 while
         gunicorn is not up, nor a 503 of PostgreSQL or Redis not answering."""
         try:
-            status = devstack.wait_for_answer(int(self.ports["DASHBOARD_PORT"]), timeout=2)
+            status = wait_for_answer(int(self.ports["DASHBOARD_PORT"]), timeout=2)
         except TimeoutError:
             return False
         return status not in (502, 503, 504)

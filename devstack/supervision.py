@@ -16,6 +16,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import devstack
+from devstack.net import wait_for_answer
+from devstack.processes import become_subreaper, die_with_parent, group_members, reap_children
 
 CONF = Path(__file__).resolve().with_name("supervisord.conf")
 PYTHON = sys.executable
@@ -58,7 +60,7 @@ def dashboard_answers(env: dict[str, str]) -> bool:
     waiting: on a first start, while every program loads at once, for
     longer than a person or a test waits."""
     try:
-        return devstack.wait_for_answer(int(env["DASHBOARD_PORT"]), timeout=2) == 200
+        return wait_for_answer(int(env["DASHBOARD_PORT"]), timeout=2) == 200
     except TimeoutError:
         return False
 
@@ -67,7 +69,7 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: st
     """Runs supervisord until it exits; prints `banner` once every program
     runs and the dashboard answers. Returns the runner's exit status."""
     # Should supervisord die, its programs become the runner's children, to be stopped in order.
-    devstack.become_subreaper()
+    become_subreaper()
     say("starting supervisord")
     supervisord = subprocess.Popen(
         [PYTHON, "-m", "supervisor.supervisord", "-c", str(CONF)],
@@ -75,7 +77,7 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: st
         cwd=devstack.REPO,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=devstack.die_with_parent(signal.SIGTERM),
+        preexec_fn=die_with_parent(signal.SIGTERM),
     )
     stop.forward_to(supervisord)
     started = time.monotonic()
@@ -170,15 +172,15 @@ def stop_in_order(pids: dict[str, int]) -> None:
         except ProcessLookupError:
             continue
         deadline = time.monotonic() + wait
-        while devstack.group_members(pid) and time.monotonic() < deadline:
-            devstack.reap_children()
+        while group_members(pid) and time.monotonic() < deadline:
+            reap_children()
             time.sleep(0.05)
-        if devstack.group_members(pid):
+        if group_members(pid):
             os.killpg(pid, signal.SIGKILL)
             say(f"{name} (pid {pid}) killed after {wait:.0f}s")
         else:
             say(f"stopped {name} (pid {pid})")
-        devstack.reap_children()
+        reap_children()
 
 
 class StopSignals:

@@ -7,18 +7,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import (
-    bootstrap_database,
-    db_owner,
-    free_port,
-    gunicorn_command,
-    init_postgres,
-    postgres_command,
-    redis_command,
-    wait_for_answer,
-    wait_for_port,
-    wait_for_postgres,
-)
+from devstack.dashboard import gunicorn_command
+from devstack.net import free_port, wait_for_answer, wait_for_port
+from devstack.postgres import bootstrap_database, db_owner, init_postgres, postgres_command, wait_for_postgres
+from devstack.redis import redis_command
 
 
 class ThrowawayStack:

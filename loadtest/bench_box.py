@@ -48,9 +48,10 @@ sys.path[:0] = [str(REPO), str(REPO / "dashboard"), str(REPO / "loadtest")]
 from bench_edge import WRK_SCRIPT, Nginx  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
-from devstack import redis_calls  # noqa: E402
-from devstack.faults import FaultRun, request  # noqa: E402
+from devstack.redis import redis_calls  # noqa: E402
 from devstack.supervised import SupervisedStack, wait_until  # noqa: E402
+from loadtest.scenarios.faults import FaultRun  # noqa: E402
+from loadtest.scenarios.visitors import request  # noqa: E402
 
 SLUG = "box"
 SERVED = 'slingshot_edge_requests_total{outcome="redirect"}'

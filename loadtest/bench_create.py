@@ -49,7 +49,9 @@ sys.path.insert(0, str(REPO / "loadtest"))
 from bench_api import Client, steady_creates  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
-from devstack import edge_command, free_port, gunicorn_command, render_edge_conf, wait_for_port  # noqa: E402
+from devstack.dashboard import gunicorn_command
+from devstack.edge import edge_command, render_edge_conf
+from devstack.net import free_port, wait_for_port
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 
 

@@ -62,6 +62,9 @@ from cpuwhere import Recorder, perf_off, perf_on  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
 import devstack  # noqa: E402
+from devstack.edge import edge_command, render_edge_conf
+from devstack.net import free_port, wait_for_port
+from devstack.nginx import nginx_binary
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "edge" / "t"))
@@ -130,9 +133,9 @@ class Nginx:
         self, root: Path, env: dict[str, str], workers: int, *, with_ceiling: bool, pin: bool, repo: Path
     ) -> None:
         prefix = root / f"nginx-{len(list(root.glob('nginx-*')))}"
-        self.port, self.ceiling_port = devstack.free_port(), devstack.free_port()
-        self.tls_port, self.ceiling_tls_port = devstack.free_port(), devstack.free_port()
-        conf_path = devstack.render_edge_conf(prefix, self.port, tls_port=self.tls_port, repo=repo)
+        self.port, self.ceiling_port = free_port(), free_port()
+        self.tls_port, self.ceiling_tls_port = free_port(), free_port()
+        conf_path = render_edge_conf(prefix, self.port, tls_port=self.tls_port, repo=repo)
         if with_ceiling:
             conf = conf_path.read_text()
             ceiling = (
@@ -157,7 +160,7 @@ class Nginx:
             )
             end = conf.rstrip().rfind("}")
             conf_path.write_text(conf[:end] + ceiling + conf[end:])
-        command = devstack.edge_command(prefix, workers=workers)
+        command = edge_command(prefix, workers=workers)
         if pin:
             command[-1] += " worker_cpu_affinity auto;"
         self.process = subprocess.Popen(
@@ -167,10 +170,10 @@ class Nginx:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        devstack.wait_for_port(self.port, process=self.process)
+        wait_for_port(self.port, process=self.process)
         if with_ceiling:
-            devstack.wait_for_port(self.ceiling_port, process=self.process)
-            devstack.wait_for_port(self.ceiling_tls_port, process=self.process)
+            wait_for_port(self.ceiling_port, process=self.process)
+            wait_for_port(self.ceiling_tls_port, process=self.process)
 
     def pids(self) -> list[int]:
         return [self.process.pid, *children(self.process.pid)]
@@ -358,7 +361,7 @@ class Bench:
         round_order = "".join(ceiling_of(key) + key for key in measured)
         trailing = sorted({ceiling_of(key) for key in measured})
         print(
-            f"nginx {devstack.nginx_binary()} with {a.workers} workers; per case wrk -t{a.threads} "
+            f"nginx {nginx_binary()} with {a.workers} workers; per case wrk -t{a.threads} "
             f"-c{a.connections} -d{a.duration}s, the same client script; {a.rounds} rounds of {' '.join(round_order)}; "
             f"{os.cpu_count()} CPUs"
             + (

@@ -30,8 +30,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
-from devstack.faults import FaultRun, Visitors, request  # noqa: E402
 from devstack.supervised import SupervisedStack, wait_until  # noqa: E402
+from loadtest.scenarios.faults import FaultRun  # noqa: E402
+from loadtest.scenarios.visitors import Visitors, request  # noqa: E402
 
 SLUG = "outage"
 SERVED = 'slingshot_edge_requests_total{outcome="redirect"}'

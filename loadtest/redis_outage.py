@@ -30,7 +30,8 @@ import redis
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
-import devstack  # noqa: E402
+from devstack.edge import edge_command, render_edge_conf
+from devstack.net import free_port, wait_for_port
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 from slingshot.contract import LINK_CHANGES_STREAM, link_key  # noqa: E402
 
@@ -93,18 +94,18 @@ def main() -> int:
     stack.start_redis()
     client = redis.Redis(port=stack.redis_port, password=stack.redis_password)
     prefix = stack.root / "edge"
-    port = devstack.free_port()
-    devstack.render_edge_conf(prefix, port)
+    port = free_port()
+    render_edge_conf(prefix, port)
     env = {**os.environ, "REDIS_PORT": str(stack.redis_port), "REDIS_PASSWORD": stack.redis_password}
     edge = subprocess.Popen(
-        devstack.edge_command(prefix, workers=2),
+        edge_command(prefix, workers=2),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     try:
-        devstack.wait_for_port(port, process=edge)
+        wait_for_port(port, process=edge)
         slugs = [f"outage-{n}" for n in range(args.links)]
         changed = "outage-changed"
         for n, slug in enumerate([*slugs, changed], 1):

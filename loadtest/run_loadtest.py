@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
-import devstack  # noqa: E402
+from devstack.net import wait_for_port
 
 REDIRECT_NAME = "/[slug]"
 DEFAULTS = {
@@ -58,7 +58,7 @@ def start_local_stack() -> subprocess.Popen:
 
 def wait_for(url: str, process: subprocess.Popen | None) -> None:
     parts = urlsplit(url)
-    devstack.wait_for_port(parts.port or 80, timeout=180, process=process)
+    wait_for_port(parts.port or 80, timeout=180, process=process)
 
 
 def percentile(histogram: dict[str, int], pct: float) -> float:

@@ -1,8 +1,8 @@
 """`make slow-clients`: the dashboard under slow clients for a minute.
 
 Starts a fresh `make run` stack in a temporary directory on free ports and
-holds 400 slow connections (devstack/slowclients.py: a header line, or a
-byte of a body, every 5 s; opened again whenever the server lets one go;
+holds 400 slow connections (loadtest/scenarios/slowclients.py: a header
+line, or a byte of a body, every 5 s; opened again whenever the server lets one go;
 from 50 addresses) to the dashboard's front for 60 s, while probes ask, one
 request at a time, the dashboard's overview and links pages, its sign-in
 page and API, and through the edge a link's password check and the YOURLS
@@ -25,8 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
-from devstack.slowclients import SlowClients, probe_all, stack_probes, table  # noqa: E402
 from devstack.supervised import SupervisedStack  # noqa: E402
+from loadtest.scenarios.slowclients import SlowClients, probe_all, stack_probes, table  # noqa: E402
 
 WITHIN = 1.0  # seconds
 

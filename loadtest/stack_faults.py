@@ -26,8 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
-from devstack.faults import FaultRun  # noqa: E402
 from devstack.supervised import SupervisedStack  # noqa: E402
+from loadtest.scenarios.faults import FaultRun  # noqa: E402
 
 
 def main() -> int:

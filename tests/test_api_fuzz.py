@@ -20,8 +20,9 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 from django.utils.crypto import get_random_string
 
-import devstack
 from accounts.models import SessionUse
+from devstack.dashboard import gunicorn_command
+from devstack.net import free_port, wait_for_port
 from testing.factories import PASSWORD
 from tokens.services import token_create
 
@@ -37,15 +38,15 @@ def dashboard_url(tmp_path):
         **os.environ,
         "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
     }
-    port = devstack.free_port()
+    port = free_port()
     server = subprocess.Popen(
-        devstack.gunicorn_command(port, workers=2),
+        gunicorn_command(port, workers=2),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=open(tmp_path / "gunicorn.log", "ab"),
     )
     try:
-        devstack.wait_for_port(port, process=server)
+        wait_for_port(port, process=server)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()

@@ -15,6 +15,7 @@ import pytest
 
 import devstack
 from devstack.backup import FORMAT, MANIFEST, POSTGRES_FILE, REDIS_FILE, SECRETS_FILE
+from devstack.net import free_port
 from devstack.stack import read_env, read_env_file
 from devstack.supervised import PASSED_ON
 
@@ -37,7 +38,7 @@ def fake_backup(folder: Path) -> Path:
     folder.mkdir(mode=0o700)
     (folder / POSTGRES_FILE).write_bytes(b"not a dump")
     (folder / REDIS_FILE).write_bytes(b"REDIS0010")
-    ports = "".join(f"{name}={devstack.free_port()}\n" for name in PORTS)
+    ports = "".join(f"{name}={free_port()}\n" for name in PORTS)
     (folder / SECRETS_FILE).write_text(f"SECRET_KEY=kept-from-the-old-stack\nSLINGSHOT_ADMIN_USER=ops\n{ports}")
     files = {
         path.name: {"bytes": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}

@@ -17,6 +17,7 @@ from django.core.management import CommandError, call_command
 from prometheus_client.parser import text_string_to_metric_families
 
 import devstack
+from devstack.net import free_port, wait_for_port
 from devstack.throwaway import ThrowawayStack
 from links.domains import default_domain
 from links.models import LinkOutbox
@@ -67,7 +68,7 @@ def private_redis():
 
 
 def test_the_importer_counts_what_it_does(tmp_path, links):  # noqa: F811 (links: the fixture)
-    port = devstack.free_port()
+    port = free_port()
     importer = spawn_importer(
         tmp_path,
         "--consumer",
@@ -81,7 +82,7 @@ def test_the_importer_counts_what_it_does(tmp_path, links):  # noqa: F811 (links
         name="importer",
     )
     try:
-        devstack.wait_for_port(port, process=importer)
+        wait_for_port(port, process=importer)
         idle = scrape(port)
         assert idle["slingshot_importer_redis_up"] == 1 and idle["slingshot_importer_batches_total"] == 0
 
@@ -111,7 +112,7 @@ def test_the_importer_counts_what_it_does(tmp_path, links):  # noqa: F811 (links
 
 
 def test_the_importer_reports_a_backlog_and_redis_going_away(tmp_path, private_redis):
-    port = devstack.free_port()
+    port = free_port()
     redis_env = {"REDIS_PORT": str(private_redis.redis_port), "REDIS_PASSWORD": private_redis.redis_password}
     client = redis.Redis(port=private_redis.redis_port, password=private_redis.redis_password)
     client.xadd(CLICKS_STREAM, {"v": "3", "clicks": b"queued before the importer joined"})
@@ -125,7 +126,7 @@ def test_the_importer_reports_a_backlog_and_redis_going_away(tmp_path, private_r
         env={**redis_env, "IMPORTER_METRICS_PORT": str(port)},
     )
     try:
-        devstack.wait_for_port(port, process=importer)
+        wait_for_port(port, process=importer)
         wait_for_metrics(port, lambda m: m["slingshot_importer_dead_letters_total"] == 1, what="the entry")
 
         private_redis.stop_redis()
@@ -145,7 +146,7 @@ def test_the_importer_reports_a_backlog_and_redis_going_away(tmp_path, private_r
 
 
 def test_a_metrics_port_in_use_is_a_clear_error():
-    port = devstack.free_port()
+    port = free_port()
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", port))
         taken.listen()
@@ -157,7 +158,7 @@ def test_a_metrics_port_in_use_is_a_clear_error():
 
 def test_the_publisher_reports_its_outbox_retries_and_deliveries(tmp_path, private_redis, settings, make_user):
     settings.LINK_PUBLISH_INLINE = False  # the publisher process alone delivers
-    port = devstack.free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DATABASE_URL": database_url(),
@@ -173,7 +174,7 @@ def test_the_publisher_reports_its_outbox_retries_and_deliveries(tmp_path, priva
         stderr=subprocess.STDOUT,
     )
     try:
-        devstack.wait_for_port(port, process=publisher)
+        wait_for_port(port, process=publisher)
         default_domain()  # the default domain's row, and its own change, before the counting starts
         wait_for_metrics(port, lambda m: m["slingshot_publisher_outbox_depth"] == 0, what="the default domain")
         start = scrape(port)

@@ -19,9 +19,10 @@ import redis
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-import devstack
 from clicks.importer import lock_key
 from clicks.rollups import fold_days
+from devstack.net import free_port, wait_for_port
+from devstack.redis import redis_command
 from links.domains import default_domain
 from links.models import Link
 from slingshot.contract import CLICKS_GROUP as GROUP
@@ -204,13 +205,13 @@ def test_redis_killed_mid_import_forgets_acknowledgements_and_every_click_is_sto
     """Redis dies with SIGKILL and comes back with an older state of the
     stream (its last snapshot): acknowledged, even deleted, entries are there
     again and the consumer group is as it was then, or missing."""
-    port = devstack.free_port()
-    command = devstack.redis_command(tmp_path / "redis", port, durable=False)  # snapshots only when asked
+    port = free_port()
+    command = redis_command(tmp_path / "redis", port, durable=False)  # snapshots only when asked
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     client = redis.Redis(port=port)
     importer = None
     try:
-        devstack.wait_for_port(port, process=server)
+        wait_for_port(port, process=server)
         ids = produce(client, links, entries=600)
         if snapshot == "with the group":
             client.xgroup_create(STREAM, GROUP, id="0")
@@ -242,7 +243,7 @@ def test_redis_killed_mid_import_forgets_acknowledgements_and_every_click_is_sto
         wait_until(lambda: "retrying" in (tmp_path / "importer.log").read_text(), what="the importer to retry")
         importer.send_signal(signal.SIGSTOP)
         server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        devstack.wait_for_port(port, process=server)
+        wait_for_port(port, process=server)
         assert client.xlen(STREAM) == 600  # every entry back, those imported too
         importer.send_signal(signal.SIGCONT)
 

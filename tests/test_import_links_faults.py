@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-import devstack
+from devstack.net import free_port
 from importers.jobs import INTERRUPTED
 from importers.models import ImportJob, State
 from testing.factories import make_user
@@ -101,7 +101,7 @@ def test_postgresql_lost_mid_visits_is_a_sentence_and_a_second_run_stores_the_re
 
 def test_postgresql_not_there_is_a_sentence(tmp_path):
     dump = write_yourls_dump(tmp_path / "yourls.sql", yourls_data(links=5, visits=10))
-    closed = f"postgres://nobody:nothing@127.0.0.1:{devstack.free_port()}/slingshot"
+    closed = f"postgres://nobody:nothing@127.0.0.1:{free_port()}/slingshot"
     done = subprocess.run(
         command(dump, "anyone"),
         env={**os.environ, "DATABASE_URL": closed},

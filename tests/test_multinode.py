@@ -1,7 +1,7 @@
 """A short `make multinode`: two edges on their own Redis replicas and click
 stores, Sentinel failover of the Redis primary under traffic, an importer
 host killed, an edge restarted; nothing lost, nothing stored twice
-(devstack/multinode.py)."""
+(loadtest/scenarios/multinode/)."""
 
 import shutil
 import signal
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from devstack.faults import Visitors
-from devstack.multinode import Scenario, Topology
 from devstack.supervised import wait_until
+from loadtest.scenarios.multinode.scenario import Scenario
+from loadtest.scenarios.multinode.topology import Topology
+from loadtest.scenarios.visitors import Visitors
 
 
 @pytest.fixture

@@ -20,6 +20,8 @@ from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.state import ProjectState
 
 import devstack
+from devstack.dashboard import gunicorn_command
+from devstack.net import free_port
 from devstack.pytest_plugin import SERVERS
 from slingshot.release import RELEASED_MIGRATIONS, REPO_DIR, VERSION, digest, released, schema_files
 
@@ -114,9 +116,9 @@ def _sql(env: dict, statement: str) -> None:
 
 def _gunicorn_refuses(env: dict) -> str:
     """What a dashboard started on this database says before it gives up."""
-    port = devstack.free_port()
+    port = free_port()
     process = subprocess.Popen(
-        devstack.gunicorn_command(port, workers=1),
+        gunicorn_command(port, workers=1),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -176,7 +178,7 @@ def test_a_database_of_a_newer_version_is_refused(other_database):
 def test_a_part_that_starts_while_postgresql_is_away_is_not_refused_and_waits_for_it():
     """PostgreSQL down is an outage the parts ride out (they retry), not a
     schema to refuse: the publisher starts, and goes on retrying."""
-    nowhere = {**os.environ, "DATABASE_URL": f"postgres://slingshot:x@127.0.0.1:{devstack.free_port()}/slingshot"}
+    nowhere = {**os.environ, "DATABASE_URL": f"postgres://slingshot:x@127.0.0.1:{free_port()}/slingshot"}
     process = subprocess.Popen([*MANAGE, "run_publisher"], env=nowhere, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(3)

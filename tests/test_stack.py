@@ -36,10 +36,13 @@ from django.conf import settings
 
 import devstack
 from devstack.console import Console
-from devstack.faults import EDGE_FAULTS, FAULTS, FaultRun, request
-from devstack.slowclients import SlowClients, probe_all, stack_probes, table
+from devstack.net import free_port
+from devstack.postgres import db_owner, postgres_command, wait_for_postgres
 from devstack.stack import SECRETS
 from devstack.supervised import SupervisedStack, redirected_to, sign_in, wait_until
+from loadtest.scenarios.faults import EDGE_FAULTS, FAULTS, FaultRun
+from loadtest.scenarios.slowclients import SlowClients, probe_all, stack_probes, table
+from loadtest.scenarios.visitors import request
 from web.source_import_views import FILES
 
 ADMIN = "ops"
@@ -193,8 +196,8 @@ SLOW_CLIENTS = 300
 
 
 def test_slow_clients_hold_no_worker_and_everyone_else_is_answered_within_a_second(stack):
-    """Slow clients (devstack/slowclients.py) that reach gunicorn stop it:
-    three hold its two workers. Through the front, 300 of them for 10 s
+    """Slow clients (loadtest/scenarios/slowclients.py) that reach gunicorn
+    stop it: three hold its two workers. Through the front, 300 of them for 10 s
     leave the dashboard's pages, its sign-in page and API, a link's
     password check and the YOURLS API through the edge answering, nine in
     ten within a second (the slowest are the shared machine's other load;
@@ -584,14 +587,14 @@ def execute_while_stopped(stack: SupervisedStack, sql: str) -> None:
         stack.wait_exit(timeout=180)
     datadir, port = stack.run / "pg", int(stack.secrets["POSTGRES_PORT"])
     server = subprocess.Popen(
-        devstack.postgres_command(datadir, port),
+        postgres_command(datadir, port),
         cwd="/",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        **devstack.db_owner(),
+        **db_owner(),
     )
     try:
-        devstack.wait_for_postgres(datadir, port, process=server)
+        wait_for_postgres(datadir, port, process=server)
         with psycopg.connect(stack.secrets["DATABASE_URL"], autocommit=True) as conn:
             conn.execute(sql)
     finally:
@@ -664,7 +667,7 @@ def test_ports_another_program_has_are_named_all_with_a_command_that_picks_free_
 
 
 def test_a_port_given_again_wins_says_so_and_the_run_directory_keeps_it(stack):
-    before, moved = stack.ports["EDGE_PORT"], devstack.free_port()
+    before, moved = stack.ports["EDGE_PORT"], free_port()
     result = prepare_again(stack, EDGE_PORT=str(moved))
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"EDGE_PORT={moved} from the environment, in place of {before} that the run directory had" in result.stdout

@@ -37,9 +37,9 @@ import pytest
 import redis
 
 import devstack
-from devstack.faults import request, settled_accounting
 from devstack.supervised import SupervisedStack, redirected_to, sign_in, wait_until
 from links.unlocking import LinkPasswordHasher
+from loadtest.scenarios.visitors import request, settled_accounting
 from testing.schema import schema_of
 
 OLD_VERSIONS = {

@@ -8,6 +8,8 @@ import subprocess
 import pytest
 
 import devstack
+from devstack.dashboard import gunicorn_command
+from devstack.net import free_port, wait_for_answer
 
 GUNICORN_CONF = devstack.REPO / "dashboard" / "gunicorn.conf.py"
 
@@ -95,20 +97,20 @@ def make_dashboard(tmp_path):
     started = []
 
     def start(env: dict[str, str] | None = None, *, workers: int = 2, defaults: tuple[str, ...] = ()) -> int:
-        port = devstack.free_port()
+        port = free_port()
         environment = {**os.environ, "DATABASE_URL": database_url(), **(env or {})}
         for name in defaults:
             environment.pop(name, None)
         with open(tmp_path / f"gunicorn-{port}.log", "ab") as log:
             process = subprocess.Popen(
-                [*devstack.gunicorn_command(port, workers=workers), "--config", str(GUNICORN_CONF)],
+                [*gunicorn_command(port, workers=workers), "--config", str(GUNICORN_CONF)],
                 env=environment,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         started.append(process)
-        devstack.wait_for_answer(port, process=process)
+        wait_for_answer(port, process=process)
         return port
 
     yield start

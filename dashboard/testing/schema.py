@@ -5,7 +5,7 @@ import os
 import re
 import subprocess
 
-import devstack
+from devstack.postgres import pg_bindir
 
 
 def schema_of(database: str, *, host: str, port: int, user: str, password: str | None = None) -> list[str]:
@@ -16,7 +16,7 @@ def schema_of(database: str, *, host: str, port: int, user: str, password: str |
     columns), and which months have click partitions yet (the importer makes
     them as clicks need them; each has its parent's columns and indexes)."""
     dump = subprocess.run(
-        [str(devstack.pg_bindir() / "pg_dump"), "--schema-only", "--no-owner", "--no-privileges"]
+        [str(pg_bindir() / "pg_dump"), "--schema-only", "--no-owner", "--no-privileges"]
         + ["-h", host, "-p", str(port), "-U", user, database],
         check=True,
         capture_output=True,

@@ -16,7 +16,7 @@ import psutil
 import redis
 from click_stream import decode_clicks
 
-import devstack
+from devstack.processes import group_members
 from devstack.pytest_plugin import http_request
 from devstack.throwaway import ThrowawayStack
 from slingshot.contract import CLICKS_STREAM, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key
@@ -125,7 +125,7 @@ def delta(before: dict, after: dict, series: str) -> float:
 
 def workers(edge) -> list[int]:
     """The edge's worker processes (its master leads their process group)."""
-    return [pid for pid in devstack.group_members(edge.process.pid) if pid != edge.process.pid]
+    return [pid for pid in group_members(edge.process.pid) if pid != edge.process.pid]
 
 
 def held_connections(edge) -> dict[int, set[int]]:

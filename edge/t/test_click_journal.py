@@ -22,7 +22,7 @@ from edge_helpers import (
 )
 
 from clicks.accounting import served_counts
-from devstack.faults import Visitors
+from loadtest.scenarios.visitors import Visitors
 from slingshot.contract import SERVED_KEY_PREFIX
 
 

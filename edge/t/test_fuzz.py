@@ -5,7 +5,7 @@ import time
 
 from edge_helpers import delta, metrics, raw_request
 
-from devstack import redis_calls
+from devstack.redis import redis_calls
 
 ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 # Bytes that survive nginx's URI normalisation, so a path holding one can

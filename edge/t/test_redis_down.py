@@ -7,7 +7,7 @@ import uuid
 import pytest
 from edge_helpers import Traffic, delta, following, metrics, publish, wait_for_clicks, wait_for_notifications
 
-import devstack
+from devstack.net import free_port
 
 
 def test_redis_down_during_traffic(make_edge, private_redis):
@@ -86,7 +86,7 @@ def test_an_unreachable_redis_answers_503_quickly(make_edge, where):
     # refused: nothing listens on the port; blackholed: a non-routable address,
     # where only the 100 ms connect timeout ends the wait.
     if where == "refused":
-        env = {"REDIS_PORT": str(devstack.free_port())}
+        env = {"REDIS_PORT": str(free_port())}
     else:
         env = {"REDIS_HOST": "10.255.255.1"}
     edge = make_edge(env=env)

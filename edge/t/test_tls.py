@@ -9,7 +9,7 @@ import uuid
 import pytest
 from edge_helpers import wait_until
 
-import devstack
+from devstack.nginx import make_certificate
 from links import domains
 from testing.factories import make_link
 
@@ -21,7 +21,7 @@ def der(path) -> bytes:
 
 
 def certificate_for(edge, host: str):
-    cert, _ = devstack.make_certificate(edge.cert_dir, host, hosts=(host,))
+    cert, _ = make_certificate(edge.cert_dir, host, hosts=(host,))
     return cert
 
 

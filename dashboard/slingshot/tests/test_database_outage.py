@@ -21,6 +21,7 @@ import pytest
 import redis
 
 import devstack
+from devstack.postgres import pg_bindir
 from devstack.throwaway import ThrowawayStack
 from links.models import Link, LinkOutbox
 from slingshot.contract import link_key
@@ -139,7 +140,7 @@ class Doors:
 def copy_schema(source: dict, stack: ThrowawayStack) -> None:
     """The test database's schema, and the migrations it records, into the
     stack's database: a second's work, where migrating takes twenty."""
-    bin_dir = devstack.pg_bindir()
+    bin_dir = pg_bindir()
     dump = [str(bin_dir / "pg_dump"), "--no-owner", "--no-privileges", "-h", source["HOST"], "-p", str(source["PORT"])]
     env = {**os.environ, "PGPASSWORD": source["PASSWORD"]}
     schema = subprocess.run(

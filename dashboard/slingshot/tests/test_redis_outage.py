@@ -11,7 +11,7 @@ import redis
 from redis.sentinel import MasterNotFoundError
 from rest_framework.test import APIClient
 
-import devstack
+from devstack.net import free_port
 from devstack.pytest_plugin import SERVERS
 from devstack.throwaway import ThrowawayStack
 from slingshot.redis import CircuitBreaker, RedisUnavailable, breaker, get_quick_redis
@@ -169,7 +169,7 @@ def test_healthz_answers_503_without_secrets_while_redis_is_down(client, gone_re
 
 
 def test_healthz_names_postgresql_when_it_does_not_answer(make_dashboard):
-    nowhere = f"postgres://slingshot:not-the-password@127.0.0.1:{devstack.free_port()}/slingshot"
+    nowhere = f"postgres://slingshot:not-the-password@127.0.0.1:{free_port()}/slingshot"
     port = make_dashboard({"DATABASE_URL": nowhere}, workers=1)
     request(port, "/healthz")  # the first waits for the worker to boot
     response, took = timed(lambda: request(port, "/healthz"))

@@ -20,9 +20,9 @@ from rest_framework.test import APIClient
 from clicks import accounting
 from clicks.models import Click
 from devstack import REPO
-from devstack.faults import Visitors
 from links.domains import domain_create
 from links.validation import default_host
+from loadtest.scenarios.visitors import Visitors
 from slingshot.contract import SERVED_KEY_PREFIX
 from slingshot.redis import get_redis
 from testing.accounting import even_at, forget_the_accounting, since, totals

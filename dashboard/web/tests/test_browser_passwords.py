@@ -19,7 +19,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from clicks import accounting
 from clicks.models import Click
-from devstack import free_port
+from devstack.net import free_port
 from links.models import Link
 from slingshot.redis import get_redis
 from testing.accounting import forget_the_accounting
