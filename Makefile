@@ -35,7 +35,7 @@ backup: setup
 	@$(PY) -m devstack backup $(if $(BACKUP_DIR),--to '$(BACKUP_DIR)') $(BACKUP_ARGS)
 
 # A new run directory (SLINGSHOT_RUN_DIR, default .run) made from BACKUP;
-# `make run` then starts it.
+# `make run` then starts it (devstack/restore.py).
 restore: setup
 	@$(if $(BACKUP),,$(error name the backup's folder: make restore BACKUP=backups/<time>))$(PY) -m devstack restore '$(BACKUP)'
 

@@ -5,7 +5,7 @@
     ctl ARGS...         supervisorctl for the running stack (`make status`, `make ctl ARGS=...`)
     backup [--to DIR] [--stop-edge]
                         a backup of the stack's data and SECRET_KEY (`make backup`; devstack/backup.py)
-    restore DIR         a run directory made from a backup (`make restore BACKUP=DIR`)
+    restore DIR         a run directory made from a backup (`make restore BACKUP=DIR`; devstack/restore.py)
     postgres, redis, edge, dashboard, importer, publisher, imports
                         one program of the stack, as supervisord runs it (devstack/programs.py)
     console             supervisord's event listener that prints the programs' output (devstack/console.py)
@@ -40,10 +40,14 @@ def main(argv: list[str]) -> int:
         return stack.main_prepare()
     if command == "ctl":
         return stack.main_ctl(args)
-    if command in ("backup", "restore"):
+    if command == "backup":
         from devstack import backup
 
-        return backup.main_backup(args) if command == "backup" else backup.main_restore(args)
+        return backup.main_backup(args)
+    if command == "restore":
+        from devstack import restore
+
+        return restore.main_restore(args)
     console.main()
     return 0
 

@@ -212,7 +212,7 @@ def prepare(
     """Everything that runs once before supervision; returns the stack's
     environment, and the admin's password when it was generated now.
 
-    `make restore` (devstack/backup.py) fills a new database with
+    `make restore` (devstack/restore.py) fills a new database with
     `fill_database(env)` before it is migrated, and does the rest with
     `finish(env)` while PostgreSQL still runs; `command` is the one a port
     clash suggests running again."""
