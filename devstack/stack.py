@@ -230,6 +230,24 @@ def prepare(
     for protocol_log in (run / "logs").glob("console-stdout---*.log"):  # an older stack's, which `make logs` would show
         protocol_log.unlink()
 
+    values = stack_values(run, known, ports)
+    write_env_file(run, values)
+    env = stack_environment(run)
+
+    make_cluster(run)
+    with temporary_postgres(run, env):
+        told = set_up_database(run, env, values, fill_database=fill_database, finish=finish)
+    generated = ONE_TIME_PASSWORD.search(told)
+    if generated:
+        say(f"created the admin user {generated['user']!r}: its password is in the banner once everything runs")
+    else:
+        print(told, end="", flush=True)
+    return env, generated and generated["password"]
+
+
+def stack_values(run: Path, known: dict[str, str], ports: dict[str, int]) -> dict[str, str]:
+    """The run directory's env file: its secrets (kept, or made now), its
+    ports, and the settings every program reads."""
     values = {name: known.get(name) or secrets.token_urlsafe(32) for name in SECRETS}
     values.update({name: str(number) for name, number in ports.items()})
     values.update(
@@ -251,9 +269,11 @@ def prepare(
         # Kept, so that the docs' commands can name the admin as `make run` made it.
         SLINGSHOT_ADMIN_USER=os.environ.get("SLINGSHOT_ADMIN_USER") or known.get("SLINGSHOT_ADMIN_USER") or "admin",
     )
-    write_env_file(run, values)
-    env = stack_environment(run)
+    return values
 
+
+def make_cluster(run: Path) -> None:
+    """initdb of run/pg, the first time."""
     try:
         if init_postgres(run / "pg"):
             say(f"created a PostgreSQL cluster in {run / 'pg'}")
@@ -262,49 +282,49 @@ def prepare(
         raise StackError(
             f"initdb could not make a cluster in {run / 'pg'}{why if os.geteuid() == 0 else ''}; its message is above"
         ) from None
-    with temporary_postgres(run, env):
-        try:
-            bootstrap_database(
-                run / "pg",
-                ports["POSTGRES_PORT"],
-                role="slingshot",
-                password=values["POSTGRES_PASSWORD"],
-                database="slingshot",
-            )
-        except Exception as exc:  # psycopg's errors, told as they are
-            hint = (
-                " (the hll extension comes with Debian's postgresql-15-hll; bin/setup installs it)"
-                if "hll" in str(exc)
-                else ""
-            )
-            raise StackError(f"setting up the database failed: {str(exc).strip()}{hint}") from None
-        if fill_database:
-            fill_database(env)
-        foreign = step(
-            [PYTHON, "-m", "devstack.migration_history"], env=env, capture=True, what="checking the migration history"
-        ).splitlines()
-        if foreign:
-            raise StackError(
-                f"the database in {run / 'pg'} was migrated by a newer version of Slingshot: it has migrations "
-                f"this checkout does not know ({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}). "
-                "Run that version (git checkout it, then `make run`), or restore the backup taken before its "
-                "upgrade (docs/operations.md, 'Backing up and restoring')"
-            )
-        say("migrating the database")
-        # django-axes names its lockout rule once, here, rather than in every process (settings.py).
-        step([*MANAGE, "migrate", "--no-input", "-v", "1"], env={**env, "AXES_BANNER": "1"}, what="manage.py migrate")
-        step([*MANAGE, "collectstatic", "--no-input", "-v", "0"], env=env, what="manage.py collectstatic")
-        # Its name and password come from SLINGSHOT_ADMIN_USER and
-        # SLINGSHOT_ADMIN_PASSWORD in the environment, never from arguments.
-        told = step([*MANAGE, "ensure_admin"], env=env, what="manage.py ensure_admin", capture=True)
-        if finish:
-            finish(env)
-    generated = ONE_TIME_PASSWORD.search(told)
-    if generated:
-        say(f"created the admin user {generated['user']!r}: its password is in the banner once everything runs")
-    else:
-        print(told, end="", flush=True)
-    return env, generated and generated["password"]
+
+
+def set_up_database(run: Path, env: dict[str, str], values: dict[str, str], *, fill_database, finish) -> str:
+    """The application's role and database, filled (a restore; prepare's
+    hooks) and migrated, the static files and the admin, while the
+    temporary PostgreSQL runs; returns what ensure_admin said."""
+    try:
+        bootstrap_database(
+            run / "pg",
+            int(values["POSTGRES_PORT"]),
+            role="slingshot",
+            password=values["POSTGRES_PASSWORD"],
+            database="slingshot",
+        )
+    except Exception as exc:  # psycopg's errors, told as they are
+        hint = (
+            " (the hll extension comes with Debian's postgresql-15-hll; bin/setup installs it)"
+            if "hll" in str(exc)
+            else ""
+        )
+        raise StackError(f"setting up the database failed: {str(exc).strip()}{hint}") from None
+    if fill_database:
+        fill_database(env)
+    foreign = step(
+        [PYTHON, "-m", "devstack.migration_history"], env=env, capture=True, what="checking the migration history"
+    ).splitlines()
+    if foreign:
+        raise StackError(
+            f"the database in {run / 'pg'} was migrated by a newer version of Slingshot: it has migrations "
+            f"this checkout does not know ({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}). "
+            "Run that version (git checkout it, then `make run`), or restore the backup taken before its "
+            "upgrade (docs/operations.md, 'Backing up and restoring')"
+        )
+    say("migrating the database")
+    # django-axes names its lockout rule once, here, rather than in every process (settings.py).
+    step([*MANAGE, "migrate", "--no-input", "-v", "1"], env={**env, "AXES_BANNER": "1"}, what="manage.py migrate")
+    step([*MANAGE, "collectstatic", "--no-input", "-v", "0"], env=env, what="manage.py collectstatic")
+    # Its name and password come from SLINGSHOT_ADMIN_USER and
+    # SLINGSHOT_ADMIN_PASSWORD in the environment, never from arguments.
+    told = step([*MANAGE, "ensure_admin"], env=env, what="manage.py ensure_admin", capture=True)
+    if finish:
+        finish(env)
+    return told
 
 
 def banner(run: Path, env: dict[str, str], admin_password: str | None = None) -> str:
