@@ -51,8 +51,14 @@ lint:
 test-lua:
 	cd edge && busted --lua=luajit --output=TAP spec
 
+# The tests on TEST_WORKERS pytest processes (pytest-xdist), each with its
+# own PostgreSQL, Redis and edges; the tests of a file that share a fixture
+# of the file's stay on one worker (devstack/pytest_plugin.py). Much of the
+# suite waits on servers rather than computing: two workers keep both of
+# CI's cores busy. TEST_WORKERS=0 runs them all in one process.
+TEST_WORKERS ?= 2
 test-python:
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The edge against a bare-nginx ceiling (docs/benchmarks.md); not in `test`.
 bench: setup

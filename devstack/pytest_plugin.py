@@ -3,6 +3,11 @@
 They start when pytest loads this plugin, before pytest-django reads the
 Django settings, on free ports in a temporary folder, and are removed when
 the run ends. Tests get nginx edges from the `edge` fixtures below.
+
+Under pytest-xdist (`make test` runs `pytest -n`) each worker is a pytest
+process of its own, and so has its own PostgreSQL, Redis and edges; the
+tests of a file that share a fixture of the file's (scope "module") run on
+one worker, in their order (`keep_modules_together`).
 """
 
 import atexit
@@ -266,3 +271,25 @@ def through_publisher(publisher_process, settings):
     process, Redis; the request that makes one does not deliver it."""
     settings.LINK_PUBLISH_INLINE = False
     return publisher_process
+
+
+# --- running the suite on several processes (pytest-xdist)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(config, items):
+    keep_modules_together(items)
+
+
+def keep_modules_together(items) -> None:
+    """Each test that uses a fixture of its file's scope (a `make run`
+    stack, old checkouts, a browser, the publisher) goes in its file's xdist
+    group: the file's tests run on one worker, which starts the fixture
+    once, and in the order they are written, as they do without xdist."""
+    for item in items:
+        if any(item.iter_markers("xdist_group")):
+            continue
+        defs = getattr(item, "_fixtureinfo", None)
+        scopes = {d.scope for name in (defs.names_closure if defs else ()) for d in defs.name2fixturedefs.get(name, ())}
+        if scopes & {"module", "package"}:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
