@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl backup restore test test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy loadtest stack-faults slow-clients click-outage multinode redis-outage
+.PHONY: setup run status logs ctl backup restore test test-fast test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy loadtest stack-faults slow-clients click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -40,6 +40,12 @@ restore: setup
 	@$(if $(BACKUP),,$(error name the backup's folder: make restore BACKUP=backups/<time>))$(PY) -m devstack restore '$(BACKUP)'
 
 test: setup lint test-lua test-python
+
+# The same without the tests marked slow (@pytest.mark.slow: whole stacks,
+# several hosts, upgrades, faults, fuzzing, benchmarks' smokes), for a
+# quick run while working; it says how many it left out. CI runs `make test`.
+test-fast: setup lint test-lua
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
 
 # Lua with luacheck (edge/.luacheckrc), Python with ruff (ruff.toml): its
 # rules, and the formatting it would give.

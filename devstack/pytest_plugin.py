@@ -7,7 +7,8 @@ the run ends. Tests get nginx edges from the `edge` fixtures below.
 Under pytest-xdist (`make test` runs `pytest -n`) each worker is a pytest
 process of its own, and so has its own PostgreSQL, Redis and edges; the
 tests of a file that share a fixture of the file's (scope "module") run on
-one worker, in their order (`keep_modules_together`).
+one worker, in their order (`keep_modules_together`). `-m "not slow"`
+(`make test-fast`) says how many slow tests it left out.
 """
 
 import atexit
@@ -30,6 +31,7 @@ from devstack.net import free_port, wait_for_port
 from devstack.throwaway import ThrowawayStack
 
 SERVERS = ThrowawayStack(prefix="slingshot-test-")
+SLOW_LEFT_OUT = pytest.StashKey[int]()
 SERVERS.start()
 os.environ.update(
     SERVERS.environment(),
@@ -273,7 +275,7 @@ def through_publisher(publisher_process, settings):
     return publisher_process
 
 
-# --- running the suite on several processes (pytest-xdist)
+# --- running the suite on several processes (pytest-xdist) and without the slow tests
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups (--dist loadgroup)
@@ -293,3 +295,33 @@ def keep_modules_together(items) -> None:
         scopes = {d.scope for name in (defs.names_closure if defs else ()) for d in defs.name2fixturedefs.get(name, ())}
         if scopes & {"module", "package"}:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def pytest_deselected(items):
+    config = items[0].config if items else None
+    if config is not None and "slow" in (config.option.markexpr or ""):
+        config.stash[SLOW_LEFT_OUT] = config.stash.get(SLOW_LEFT_OUT, 0) + sum(
+            1 for item in items if item.get_closest_marker("slow")
+        )
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook
+def pytest_testnodedown(node, error):
+    """A worker's count of the slow tests it left out, for the summary
+    (every worker collects, and leaves out, all of them)."""
+    config = node.config
+    config.stash[SLOW_LEFT_OUT] = max(config.stash.get(SLOW_LEFT_OUT, 0), node.workeroutput.get("slow_left_out", 0))
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: its controller prints the summary
+        workeroutput["slow_left_out"] = session.config.stash.get(SLOW_LEFT_OUT, 0)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    left_out = config.stash.get(SLOW_LEFT_OUT, 0)
+    if left_out and not hasattr(config, "workerinput"):
+        terminalreporter.write_line(
+            f"{left_out} slow tests (@pytest.mark.slow) not run: `make test` runs them", yellow=True, bold=True
+        )

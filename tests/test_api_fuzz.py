@@ -111,6 +111,7 @@ def session_cookies(user) -> dict[str, str]:
     return {"Cookie": f"sessionid={store.session_key}; csrftoken={csrf}", "X-CSRFToken": csrf}
 
 
+@pytest.mark.slow
 def test_no_5xx_and_every_response_matches_the_schema(dashboard_url, make_user, tmp_path):
     """Every check schemathesis has (tests/schemathesis.toml says where a
     400 is expected of schema-valid data), with a fresh seed each run: the

@@ -7,9 +7,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from devstack import REPO
 
 
+@pytest.mark.slow
 def test_bench_create_smoke():
     result = subprocess.run(
         [sys.executable, str(REPO / "loadtest" / "bench_create.py"), "--smoke"],

@@ -24,6 +24,7 @@ SCRIPTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("script", "expected", "timeout"), SCRIPTS, ids=[script for script, *_ in SCRIPTS])
 def test_bench_script_runs(script, expected, timeout):
     result = subprocess.run(

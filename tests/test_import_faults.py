@@ -172,6 +172,7 @@ def test_importer_killed_mid_batch_then_restarted(tmp_path, links):
     assert client.xlen(STREAM) == 0 and client.xpending(STREAM, GROUP)["pending"] == 0
 
 
+@pytest.mark.slow
 def test_two_importers_share_the_stream(tmp_path, links):
     client = get_redis()
     first = spawn_importer(tmp_path, "--consumer", "pair-a", "--batch-size", "5", "--block-ms", "100", name="a")
@@ -258,6 +259,7 @@ def test_redis_killed_mid_import_forgets_acknowledgements_and_every_click_is_sto
         server.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_postgres_restarted_mid_import(tmp_path, links, servers):
     client = get_redis()
     ids = produce(client, links, entries=600)
@@ -279,6 +281,7 @@ def test_postgres_restarted_mid_import(tmp_path, links, servers):
     assert "retrying" in log, log
 
 
+@pytest.mark.slow
 def test_the_importers_connection_terminated_again_and_again(tmp_path, links):
     """pg_terminate_backend on the importer's connection, whatever it is doing
     (COPY, the rollups, COMMIT), five times during one import."""

@@ -58,6 +58,7 @@ def stored(team_id: int) -> tuple[int, int, int]:
         return rows, distinct, int(cursor.fetchone()[0])
 
 
+@pytest.mark.slow
 def test_postgresql_lost_mid_visits_is_a_sentence_and_a_second_run_stores_the_rest(tmp_path):
     person = make_user()
     team = person.personal_team.pk

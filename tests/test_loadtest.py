@@ -12,6 +12,7 @@ from devstack import REPO
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.slow
 def test_a_short_load_test_reconciles_every_click(live_server, edge, tmp_path):
     db = connection.settings_dict
     env = {

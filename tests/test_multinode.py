@@ -15,6 +15,8 @@ from loadtest.scenarios.multinode.scenario import Scenario
 from loadtest.scenarios.multinode.topology import Topology
 from loadtest.scenarios.visitors import Visitors
 
+pytestmark = pytest.mark.slow  # several hosts, under failover: `make test-fast` leaves it out
+
 
 @pytest.fixture
 def topology():

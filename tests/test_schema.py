@@ -120,6 +120,7 @@ SQL_MIGRATIONS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_migrated_database_has_the_schema_in_sql_and_nothing_else():
     """sql/ is the schema as it is: a new database that went through every

@@ -45,6 +45,8 @@ from loadtest.scenarios.slowclients import SlowClients, probe_all, stack_probes,
 from loadtest.scenarios.visitors import request
 from web.source_import_views import FILES
 
+pytestmark = pytest.mark.slow  # a whole `make run` stack: `make test-fast` leaves it out
+
 ADMIN = "ops"
 FORM = "application/x-www-form-urlencoded"
 STOP_ORDER = ("edge", "front", "imports", "dashboard", "publisher", "importer", "postgres", "redis")

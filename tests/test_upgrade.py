@@ -42,6 +42,8 @@ from links.unlocking import LinkPasswordHasher
 from loadtest.scenarios.visitors import request, settled_accounting
 from testing.schema import schema_of
 
+pytestmark = pytest.mark.slow  # old versions' stacks, upgraded: `make test-fast` leaves it out
+
 OLD_VERSIONS = {
     "main-2026-11-23": "00bccb7",
     "main-2026-11-26": "3fdb8fd",

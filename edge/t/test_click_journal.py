@@ -10,6 +10,7 @@ import time
 import uuid
 from collections import Counter
 
+import pytest
 from edge_helpers import (
     following,
     metrics,
@@ -76,6 +77,7 @@ def settled(client, slug: str, edge, *, at_least: int, timeout: float = 60) -> t
     return result
 
 
+@pytest.mark.slow
 def test_a_worker_killed_under_traffic_leaves_its_clicks_to_a_sibling(make_edge, rds):
     # A flush interval far longer than the test: only a takeover can send the killed worker's clicks.
     edge = make_edge(workers=2, env={"EDGE_CLICK_FLUSH_INTERVAL": "5"})
