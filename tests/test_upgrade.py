@@ -19,6 +19,7 @@ as 1.0.0 was cut, 3fdb8fd); each release from 1.0.0 on joins this list
 
 import html
 import http.client
+import importlib.metadata
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import urllib.parse
@@ -93,19 +95,67 @@ def checkouts():
 
 
 def _install(path: Path) -> None:
-    """What the old version's bin/setup would make, from what this checkout has."""
-    if (path / "requirements.txt").read_bytes() == (devstack.REPO / "requirements.txt").read_bytes():
-        (path / ".venv").symlink_to(devstack.REPO / ".venv")
-    else:
+    """What the old version's bin/setup would make, from what this checkout has.
+
+    Every package the old version pins, at the version it pins: this
+    checkout's virtualenv has most of them, often all (a version pins
+    fewer packages than the next, rarely other versions of them). With all
+    of them it is the old version's too; else the old version gets a
+    virtualenv of its own that sees this one's packages after its own, and
+    holds only those it pins that this one lacks or has at another version,
+    as pip freeze listed them, dependencies included (pip would take most of
+    a minute per version to install the rest again)."""
+    pins = _pins(path / "requirements.txt")
+    if pins is None:  # not a pip freeze: the old way, every package
         subprocess.run([sys.executable, "-m", "venv", str(path / ".venv")], check=True, timeout=120)
         subprocess.run(
             [str(path / ".venv" / "bin" / "pip"), "install", "--quiet", "-r", str(path / "requirements.txt")],
             check=True,
             timeout=900,
         )
+    else:
+        missing = [f"{name}=={version}" for name, version in pins.items() if _installed(name) != version]
+        if not missing:
+            (path / ".venv").symlink_to(devstack.REPO / ".venv")
+        else:
+            venv = path / ".venv"
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+            version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+            site_packages = venv / "lib" / version / "site-packages"
+            ours = {str(Path(sysconfig.get_path(kind)).resolve()) for kind in ("purelib", "platlib")}
+            (site_packages / "slingshot-shared.pth").write_text("".join(f"{p}\n" for p in sorted(ours)))
+            subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site_packages)]
+                + missing,
+                check=True,
+                timeout=900,
+            )
     for shared in ("dashboard/frontend/build", "data/geo/node_modules"):
         if (devstack.REPO / shared).exists() and (path / shared).parent.exists() and not (path / shared).exists():
             (path / shared).symlink_to(devstack.REPO / shared)
+
+
+def _pins(requirements: Path) -> dict[str, str] | None:
+    """name -> version of a pip freeze (requirements.txt); None if a line is
+    anything else."""
+    pins = {}
+    for line in requirements.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        found = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;=]+)", line)
+        if not found:
+            return None
+        pins[found[1]] = found[2]
+    return pins
+
+
+def _installed(name: str) -> str | None:
+    """The version of a package in this checkout's virtualenv, if there."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 class Stack:
