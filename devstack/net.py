@@ -1,16 +1,54 @@
-"""Ports on 127.0.0.1: a free one, and waiting until a server listens on
-one or answers there."""
+"""Ports on 127.0.0.1: a free one (given to one process only), and waiting
+until a server listens on one or answers there."""
 
 import http.client
+import os
 import socket
 import subprocess
+import tempfile
 import time
+from pathlib import Path
+
+# Ports given out lately, a file each, for every process on the machine
+# that asks free_port (tests/ on several pytest workers, other checkouts').
+PORT_CLAIMS = Path(tempfile.gettempdir()) / "slingshot-ports"
+CLAIM_SECONDS = 300  # longer than a server takes to bind what it was given
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port nothing listens on, and that no process has had from this
+    function in the last CLAIM_SECONDS. bind(0) alone gives a port that is
+    free now: two processes that ask at once may both be given it before
+    either server binds it, and the edge listens with `reuseport`
+    (nginx.conf), so two edges would then share it and answer each other's
+    visitors."""
+    if not PORT_CLAIMS.is_dir():
+        PORT_CLAIMS.mkdir(exist_ok=True)
+        PORT_CLAIMS.chmod(0o1777)
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if _claim(PORT_CLAIMS / str(port)):
+            return port
+
+
+def _claim(path: Path) -> bool:
+    """Whether this process now holds the claim `path` (an empty file,
+    made with O_EXCL: of two processes, one makes it); a claim older than
+    CLAIM_SECONDS is taken over."""
+    for _ in range(2):
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - path.stat().st_mtime < CLAIM_SECONDS:
+                    return False
+                path.unlink()
+            except FileNotFoundError:
+                pass
+    return False
 
 
 def wait_for_port(port: int, *, timeout: float = 30.0, process: subprocess.Popen | None = None) -> None:
