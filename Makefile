@@ -45,7 +45,7 @@ test: setup lint test-lua test-python
 # several hosts, upgrades, faults, fuzzing, benchmarks' smokes), for a
 # quick run while working; it says how many it left out. CI runs `make test`.
 test-fast: setup lint test-lua
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow"
 
 # Lua with luacheck (edge/.luacheckrc), Python with ruff (ruff.toml): its
 # rules, and the formatting it would give.
@@ -58,13 +58,13 @@ test-lua:
 	cd edge && busted --lua=luajit --output=TAP spec
 
 # The tests on TEST_WORKERS pytest processes (pytest-xdist), each with its
-# own PostgreSQL, Redis and edges; the tests of a file that share a fixture
-# of the file's stay on one worker (devstack/pytest_plugin.py). Much of the
-# suite waits on servers rather than computing: two workers keep both of
-# CI's cores busy. TEST_WORKERS=0 runs them all in one process.
+# own PostgreSQL, Redis and edges; a file's tests on one worker, in their
+# order, the files with slow tests sent first (devstack/pytest_plugin.py).
+# Much of the suite waits on servers rather than computing: two workers
+# keep both of CI's cores busy. TEST_WORKERS=0 runs them all in one process.
 TEST_WORKERS ?= 2
 test-python:
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The edge against a bare-nginx ceiling (docs/benchmarks.md); not in `test`.
 bench: setup

@@ -5,9 +5,9 @@ Django settings, on free ports in a temporary folder, and are removed when
 the run ends. Tests get nginx edges from the `edge` fixtures below.
 
 Under pytest-xdist (`make test` runs `pytest -n`) each worker is a pytest
-process of its own, and so has its own PostgreSQL, Redis and edges; the
-tests of a file that share a fixture of the file's (scope "module") run on
-one worker, in their order (`keep_modules_together`). `-m "not slow"`
+process of its own, and so has its own PostgreSQL, Redis and edges; a
+file's tests run on one worker, in their order (`--dist loadfile`), the
+files with slow tests first (`slow_files_first`). `-m "not slow"`
 (`make test-fast`) says how many slow tests it left out.
 """
 
@@ -20,6 +20,7 @@ import ssl
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -278,23 +279,19 @@ def through_publisher(publisher_process, settings):
 # --- running the suite on several processes (pytest-xdist) and without the slow tests
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups (--dist loadgroup)
+@pytest.hookimpl(tryfirst=True)  # after pytest-django's, which orders the tests by their kind of database
 def pytest_collection_modifyitems(config, items):
-    keep_modules_together(items)
+    if hasattr(config, "workerinput"):  # an xdist worker: every one collects alike
+        slow_files_first(items)
 
 
-def keep_modules_together(items) -> None:
-    """Each test that uses a fixture of its file's scope (a `make run`
-    stack, old checkouts, a browser, the publisher) goes in its file's xdist
-    group: the file's tests run on one worker, which starts the fixture
-    once, and in the order they are written, as they do without xdist."""
-    for item in items:
-        if any(item.iter_markers("xdist_group")):
-            continue
-        defs = getattr(item, "_fixtureinfo", None)
-        scopes = {d.scope for name in (defs.names_closure if defs else ()) for d in defs.name2fixturedefs.get(name, ())}
-        if scopes & {"module", "package"}:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+def slow_files_first(items) -> None:
+    """The files with slow tests first, those with the most first: with
+    `--dist loadfile --no-loadscope-reorder` (`make test`) workers take
+    whole files in this order, so that no long file starts last and keeps
+    the run waiting on one worker. Each file's tests keep their order."""
+    slow = Counter(item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])
 
 
 def pytest_deselected(items):
