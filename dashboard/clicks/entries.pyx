@@ -24,19 +24,23 @@ from libc.string cimport memchr, memcpy, memset
 
 from clicks.rollups import copy_text
 from links import slugs
-from slingshot.contract import CLICK_RECORD_VERSION, ORPHAN_KINDS
+from slingshot.click_record import RECORD
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
     long long PyLong_AsLongLong(PyObject* obj) except? -1
     object PyLong_FromUnsignedLongLong(unsigned long long value)
 
-VERSION = CLICK_RECORD_VERSION.encode()
-# Lines a click, by record format: slug, link id, [rule,] time, address, User-Agent, Referer.
-CLICK_LINES = {VERSION: 7, b"4": 7, b"3": 6}
-# An orphan visit's kind, then its domain's host: no space, control
-# character or backslash, so that it goes into COPY text as it is.
-_ORPHAN = re.compile(rf"(?:{'|'.join(ORPHAN_KINDS)})(?: [^\s\x00-\x1f\x7f\\]{{1,253}})?").fullmatch
+VERSION = RECORD.version.encode()
+ORPHAN_KINDS = RECORD.kinds
+# A click's lines, by record format (slingshot/click_record.toml): slug,
+# link id, [rule,] time, address, User-Agent, Referer. _read and RowMaker
+# read them by these places; clicks/tests/test_record_format.py holds them
+# to the declaration.
+LINE_NAMES = {version.encode(): RECORD.line_names(version) for version in (RECORD.version, *RECORD.older)}
+CLICK_LINES = {version: len(names) for version, names in LINE_NAMES.items()}
+# An orphan visit's kind, then maybe its domain's host.
+_ORPHAN = re.compile(RECORD.orphan_pattern()).fullmatch
 
 # Binary COPY (PostgreSQL's "COPY", File Formats): the signature, no flags,
 # no header extension; a click's row has CLICK_FIELDS fields (batch.CLICK_COLUMNS);

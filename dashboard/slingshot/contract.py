@@ -1,8 +1,11 @@
 """The names the dashboard and the edge share in Redis (docs/contract.md).
 
 Every tier takes them from here (the edge from `edge/slingshot/contract.lua`);
-`edge/t/test_contract.py` holds both against the document.
+`edge/t/test_contract.py` holds both against the document. A click entry's
+record format is declared in click_record.toml (slingshot.click_record).
 """
+
+from slingshot.click_record import RECORD
 
 LINK_KEY_PREFIX = "slingshot:link:"
 # Every domain's settings, a JSON value per host; and each domain's robots.txt.
@@ -22,9 +25,9 @@ DEAD_LETTER_STREAM = "slingshot:clicks:dead"
 SERVED_KEY_PREFIX = "slingshot:served:"
 SERVED_FIELDS = ("redirect", "orphan")
 # The `v` field of a click entry: the record format the importer reads.
-CLICK_RECORD_VERSION = "5"
+CLICK_RECORD_VERSION = RECORD.version
 # What an orphan visit found (record format 5): no link, or a link not served.
-ORPHAN_KINDS = ("unknown", "disabled", "scheduled", "expired", "limit", "password")
+ORPHAN_KINDS = RECORD.kinds
 
 # A visitor's one-time pass through a link's password, made by the edge
 # that checked it and taken by the edge that serves the link (docs/contract.md).
