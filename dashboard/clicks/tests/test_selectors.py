@@ -13,7 +13,8 @@ import pytest
 from django.db import connection
 
 from clicks.calendar import bucket_end, bucket_start, hour_ceil, next_bucket, stats_range
-from clicks.report_queries import Point, ReportTooLarge, Totals, _moved_hours, one_snapshot
+from clicks.report_queries import Point, ReportTooLarge, Totals, one_snapshot
+from clicks.report_spans import moved_hours
 from clicks.reports import link_stats, link_totals
 from clicks.rollups import fold_days
 from links.models import Link
@@ -102,8 +103,8 @@ def test_a_local_midnight_the_clocks_skip_or_repeat_begins_its_bucket_at_the_ins
 
 
 def test_a_filtered_series_moves_the_hours_of_another_bucket_than_their_days_midday():
-    # _day_parts counts a UTC day's row in the bucket of its midday and
-    # moves the hours of other buckets: those _moved_hours names,
+    # day_parts counts a UTC day's row in the bucket of its midday and
+    # moves the hours of other buckets: those moved_hours names,
     # against each hour's own bucket, in zones whose clocks change at
     # midnight, by half hours, on two sides of a UTC midday, or not at all.
     start, end = datetime(2025, 10, 1, 5, tzinfo=UTC), datetime(2026, 11, 20, tzinfo=UTC)
@@ -117,7 +118,7 @@ def test_a_filtered_series_moves_the_hours_of_another_bucket_than_their_days_mid
                 hours = [day + timedelta(hours=n) for n in range(24)]
                 expected += [hour for hour in hours if bucket_start(hour, interval, zone) != midday]
                 day += timedelta(days=1)
-            assert _moved_hours(interval, zone, start, end) == expected, (zone, interval)
+            assert moved_hours(interval, zone, start, end) == expected, (zone, interval)
 
 
 def test_days_of_a_zone_are_its_own_and_a_half_hour_zone_gets_the_hours_that_start_in_its_day(link, store):
