@@ -96,6 +96,24 @@ class Progress:
             self.log_window()
 
 
+class Upkeep:
+    """What the importer does now and then between batches: the click
+    tables' partitions kept (once a day), and the days due folded."""
+
+    def __init__(self):
+        self.due = 0.0
+
+    def __call__(self) -> None:
+        if time.monotonic() >= self.due:
+            click_tables_maintain(
+                now=datetime.now(timezone.utc),
+                months_ahead=settings.CLICK_PARTITIONS_AHEAD,
+                retention_months=settings.CLICK_RETENTION_MONTHS,
+            )
+            self.due = time.monotonic() + MAINTENANCE_EVERY
+        fold_days(until=datetime.now(timezone.utc) - FOLD_AFTER)
+
+
 class Command(ServiceCommand):
     help = "Import clicks from the Redis stream into PostgreSQL (follows the stream unless --once)."
 
@@ -178,20 +196,21 @@ class Command(ServiceCommand):
         metrics = ImporterMetrics(lag_client=client)
         serve_metrics(metrics.registry, port=metrics_port, address=metrics_address, who="import_clicks")
         tune_gc()
-        maintenance_due = 0.0
-
-        def maintain():
-            nonlocal maintenance_due
-            if time.monotonic() >= maintenance_due:
-                click_tables_maintain(
-                    now=datetime.now(timezone.utc),
-                    months_ahead=settings.CLICK_PARTITIONS_AHEAD,
-                    retention_months=settings.CLICK_RETENTION_MONTHS,
-                )
-                maintenance_due = time.monotonic() + MAINTENANCE_EVERY
-            fold_days(until=datetime.now(timezone.utc) - FOLD_AFTER)
-
         show_bar = progress if progress is not None else (once and sys.stderr.isatty())
+        total, meter = self.run_importer(
+            importer, stream, metrics, once=once, bar=show_bar and once, who=f"import_clicks[{store}/{consumer}]"
+        )
+        if once:
+            counts = meter.totals
+            self.stdout.write(f"imported {total} clicks ({counts['clicks']} read, {counts['dead']} dead entries)")
+
+    def run_importer(
+        self, importer: ClickImporter, stream: ClickStream, metrics: ImporterMetrics, *, once: bool, bar: bool, who: str
+    ) -> tuple[int, Progress | None]:
+        """Runs the importer until the stream is drained (once) or the
+        command stops, again after each lost connection; the clicks it
+        stored, and what it counted."""
+        maintain = Upkeep()
         meter = None
         attempt = 0
         total = 0
@@ -207,10 +226,7 @@ class Command(ServiceCommand):
                 try:
                     if meter is None:
                         meter = Progress(
-                            command=self,
-                            client=stream.redis,
-                            bar=show_bar and once,
-                            interval=settings.CLICK_IMPORT_LOG_INTERVAL,
+                            command=self, client=stream.redis, bar=bar, interval=settings.CLICK_IMPORT_LOG_INTERVAL
                         )
                     total += importer.run(
                         once=once, should_stop=lambda: self.stopping, report=report, every_so_often=maintain
@@ -226,13 +242,9 @@ class Command(ServiceCommand):
                     if isinstance(exc, redis.ResponseError) and "NOGROUP" not in str(exc):
                         raise
                     metrics.retries.inc()
-                    self.retry_later(
-                        exc, attempt=attempt, first=0.5, cap=30.0, who=f"import_clicks[{store}/{consumer}]"
-                    )
+                    self.retry_later(exc, attempt=attempt, first=0.5, cap=30.0, who=who)
                     attempt += 1
         finally:
             if meter is not None:
                 meter.close()
-        if once:
-            counts = meter.totals
-            self.stdout.write(f"imported {total} clicks ({counts['clicks']} read, {counts['dead']} dead entries)")
+        return total, meter
