@@ -1,11 +1,17 @@
 """The click stream read as docs/contract.md says, for the edge tests and
 make bench: a reading of the contract of its own, apart from the importer's
-(dashboard/clicks/records.py), and free of side effects on import."""
+(dashboard/clicks/records.py), taking the record format's version, lines
+and orphan kinds from its declaration (dashboard/slingshot/click_record.toml)
+and nothing else of the dashboard, and free of side effects on import."""
 
 import re
+import tomllib
+from pathlib import Path
 
-# The kinds of docs/contract.md (what slingshot.contract holds too).
-ORPHAN_KINDS = ("unknown", "disabled", "scheduled", "expired", "limit", "password")
+SPEC = tomllib.loads((Path(__file__).resolve().parents[2] / "dashboard/slingshot/click_record.toml").read_text())
+VERSION = SPEC["version"].encode()
+LINES = tuple(line["name"] for line in SPEC["line"])
+ORPHAN_KINDS = tuple(kind["name"] for kind in SPEC["orphan_kind"])
 
 
 def decode_clicks(fields: dict[bytes, bytes]) -> list[dict]:
@@ -14,14 +20,17 @@ def decode_clicks(fields: dict[bytes, bytes]) -> list[dict]:
     id, as digits), ip, ua, ref, and rule when one served it; an orphan
     visit has no link but orphan=True, its kind and its domain's host ("" for
     the default domain)."""
-    assert fields[b"v"] == b"5"
+    assert fields[b"v"] == VERSION
     lines = fields[b"clicks"].decode("utf-8", "replace").split("\n")
-    assert lines.pop() == "" and (len(lines) - 2) % 7 == 0
+    assert lines.pop() == "" and (len(lines) - 2) % len(LINES) == 0
     prefix, first = lines[0], int(lines[1], 16)
     assert re.fullmatch(r"[0-9a-f]{16}", prefix)
     clicks = []
-    for number, at in enumerate(range(2, len(lines), 7), start=first):
-        slug, link, rule, msec, ip, ua, ref = lines[at : at + 7]
+    for number, at in enumerate(range(2, len(lines), len(LINES)), start=first):
+        line = dict(zip(LINES, lines[at : at + len(LINES)], strict=True))
+        slug, link, rule, msec, ip, ua, ref = (
+            line[name] for name in ("slug", "link", "rule", "time", "ip", "ua", "ref")
+        )
         assert re.fullmatch(r"[0-9]{0,19}", link) and re.fullmatch(r"\d+\.\d{3}", msec)
         click = {
             "id": f"{prefix}{number:016x}",

@@ -4,11 +4,11 @@ and the document and the edge's own constants held to that declaration."""
 
 import re
 import time
-import tomllib
 import uuid
 from pathlib import Path
 
 import pytest
+from click_stream import SPEC
 from edge_helpers import publish, wait_until
 from test_contract import lua_constants
 from test_unlock import NEWS, pass_cookie, unlock, visit
@@ -20,7 +20,6 @@ from testing.factories import make_link
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REPO = Path(__file__).resolve().parent.parent.parent
-SPEC = tomllib.loads((REPO / "dashboard" / "slingshot" / "click_record.toml").read_text())
 DOC = (REPO / "docs" / "contract.md").read_text()
 MAX_BYTES = {line["name"]: line["max_bytes"] for line in SPEC["line"] if "max_bytes" in line}
 
