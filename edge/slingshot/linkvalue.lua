@@ -34,6 +34,32 @@ local function whole(value)
     return type(value) == "number" and value >= 1 and value == floor(value) and value < 2 ^ 53
 end
 
+-- Whether the link is behind a password, and the version a pass through it
+-- is bound to (unlock.lua); or nil and a reason when the value breaks the
+-- contract. A password: `password` true, or from an older publisher an
+-- `unlock_url`. Anything else there breaks the contract, and the link is
+-- answered as unknown rather than served without its password. The version
+-- is "" from a publisher before versions, whose passes are bound to the
+-- link alone.
+local function password_of(value)
+    local password = value.password
+    if password ~= nil and password ~= cjson.null and type(password) ~= "boolean" then
+        return nil, "link password is not a boolean"
+    end
+    local unlock_url = value.unlock_url
+    if unlock_url ~= nil and unlock_url ~= cjson.null and type(unlock_url) ~= "string" then
+        return nil, "link unlock_url is not a string"
+    end
+    local password_version = value.password_version
+    if password_version == nil or password_version == cjson.null then
+        password_version = ""
+    elseif type(password_version) ~= "string" or #password_version > _M.PASSWORD_VERSION_MAX
+            or find(password_version, "[^%w]") then
+        return nil, "link password_version is not a version"
+    end
+    return password == true or type(unlock_url) == "string", password_version
+end
+
 -- Returns a link table, or nil and a reason when the value breaks the contract.
 -- `visits_prefix` is the key prefix of the visit counters (contract.lua);
 -- `plain` says the link is active and has no schedule, limit, password or
@@ -75,26 +101,9 @@ function _M.decode(raw, visits_prefix)
     elseif not whole(max_visits) then
         max_visits = nil
     end
-    -- A password: `password` true, or from an older publisher an
-    -- `unlock_url`. Anything else there breaks the contract, and the link
-    -- is answered as unknown rather than served without its password.
-    local password = value.password
-    if password ~= nil and password ~= cjson.null and type(password) ~= "boolean" then
-        return nil, "link password is not a boolean"
-    end
-    local unlock_url = value.unlock_url
-    if unlock_url ~= nil and unlock_url ~= cjson.null and type(unlock_url) ~= "string" then
-        return nil, "link unlock_url is not a string"
-    end
-    local locked = password == true or type(unlock_url) == "string"
-    -- What a pass through the password is bound to (unlock.lua): "" from a
-    -- publisher before versions, whose passes are bound to the link alone.
-    local password_version = value.password_version
-    if password_version == nil or password_version == cjson.null then
-        password_version = ""
-    elseif type(password_version) ~= "string" or #password_version > _M.PASSWORD_VERSION_MAX
-            or find(password_version, "[^%w]") then
-        return nil, "link password_version is not a version"
+    local locked, password_version = password_of(value)
+    if locked == nil then
+        return nil, password_version
     end
     local active = value.active ~= false
     local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url)
