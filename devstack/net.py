@@ -9,17 +9,18 @@ import tempfile
 import time
 from pathlib import Path
 
-# Ports given out lately, a file each, for every process on the machine
-# that asks free_port (tests/ on several pytest workers, other checkouts').
+# Ports given out, a file each naming the process that asked, for every
+# process on the machine that asks free_port (tests on several pytest
+# workers, other checkouts').
 PORT_CLAIMS = Path(tempfile.gettempdir()) / "slingshot-ports"
-CLAIM_SECONDS = 300  # longer than a server takes to bind what it was given
 
 
 def free_port() -> int:
-    """A port nothing listens on, and that no process has had from this
-    function in the last CLAIM_SECONDS. bind(0) alone gives a port that is
-    free now: two processes that ask at once may both be given it before
-    either server binds it, and the edge listens with `reuseport`
+    """A port nothing listens on, and that no living process has had from
+    this function. bind(0) alone gives a port that is free now: two
+    processes that ask at once may both be given it before either server
+    binds it, or one may be given the port of a server another process
+    stopped and starts again; and the edge listens with `reuseport`
     (nginx.conf), so two edges would then share it and answer each other's
     visitors."""
     if not PORT_CLAIMS.is_dir():
@@ -34,21 +35,41 @@ def free_port() -> int:
 
 
 def _claim(path: Path) -> bool:
-    """Whether this process now holds the claim `path` (an empty file,
-    made with O_EXCL: of two processes, one makes it); a claim older than
-    CLAIM_SECONDS is taken over."""
+    """Whether this process now holds the claim `path` (a file holding the
+    claimer's pid, made with O_EXCL: of two processes, one makes it); the
+    claim of a process that has ended is taken over."""
     for _ in range(2):
         try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            return True
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            try:
-                if time.time() - path.stat().st_mtime < CLAIM_SECONDS:
-                    return False
-                path.unlink()
-            except FileNotFoundError:
-                pass
+            if _claimer_lives(path):
+                return False
+            path.unlink(missing_ok=True)
+            continue
+        with os.fdopen(fd, "w") as claim:
+            claim.write(str(os.getpid()))
+        return True
     return False
+
+
+def _claimer_lives(path: Path) -> bool:
+    """Whether the process named in the claim `path` still runs. A claim
+    without a pid is being written this instant, or was made before claims
+    named their process: its age tells."""
+    try:
+        text = path.read_text()
+        age = time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if not text.strip().isdigit():
+        return age < 5
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True
 
 
 def wait_for_port(port: int, *, timeout: float = 30.0, process: subprocess.Popen | None = None) -> None:
