@@ -196,9 +196,8 @@ def _deliver_own(client: redis.Redis, *, rows: list[int], until: float) -> bool:
     that one to end and takes it again only if `rows` are still there,
     until the monotonic time `until`; whether `rows` were delivered. The
     requests that wait so wake together when the deliverer ends, and most
-    find their rows taken by it, where waiting in line for the lock had
-    each run a delivery of its own, one after the other, and looking for
-    its rows every few milliseconds cost a query a look."""
+    find their rows taken by it rather than each running a delivery of its
+    own in turn; waiting costs no CPU while it lasts."""
     while True:
         if deliver_outbox(client=client) is not None:
             return True  # it had the lock: everything committed before it, `rows` too, is in Redis
@@ -227,7 +226,8 @@ def deliver_after_commit(rows: list[int]) -> None:
             live = quick_call(
                 functools.partial(_deliver_own, rows=rows, until=deadline), what="link publishing", replicated=True
             )
-        except (RedisUnavailable, DatabaseError) as exc:
+        # psycopg's own errors too: the delivery's statements run on its cursors.
+        except (RedisUnavailable, DatabaseError, psycopg.Error) as exc:
             live, failure = False, exc
         else:
             failure = f"another delivery held the outbox for more than {bound * 1000:.0f} ms"
