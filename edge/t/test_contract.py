@@ -214,13 +214,10 @@ def test_healthz_reports_redis(edge):
     assert edge.errors() == ""
 
 
-def test_the_edge_decodes_every_field_the_publisher_writes_and_no_other(owner):
-    """linkvalue.lua's FIELDS, the fields its decode reads, against the keys
-    of a published link with every option set: a field the publisher adds
-    that the edge does not read fails here, and so does one the edge reads
-    that the publisher no longer writes."""
+def with_every_option(owner):
+    """A link with every option the publisher writes set."""
     now = timezone.now()
-    link = create(
+    return create(
         owner,
         url="https://example.com/every",
         redirect_status=308,
@@ -233,6 +230,14 @@ def test_the_edge_decodes_every_field_the_publisher_writes_and_no_other(owner):
         rules=[{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}],
         split=[{"url": "https://example.com/a", "weight": 1}, {"url": "https://example.com/b", "weight": 2}],
     )
+
+
+def test_the_edge_decodes_every_field_the_publisher_writes_and_no_other(owner):
+    """linkvalue.lua's FIELDS, the fields its decode reads, against the keys
+    of a published link with every option set: a field the publisher adds
+    that the edge does not read fails here, and so does one the edge reads
+    that the publisher no longer writes."""
+    link = with_every_option(owner)
     payload = link_payload(link)
     published = json.loads(payload)
     assert all(value not in (None, False, []) for value in published.values()), published  # every option set
@@ -252,20 +257,7 @@ def test_the_delivery_writes_what_link_payload_makes_of_the_link_the_orm_reads(o
     """links/delivery.py reads the links it delivers with plain SQL: what it
     writes to Redis for a link with every option set is what link_payload
     makes of the same link read through the ORM."""
-    now = timezone.now()
-    link = create(
-        owner,
-        url="https://example.com/every/delivered",
-        redirect_status=301,
-        valid_since=now - timedelta(days=2),
-        expires_at=now + timedelta(days=3),
-        max_visits=7,
-        forward_query=True,
-        crawlable=True,
-        password="delivered password",
-        rules=[{"url": "https://example.com/de", "conditions": [{"type": "language", "value": "de"}]}],
-        split=[{"url": "https://example.com/x", "weight": 3}, {"url": "https://example.com/y", "weight": 1}],
-    )
+    link = with_every_option(owner)
     written = get_redis().get(link_key(link.slug))
     assert written is not None
     assert json.loads(written) == json.loads(link_payload(Link.objects.get(pk=link.pk)))
