@@ -4,9 +4,7 @@ local hourcounts = require("slingshot.hourcounts")
 local clickbuf = require("slingshot.clickbuf")
 local spool = require("spec.spool")
 
-local function details(ip, ua, ref)
-    return "1763800000.123\n" .. ip .. "\n" .. ua .. "\n" .. ref
-end
+local details = spool.details
 
 local dir
 

@@ -21,9 +21,7 @@ local function parse(payload)
     return lines[1], tonumber(lines[2], 16), clicks
 end
 
-local function details(ip, ua, ref)
-    return "1763800000.123\n" .. ip .. "\n" .. ua .. "\n" .. ref
-end
+local details = spool.details
 
 -- Adds a click the way clicks.lua does: details cut first if they are long.
 local function add(journal, slug, link_id, text, rule)

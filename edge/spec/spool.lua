@@ -20,6 +20,11 @@ function _M.per_test(before_each, after_each, use)
     end)
 end
 
+-- A click's details as nginx.conf's $slingshot_click joins them.
+function _M.details(ip, ua, ref)
+    return "1763800000.123\n" .. ip .. "\n" .. ua .. "\n" .. ref
+end
+
 function _M.exists(path)
     local f = io.open(path, "rb")
     if f then
