@@ -58,10 +58,17 @@ def test_a_used_up_link_says_so(edge, rds):
     assert response.status == 410 and b"<title>Link used up</title>" in response.body
 
 
-def test_root_and_not_found_redirects(make_edge, rds):
+def test_root_and_not_found_redirects(make_edge, private_redis):
+    """On a Redis of its own: a default domain another test published for
+    this host (under another EDGE_BASE_URL) would stand in for the edge's."""
     edge = make_edge(
-        env={"EDGE_ROOT_URL": "https://www.example.com/", "EDGE_NOT_FOUND_URL": "https://www.example.com/missing"}
+        env={
+            **private_redis.edge_env(),
+            "EDGE_ROOT_URL": "https://www.example.com/",
+            "EDGE_NOT_FOUND_URL": "https://www.example.com/missing",
+        }
     )
+    rds = private_redis.client()
     disabled = "n" + uuid.uuid4().hex[:10]
     expired = "e" + uuid.uuid4().hex[:10]
     publish(rds, disabled, active=False)
