@@ -2,20 +2,22 @@
 
 A change is written to the outbox (links/outbox.py) in the same transaction
 as the change itself. `deliver_outbox` makes Redis agree with PostgreSQL
-for each link and domain in the outbox, in id order, one deliverer at a
-time (an advisory lock), and deletes the rows only once Redis has taken
-them: while Redis is down they wait, and nothing is lost. The publisher
-process (`manage.py run_publisher`) runs it when woken by a NOTIFY, and
-polls.
+for each link and domain in the outbox, one deliverer at a time (an
+advisory lock), and deletes the rows only once Redis has taken them: while
+Redis is down they wait, and nothing is lost. The publisher process
+(`manage.py run_publisher`) runs it when woken by a NOTIFY, and polls.
 
 With LINK_PUBLISH_INLINE (the default) the request that made a change
 delivers it itself right after its commit, before it answers
 (deliver_after_commit): once a create has answered, the link is in Redis,
-where every edge finds it. It waits for a delivery the publisher has under
-way, and tries again while Redis fails it, for up to LINK_LIVE_TIMEOUT_MS;
-then its answer says the change is pending (`Slingshot-Publish`,
-links/middleware.py) and it wakes the publisher, which delivers the change
-once Redis is back.
+where every edge finds it. It leaves its outbox rows to the publisher's
+next poll, which finds Redis agreeing. The request and the publisher may
+so deliver a change at once, in either order: Redis takes a change of a
+key only if it has taken none newer of it (the outbox ids, which follow
+the commits of each key's changes: publishing.py's _APPLY). Where Redis
+fails the request for LINK_LIVE_TIMEOUT_MS, its answer says the change is
+pending (`Slingshot-Publish`, links/middleware.py) and it wakes the
+publisher, which delivers the change once Redis is back.
 """
 
 import functools
@@ -23,6 +25,7 @@ import logging
 import time
 from contextvars import ContextVar
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import psycopg
 import redis
@@ -33,7 +36,7 @@ from slingshot.redis import RedisUnavailable, quick_call
 
 from .fields import PUBLISHED
 from .models import Domain, Link, LinkOutbox
-from .publishing import publish_keys
+from .publishing import VERSION_TTL_SECONDS, publish_keys
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +108,11 @@ def _prepared(sql: str, params: list) -> list[tuple]:
 
 
 def _take(cursor, batch: int, wait_ms: int) -> tuple[list, dict] | None:
-    """The oldest `batch` rows of the outbox, deleted, as keys in id order,
-    and their links; None when another deliverer holds the lock (and, with
-    `wait_ms`, still held it that many milliseconds later: a lock not had
-    in time raises, psycopg's LockNotAvailable behind OperationalError)."""
+    """The oldest `batch` rows of the outbox, deleted, as (id, host, slug)
+    in id order, and their links; None when another deliverer holds the
+    lock (and, with `wait_ms`, still held it that many milliseconds later:
+    a lock not had in time raises, psycopg's LockNotAvailable behind
+    OperationalError)."""
     sql, link = _read_links()
     rows = _prepared(sql, [batch])
     if not rows[0][0]:
@@ -119,14 +123,14 @@ def _take(cursor, batch: int, wait_ms: int) -> tuple[list, dict] | None:
         cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DELIVERY_LOCK])
         rows = _prepared(sql, [batch])
-    keys, links = [], {}
+    taken, links = [], {}
     for _, row_id, host, slug, link_id, *values in rows:
         if row_id is None:
             continue
-        keys.append((host, slug))
+        taken.append((row_id, host, slug))
         if link_id is not None:
             links[host, slug] = link(slug, link_id, values)
-    return keys, links
+    return taken, links
 
 
 def _lock_not_had(exc: OperationalError) -> bool:
@@ -143,21 +147,34 @@ def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = No
     for each link it creates."""
     delivered = 0
     while True:
+        started = time.monotonic()
         try:
             with transaction.atomic(), connection.cursor() as cursor:
                 taken = _take(cursor, batch, wait_ms)
                 if taken is None:
                     return None if delivered == 0 else delivered
-                keys, links = taken
-                if not keys:
+                rows, links = taken
+                if not rows:
                     return delivered
-                publish_keys(keys, client=client, links=links)
-                delivered += len(keys)
+                # A link's change goes to Redis as of this transaction's
+                # snapshot, which has every change of the link up to its
+                # newest row here, and none after: its version. A request
+                # delivering a change of its own may have had Redis take a
+                # newer one meanwhile (deliver_after_commit).
+                versions = {(host, slug): row_id for row_id, host, slug in rows if slug}
+                publish_keys(
+                    [(host, slug) for _, host, slug in rows],
+                    client=client,
+                    links=links,
+                    versions=versions,
+                    stale_after=started + VERSION_TTL_SECONDS / 10,
+                )
+                delivered += len(rows)
         except OperationalError as exc:
             if not _lock_not_had(exc):
                 raise
             return None if delivered == 0 else delivered
-        if len(keys) < batch:  # all there was when the call began: a later change comes with a NOTIFY of its own
+        if len(rows) < batch:  # all there was when the call began: a later change comes with a NOTIFY of its own
             return delivered
 
 
@@ -208,24 +225,57 @@ def _deliver_own(client: redis.Redis, *, rows: list[int], until: float) -> bool:
             return True
 
 
-def deliver_after_commit(rows: list[int]) -> None:
-    """Run by transaction.on_commit (links/outbox.py) with the outbox rows
-    the transaction wrote: publishes the outbox now, with the request's
-    quick Redis client and breaker, or waits for the delivery another
-    process has under way to take them, trying again while Redis fails it,
-    until LINK_LIVE_TIMEOUT_MS have passed. What could not be published
-    stays in the outbox for the publisher, and `delivery` says PENDING; the
-    change itself is committed either way. A PENDING answer comes only
-    once the bound has passed: by then every edge that reads the same Redis
-    has noticed that it cannot (edge/slingshot/linkcache.lua believes no
+class Change(NamedTuple):
+    """A change a transaction wrote to the outbox (links/outbox.py): its
+    row, its key, and the link's value as the transaction committed it
+    (link_payload's; None: no link), or UNREAD."""
+
+    row: int
+    host: str
+    slug: str
+    value: object
+
+
+# A change whose value the transaction does not know as it commits it: an
+# edit (whose row another may have changed before it locked it), a domain's.
+UNREAD = object()
+
+
+def _deliver_known(client: redis.Redis, *, values: dict, versions: dict) -> bool:
+    """Delivers changes whose values the request knows, without the outbox:
+    their rows wait for the publisher's next poll, which finds Redis
+    agreeing. No lock and no round trip to PostgreSQL: Redis takes each
+    change unless it has taken a newer one of its link (versions)."""
+    publish_keys(list(values), client=client, links={}, values=values, versions=versions)
+    return True
+
+
+def deliver_after_commit(changes: list[Change]) -> None:
+    """Run by transaction.on_commit (links/outbox.py) with the changes the
+    transaction wrote to the outbox: publishes them now, with the request's
+    quick Redis client and breaker, trying again while Redis fails it,
+    until LINK_LIVE_TIMEOUT_MS have passed. The changes whose values it
+    knows (a link made or deleted) it delivers itself; with any other, it
+    delivers the outbox, or waits for the delivery another process has
+    under way to take its rows. What could not be published stays in the
+    outbox for the publisher, and `delivery` says PENDING; the change
+    itself is committed either way. A PENDING answer comes only once the
+    bound has passed: by then every edge that reads the same Redis has
+    noticed that it cannot (edge/slingshot/linkcache.lua believes no
     unknown slug then), so none answers the new slug 404."""
     bound = settings.LINK_LIVE_TIMEOUT_MS / 1000
     deadline = time.monotonic() + bound
+    values, versions = {}, {}
+    for change in changes:  # in the order they were made: the last of a key is its value
+        values[change.host, change.slug] = change.value
+        versions[change.host, change.slug] = change.row
+    if any(value is UNREAD for value in values.values()):
+        deliver = functools.partial(_deliver_own, rows=[change.row for change in changes], until=deadline)
+    else:
+        deliver = functools.partial(_deliver_known, values=values, versions=versions)
     while True:
         try:
-            live = quick_call(
-                functools.partial(_deliver_own, rows=rows, until=deadline), what="link publishing", replicated=True
-            )
+            live = quick_call(deliver, what="link publishing", replicated=True)
         # psycopg's own errors too: the delivery's statements run on its cursors.
         except (RedisUnavailable, DatabaseError, psycopg.Error) as exc:
             live, failure = False, exc

@@ -22,7 +22,9 @@ class PublisherMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.published = Counter(
-            "slingshot_publisher_changes_published_total", "Outbox rows delivered to Redis.", registry=self.registry
+            "slingshot_publisher_changes_published_total",
+            "Outbox rows delivered to Redis (or found there, delivered by their request).",
+            registry=self.registry,
         )
         self.retries = Counter(
             "slingshot_publisher_retries_total",
@@ -34,7 +36,10 @@ class PublisherMetrics:
                 read=_outbox,
                 errors=(DatabaseError,),
                 documentation={
-                    "slingshot_publisher_outbox_depth": "Link changes in the outbox, not yet delivered to Redis.",
+                    "slingshot_publisher_outbox_depth": (
+                        "Link changes in the outbox: not yet delivered to Redis, or delivered by their"
+                        " request and left for the publisher's next poll."
+                    ),
                 },
                 up=("slingshot_publisher_database_up", "1 if PostgreSQL answered this scrape's outbox query, else 0."),
             )

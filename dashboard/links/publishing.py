@@ -7,6 +7,7 @@ links/delivery.py).
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -127,37 +128,77 @@ _LINKS_BY_SLUG = (
 )
 
 
+# Where Redis keeps, for a while, the outbox id of the last change it took
+# of each link (`<host>/<slug>`): the dashboard's own, read by nothing else
+# (docs/contract.md, "Change versions").
+VERSION_KEY_PREFIX = "slingshot:published:"
+# Far longer than a delivery takes between reading PostgreSQL (or
+# committing) and writing Redis: links/delivery.py gives up on a delivery
+# that took a tenth of it.
+VERSION_TTL_SECONDS = 600
+
+# A link's change, applied only if Redis has taken none newer of its key:
+# the request that made a change and the publisher may deliver it at once,
+# and in either order. KEYS: the version key, the link's key, the change
+# stream. ARGV: the version (an outbox id), its TTL, the link's value (""
+# for none), the stream's MAXLEN, then the change entry's fields.
+_APPLY = """
+local seen = redis.call('GET', KEYS[1])
+if seen and tonumber(seen) >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+if ARGV[3] == '' then redis.call('DEL', KEYS[2]) else redis.call('SET', KEYS[2], ARGV[3]) end
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', unpack(ARGV, 5))
+return 1
+"""
+
+
+def version_key(host: str, slug: str) -> str:
+    return f"{VERSION_KEY_PREFIX}{host}/{slug}"
+
+
 def publish_keys(
-    keys: Iterable[Key], *, client: redis.Redis | None = None, links: Mapping[Key, Any] | None = None
+    keys: Iterable[Key],
+    *,
+    client: redis.Redis | None = None,
+    links: Mapping[Key, Any] | None = None,
+    values: Mapping[Key, str | None] | None = None,
+    versions: Mapping[Key, int] | None = None,
+    stale_after: float | None = None,
 ) -> int:
     """Makes Redis agree with PostgreSQL about these links and domains
     (write or delete), with one change notification each, in one MULTI/EXEC.
     `links`: the links of the keys, read already (links/delivery.py), each
-    a Link or what link_payload reads of one; a key it lacks has no link."""
+    a Link or what link_payload reads of one; a key it lacks has no link.
+    `values`: link values made already (link_payload's; None: no link), for
+    the keys it has. `versions`: the outbox id of each link's change, which
+    is then taken only if Redis has taken no newer change of the link
+    (_APPLY), and notified only if taken; `stale_after`: the monotonic time
+    after which what was read for them is not sent (StaleDelivery), since a
+    version Redis kept meanwhile may have expired. Returns how many keys it
+    was given."""
     keys = list(dict.fromkeys(keys))
     if not keys:
         return 0
+    values = values or {}
     default = default_host()
     # Only the queries the keys need, unordered: the publisher runs this for
     # every few links created, and compiling a query costs more than running it.
-    slugs = {slug for _, slug in keys if slug}
+    slugs = {slug for host, slug in keys if slug and (host, slug) not in values}
     hosts = {host for host, slug in keys if not slug}
     if links is None:
         found = Link.objects.raw(_LINKS_BY_SLUG, [list(slugs)]) if slugs else ()
         links = {(link.domain_host, link.slug): link for link in found}
     domains = {domain.host: domain for domain in Domain.objects.filter(host__in=hosts).order_by()} if hosts else {}
 
+    def value_of(key: Key) -> str | None:
+        if key in values:
+            return values[key]
+        link = links.get(key)
+        return None if link is None else link_payload(link)
+
     def fill(pipe) -> None:
         for host, slug in keys:
-            if slug:
-                key = redis_link_key(host, slug, default)
-                link = links.get((host, slug))
-                if link is None:
-                    pipe.delete(key)
-                else:
-                    pipe.set(key, link_payload(link))
-                change = {"slug": slug} if host == default else {"slug": slug, "domain": host}
-            else:
+            if not slug:
                 domain = domains.get(host)
                 if domain is None:
                     pipe.hdel(DOMAINS_KEY, host)
@@ -165,11 +206,40 @@ def publish_keys(
                 else:
                     pipe.hset(DOMAINS_KEY, host, domain_payload(domain))
                     pipe.set(robots_key(host), robots_txt(domain))
-                change = {"domain": host}
+                pipe.xadd(LINK_CHANGES_STREAM, {"domain": host}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
+                continue
+            key, value = redis_link_key(host, slug, default), value_of((host, slug))
+            change = {"slug": slug} if host == default else {"slug": slug, "domain": host}
+            if versions is not None:
+                fields = [item for pair in change.items() for item in pair]
+                pipe.eval(
+                    _APPLY,
+                    3,
+                    version_key(host, slug),
+                    key,
+                    LINK_CHANGES_STREAM,
+                    versions[host, slug],
+                    VERSION_TTL_SECONDS,
+                    value or "",
+                    LINK_CHANGES_MAXLEN,
+                    *fields,
+                )
+                continue
+            if value is None:
+                pipe.delete(key)
+            else:
+                pipe.set(key, value)
             pipe.xadd(LINK_CHANGES_STREAM, change, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
 
+    if stale_after is not None and time.monotonic() > stale_after:
+        raise StaleDelivery("a delivery stalled between reading PostgreSQL and writing Redis: read again")
     send_replicated(client or get_redis(), fill)
     return len(keys)
+
+
+class StaleDelivery(redis.RedisError):
+    """What a delivery read is too old to write: it is read again (the
+    caller keeps its outbox rows)."""
 
 
 class NotReplicated(redis.RedisError):

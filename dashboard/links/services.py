@@ -43,11 +43,15 @@ def link_password(raw: str | None) -> str:
     return hash_password(raw)
 
 
-def _publish(link: Link, *, robots: bool = False) -> None:
+def _publish(link: Link, *, robots: bool = False, made_or_deleted: bool = False) -> None:
     """Records the change of the link in the outbox, in the caller's
     transaction, and of its domain's robots.txt too when it lists the link
-    (or did)."""
-    publish_link(link.domain.host, link.slug)
+    (or did). `made_or_deleted`: the transaction inserted or deleted the
+    link's row, so its value as committed is known here (publish_link)."""
+    if made_or_deleted:
+        publish_link(link.domain.host, link.slug, link if link.pk is not None else None)
+    else:
+        publish_link(link.domain.host, link.slug)
     if robots:
         publish_domain(link.domain.host)
 
@@ -141,7 +145,7 @@ def _create(*, owner: AbstractBaseUser, team: Team, link_fields: LinkFields, slu
         slug=link.slug,
         changes=audit.changes_between({}, {name: getattr(link, name) for name in sorted(AUDITED)}),
     )
-    _publish(link, robots=in_robots(link))
+    _publish(link, robots=in_robots(link), made_or_deleted=True)
     return link
 
 
@@ -265,7 +269,7 @@ def link_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> None:
     link.delete()
     link_deleted.send(sender=Link, link_id=link_id)
     audit.record(team_id=team_id, actor=actor, action=Action.LINK_DELETED, link_id=link_id, slug=slug)
-    _publish(link, robots=in_robots(link))
+    _publish(link, robots=in_robots(link), made_or_deleted=True)
 
 
 BULK_ACTIONS = ("tag", "untag", "disable", "enable", "delete")

@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from links import rules, slugs, unlocking
+from links import publishing, rules, slugs, unlocking
 from links.models import Link
 from links.publishing import link_payload
 from slingshot import contract
@@ -81,6 +81,7 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
         # The dashboard's own, in the same Redis.
         f"`{unlocking.FAILURES_KEY_PREFIX}<link id>` and `...:<link id>:<address>`": "string (integer)",
         f"`{unlocking.CHECKS_KEY_PREFIX}<second>`": "string (integer)",
+        f"`{publishing.VERSION_KEY_PREFIX}<host>/<slug>`": "string (integer)",
     }
     assert f"| `v` | record format version, `{contract.CLICK_RECORD_VERSION}` |" in DOC
     assert f"### Record format {contract.CLICK_RECORD_VERSION}" in DOC
