@@ -60,6 +60,8 @@ class Client:
         try:
             conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
             response = conn.getresponse()
+            # What became of a link change (docs/api.md, "Live at once"), for steady_creates.
+            self.local.published = response.getheader("Slingshot-Publish")
             return response.status, response.read()
         except (http.client.HTTPException, OSError):
             self.local.conn = None
@@ -73,6 +75,7 @@ def steady_creates(client: Client, *, rate: float, seconds: float, threads: int)
     for i in range(total):
         tasks.put((start + i / rate, i))
     latencies, failures, lock = [], [], threading.Lock()
+    pending = 0
 
     def worker():
         while True:
@@ -88,8 +91,10 @@ def steady_creates(client: Client, *, rate: float, seconds: float, threads: int)
             except Exception as exc:  # noqa: BLE001
                 status = repr(exc)
             elapsed = time.monotonic() - scheduled
+            nonlocal pending
             with lock:
                 (latencies if status == 201 else failures).append(elapsed if status == 201 else status)
+                pending += status == 201 and getattr(client.local, "published", None) == "pending"
 
     pool = [threading.Thread(target=worker) for _ in range(threads)]
     for thread in pool:
@@ -101,6 +106,7 @@ def steady_creates(client: Client, *, rate: float, seconds: float, threads: int)
         "requests": total,
         "ok": len(latencies),
         "failures": failures[:5],
+        "pending": pending,
         "rate": achieved,
         "p50": percentile(latencies, 50) * 1000,
         "p99": percentile(latencies, 99) * 1000,

@@ -300,6 +300,7 @@ def main() -> int:
                     f"{target.name} ({target.commit}): link create at {rate:.0f}/s: {result['ok']}/{result['requests']} "
                     f"created ({result['rate']:.0f}/s achieved), p50 {result['p50']:.1f} ms, "
                     f"p99 {result['p99']:.1f} ms, max {result['max']:.1f} ms (target p99 < 50 ms at 300/s)"
+                    + (f"; {result['pending']} answered pending" if result["pending"] else "")
                     + (f"; failures e.g. {result['failures']}" if result["failures"] else ""),
                     flush=True,
                 )
