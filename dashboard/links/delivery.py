@@ -143,8 +143,8 @@ def deliver_outbox(*, batch: int = OUTBOX_BATCH, client: redis.Redis | None = No
     `wait_ms`, still was that many milliseconds later): when one was and
     this call got the lock after it, what that one delivered is in Redis.
     Redis errors propagate; undelivered rows stay for the next attempt.
-    Three round trips to PostgreSQL and one to Redis: a request runs this
-    for each link it creates."""
+    Three round trips to PostgreSQL and one to Redis: the publisher runs
+    this at each poll, and a request for each edit."""
     delivered = 0
     while True:
         started = time.monotonic()
