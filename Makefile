@@ -62,7 +62,7 @@ test-lua:
 # order, the files with slow tests sent first (devstack/pytest_plugin.py).
 # Much of the suite waits on servers rather than computing: on CI's two
 # cores four workers finish soonest (two: 17.7 minutes, three: 13.5, four:
-# 12.2; README). TEST_WORKERS=0 runs them all in one process.
+# 9.8 to 12.2; README). TEST_WORKERS=0 runs them all in one process.
 TEST_WORKERS ?= 4
 test-python:
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
