@@ -4,10 +4,13 @@ link only if it has taken none newer, and the value a request delivers is
 the one the publisher reads back from PostgreSQL."""
 
 import json
+import random
+import threading
 import uuid
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.utils import timezone
 
@@ -115,3 +118,44 @@ def test_a_deleted_link_is_not_brought_back_by_its_late_create(owner):
         assert cursor.fetchone()[0] == 2
     deliver_outbox()
     assert get_redis().get(link_key(slug)) is None
+
+
+def test_creates_edits_and_deletes_of_the_same_slugs_at_once_leave_redis_as_postgresql(owner):
+    """Four threads create, edit and delete links on the same five slugs at
+    once, each change delivered by its own request's path: once they are
+    done, and before any sweep of the publisher, every slug's key holds what
+    PostgreSQL has (or nothing where there is no link)."""
+    slugs = [fresh() for _ in range(5)]
+    host = default_domain().host
+    errors = []
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for step in range(40):
+                slug = rng.choice(slugs)
+                link = Link.objects.filter(domain__host=host, slug=slug).first()
+                try:
+                    if link is None:
+                        make_link(owner=owner, slug=slug, url=f"https://example.com/{seed}/{step}")
+                    elif rng.random() < 0.3:
+                        services.link_delete(link=link)
+                    else:
+                        services.link_update(link=link, url=f"https://example.com/{seed}/{step}/edited")
+                except (ValidationError, Link.DoesNotExist):
+                    pass  # another thread made or deleted it first
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    for slug in slugs:
+        link = Link.objects.filter(domain__host=host, slug=slug).first()
+        held = get_redis().get(link_key(slug))
+        assert (held and held.decode()) == (link and link_payload(link)), slug
