@@ -23,8 +23,8 @@ _WRITE = f"WITH row AS ({_INSERT}) SELECT pg_notify('{OUTBOX_CHANNEL}', '') FROM
 
 
 def _deliver_once_committed(change: Change) -> None:
-    """Has the changes delivered once the caller's transaction commits, once
-    however many it makes (a bulk create's thousands). Django starts a new
+    """Has the caller's transaction's changes delivered once it commits,
+    once however many it makes (a bulk create's thousands). Django starts a new
     list of commit callbacks at every commit and rollback, so while the
     list this delivery joined is still the connection's, it is there."""
     if connection.in_atomic_block and getattr(connection, "_slingshot_delivery_in", None) is connection.run_on_commit:
