@@ -205,6 +205,10 @@ def imports() -> None:
     os.execv(MANAGE[0], [*MANAGE, "run_imports"])
 
 
+def webhooks() -> None:
+    os.execv(MANAGE[0], [*MANAGE, "deliver_webhooks"])
+
+
 PROGRAMS = {
     "postgres": postgres,
     "redis": redis,
@@ -214,4 +218,5 @@ PROGRAMS = {
     "importer": importer,
     "publisher": publisher,
     "imports": imports,
+    "webhooks": webhooks,
 }

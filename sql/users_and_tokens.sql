@@ -13,7 +13,7 @@ CREATE TABLE api_apitoken (
     name         varchar(100) NOT NULL,
     prefix       varchar(16) NOT NULL,
     digest       varchar(64) NOT NULL UNIQUE,
-    scope        varchar(5) NOT NULL,
+    scope        varchar(8) NOT NULL,
     created_at   timestamptz NOT NULL,
     expires_at   timestamptz NULL,
     last_used_at timestamptz NULL,
@@ -22,7 +22,7 @@ CREATE TABLE api_apitoken (
         CONSTRAINT api_apitoken_user_id_9cffaf33_fk_auth_user_id REFERENCES auth_user (id) DEFERRABLE INITIALLY DEFERRED,
     team_id      bigint NOT NULL
         CONSTRAINT api_apitoken_team_id_6066a696_fk_teams_team_id REFERENCES teams_team (id) DEFERRABLE INITIALLY DEFERRED,
-    CONSTRAINT api_token_scope CHECK (scope IN ('read', 'write'))
+    CONSTRAINT api_token_scope CHECK (scope IN ('read', 'write', 'webhooks'))
 );
 CREATE INDEX api_apitoken_digest_42d9074b_like ON api_apitoken (digest varchar_pattern_ops);
 CREATE INDEX api_apitoken_user_id_9cffaf33 ON api_apitoken (user_id);

@@ -25,6 +25,11 @@ MODELS = [
     "importers.ImportJob",
     "importers.ImportFile",
     "importers.ImportedLink",
+    "webhooks.Webhook",
+    "webhooks.Message",
+    "webhooks.Attempt",
+    "webhooks.ClickBatch",
+    "webhooks.LinkMark",
 ]
 
 
@@ -117,6 +122,7 @@ SQL_MIGRATIONS = [
     ("accounts", "0001_initial"),
     ("web", "0001_initial"),
     ("importers", "0001_initial"),
+    ("webhooks", "0001_initial"),
 ]
 
 

@@ -33,6 +33,7 @@ from .batch import Batch, BatchMaker
 from .deletions import dropped_record
 from .partitions import MonthPartitions
 from .rollups import BREAKDOWN_OF_NEW, COPY_BREAKDOWN, COPY_VISITORS, TEMP_TABLES, add_batch
+from .signals import batch_stored
 from .stream import ClickStream, Entry
 
 log = logging.getLogger(__name__)
@@ -171,6 +172,7 @@ class ClickImporter:
                 stored = self._store_new(cursor, batch, live)
             self._copy(cursor, COPY_VISITORS, batch.visitor_rows)
             add_batch(cursor)
+            batch_stored.send(sender=ClickImporter, cursor=cursor, batch=batch)
             if len(live) < len(batch.link_ids):
                 # Last, so that an importer holding these rows waits for nothing.
                 dropped_record(cursor, live)

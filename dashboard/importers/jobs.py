@@ -38,6 +38,7 @@ from .files import Opener, files_forget, stored_opener
 from .models import ImportJob, Source, State
 from .runner import ImportRun, Summary
 from .secrets import seal, unseal
+from .signals import import_finished
 from .sources import SourceError, source_for
 
 log = logging.getLogger(__name__)
@@ -223,9 +224,25 @@ def _finish(job: ImportJob, state: str, *, summary: Summary | None = None, error
     job.summary = summary.as_dict() if summary else job.summary
     job.finished_at = datetime.now(timezone.utc)
     fields = ["state", "error", "summary", "finished_at", "progress"]
-    job.save(update_fields=fields)
+    with transaction.atomic():
+        job.save(update_fields=fields)
+        if not job.dry_run:
+            import_finished.send(sender=ImportJob, team_id=job.team_id, summary=finished_summary(job))
     if not (job.dry_run and state == State.DONE and job.background):
         _forget(job)
+
+
+def finished_summary(job: ImportJob) -> dict:
+    """What an import.finished event says of the job: its id, source, state and summary."""
+    return {
+        "id": job.pk,
+        "source": job.source,
+        "state": job.state,
+        "error": job.error,
+        "summary": job.summary,
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+    }
 
 
 def _forget(job: ImportJob) -> None:

@@ -23,7 +23,7 @@ from .fields import AUDITED, OPTION_NAMES, LinkFields, values_of
 from .models import Domain, Link
 from .outbox import publish_domain, publish_link
 from .publishing import in_robots
-from .signals import link_deleted, link_deleting
+from .signals import link_changed, link_deleted, link_deleting
 from .unlocking import PASSWORD_MAX_LENGTH, hash_password
 
 _SLUG_ATTEMPTS = 10
@@ -146,6 +146,7 @@ def _create(*, owner: AbstractBaseUser, team: Team, link_fields: LinkFields, slu
         changes=audit.changes_between({}, {name: getattr(link, name) for name in sorted(AUDITED)}),
     )
     _publish(link, robots=in_robots(link), made_or_deleted=True)
+    link_changed.send(sender=Link, link=link, event="created")
     return link
 
 
@@ -232,6 +233,7 @@ def link_update(*, link: Link, actor: AbstractBaseUser | None = None, **changes)
         after["password"] = ("replaced" if had else "set") if link.password else "none"
     changed = audit.changes_between(before, after)
     if changed:
+        link_changed.send(sender=Link, link=link, event="updated")
         for team_id in {before["team"], link.team_id}:
             audit.record(
                 team_id=team_id,
@@ -265,6 +267,7 @@ def link_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> None:
     if actor is not None:
         access.require(actor, link.team_id, Role.EDITOR, to="delete links")
     slug, link_id, team_id = link.slug, link.pk, link.team_id
+    link_changed.send(sender=Link, link=link, event="deleted")
     link_deleting.send(sender=Link, link_id=link_id)
     link.delete()
     link_deleted.send(sender=Link, link_id=link_id)

@@ -5,6 +5,9 @@ from django.urls import include, path
 # slingshot.operators.OperatorEndpointsMiddleware.
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Webhooks sit above the API's apps (their events carry links and clicks as
+    # the API shows them), so their routes come before api/'s catch-all.
+    path("api/v1/", include("webhooks.urls")),
     path("api/v1/", include("api.urls")),
     # Shlink's REST API, for its clients (api/shlink/, docs/compatibility.md).
     path("rest/", include("api.shlink.urls")),

@@ -125,3 +125,39 @@ def role_annotation(user: AbstractBaseUser, team_field: str = "team_id") -> Expr
 def manages_users(user: AbstractBaseUser) -> bool:
     """Creating, deactivating people and resetting their passwords: superusers, signed in."""
     return acts_everywhere(user)
+
+
+# Token scopes that may manage a team's webhooks (tokens/models.py), with an admin behind them.
+_WEBHOOK_SCOPES = ("write", "webhooks")
+
+
+def manages_webhooks(user: AbstractBaseUser, team_id: int) -> bool:
+    """A team's webhooks are its admins' (docs/webhooks.md): in a signed-in
+    session, an admin of the team (a superuser of any); with an API token
+    of the team, a `write` or `webhooks` one whose person is an admin
+    there now. A read-only token, and anyone below admin, sees nothing of
+    them."""
+    if not user.is_active:
+        return False
+    token = token_of(user)
+    if token is None:
+        return allows(role_in(user, team_id), Role.ADMIN)
+    if token.team_id != team_id or token.scope not in _WEBHOOK_SCOPES:
+        return False
+    if user.is_superuser:
+        return True
+    return Membership.objects.filter(user=user, team_id=team_id, role=Role.ADMIN).exists()
+
+
+def webhook_team_ids(user: AbstractBaseUser) -> QuerySet | None:
+    """The ids of the teams whose webhooks the user manages, as a subquery;
+    None for every team (a superuser's session)."""
+    nothing = Team.objects.none().values("pk")
+    if not user.is_active:
+        return nothing
+    token = token_of(user)
+    if token is not None:
+        return Team.objects.filter(pk=token.team_id).values("pk") if manages_webhooks(user, token.team_id) else nothing
+    if user.is_superuser:
+        return None
+    return Membership.objects.filter(user=user, role=Role.ADMIN).values("team_id")

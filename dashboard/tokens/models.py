@@ -12,13 +12,15 @@ class ApiToken(models.Model):
     class Scope(models.TextChoices):
         READ = "read", "read-only"
         WRITE = "write", "read-write"
+        # Reads as `read` does, and manages the team's webhooks (its person an editor there at least).
+        WEBHOOKS = "webhooks", "read and manage webhooks"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=16)
     digest = models.CharField(max_length=64, unique=True)
-    scope = models.CharField(max_length=5, choices=Scope.choices, default=Scope.READ)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.READ)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
@@ -27,7 +29,9 @@ class ApiToken(models.Model):
     class Meta:
         db_table = "api_apitoken"  # made by the api app before tokens had one of their own
         ordering = ["-created_at"]
-        constraints = [models.CheckConstraint(condition=models.Q(scope__in=["read", "write"]), name="api_token_scope")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(scope__in=["read", "write", "webhooks"]), name="api_token_scope")
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

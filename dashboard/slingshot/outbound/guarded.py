@@ -231,18 +231,60 @@ def fetch(
     whole exchange within `deadline` seconds (TooSlow), each read within
     `read_timeout`. UrlRefused, AddressRefused, or requests' own errors for a
     server that cannot be reached."""
+    return _exchange(
+        guarded, "GET", url, params=params, read_timeout=read_timeout, deadline=deadline, max_bytes=max_bytes
+    )
+
+
+def post(
+    guarded: requests.Session,
+    url: str,
+    *,
+    data: bytes,
+    headers: dict[str, str],
+    deadline: float,
+    keep_bytes: int,
+) -> Answer:
+    """POST `data` to `url` as fetch GETs (no redirect followed, the whole
+    exchange within `deadline` seconds), keeping the first `keep_bytes` of
+    the answer's body and reading no more of it."""
+    return _exchange(
+        guarded,
+        "POST",
+        url,
+        data=data,
+        headers=headers,
+        read_timeout=deadline,
+        deadline=deadline,
+        max_bytes=keep_bytes,
+        cut=True,
+    )
+
+
+def _exchange(
+    guarded: requests.Session,
+    method: str,
+    url: str,
+    *,
+    read_timeout: float,
+    deadline: float,
+    max_bytes: int,
+    cut: bool = False,
+    **request,
+) -> Answer:
     check_url(url)
     with _watched(deadline) as clock:
         try:
-            response = guarded.get(
+            response = guarded.request(
+                method,
                 url,
-                params=params,
                 timeout=(min(read_timeout, deadline), read_timeout),
                 allow_redirects=False,
                 stream=True,
+                **request,
             )
             with response:
-                body = _read(response, max_bytes)
+                body = _read_start(response, max_bytes) if cut else _read(response, max_bytes)
         except (requests.RequestException, OSError):
             if clock.expired or clock.left() <= 0:
                 raise TooSlow(_too_slow(deadline)) from None
@@ -285,4 +327,16 @@ def _read(response: requests.Response, max_bytes: int) -> bytearray:
         if len(body) + len(chunk) > max_bytes:
             raise TooLarge(too_large)
         body += chunk
+    return body
+
+
+def _read_start(response: requests.Response, max_bytes: int) -> bytearray:
+    """The first `max_bytes` decoded bytes of the body; the rest is not read
+    (the connection is dropped rather than kept for another request)."""
+    body = bytearray()
+    for chunk in response.iter_content(min(max_bytes, 64 * 1024) or 1):
+        body += chunk
+        if len(body) >= max_bytes:
+            del body[max_bytes:]
+            break
     return body

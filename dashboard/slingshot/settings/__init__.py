@@ -15,6 +15,7 @@ environment variables always win. Secrets have no default: without
 - links.py: where links are served, what a link may be, password checks, publishing
 - clicks.py: the click importer, its stores, reports over clicks, accounting
 - importers.py: imports from other shorteners
+- webhooks.py: events sent to teams' webhooks, and how
 - api.py: the REST API, Shlink's and YOURLS' APIs, CORS
 - web.py: the dashboard's pages
 - metrics.py: Prometheus metrics of the dashboard, the importer and the publisher
@@ -33,3 +34,4 @@ from .metrics import *  # noqa: F403
 from .redis import *  # noqa: F403
 from .security import *  # noqa: F403
 from .web import *  # noqa: F403
+from .webhooks import *  # noqa: F403

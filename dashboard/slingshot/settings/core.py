@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "clicks",
     "importers",
     "api",
+    "webhooks",
     "accounts",
     "web",
     "yourls_api",

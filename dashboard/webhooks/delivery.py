@@ -1,0 +1,320 @@
+"""The deliverer (`manage.py deliver_webhooks`): sends due messages to
+their webhooks and keeps the log of every attempt (docs/webhooks.md).
+
+At least once, never lost: a message is claimed by moving its
+`next_attempt_at` a lease ahead (LEASE) in the transaction that reads it,
+so a deliverer killed while sending leaves it due again once the lease
+ends, with the same `webhook-id`. Each attempt's outcome is written with
+the message's next state in one transaction.
+
+Several webhooks deliver side by side: a pool of threads sends, at most
+`per_webhook` at once to one webhook, so a slow or dead receiver (each
+request ends within `timeout` seconds) holds up only its own messages. A
+message being retried waits for its time without holding up the others.
+"""
+
+import logging
+import random
+import threading
+import time
+from collections import defaultdict, deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from queue import Empty, SimpleQueue
+
+import requests
+from django.conf import settings
+from django.db import connection, transaction
+
+from slingshot import sealing
+from slingshot.outbound import OutboundError
+from slingshot.outbound.guarded import post, session
+
+from . import signing
+
+log = logging.getLogger(__name__)
+
+# Seconds from a failed attempt to the next: the first three within four
+# minutes, then growing to hours; past the last, the message is given up
+# (about 31 hours after its first attempt).
+RETRY_DELAYS = (10, 30, 90, 300, 1800, 3600, 7200, 14400, 28800, 28800, 28800)
+JITTER = 0.1
+# A webhook that has failed every attempt for this long is disabled.
+FAILING_LIMIT = timedelta(hours=24)
+# A rotated secret signs beside the new one for this long.
+PREVIOUS_SECRET_FOR = timedelta(hours=24)
+RESPONSE_KEPT = 1024
+SECRET_PURPOSE = b"slingshot webhook secrets"
+# Messages a webhook may have claimed in this process, in flight or waiting: a claim
+# leaves webhooks with this many alone.
+QUEUED_PER_WEBHOOK = 200
+
+
+@dataclass
+class Job:
+    message_id: int
+    webhook_id: int
+    msg_id: str
+    body: str
+    attempts: int
+    url: str
+    secrets: list[str]
+
+
+@dataclass
+class Outcome:
+    job: Job
+    at: datetime
+    status: int | None
+    duration_ms: int
+    response: str
+    error: str
+
+    @property
+    def delivered(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+def lease_seconds(timeout: float) -> float:
+    """How long a claimed message stays claimed: long enough for every
+    message a webhook may have waiting here to be tried once."""
+    return max(300.0, timeout * QUEUED_PER_WEBHOOK / max(1, settings.WEBHOOKS_PER_WEBHOOK) * 1.5)
+
+
+def retry_delay(attempts: int) -> float | None:
+    """Seconds until the next attempt after `attempts` failed ones; None: give up."""
+    if attempts > len(RETRY_DELAYS):
+        return None
+    delay = RETRY_DELAYS[attempts - 1]
+    return delay * random.uniform(1 - JITTER, 1 + JITTER)
+
+
+def signing_secrets(secret: bytes, previous: bytes, previous_until: datetime | None, now: datetime) -> list[str]:
+    found = [sealing.unseal(secret, purpose=SECRET_PURPOSE)]
+    if previous and previous_until and previous_until > now:
+        found.append(sealing.unseal(previous, purpose=SECRET_PURPOSE))
+    return found
+
+
+_CLAIM = """
+WITH due AS (
+    SELECT m.id FROM webhooks_message m JOIN webhooks_webhook w ON w.id = m.webhook_id
+    WHERE m.next_attempt_at <= now() AND w.enabled AND m.webhook_id <> ALL(%(full)s::bigint[])
+    ORDER BY m.next_attempt_at LIMIT %(limit)s
+    FOR UPDATE OF m SKIP LOCKED
+)
+UPDATE webhooks_message m SET next_attempt_at = now() + %(lease)s * interval '1 second'
+FROM due, webhooks_webhook w
+WHERE m.id = due.id AND w.id = m.webhook_id
+RETURNING m.id, m.webhook_id, m.msg_id, m.body, m.attempts, w.url, w.secret, w.previous_secret, w.previous_until
+"""
+
+_ATTEMPTS = """
+INSERT INTO webhooks_attempt (message_id, webhook_id, number, at, status_code, duration_ms, response, error,
+                              next_attempt_at)
+SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::int[], %s::timestamptz[], %s::int[], %s::int[], %s::text[],
+                     %s::text[], %s::timestamptz[])
+"""
+_MESSAGES = """
+UPDATE webhooks_message m SET state = t.state, attempts = t.attempts, next_attempt_at = t.next_at
+FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::timestamptz[]) AS t(id, state, attempts, next_at)
+WHERE m.id = t.id
+"""
+_DELIVERED = "UPDATE webhooks_webhook SET failing_since = NULL WHERE id = ANY(%s) AND failing_since IS NOT NULL"
+_FAILING = "UPDATE webhooks_webhook SET failing_since = %s WHERE id = ANY(%s) AND failing_since IS NULL"
+_DISABLE = """
+UPDATE webhooks_webhook SET enabled = false, disabled_reason = %s, updated_at = now()
+WHERE id = %s AND enabled
+"""
+_DISABLE_FAILING = """
+UPDATE webhooks_webhook SET enabled = false, updated_at = now(),
+    disabled_reason = 'Every delivery failed for 24 hours (the last: ' || left(%s, 200) || ').'
+WHERE id = %s AND enabled AND failing_since <= %s
+"""
+_PARK = "UPDATE webhooks_message SET next_attempt_at = NULL WHERE webhook_id = ANY(%s) AND state = 'pending'"
+
+
+class Deliverer:
+    def __init__(self, *, concurrency: int, per_webhook: int, timeout: float, private_addresses: bool):
+        self.per_webhook = per_webhook
+        self.timeout = timeout
+        self.private_addresses = private_addresses
+        self.lease = lease_seconds(timeout)
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="webhook")
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._sending: dict[int, int] = defaultdict(int)  # webhook -> in flight
+        self._waiting: dict[int, deque[Job]] = defaultdict(deque)
+        self._outcomes: SimpleQueue[Outcome] = SimpleQueue()
+
+    # --- claiming and sending ------------------------------------------------------
+
+    def _full(self) -> list[int]:
+        with self._lock:
+            return [
+                webhook
+                for webhook, sending in self._sending.items()
+                if sending + len(self._waiting[webhook]) >= QUEUED_PER_WEBHOOK
+            ]
+
+    def busy(self) -> int:
+        with self._lock:
+            return sum(self._sending.values()) + sum(len(queue) for queue in self._waiting.values())
+
+    def claim(self, limit: int = 500) -> int:
+        """Claims due messages and starts sending them; how many."""
+        now = datetime.now(UTC)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_CLAIM, {"full": self._full(), "limit": limit, "lease": self.lease})
+            rows = cursor.fetchall()
+        secrets_of: dict[int, list[str]] = {}
+        for message_id, webhook_id, msg_id, body, attempts, url, secret, previous, previous_until in rows:
+            if webhook_id not in secrets_of:
+                secrets_of[webhook_id] = signing_secrets(secret, previous, previous_until, now)
+            self._start(Job(message_id, webhook_id, msg_id, body, attempts, url, secrets_of[webhook_id]))
+        return len(rows)
+
+    def _start(self, job: Job) -> None:
+        with self._lock:
+            if self._sending[job.webhook_id] >= self.per_webhook:
+                self._waiting[job.webhook_id].append(job)
+                return
+            self._sending[job.webhook_id] += 1
+        self._pool.submit(self._send_and_next, job)
+
+    def _send_and_next(self, job: Job) -> None:
+        while job is not None:
+            self._outcomes.put(self.send(job))
+            with self._lock:
+                waiting = self._waiting[job.webhook_id]
+                if waiting:
+                    job = waiting.popleft()
+                else:
+                    self._sending[job.webhook_id] -= 1
+                    job = None
+
+    def _session(self) -> requests.Session:
+        guarded = getattr(self._local, "session", None)
+        if guarded is None:
+            guarded = self._local.session = session(
+                private_addresses=self.private_addresses, headers={"User-Agent": "Slingshot-Webhooks/1"}
+            )
+        return guarded
+
+    def send(self, job: Job) -> Outcome:
+        """One attempt: the message signed with its webhook's secrets now."""
+        at = datetime.now(UTC)
+        started = time.monotonic()
+        headers = signing.headers(job.secrets, job.msg_id, int(at.timestamp()), job.body)
+        status, response, error = None, "", ""
+        try:
+            answer = post(
+                self._session(),
+                job.url,
+                data=job.body.encode(),
+                headers=headers,
+                deadline=self.timeout,
+                keep_bytes=RESPONSE_KEPT,
+            )
+            status, response = answer.status, answer.text(RESPONSE_KEPT)
+        except OutboundError as exc:
+            error = str(exc)
+        except (requests.RequestException, OSError) as exc:
+            error = _why(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug must not lose the message; it is logged and retried
+            log.exception("webhook delivery of %s failed", job.msg_id)
+            error = f"internal error: {exc.__class__.__name__}"
+        duration = int((time.monotonic() - started) * 1000)
+        return Outcome(job, at, status, duration, response, error[:300])
+
+    # --- recording ------------------------------------------------------------------
+
+    def record(self, wait: float = 0.0) -> int:
+        """Writes the outcomes that came back (waiting up to `wait` seconds
+        for the first) with the messages' next states; how many."""
+        outcomes = []
+        try:
+            outcomes.append(self._outcomes.get(timeout=wait) if wait else self._outcomes.get_nowait())
+            while len(outcomes) < 2000:
+                outcomes.append(self._outcomes.get_nowait())
+        except Empty:
+            pass
+        if outcomes:
+            self._write(outcomes)
+        return len(outcomes)
+
+    def _write(self, outcomes: list[Outcome]) -> None:
+        attempt_rows: list[list] = [[] for _ in range(9)]
+        message_rows: list[list] = [[] for _ in range(4)]
+        delivered, failing, gone, failed_last = set(), set(), {}, {}
+        for outcome in outcomes:
+            job = outcome.job
+            number = job.attempts + 1
+            if outcome.delivered:
+                state, next_at = "delivered", None
+                delivered.add(job.webhook_id)
+            else:
+                delay = retry_delay(number)
+                state = "pending" if delay is not None else "failed"
+                next_at = outcome.at + timedelta(seconds=delay) if delay is not None else None
+                failing.add(job.webhook_id)
+                failed_last[job.webhook_id] = outcome.error or f"HTTP {outcome.status}"
+                if outcome.status == 410:
+                    gone[job.webhook_id] = outcome
+            for column, value in zip(
+                attempt_rows,
+                (
+                    job.message_id,
+                    job.webhook_id,
+                    number,
+                    outcome.at,
+                    outcome.status,
+                    outcome.duration_ms,
+                    outcome.response,
+                    outcome.error,
+                    next_at,
+                ),
+                strict=True,
+            ):
+                column.append(value)
+            for column, value in zip(message_rows, (job.message_id, state, number, next_at), strict=True):
+                column.append(value)
+        now = datetime.now(UTC)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_ATTEMPTS, attempt_rows)
+            cursor.execute(_MESSAGES, message_rows)
+            if delivered:
+                cursor.execute(_DELIVERED, [sorted(delivered)])
+            failing -= delivered
+            if failing:
+                cursor.execute(_FAILING, [now, sorted(failing)])
+            disabled = []
+            for webhook_id in sorted(gone):
+                cursor.execute(
+                    _DISABLE,
+                    [f"The receiver answered 410 Gone at {gone[webhook_id].at:%Y-%m-%d %H:%M:%S} UTC.", webhook_id],
+                )
+                if cursor.rowcount:
+                    disabled.append(webhook_id)
+            for webhook_id in sorted(failing - set(gone)):
+                cursor.execute(_DISABLE_FAILING, [failed_last[webhook_id], webhook_id, now - FAILING_LIMIT])
+                if cursor.rowcount:
+                    disabled.append(webhook_id)
+            if disabled:
+                cursor.execute(_PARK, [disabled])
+                log.warning("webhooks disabled: %s", disabled)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        while self.record():
+            pass
+
+
+def _why(exc: Exception) -> str:
+    """A failed request in a sentence that holds nothing the receiver sent."""
+    if isinstance(exc, requests.Timeout):
+        return "the receiver did not answer in time"
+    if isinstance(exc, requests.ConnectionError):
+        return "the receiver could not be reached"
+    return f"the request failed ({exc.__class__.__name__})"
