@@ -21,6 +21,7 @@ SCRIPTS = [
     ("bench_box.py", "reconciled: ", 300),
     ("bench_yourls.py", "median: the token", 180),
     ("bench_copy.py", "medians: variant", 180),
+    ("bench_webhooks.py", "every one delivered", 240),
 ]
 
 
@@ -55,6 +56,7 @@ def test_every_bench_target_has_a_smoke_run():
         "bench-yourls",
         "bench-importers",
         "bench-copy",
+        "bench-webhooks",
     }, targets
     # bench_importers.py's small run is dashboard/importers/tests/test_bench.py,
     # bench_create.py's tests/test_bench_create.py.

@@ -318,3 +318,23 @@ def _why(exc: Exception) -> str:
     if isinstance(exc, requests.ConnectionError):
         return "the receiver could not be reached"
     return f"the request failed ({exc.__class__.__name__})"
+
+
+_PRUNE = """
+WITH gone AS (
+    SELECT id FROM webhooks_message
+    WHERE state <> 'pending' AND created_at < now() - %(days)s * interval '1 day'
+    ORDER BY id LIMIT %(limit)s
+), attempts AS (
+    DELETE FROM webhooks_attempt WHERE message_id IN (SELECT id FROM gone)
+)
+DELETE FROM webhooks_message WHERE id IN (SELECT id FROM gone)
+"""
+
+
+def prune_log(days: int, limit: int = 10_000) -> int:
+    """Deletes up to `limit` messages delivered or given up more than
+    `days` ago, with their attempts; how many."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_PRUNE, {"days": days, "limit": limit})
+        return cursor.rowcount

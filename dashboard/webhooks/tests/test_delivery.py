@@ -230,3 +230,36 @@ def test_no_click_batch_is_kept_while_no_webhook_wants_clicks(webhook_settings, 
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM webhooks_clickbatch")
         assert cursor.fetchone()[0] == 0
+
+
+def test_an_expiry_and_a_reached_limit_are_each_one_event(webhook_settings, owner, receiver, deliver):
+    from slingshot.contract import visits_key
+    from slingshot.redis import get_redis
+    from webhooks.watch import make_link_events
+
+    hook_for(owner, receiver, ["link.expired", "link.limit_reached"])
+    expired = make_link(owner=owner, url="https://example.org/", expires_at=datetime.now(UTC) + timedelta(seconds=1))
+    limited = make_link(owner=owner, url="https://example.org/", max_visits=3)
+    assert make_link_events() == 0
+    get_redis().set(visits_key(limited.pk), 3)
+    time.sleep(1.1)
+    assert make_link_events() == 2
+    assert make_link_events() == 0
+    deliver()
+    got = {d.event["type"]: d.event["data"]["link"]["slug"] for d in receiver.got}
+    assert got == {"link.expired": expired.slug, "link.limit_reached": limited.slug}
+
+
+def test_the_log_keeps_what_waits_and_forgets_what_is_old(webhook_settings, owner, receiver, deliver):
+    from webhooks.delivery import prune_log
+
+    webhook = hook_for(owner, receiver, ["link.created"])
+    for _ in range(3):
+        make_link(owner=owner, url="https://example.org/")
+    deliver()
+    old, kept, waiting = Message.objects.filter(webhook=webhook).order_by("id")
+    Message.objects.filter(pk__in=[old.pk, waiting.pk]).update(created_at=datetime.now(UTC) - timedelta(days=15))
+    Message.objects.filter(pk=waiting.pk).update(state="pending")
+    assert prune_log(14) == 1
+    assert set(Message.objects.filter(webhook=webhook).values_list("pk", flat=True)) == {kept.pk, waiting.pk}
+    assert not Attempt.objects.filter(message_id=old.pk).exists()

@@ -9,10 +9,11 @@ from django.db import InterfaceError, OperationalError
 
 from slingshot.commands import ServiceCommand
 from webhooks.clicks import make_click_messages
-from webhooks.delivery import Deliverer
+from webhooks.delivery import Deliverer, prune_log
 from webhooks.watch import make_link_events
 
-# How often links are looked at for link.expired and link.limit_reached.
+# How often links are looked at for link.expired and link.limit_reached, and
+# the delivery log pruned (WEBHOOKS_LOG_DAYS).
 WATCH_EVERY = 10.0
 
 
@@ -37,6 +38,7 @@ class Command(ServiceCommand):
                 try:
                     if time.monotonic() >= next_watch:
                         make_link_events()
+                        prune_log(settings.WEBHOOKS_LOG_DAYS)
                         next_watch = time.monotonic() + WATCH_EVERY
                     made = make_click_messages()
                     claimed = deliverer.claim() if deliverer.busy() < settings.WEBHOOKS_CONCURRENCY * 4 else 0
