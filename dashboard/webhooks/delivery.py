@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from queue import Empty, SimpleQueue
 
-import requests
+import urllib3
 from django.conf import settings
 from django.db import connection, transaction
 
 from slingshot import sealing
 from slingshot.outbound import OutboundError
-from slingshot.outbound.guarded import post, session
+from slingshot.outbound.guarded import pool, post
 
 from . import signing
 
@@ -45,6 +45,7 @@ FAILING_LIMIT = timedelta(hours=24)
 # A rotated secret signs beside the new one for this long.
 PREVIOUS_SECRET_FOR = timedelta(hours=24)
 RESPONSE_KEPT = 1024
+USER_AGENT = {"user-agent": "Slingshot-Webhooks/1"}
 SECRET_PURPOSE = b"slingshot webhook secrets"
 # Messages a webhook may have claimed in this process, in flight or waiting: a claim
 # leaves webhooks with this many alone.
@@ -142,7 +143,7 @@ class Deliverer:
         self.private_addresses = private_addresses
         self.lease = lease_seconds(timeout)
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="webhook")
-        self._local = threading.local()
+        self._connections = pool(private_addresses=private_addresses, per_host=per_webhook)
         self._lock = threading.Lock()
         self._sending: dict[int, int] = defaultdict(int)  # webhook -> in flight
         self._waiting: dict[int, deque[Job]] = defaultdict(deque)
@@ -194,23 +195,15 @@ class Deliverer:
                     self._sending[job.webhook_id] -= 1
                     job = None
 
-    def _session(self) -> requests.Session:
-        guarded = getattr(self._local, "session", None)
-        if guarded is None:
-            guarded = self._local.session = session(
-                private_addresses=self.private_addresses, headers={"User-Agent": "Slingshot-Webhooks/1"}
-            )
-        return guarded
-
     def send(self, job: Job) -> Outcome:
         """One attempt: the message signed with its webhook's secrets now."""
         at = datetime.now(UTC)
         started = time.monotonic()
-        headers = signing.headers(job.secrets, job.msg_id, int(at.timestamp()), job.body)
+        headers = {**signing.headers(job.secrets, job.msg_id, int(at.timestamp()), job.body), **USER_AGENT}
         status, response, error = None, "", ""
         try:
             answer = post(
-                self._session(),
+                self._connections,
                 job.url,
                 data=job.body.encode(),
                 headers=headers,
@@ -220,7 +213,7 @@ class Deliverer:
             status, response = answer.status, answer.text(RESPONSE_KEPT)
         except OutboundError as exc:
             error = str(exc)
-        except (requests.RequestException, OSError) as exc:
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
             error = _why(exc)
         except Exception as exc:  # noqa: BLE001 - a bug must not lose the message; it is logged and retried
             log.exception("webhook delivery of %s failed", job.msg_id)
@@ -313,9 +306,11 @@ class Deliverer:
 
 def _why(exc: Exception) -> str:
     """A failed request in a sentence that holds nothing the receiver sent."""
-    if isinstance(exc, requests.Timeout):
+    if isinstance(exc, urllib3.exceptions.TimeoutError | TimeoutError):
         return "the receiver did not answer in time"
-    if isinstance(exc, requests.ConnectionError):
+    if isinstance(exc, urllib3.exceptions.NameResolutionError):
+        return "the receiver's host name does not resolve"
+    if isinstance(exc, urllib3.exceptions.NewConnectionError | ConnectionError):
         return "the receiver could not be reached"
     return f"the request failed ({exc.__class__.__name__})"
 

@@ -1,6 +1,6 @@
 """A team's webhooks, made and changed by its admins (teams.access.
-manages_webhooks): each service checks the actor, validates, and writes
-the change to the team's audit log."""
+manages_webhooks): each service checks the actor and validates what it is
+given before it writes anything."""
 
 import socket
 from datetime import UTC, datetime

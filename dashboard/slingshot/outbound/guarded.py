@@ -9,7 +9,10 @@ connection's socket down, since a read timeout alone does not bound a
 server that sends a byte now and then.
 """
 
+import functools
+import heapq
 import ipaddress
+import itertools
 import json
 import socket
 import sys
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -47,9 +51,7 @@ class _Deadline:
         self._lock = threading.Lock()
         self._done = False
         self._sockets: list[socket.socket] = []
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
+        _WATCHDOG.watch(self)
 
     def left(self) -> float:
         return self.ends - time.monotonic()
@@ -75,12 +77,56 @@ class _Deadline:
                 _shut(sock)
 
     def close(self) -> None:
-        self._timer.cancel()
         with self._lock:
             self._done = True
             for sock in self._sockets:
                 sock.close()
             self._sockets.clear()
+
+
+class _Watchdog:
+    """One thread a process ends every deadline that runs out (a thread a
+    request cost more than the request itself, under load): it sleeps
+    until the earliest deadline not done yet."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, _Deadline]] = []
+        self._order = itertools.count()
+        self._woken = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, deadline: _Deadline) -> None:
+        with self._woken:
+            heapq.heappush(self._due, (deadline.ends, next(self._order), deadline))
+            if self._thread is None or not self._thread.is_alive():  # none yet, or a forked child's
+                self._thread = threading.Thread(target=self._run, name="outbound-deadlines", daemon=True)
+                self._thread.start()
+            elif self._due[0][2] is deadline:
+                self._woken.notify()
+
+    def _run(self) -> None:
+        with self._woken:
+            while True:
+                while self._due and self._due[0][2]._done:
+                    heapq.heappop(self._due)
+                if not self._due:
+                    self._woken.wait()
+                    continue
+                left = self._due[0][0] - time.monotonic()
+                if left > 0:
+                    self._woken.wait(left)
+                    continue
+                deadline = heapq.heappop(self._due)[2]
+                self._woken.release()
+                try:
+                    deadline._expire()
+                finally:
+                    self._woken.acquire()
+
+
+_WATCHDOG = _Watchdog()
+# The URLs a sender sends to again and again (a webhook's), each read once.
+_checked_url = functools.lru_cache(maxsize=4096)(check_url)
 
 
 def _shut(sock: socket.socket) -> None:
@@ -231,60 +277,18 @@ def fetch(
     whole exchange within `deadline` seconds (TooSlow), each read within
     `read_timeout`. UrlRefused, AddressRefused, or requests' own errors for a
     server that cannot be reached."""
-    return _exchange(
-        guarded, "GET", url, params=params, read_timeout=read_timeout, deadline=deadline, max_bytes=max_bytes
-    )
-
-
-def post(
-    guarded: requests.Session,
-    url: str,
-    *,
-    data: bytes,
-    headers: dict[str, str],
-    deadline: float,
-    keep_bytes: int,
-) -> Answer:
-    """POST `data` to `url` as fetch GETs (no redirect followed, the whole
-    exchange within `deadline` seconds), keeping the first `keep_bytes` of
-    the answer's body and reading no more of it."""
-    return _exchange(
-        guarded,
-        "POST",
-        url,
-        data=data,
-        headers=headers,
-        read_timeout=deadline,
-        deadline=deadline,
-        max_bytes=keep_bytes,
-        cut=True,
-    )
-
-
-def _exchange(
-    guarded: requests.Session,
-    method: str,
-    url: str,
-    *,
-    read_timeout: float,
-    deadline: float,
-    max_bytes: int,
-    cut: bool = False,
-    **request,
-) -> Answer:
     check_url(url)
     with _watched(deadline) as clock:
         try:
-            response = guarded.request(
-                method,
+            response = guarded.get(
                 url,
+                params=params,
                 timeout=(min(read_timeout, deadline), read_timeout),
                 allow_redirects=False,
                 stream=True,
-                **request,
             )
             with response:
-                body = _read_start(response, max_bytes) if cut else _read(response, max_bytes)
+                body = _read(response, max_bytes)
         except (requests.RequestException, OSError):
             if clock.expired or clock.left() <= 0:
                 raise TooSlow(_too_slow(deadline)) from None
@@ -292,6 +296,60 @@ def _exchange(
         if clock.expired:  # the watchdog ended the body: what came is not all of it
             raise TooSlow(_too_slow(deadline))
     return Answer(status=response.status_code, headers=response.headers, body=body)
+
+
+def pool(*, private_addresses: bool, per_host: int) -> urllib3.PoolManager:
+    """urllib3's connection pools (thread-safe), keeping up to `per_host`
+    connections to each host, whose connections are held to the same
+    policy as session()'s: for a sender that needs nothing of requests and
+    sends many (webhooks), without its cost a request."""
+    manager = urllib3.PoolManager(num_pools=256, maxsize=per_host, retries=False)
+    manager.pool_classes_by_scheme = _pool_classes(any_address if private_addresses else is_public_address)
+    return manager
+
+
+def post(
+    manager: urllib3.PoolManager,
+    url: str,
+    *,
+    data: bytes,
+    headers: dict[str, str],
+    deadline: float,
+    keep_bytes: int,
+) -> Answer:
+    """POST `data` to `url` through a `pool`, following no redirect, the
+    whole exchange within `deadline` seconds (TooSlow); keeps the first
+    `keep_bytes` of the answer's body and reads no more of it (a longer one
+    costs its connection). UrlRefused, AddressRefused, or urllib3's errors
+    (urllib3.exceptions.HTTPError) and OSError for a receiver that cannot
+    be reached."""
+    _checked_url(url)
+    with _watched(deadline) as clock:
+        try:
+            response = manager.request(
+                "POST",
+                url,
+                body=data,
+                headers=headers,
+                timeout=urllib3.Timeout(connect=deadline, read=deadline),
+                retries=False,
+                redirect=False,
+                preload_content=False,
+            )
+            try:
+                body = response.read(keep_bytes + 1)
+                if len(body) > keep_bytes:
+                    body = body[:keep_bytes]
+                    response.close()  # the rest unread: the connection cannot serve another request
+            finally:
+                response.release_conn()
+        except (urllib3.exceptions.HTTPError, OSError):
+            if clock.expired or clock.left() <= 0:
+                raise TooSlow(_too_slow(deadline)) from None
+            raise
+        if clock.expired:
+            raise TooSlow(_too_slow(deadline))
+    return Answer(status=response.status, headers=CaseInsensitiveDict(response.headers), body=body)
 
 
 def not_found(exc: requests.RequestException) -> bool:
@@ -327,16 +385,4 @@ def _read(response: requests.Response, max_bytes: int) -> bytearray:
         if len(body) + len(chunk) > max_bytes:
             raise TooLarge(too_large)
         body += chunk
-    return body
-
-
-def _read_start(response: requests.Response, max_bytes: int) -> bytearray:
-    """The first `max_bytes` decoded bytes of the body; the rest is not read
-    (the connection is dropped rather than kept for another request)."""
-    body = bytearray()
-    for chunk in response.iter_content(min(max_bytes, 64 * 1024) or 1):
-        body += chunk
-        if len(body) >= max_bytes:
-            del body[max_bytes:]
-            break
     return body
