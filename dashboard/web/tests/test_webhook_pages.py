@@ -99,6 +99,7 @@ def test_nobody_but_the_teams_admins_finds_anything_of_its_webhooks(
             assert client.post(reverse(f"web:webhook-{name}", args=[team.pk, webhook.pk])).status_code == 404
         redeliver = reverse("web:webhook-redeliver", args=[team.pk, webhook.pk, attempt.pk])
         assert client.post(redeliver).status_code == 404
+        assert client.get(reverse("web:webhook-list", args=[2**63])).status_code == 404
         # No way to it from their pages either.
         assert webhooks_url(team) not in client.get(reverse("web:tokens")).content.decode()
     assert Webhook.objects.filter(team=team).count() == 1
