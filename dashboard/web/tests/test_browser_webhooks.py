@@ -76,6 +76,10 @@ def test_an_admin_adds_a_webhook_tests_it_and_reads_its_delivery_log(
     form.get_by_role("button", name="Add webhook").click()
     expect(form.locator(".field-error")).to_have_text("This field is required.")
     expect(form.get_by_label("link.created")).to_be_focused()
+    expect(form.get_by_role("group", name="Events")).to_have_attribute(
+        "aria-describedby", "id_events_helptext id_events_error"
+    )
+    expect(form.get_by_label("link.created")).to_have_attribute("aria-invalid", "true")
     expect(form.get_by_label("URL")).to_have_value(url)
     form.get_by_label("link.created").check()
     form.get_by_label("link.clicked").check()
