@@ -1,10 +1,12 @@
-"""The forms of the pages of domains, tokens, teams, people and preferences,
-and how a service's ValidationError is shown on a form."""
+"""The forms of the pages of domains, tokens, teams, webhooks, people and
+preferences, and how a service's ValidationError is shown on a form."""
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, QueryDict
 from django.utils import timezone
+from webhooks.event_types import SUBSCRIBABLE
+from webhooks.models import Webhook
 
 from clicks.calendar import time_zones
 from links.models import Domain
@@ -117,3 +119,32 @@ class PeopleSearchForm(forms.Form):
 class InviteForm(forms.Form):
     username = forms.CharField(label="User name", max_length=150)
     email = forms.EmailField(required=False, help_text="For your records; no mail is sent.")
+
+
+class EventCheckboxes(forms.CheckboxSelectMultiple):
+    """A box for each event; the form's error summary (web/_form_errors.html)
+    links to the first, where Django's own widget gives no id to link to."""
+
+    def id_for_label(self, id_, index="0"):
+        return super().id_for_label(id_, index)
+
+
+class WebhookForm(forms.ModelForm):
+    """A new webhook's fields; webhooks.services checks its address (https,
+    a public host) and its events."""
+
+    events = forms.MultipleChoiceField(
+        choices=[(name, name) for name in SUBSCRIBABLE],
+        widget=EventCheckboxes,
+        help_text="What it is sent. A test event (webhook.test) is sent when you ask for one.",
+    )
+
+    class Meta:
+        model = Webhook
+        fields = ["url", "description", "events"]
+        labels = {"url": "URL"}
+        widgets = {"url": forms.URLInput(attrs={"placeholder": "https://"})}
+        help_texts = {
+            "url": "The https:// address the events are POSTed to, on a public host.",
+            "description": "What receives them, for you and the other admins (optional).",
+        }

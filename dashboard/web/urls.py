@@ -12,6 +12,7 @@ from . import (
     source_import_views,
     team_views,
     token_views,
+    webhook_views,
 )
 
 app_name = "web"
@@ -67,6 +68,19 @@ urlpatterns = [
     path("teams/<int:team_id>/rename", team_views.team_rename, name="team-rename"),
     path("teams/<int:team_id>/delete/", team_views.team_delete, name="team-delete"),
     path("teams/<int:team_id>/audit/", team_views.team_audit, name="team-audit"),
+    path("teams/<int:team_id>/webhooks/", webhook_views.webhook_list, name="webhook-list"),
+    path("teams/<int:team_id>/webhooks/<int:pk>/toggle", webhook_views.webhook_toggle, name="webhook-toggle"),
+    path("teams/<int:team_id>/webhooks/<int:pk>/delete", webhook_views.webhook_delete, name="webhook-delete"),
+    path("teams/<int:team_id>/webhooks/<int:pk>/test", webhook_views.webhook_test, name="webhook-test"),
+    path("teams/<int:team_id>/webhooks/<int:pk>/rotate-secret", webhook_views.webhook_rotate, name="webhook-rotate"),
+    path(
+        "teams/<int:team_id>/webhooks/<int:pk>/deliveries/", webhook_views.webhook_deliveries, name="webhook-deliveries"
+    ),
+    path(
+        "teams/<int:team_id>/webhooks/<int:pk>/deliveries/<int:attempt_id>/redeliver",
+        webhook_views.webhook_redeliver,
+        name="webhook-redeliver",
+    ),
     re_path(rf"^teams/(?P<team_id>[0-9]+)/members/{USERNAME}/role$", team_views.member_role, name="member-role"),
     re_path(rf"^teams/(?P<team_id>[0-9]+)/members/{USERNAME}/remove$", team_views.member_remove, name="member-remove"),
 ]

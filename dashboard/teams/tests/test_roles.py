@@ -140,6 +140,12 @@ def page_operations(crew, role):
         expected(role, MANAGES, yes=200, refused=403),
         client.get(reverse("web:team-audit", args=[team])).status_code,
     )
+    # Webhooks are out of sight below admin, as in the API (teams.access.manages_webhooks).
+    yield (
+        "webhooks",
+        200 if MANAGES[role] else 404,
+        client.get(reverse("web:webhook-list", args=[team])).status_code,
+    )
     page = client.get(reverse("web:team-detail", args=[team]))
     yield "rename and delete offered", MANAGES[role], b'id="rename-team"' in page.content
     yield "delete offered", MANAGES[role], b"Delete team" in page.content

@@ -285,6 +285,7 @@ PAGES = [
     ("teams", "/teams/"),
     ("team", "/teams/{team}/"),
     ("team-audit", "/teams/{team}/audit/"),
+    ("team-webhooks", "/teams/{team}/webhooks/"),
     ("account", "/account/"),
     ("people", "/users/"),
 ]
