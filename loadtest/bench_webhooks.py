@@ -99,14 +99,14 @@ def run(args, port: int) -> int:
 
     from django.conf import settings
     from django.db import connection
-    from webhooks import services
-    from webhooks.clicks import make_click_messages
-    from webhooks.delivery import Deliverer
-    from webhooks.models import Webhook
 
     from teams.services import personal_team
     from testing.factories import make_link, make_user
     from testing.streams import entry, importer
+    from webhooks import services
+    from webhooks.clicks import make_click_messages
+    from webhooks.delivery import Deliverer
+    from webhooks.models import Webhook
 
     owner = make_user()
     link = make_link(owner=owner, url="https://example.org/landing")

@@ -5,13 +5,13 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, QueryDict
 from django.utils import timezone
-from webhooks.event_types import SUBSCRIBABLE
-from webhooks.models import Webhook
 
 from clicks.calendar import time_zones
 from links.models import Domain
 from teams.models import Role
 from tokens.models import ApiToken
+from webhooks.event_types import SUBSCRIBABLE
+from webhooks.models import Webhook
 
 
 def posted(request: HttpRequest) -> QueryDict | None:

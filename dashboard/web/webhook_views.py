@@ -14,12 +14,12 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from webhooks import selectors, services
-from webhooks.delivery import PREVIOUS_SECRET_FOR
-from webhooks.models import Attempt, Webhook
 
 from teams import access
 from teams.models import Team
+from webhooks import selectors, services
+from webhooks.delivery import PREVIOUS_SECRET_FOR
+from webhooks.models import Attempt, Webhook
 
 from . import forms
 

@@ -10,6 +10,7 @@ test_webhook_pages.py."""
 import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
+
 from webhooks.tests import conftest as webhook_fixtures
 
 from .test_browser import SCREENSHOTS, browser  # noqa: F401 (the Chromium fixture)

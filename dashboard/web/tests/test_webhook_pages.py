@@ -11,11 +11,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from webhooks.models import Attempt, Message, Webhook
-from webhooks.tests import conftest as webhook_fixtures
 
 from teams.models import Membership, Role, Team
 from testing.factories import fresh, make_user
+from webhooks.models import Attempt, Message, Webhook
+from webhooks.tests import conftest as webhook_fixtures
 
 pytestmark = pytest.mark.django_db
 
