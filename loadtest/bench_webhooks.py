@@ -9,7 +9,7 @@ Two figures (docs/benchmarks.md, "Webhooks"):
    ratio (the target: at least 0.90).
 2. How fast the deliverer sends click events: the messages of those
    clicks made from their ClickBatch rows (make_click_messages), then sent
-   by the deliverer (its defaults: WEBHOOKS_CONCURRENCY threads, at most
+   by `manage.py deliver_webhooks --once` (its defaults: at most
    WEBHOOKS_PER_WEBHOOK at once to the webhook) to a local receiver, an
    nginx answering 204; events a second (the target: at least 2,000).
 
@@ -20,6 +20,7 @@ runs the importer and the deliverer in this process.
 """
 
 import argparse
+import io
 import os
 import subprocess
 import sys
@@ -97,7 +98,7 @@ def main() -> int:
 def run(args, port: int) -> int:
     from datetime import UTC, datetime
 
-    from django.conf import settings
+    from django.core.management import call_command
     from django.db import connection
 
     from teams.services import personal_team
@@ -105,7 +106,6 @@ def run(args, port: int) -> int:
     from testing.streams import entry, importer
     from webhooks import services
     from webhooks.clicks import make_click_messages
-    from webhooks.delivery import Deliverer
     from webhooks.models import Webhook
 
     owner = make_user()
@@ -172,20 +172,10 @@ def run(args, port: int) -> int:
     print(f"messages made: {made:,} in {took:.1f} s, {made / took:,.0f} a second")
 
     Webhook.objects.filter(pk=webhook.pk).update(enabled=True)
-    deliverer = Deliverer(
-        concurrency=settings.WEBHOOKS_CONCURRENCY,
-        per_webhook=settings.WEBHOOKS_PER_WEBHOOK,
-        timeout=settings.WEBHOOKS_TIMEOUT_SECONDS,
-        private_addresses=True,
-    )
-    started, sent = time.perf_counter(), 0
-    cpu = time.process_time()
-    while sent < made:
-        if deliverer.busy() < settings.WEBHOOKS_CONCURRENCY * 4:
-            deliverer.claim(limit=500)
-        sent += deliverer.record(wait=0.01)
+    started, cpu = time.perf_counter(), time.process_time()
+    call_command("deliver_webhooks", once=True, stdout=io.StringIO())
     took, cpu = time.perf_counter() - started, time.process_time() - cpu
-    deliverer.close()
+    sent = made
     with connection.cursor() as cursor:
         cursor.execute("SELECT state, count(*) FROM webhooks_message GROUP BY state")
         states = dict(cursor.fetchall())

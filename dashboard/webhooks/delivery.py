@@ -2,34 +2,32 @@
 their webhooks and keeps the log of every attempt (docs/webhooks.md).
 
 At least once, never lost: a message is claimed by moving its
-`next_attempt_at` a lease ahead (LEASE) in the transaction that reads it,
+`next_attempt_at` a lease ahead (lease_seconds) in the transaction that reads it,
 so a deliverer killed while sending leaves it due again once the lease
 ends, with the same `webhook-id`. Each attempt's outcome is written with
 the message's next state in one transaction.
 
-Several webhooks deliver side by side: a pool of threads sends, at most
-`per_webhook` at once to one webhook, so a slow or dead receiver (each
-request ends within `timeout` seconds) holds up only its own messages. A
-message being retried waits for its time without holding up the others.
+Several webhooks deliver side by side: one thread moves every request on
+at once (libcurl's multi interface), at most `per_webhook` at once to one
+webhook, so a slow or dead receiver (each request ends within `timeout`
+seconds) holds up only its own messages. A message being retried waits
+for its time without holding up the others.
 """
 
+import itertools
 import logging
 import random
-import threading
 import time
 from collections import defaultdict, deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from queue import Empty, SimpleQueue
 
-import urllib3
 from django.conf import settings
 from django.db import connection, transaction
 
 from slingshot import sealing
-from slingshot.outbound import OutboundError
-from slingshot.outbound.guarded import pool, post
+from slingshot.outbound import OutboundError, any_address, is_public_address
+from slingshot.outbound.multi import MultiPoster
 
 from . import signing
 
@@ -46,6 +44,8 @@ FAILING_LIMIT = timedelta(hours=24)
 PREVIOUS_SECRET_FOR = timedelta(hours=24)
 RESPONSE_KEPT = 1024
 USER_AGENT = {"user-agent": "Slingshot-Webhooks/1"}
+# Outcomes written in one transaction at most; fewer when record's time is up.
+WRITE_EVERY = 500
 SECRET_PURPOSE = b"slingshot webhook secrets"
 # Messages a webhook may have claimed in this process, in flight or waiting: a claim
 # leaves webhooks with this many alone.
@@ -137,31 +137,38 @@ _PARK = "UPDATE webhooks_message SET next_attempt_at = NULL WHERE webhook_id = A
 
 
 class Deliverer:
+    """Sends claimed messages, all from the calling thread: libcurl's multi
+    interface (slingshot/outbound/multi.py) moves every transfer on at
+    once, at most `per_webhook` of them to one webhook, the rest of its
+    messages waiting here their turn."""
+
     def __init__(self, *, concurrency: int, per_webhook: int, timeout: float, private_addresses: bool):
         self.per_webhook = per_webhook
         self.timeout = timeout
-        self.private_addresses = private_addresses
         self.lease = lease_seconds(timeout)
-        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="webhook")
-        self._connections = pool(private_addresses=private_addresses, per_host=per_webhook)
-        self._lock = threading.Lock()
+        self._poster = MultiPoster(
+            allowed=any_address if private_addresses else is_public_address,
+            timeout=timeout,
+            keep_bytes=RESPONSE_KEPT,
+            connections=concurrency,
+        )
+        self._keys = itertools.count()
+        self._in_flight: dict[int, tuple[Job, datetime]] = {}
         self._sending: dict[int, int] = defaultdict(int)  # webhook -> in flight
         self._waiting: dict[int, deque[Job]] = defaultdict(deque)
-        self._outcomes: SimpleQueue[Outcome] = SimpleQueue()
+        self._outcomes: list[Outcome] = []
 
     # --- claiming and sending ------------------------------------------------------
 
     def _full(self) -> list[int]:
-        with self._lock:
-            return [
-                webhook
-                for webhook, sending in self._sending.items()
-                if sending + len(self._waiting[webhook]) >= QUEUED_PER_WEBHOOK
-            ]
+        return [
+            webhook
+            for webhook, sending in self._sending.items()
+            if sending + len(self._waiting[webhook]) >= QUEUED_PER_WEBHOOK
+        ]
 
     def busy(self) -> int:
-        with self._lock:
-            return sum(self._sending.values()) + sum(len(queue) for queue in self._waiting.values())
+        return len(self._in_flight) + sum(len(queue) for queue in self._waiting.values())
 
     def claim(self, limit: int = 500) -> int:
         """Claims due messages and starts sending them; how many."""
@@ -177,62 +184,46 @@ class Deliverer:
         return len(rows)
 
     def _start(self, job: Job) -> None:
-        with self._lock:
-            if self._sending[job.webhook_id] >= self.per_webhook:
-                self._waiting[job.webhook_id].append(job)
-                return
-            self._sending[job.webhook_id] += 1
-        self._pool.submit(self._send_and_next, job)
-
-    def _send_and_next(self, job: Job) -> None:
-        while job is not None:
-            self._outcomes.put(self.send(job))
-            with self._lock:
-                waiting = self._waiting[job.webhook_id]
-                if waiting:
-                    job = waiting.popleft()
-                else:
-                    self._sending[job.webhook_id] -= 1
-                    job = None
-
-    def send(self, job: Job) -> Outcome:
-        """One attempt: the message signed with its webhook's secrets now."""
+        if self._sending[job.webhook_id] >= self.per_webhook:
+            self._waiting[job.webhook_id].append(job)
+            return
         at = datetime.now(UTC)
-        started = time.monotonic()
         headers = {**signing.headers(job.secrets, job.msg_id, int(at.timestamp()), job.body), **USER_AGENT}
-        status, response, error = None, "", ""
+        key = next(self._keys)
         try:
-            answer = post(
-                self._connections,
-                job.url,
-                data=job.body.encode(),
-                headers=headers,
-                deadline=self.timeout,
-                keep_bytes=RESPONSE_KEPT,
+            self._poster.post(key, job.url, job.body.encode(), headers)
+        except OutboundError as exc:  # a URL the check refuses now
+            self._outcomes.append(Outcome(job, at, None, 0, "", str(exc)[:300]))
+            return
+        self._sending[job.webhook_id] += 1
+        self._in_flight[key] = (job, at)
+
+    def pump(self, wait: float = 0.0) -> None:
+        """Moves the transfers on, waiting up to `wait` seconds for one to
+        have something to do; each one that ended becomes an outcome, and
+        gives its place to its webhook's next message."""
+        for key, reply in self._poster.run(wait):
+            job, at = self._in_flight.pop(key)
+            response = reply.body.decode("utf-8", "replace")
+            self._outcomes.append(
+                Outcome(job, at, reply.status, int(reply.seconds * 1000), response, reply.error[:300])
             )
-            status, response = answer.status, answer.text(RESPONSE_KEPT)
-        except OutboundError as exc:
-            error = str(exc)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            error = _why(exc)
-        except Exception as exc:  # noqa: BLE001 - a bug must not lose the message; it is logged and retried
-            log.exception("webhook delivery of %s failed", job.msg_id)
-            error = f"internal error: {exc.__class__.__name__}"
-        duration = int((time.monotonic() - started) * 1000)
-        return Outcome(job, at, status, duration, response, error[:300])
+            self._sending[job.webhook_id] -= 1
+            waiting = self._waiting[job.webhook_id]
+            if waiting:
+                self._start(waiting.popleft())
 
     # --- recording ------------------------------------------------------------------
 
     def record(self, wait: float = 0.0) -> int:
-        """Writes the outcomes that came back (waiting up to `wait` seconds
-        for the first) with the messages' next states; how many."""
-        outcomes = []
-        try:
-            outcomes.append(self._outcomes.get(timeout=wait) if wait else self._outcomes.get_nowait())
-            while len(outcomes) < 2000:
-                outcomes.append(self._outcomes.get_nowait())
-        except Empty:
-            pass
+        """Moves the transfers on (pump) for up to `wait` seconds, or until
+        WRITE_EVERY of them ended, and writes their outcomes with the
+        messages' next states in one transaction; how many."""
+        deadline = time.monotonic() + wait
+        self.pump(min(wait, 0.01))
+        while len(self._outcomes) < WRITE_EVERY and self._in_flight and (left := deadline - time.monotonic()) > 0:
+            self.pump(min(left, 0.01))
+        outcomes, self._outcomes = self._outcomes, []
         if outcomes:
             self._write(outcomes)
         return len(outcomes)
@@ -299,20 +290,12 @@ class Deliverer:
                 log.warning("webhooks disabled: %s", disabled)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
-        while self.record():
-            pass
-
-
-def _why(exc: Exception) -> str:
-    """A failed request in a sentence that holds nothing the receiver sent."""
-    if isinstance(exc, urllib3.exceptions.TimeoutError | TimeoutError):
-        return "the receiver did not answer in time"
-    if isinstance(exc, urllib3.exceptions.NameResolutionError):
-        return "the receiver's host name does not resolve"
-    if isinstance(exc, urllib3.exceptions.NewConnectionError | ConnectionError):
-        return "the receiver could not be reached"
-    return f"the request failed ({exc.__class__.__name__})"
+        """Lets the transfers in flight end (within the timeout), and records them."""
+        deadline = time.monotonic() + self.timeout + 1
+        while self._in_flight and time.monotonic() < deadline:
+            self.record(wait=0.05)
+        self.record()
+        self._poster.close()
 
 
 _PRUNE = """

@@ -1,5 +1,5 @@
 """Requests this server makes to an address someone gave it (an import's
-source; a webhook's endpoint will be another): they cannot be turned
+source, a webhook's endpoint): they cannot be turned
 against the server's own network (SSRF), and the server they go to cannot
 hold them for ever or flood its memory.
 
@@ -12,6 +12,9 @@ Three layers, each usable without the next:
 - guarded.py, `session` and `fetch`: requests whose connections go only to
   the addresses the policy allows, without redirects, under a cap of bytes
   and a deadline for the whole exchange.
+- multi.py, `MultiPoster`: many POSTs at once from one thread (libcurl's
+  multi interface), held to the same URL check and address policy at
+  each connection, for a sender of many small requests (webhooks).
 
 The first two, and the errors, are here; they need no HTTP client, and this
 package does not import requests: guarded.py is imported by what fetches.

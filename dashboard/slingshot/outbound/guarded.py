@@ -9,7 +9,6 @@ connection's socket down, since a read timeout alone does not bound a
 server that sends a byte now and then.
 """
 
-import functools
 import heapq
 import ipaddress
 import itertools
@@ -25,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
-import urllib3
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -125,8 +123,6 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
-# The URLs a sender sends to again and again (a webhook's), each read once.
-_checked_url = functools.lru_cache(maxsize=4096)(check_url)
 
 
 def _shut(sock: socket.socket) -> None:
@@ -296,60 +292,6 @@ def fetch(
         if clock.expired:  # the watchdog ended the body: what came is not all of it
             raise TooSlow(_too_slow(deadline))
     return Answer(status=response.status_code, headers=response.headers, body=body)
-
-
-def pool(*, private_addresses: bool, per_host: int) -> urllib3.PoolManager:
-    """urllib3's connection pools (thread-safe), keeping up to `per_host`
-    connections to each host, whose connections are held to the same
-    policy as session()'s: for a sender that needs nothing of requests and
-    sends many (webhooks), without its cost a request."""
-    manager = urllib3.PoolManager(num_pools=256, maxsize=per_host, retries=False)
-    manager.pool_classes_by_scheme = _pool_classes(any_address if private_addresses else is_public_address)
-    return manager
-
-
-def post(
-    manager: urllib3.PoolManager,
-    url: str,
-    *,
-    data: bytes,
-    headers: dict[str, str],
-    deadline: float,
-    keep_bytes: int,
-) -> Answer:
-    """POST `data` to `url` through a `pool`, following no redirect, the
-    whole exchange within `deadline` seconds (TooSlow); keeps the first
-    `keep_bytes` of the answer's body and reads no more of it (a longer one
-    costs its connection). UrlRefused, AddressRefused, or urllib3's errors
-    (urllib3.exceptions.HTTPError) and OSError for a receiver that cannot
-    be reached."""
-    _checked_url(url)
-    with _watched(deadline) as clock:
-        try:
-            response = manager.request(
-                "POST",
-                url,
-                body=data,
-                headers=headers,
-                timeout=urllib3.Timeout(connect=deadline, read=deadline),
-                retries=False,
-                redirect=False,
-                preload_content=False,
-            )
-            try:
-                body = response.read(keep_bytes + 1)
-                if len(body) > keep_bytes:
-                    body = body[:keep_bytes]
-                    response.close()  # the rest unread: the connection cannot serve another request
-            finally:
-                response.release_conn()
-        except (urllib3.exceptions.HTTPError, OSError):
-            if clock.expired or clock.left() <= 0:
-                raise TooSlow(_too_slow(deadline)) from None
-            raise
-        if clock.expired:
-            raise TooSlow(_too_slow(deadline))
-    return Answer(status=response.status, headers=CaseInsensitiveDict(response.headers), body=body)
 
 
 def not_found(exc: requests.RequestException) -> bool:

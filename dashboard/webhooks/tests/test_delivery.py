@@ -263,3 +263,26 @@ def test_the_log_keeps_what_waits_and_forgets_what_is_old(webhook_settings, owne
     assert prune_log(14) == 1
     assert set(Message.objects.filter(webhook=webhook).values_list("pk", flat=True)) == {kept.pk, waiting.pk}
     assert not Attempt.objects.filter(message_id=old.pk).exists()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_an_address_that_became_private_is_refused_where_the_connection_is_made(
+    webhook_settings, owner, receiver, host
+):
+    """As after DNS rebinding: the name was checked when the webhook was
+    made, and what it resolves to when the deliverer connects is asked
+    again; nothing reaches the receiver."""
+    from webhooks.delivery import Deliverer
+
+    webhook = hook_for(owner, receiver, ["link.created"])
+    Webhook.objects.filter(pk=webhook.pk).update(url=receiver.url.replace("127.0.0.1", host))
+    make_link(owner=owner, url="https://example.org/")
+    deliverer = Deliverer(concurrency=8, per_webhook=4, timeout=2.0, private_addresses=False)
+    deliverer.claim()
+    deadline = time.monotonic() + 5
+    while deliverer.busy() and time.monotonic() < deadline:
+        deliverer.record(wait=0.05)
+    deliverer.close()
+    attempt = Attempt.objects.get(webhook=webhook)
+    assert attempt.status_code is None and "private network" in attempt.error
+    assert receiver.got == []

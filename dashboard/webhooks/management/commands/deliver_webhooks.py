@@ -42,14 +42,16 @@ class Command(ServiceCommand):
                         next_watch = time.monotonic() + WATCH_EVERY
                     made = make_click_messages()
                     claimed = deliverer.claim() if deliverer.busy() < settings.WEBHOOKS_CONCURRENCY * 4 else 0
-                    recorded = deliverer.record(wait=0 if claimed or made else poll)
+                    recorded = deliverer.record(wait=0.05)
                     failures = 0
                 except (OperationalError, InterfaceError) as exc:
                     self.retry_later(exc, attempt=failures, first=0.5, cap=10, who="deliver_webhooks")
                     failures += 1
                     continue
-                if once and not claimed and not made and not recorded and not deliverer.busy():
-                    break
+                if not (made or claimed or recorded or deliverer.busy()):
+                    if once:
+                        break
+                    self.pause(poll)
         finally:
             deliverer.close()
         self.stdout.write("deliver_webhooks: stopped")
