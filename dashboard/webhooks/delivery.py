@@ -2,9 +2,10 @@
 their webhooks and keeps the log of every attempt (docs/webhooks.md).
 
 At least once, never lost: a message is claimed by moving its
-`next_attempt_at` a lease ahead (lease_seconds) in the transaction that reads it,
-so a deliverer killed while sending leaves it due again once the lease
-ends, with the same `webhook-id`. Each attempt's outcome is written with
+`next_attempt_at` a lease ahead (WEBHOOKS_LEASE_SECONDS) in the transaction that
+reads it, and the lease is renewed while the process holds it; a
+deliverer killed while sending leaves it due again once the lease ends,
+with the same `webhook-id`. Each attempt's outcome is written with
 the message's next state in one transaction.
 
 Several webhooks deliver side by side: one thread moves every request on
@@ -77,12 +78,6 @@ class Outcome:
         return self.status is not None and 200 <= self.status < 300
 
 
-def lease_seconds(timeout: float) -> float:
-    """How long a claimed message stays claimed: long enough for every
-    message a webhook may have waiting here to be tried once."""
-    return max(300.0, timeout * QUEUED_PER_WEBHOOK / max(1, settings.WEBHOOKS_PER_WEBHOOK) * 1.5)
-
-
 def retry_delay(attempts: int) -> float | None:
     """Seconds until the next attempt after `attempts` failed ones; None: give up."""
     if attempts > len(RETRY_DELAYS):
@@ -111,6 +106,10 @@ WHERE m.id = due.id AND w.id = m.webhook_id
 RETURNING m.id, m.webhook_id, m.msg_id, m.body, m.attempts, w.url, w.secret, w.previous_secret, w.previous_until
 """
 
+_RENEW = """
+UPDATE webhooks_message SET next_attempt_at = now() + %s * interval '1 second'
+WHERE id = ANY(%s) AND state = 'pending'
+"""
 _ATTEMPTS = """
 INSERT INTO webhooks_attempt (message_id, webhook_id, number, at, status_code, duration_ms, response, error,
                               next_attempt_at)
@@ -145,7 +144,7 @@ class Deliverer:
     def __init__(self, *, concurrency: int, per_webhook: int, timeout: float, private_addresses: bool):
         self.per_webhook = per_webhook
         self.timeout = timeout
-        self.lease = lease_seconds(timeout)
+        self.lease = max(settings.WEBHOOKS_LEASE_SECONDS, 1.0)
         self._poster = MultiPoster(
             allowed=any_address if private_addresses else is_public_address,
             timeout=timeout,
@@ -157,6 +156,7 @@ class Deliverer:
         self._sending: dict[int, int] = defaultdict(int)  # webhook -> in flight
         self._waiting: dict[int, deque[Job]] = defaultdict(deque)
         self._outcomes: list[Outcome] = []
+        self._renew_at = time.monotonic() + self.lease / 3
 
     # --- claiming and sending ------------------------------------------------------
 
@@ -215,6 +215,25 @@ class Deliverer:
 
     # --- recording ------------------------------------------------------------------
 
+    def _held(self) -> list[int]:
+        held = [job.message_id for job, _ in self._in_flight.values()]
+        held += [job.message_id for queue in self._waiting.values() for job in queue]
+        return held + [outcome.job.message_id for outcome in self._outcomes]
+
+    def renew(self) -> None:
+        """Moves the lease of every message this process holds (sending,
+        waiting its turn, or sent and not recorded yet) a lease ahead
+        again, every third of a lease: a long queue keeps its messages for
+        as long as this process lives, and a process killed lets them go a
+        lease later."""
+        if time.monotonic() < self._renew_at:
+            return
+        self._renew_at = time.monotonic() + self.lease / 3
+        held = self._held()
+        if held:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(_RENEW, [self.lease, held])
+
     def record(self, wait: float = 0.0) -> int:
         """Moves the transfers on (pump) for up to `wait` seconds, or until
         WRITE_EVERY of them ended, and writes their outcomes with the
@@ -223,6 +242,7 @@ class Deliverer:
         self.pump(min(wait, 0.01))
         while len(self._outcomes) < WRITE_EVERY and self._in_flight and (left := deadline - time.monotonic()) > 0:
             self.pump(min(left, 0.01))
+        self.renew()
         outcomes, self._outcomes = self._outcomes, []
         if outcomes:
             self._write(outcomes)

@@ -11,5 +11,9 @@ WEBHOOKS_TIMEOUT_SECONDS = env.float("WEBHOOKS_TIMEOUT_SECONDS", default=10.0)
 # Deliveries `deliver_webhooks` has in flight at once, and at most to one webhook.
 WEBHOOKS_CONCURRENCY = env.int("WEBHOOKS_CONCURRENCY", default=32)
 WEBHOOKS_PER_WEBHOOK = env.int("WEBHOOKS_PER_WEBHOOK", default=8)
+# Seconds a claimed message stays claimed unless its deliverer renews the claim
+# (every third of it, while it holds the message): a deliverer killed while
+# sending leaves its messages to another this long after.
+WEBHOOKS_LEASE_SECONDS = env.float("WEBHOOKS_LEASE_SECONDS", default=60.0)
 # How long delivered and given-up messages and their attempts stay in the delivery log.
 WEBHOOKS_LOG_DAYS = env.int("WEBHOOKS_LOG_DAYS", default=14)
