@@ -86,8 +86,11 @@ def connect() -> None:
     from importers.signals import import_finished
     from links.signals import link_changed
 
+    from . import shlink_updates
     from .clicks import on_batch_stored
 
     link_changed.connect(on_link_changed, dispatch_uid="webhooks.link_changed")
     batch_stored.connect(on_batch_stored, dispatch_uid="webhooks.batch_stored")
+    link_changed.connect(shlink_updates.on_link_changed, dispatch_uid="webhooks.shlink_link_changed")
+    batch_stored.connect(shlink_updates.on_batch_stored, dispatch_uid="webhooks.shlink_batch_stored")
     import_finished.connect(on_import_finished, dispatch_uid="webhooks.import_finished")

@@ -84,6 +84,21 @@ def visit(click: Click, link: Link) -> dict:
     }
 
 
+def orphan_visit(row) -> dict:
+    """Shlink's OrphanVisit of a row of orphan_visits (its referer,
+    occurred_at, user_agent, country, is_bot, domain and slug)."""
+    return {
+        "referer": row.referer,
+        "date": atom(row.occurred_at),
+        "userAgent": row.user_agent,
+        "visitLocation": location(row.country),
+        "potentialBot": row.is_bot,
+        "visitedUrl": f"{Domain(host=row.domain or default_host()).base_url()}/{row.slug}",
+        "redirectUrl": None,
+        "type": ORPHAN_TYPE,
+    }
+
+
 def summary(counts: Counts) -> dict:
     return {"total": counts.total, "nonBots": counts.total - counts.bots, "bots": counts.bots}
 
@@ -159,7 +174,7 @@ class OrphanVisitsView(ShlinkView):
         else:
             rows = orphan_visits_page(span=span, domain=domain, offset=pages.offset, limit=pages.per_page)
             total = orphan_visit_counts(span=span, domain=domain).total
-        data = [self._visit(row) for row in rows]
+        data = [orphan_visit(row) for row in rows]
         return Response({"visits": {"data": data, "pagination": pages.of(total, len(data))}})
 
     @staticmethod
@@ -172,19 +187,6 @@ class OrphanVisitsView(ShlinkView):
             return orphan_domain(host_named(host))
         except ValidationError as exc:
             raise invalid_data({"domain": exc.messages}) from None
-
-    @staticmethod
-    def _visit(row) -> dict:
-        return {
-            "referer": row.referer,
-            "date": atom(row.occurred_at),
-            "userAgent": row.user_agent,
-            "visitLocation": location(row.country),
-            "potentialBot": row.is_bot,
-            "visitedUrl": f"{Domain(host=row.domain or default_host()).base_url()}/{row.slug}",
-            "redirectUrl": None,
-            "type": ORPHAN_TYPE,
-        }
 
     def delete(self, request, version):
         return Response({"deletedVisits": click_services.orphan_visits_delete(actor=request.user)})

@@ -72,3 +72,7 @@ CORS_EXPOSE_HEADERS = ["Slingshot-Publish"]
 YOURLS_UNIQUE_URLS = env.bool("YOURLS_UNIQUE_URLS", default=True)
 YOURLS_SIGNATURE_LIFETIME = env.int("YOURLS_SIGNATURE_LIFETIME", default=12 * 3600)
 YOURLS_PASSWORD_AUTH = env.bool("YOURLS_PASSWORD_AUTH", default=False)
+# Shlink's real-time updates on Redis pub/sub (Shlink's REDIS_PUB_SUB_ENABLED): each
+# visit stored and each new short URL published on the channels of Shlink's
+# topics, with Shlink's payloads (docs/compatibility.md, webhooks/shlink_updates.py).
+SHLINK_REDIS_PUB_SUB = env.bool("SHLINK_REDIS_PUB_SUB", default=False)
