@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl backup restore test test-fast test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy bench-webhooks loadtest stack-faults slow-clients click-outage multinode redis-outage
+.PHONY: setup run status logs ctl backup restore test test-fast test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy bench-webhooks bench-live loadtest stack-faults slow-clients click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -122,6 +122,11 @@ bench-yourls: setup
 # click importer, and click events a second the webhook deliverer sends (docs/webhooks.md).
 bench-webhooks: setup
 	flock /tmp/slingshot-bench.lock $(PY) loadtest/bench_webhooks.py $(BENCH_ARGS)
+
+# Not part of `make test` (its --smoke is): what a thousand open live pages
+# (serve_live's pushed clicks) cost the dashboard's other pages (docs/dashboard.md).
+bench-live: setup
+	flock /tmp/slingshot-bench.lock $(PY) loadtest/bench_live.py $(BENCH_ARGS)
 
 # Not part of `make test`: a fresh `make run` stack, each of its processes
 # killed with SIGKILL in turn under traffic; prints how long each took to come

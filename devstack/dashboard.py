@@ -33,18 +33,26 @@ def gunicorn_command(
 
 
 def render_front_conf(
-    prefix: Path, port: int, *, gunicorn_port: int, listen_host: str = "127.0.0.1", repo: Path = REPO
+    prefix: Path,
+    port: int,
+    *,
+    gunicorn_port: int,
+    live_port: int | None = None,
+    listen_host: str = "127.0.0.1",
+    repo: Path = REPO,
 ) -> Path:
     """Prepares an nginx prefix for the dashboard's front, dashboard/nginx.conf
     of `repo`, on this machine: listening on listen_host:port, and passing
-    requests to gunicorn on 127.0.0.1:gunicorn_port in place of the Compose
-    service it names."""
+    requests to gunicorn on 127.0.0.1:gunicorn_port, and /live/events to
+    serve_live on 127.0.0.1:live_port, in place of the Compose services it
+    names."""
     nginx_prefix(prefix)
     conf = rewritten(
         repo / "dashboard" / "nginx.conf",
         {
             "listen 8000;": f"listen {listen_host}:{port};",
             "set $slingshot_gunicorn http://dashboard:8000;": f"set $slingshot_gunicorn http://127.0.0.1:{gunicorn_port};",
+            "set $slingshot_live http://live:8010;": f"set $slingshot_live http://127.0.0.1:{live_port or 9};",
         },
     )
     path = prefix / "conf" / "nginx.conf"

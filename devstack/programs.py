@@ -34,6 +34,7 @@ PORT_DEFAULTS = {
     "POSTGRES_PORT": 15432,
     "REDIS_PORT": 16379,
     "GUNICORN_PORT": 18000,  # gunicorn, for the front and the edge's calls only
+    "LIVE_PORT": 18010,  # serve_live, the dashboard's pushed clicks, for the front only
 }
 MANAGE = [sys.executable, str(devstack.REPO / "dashboard" / "manage.py")]
 
@@ -178,7 +179,7 @@ def dashboard() -> None:
 def front() -> None:
     """nginx on DASHBOARD_PORT in front of gunicorn (dashboard/nginx.conf)."""
     prefix = run_dir() / "front"
-    render_front_conf(prefix, port("DASHBOARD_PORT"), gunicorn_port=port("GUNICORN_PORT"))
+    render_front_conf(prefix, port("DASHBOARD_PORT"), gunicorn_port=port("GUNICORN_PORT"), live_port=port("LIVE_PORT"))
     # SIGQUIT: nginx's graceful stop, in which each worker finishes the
     # requests it has begun, for up to its worker_shutdown_timeout.
     sys.exit(
@@ -209,6 +210,10 @@ def webhooks() -> None:
     os.execv(MANAGE[0], [*MANAGE, "deliver_webhooks"])
 
 
+def live() -> None:
+    os.execv(MANAGE[0], [*MANAGE, "serve_live", "--port", str(port("LIVE_PORT"))])
+
+
 PROGRAMS = {
     "postgres": postgres,
     "redis": redis,
@@ -219,4 +224,5 @@ PROGRAMS = {
     "publisher": publisher,
     "imports": imports,
     "webhooks": webhooks,
+    "live": live,
 }

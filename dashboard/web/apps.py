@@ -6,4 +6,11 @@ class WebConfig(AppConfig):
     verbose_name = "Dashboard pages"
 
     def ready(self):
-        from . import middleware  # noqa: F401  its sign-in receiver keeps the person's zone in the session
+        from clicks.signals import batch_stored
+
+        from . import (
+            live,
+            middleware,  # noqa: F401  its sign-in receiver keeps the person's zone in the session
+        )
+
+        batch_stored.connect(live.on_batch_stored, dispatch_uid="web.live")

@@ -25,7 +25,7 @@ from slingshot.redis import RedisUnavailable, quick_call
 from teams import access
 from teams.models import Role
 
-from . import report_forms, reports
+from . import live, report_forms, reports
 from .link_views import link_or_404
 from .selectors import OVERVIEW_DAYS, clicks_per_rule, edge_health, overview_for, overview_version
 
@@ -46,6 +46,7 @@ def overview(request):
     totals = overview_for(request.user, now=now)
     context = {
         "live_version": live_version,
+        "live_events": live.events_url(live.overview_channels(request.user)),
         "totals": totals,
         "chart": reports.chart(
             totals.series,
@@ -78,8 +79,12 @@ def overview(request):
 
 @login_required
 def overview_live(request):
-    """A number that changes when the clicks of the person's links do: the overview polls it."""
-    return JsonResponse({"version": overview_version(request.user)})
+    """A number that changes when the clicks of the person's links do: the
+    overview polls it while it has no events (web/live.py), and takes a new
+    events URL from it."""
+    return JsonResponse(
+        {"version": overview_version(request.user), "events": live.events_url(live.overview_channels(request.user))}
+    )
 
 
 def _link_report(request, link: Link, *, alias: str) -> dict:
@@ -179,7 +184,11 @@ def _link_live(request, link: Link) -> dict:
 def link_detail(request, slug: str):
     link = link_or_404(request, slug)
     context = _link_live(request, link)
-    context.update(edits=access.allows(link.role, Role.EDITOR), short_url=link.short_url)
+    context.update(
+        edits=access.allows(link.role, Role.EDITOR),
+        short_url=link.short_url,
+        live_events=live.events_url(live.link_channels(link)),
+    )
     return render(request, "web/link_detail.html", context)
 
 
@@ -193,9 +202,22 @@ def link_report(request, slug: str):
 
 @login_required
 def link_live(request, slug: str):
-    """A number that changes when the link's clicks do: the page polls it (docs/dashboard.md)."""
+    """A number that changes when the link's clicks do: the page polls it
+    while it has no events (web/live.py), and takes a new events URL from
+    it (docs/dashboard.md)."""
     link = link_or_404(request, slug)
-    return JsonResponse({"version": link_totals(link_ids=[link.pk])[link.pk].clicks})
+    return JsonResponse(
+        {
+            "version": link_totals(link_ids=[link.pk])[link.pk].clicks,
+            "events": live.events_url(live.link_channels(link)),
+        }
+    )
+
+
+def live_events(request):
+    """/live/events is served by `manage.py serve_live` behind the front
+    (dashboard/nginx.conf); reached here, there is none, and pages poll."""
+    return HttpResponse("Pushed clicks are served by serve_live.", status=503, content_type="text/plain")
 
 
 @login_required

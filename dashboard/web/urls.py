@@ -22,6 +22,7 @@ USERNAME = r"(?P<username>[\w.@+-]{1,150})"
 urlpatterns = [
     path("", report_views.overview, name="overview"),
     path("live", report_views.overview_live, name="overview-live"),
+    path("live/events", report_views.live_events, name="live-events"),
     path("sign-in/", account_views.SignInView.as_view(), name="sign-in"),
     path("sign-out/", auth_views.LogoutView.as_view(), name="sign-out"),
     path("password/", account_views.PasswordChangeView.as_view(), name="password-change"),

@@ -15,3 +15,6 @@ WEB_LINKS_PER_PAGE = env.int("WEB_LINKS_PER_PAGE", default=50)
 WEB_IMPORT_MAX_ROWS = env.int("WEB_IMPORT_MAX_ROWS", default=10_000)
 WEB_IMPORT_MAX_BYTES = env.int("WEB_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)  # larger CSV uploads are refused
 WEB_IMPORT_CHUNK_ROWS = env.int("WEB_IMPORT_CHUNK_ROWS", default=500)
+# Where `manage.py serve_live` listens: the front passes /live/events to it (web/live.py).
+LIVE_HOST = env.str("LIVE_HOST", default="127.0.0.1")
+LIVE_PORT = env.int("LIVE_PORT", default=8010)

@@ -103,9 +103,9 @@ def test_the_browsers_zone_is_taken_once_and_a_choice_wins(signed_in, user):
 def test_live_version_changes_with_the_clicks(signed_in, user, make_user):
     link = make_link(owner=user, url="https://example.com/l", slug=fresh())
     live = reverse("web:link-live", args=[link.slug])
-    assert signed_in.get(live).json() == {"version": 0}
+    assert signed_in.get(live).json()["version"] == 0
     import_clicks(link, 2)
-    assert signed_in.get(live).json() == {"version": 2}
+    assert signed_in.get(live).json()["version"] == 2
     report = signed_in.get(reverse("web:link-report", args=[link.slug]))
     assert b'id="total-clicks">2<' in report.content and b"<html" not in report.content
     theirs = make_link(owner=make_user(), url="https://example.com/t", slug=fresh())

@@ -86,36 +86,72 @@ function buildUtm(form) {
   for (const field of fields) field.addEventListener("change", update);
 }
 
-// Live: the link page and the overview ask every few seconds whether the
-// clicks changed (a small JSON answer), and only then fetch again, in one
-// piece, every part that the clicks change: on the link page its header's
-// all-time count with its report, read together. The piece says which
-// version it shows (data-live-version), so the next tick fetches it again
-// if clicks came in while it was being read.
-// Short polling rather than Server-Sent Events: a sync gunicorn worker would
-// be held by each open page for as long as it stays open (docs/dashboard.md).
+// Live: the link page and the overview are told when clicks of theirs are
+// stored, as server-sent events (web/live.py; `manage.py serve_live`
+// behind the front), and then fetch again, in one piece, every part that
+// the clicks change: on the link page its header's all-time count with its
+// report, read together. The piece says which version it shows
+// (data-live-version). While no stream is open (none served there, or it
+// ended and the page asks for a new one) the page asks every few seconds
+// whether the clicks changed, a small JSON answer that also brings a
+// fresh events URL.
 const LIVE_EVERY_MS = 2000;
 
 function followLive(region) {
   const shown = () => region.querySelector("[data-live-version]")?.dataset.liveVersion;
   let busy = false;
-  const tick = async () => {
-    if (busy || document.hidden) return;
+  let again = false;
+  let stream = null;
+  let eventsUrl = region.dataset.liveEvents;
+
+  const refresh = async () => {
+    if (busy) { again = true; return; }
     busy = true;
     try {
-      const answer = await fetch(region.dataset.liveUrl, { headers: { Accept: "application/json" } });
-      if (!answer.ok) return;
-      if (String((await answer.json()).version) === shown()) return;
       const page = await fetch(region.dataset.reportUrl);
       if (!page.ok) return;
       region.innerHTML = await page.text();
       if (window.Chart) drawCharts(region);
     } catch (error) {
-      // The next tick tries again; the page keeps what it shows.
+      // The next event or tick tries again; the page keeps what it shows.
     } finally {
       busy = false;
+      if (again) { again = false; refresh(); }
     }
   };
+
+  let served = null; // whether events are served here: unknown until a first stream opens or fails
+  const listen = () => {
+    if (stream || !eventsUrl || !window.EventSource || served === false) return;
+    const opened = new EventSource(eventsUrl);
+    stream = opened;
+    opened.onopen = () => { served = true; };
+    opened.addEventListener("clicks", () => { if (!document.hidden) refresh(); });
+    opened.onerror = () => {
+      // Ended (its time is up, or the server went away): the next tick
+      // brings a new token. One that never opened means none is served
+      // here, and the page polls.
+      opened.close();
+      if (served === null) served = false;
+      stream = null;
+      eventsUrl = null;
+    };
+  };
+
+  const tick = async () => {
+    if (stream || busy || document.hidden) return;
+    try {
+      const answer = await fetch(region.dataset.liveUrl, { headers: { Accept: "application/json" } });
+      if (!answer.ok) return;
+      const live = await answer.json();
+      if (live.events) eventsUrl = live.events;
+      if (String(live.version) !== shown()) await refresh();
+      listen();
+    } catch (error) {
+      // The next tick tries again.
+    }
+  };
+  listen();
   setInterval(tick, LIVE_EVERY_MS);
 }
 

@@ -1,0 +1,89 @@
+"""Clicks pushed to the pages that show them (the link page, the
+overview), as server-sent events, by `manage.py serve_live`
+(web/live_server.py) rather than by gunicorn, whose sync workers an open
+page would each hold.
+
+- Once the click importer's batch has committed (clicks.signals.
+  batch_stored, transaction.on_commit), a Redis PUBLISH for each of its
+  links (`slingshot:live:link:<id>`), each of their teams
+  (`slingshot:live:team:<id>`) and everyone's (`slingshot:live:all`): the
+  message says only that clicks came; the page then fetches what changed,
+  as it does when it polls.
+- A page asks for its events with a token signed with SECRET_KEY, made by
+  the view that showed it (`events_url`), naming the channels its person
+  may follow: the link's, or the teams' they read (every team's for a
+  superuser). serve_live opens a stream only on a token under
+  TOKEN_MAX_AGE old; a stream ends after STREAM_SECONDS, and the page asks
+  its view for a new token (so a person removed from a team stops getting
+  its events within that time).
+"""
+
+import logging
+
+import redis
+from django.core import signing
+from django.db import connection, transaction
+from django.urls import reverse
+
+from slingshot.redis import get_redis
+from teams import access
+
+log = logging.getLogger(__name__)
+
+CHANNEL_PREFIX = "slingshot:live:"
+ALL = "all"
+TOKEN_SALT = "slingshot.live.events"
+TOKEN_MAX_AGE = 120
+STREAM_SECONDS = 300
+
+
+def link_channels(link) -> list[str]:
+    return [f"link:{link.pk}"]
+
+
+def overview_channels(user) -> list[str]:
+    if access.team_ids(user) is None:  # a superuser's session: every team
+        return [ALL]
+    return [f"team:{team_id}" for team_id in access.teams_of(user).values_list("pk", flat=True)]
+
+
+def events_url(channels: list[str]) -> str:
+    token = signing.dumps(channels, salt=TOKEN_SALT, compress=True)
+    return reverse("web:live-events") + "?t=" + token
+
+
+def channels_of(token: str) -> list[str] | None:
+    """The channels a token names, or None for a token that is not ours or too old."""
+    try:
+        channels = signing.loads(token, salt=TOKEN_SALT, max_age=TOKEN_MAX_AGE)
+    except signing.BadSignature:
+        return None
+    if not isinstance(channels, list) or not all(isinstance(name, str) for name in channels):
+        return None
+    return channels
+
+
+_TEAMS = "SELECT id, team_id FROM links_link WHERE id = ANY(%s)"
+
+
+def on_batch_stored(sender, *, cursor, batch, **kwargs) -> None:
+    if not batch.clicks or not batch.link_ids:
+        return
+    link_ids = sorted(batch.link_ids)
+    transaction.on_commit(lambda: publish(link_ids))
+
+
+def publish(link_ids: list[int]) -> None:
+    """Tells the pages of these links, and of their teams, that clicks came;
+    Redis failing is logged, never raised into the commit it follows."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(_TEAMS, [link_ids])
+            rows = cursor.fetchall()
+        channels = {f"link:{link_id}" for link_id, _ in rows} | {f"team:{team_id}" for _, team_id in rows}
+        pipe = get_redis().pipeline(transaction=False)
+        for channel in sorted(channels | {ALL}):
+            pipe.publish(CHANNEL_PREFIX + channel, b"1")
+        pipe.execute()
+    except (redis.RedisError, OSError) as exc:
+        log.warning("live pages not told of new clicks: %s", exc)

@@ -1,0 +1,78 @@
+"""A click pushed to an open link page in a real browser: Chromium through
+the dashboard's real front (dashboard/nginx.conf, rendered as `make run`
+renders it) in front of Django and serve_live; the importer stores a
+click, and the page shows it within a second, told by its event stream,
+not by its polling."""
+
+import re
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from devstack.dashboard import render_front_conf
+from devstack.net import free_port, wait_for_port
+from devstack.nginx import nginx_command
+from testing.factories import make_link
+
+from .test_browser import browser  # noqa: F401 (the Chromium fixture)
+from .test_browser_teams import sign_in
+from .test_live import store_click
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def front(live_server, tmp_path):
+    """The front on a port of its own, passing pages to the test's Django and /live/events to serve_live."""
+    from web.live_server import serve
+
+    live_port = free_port()
+    stopping = threading.Event()
+    server = threading.Thread(target=serve, args=("127.0.0.1", live_port, stopping), daemon=True)
+    server.start()
+    wait_for_port(live_port)
+    port = free_port()
+    django_port = int(live_server.url.rsplit(":", 1)[1])
+    render_front_conf(tmp_path / "front", port, gunicorn_port=django_port, live_port=live_port)
+    nginx = subprocess.Popen(nginx_command(tmp_path / "front"), stderr=subprocess.DEVNULL)
+    wait_for_port(port, process=nginx)
+    time.sleep(0.3)  # serve_live's Redis listener subscribed
+
+    class Front:
+        url = f"http://127.0.0.1:{port}"
+
+    yield Front
+    nginx.terminate()
+    nginx.wait(timeout=10)
+    stopping.set()
+    server.join(timeout=5)
+
+
+def test_a_click_shows_on_the_open_link_page_within_a_second(browser, front, user):  # noqa: F811
+    link = make_link(owner=user, url="https://example.org/launch")
+    context, tab = sign_in(browser, front, user)
+    polls, streams = [], []
+    tab.on("request", lambda request: polls.append(time.monotonic()) if request.url.endswith("/live") else None)
+    tab.on("response", lambda response: streams.append(response.status) if "/live/events" in response.url else None)
+    tab.wait_for_timeout(300)
+    streams.clear()  # the overview's, where sign-in landed
+    tab.goto(f"/links/{link.slug}/")
+    version = tab.locator("[data-live-version]").first
+    expect(version).to_have_attribute("data-live-version", "0")
+    deadline = time.monotonic() + 5
+    while not streams and time.monotonic() < deadline:
+        tab.wait_for_timeout(50)
+    assert streams == [200], streams
+    tab.wait_for_timeout(300)
+
+    store_click(link)
+    stored = time.monotonic()  # committed
+    expect(version).to_have_attribute("data-live-version", "1", timeout=1000)
+    shown = time.monotonic()
+    assert shown - stored < 1.0
+    assert not [at for at in polls if stored <= at <= shown], "the page polled: it should have been told"
+    context.close()

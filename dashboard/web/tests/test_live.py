@@ -1,0 +1,160 @@
+"""Clicks pushed to the pages that show them: the token a page gets, and
+serve_live end to end against the real Redis and the click importer's own
+commits."""
+
+import socket
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from django.core import signing
+
+from teams.models import Membership, Role, Team
+from testing.factories import fresh, make_link, make_user
+from testing.streams import entry, importer
+from web import live
+from web.live_server import serve
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def server():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    stopping = threading.Event()
+    thread = threading.Thread(target=serve, args=("127.0.0.1", port, stopping), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "serve_live did not start"
+            time.sleep(0.05)
+    time.sleep(0.3)  # its Redis listener subscribed
+    yield port
+    stopping.set()
+    thread.join(timeout=5)
+
+
+class Stream:
+    """An open /live/events, read as a browser's EventSource reads it."""
+
+    def __init__(self, port: int, url: str):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.sock.sendall(f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n".encode())
+        self.buffer = b""
+        self.status = int(self._until(b"\r\n\r\n", 5).split(b" ", 2)[1])
+
+    def _until(self, marker: bytes, seconds: float) -> bytes:
+        deadline = time.monotonic() + seconds
+        while marker not in self.buffer:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                data = self.sock.recv(65536)
+            except TimeoutError:
+                return b""
+            if not data:
+                return b""
+            self.buffer += data
+        head, _, self.buffer = self.buffer.partition(marker)
+        return head
+
+    def clicks_within(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            event = self._until(b"\n\n", left)
+            if b"event: clicks" in event:
+                return True
+            if not event and not self.buffer:
+                continue
+        return False
+
+    def close(self):
+        self.sock.close()
+
+
+def store_click(link) -> None:
+    store = importer("live-" + uuid.uuid4().hex[:6])
+    now = int(datetime.now(UTC).timestamp() * 1000)
+    click = {"ts": now, "slug": link.slug, "link": link.pk, "ip": "198.51.100.9", "ua": "pytest", "ref": ""}
+    assert store.store(store.maker.make([entry([click])])) == 1
+
+
+def test_a_link_page_is_told_of_its_clicks_within_a_second_and_no_other_is(server):
+    owner = make_user()
+    link, other = make_link(owner=owner, url="https://example.org/"), make_link(owner=owner, url="https://example.org/")
+    mine = Stream(server, live.events_url(live.link_channels(link)))
+    theirs = Stream(server, live.events_url(live.link_channels(other)))
+    try:
+        assert mine.status == 200 and theirs.status == 200
+        started = time.monotonic()
+        store_click(link)
+        assert mine.clicks_within(1.0), "no event within a second of the commit"
+        assert time.monotonic() - started < 1.5
+        assert not theirs.clicks_within(0.5)
+    finally:
+        mine.close()
+        theirs.close()
+
+
+def test_the_overview_hears_its_teams_and_only_them(server):
+    owner, stranger = make_user(), make_user()
+    team = Team.objects.create(name=fresh("team-"))
+    Membership.objects.create(team=team, user=owner, role=Role.VIEWER)
+    link = make_link(owner=stranger, url="https://example.org/")  # the stranger's personal team
+    shared = make_link(owner=make_user(is_superuser=True), team=team, url="https://example.org/")
+    overview = Stream(server, live.events_url(live.overview_channels(owner)))
+    try:
+        store_click(link)
+        assert not overview.clicks_within(0.5)
+        store_click(shared)
+        assert overview.clicks_within(1.0)
+    finally:
+        overview.close()
+
+
+@pytest.mark.parametrize("token", ["", "nonsense", "tampered"])
+def test_a_token_not_ours_opens_nothing(server, token):
+    if token == "tampered":
+        good = live.events_url(["link:1"]).split("t=", 1)[1]
+        token = good[:-2] + ("AA" if not good.endswith("AA") else "BB")
+    stream = Stream(server, "/live/events?t=" + token)
+    try:
+        assert stream.status == 403
+    finally:
+        stream.close()
+
+
+def test_an_old_token_opens_nothing(settings):
+    token = live.events_url(["link:1"]).split("t=", 1)[1]
+    assert live.channels_of(token) == ["link:1"]
+    signer = signing.TimestampSigner(salt=live.TOKEN_SALT)
+    old = signer.sign_object(["link:1"], compress=True)
+    assert live.channels_of(old) == ["link:1"]
+    import time as clock
+
+    real = clock.time
+    try:
+        clock.time = lambda: real() + live.TOKEN_MAX_AGE + 5
+        assert live.channels_of(old) is None
+    finally:
+        clock.time = real
+
+
+def test_the_pages_carry_their_events_url_and_polling_hands_out_a_fresh_one(client):
+    owner = make_user()
+    link = make_link(owner=owner, url="https://example.org/")
+    client.force_login(owner)
+    page = client.get(f"/links/{link.slug}/").content.decode()
+    assert 'data-live-events="/live/events?t=' in page
+    answer = client.get(f"/links/{link.slug}/live").json()
+    assert live.channels_of(answer["events"].split("t=", 1)[1]) == [f"link:{link.pk}"]
+    overview = client.get("/live").json()
+    assert live.channels_of(overview["events"].split("t=", 1)[1]) == [f"team:{owner.personal_team.pk}"]
+    assert client.get("/live/events").status_code == 503  # gunicorn serves none: the page polls
