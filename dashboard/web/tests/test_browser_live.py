@@ -4,8 +4,6 @@ renders it) in front of Django and serve_live; the importer stores a
 click, and the page shows it within a second, told by its event stream,
 not by its polling."""
 
-import re
-import socket
 import subprocess
 import threading
 import time
