@@ -5,11 +5,14 @@ own PostgreSQL and Redis (devstack.throwaway), the dashboard under
 gunicorn, `manage.py serve_live`, and the dashboard's front
 (dashboard/nginx.conf, as `make run` renders it) in front of both; signs
 in, and times a page of the dashboard (a link's page, through the front,
-one request at a time) with no live page open, then with --pages event
-streams open through the front on that link while clicks are announced
---events times a second (each waking every stream), then with none again.
-Prints the pages' median and 95th percentile each way, and serve_live's
-CPU and memory with the streams open.
+one request at a time: the links list) with no live page open, then with
+--pages event streams open through the front on one link while its
+clicks are announced --events times a second, each page fetching the
+link's live parts when it is told, at most every 10 seconds, as a
+browser's does (16 at a time),
+then with none again. Prints the other page's median and 95th percentile
+each way, the fetches the pages made, and serve_live's CPU and memory
+with the streams open.
 
     flock /tmp/slingshot-bench.lock .venv/bin/python loadtest/bench_live.py [--pages 1000] [--events 5] [--smoke]
 """
@@ -22,6 +25,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from statistics import median, quantiles
 
@@ -40,6 +44,8 @@ from devstack.supervised import sign_in  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 
 MANAGE = [sys.executable, str(REPO / "dashboard" / "manage.py")]
+# app.js's REFRESH_EVERY_MS: a told page fetches its report at most this often.
+REFRESH_SECONDS = 10.0
 MAKE_LINK = """
 import os
 from django.contrib.auth import get_user_model
@@ -85,13 +91,18 @@ def open_streams(
     return chooser, streams
 
 
-def drain(chooser: selectors.DefaultSelector) -> int:
-    """Reads what the streams got; how many events."""
-    events = 0
+def drain(chooser: selectors.DefaultSelector) -> list[socket.socket]:
+    """Reads what the streams got: the streams told of clicks, once each."""
+    told = []
     for key, _ in chooser.select(timeout=0):
         with contextlib.suppress(BlockingIOError):
-            events += key.fileobj.recv(65536).count(b"event: clicks")
-    return events
+            if b"event: clicks" in key.fileobj.recv(65536):
+                told.append(key.fileobj)
+    return told
+
+
+def fetch_time(opener, url: str) -> float:
+    return page_times(opener, url, 1)[0]
 
 
 def summary(times: list[float]) -> str:
@@ -140,7 +151,8 @@ def main() -> int:
         cookie = "; ".join(
             f"{c.name}={c.value}" for h in opener.handlers if hasattr(h, "cookiejar") for c in h.cookiejar
         )
-        page = f"{base}/links/{slug}/"
+        page = f"{base}/links/"
+        report = f"{base}/links/{slug}/report"
         with opener.open(f"{base}/links/{slug}/live", timeout=10) as answer:
             events_path = json.loads(answer.read())["events"]
 
@@ -151,6 +163,8 @@ def main() -> int:
         chooser, streams = open_streams(front_port, events_path, cookie, args.pages)
         process = psutil.Process(live.pid)
         cpu_before = sum(process.cpu_times()[:2])
+        fetchers = ThreadPoolExecutor(16)
+        fetches, refreshed = [], {}
         started = time.monotonic()
         during, announced, got, next_event = [], 0, 0, started
         while len(during) < args.requests:
@@ -160,10 +174,17 @@ def main() -> int:
                 announced += 1
                 next_event = now + 1 / args.events
             during += page_times(opener, page, 1)
-            got += drain(chooser)
+            for stream in drain(chooser):
+                got += 1
+                # As app.js does: the counts come with the event, the report at most every REFRESH seconds.
+                if now - refreshed.get(stream, float("-inf")) >= REFRESH_SECONDS:
+                    refreshed[stream] = now
+                    fetches.append(fetchers.submit(fetch_time, opener, report))
         elapsed = time.monotonic() - started
         time.sleep(0.5)
-        got += drain(chooser)
+        got += len(drain(chooser))
+        fetchers.shutdown(wait=True)
+        fetched = [future.result() for future in fetches]
         cpu = sum(process.cpu_times()[:2]) - cpu_before
         rss = process.memory_info().rss / 1024 / 1024
         for sock in streams:
@@ -175,9 +196,10 @@ def main() -> int:
             f"serve_live with {args.pages} open pages: {rss:.0f} MB resident, {cpu / elapsed * 100:.1f} % of a core "
             f"over {elapsed:.1f} s, {announced} announcements, {got:,} events read by the pages"
         )
-        print(f"the link page through the front, no live page open: {summary(before)}")
-        print(f"the link page through the front, {args.pages} live pages open: {summary(during)}")
-        print(f"the link page through the front, none open again: {summary(after)}")
+        print(f"the pages' fetches of the link's live parts: {len(fetched):,}, {summary(fetched)}")
+        print(f"the links list through the front, no live page open: {summary(before)}")
+        print(f"the links list through the front, {args.pages} live pages open: {summary(during)}")
+        print(f"the links list through the front, none open again: {summary(after)}")
         print(f"open pages / none, medians: {median(during) / median(before + after):.2f}")
         return 0
     finally:

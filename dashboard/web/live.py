@@ -5,10 +5,12 @@ page would each hold.
 
 - Once the click importer's batch has committed (clicks.signals.
   batch_stored, transaction.on_commit), a Redis PUBLISH for each of its
-  links (`slingshot:live:link:<id>`), each of their teams
-  (`slingshot:live:team:<id>`) and everyone's (`slingshot:live:all`): the
-  message says only that clicks came; the page then fetches what changed,
-  as it does when it polls.
+  links (`slingshot:live:link:<id>`, with the link's all-time clicks and
+  human clicks as JSON, which the page shows at once), each of their
+  teams (`slingshot:live:team:<id>`) and everyone's (`slingshot:live:all`);
+  the page then fetches the rest of what changed (its report), at most
+  every REFRESH seconds of app.js, so that a thousand pages open on busy
+  links do not keep the dashboard's workers for themselves.
 - A page asks for its events with a token signed with SECRET_KEY, made by
   the view that showed it (`events_url`), naming the channels its person
   may follow: the link's, or the teams' they read (every team's for a
@@ -20,6 +22,7 @@ page would each hold.
 
 import logging
 
+import orjson
 import redis
 from django.core import signing
 from django.db import connection, transaction
@@ -63,7 +66,11 @@ def channels_of(token: str) -> list[str] | None:
     return channels
 
 
-_TEAMS = "SELECT id, team_id FROM links_link WHERE id = ANY(%s)"
+_LINKS = """
+SELECT l.id, l.team_id, coalesce(t.clicks, 0), coalesce(t.human_clicks, 0)
+FROM links_link l LEFT JOIN link_click_totals t ON t.link_id = l.id
+WHERE l.id = ANY(%s)
+"""
 
 
 def on_batch_stored(sender, *, cursor, batch, **kwargs) -> None:
@@ -78,12 +85,13 @@ def publish(link_ids: list[int]) -> None:
     Redis failing is logged, never raised into the commit it follows."""
     try:
         with connection.cursor() as cursor:
-            cursor.execute(_TEAMS, [link_ids])
+            cursor.execute(_LINKS, [link_ids])
             rows = cursor.fetchall()
-        channels = {f"link:{link_id}" for link_id, _ in rows} | {f"team:{team_id}" for _, team_id in rows}
         pipe = get_redis().pipeline(transaction=False)
-        for channel in sorted(channels | {ALL}):
-            pipe.publish(CHANNEL_PREFIX + channel, b"1")
+        for link_id, _, clicks, human in rows:
+            pipe.publish(f"{CHANNEL_PREFIX}link:{link_id}", orjson.dumps({"clicks": clicks, "human": human}))
+        for channel in sorted({f"team:{team_id}" for _, team_id, _, _ in rows} | {ALL}):
+            pipe.publish(CHANNEL_PREFIX + channel, b"{}")
         pipe.execute()
     except (redis.RedisError, OSError) as exc:
         log.warning("live pages not told of new clicks: %s", exc)

@@ -21,18 +21,26 @@ log = logging.getLogger(__name__)
 
 # A comment line this often keeps proxies and browsers from closing an idle stream.
 HEARTBEAT_SECONDS = 15.0
+# The least time between two wake-ups of a channel's pages.
+WAKE_GAP = 1.0
 OPENED = b"retry: 2000\n: open\n\n"
-CLICKS = b"event: clicks\ndata: 1\n\n"
+CLICKS = b"event: clicks\ndata: %s\n\n"
 KEEP_ALIVE = b": keep-alive\n\n"
 
 
 class Hub:
-    """The open pages by channel; a page's queue holds at most one wake-up."""
+    """The open pages by channel; a page's queue holds at most one wake-up,
+    and a channel wakes its pages at most once every WAKE_GAP seconds (a
+    busy link's batches, several a second, would otherwise have each of
+    its open pages fetch its report as often)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
         self.pages: dict[str, set[asyncio.Queue]] = defaultdict(set)
         self.open = 0
+        self._woken: dict[str, float] = {}  # channel -> when its pages were last woken
+        self._later: set[str] = set()  # channels with a wake-up waiting for its gap
+        self._data: dict[str, bytes] = {}  # channel -> the latest message's data, for the wake-up waiting
 
     def add(self, channels: list[str], queue: asyncio.Queue) -> None:
         for channel in channels:
@@ -44,12 +52,33 @@ class Hub:
             self.pages[channel].discard(queue)
             if not self.pages[channel]:
                 del self.pages[channel]
+                self._data.pop(channel, None)
         self.open -= 1
 
-    def wake(self, channel: str) -> None:
-        for queue in self.pages.get(channel, ()):
-            if queue.empty():
-                queue.put_nowait(True)
+    def wake(self, channel: str, data: bytes = b"{}") -> None:
+        if channel not in self.pages:
+            return
+        self._data[channel] = data
+        if channel in self._later:
+            return
+        wait = self._woken.get(channel, float("-inf")) + WAKE_GAP - self.loop.time()
+        if wait > 0:
+            self._later.add(channel)
+            self.loop.call_later(wait, self._wake_later, channel)
+            return
+        self._woken[channel] = self.loop.time()
+        data = self._data.pop(channel, b"{}")
+        for queue in self.pages[channel]:
+            if not queue.empty():
+                queue.get_nowait()  # the newer counts replace the older
+            queue.put_nowait(data)
+        if len(self._woken) > 100_000:
+            self._woken = {name: at for name, at in self._woken.items() if name in self.pages}
+
+    def _wake_later(self, channel: str) -> None:
+        self._later.discard(channel)
+        if channel in self._data:
+            self.wake(channel, self._data[channel])
 
     def listen(self, stopping: threading.Event) -> None:
         """In a thread of its own: Redis's messages to the loop, until `stopping`."""
@@ -63,7 +92,8 @@ class Hub:
                     message = pubsub.get_message(timeout=1.0)
                     if message and message["type"] == "pmessage":
                         channel = message["channel"].decode()[len(CHANNEL_PREFIX) :]
-                        self.loop.call_soon_threadsafe(self.wake, channel)
+                        data = message["data"] if b"\n" not in message["data"] else b"{}"
+                        self.loop.call_soon_threadsafe(self.wake, channel, data)
             except (redis.RedisError, OSError) as exc:
                 failures += 1
                 log.warning("serve_live: Redis: %s; listening again in %.1f s", exc, min(5.0, 0.2 * 2**failures))
@@ -86,11 +116,11 @@ async def events(request: web.Request) -> web.StreamResponse:
         ends = time.monotonic() + STREAM_SECONDS
         while (left := ends - time.monotonic()) > 0:
             try:
-                await asyncio.wait_for(queue.get(), timeout=min(HEARTBEAT_SECONDS, left))
+                data = await asyncio.wait_for(queue.get(), timeout=min(HEARTBEAT_SECONDS, left))
             except TimeoutError:
                 await response.write(KEEP_ALIVE)
             else:
-                await response.write(CLICKS)
+                await response.write(CLICKS % data)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:

@@ -5,9 +5,11 @@ from datetime import datetime, timedelta, timezone
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone as tz
 
@@ -30,6 +32,8 @@ from .link_views import link_or_404
 from .selectors import OVERVIEW_DAYS, clicks_per_rule, edge_health, overview_for, overview_version
 
 RECENT_CLICKS = 20
+# Seconds a link's live parts, once made, serve every reader of the link (link_report).
+REPORT_KEPT = 2
 
 
 ORPHAN_DAYS = (1, 7, 30, 90)
@@ -195,9 +199,19 @@ def link_detail(request, slug: str):
 @login_required
 def link_report(request, slug: str):
     """The parts of the link page that its clicks change, alone: the page
-    fetches them again as clicks come in (docs/dashboard.md)."""
+    fetches them again as clicks come in (docs/dashboard.md). Each open page
+    of a link asks for them at once when its clicks come (web/live.py), so
+    they are made once for everyone who reads the link, for each count of
+    its clicks, time zone and choice of range, and kept REPORT_KEPT seconds
+    in this process: what they show is the same for every reader."""
     link = link_or_404(request, slug)
-    return render(request, "web/_link_live.html", _link_live(request, link))
+    version = link_totals(link_ids=[link.pk])[link.pk].clicks
+    key = f"web:link-report:{link.pk}:{version}:{tz.get_current_timezone_name()}:{request.GET.urlencode()}"
+    content = cache.get(key)
+    if content is None:
+        content = render_to_string("web/_link_live.html", _link_live(request, link), request=request)
+        cache.set(key, content, REPORT_KEPT)
+    return HttpResponse(content)
 
 
 @login_required

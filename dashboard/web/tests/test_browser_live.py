@@ -70,6 +70,7 @@ def test_a_click_shows_on_the_open_link_page_within_a_second(browser, front, use
     store_click(link)
     stored = time.monotonic()  # committed
     expect(version).to_have_attribute("data-live-version", "1", timeout=1000)
+    expect(tab.locator("#all-time-clicks")).to_have_text("1", timeout=100)
     shown = time.monotonic()
     assert shown - stored < 1.0
     assert not [at for at in polls if stored <= at <= shown], "the page polled: it should have been told"

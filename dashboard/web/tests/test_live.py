@@ -70,6 +70,7 @@ class Stream:
         while (left := deadline - time.monotonic()) > 0:
             event = self._until(b"\n\n", left)
             if b"event: clicks" in event:
+                self.last = event
                 return True
             if not event and not self.buffer:
                 continue
@@ -96,6 +97,7 @@ def test_a_link_page_is_told_of_its_clicks_within_a_second_and_no_other_is(serve
         started = time.monotonic()
         store_click(link)
         assert mine.clicks_within(1.0), "no event within a second of the commit"
+        assert b'data: {"clicks":1,"human":1}' in mine.last  # the counts the page shows at once
         assert time.monotonic() - started < 1.5
         assert not theirs.clicks_within(0.5)
     finally:
@@ -158,3 +160,56 @@ def test_the_pages_carry_their_events_url_and_polling_hands_out_a_fresh_one(clie
     overview = client.get("/live").json()
     assert live.channels_of(overview["events"].split("t=", 1)[1]) == [f"team:{owner.personal_team.pk}"]
     assert client.get("/live/events").status_code == 503  # gunicorn serves none: the page polls
+
+
+def test_a_busy_channel_wakes_its_pages_at_most_once_a_second():
+    import asyncio
+
+    from web.live_server import WAKE_GAP, Hub
+
+    async def run() -> list[float]:
+        loop = asyncio.get_running_loop()
+        hub, queue, woken = Hub(loop), asyncio.Queue(maxsize=1), []
+        hub.add(["link:1"], queue)
+        started = loop.time()
+        for _ in range(20):  # twenty batches in 0.2 s
+            hub.wake("link:1")
+            await asyncio.sleep(0.01)
+        while loop.time() - started < WAKE_GAP * 2.5:
+            try:
+                await asyncio.wait_for(queue.get(), timeout=0.05)
+                woken.append(loop.time() - started)
+            except TimeoutError:
+                pass
+        return woken
+
+    woken = asyncio.run(run())
+    assert len(woken) == 2, woken  # at once, and once the gap is over: the batches after the first
+    # The first is read once the batches are in (it waited in the queue), the second once the gap is over.
+    assert woken[0] < 0.3 and WAKE_GAP - 0.05 <= woken[1] < WAKE_GAP + 0.3
+
+
+def test_a_links_live_parts_are_made_once_for_its_readers_and_again_when_its_clicks_change(client):
+    from django.db import connection as db
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    owner, reader, stranger = make_user(), make_user(), make_user()
+    team = Team.objects.create(name=fresh("team-"))
+    Membership.objects.create(team=team, user=owner, role=Role.ADMIN)
+    Membership.objects.create(team=team, user=reader, role=Role.VIEWER)
+    link = make_link(owner=owner, team=team, url="https://example.org/")
+    url = f"/links/{link.slug}/report"
+    first, second, third = Client(), Client(), Client()
+    first.force_login(owner)
+    second.force_login(reader)
+    third.force_login(stranger)
+    made = first.get(url)
+    assert made.status_code == 200 and 'data-live-version="0"' in made.content.decode()
+    with CaptureQueriesContext(db) as queries:
+        again = second.get(url)
+    assert again.content == made.content
+    assert len(queries) <= 6, [q["sql"] for q in queries]  # the session, the link, its count: not the report's 13
+    assert third.get(url).status_code == 404  # no reader: nothing, cached or not
+    store_click(link)
+    assert 'data-live-version="1"' in second.get(url).content.decode()

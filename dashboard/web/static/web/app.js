@@ -96,6 +96,9 @@ function buildUtm(form) {
 // whether the clicks changed, a small JSON answer that also brings a
 // fresh events URL.
 const LIVE_EVERY_MS = 2000;
+// Told of clicks, a page shows the link's new counts at once (they come
+// with the event) and fetches the rest (its report) at most this often.
+const REFRESH_EVERY_MS = 10000;
 
 function followLive(region) {
   const shown = () => region.querySelector("[data-live-version]")?.dataset.liveVersion;
@@ -104,9 +107,27 @@ function followLive(region) {
   let stream = null;
   let eventsUrl = region.dataset.liveEvents;
 
+  let refreshed = 0;
+  let later = null;
+  const refreshSoon = () => {
+    const wait = refreshed + REFRESH_EVERY_MS - Date.now();
+    if (wait <= 0) { refresh(); return; }
+    if (!later) later = setTimeout(() => { later = null; refresh(); }, wait);
+  };
+  const showCounts = (counts) => {
+    const facts = region.querySelector("[data-live-version]");
+    const clicks = region.querySelector("#all-time-clicks");
+    const human = region.querySelector("#all-time-human");
+    if (!facts || !clicks || counts.clicks === undefined) return;
+    clicks.textContent = counts.clicks;
+    if (human) human.textContent = counts.human;
+    facts.dataset.liveVersion = counts.clicks;
+  };
+
   const refresh = async () => {
     if (busy) { again = true; return; }
     busy = true;
+    refreshed = Date.now();
     try {
       const page = await fetch(region.dataset.reportUrl);
       if (!page.ok) return;
@@ -126,7 +147,12 @@ function followLive(region) {
     const opened = new EventSource(eventsUrl);
     stream = opened;
     opened.onopen = () => { served = true; };
-    opened.addEventListener("clicks", () => { if (!document.hidden) refresh(); });
+    opened.addEventListener("clicks", (event) => {
+      let counts = {};
+      try { counts = JSON.parse(event.data); } catch (error) { /* an older server's "1" */ }
+      showCounts(counts);
+      if (!document.hidden) refreshSoon();
+    });
     opened.onerror = () => {
       // Ended (its time is up, or the server went away): the next tick
       // brings a new token. One that never opened means none is served
