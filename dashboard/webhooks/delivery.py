@@ -20,6 +20,7 @@ import logging
 import random
 import time
 from collections import defaultdict, deque
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -87,10 +88,21 @@ def retry_delay(attempts: int) -> float | None:
 
 
 def signing_secrets(secret: bytes, previous: bytes, previous_until: datetime | None, now: datetime) -> list[str]:
-    found = [sealing.unseal(secret, purpose=SECRET_PURPOSE)]
+    """The secrets that sign now: the webhook's, and the one it had before
+    a rotation for a day after; none when its own cannot be read (sealed
+    under another SECRET_KEY: a rotation gives it one that can). A previous
+    one that cannot be read is left out."""
+    try:
+        found = [sealing.unseal(secret, purpose=SECRET_PURPOSE)]
+    except sealing.Unreadable:
+        return []
     if previous and previous_until and previous_until > now:
-        found.append(sealing.unseal(previous, purpose=SECRET_PURPOSE))
+        with suppress(sealing.Unreadable):
+            found.append(sealing.unseal(previous, purpose=SECRET_PURPOSE))
     return found
+
+
+UNREADABLE_SECRET = "its signing secret cannot be read (SECRET_KEY changed since it was made): rotate it"
 
 
 _CLAIM = """
@@ -180,7 +192,11 @@ class Deliverer:
         for message_id, webhook_id, msg_id, body, attempts, url, secret, previous, previous_until in rows:
             if webhook_id not in secrets_of:
                 secrets_of[webhook_id] = signing_secrets(secret, previous, previous_until, now)
-            self._start(Job(message_id, webhook_id, msg_id, body, attempts, url, secrets_of[webhook_id]))
+            job = Job(message_id, webhook_id, msg_id, body, attempts, url, secrets_of[webhook_id])
+            if job.secrets:
+                self._start(job)
+            else:  # never sent unsigned: a failed attempt, retried as any other
+                self._outcomes.append(Outcome(job, now, None, 0, "", UNREADABLE_SECRET))
         return len(rows)
 
     def _start(self, job: Job) -> None:

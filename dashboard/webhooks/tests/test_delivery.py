@@ -286,3 +286,17 @@ def test_an_address_that_became_private_is_refused_where_the_connection_is_made(
     attempt = Attempt.objects.get(webhook=webhook)
     assert attempt.status_code is None and "private network" in attempt.error
     assert receiver.got == []
+
+
+def test_a_secret_sealed_under_another_secret_key_is_never_sent_unsigned(webhook_settings, owner, receiver, deliver):
+    webhook = hook_for(owner, receiver, ["link.created"])
+    make_link(owner=owner, url="https://example.org/")
+    webhook_settings.SECRET_KEY = "another-secret-key-" + uuid.uuid4().hex
+    deliver()
+    attempt = Attempt.objects.get(webhook=webhook)
+    assert receiver.got == [] and "rotate it" in attempt.error
+    assert Message.objects.get(webhook=webhook).state == "pending"  # retried, once rotated
+    receiver.secrets = [services.webhook_rotate_secret(actor=owner, webhook=webhook)]
+    make_due()
+    deliver()
+    assert len(receiver.got) == 1 and receiver.got[0].verified
