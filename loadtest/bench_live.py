@@ -8,8 +8,8 @@ in, and times a page of the dashboard (a link's page, through the front,
 one request at a time: the links list) with no live page open, then with
 --pages event streams open through the front on one link while its
 clicks are announced --events times a second, each page fetching the
-link's live parts when it is told, at most every 10 seconds, as a
-browser's does (16 at a time),
+link's live parts when it is told, at most every 10 seconds and after a
+wait drawn up to 2 s, as a browser's does (16 at a time),
 then with none again. Prints the other page's median and 95th percentile
 each way, the fetches the pages made, and serve_live's CPU and memory
 with the streams open.
@@ -18,8 +18,10 @@ with the streams open.
 """
 
 import argparse
+import heapq
 import json
 import os
+import random
 import selectors
 import socket
 import subprocess
@@ -44,10 +46,13 @@ from devstack.supervised import sign_in  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 
 MANAGE = [sys.executable, str(REPO / "dashboard" / "manage.py")]
-# app.js's REFRESH_EVERY_MS: a told page fetches its report at most this often.
+# app.js's REFRESH_EVERY_MS and REFRESH_SPREAD_MS: a told page fetches its
+# report at most this often, after a wait drawn up to SPREAD.
 REFRESH_SECONDS = 10.0
+SPREAD_SECONDS = 2.0
 MAKE_LINK = """
 import os
+import random
 from django.contrib.auth import get_user_model
 from links.fields import LinkFields
 from links.services import link_create
@@ -80,8 +85,10 @@ def open_streams(
     request = (
         f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\nCookie: {cookie}\r\n\r\n"
     ).encode()
-    for _ in range(count):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    for n in range(count):
+        # Fifty streams an address: the front takes at most 100 from one.
+        source = (f"127.0.{n // 50 // 250 + 1}.{n // 50 % 250 + 2}", 0)
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=source)
         sock.sendall(request)
         head = sock.recv(4096)
         assert head.startswith(b"HTTP/1.1 200"), head[:200]
@@ -164,7 +171,7 @@ def main() -> int:
         process = psutil.Process(live.pid)
         cpu_before = sum(process.cpu_times()[:2])
         fetchers = ThreadPoolExecutor(16)
-        fetches, refreshed = [], {}
+        fetches, refreshed, scheduled, waiting = [], {}, [], set()
         started = time.monotonic()
         during, announced, got, next_event = [], 0, 0, started
         while len(during) < args.requests:
@@ -176,10 +183,18 @@ def main() -> int:
             during += page_times(opener, page, 1)
             for stream in drain(chooser):
                 got += 1
-                # As app.js does: the counts come with the event, the report at most every REFRESH seconds.
-                if now - refreshed.get(stream, float("-inf")) >= REFRESH_SECONDS:
-                    refreshed[stream] = now
-                    fetches.append(fetchers.submit(fetch_time, opener, report))
+                # As app.js does: the counts come with the event; the report at
+                # most every REFRESH seconds, after a wait drawn up to SPREAD.
+                if stream.fileno() not in waiting:
+                    since = refreshed.get(stream.fileno(), float("-inf"))
+                    due = now + max(0.0, since + REFRESH_SECONDS - now) + random.uniform(0, SPREAD_SECONDS)
+                    heapq.heappush(scheduled, (due, stream.fileno()))
+                    waiting.add(stream.fileno())
+            while scheduled and scheduled[0][0] <= time.monotonic():
+                _, number = heapq.heappop(scheduled)
+                waiting.discard(number)
+                refreshed[number] = time.monotonic()
+                fetches.append(fetchers.submit(fetch_time, opener, report))
         elapsed = time.monotonic() - started
         time.sleep(0.5)
         got += len(drain(chooser))

@@ -75,3 +75,22 @@ def test_a_click_shows_on_the_open_link_page_within_a_second(browser, front, use
     assert shown - stored < 1.0
     assert not [at for at in polls if stored <= at <= shown], "the page polled: it should have been told"
     context.close()
+
+
+def test_the_front_takes_at_most_a_hundred_streams_from_one_address(front, user):
+    from web import live
+
+    from .test_live import Stream
+
+    link = make_link(owner=user, url="https://example.org/")
+    url = live.events_url(live.link_channels(link))
+    port = int(front.url.rsplit(":", 1)[1])
+    streams = [Stream(port, url) for _ in range(100)]
+    try:
+        assert {stream.status for stream in streams} == {200}
+        refused = Stream(port, url)
+        assert refused.status == 429
+        refused.close()
+    finally:
+        for stream in streams:
+            stream.close()

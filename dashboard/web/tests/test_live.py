@@ -105,7 +105,7 @@ def test_a_link_page_is_told_of_its_clicks_within_a_second_and_no_other_is(serve
         theirs.close()
 
 
-def test_the_overview_hears_its_teams_and_only_them(server):
+def test_the_overview_hears_its_teams_and_only_them_while_a_member(server):
     owner, stranger = make_user(), make_user()
     team = Team.objects.create(name=fresh("team-"))
     Membership.objects.create(team=team, user=owner, role=Role.VIEWER)
@@ -117,6 +117,9 @@ def test_the_overview_hears_its_teams_and_only_them(server):
         assert not overview.clicks_within(0.5)
         store_click(shared)
         assert overview.clicks_within(1.0)
+        Membership.objects.filter(team=team, user=owner).delete()
+        store_click(shared)
+        assert not overview.clicks_within(1.5)  # at once, not when the stream ends
     finally:
         overview.close()
 
@@ -158,7 +161,7 @@ def test_the_pages_carry_their_events_url_and_polling_hands_out_a_fresh_one(clie
     answer = client.get(f"/links/{link.slug}/live").json()
     assert live.channels_of(answer["events"].split("t=", 1)[1]) == [f"link:{link.pk}"]
     overview = client.get("/live").json()
-    assert live.channels_of(overview["events"].split("t=", 1)[1]) == [f"team:{owner.personal_team.pk}"]
+    assert live.channels_of(overview["events"].split("t=", 1)[1]) == [f"user:{owner.pk}"]
     assert client.get("/live/events").status_code == 503  # gunicorn serves none: the page polls
 
 

@@ -99,6 +99,9 @@ const LIVE_EVERY_MS = 2000;
 // Told of clicks, a page shows the link's new counts at once (they come
 // with the event) and fetches the rest (its report) at most this often.
 const REFRESH_EVERY_MS = 10000;
+// ... and after a wait drawn up to this long, so that the pages open on one
+// busy link, all told at once, do not all ask in the same moment.
+const REFRESH_SPREAD_MS = 2000;
 
 function followLive(region) {
   const shown = () => region.querySelector("[data-live-version]")?.dataset.liveVersion;
@@ -110,8 +113,7 @@ function followLive(region) {
   let refreshed = 0;
   let later = null;
   const refreshSoon = () => {
-    const wait = refreshed + REFRESH_EVERY_MS - Date.now();
-    if (wait <= 0) { refresh(); return; }
+    const wait = Math.max(0, refreshed + REFRESH_EVERY_MS - Date.now()) + Math.random() * REFRESH_SPREAD_MS;
     if (!later) later = setTimeout(() => { later = null; refresh(); }, wait);
   };
   const showCounts = (counts) => {
