@@ -100,11 +100,14 @@ class Hub:
                 stopping.wait(min(5.0, 0.2 * 2**failures))
 
 
+HUB = web.AppKey("hub", Hub)
+
+
 async def events(request: web.Request) -> web.StreamResponse:
     channels = channels_of(request.query.get("t", ""))
     if channels is None:
         return web.Response(status=403, text="This page's events need a fresh token: load the page again.")
-    hub: Hub = request.app["hub"]
+    hub = request.app[HUB]
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
@@ -129,13 +132,13 @@ async def events(request: web.Request) -> web.StreamResponse:
 
 
 async def health(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok", "open": request.app["hub"].open})
+    return web.json_response({"status": "ok", "open": request.app[HUB].open})
 
 
 def make_app(loop: asyncio.AbstractEventLoop) -> tuple[web.Application, Hub]:
     app = web.Application()
     hub = Hub(loop)
-    app["hub"] = hub
+    app[HUB] = hub
     app.router.add_get("/live/events", events)
     app.router.add_get("/live/healthz", health)
     return app, hub
