@@ -300,3 +300,19 @@ def test_a_secret_sealed_under_another_secret_key_is_never_sent_unsigned(webhook
     make_due()
     deliver()
     assert len(receiver.got) == 1 and receiver.got[0].verified
+
+
+def test_an_import_that_ends_is_one_event_and_a_dry_run_none(webhook_settings, owner, receiver, deliver):
+    from importers.jobs import job_create, job_fail
+    from teams.services import personal_team
+
+    hook_for(owner, receiver, ["import.finished"])
+    dry = job_create(owner=owner, team=personal_team(owner), source="csv", dry_run=True)
+    job_fail(dry, "a dry run's end makes no event")
+    job = job_create(owner=owner, team=personal_team(owner), source="csv")
+    job_fail(job, "the source could not be read")
+    deliver()
+    [event] = [d.event for d in receiver.got]
+    assert event["type"] == "import.finished"
+    assert event["data"]["import"]["id"] == job.pk and event["data"]["import"]["state"] == "failed"
+    assert event["data"]["import"]["error"] == "the source could not be read"
