@@ -24,7 +24,7 @@ from clicks.entries import CLICK_LINES
 from links.models import Link
 
 from . import event_types as types
-from .events import link_data
+from .events import body, link_data
 
 _WANTED = """
 SELECT EXISTS (
@@ -125,7 +125,7 @@ def make_click_messages(limit: int = 20) -> int:
     """Turns up to `limit` ClickBatch rows into messages, each in its own
     transaction with the row's delete; returns how many messages were new."""
     made = 0
-    links: dict[int, bytes] = {}  # a link's JSON, made once a call
+    links: dict[int, orjson.Fragment] = {}  # a link's JSON, made once a call
     for _ in range(limit):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(_CLAIM, [1])
@@ -145,18 +145,16 @@ def make_click_messages(limit: int = 20) -> int:
             rows = cursor.fetchall()
             missing = {row[1] for row in rows} - set(links)
             for link in Link.objects.filter(pk__in=missing).select_related("domain"):
-                links[link.pk] = orjson.dumps(link_data(link)["link"])
+                links[link.pk] = orjson.Fragment(orjson.dumps(link_data(link)["link"]))
             webhook_ids, msg_ids, bodies = [], [], []
-            now = iso(datetime.now(UTC))
+            now = datetime.now(UTC)
             for row in rows:
                 link_json = links.get(row[1])
                 if link_json is None:
                     continue  # deleted meanwhile: its clicks went with it
-                data = b'{"link":' + link_json + b',"click":' + orjson.dumps(_click(row)) + b"}"
-                text = b'{"type":"' + types.LINK_CLICKED.encode() + b'","timestamp":"' + now.encode()
                 webhook_ids.append(row[0])
                 msg_ids.append(click_msg_id(row[2]))
-                bodies.append((text + b'","data":' + data + b"}").decode())
+                bodies.append(body(types.LINK_CLICKED, {"link": link_json, "click": _click(row)}, at=now))
             if rows:
                 cursor.execute(_INSERT, [webhook_ids, msg_ids, bodies])
                 made += cursor.rowcount

@@ -26,7 +26,8 @@ def new_msg_id() -> str:
 
 
 def body(event_type: str, data: dict[str, Any], at: datetime | None = None) -> str:
-    """A message's JSON, as the Standard Webhooks spec has it: `type`, `timestamp`, `data`."""
+    """A message's JSON, as the Standard Webhooks spec has it: `type`,
+    `timestamp`, `data` (in which an orjson.Fragment is JSON made before)."""
     return orjson.dumps({"type": event_type, "timestamp": iso(at or datetime.now(UTC)), "data": data}).decode()
 
 
@@ -39,12 +40,11 @@ def subscribed(team_id: int, event_type: str) -> list[int]:
     )
 
 
-def emit(team_id: int, event_type: str, data: DataFn, *, webhook_ids: list[int] | None = None) -> int:
+def emit(team_id: int, event_type: str, data: DataFn) -> int:
     """Makes a message of the event for each of the team's webhooks that
-    want it (or for `webhook_ids`), in the caller's transaction; `data` is
-    called only if one does. Returns how many."""
-    if webhook_ids is None:
-        webhook_ids = subscribed(team_id, event_type)
+    want it, in the caller's transaction; `data` is called only if one
+    does. Returns how many."""
+    webhook_ids = subscribed(team_id, event_type)
     if not webhook_ids:
         return 0
     text = body(event_type, data())
