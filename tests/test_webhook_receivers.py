@@ -8,7 +8,6 @@ and answers 400 to one whose signature is not the secret's."""
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -18,28 +17,20 @@ from links.services import link_delete
 from teams.services import personal_team
 from testing.factories import make_link, make_user
 from webhooks import services
-from webhooks.delivery import Deliverer
 from webhooks.models import Attempt
+from webhooks.tests import conftest as webhook_fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 RECEIVER = Path(__file__).resolve().parent / "webhook-receiver"
 
 
-def deliver_all(seconds: float = 10.0) -> None:
-    deliverer = Deliverer(concurrency=8, per_webhook=4, timeout=5.0, private_addresses=True)
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        claimed = deliverer.claim()
-        deliverer.record(wait=0.05)
-        if not claimed and not deliverer.busy():
-            break
-    deliverer.close()
+# The webhooks app's deliverer, as its tests run it, and the settings that let it reach loopback.
+deliver, webhook_settings = webhook_fixtures.deliver, webhook_fixtures.webhook_settings
 
 
 @pytest.fixture
-def node_receiver(settings):
-    settings.WEBHOOKS_ALLOW_HTTP = settings.WEBHOOKS_ALLOW_PRIVATE = True
+def node_receiver(webhook_settings):
     owner = make_user()
     port = free_port()
     webhook, secret = services.webhook_create(
@@ -67,20 +58,20 @@ def handled(process: subprocess.Popen) -> list[dict]:
     return [line for line in map(json.loads, out.splitlines()) if "id" in line]
 
 
-def test_the_node_receiver_verifies_each_delivery_with_the_specs_npm_library(node_receiver):
+def test_the_node_receiver_verifies_each_delivery_with_the_specs_npm_library(node_receiver, deliver):
     owner, webhook, process = node_receiver
     link = make_link(owner=owner, url="https://example.org/")
-    deliver_all()
+    deliver()
     assert list(Attempt.objects.filter(webhook=webhook).values_list("status_code", flat=True)) == [204]
     services.webhook_rotate_secret(actor=owner, webhook=webhook)  # still signed with the old one too
     link_delete(link=link, actor=owner)
-    deliver_all()
+    deliver()
     events = handled(process)
     assert [event["type"] for event in events] == ["link.created", "link.deleted"]
     assert len({event["id"] for event in events}) == 2
 
 
-def test_the_node_receiver_refuses_a_signature_not_of_its_secret(node_receiver):
+def test_the_node_receiver_refuses_a_signature_not_of_its_secret(node_receiver, deliver):
     owner, webhook, process = node_receiver
     webhook.refresh_from_db()
     # A secret the receiver does not know, and no previous one beside it.
@@ -88,6 +79,6 @@ def test_the_node_receiver_refuses_a_signature_not_of_its_secret(node_receiver):
     type(webhook).objects.filter(pk=webhook.pk).update(previous_secret=b"", previous_until=None)
     assert new
     make_link(owner=owner, url="https://example.org/")
-    deliver_all()
+    deliver()
     assert list(Attempt.objects.filter(webhook=webhook).values_list("status_code", flat=True)) == [400]
     assert handled(process) == []
