@@ -9,24 +9,30 @@ page would each hold.
   human clicks as JSON, which the page shows at once), each member of
   their teams (`slingshot:live:user:<id>`, for the overview) and everyone
   (`slingshot:live:all`, a superuser's overview);
-  the page then fetches the rest of what changed (its report), at most
-  every REFRESH seconds of app.js, so that a thousand pages open on busy
-  links do not keep the dashboard's workers for themselves.
+- The rest of what the clicks change on the page (its live part: the link
+  page's report, the overview's figures) serve_live makes itself, in
+  Django, once for every page that shows the same part (web/live_parts.py),
+  and pushes it with the page's events, so that a thousand open pages cost
+  the dashboard's workers nothing.
 - A page asks for its events with a token signed with SECRET_KEY, made by
   the view that showed it (`events_url`), naming the channels its person
-  may follow: the link's, or their own (everyone's for a superuser). serve_live opens a stream only on a token under
-  TOKEN_MAX_AGE old; a stream ends after STREAM_SECONDS, and the page asks
-  its view for a new token (so a person removed from a team stops getting
-  its events within that time).
+  may follow (the link's, or their own: everyone's for a superuser), the
+  part it shows (the view, the link, its report's choices and the time
+  zone) and the person, as whom serve_live makes the part. serve_live opens
+  a stream only on a token under TOKEN_MAX_AGE old; a stream ends after
+  STREAM_SECONDS, and the page asks its view for a new token (so a person
+  removed from a team stops getting its events within that time).
 """
 
 import logging
+from typing import NamedTuple
 
 import orjson
 import redis
 from django.core import signing
 from django.db import connection, transaction
 from django.urls import reverse
+from django.utils import timezone
 
 from slingshot.redis import get_redis
 from teams import access
@@ -40,8 +46,40 @@ TOKEN_MAX_AGE = 120
 STREAM_SECONDS = 300
 
 
+class Subscription(NamedTuple):
+    """What a token names: the channels a page hears, and the part it shows
+    (None: the page fetches it itself) with the person it is made as."""
+
+    channels: list[str]
+    part: dict | None = None
+    user: int | None = None
+
+
 def link_channels(link) -> list[str]:
     return [f"link:{link.pk}"]
+
+
+def link_part(request, link) -> dict:
+    """The link page's live part, for everyone who reads the link with the
+    same report choices in the same zone (what it shows is the same)."""
+    return {"view": "link", "slug": link.slug, "query": request.GET.urlencode(), "zone": _zone()}
+
+
+def overview_part(request) -> dict:
+    """The overview's live part, its person's own."""
+    return {"view": "overview", "for": request.user.pk, "zone": _zone()}
+
+
+def _zone() -> str:
+    return timezone.get_current_timezone_name()
+
+
+def link_events_url(request, link) -> str:
+    return events_url(link_channels(link), link_part(request, link), request.user)
+
+
+def overview_events_url(request) -> str:
+    return events_url(overview_channels(request.user), overview_part(request), request.user)
 
 
 def overview_channels(user) -> list[str]:
@@ -53,20 +91,31 @@ def overview_channels(user) -> list[str]:
     return [f"user:{user.pk}"]
 
 
-def events_url(channels: list[str]) -> str:
-    token = signing.dumps(channels, salt=TOKEN_SALT, compress=True)
+def events_url(channels: list[str], part: dict | None = None, user=None) -> str:
+    """The events URL of a page hearing `channels`; with `part`, serve_live
+    pushes the page its part, made as `user`."""
+    content = {"c": channels} if part is None else {"c": channels, "p": part, "u": user.pk}
+    token = signing.dumps(content, salt=TOKEN_SALT, compress=True)
     return reverse("web:live-events") + "?t=" + token
 
 
-def channels_of(token: str) -> list[str] | None:
-    """The channels a token names, or None for a token that is not ours or too old."""
+def subscription_of(token: str) -> Subscription | None:
+    """What a token names, or None for a token that is not ours or too old.
+    A token of the release before (a list of channels) names no part."""
     try:
-        channels = signing.loads(token, salt=TOKEN_SALT, max_age=TOKEN_MAX_AGE)
+        content = signing.loads(token, salt=TOKEN_SALT, max_age=TOKEN_MAX_AGE)
     except signing.BadSignature:
         return None
+    if isinstance(content, list):
+        content = {"c": content}
+    if not isinstance(content, dict):
+        return None
+    channels, part, user = content.get("c"), content.get("p"), content.get("u")
     if not isinstance(channels, list) or not all(isinstance(name, str) for name in channels):
         return None
-    return channels
+    if part is not None and not (isinstance(part, dict) and isinstance(user, int)):
+        return None
+    return Subscription(channels, part, user)
 
 
 _MEMBERS = "SELECT DISTINCT user_id FROM teams_membership WHERE team_id = ANY(%s)"

@@ -44,13 +44,26 @@ ACCOUNTING_DAYS = (1, 2, 8)
 
 @login_required
 def overview(request):
+    if request.GET.get("fragment"):
+        return HttpResponse(overview_part(request))
+    context = _overview(request)
+    context["live_events"] = live.overview_events_url(request)
+    return render(request, "web/overview.html", context)
+
+
+def overview_part(request) -> str:
+    """The overview's figures alone, which it fetches again (or serve_live
+    pushes it, web/live_parts.py) as its clicks come in."""
+    return render_to_string("web/_overview.html", _overview(request))
+
+
+def _overview(request) -> dict:
     now = datetime.now(timezone.utc)
     # Read first: clicks stored after it make the page fetch the figures again.
     live_version = overview_version(request.user)
     totals = overview_for(request.user, now=now)
     context = {
         "live_version": live_version,
-        "live_events": live.events_url(live.overview_channels(request.user)),
         "totals": totals,
         "chart": reports.chart(
             totals.series,
@@ -76,9 +89,7 @@ def overview(request):
         except RedisUnavailable:
             context["lasting"] = None
         context["edge_health_url"] = settings.EDGE_HEALTH_URL
-    if request.GET.get("fragment"):
-        return render(request, "web/_overview.html", context)
-    return render(request, "web/overview.html", context)
+    return context
 
 
 @login_required
@@ -86,9 +97,7 @@ def overview_live(request):
     """A number that changes when the clicks of the person's links do: the
     overview polls it while it has no events (web/live.py), and takes a new
     events URL from it."""
-    return JsonResponse(
-        {"version": overview_version(request.user), "events": live.events_url(live.overview_channels(request.user))}
-    )
+    return JsonResponse({"version": overview_version(request.user), "events": live.overview_events_url(request)})
 
 
 def _link_report(request, link: Link, *, alias: str) -> dict:
@@ -191,7 +200,7 @@ def link_detail(request, slug: str):
     context.update(
         edits=access.allows(link.role, Role.EDITOR),
         short_url=link.short_url,
-        live_events=live.events_url(live.link_channels(link)),
+        live_events=live.link_events_url(request, link),
     )
     return render(request, "web/link_detail.html", context)
 
@@ -204,14 +213,18 @@ def link_report(request, slug: str):
     they are made once for everyone who reads the link, for each count of
     its clicks, time zone and choice of range, and kept REPORT_KEPT seconds
     in this process: what they show is the same for every reader."""
-    link = link_or_404(request, slug)
+    return HttpResponse(link_part(request, link_or_404(request, slug)))
+
+
+def link_part(request, link: Link) -> str:
+    """link_report's HTML: the page fetches it, or serve_live pushes it (web/live_parts.py)."""
     version = link_totals(link_ids=[link.pk])[link.pk].clicks
     key = f"web:link-report:{link.pk}:{version}:{tz.get_current_timezone_name()}:{request.GET.urlencode()}"
     content = cache.get(key)
     if content is None:
-        content = render_to_string("web/_link_live.html", _link_live(request, link), request=request)
+        content = render_to_string("web/_link_live.html", _link_live(request, link))
         cache.set(key, content, REPORT_KEPT)
-    return HttpResponse(content)
+    return content
 
 
 @login_required
@@ -223,7 +236,7 @@ def link_live(request, slug: str):
     return JsonResponse(
         {
             "version": link_totals(link_ids=[link.pk])[link.pk].clicks,
-            "events": live.events_url(live.link_channels(link)),
+            "events": live.link_events_url(request, link),
         }
     )
 

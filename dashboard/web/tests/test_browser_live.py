@@ -53,8 +53,9 @@ def front(live_server, tmp_path):
 def test_a_click_shows_on_the_open_link_page_within_a_second(browser, front, user):  # noqa: F811
     link = make_link(owner=user, url="https://example.org/launch")
     context, tab = sign_in(browser, front, user)
-    polls, streams = [], []
+    polls, streams, fetches = [], [], []
     tab.on("request", lambda request: polls.append(time.monotonic()) if request.url.endswith("/live") else None)
+    tab.on("request", lambda request: fetches.append(request.url) if "/report" in request.url else None)
     tab.on("response", lambda response: streams.append(response.status) if "/live/events" in response.url else None)
     tab.wait_for_timeout(300)
     streams.clear()  # the overview's, where sign-in landed
@@ -66,6 +67,7 @@ def test_a_click_shows_on_the_open_link_page_within_a_second(browser, front, use
         tab.wait_for_timeout(50)
     assert streams == [200], streams
     tab.wait_for_timeout(300)
+    expect(tab.locator("#recent-clicks")).to_contain_text("No clicks in this range.")
 
     store_click(link)
     stored = time.monotonic()  # committed
@@ -74,6 +76,9 @@ def test_a_click_shows_on_the_open_link_page_within_a_second(browser, front, use
     shown = time.monotonic()
     assert shown - stored < 1.0
     assert not [at for at in polls if stored <= at <= shown], "the page polled: it should have been told"
+    # The report follows, made by serve_live and pushed: the page fetches nothing.
+    expect(tab.locator("#recent-clicks tbody")).to_contain_text("pytest", timeout=3000)  # the click's agent
+    assert not fetches, fetches
     context.close()
 
 

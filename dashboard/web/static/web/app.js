@@ -88,16 +88,17 @@ function buildUtm(form) {
 
 // Live: the link page and the overview are told when clicks of theirs are
 // stored, as server-sent events (web/live.py; `manage.py serve_live`
-// behind the front), and then fetch again, in one piece, every part that
-// the clicks change: on the link page its header's all-time count with its
-// report, read together. The piece says which version it shows
-// (data-live-version). While no stream is open (none served there, or it
-// ended and the page asks for a new one) the page asks every few seconds
-// whether the clicks changed, a small JSON answer that also brings a
-// fresh events URL.
+// behind the front): an event brings the link's new counts, shown at once,
+// and another, at most every few seconds, every part of the page that the
+// clicks change (on the link page its header's all-time count with its
+// report, read together), made once by serve_live for all the pages that
+// show it. A stream that says it brings no parts (a server of the release
+// before) has the page fetch them itself, at most every REFRESH_EVERY_MS.
+// The part says which version it shows (data-live-version). While no
+// stream is open (none served there, or it ended and the page asks for a
+// new one) the page asks every few seconds whether the clicks changed, a
+// small JSON answer that also brings a fresh events URL.
 const LIVE_EVERY_MS = 2000;
-// Told of clicks, a page shows the link's new counts at once (they come
-// with the event) and fetches the rest (its report) at most this often.
 const REFRESH_EVERY_MS = 10000;
 // ... and after a wait drawn up to this long, so that the pages open on one
 // busy link, all told at once, do not all ask in the same moment.
@@ -108,6 +109,7 @@ function followLive(region) {
   let busy = false;
   let again = false;
   let stream = null;
+  let pushed = false; // whether the open stream brings the parts
   let eventsUrl = region.dataset.liveEvents;
 
   let refreshed = 0;
@@ -121,9 +123,14 @@ function followLive(region) {
     const clicks = region.querySelector("#all-time-clicks");
     const human = region.querySelector("#all-time-human");
     if (!facts || !clicks || counts.clicks === undefined) return;
+    if (Number(facts.dataset.liveVersion) > counts.clicks) return; // a part made since shows more
     clicks.textContent = counts.clicks;
     if (human) human.textContent = counts.human;
     facts.dataset.liveVersion = counts.clicks;
+  };
+  const showPart = (html) => {
+    region.innerHTML = html;
+    if (window.Chart) drawCharts(region);
   };
 
   const refresh = async () => {
@@ -133,8 +140,7 @@ function followLive(region) {
     try {
       const page = await fetch(region.dataset.reportUrl);
       if (!page.ok) return;
-      region.innerHTML = await page.text();
-      if (window.Chart) drawCharts(region);
+      showPart(await page.text());
     } catch (error) {
       // The next event or tick tries again; the page keeps what it shows.
     } finally {
@@ -149,11 +155,17 @@ function followLive(region) {
     const opened = new EventSource(eventsUrl);
     stream = opened;
     opened.onopen = () => { served = true; };
+    opened.addEventListener("hello", (event) => {
+      try { pushed = JSON.parse(event.data).parts === true; } catch (error) { pushed = false; }
+    });
     opened.addEventListener("clicks", (event) => {
       let counts = {};
       try { counts = JSON.parse(event.data); } catch (error) { /* an older server's "1" */ }
       showCounts(counts);
-      if (!document.hidden) refreshSoon();
+      if (!pushed && !document.hidden) refreshSoon();
+    });
+    opened.addEventListener("part", (event) => {
+      try { showPart(JSON.parse(event.data).html); } catch (error) { /* the next one */ }
     });
     opened.onerror = () => {
       // Ended (its time is up, or the server went away): the next tick
@@ -162,6 +174,7 @@ function followLive(region) {
       opened.close();
       if (served === null) served = false;
       stream = null;
+      pushed = false;
       eventsUrl = null;
     };
   };
