@@ -70,6 +70,7 @@ urlpatterns = [
     path("teams/<int:team_id>/delete/", team_views.team_delete, name="team-delete"),
     path("teams/<int:team_id>/audit/", team_views.team_audit, name="team-audit"),
     path("teams/<int:team_id>/webhooks/", webhook_views.webhook_list, name="webhook-list"),
+    path("teams/<int:team_id>/webhooks/<int:pk>/edit", webhook_views.webhook_edit, name="webhook-edit"),
     path("teams/<int:team_id>/webhooks/<int:pk>/toggle", webhook_views.webhook_toggle, name="webhook-toggle"),
     path("teams/<int:team_id>/webhooks/<int:pk>/delete", webhook_views.webhook_delete, name="webhook-delete"),
     path("teams/<int:team_id>/webhooks/<int:pk>/test", webhook_views.webhook_test, name="webhook-test"),

@@ -1,5 +1,6 @@
-"""A team's webhooks on the dashboard: add, disable and enable, delete,
-send a test event, rotate the signing secret, and each one's delivery log
+"""A team's webhooks on the dashboard: add, change (address, events,
+description), disable and enable, delete, send a test event, rotate the
+signing secret, and each one's delivery log
 with a redelivery per attempt. The services of webhooks/ act and check who
 may (teams.access.manages_webhooks: the team's admins); these pages parse
 and show. Anyone else finds nothing here, a 404, as the API answers them."""
@@ -82,6 +83,24 @@ def webhook_list(request, team_id: int):
             "previous_hours": int(PREVIOUS_SECRET_FOR.total_seconds() // 3600),
         },
     )
+
+
+@login_required
+def webhook_edit(request, team_id: int, pk: int):
+    webhook = _webhook_or_404(request, team_id, pk)
+    kept = {"url": webhook.url, "events": list(webhook.events), "description": webhook.description}
+    form = forms.WebhookForm(forms.posted(request), initial=kept)
+    if request.method == "POST" and form.is_valid():
+        try:
+            # A copy: a change the service refuses leaves `webhook`, which the page shows, as it is.
+            copy = _webhook_or_404(request, team_id, pk)
+            services.webhook_update(actor=request.user, webhook=copy, **form.cleaned_data)
+        except ValidationError as exc:
+            forms.add_service_errors(form, exc)
+        else:
+            messages.success(request, f"Saved the webhook {form.cleaned_data['url']}.")
+            return redirect("web:webhook-list", team_id=team_id)
+    return render(request, "web/webhook_edit.html", {"team": webhook.team, "webhook": webhook, "form": form})
 
 
 @login_required

@@ -3,8 +3,8 @@ Chromium, under the pages' real CSP), at a desktop's and a phone's width:
 an admin adds a webhook with a long URL to a receiver on loopback, copies
 its secret, sends a test event that the deliverer (`manage.py
 deliver_webhooks --once`, as the server runs it) delivers signed, reads it
-in the delivery log, redelivers it and rotates the secret, with the page
-never wider than the screen. The form's and the pages' details:
+in the delivery log, redelivers it, rotates the secret and changes its
+events, with the page never wider than the screen. The form's and the pages' details:
 test_webhook_pages.py."""
 
 import pytest
@@ -126,5 +126,18 @@ def test_an_admin_adds_a_webhook_tests_it_and_reads_its_delivery_log(
     expect(tab.locator("#webhook-secret")).to_contain_text("keeps signing beside it for 24 hours")
     assert tab.locator("#secret-value").text_content() not in ("", secret)
     fits(tab, f"webhooks after a rotation, {viewport}")
+
+    card.get_by_role("button", name="Change").click()
+    change = tab.locator("#edit-webhook")
+    expect(change.get_by_label("URL")).to_have_value(url)
+    expect(change.get_by_label("link.clicked")).to_be_checked()
+    fits(tab, f"a webhook's change, {viewport}")
+    change.get_by_label("link.clicked").uncheck()
+    change.get_by_label("link.deleted").check()
+    change.get_by_label("Description").fill("The CRM, deletions too")
+    change.get_by_role("button", name="Save").click()
+    expect(tab.get_by_text("Saved the webhook")).to_be_visible()
+    expect(card.locator(".events")).to_have_text("Events: link.created link.deleted")
+    expect(card).to_contain_text("The CRM, deletions too")
     assert refused == []
     context.close()

@@ -95,8 +95,11 @@ def test_nobody_but_the_teams_admins_finds_anything_of_its_webhooks(
         assert client.get(webhooks_url(team)).status_code == 404, person
         assert add(client, team, receiver.url + "/theirs").status_code == 404
         assert client.get(reverse("web:webhook-deliveries", args=[team.pk, webhook.pk])).status_code == 404
-        for name in ("toggle", "test", "rotate", "delete"):
+        for name in ("toggle", "test", "rotate", "delete", "edit"):
             assert client.post(reverse(f"web:webhook-{name}", args=[team.pk, webhook.pk])).status_code == 404
+        edit = reverse("web:webhook-edit", args=[team.pk, webhook.pk])
+        assert client.get(edit).status_code == 404
+        assert client.post(edit, {"url": receiver.url + "/theirs", "events": ["link.deleted"]}).status_code == 404
         redeliver = reverse("web:webhook-redeliver", args=[team.pk, webhook.pk, attempt.pk])
         assert client.post(redeliver).status_code == 404
         assert client.get(reverse("web:webhook-list", args=[2**63])).status_code == 404
@@ -105,6 +108,7 @@ def test_nobody_but_the_teams_admins_finds_anything_of_its_webhooks(
     assert Webhook.objects.filter(team=team).count() == 1
     kept = Webhook.objects.get(pk=webhook.pk)
     assert (kept.enabled, bytes(kept.secret), kept.previous_until) == (True, bytes(webhook.secret), None)
+    assert (kept.url, kept.events) == (receiver.url, ["link.created"])
     assert Message.objects.filter(webhook=webhook).count() == 1
     # An admin of another team reaches none of this one's webhooks through their own.
     client.force_login(stranger)
@@ -138,6 +142,43 @@ def test_an_address_the_service_refuses_shows_its_error_and_keeps_what_was_typed
     assert checked == ["link.deleted", "import.finished"]
     assert secret_in(response) is None
     assert not Webhook.objects.filter(team=team).exists()
+
+
+def test_an_admin_changes_a_webhooks_address_events_and_description_and_keeps_its_secret(
+    admin_client, team_and_people, webhook_settings, receiver
+):
+    team = team_and_people[0]
+    webhook, _ = made(admin_client, team, receiver.url)
+    edit = reverse("web:webhook-edit", args=[team.pk, webhook.pk])
+    page = admin_client.get(edit).content.decode()
+    assert f'value="{receiver.url}"' in page and "CRM" in page
+    assert re.findall(r'<input type="checkbox" name="events" value="([a-z._]+)"[^>]*checked', page) == ["link.created"]
+    assert f'href="{edit}"' in admin_client.get(webhooks_url(team)).content.decode()
+
+    # Refused: the error on its field, what was typed kept, the webhook as it was.
+    refused = admin_client.post(edit, {"url": "hooks example com", "events": ["link.deleted"]})
+    assert refused.status_code == 200
+    errors = re.findall(r"<small class=\"error field-error\">(.*?)</small>", refused.content.decode())
+    assert errors == ["The address &#x27;hooks example com&#x27; holds a space or a control character."], errors
+    assert 'value="hooks example com"' in refused.content.decode()
+    assert (Webhook.objects.get(pk=webhook.pk).url, Webhook.objects.get(pk=webhook.pk).events) == (
+        receiver.url,
+        ["link.created"],
+    )
+    assert admin_client.post(edit, {"url": receiver.url, "events": []}).status_code == 200  # an event is needed
+
+    saved = admin_client.post(
+        edit, {"url": receiver.url + "/v2", "events": ["link.clicked", "link.deleted"], "description": "CRM v2"}
+    )
+    assert saved.status_code == 302 and saved["Location"] == webhooks_url(team)
+    changed = Webhook.objects.get(pk=webhook.pk)
+    assert (changed.url, changed.events, changed.description) == (
+        receiver.url + "/v2",
+        ["link.deleted", "link.clicked"],  # in the events' own order
+        "CRM v2",
+    )
+    assert bytes(changed.secret) == bytes(webhook.secret) and changed.enabled
+    assert "Saved the webhook" in admin_client.get(webhooks_url(team)).content.decode()
 
 
 def test_a_webhook_needs_an_event(admin_client, team_and_people, webhook_settings, receiver):
