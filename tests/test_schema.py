@@ -21,6 +21,7 @@ MODELS = [
     "teams.AuditEntry",
     "accounts.SessionUse",
     "accounts.GeneratedPassword",
+    "accounts.SsoIdentity",
     "web.Preferences",
     "importers.ImportJob",
     "importers.ImportFile",

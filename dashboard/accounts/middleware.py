@@ -3,6 +3,7 @@ import time
 from django.contrib.auth import SESSION_KEY
 from django.utils import timezone
 
+from . import sso
 from .models import SessionUse
 
 SEEN_KEY = "_slingshot_seen"
@@ -58,4 +59,24 @@ class SessionUseMiddleware:
             return response
         if time.time() - session.get(SEEN_KEY, 0) >= RESOLUTION_SECONDS:
             record_use(request, user)
+        return response
+
+
+class SsoSignOutMiddleware:
+    """With single sign-on, every page may post its sign-out form to a
+    redirect to the provider's end-session page (web/sso_views.py), which
+    the pages' CSP form-action ('self') would stop: the provider's origin,
+    and it alone, is added to the form-action of the pages' policy. Listed
+    after the CSP middleware, so that it sees the response first."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        origin = sso.provider_origin()
+        if origin:
+            update = dict(getattr(response, "_csp_update", None) or {})
+            update["form-action"] = [*update.get("form-action", []), origin]
+            response._csp_update = update
         return response

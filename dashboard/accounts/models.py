@@ -33,3 +33,22 @@ class GeneratedPassword(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}: a generated password"
+
+
+class SsoIdentity(models.Model):
+    """A person as the OpenID provider knows them (accounts/sso.py): the
+    provider's `iss` and `sub`, which name one person for good (an e-mail
+    may change hands), and the Slingshot user they sign in as. Its table is
+    made by migration 0003 (sql/accounts.sql)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities")
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="accounts_sso_identity_once")]
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.subject} of {self.issuer}"

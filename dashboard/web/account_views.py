@@ -3,6 +3,7 @@ deactivate, give a link to set a new password; accounts/services.py acts)
 and each person's own page of their sessions and tokens, with their last
 use. An invitation or reset link opens Django's own set-password form."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
@@ -15,7 +16,7 @@ from django.urls import reverse_lazy
 from django.utils import timezone as tz
 from django.views.decorators.http import require_POST
 
-from accounts import selectors, services
+from accounts import selectors, services, sso
 from slingshot import signin
 from teams import access
 
@@ -128,6 +129,12 @@ class SignInView(auth_views.LoginView):
 
     template_name = "web/sign_in.html"
     redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        if sso.enabled():
+            context["sso"] = {"name": settings.OIDC_NAME, "reachable": sso.reachable()}
+        return context
 
     def form_invalid(self, form):
         warning = signin.failures_left_warning(self.request, {"username": form.data.get("username", "")})

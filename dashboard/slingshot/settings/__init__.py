@@ -10,6 +10,7 @@ environment variables always win. Secrets have no default: without
 
 - core.py: the secret key, hosts, apps, middleware, templates, static files, logging
 - security.py: proxies in front, HTTPS, sign-in throttling, passwords, the pages' CSP
+- sso.py: sign-in through an OpenID Connect provider
 - database.py: PostgreSQL, and its replica
 - redis.py: Redis, its Sentinels, how long a request waits for it
 - links.py: where links are served, what a link may be, password checks, publishing
@@ -33,5 +34,6 @@ from .links import *  # noqa: F403
 from .metrics import *  # noqa: F403
 from .redis import *  # noqa: F403
 from .security import *  # noqa: F403
+from .sso import *  # noqa: F403
 from .web import *  # noqa: F403
 from .webhooks import *  # noqa: F403

@@ -1,0 +1,27 @@
+"""Sign-in through the company's OpenID Connect provider (accounts/sso.py):
+off unless OIDC_ISSUER names one."""
+
+from django.core.exceptions import ImproperlyConfigured
+
+from .environment import env
+
+# The provider's issuer: its discovery document is OIDC_ISSUER/.well-known/openid-configuration.
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="").rstrip("/")
+# The client registered for Slingshot at the provider; its redirect URI is
+# https://<the dashboard>/sign-in/sso/done.
+OIDC_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
+# What the sign-in page's button names: "Sign in with <OIDC_NAME>".
+OIDC_NAME = env.str("OIDC_NAME", default="single sign-on")
+OIDC_SCOPES = env.str("OIDC_SCOPES", default="openid email profile")
+# The claim that lists a person's groups (docs/operations.md).
+OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
+# How long a request waits for the provider (discovery, the token, userinfo).
+OIDC_TIMEOUT_SECONDS = env.float("OIDC_TIMEOUT_SECONDS", default=5.0)
+# An http:// issuer: for a provider on loopback in tests, never in production.
+OIDC_ALLOW_HTTP = env.bool("OIDC_ALLOW_HTTP", default=False)
+
+if OIDC_ISSUER and not (OIDC_CLIENT_ID and OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID and OIDC_CLIENT_SECRET too")
+if OIDC_ISSUER and not OIDC_ISSUER.startswith("https://") and not OIDC_ALLOW_HTTP:
+    raise ImproperlyConfigured(f"OIDC_ISSUER must be https:// (it is {OIDC_ISSUER})")

@@ -1,0 +1,132 @@
+"""Signing in through the company's OpenID provider (accounts/sso.py): the
+way there, the way back, and linking a local account with the same
+verified e-mail, which takes its password. Django's own sign-in page
+(account_views.SignInView) shows the way in, or why it is closed."""
+
+from dataclasses import asdict
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import authenticate, get_user_model, login
+from django.contrib.auth import views as auth_views
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods
+
+from accounts import sso
+from slingshot import signin
+
+# Session keys: where to go once signed in, the ID token (for the provider's
+# sign-out), and a person waiting to link their local account.
+NEXT = "sso_next"
+ID_TOKEN = "sso_id_token"
+LINKING = "sso_linking"
+BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def _enabled_or_404() -> None:
+    if not sso.enabled():
+        raise Http404("Single sign-on is not set up here.")
+
+
+def _safe_next(request, target: str | None) -> str:
+    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure()):
+        return target
+    return reverse("web:overview")
+
+
+def _refused(request, message: str):
+    messages.error(request, message)
+    return redirect("web:sign-in")
+
+
+def _sign_in(request, user, id_token: str | None):
+    if not user.is_active:
+        return _refused(request, "Your account here is deactivated: ask an admin.")
+    target = request.session.get(NEXT)
+    login(request, user, backend=BACKEND)  # a new session: what was kept is carried over by hand
+    if id_token:
+        request.session[ID_TOKEN] = id_token
+    return redirect(_safe_next(request, target))
+
+
+def sso_begin(request):
+    _enabled_or_404()
+    request.session[NEXT] = _safe_next(request, request.GET.get("next"))
+    try:
+        return sso.begin(request, request.build_absolute_uri(reverse("web:sso-done")))
+    except sso.SignInRefused as exc:
+        return _refused(request, str(exc))
+
+
+def sso_done(request):
+    _enabled_or_404()
+    try:
+        claims, id_token = sso.finish(request)
+    except sso.SignInRefused as exc:
+        return _refused(request, str(exc))
+    if sso.identity_of(claims) is None and (account := sso.local_account_for(claims)) is not None:
+        request.session[LINKING] = {"claims": asdict(claims), "user": account.pk, "id_token": id_token}
+        return redirect("web:sso-link")
+    try:
+        user = sso.person_for(claims)
+    except sso.SignInRefused as exc:
+        return _refused(request, str(exc))
+    return _sign_in(request, user, id_token)
+
+
+@require_http_methods(["GET", "POST"])
+def sso_link(request):
+    """A person the provider names for the first time, with the verified
+    e-mail of a local account: they link it by its password, or make an
+    account of their own beside it."""
+    _enabled_or_404()
+    waiting = request.session.get(LINKING)
+    if not waiting:
+        return redirect("web:sign-in")
+    claims = sso.Claims(**{**waiting["claims"], "groups": tuple(waiting["claims"]["groups"])})
+    account = get_user_model().objects.filter(pk=waiting["user"]).first()
+    error = None
+    if request.method == "POST" and account is not None:
+        if request.POST.get("choice") == "separate":
+            del request.session[LINKING]
+            return _sign_in(request, sso.person_for(claims), waiting["id_token"])
+        user = authenticate(request, username=account.username, password=request.POST.get("password", ""))
+        if user is not None and user.pk == account.pk:
+            del request.session[LINKING]
+            sso.link(claims=claims, user=user)
+            return _sign_in(request, user, waiting["id_token"])
+        error = "That is not the password of this account."
+        warning = signin.failures_left_warning(request, {"username": account.username})
+        if getattr(request, "axes_locked_out", False):
+            error = "Too many failed sign-ins: try again later."
+        elif warning:
+            error = f"{error} {warning}"
+    return render(
+        request,
+        "web/sso_link.html",
+        {"account": account, "email": claims.email, "provider": settings.OIDC_NAME, "error": error},
+    )
+
+
+class SignOutView(auth_views.LogoutView):
+    """Django's sign-out, then the provider's where the session came from it
+    and the provider offers RP-initiated logout (its end_session_endpoint)."""
+
+    def post(self, request, *args, **kwargs):
+        id_token = request.session.get(ID_TOKEN)
+        response = super().post(request, *args, **kwargs)
+        if not (id_token and sso.enabled()):
+            return response
+        try:
+            if not sso.client().load_server_metadata().get("end_session_endpoint"):
+                return response
+            return sso.client().logout_redirect(
+                request,
+                post_logout_redirect_uri=request.build_absolute_uri(reverse("web:sign-in")),
+                id_token_hint=id_token,
+            )
+        except Exception:  # the provider away: signed out here all the same
+            return response
