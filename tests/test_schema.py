@@ -18,6 +18,7 @@ MODELS = [
     "tokens.ApiToken",
     "teams.Team",
     "teams.Membership",
+    "teams.GroupRole",
     "teams.AuditEntry",
     "accounts.SessionUse",
     "accounts.GeneratedPassword",

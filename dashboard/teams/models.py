@@ -38,6 +38,9 @@ class Membership(models.Model):
     )
     role = models.CharField(max_length=6, choices=Role.choices)
     created_at = models.DateTimeField(default=timezone.now)
+    # Given by the person's groups at the OpenID provider (teams/groups.py),
+    # which change it at each sign-in; False: given by hand, and kept.
+    via_groups = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["team", "user"]
@@ -48,6 +51,27 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.team} ({self.role})"
+
+
+class GroupRole(models.Model):
+    """A role in a team for the members of a group at the OpenID provider
+    (teams/groups.py), set by the team's admins on its People page. Its
+    table is made by migration 0004 (sql/teams.sql)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="group_roles", db_index=False)
+    group = models.CharField(max_length=200)
+    role = models.CharField(max_length=6, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["team", "group"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "group"], name="group_role_once"),
+            models.CheckConstraint(condition=models.Q(role__in=Role.values), name="group_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group}: {self.role} in {self.team}"
 
 
 class Action(models.TextChoices):

@@ -194,7 +194,8 @@ def member_change(*, actor: AbstractBaseUser, membership: Membership, role: str)
     _keeps_an_admin(membership, role)
     before = membership.role
     membership.role = role
-    membership.save(update_fields=["role"])
+    membership.via_groups = False  # given by hand from now on: the person's groups leave it be
+    membership.save(update_fields=["role", "via_groups"])
     audit.record(
         team_id=membership.team_id,
         actor=actor,
@@ -214,14 +215,20 @@ def member_remove(*, actor: AbstractBaseUser, membership: Membership) -> None:
     membership = Membership.objects.select_for_update().select_related("team", "user").get(pk=membership.pk)
     _keeps_an_admin(membership, None)
     membership.delete()
-    username = membership.user.get_username()
     audit.record(
         team_id=membership.team_id,
         actor=actor,
         action=Action.MEMBER_REMOVED,
-        subject=username,
+        subject=membership.user.get_username(),
         changes={"role": [membership.role, None]},
     )
+    revoke_member_tokens(membership, actor=actor)
+
+
+def revoke_member_tokens(membership: Membership, *, actor: AbstractBaseUser | None) -> None:
+    """Revokes the tokens a member who is no longer one held for the team,
+    each revocation in the audit log."""
+    username = membership.user.get_username()
     now = timezone.now()
     # tokens.ApiToken, by the team's related name: tokens sit above teams.
     for token in membership.team.api_tokens.filter(user_id=membership.user_id, revoked_at=None):

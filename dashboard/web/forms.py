@@ -129,6 +129,20 @@ class EventCheckboxes(forms.CheckboxSelectMultiple):
         return super().id_for_label(id_, index)
 
 
+class GroupRoleForm(forms.Form):
+    """A group at the OpenID provider and the role it gives in the team (teams/groups.py)."""
+
+    group = forms.CharField(
+        max_length=200,
+        help_text="As the provider names it in the groups claim (OIDC_GROUPS_CLAIM).",
+    )
+    role = forms.ChoiceField(choices=Role.choices)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "group_role_%s")  # apart from the add-member form's, on the same page
+        super().__init__(*args, **kwargs)
+
+
 class WebhookForm(forms.ModelForm):
     """A new webhook's fields; webhooks.services checks its address (https,
     a public host) and its events."""

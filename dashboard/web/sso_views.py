@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts import sso
 from slingshot import signin
+from teams.groups import follow_groups
 
 # Session keys: where to go once signed in, the ID token (for the provider's
 # sign-out), and a person waiting to link their local account.
@@ -42,9 +43,10 @@ def _refused(request, message: str):
     return redirect("web:sign-in")
 
 
-def _sign_in(request, user, id_token: str | None):
+def _sign_in(request, user, claims: sso.Claims, id_token: str | None):
     if not user.is_active:
         return _refused(request, "Your account here is deactivated: ask an admin.")
+    follow_groups(user=user, groups=claims.groups)
     target = request.session.get(NEXT)
     login(request, user, backend=BACKEND)  # a new session: what was kept is carried over by hand
     if id_token:
@@ -74,7 +76,7 @@ def sso_done(request):
         user = sso.person_for(claims)
     except sso.SignInRefused as exc:
         return _refused(request, str(exc))
-    return _sign_in(request, user, id_token)
+    return _sign_in(request, user, claims, id_token)
 
 
 @require_http_methods(["GET", "POST"])
@@ -92,12 +94,12 @@ def sso_link(request):
     if request.method == "POST" and account is not None:
         if request.POST.get("choice") == "separate":
             del request.session[LINKING]
-            return _sign_in(request, sso.person_for(claims), waiting["id_token"])
+            return _sign_in(request, sso.person_for(claims), claims, waiting["id_token"])
         user = authenticate(request, username=account.username, password=request.POST.get("password", ""))
         if user is not None and user.pk == account.pk:
             del request.session[LINKING]
             sso.link(claims=claims, user=user)
-            return _sign_in(request, user, waiting["id_token"])
+            return _sign_in(request, user, claims, waiting["id_token"])
         error = "That is not the password of this account."
         warning = signin.failures_left_warning(request, {"username": account.username})
         if getattr(request, "axes_locked_out", False):

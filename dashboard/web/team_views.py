@@ -3,6 +3,7 @@ deletion (an admin's to manage) and its audit log (an admin's to read).
 The services of teams/ act and check the roles (teams/access.py); these
 pages parse and show."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -12,7 +13,8 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from teams import access
+from accounts import sso
+from teams import access, groups
 from teams import selectors as team_selectors
 from teams import services as team_services
 from teams.models import Membership, Role, Team
@@ -67,7 +69,7 @@ def team_list(request):
     return render(request, "web/team_list.html", {"form": form, "teams": teams})
 
 
-def _team_page(request, team: Team, *, form=None, rename_form=None):
+def _team_page(request, team: Team, *, form=None, rename_form=None, group_form=None):
     return render(
         request,
         "web/team_detail.html",
@@ -78,6 +80,12 @@ def _team_page(request, team: Team, *, form=None, rename_form=None):
             "roles": Role.choices,
             "form": form or forms.MemberForm(),
             "rename_form": rename_form or forms.TeamForm(initial={"name": team.name}),
+            "sso": sso.enabled(),
+            "group_roles": list(team.group_roles.all()),
+            "coded_group_roles": [
+                (group, role) for group, name, role in settings.OIDC_GROUP_ROLES if name == team.name
+            ],
+            "group_form": group_form or forms.GroupRoleForm(),
         },
     )
 
@@ -169,6 +177,34 @@ def member_remove(request, team_id: int, username: str):
     if membership.user_id == request.user.pk:
         return redirect("web:team-list")
     return redirect("web:team-detail", team_id=team_id)
+
+
+@login_required
+@require_POST
+def group_role_add(request, team_id: int):
+    team = _team_or_404(request, team_id, Role.ADMIN)
+    group_form = forms.GroupRoleForm(request.POST)
+    if group_form.is_valid():
+        try:
+            mapping = groups.group_role_set(actor=request.user, team=team, **group_form.cleaned_data)
+        except ValidationError as exc:
+            forms.add_service_errors(group_form, exc)
+        else:
+            messages.success(request, f"Members of {mapping.group} are {mapping.role}s here from their next sign-in.")
+            return redirect("web:team-detail", team_id=team.pk)
+    return _team_page(request, team, group_form=group_form)
+
+
+@login_required
+@require_POST
+def group_role_remove(request, team_id: int, pk: int):
+    team = _team_or_404(request, team_id, Role.ADMIN)
+    mapping = team.group_roles.filter(pk=pk).first()
+    if mapping is None:
+        raise Http404("No such group of this team.")
+    groups.group_role_delete(actor=request.user, mapping=mapping)
+    messages.success(request, f"{mapping.group} gives no role here from its members' next sign-in.")
+    return redirect("web:team-detail", team_id=team.pk)
 
 
 @login_required

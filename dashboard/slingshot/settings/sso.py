@@ -16,6 +16,11 @@ OIDC_NAME = env.str("OIDC_NAME", default="single sign-on")
 OIDC_SCOPES = env.str("OIDC_SCOPES", default="openid email profile")
 # The claim that lists a person's groups (docs/operations.md).
 OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
+# Roles from the provider's groups, kept as code: `group=Team name:role`,
+# comma-separated (e.g. `eng=Engineering:editor,mkt=Marketing:viewer`). The
+# teams are made if missing; these apply beside the mappings a team's admins
+# make on its People page (teams/groups.py).
+OIDC_GROUP_ROLES_TEXT = env.str("OIDC_GROUP_ROLES", default="")
 # How long a request waits for the provider (discovery, the token, userinfo).
 OIDC_TIMEOUT_SECONDS = env.float("OIDC_TIMEOUT_SECONDS", default=5.0)
 # An http:// issuer: for a provider on loopback in tests, never in production.
@@ -25,3 +30,24 @@ if OIDC_ISSUER and not (OIDC_CLIENT_ID and OIDC_CLIENT_SECRET):
     raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID and OIDC_CLIENT_SECRET too")
 if OIDC_ISSUER and not OIDC_ISSUER.startswith("https://") and not OIDC_ALLOW_HTTP:
     raise ImproperlyConfigured(f"OIDC_ISSUER must be https:// (it is {OIDC_ISSUER})")
+
+
+def _group_roles(text: str) -> list[tuple[str, str, str]]:
+    """OIDC_GROUP_ROLES as (group, team name, role) triples."""
+    out = []
+    for part in filter(None, (part.strip() for part in text.split(","))):
+        group, equals, rest = part.partition("=")
+        team, colon, role = rest.rpartition(":")
+        if not (equals and colon and group.strip() and team.strip()) or role.strip() not in (
+            "viewer",
+            "editor",
+            "admin",
+        ):
+            raise ImproperlyConfigured(
+                f"OIDC_GROUP_ROLES: {part!r} is not group=Team name:role (role: viewer, editor or admin)"
+            )
+        out.append((group.strip(), team.strip(), role.strip()))
+    return out
+
+
+OIDC_GROUP_ROLES = _group_roles(OIDC_GROUP_ROLES_TEXT)

@@ -62,3 +62,19 @@ def test_every_variable_the_settings_read_is_documented_and_every_documented_one
     assert listed - read == set(), "listed in docs/configuration.md, read by no setting"
     # The ports of the local stack give two defaults (EDGE_BASE_URL, DASHBOARD_BASE_URL).
     assert read - listed == {"EDGE_PORT", "DASHBOARD_PORT"} <= documented("The local stack (`make run`)")
+
+
+def test_oidc_group_roles_are_read_as_group_team_and_role_and_a_bad_one_refused():
+    import pytest
+    from django.core.exceptions import ImproperlyConfigured
+
+    from slingshot.settings.sso import _group_roles
+
+    assert _group_roles(" eng=Engineering:editor, mkt=Marketing: Europe:viewer ,") == [
+        ("eng", "Engineering", "editor"),
+        ("mkt", "Marketing: Europe", "viewer"),  # the role after the last colon
+    ]
+    assert _group_roles("") == []
+    for bad in ("eng", "eng=Engineering", "eng=Engineering:owner", "=Engineering:editor", "eng=:editor"):
+        with pytest.raises(ImproperlyConfigured):
+            _group_roles(bad)

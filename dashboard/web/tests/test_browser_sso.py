@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 from accounts import sso
 from accounts.models import SsoIdentity
 from devstack.net import free_port, wait_for_port
-from testing.factories import PASSWORD
+from testing.factories import PASSWORD, fresh
 
 from .test_browser import SCREENSHOTS, browser  # noqa: F401 (the Chromium fixture)
 
@@ -318,4 +318,84 @@ def test_an_unverified_email_makes_a_new_person_and_a_deactivated_one_is_refused
     expect(tab.get_by_text("Your account here is deactivated: ask an admin.")).to_be_visible()
     tab.goto("/links/")
     expect(tab).to_have_url(re.compile(r"/sign-in/"))
+    context.close()
+
+
+def test_teams_and_roles_follow_the_providers_groups_at_each_sign_in(
+    browser,  # noqa: F811
+    live_server,
+    provider,
+    make_user,
+    settings,
+):
+    from teams.groups import group_role_set
+    from teams.models import Membership
+    from teams.services import team_create
+
+    engineering = fresh("Engineering ")
+    settings.OIDC_GROUP_ROLES = [("eng", engineering, "editor")]
+    admin = make_user()
+    campaigns = team_create(actor=admin, name=fresh("Campaigns "))
+    group_role_set(actor=admin, team=campaigns, group="mkt", role="viewer")
+    provider.add("frank", email="frank@example.org", email_verified=True, groups=["eng", "mkt"])
+
+    def sign_in_through_provider():
+        context, tab, refused = new_tab(browser, live_server)
+        tab.goto("/sign-in/")
+        tab.get_by_role("button", name="Sign in with Example SSO").click()
+        through_provider(tab, "frank")
+        expect(tab.get_by_role("heading", name="Overview")).to_be_visible()
+        return context, tab, refused
+
+    def teams_of_frank() -> dict[str, tuple[str, bool]]:
+        person = SsoIdentity.objects.get(subject="frank").user
+        return {
+            m.team.name: (m.role, m.via_groups)
+            for m in Membership.objects.filter(user=person, team__personal_for__isnull=True).select_related("team")
+        }
+
+    context, tab, refused = sign_in_through_provider()
+    assert teams_of_frank() == {engineering: ("editor", True), campaigns.name: ("viewer", True)}
+    tab.locator("#current-team").click()
+    expect(tab.get_by_role("button", name=re.compile(re.escape(engineering)))).to_be_visible()
+    assert refused == []
+    context.close()
+
+    # Out of eng at the provider: out of Engineering at the next sign-in; Campaigns kept.
+    provider.add("frank", email="frank@example.org", email_verified=True, groups=["mkt"])
+    context, tab, _ = sign_in_through_provider()
+    assert teams_of_frank() == {campaigns.name: ("viewer", True)}
+    context.close()
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+def test_an_admin_maps_a_group_to_a_role_on_the_teams_page(
+    browser,  # noqa: F811
+    live_server,
+    provider,
+    make_user,
+    viewport,
+):
+    from teams.services import team_create
+
+    from .test_browser_tables import MISFITS
+    from .test_browser_teams import sign_in
+
+    admin = make_user()
+    team = team_create(actor=admin, name=fresh("Support "))
+    context, tab = sign_in(browser, live_server, admin, viewport=VIEWPORTS[viewport])
+    tab.goto(f"/teams/{team.pk}/")
+    section = tab.locator("#group-roles")
+    expect(section.get_by_role("heading", name="Roles from the provider's groups")).to_be_visible()
+    section.get_by_label("Group").fill("support-" + "tier-two-escalations-" * 3)
+    section.get_by_label("Role").select_option("editor")
+    section.get_by_role("button", name="Map group").click()
+    expect(tab.get_by_text(re.compile("are editors here from their next sign-in"))).to_be_visible()
+    expect(tab.locator("#group-role-list tbody tr")).to_have_count(1)
+    expect(tab.locator("#members")).to_contain_text("by hand")  # the admin's own role, given when they made the team
+    assert tab.evaluate(MISFITS) == [], viewport
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=SCREENSHOTS / f"team-groups-{viewport}.png", full_page=True)
+    tab.get_by_role("button", name=re.compile("Remove the group")).click()
+    expect(tab.locator("#group-role-list")).to_have_count(0)
     context.close()

@@ -24,7 +24,7 @@ def sign_in(browser, live_server, user, viewport: dict | None = None, **options)
     tab.goto("/sign-in/")
     tab.get_by_label("Username").fill(user.username)
     tab.get_by_label("Password").fill(PASSWORD)
-    tab.get_by_role("button", name="Sign in").click()
+    tab.get_by_role("button", name="Sign in", exact=True).click()
     expect(tab.get_by_role("heading", name="Overview")).to_be_visible()
     return context, tab
 
