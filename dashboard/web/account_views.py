@@ -17,6 +17,7 @@ from django.utils import timezone as tz
 from django.views.decorators.http import require_POST
 
 from accounts import selectors, services, sso
+from accounts.backends import password_sign_in_open_to
 from slingshot import signin
 from teams import access
 
@@ -134,10 +135,16 @@ class SignInView(auth_views.LoginView):
         context = super().get_context_data(**kwargs)
         if sso.enabled():
             context["sso"] = {"name": settings.OIDC_NAME, "reachable": sso.reachable()}
+        # LOCAL_SIGNIN=false: the password form only for break-glass, asked for by ?local.
+        context["passwords"] = settings.LOCAL_SIGNIN or "local" in self.request.GET or self.request.method == "POST"
         return context
 
     def form_invalid(self, form):
-        warning = signin.failures_left_warning(self.request, {"username": form.data.get("username", "")})
+        username = form.data.get("username", "")
+        if not password_sign_in_open_to(username):
+            form.errors.clear()
+            form.add_error(None, f"Password sign-in is turned off here: sign in with {settings.OIDC_NAME}.")
+        warning = signin.failures_left_warning(self.request, {"username": username})
         if warning:
             form.add_error(None, warning)
         return super().form_invalid(form)

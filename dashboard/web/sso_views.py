@@ -95,7 +95,9 @@ def sso_link(request):
         if request.POST.get("choice") == "separate":
             del request.session[LINKING]
             return _sign_in(request, sso.person_for(claims), claims, waiting["id_token"])
-        user = authenticate(request, username=account.username, password=request.POST.get("password", ""))
+        user = authenticate(
+            request, username=account.username, password=request.POST.get("password", ""), sso_link=True
+        )
         if user is not None and user.pk == account.pk:
             del request.session[LINKING]
             sso.link(claims=claims, user=user)

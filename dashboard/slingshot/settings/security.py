@@ -37,6 +37,7 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if PROXIES_IN_FRON
 # locked-out client's password is not even checked.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    "accounts.backends.LocalSignInGate",  # password sign-in closed by LOCAL_SIGNIN (sso.py)
     "django.contrib.auth.backends.ModelBackend",
 ]
 # Failures of one user name from one address before that pair is locked out...

@@ -21,6 +21,14 @@ OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
 # teams are made if missing; these apply beside the mappings a team's admins
 # make on its People page (teams/groups.py).
 OIDC_GROUP_ROLES_TEXT = env.str("OIDC_GROUP_ROLES", default="")
+# false: password sign-in (the sign-in page, the admin's, the YOURLS API's
+# username and password) is refused to everyone but the superusers named in
+# LOCAL_SIGNIN_SUPERUSERS (comma-separated user names), the break-glass way
+# in while the provider is away (accounts/backends.py).
+LOCAL_SIGNIN = env.bool("LOCAL_SIGNIN", default=True)
+LOCAL_SIGNIN_SUPERUSERS = frozenset(
+    filter(None, (name.strip() for name in env.str("LOCAL_SIGNIN_SUPERUSERS", default="").split(",")))
+)
 # How long a request waits for the provider (discovery, the token, userinfo).
 OIDC_TIMEOUT_SECONDS = env.float("OIDC_TIMEOUT_SECONDS", default=5.0)
 # An http:// issuer: for a provider on loopback in tests, never in production.
@@ -28,6 +36,8 @@ OIDC_ALLOW_HTTP = env.bool("OIDC_ALLOW_HTTP", default=False)
 
 if OIDC_ISSUER and not (OIDC_CLIENT_ID and OIDC_CLIENT_SECRET):
     raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID and OIDC_CLIENT_SECRET too")
+if not LOCAL_SIGNIN and not OIDC_ISSUER:
+    raise ImproperlyConfigured("LOCAL_SIGNIN=false leaves only single sign-on: set OIDC_ISSUER")
 if OIDC_ISSUER and not OIDC_ISSUER.startswith("https://") and not OIDC_ALLOW_HTTP:
     raise ImproperlyConfigured(f"OIDC_ISSUER must be https:// (it is {OIDC_ISSUER})")
 
