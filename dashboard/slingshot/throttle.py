@@ -39,10 +39,11 @@ def address_caller(address: str | None) -> str:
     return f"addr-{address}"
 
 
-def admit(caller: str) -> tuple[bool, float]:
+def admit(caller: str, rate: str | None = None) -> tuple[bool, float]:
     """Counts a request of `caller` (one of the *_caller names): whether it
-    is within API_THROTTLE_RATE, and the seconds until the window ends."""
-    limit, period = parse_rate(settings.API_THROTTLE_RATE)
+    is within `rate` (API_THROTTLE_RATE unless given), and the seconds until
+    the window ends."""
+    limit, period = parse_rate(rate or settings.API_THROTTLE_RATE)
     now = time.time()
     window = int(now // period)
     key = f"slingshot:throttle:{caller}:{period}:{window}"

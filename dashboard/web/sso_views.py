@@ -17,6 +17,8 @@ from django.views.decorators.http import require_http_methods
 
 from accounts import sso
 from slingshot import signin
+from slingshot.proxies import client_address
+from slingshot.throttle import address_caller, admit
 from teams.groups import follow_groups
 
 # Session keys: where to go once signed in, the ID token (for the provider's
@@ -54,8 +56,20 @@ def _sign_in(request, user, claims: sso.Claims, id_token: str | None):
     return redirect(_safe_next(request, target))
 
 
+def _throttled(request):
+    """A 429 page when the address has taken OIDC_THROTTLE_RATE's ways to and from the provider."""
+    admitted, retry_after = admit("sso-" + address_caller(client_address(request)), rate=settings.OIDC_THROTTLE_RATE)
+    if admitted:
+        return None
+    response = render(request, "web/sso_throttled.html", {"seconds": int(retry_after) + 1}, status=429)
+    response["Retry-After"] = str(int(retry_after) + 1)
+    return response
+
+
 def sso_begin(request):
     _enabled_or_404()
+    if refused := _throttled(request):
+        return refused
     request.session[NEXT] = _safe_next(request, request.GET.get("next"))
     try:
         return sso.begin(request, request.build_absolute_uri(reverse("web:sso-done")))
@@ -65,6 +79,8 @@ def sso_begin(request):
 
 def sso_done(request):
     _enabled_or_404()
+    if refused := _throttled(request):
+        return refused
     try:
         claims, id_token = sso.finish(request)
     except sso.SignInRefused as exc:

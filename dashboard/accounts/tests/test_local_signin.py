@@ -90,3 +90,14 @@ def test_a_session_signed_in_before_is_kept(settings, make_user):
     settings.OIDC_ISSUER = "https://sso.example.com"
     settings.LOCAL_SIGNIN = False
     assert client.get("/links/").status_code == 200  # its backend is still the one it names
+
+
+def test_the_ways_to_and_from_the_provider_are_throttled_by_address(sso_only, settings):
+    settings.OIDC_THROTTLE_RATE = "2/min"
+    client = Client(REMOTE_ADDR=address())
+    answers = [client.get("/sign-in/sso/done?code=x&state=y").status_code for _ in range(3)]
+    assert answers[:2] == [302, 302] and answers[2] == 429  # refused (no state of ours), then throttled
+    throttled = client.get("/sign-in/sso/")
+    assert throttled.status_code == 429 and int(throttled["Retry-After"]) > 0
+    assert "Too many sign-ins through single sign-on" in throttled.content.decode()
+    assert Client(REMOTE_ADDR=address()).get("/sign-in/sso/done?code=x&state=y").status_code == 302  # another address

@@ -31,6 +31,9 @@ LOCAL_SIGNIN_SUPERUSERS = frozenset(
 )
 # How long a request waits for the provider (discovery, the token, userinfo).
 OIDC_TIMEOUT_SECONDS = env.float("OIDC_TIMEOUT_SECONDS", default=5.0)
+# Ways to and back from the provider an address may take (web/sso_views.py):
+# each way back makes the dashboard call the provider.
+OIDC_THROTTLE_RATE = env.str("OIDC_THROTTLE_RATE", default="30/min")
 # An http:// issuer: for a provider on loopback in tests, never in production.
 OIDC_ALLOW_HTTP = env.bool("OIDC_ALLOW_HTTP", default=False)
 
