@@ -32,6 +32,10 @@ MODELS = [
     "webhooks.Attempt",
     "webhooks.ClickBatch",
     "webhooks.LinkMark",
+    "scim.ScimToken",
+    "scim.ScimUser",
+    "scim.ScimGroup",
+    "scim.ScimMembership",
 ]
 
 

@@ -73,10 +73,15 @@ def user_set_active(*, actor: AbstractBaseUser, user: AbstractBaseUser, active: 
     user.is_active = active
     user.save(update_fields=["is_active"])
     if not active:
-        keys = SessionUse.objects.filter(user=user).values("session_key")
-        Session.objects.filter(session_key__in=keys).delete()
-        SessionUse.objects.filter(user=user).delete()
+        end_sessions(user)
     return user
+
+
+def end_sessions(user: AbstractBaseUser) -> None:
+    """Ends every signed-in session of the person now (a deactivation's)."""
+    keys = SessionUse.objects.filter(user=user).values("session_key")
+    Session.objects.filter(session_key__in=keys).delete()
+    SessionUse.objects.filter(user=user).delete()
 
 
 def user_password_reset(*, actor: AbstractBaseUser, user: AbstractBaseUser) -> str:

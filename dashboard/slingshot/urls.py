@@ -5,6 +5,8 @@ from django.urls import include, path
 # slingshot.operators.OperatorEndpointsMiddleware.
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # SCIM 2.0 for the company's identity provider (scim/, docs/operations.md).
+    path("scim/v2/", include("scim.urls")),
     # Webhooks sit above the API's apps (their events carry links and clicks as
     # the API shows them), so their routes come before api/'s catch-all.
     path("api/v1/", include("webhooks.urls")),

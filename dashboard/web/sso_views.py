@@ -16,6 +16,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from accounts import sso
+from scim import services as scim_services
 from slingshot import signin
 from slingshot.proxies import client_address
 from slingshot.throttle import address_caller, admit
@@ -48,7 +49,8 @@ def _refused(request, message: str):
 def _sign_in(request, user, claims: sso.Claims, id_token: str | None):
     if not user.is_active:
         return _refused(request, "Your account here is deactivated: ask an admin.")
-    follow_groups(user=user, groups=claims.groups)
+    # The groups the provider names now, and those its SCIM client gave (one provider, two ways).
+    follow_groups(user=user, groups=sorted({*claims.groups, *scim_services.groups_of(user)}))
     target = request.session.get(NEXT)
     login(request, user, backend=BACKEND)  # a new session: what was kept is carried over by hand
     if id_token:
@@ -85,6 +87,10 @@ def sso_done(request):
         claims, id_token = sso.finish(request)
     except sso.SignInRefused as exc:
         return _refused(request, str(exc))
+    if sso.identity_of(claims) is None and (
+        provisioned := scim_services.provisioned_user_for(subject=claims.subject, username=claims.username)
+    ):
+        sso.link(claims=claims, user=provisioned)
     if sso.identity_of(claims) is None and (account := sso.local_account_for(claims)) is not None:
         request.session[LINKING] = {"claims": asdict(claims), "user": account.pk, "id_token": id_token}
         return redirect("web:sso-link")

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "api",
     "webhooks",
     "accounts",
+    "scim",
     "web",
     "yourls_api",
 ]

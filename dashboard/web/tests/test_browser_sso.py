@@ -401,3 +401,37 @@ def test_an_admin_maps_a_group_to_a_role_on_the_teams_page(
     tab.get_by_role("button", name=re.compile("Remove the group")).click()
     expect(tab.locator("#group-role-list")).to_have_count(0)
     context.close()
+
+
+def test_a_person_scim_provisioned_signs_in_as_that_person(
+    browser,  # noqa: F811
+    live_server,
+    provider,
+    make_user,
+):
+    from scim import services as scim_services
+    from teams.groups import group_role_set
+    from teams.models import Membership
+    from teams.services import team_create
+
+    admin = make_user()
+    team = team_create(actor=admin, name=fresh("Sales "))
+    group_role_set(actor=admin, team=team, group="sales", role="editor")
+    schema = "urn:ietf:params:scim:schemas:core:2.0:User"
+    person = scim_services.user_create({"schemas": [schema], "userName": "gwen", "externalId": "gwen-at-idp"})
+    scim_services.group_create(
+        {
+            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"],
+            "displayName": "sales",
+            "members": [{"value": str(person.pk)}],
+        }
+    )
+    provider.add("gwen-at-idp", email="gwen@example.org", email_verified=True, groups=[])  # groups by SCIM alone
+    context, tab, _ = new_tab(browser, live_server)
+    tab.goto("/sign-in/")
+    tab.get_by_role("button", name="Sign in with Example SSO").click()
+    through_provider(tab, "gwen-at-idp")
+    expect(tab.get_by_role("heading", name="Overview")).to_be_visible()
+    assert SsoIdentity.objects.get(subject="gwen-at-idp").user_id == person.pk
+    assert Membership.objects.get(team=team, user=person).role == "editor"  # kept: SCIM's groups count too
+    context.close()

@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class ScimConfig(AppConfig):
+    name = "scim"
