@@ -129,6 +129,7 @@ SQL_MIGRATIONS = [
     ("web", "0001_initial"),
     ("importers", "0001_initial"),
     ("webhooks", "0001_initial"),
+    ("scim", "0001_initial"),
 ]
 
 

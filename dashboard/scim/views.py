@@ -165,17 +165,21 @@ def _search(request, body, model, candidates, resource_of):
             raise InvalidFilterException(detail="The filter cannot be read.") from None
         raise InvalidSyntaxException(detail="The search's parameters cannot be read.") from None
     base = _base(request)
+    start = max(1, search.start_index or 1)
+    count = resources.MAX_RESULTS if search.count is None else max(0, min(search.count, resources.MAX_RESULTS))
     wanted = candidates
     raw_filter = source.get("filter") or ""
     if model is User and (matched := _USERNAME_EQ.match(raw_filter)):
-        wanted = wanted.filter(username__iexact=json.loads(f'"{matched[1]}"'))
-    found = [resource_of(item, base) for item in wanted]
-    if search.filter is not None:
-        found = [item for item in found if search.filter.match(item)]
-    start = max(1, search.start_index or 1)
-    count = resources.MAX_RESULTS if search.count is None else max(0, min(search.count, resources.MAX_RESULTS))
-    page = found[start - 1 : start - 1 + count]
-    listed = ListResponse[model](total_results=len(found), start_index=start, items_per_page=len(page), resources=page)
+        wanted, raw_filter = wanted.filter(username__iexact=json.loads(f'"{matched[1]}"')), ""
+    if not raw_filter:
+        # Paged in the database: a provider that imports everyone reads page after page.
+        total = len(wanted) if isinstance(wanted, list) else wanted.count()
+        page = [resource_of(item, base) for item in wanted[start - 1 : start - 1 + count]]
+    else:
+        # Any other filter is matched here, on every candidate (scim2-models' own matching).
+        found = [item for item in (resource_of(item, base) for item in wanted) if search.filter.match(item)]
+        total, page = len(found), found[start - 1 : start - 1 + count]
+    listed = ListResponse[model](total_results=total, start_index=start, items_per_page=len(page), resources=page)
     return _answer(listed.model_dump(scim_ctx=Context.SEARCH_RESPONSE, response_parameters=search))
 
 
