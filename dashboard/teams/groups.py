@@ -61,7 +61,7 @@ def follow_groups(*, user: AbstractBaseUser, groups: list[str] | tuple[str, ...]
     wanted = wanted_roles(groups)
     held = {
         membership.team_id: membership
-        for membership in Membership.objects.select_for_update().select_related("team").filter(user=user)
+        for membership in Membership.objects.select_for_update(of=("self",)).select_related("team").filter(user=user)
     }
     name = user.get_username()
     for team_id, role in wanted.items():

@@ -3,6 +3,7 @@ way there, the way back, and linking a local account with the same
 verified e-mail, which takes its password. Django's own sign-in page
 (account_views.SignInView) shows the way in, or why it is closed."""
 
+import time
 from dataclasses import asdict
 
 from django.conf import settings
@@ -23,10 +24,12 @@ from slingshot.throttle import address_caller, admit
 from teams.groups import follow_groups
 
 # Session keys: where to go once signed in, the ID token (for the provider's
-# sign-out), and a person waiting to link their local account.
+# sign-out), and a person waiting to link their local account...
 NEXT = "sso_next"
 ID_TOKEN = "sso_id_token"
 LINKING = "sso_linking"
+# ...for at most this many seconds after the provider named them.
+LINKING_SECONDS = 600
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
@@ -51,8 +54,8 @@ def _sign_in(request, user, claims: sso.Claims, id_token: str | None):
         return _refused(request, "Your account here is deactivated: ask an admin.")
     # The groups the provider names now, and those its SCIM client gave (one provider, two ways).
     follow_groups(user=user, groups=sorted({*claims.groups, *scim_services.groups_of(user)}))
-    target = request.session.get(NEXT)
-    login(request, user, backend=BACKEND)  # a new session: what was kept is carried over by hand
+    target = request.session.pop(NEXT, None)
+    login(request, user, backend=BACKEND)  # the session's key changes; what it holds stays
     if id_token:
         request.session[ID_TOKEN] = id_token
     return redirect(_safe_next(request, target))
@@ -92,7 +95,12 @@ def sso_done(request):
     ):
         sso.link(claims=claims, user=provisioned)
     if sso.identity_of(claims) is None and (account := sso.local_account_for(claims)) is not None:
-        request.session[LINKING] = {"claims": asdict(claims), "user": account.pk, "id_token": id_token}
+        request.session[LINKING] = {
+            "claims": asdict(claims),
+            "user": account.pk,
+            "id_token": id_token,
+            "at": time.time(),
+        }
         return redirect("web:sso-link")
     try:
         user = sso.person_for(claims)
@@ -110,6 +118,9 @@ def sso_link(request):
     waiting = request.session.get(LINKING)
     if not waiting:
         return redirect("web:sign-in")
+    if time.time() - waiting.get("at", 0) > LINKING_SECONDS:
+        del request.session[LINKING]
+        return _refused(request, f"That took too long: sign in with {settings.OIDC_NAME} again.")
     claims = sso.Claims(**{**waiting["claims"], "groups": tuple(waiting["claims"]["groups"])})
     account = get_user_model().objects.filter(pk=waiting["user"]).first()
     error = None
