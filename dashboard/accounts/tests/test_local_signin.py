@@ -101,3 +101,28 @@ def test_the_ways_to_and_from_the_provider_are_throttled_by_address(sso_only, se
     assert throttled.status_code == 429 and int(throttled["Retry-After"]) > 0
     assert "Too many sign-ins through single sign-on" in throttled.content.decode()
     assert Client(REMOTE_ADDR=address()).get("/sign-in/sso/done?code=x&state=y").status_code == 302  # another address
+
+
+def test_a_link_waiting_for_its_password_ends_after_ten_minutes(sso_only, make_user):
+    import time
+
+    from web.sso_views import LINKING, LINKING_SECONDS
+
+    local = make_user(email="ivy@example.org")
+    client = Client(REMOTE_ADDR=address())
+    claims = {
+        "issuer": "https://sso.example.com",
+        "subject": "ivy",
+        "email": "ivy@example.org",
+        "email_verified": True,
+        "name": "",
+        "username": "ivy",
+        "groups": [],
+    }
+    session = client.session
+    session[LINKING] = {"claims": claims, "user": local.pk, "id_token": None, "at": time.time() - LINKING_SECONDS - 1}
+    session.save()
+    answer = client.post("/sign-in/sso/link", {"password": PASSWORD}, follow=True)
+    assert "That took too long: sign in with Example SSO again." in answer.content.decode()
+    assert not signed_in(client)
+    assert LINKING not in client.session
