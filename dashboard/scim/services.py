@@ -63,6 +63,16 @@ def _validated(model, payload, context: Context):
         raise BadRequest(Error.from_validation_errors(exc)[0]) from None
 
 
+def _patched(model, payload: dict, current):
+    """`current` (a resource of `model`) with the PatchOp `payload` applied, validated again."""
+    operation = _validated(PatchOp[model], payload, Context.RESOURCE_PATCH_REQUEST)
+    try:
+        operation.patch(current)
+    except PydanticError as exc:
+        raise BadRequest(Error.from_validation_errors(exc)[0]) from None
+    return _validated(model, current.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE), Context.DEFAULT)
+
+
 def _kept(resource) -> dict:
     data = resource.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
     for name in SERVER_OWNED:
@@ -176,13 +186,7 @@ def user_replace(user, payload: dict):
 
 @transaction.atomic
 def user_patch(user, payload: dict, current: User):
-    operation = _validated(PatchOp[User], payload, Context.RESOURCE_PATCH_REQUEST)
-    try:
-        operation.patch(current)
-    except PydanticError as exc:
-        raise BadRequest(Error.from_validation_errors(exc)[0]) from None
-    current = _validated(User, current.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE), Context.DEFAULT)
-    return _replace(user, current)
+    return _replace(user, _patched(User, payload, current))
 
 
 @transaction.atomic
@@ -256,13 +260,7 @@ def group_replace(group: ScimGroup, payload: dict) -> ScimGroup:
 
 @transaction.atomic
 def group_patch(group: ScimGroup, payload: dict, current: Group) -> ScimGroup:
-    operation = _validated(PatchOp[Group], payload, Context.RESOURCE_PATCH_REQUEST)
-    try:
-        operation.patch(current)
-    except PydanticError as exc:
-        raise BadRequest(Error.from_validation_errors(exc)[0]) from None
-    current = _validated(Group, current.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE), Context.DEFAULT)
-    return _save_group(group, current)
+    return _save_group(group, _patched(Group, payload, current))
 
 
 @transaction.atomic

@@ -1,26 +1,20 @@
 """Bearer tokens of the identity provider's SCIM client: made by `manage.py
-create_scim_token`, shown once, kept as their SHA-256."""
+create_scim_token`, shown once, kept as their SHA-256 as API tokens are (tokens.services.token_digest)."""
 
-import hashlib
 import secrets
-from datetime import timedelta
 
 from django.utils import timezone
+
+from tokens.services import LAST_USED_RESOLUTION, token_digest
 
 from .models import ScimToken
 
 PREFIX = "scim_"
-# last_used_at is written at most this often a token.
-USE_RESOLUTION = timedelta(minutes=1)
-
-
-def _hash(raw: str) -> str:
-    return hashlib.sha256(raw.encode()).hexdigest()
 
 
 def token_create(*, name: str) -> tuple[ScimToken, str]:
     raw = PREFIX + secrets.token_urlsafe(32)
-    return ScimToken.objects.create(name=name, key_hash=_hash(raw)), raw
+    return ScimToken.objects.create(name=name, key_hash=token_digest(raw)), raw
 
 
 def token_revoke(*, name: str) -> int:
@@ -30,7 +24,7 @@ def token_revoke(*, name: str) -> int:
 def token_authenticate(raw: str) -> ScimToken | None:
     if not raw.startswith(PREFIX):
         return None
-    token = ScimToken.objects.filter(key_hash=_hash(raw), revoked_at=None).first()
-    if token is not None and (token.last_used_at is None or timezone.now() - token.last_used_at > USE_RESOLUTION):
+    token = ScimToken.objects.filter(key_hash=token_digest(raw), revoked_at=None).first()
+    if token is not None and (token.last_used_at is None or timezone.now() - token.last_used_at > LAST_USED_RESOLUTION):
         ScimToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
     return token

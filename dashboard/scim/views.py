@@ -126,26 +126,24 @@ def _discovery_list(items) -> HttpResponse:
     return _answer(listed.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
 
 
-@scim_view(("GET",))
-def resource_types(request, body, name: str | None = None):
-    items = resources.resource_types(_base(request))
+def _discovered(items, name: str | None, what: str) -> HttpResponse:
+    """A discovery endpoint's list, or its one item called `name`."""
     if name is None:
         return _discovery_list(items)
     found = next((item for item in items if item.id == name), None)
     if found is None:
-        raise NotFoundException(detail=f"No resource type {name}.")
+        raise NotFoundException(detail=f"No {what} {name}.")
     return _answer(found.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
+
+
+@scim_view(("GET",))
+def resource_types(request, body, name: str | None = None):
+    return _discovered(resources.resource_types(_base(request)), name, "resource type")
 
 
 @scim_view(("GET",))
 def schemas(request, body, name: str | None = None):
-    items = resources.schemas(_base(request))
-    if name is None:
-        return _discovery_list(items)
-    found = next((item for item in items if item.id == name), None)
-    if found is None:
-        raise NotFoundException(detail=f"No schema {name}.")
-    return _answer(found.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
+    return _discovered(resources.schemas(_base(request)), name, "schema")
 
 
 def _search(request, body, model, candidates, resource_of):

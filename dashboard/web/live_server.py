@@ -184,6 +184,7 @@ class Hub:
             break
         if key in self.parts and not self.parts[key]:
             del self.parts[key]
+            self._made.pop(key, None)
         return self.loop.time() - started
 
     def listen(self, stopping: threading.Event) -> None:

@@ -90,11 +90,12 @@ def sso_done(request):
         claims, id_token = sso.finish(request)
     except sso.SignInRefused as exc:
         return _refused(request, str(exc))
-    if sso.identity_of(claims) is None and (
+    first_time = sso.identity_of(claims) is None
+    if first_time and (
         provisioned := scim_services.provisioned_user_for(subject=claims.subject, username=claims.username)
     ):
-        sso.link(claims=claims, user=provisioned)
-    if sso.identity_of(claims) is None and (account := sso.local_account_for(claims)) is not None:
+        sso.link(claims=claims, user=provisioned)  # person_for finds them by it now
+    elif first_time and (account := sso.local_account_for(claims)) is not None:
         request.session[LINKING] = {
             "claims": asdict(claims),
             "user": account.pk,
