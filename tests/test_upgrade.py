@@ -39,6 +39,7 @@ import pytest
 import redis
 
 import devstack
+from devstack.net import wait_for_answer
 from devstack.supervised import SupervisedStack, redirected_to, sign_in, wait_until
 from links.unlocking import LinkPasswordHasher
 from loadtest.scenarios.visitors import request, settled_accounting
@@ -271,6 +272,7 @@ def test_an_upgrade_from_an_older_version_keeps_and_serves_everything(version, c
     try:
         started = time.monotonic()
         stack.start(old)
+        _restart_an_old_edge_that_lost_a_journal(stack)
         _timed("the old stack started", started)
         tokens, links = _fill_through_old_version(stack, old)
         session = sign_in(stack.supervised, "bo", BO_PASSWORD)
@@ -308,6 +310,27 @@ def test_an_upgrade_from_an_older_version_keeps_and_serves_everything(version, c
     finally:
         stack.supervised.cleanup(remove=False)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _restart_an_old_edge_that_lost_a_journal(stack: Stack) -> None:
+    """Releases before 10eb38c (all four old versions here) have a start
+    race: a worker's scan could remove the journal a sibling was making, in
+    the instant before the sibling locked it, and that worker then dropped
+    every click until nginx restarted (CHANGELOG 1.1.1). It hit about one
+    start in fifty. An operator restarts such an edge, and so does this
+    test: the old release's bug, fixed since, is not what an upgrade is
+    tested for."""
+    log = stack.supervised.run / "logs" / "edge.log"
+    for _ in range(3):
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if "clicks will be dropped: no click journal" not in text:
+            return
+        log.write_text("")  # nginx appends (O_APPEND): what the next start says is all that is left
+        rpc = stack.supervised.rpc()
+        rpc.supervisor.stopProcess("edge")
+        rpc.supervisor.startProcess("edge")
+        assert wait_for_answer(int(stack.supervised.ports["EDGE_PORT"]), timeout=30) == 200
+    raise AssertionError(f"the old edge lost a worker's journal at three starts running:\n{text[-2000:]}")
 
 
 def _fill_through_old_version(stack: Stack, old: Path) -> tuple[dict, dict]:
