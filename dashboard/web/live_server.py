@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import orjson
 import redis
 from aiohttp import web
+from django.db import connections
 
 from slingshot.redis import get_redis
 
@@ -84,6 +85,11 @@ class Hub:
         self._due: set[bytes] = set()  # parts with a making on its way
         self._again: set[bytes] = set()  # ... and woken again since its making began
         self._tasks: set[asyncio.Task] = set()
+
+    async def close(self) -> None:
+        """Lets go of the making thread, and of its database connection."""
+        await self.loop.run_in_executor(self._maker, connections.close_all)
+        self._maker.shutdown()
 
     def add(self, page: Page) -> None:
         for channel in page.channels:
@@ -271,5 +277,7 @@ def serve(host: str, port: int, stopping: threading.Event) -> None:
         while not stopping.is_set():
             await asyncio.sleep(0.2)
         await runner.cleanup()
+        await asyncio.to_thread(listener.join, 3.0)  # it hands the loop no message once it has closed
+        await hub.close()
 
     asyncio.run(main())
