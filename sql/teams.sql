@@ -12,7 +12,10 @@ CREATE TABLE teams_team (
     created_at      timestamptz NOT NULL,
     personal_for_id integer NULL UNIQUE
         CONSTRAINT teams_team_personal_for_id_600e23a6_fk_auth_user_id REFERENCES auth_user (id)
-        DEFERRABLE INITIALLY DEFERRED
+        DEFERRABLE INITIALLY DEFERRED,
+    -- Its members sign in with single sign-on or a second factor before
+    -- they see anything (accounts/second_factor.py). Migration 0005.
+    require_second_factor boolean DEFAULT false NOT NULL
 );
 
 -- A person in a team, with their role.

@@ -52,3 +52,28 @@ class SsoIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} as {self.subject} of {self.issuer}"
+
+
+class Passkey(models.Model):
+    """A WebAuthn credential of a person (accounts/passkeys.py): a second
+    factor after their password, or a sign-in of its own, as the
+    authenticator verifies its user. `user_handle` is the same for all of a
+    person's passkeys, random rather than their id. Its table is made by
+    migration 0004 (sql/accounts.sql)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="passkeys")
+    name = models.CharField(max_length=100)
+    credential_id = models.BinaryField(max_length=1023)
+    public_key = models.BinaryField()
+    user_handle = models.BinaryField(max_length=64)
+    sign_count = models.BigIntegerField(default=0)
+    transports = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["credential_id"], name="accounts_passkey_once")]
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} of {self.user}"

@@ -1,12 +1,13 @@
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.sessions.models import Session
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from tokens.models import ApiToken
 
-from .models import GeneratedPassword, SessionUse
+from .models import GeneratedPassword, Passkey, SessionUse
 
 
 def users_for_management(*, search: str = "") -> QuerySet:
@@ -15,7 +16,11 @@ def users_for_management(*, search: str = "") -> QuerySet:
     people = get_user_model().objects.all()
     if search:
         people = people.filter(Q(username__icontains=search) | Q(email__icontains=search))
-    return people.annotate(teams=Count("memberships")).order_by("username")
+    return people.annotate(
+        teams=Count("memberships"),
+        second_factor=Exists(TOTPDevice.objects.filter(user=OuterRef("pk"), confirmed=True))
+        | Exists(Passkey.objects.filter(user=OuterRef("pk"))),
+    ).order_by("username")
 
 
 def sessions_of(user: AbstractBaseUser) -> QuerySet[SessionUse]:

@@ -1,9 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from web.account_views import SignInView
+
 # /healthz and /metrics are answered ahead of URL routing, by
 # slingshot.operators.OperatorEndpointsMiddleware.
 urlpatterns = [
+    # The admin's staff sign in through the dashboard's sign-in, which asks their second factor.
+    path("admin/login/", SignInView.as_view()),
     path("admin/", admin.site.urls),
     # SCIM 2.0 for the company's identity provider (scim/, docs/operations.md).
     path("scim/v2/", include("scim.urls")),

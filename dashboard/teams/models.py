@@ -22,6 +22,9 @@ class Team(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="personal_team"
     )
     created_at = models.DateTimeField(default=timezone.now)
+    # Its members sign in with single sign-on or a second factor before
+    # they see anything (accounts/second_factor.py).
+    require_second_factor = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["name", "id"]
@@ -77,6 +80,7 @@ class GroupRole(models.Model):
 class Action(models.TextChoices):
     TEAM_CREATED = "team.created", "created the team"
     TEAM_RENAMED = "team.renamed", "renamed the team"
+    TEAM_SECOND_FACTOR = "team.second_factor", "changed whether members need a second factor"
     LINK_CREATED = "link.created", "created a link"
     LINK_CHANGED = "link.changed", "changed a link"
     LINK_DISABLED = "link.disabled", "disabled a link"

@@ -90,6 +90,25 @@ def team_rename(*, actor: AbstractBaseUser, team: Team, name: str) -> Team:
     return team
 
 
+@transaction.atomic
+def team_require_second_factor(*, actor: AbstractBaseUser, team: Team, required: bool) -> Team:
+    """Whether the team's members must sign in with single sign-on or a
+    second factor before they see anything (web.middleware.SecondFactorRequiredMiddleware)."""
+    access.require(actor, team.pk, Role.ADMIN, to="change what the team requires of its members")
+    team = Team.objects.select_for_update().get(pk=team.pk)
+    if team.require_second_factor != required:
+        team.require_second_factor = required
+        team.save(update_fields=["require_second_factor"])
+        audit.record(
+            team_id=team.pk,
+            actor=actor,
+            action=Action.TEAM_SECOND_FACTOR,
+            subject=team.name,
+            changes={"require_second_factor": [not required, required]},
+        )
+    return team
+
+
 def _links_first(count: int) -> ValidationError:
     return ValidationError(
         {

@@ -3,6 +3,8 @@ deactivate, give a link to set a new password; accounts/services.py acts)
 and each person's own page of their sessions and tokens, with their last
 use. An invitation or reset link opens Django's own set-password form."""
 
+import time
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -10,13 +12,13 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import JsonResponse
+from django.http import HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 from django.utils import timezone as tz
 from django.views.decorators.http import require_POST
 
-from accounts import selectors, services, sso
+from accounts import second_factor, selectors, services, sso
 from accounts.backends import password_sign_in_open_to
 from slingshot import signin
 from teams import access
@@ -89,6 +91,20 @@ def user_password_link(request, pk: int):
 
 
 @login_required
+@require_POST
+def user_second_factor_remove(request, pk: int):
+    """For a person who lost their app and their recovery codes: they sign
+    in with their password alone until they set up another."""
+    _managers_only(request)
+    user = get_object_or_404(get_user_model(), pk=pk)
+    if user.pk == request.user.pk:
+        raise PermissionDenied("Your own second factors are removed on your Two-factor page.")
+    second_factor.remove_all(user=user)
+    messages.success(request, f"{user.get_username()}'s second factors are removed.")
+    return redirect("web:users")
+
+
+@login_required
 def account(request):
     return render(
         request,
@@ -97,6 +113,7 @@ def account(request):
             "sessions": selectors.sessions_of(request.user),
             "current_key": request.session.session_key,
             "tokens": selectors.tokens_of(request.user),
+            "has_factor": second_factor.has_second_factor(request.user),
         },
     )
 
@@ -138,6 +155,20 @@ class SignInView(auth_views.LoginView):
         # LOCAL_SIGNIN=false: the password form only for break-glass, asked for by ?local.
         context["passwords"] = settings.LOCAL_SIGNIN or "local" in self.request.GET or self.request.method == "POST"
         return context
+
+    def form_valid(self, form):
+        """A person with a second factor is asked for it before the session is theirs."""
+        user = form.get_user()
+        if second_factor.has_second_factor(user):
+            self.request.session[second_factor.PENDING] = {
+                "user": user.pk,
+                "backend": user.backend,
+                "at": time.time(),
+                "next": self.get_success_url(),
+            }
+            return redirect("web:second-factor")
+        second_factor.sign_in(self.request, user, backend=user.backend, how=second_factor.PASSWORD)
+        return HttpResponseRedirect(self.get_success_url())
 
     def form_invalid(self, form):
         username = form.data.get("username", "")

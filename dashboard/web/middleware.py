@@ -1,6 +1,9 @@
 """What the pages need of the signed-in person before any page: their
-time zone (web.Preferences), and a password of their own in place of one
-Slingshot generated (accounts.models.GeneratedPassword)."""
+time zone (web.Preferences), a password of their own in place of one
+Slingshot generated (accounts.models.GeneratedPassword), and a second
+factor where a team of theirs requires one."""
+
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.contrib.auth.signals import user_logged_in
@@ -9,10 +12,12 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts import second_factor
 from accounts.selectors import password_change_due
 from clicks.calendar import zone_named
 
 from .models import Preferences
+from .teams import memberships
 
 # The zone's name rides in the session: put there at sign-in and when it
 # changes, so a page costs no query for it. Empty: not chosen yet.
@@ -86,3 +91,55 @@ class PasswordChangeDueMiddleware:
             messages.info(request, "Choose a password of your own: the one you signed in with was shown once.")
             return redirect("web:password-change")
         return self.get_response(request)
+
+
+class SecondFactorRequiredMiddleware:
+    """Sends a member of a team that requires a second factor
+    (Team.require_second_factor) to their Two-factor page from any page, the
+    admin's included, while their session signed in with a password alone:
+    there they set one up, or give the one they have. A session of single
+    sign-on meets it (the provider asks its own factors). The API, with its
+    tokens, is left alone, as the other doors that take a token are."""
+
+    ALLOWED = frozenset(
+        {
+            "sign-in",
+            "sign-out",
+            "second-factor",
+            "passkey-options",
+            "passkey-sign-in",
+            "two-factor",
+            "passkey-register-options",
+            "passkey-register",
+            "password-change",
+            "password-change-done",
+            "time-zone",
+        }
+    )
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = request.resolver_match
+        if (
+            match is None
+            or match.namespace not in ("web", "admin")
+            or (match.namespace == "web" and match.url_name in self.ALLOWED)
+            or not request.user.is_authenticated
+            or second_factor.session_is_strong(request)
+        ):
+            return None
+        # The memberships the navigation reads too, once per request (web/teams.py).
+        teams = sorted(m.team.name for m in memberships(request) if m.team.require_second_factor)
+        if not teams:
+            return None
+        named = ", ".join(teams[:3]) + (" and more" if len(teams) > 3 else "")
+        if second_factor.has_second_factor(request.user):
+            messages.info(request, f"{named} asks for your second factor: give it to go on.")
+            return redirect(f"{reverse('web:second-factor')}?next={quote(request.get_full_path())}")
+        messages.info(request, f"{named} requires a second factor: set one up to go on.")
+        return redirect("web:two-factor")

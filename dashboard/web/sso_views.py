@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import authenticate, get_user_model, login
+from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth import views as auth_views
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from accounts import sso
+from accounts import second_factor, sso
 from scim import services as scim_services
 from slingshot import signin
 from slingshot.proxies import client_address
@@ -55,7 +55,7 @@ def _sign_in(request, user, claims: sso.Claims, id_token: str | None):
     # The groups the provider names now, and those its SCIM client gave (one provider, two ways).
     follow_groups(user=user, groups=sorted({*claims.groups, *scim_services.groups_of(user)}))
     target = request.session.pop(NEXT, None)
-    login(request, user, backend=BACKEND)  # the session's key changes; what it holds stays
+    second_factor.sign_in(request, user, backend=BACKEND, how=second_factor.SSO)
     if id_token:
         request.session[ID_TOKEN] = id_token
     return redirect(_safe_next(request, target))

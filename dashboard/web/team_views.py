@@ -125,6 +125,21 @@ def team_rename(request, team_id: int):
 
 
 @login_required
+@require_POST
+def team_second_factor(request, team_id: int):
+    team = _team_or_404(request, team_id)
+    required = request.POST.get("required") == "true"
+    team_services.team_require_second_factor(actor=request.user, team=team, required=required)
+    if required:
+        messages.success(
+            request, "Members now give a second factor, or sign in with single sign-on, before they see anything."
+        )
+    else:
+        messages.success(request, "Members no longer need a second factor.")
+    return redirect("web:team-detail", team_id=team.pk)
+
+
+@login_required
 def team_delete(request, team_id: int):
     """A page that asks first; the deletion is a POST."""
     team = _team_or_404(request, team_id)

@@ -30,6 +30,7 @@ from django.contrib.auth import authenticate as password_authenticate
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.http import HttpRequest
 
+from accounts.second_factor import has_second_factor
 from slingshot import throttle
 from slingshot.proxies import client_address
 from slingshot.signin import lockout_message
@@ -49,6 +50,10 @@ PLEASE_SIGN_IN = "Please log in"
 WRONG_PASSWORD = "Invalid username or password"
 PASSWORDS_OFF = (
     "Signing in with a user name and password is off here: send an API token or its signature as `signature`."
+)
+SECOND_FACTOR_ON = (
+    "This account signs in with a second factor, which a password alone does not give:"
+    " send an API token or its signature as `signature`."
 )
 
 
@@ -159,4 +164,6 @@ def _password_caller(request: HttpRequest, username: str, password: str) -> Call
         )
     if user is None:
         return None
+    if has_second_factor(user):
+        return Refusal(SECOND_FACTOR_ON)
     return Caller(user=user, team=personal_team(user), token=None)

@@ -24,6 +24,9 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "csp",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "slingshot",
     "teams",
     "tokens",
@@ -58,6 +61,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "web.middleware.TimeZoneMiddleware",  # the person's zone, from their session
     "web.middleware.PasswordChangeDueMiddleware",  # a generated password is replaced first
+    "web.middleware.SecondFactorRequiredMiddleware",  # a second factor where a team requires one
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "accounts.middleware.SessionUseMiddleware",  # after auth, inside sessions: it records a session's use
     "slingshot.db.PrimaryAfterWriteMiddleware",  # a person's writes pin their lists to the primary a moment

@@ -54,6 +54,12 @@ AXES_CLIENT_IP_CALLABLE = "slingshot.proxies.client_address"
 AXES_LOCKOUT_CALLABLE = "slingshot.signin.lockout_response"
 AXES_DISABLE_ACCESS_LOG = True  # throttling needs the failures only, not a record of every sign-in
 
+# Passkeys (accounts/passkeys.py): the relying party's id, a host name the
+# dashboard is served on or a parent of it (default: the request's host);
+# and how often one address may begin or answer a passkey's ceremony.
+WEBAUTHN_RP_ID = env.str("WEBAUTHN_RP_ID", default="")
+PASSKEY_THROTTLE_RATE = env.str("PASSKEY_THROTTLE_RATE", default="30/min")
+
 # How long an invitation or a new-password link made on the People page
 # works (accounts/services.py); it also stops working once used.
 PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_LINK_HOURS", default=72) * 3600
