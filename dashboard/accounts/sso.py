@@ -33,6 +33,7 @@ from django.db import IntegrityError, transaction
 from joserfc.errors import JoseError
 
 from .models import SsoIdentity
+from .services import end_sessions
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,15 @@ REACHABLE_KEPT = 30.0
 
 
 class SignInRefused(Exception):
-    """The provider said no, or what it sent did not hold: the message is for the person."""
+    """The provider said no, or what it sent did not hold: the message is
+    for the person; `error` is the provider's OAuth error code, if it sent one."""
+
+    def __init__(self, message: str, *, error: str = ""):
+        super().__init__(message)
+        self.error = error
+
+
+UNREACHABLE = "unreachable"  # SignInRefused.error when the provider did not answer
 
 
 @dataclass(frozen=True)
@@ -120,13 +129,18 @@ def forget_reachability() -> None:
     _reachable.clear()
 
 
-def begin(request, redirect_uri: str):
-    """The redirect to the provider's sign-in; SignInRefused if it cannot be reached."""
+def begin(request, redirect_uri: str, *, silent: bool = False, id_token_hint: str | None = None):
+    """The redirect to the provider's sign-in; SignInRefused if it cannot be
+    reached. `silent`: the provider answers at once, without a page of its
+    own (prompt=none), whether the person it has signed in may still come."""
+    extra = {"prompt": "none", **({"id_token_hint": id_token_hint} if id_token_hint else {})} if silent else {}
     try:
-        return client().authorize_redirect(request, redirect_uri)
+        return client().authorize_redirect(request, redirect_uri, **extra)
     except (requests.RequestException, OAuthError, ValueError) as exc:
         _reachable[settings.OIDC_ISSUER] = (time.monotonic(), False)
-        raise SignInRefused(f"{settings.OIDC_NAME} cannot be reached right now; sign in with your password.") from exc
+        raise SignInRefused(
+            f"{settings.OIDC_NAME} cannot be reached right now; sign in with your password.", error=UNREACHABLE
+        ) from exc
 
 
 def finish(request) -> tuple[Claims, str | None]:
@@ -140,12 +154,16 @@ def finish(request) -> tuple[Claims, str | None]:
         userinfo = sso.userinfo(token=token)
     except OAuthError as exc:
         if exc.error == "access_denied":
-            raise SignInRefused(f"{settings.OIDC_NAME} did not let you in.") from exc
-        raise SignInRefused(f"Signing in with {settings.OIDC_NAME} failed ({exc.error}): try again.") from exc
+            raise SignInRefused(f"{settings.OIDC_NAME} did not let you in.", error=exc.error) from exc
+        raise SignInRefused(
+            f"Signing in with {settings.OIDC_NAME} failed ({exc.error}): try again.", error=exc.error or ""
+        ) from exc
     except (JoseError, ValueError, KeyError) as exc:
         raise SignInRefused(f"{settings.OIDC_NAME}'s answer could not be checked: try again.") from exc
     except requests.RequestException as exc:
-        raise SignInRefused(f"{settings.OIDC_NAME} cannot be reached right now; sign in with your password.") from exc
+        raise SignInRefused(
+            f"{settings.OIDC_NAME} cannot be reached right now; sign in with your password.", error=UNREACHABLE
+        ) from exc
     claims = token.get("userinfo") or {}
     if not claims.get("sub") or userinfo.get("sub") != claims["sub"]:
         raise SignInRefused(f"{settings.OIDC_NAME}'s answer could not be checked: try again.")
@@ -165,6 +183,17 @@ def finish(request) -> tuple[Claims, str | None]:
         ),
         token.get("id_token"),
     )
+
+
+def refused_by_provider(user) -> None:
+    """The provider refused the person a sign-in (a session's check found
+    them gone or barred there): deactivated here, their sessions ended, and
+    their API tokens refused from the next request, as SCIM's and an
+    admin's deactivation do. An admin reactivates them."""
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+    end_sessions(user)
+    log.warning("%s deactivated: %s refused them a sign-in", user.get_username(), settings.OIDC_NAME)
 
 
 def identity_of(claims: Claims) -> SsoIdentity | None:

@@ -17,6 +17,7 @@ from accounts.selectors import password_change_due
 from clicks.calendar import zone_named
 
 from .models import Preferences
+from .sso_views import check_due
 from .teams import memberships
 
 # The zone's name rides in the session: put there at sign-in and when it
@@ -143,3 +144,32 @@ class SecondFactorRequiredMiddleware:
             return redirect(f"{reverse('web:second-factor')}?next={quote(request.get_full_path())}")
         messages.info(request, f"{named} requires a second factor: set one up to go on.")
         return redirect("web:two-factor")
+
+
+class SsoCheckMiddleware:
+    """Every OIDC_RECHECK_MINUTES, a page that a session of single sign-on
+    opens goes by the provider first (web.sso_views.sso_check, prompt=none):
+    a person the provider no longer lets in is signed out, or deactivated
+    if it refuses them, and their groups are followed again. Only a page
+    opened in the browser: fetches and the API are left alone."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = request.resolver_match
+        if (
+            request.method != "GET"
+            or match is None
+            or match.namespace not in ("web", "admin")
+            or (match.url_name or "").startswith(("sso-", "sign-"))
+            or request.headers.get("Sec-Fetch-Mode", "navigate") != "navigate"
+            or "text/html" not in request.headers.get("Accept", "text/html")
+            or not request.user.is_authenticated
+            or not check_due(request)
+        ):
+            return None
+        return redirect(f"{reverse('web:sso-check')}?next={quote(request.get_full_path())}")

@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth import authenticate, get_user_model, logout
 from django.contrib.auth import views as auth_views
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -28,8 +28,12 @@ from teams.groups import follow_groups
 NEXT = "sso_next"
 ID_TOKEN = "sso_id_token"
 LINKING = "sso_linking"
-# ...for at most this many seconds after the provider named them.
+# ...for at most this many seconds after the provider named them; when the
+# provider last said the session's person may still come (OIDC_RECHECK_MINUTES),
+# and a check under way (the page to go back to).
 LINKING_SECONDS = 600
+CHECKED = "sso_checked_at"
+CHECKING = "sso_checking"
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
@@ -58,7 +62,67 @@ def _sign_in(request, user, claims: sso.Claims, id_token: str | None):
     second_factor.sign_in(request, user, backend=BACKEND, how=second_factor.SSO)
     if id_token:
         request.session[ID_TOKEN] = id_token
+    request.session[CHECKED] = time.time()
     return redirect(_safe_next(request, target))
+
+
+def check_due(request) -> bool:
+    """Whether this session of single sign-on is due to ask the provider again."""
+    minutes = settings.OIDC_RECHECK_MINUTES
+    return bool(
+        minutes
+        and sso.enabled()
+        and request.session.get(second_factor.SIGNED_IN_WITH) == second_factor.SSO
+        and time.time() - request.session.get(CHECKED, 0) > minutes * 60
+    )
+
+
+def sso_check(request):
+    """Asks the provider, without a page of its own (prompt=none), whether
+    the session's person may still come; the answer comes to sso_done."""
+    _enabled_or_404()
+    if not request.user.is_authenticated:
+        return redirect("web:sign-in")
+    if refused := _throttled(request):
+        return refused
+    request.session[CHECKING] = _safe_next(request, request.GET.get("next"))
+    try:
+        return sso.begin(
+            request,
+            request.build_absolute_uri(reverse("web:sso-done")),
+            silent=True,
+            id_token_hint=request.session.get(ID_TOKEN),
+        )
+    except sso.SignInRefused:  # the provider away: the dashboard goes on without it, and asks later
+        request.session[CHECKED] = time.time()
+        return redirect(request.session.pop(CHECKING))
+
+
+def _checked(request, target: str):
+    """The provider's answer to sso_check: the session goes on, ends, or
+    (the provider refusing its person) its person is deactivated here."""
+    user = request.user
+    try:
+        claims, id_token = sso.finish(request)
+    except sso.SignInRefused as exc:
+        if exc.error == sso.UNREACHABLE:
+            request.session[CHECKED] = time.time()
+            return redirect(target)
+        if exc.error == "access_denied" and user.is_authenticated:
+            sso.refused_by_provider(user)
+            logout(request)
+            return _refused(request, f"{settings.OIDC_NAME} refused you: your account here is deactivated.")
+        logout(request)
+        return _refused(request, f"Your session at {settings.OIDC_NAME} has ended: sign in again.")
+    identity = sso.identity_of(claims)
+    if not user.is_authenticated or identity is None or identity.user_id != user.pk:
+        logout(request)
+        return _refused(request, f"{settings.OIDC_NAME} now names someone else: sign in again.")
+    follow_groups(user=user, groups=sorted({*claims.groups, *scim_services.groups_of(user)}))
+    if id_token:
+        request.session[ID_TOKEN] = id_token
+    request.session[CHECKED] = time.time()
+    return redirect(target)
 
 
 def _throttled(request):
@@ -86,6 +150,8 @@ def sso_done(request):
     _enabled_or_404()
     if refused := _throttled(request):
         return refused
+    if checking := request.session.pop(CHECKING, None):
+        return _checked(request, checking)
     try:
         claims, id_token = sso.finish(request)
     except sso.SignInRefused as exc:

@@ -32,6 +32,7 @@ urlpatterns = [
     path("sign-in/passkey/", second_factor_views.passkey_sign_in, name="passkey-sign-in"),
     path("sign-in/sso/", sso_views.sso_begin, name="sso-begin"),
     path("sign-in/sso/done", sso_views.sso_done, name="sso-done"),
+    path("sign-in/sso/check", sso_views.sso_check, name="sso-check"),
     path("sign-in/sso/link", sso_views.sso_link, name="sso-link"),
     path("password/", account_views.PasswordChangeView.as_view(), name="password-change"),
     path(

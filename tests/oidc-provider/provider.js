@@ -3,10 +3,11 @@
 // login and consent pages (any login name and password sign in, as that
 // account). Its clients come from $OIDC_CLIENTS (JSON, oidc-provider's
 // client metadata); its accounts' claims from the JSON file $OIDC_ACCOUNTS,
-// read at every sign-in, so a test changes a person's groups between two.
-// Prints "listening" once it is.
+// read at every sign-in, so a test changes a person's groups between two;
+// an account with "disabled": true is refused (access_denied), as a
+// provider refuses a person it has barred. Prints "listening" once it is.
 import { readFileSync } from "node:fs";
-import Provider from "oidc-provider";
+import Provider, { errors } from "oidc-provider";
 
 const port = Number(process.env.PORT);
 const accounts = () => JSON.parse(readFileSync(process.env.OIDC_ACCOUNTS, "utf8"));
@@ -26,6 +27,7 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
   async findAccount(ctx, id) {
     const claims = accounts()[id];
     if (!claims) return undefined;
+    if (claims.disabled) throw new errors.AccessDenied("the account is disabled");
     return { accountId: id, claims: async () => ({ sub: id, ...claims }) };
   },
 });

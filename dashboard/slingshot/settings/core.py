@@ -61,6 +61,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "web.middleware.TimeZoneMiddleware",  # the person's zone, from their session
     "web.middleware.PasswordChangeDueMiddleware",  # a generated password is replaced first
+    "web.middleware.SsoCheckMiddleware",  # a session of single sign-on asks the provider again, now and then
     "web.middleware.SecondFactorRequiredMiddleware",  # a second factor where a team requires one
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "accounts.middleware.SessionUseMiddleware",  # after auth, inside sessions: it records a session's use

@@ -36,6 +36,10 @@ OIDC_TIMEOUT_SECONDS = env.float("OIDC_TIMEOUT_SECONDS", default=5.0)
 OIDC_THROTTLE_RATE = env.str("OIDC_THROTTLE_RATE", default="30/min")
 # An http:// issuer: for a provider on loopback in tests, never in production.
 OIDC_ALLOW_HTTP = env.bool("OIDC_ALLOW_HTTP", default=False)
+# How often a session of single sign-on asks the provider, without a page
+# of its own (prompt=none), whether its person may still come (web/sso_views.py);
+# 0: never after the sign-in.
+OIDC_RECHECK_MINUTES = env.int("OIDC_RECHECK_MINUTES", default=15)
 
 if OIDC_ISSUER and not (OIDC_CLIENT_ID and OIDC_CLIENT_SECRET):
     raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID and OIDC_CLIENT_SECRET too")

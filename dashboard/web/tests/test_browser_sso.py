@@ -435,3 +435,98 @@ def test_a_person_scim_provisioned_signs_in_as_that_person(
     assert SsoIdentity.objects.get(subject="gwen-at-idp").user_id == person.pk
     assert Membership.objects.get(team=team, user=person).role == "editor"  # kept: SCIM's groups count too
     context.close()
+
+
+def _make_check_due(context) -> None:
+    """Moves the session's last check with the provider an hour back, as if
+    OIDC_RECHECK_MINUTES had passed since."""
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from web.sso_views import CHECKED
+
+    (cookie,) = (c for c in context.cookies() if c["name"] == "sessionid")
+    session = SessionStore(session_key=cookie["value"])
+    session[CHECKED] = time.time() - 3600
+    session.save()
+
+
+def test_a_session_asks_the_provider_again_and_is_ended_or_its_person_deactivated(
+    browser,  # noqa: F811
+    live_server,
+    provider,
+    settings,
+):
+    from teams.groups import group_role_set
+    from teams.models import Membership
+    from teams.services import team_create
+    from testing.factories import make_user
+    from tokens.services import token_authenticate, token_create
+
+    settings.OIDC_RECHECK_MINUTES = 15
+    admin = make_user()
+    campaigns = team_create(actor=admin, name=fresh("Campaigns "))
+    group_role_set(actor=admin, team=campaigns, group="mkt", role="viewer")
+    provider.add("grace", email="grace@example.org", email_verified=True, groups=["mkt"])
+    context, tab, refused = new_tab(browser, live_server)
+    asked = []
+    tab.on("request", lambda request: request.url.startswith(provider.issuer + "/auth") and asked.append(request.url))
+    tab.goto("/sign-in/")
+    tab.get_by_role("button", name="Sign in with Example SSO").click()
+    through_provider(tab, "grace")
+    expect(tab.get_by_role("heading", name="Overview")).to_be_visible()
+    grace = SsoIdentity.objects.get(subject="grace").user
+    assert Membership.objects.filter(user=grace, team=campaigns).exists()
+    _, raw = token_create(user=grace, name="cli", scope="read")  # a token of theirs
+    assert token_authenticate(raw) is not None
+
+    # Not due: a page opens without the provider.
+    asked.clear()
+    tab.goto("/links/?page=1")
+    expect(tab.get_by_role("heading", name="Links")).to_be_visible()
+    assert asked == []
+
+    # Due: the page goes by the provider (no page of its own: prompt=none) and back to itself,
+    # the groups followed on the way.
+    provider.add("grace", email="grace@example.org", email_verified=True, groups=[])
+    _make_check_due(context)
+    tab.goto("/links/?page=1")
+    expect(tab).to_have_url(re.compile(r"^http://localhost:\d+/links/\?page=1$"))
+    assert len(asked) == 1 and parse_qs(urlparse(asked[0]).query)["prompt"] == ["none"]
+    assert not Membership.objects.filter(user=grace, team=campaigns).exists()
+
+    # Barred at the provider: at the next check, deactivated here, and their token refused.
+    provider.add("grace", email="grace@example.org", email_verified=True, groups=[], disabled=True)
+    _make_check_due(context)
+    tab.goto("/links/")
+    expect(tab).to_have_url(re.compile(r"/sign-in/"))
+    expect(tab.get_by_text("Example SSO refused you: your account here is deactivated.")).to_be_visible()
+    grace.refresh_from_db()
+    assert not grace.is_active
+    assert token_authenticate(raw) is None
+    assert refused == []
+    context.close()
+
+
+def test_a_session_whose_provider_session_ended_is_signed_out_but_kept_active(
+    browser,  # noqa: F811
+    live_server,
+    provider,
+    settings,
+):
+    settings.OIDC_RECHECK_MINUTES = 15
+    provider.add("heidi", email="heidi@example.org", email_verified=True)
+    context, tab, _ = new_tab(browser, live_server)
+    tab.goto("/sign-in/")
+    tab.get_by_role("button", name="Sign in with Example SSO").click()
+    through_provider(tab, "heidi")
+    expect(tab.get_by_role("heading", name="Overview")).to_be_visible()
+    # The provider forgets its session (its cookies gone): it cannot answer without a page.
+    context.clear_cookies(domain="127.0.0.1")
+    _make_check_due(context)
+    tab.goto("/links/")
+    expect(tab).to_have_url(re.compile(r"/sign-in/"))
+    expect(tab.get_by_text("Your session at Example SSO has ended: sign in again.")).to_be_visible()
+    heidi = SsoIdentity.objects.get(subject="heidi").user
+    heidi.refresh_from_db()
+    assert heidi.is_active
+    context.close()
