@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl backup restore test test-fast test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy bench-webhooks bench-live loadtest stack-faults slow-clients click-outage multinode redis-outage
+.PHONY: setup run status logs ctl backup restore test test-fast test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy bench-webhooks bench-live bench-screen loadtest stack-faults slow-clients click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -127,6 +127,11 @@ bench-webhooks: setup
 # (serve_live's pushed clicks) cost the dashboard's other pages (docs/dashboard.md).
 bench-live: setup
 	flock /tmp/slingshot-bench.lock $(PY) loadtest/bench_live.py $(BENCH_ARGS)
+
+# Not part of `make test` (its --smoke is): reading a blocklist of a million
+# domains, what it takes in each process, and what screening adds to a link.
+bench-screen: setup
+	flock /tmp/slingshot-bench.lock $(PY) loadtest/bench_screen.py $(BENCH_ARGS)
 
 # Not part of `make test`: a fresh `make run` stack, each of its processes
 # killed with SIGKILL in turn under traffic; prints how long each took to come

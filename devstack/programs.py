@@ -210,6 +210,16 @@ def webhooks() -> None:
     os.execv(MANAGE[0], [*MANAGE, "deliver_webhooks"])
 
 
+def screen() -> None:
+    """The screening lists read now and every SCREEN_REFRESH_MINUTES; with
+    none configured, a process that only waits for its stop."""
+    if os.environ.get("SCREEN_LISTS", "").strip(", ") or os.environ.get("SCREEN_ALLOWLIST", "").strip(", "):
+        os.execv(MANAGE[0], [*MANAGE, "screen_lists"])
+    stops = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    signal.sigwait(stops)
+
+
 def live() -> None:
     os.execv(MANAGE[0], [*MANAGE, "serve_live", "--port", str(port("LIVE_PORT"))])
 
@@ -224,5 +234,6 @@ PROGRAMS = {
     "publisher": publisher,
     "imports": imports,
     "webhooks": webhooks,
+    "screen": screen,
     "live": live,
 }

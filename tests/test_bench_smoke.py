@@ -23,6 +23,7 @@ SCRIPTS = [
     ("bench_copy.py", "medians: variant", 180),
     ("bench_webhooks.py", "every one delivered", 240),
     ("bench_live.py", "open pages / none, medians:", 240),
+    ("bench_screen.py", "a link's lookup:", 120),
 ]
 
 
@@ -59,6 +60,7 @@ def test_every_bench_target_has_a_smoke_run():
         "bench-copy",
         "bench-webhooks",
         "bench-live",
+        "bench-screen",
     }, targets
     # bench_importers.py's small run is dashboard/importers/tests/test_bench.py,
     # bench_create.py's tests/test_bench_create.py.

@@ -37,6 +37,7 @@ MODELS = [
     "scim.ScimUser",
     "scim.ScimGroup",
     "scim.ScimMembership",
+    "screening.ScreenList",
 ]
 
 
@@ -133,6 +134,7 @@ SQL_MIGRATIONS = [
     ("importers", "0001_initial"),
     ("webhooks", "0001_initial"),
     ("scim", "0001_initial"),
+    ("screening", "0001_initial"),
 ]
 
 

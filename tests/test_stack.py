@@ -49,7 +49,19 @@ pytestmark = pytest.mark.slow  # a whole `make run` stack: `make test-fast` leav
 
 ADMIN = "ops"
 FORM = "application/x-www-form-urlencoded"
-STOP_ORDER = ("edge", "live", "front", "webhooks", "imports", "dashboard", "publisher", "importer", "postgres", "redis")
+STOP_ORDER = (
+    "edge",
+    "live",
+    "front",
+    "webhooks",
+    "screen",
+    "imports",
+    "dashboard",
+    "publisher",
+    "importer",
+    "postgres",
+    "redis",
+)
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from screening.screen import listing_of
 from slingshot.text import check_storable, describe, first_invisible, shown
 
 REDIRECT_STATUSES = (301, 302, 307, 308)
@@ -221,7 +222,8 @@ def normalise_target(value: str) -> str:
     other than http and https, credentials, invalid ports, control, bidi and
     invisible characters, hosts that are this machine or the edge itself in
     any spelling and with any port (a redirect loop), blocklisted domains,
-    and URLs longer than LINK_URL_MAX_LENGTH. The other characters that
+    URLs longer than LINK_URL_MAX_LENGTH, and destinations on the lists
+    of SCREEN_LISTS (screening/). The other characters that
     cannot be seen (slingshot.text.invisible: Hangul fillers, variation
     selectors) are refused in the host, where IDNA would drop them, and
     percent-encoded in the path, query and fragment like any non-ASCII
@@ -282,6 +284,13 @@ def normalise_target(value: str) -> str:
     limit = settings.LINK_URL_MAX_LENGTH
     if len(normalised) > limit:
         raise _refuse("The URL is longer than %(limit)d characters.", "too_long", limit=limit)
+    if listing := listing_of(host, normalised):
+        raise _refuse(
+            "%(matched)s is on the blocklist %(list)s: links to it are not allowed here.",
+            "listed",
+            matched=listing.matched,
+            list=listing.list_name,
+        )
     return normalised
 
 

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "webhooks",
     "accounts",
     "scim",
+    "screening",
     "web",
     "yourls_api",
 ]

@@ -17,6 +17,13 @@ LINK_URL_MAX_LENGTH = env.int("LINK_URL_MAX_LENGTH", default=2048)
 LINK_SLUG_LENGTH = env.int("LINK_SLUG_LENGTH", default=7)
 # Targets on these domains (and their subdomains) are refused, e.g. "evil.example,spam.example".
 LINK_DOMAIN_BLOCKLIST = env.list("LINK_DOMAIN_BLOCKLIST", default=[])
+# Blocklists a destination is screened against at every door, and
+# allowlists that win over them (screening/): files or http(s) URLs,
+# `name=source` or `source`, comma-separated; read again every
+# SCREEN_REFRESH_MINUTES by `manage.py screen_lists`.
+SCREEN_LISTS = env.list("SCREEN_LISTS", default=[])
+SCREEN_ALLOWLIST = env.list("SCREEN_ALLOWLIST", default=[])
+SCREEN_REFRESH_MINUTES = env.float("SCREEN_REFRESH_MINUTES", default=60.0)
 # Wrong passwords of a link from one address before that address is locked
 # out of that link, from all addresses before the link is locked for
 # everyone, and for how long after the last one (links/unlocking.py).

@@ -1,0 +1,36 @@
+"""`manage.py screen_lists`: reads the blocklists of SCREEN_LISTS and the
+allowlists of SCREEN_ALLOWLIST now and every SCREEN_REFRESH_MINUTES, for
+every door that makes links to look their destinations up (screening/)."""
+
+import time
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+
+from screening.services import refresh_all
+from slingshot.commands import ServiceCommand
+
+
+class Command(ServiceCommand):
+    help = "Reads the screening lists now and every SCREEN_REFRESH_MINUTES (--once: now only)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--once", action="store_true", help="Read the lists once, then stop.")
+
+    def handle(self, *args, once: bool = False, **options):
+        failures = 0
+        while not self.stopping:
+            started = time.monotonic()
+            try:
+                rows = refresh_all()
+                failures = 0
+            except (OperationalError, InterfaceError) as exc:
+                self.retry_later(exc, attempt=failures, first=0.5, cap=30, who="screen_lists")
+                failures += 1
+                continue
+            for row in rows:
+                state = f"not read ({row.error})" if row.error else f"{row.entries} entries"
+                self.stdout.write(f"screen_lists: {row}: {state}")
+            if once:
+                break
+            self.pause(max(1.0, settings.SCREEN_REFRESH_MINUTES * 60 - (time.monotonic() - started)))

@@ -1,0 +1,123 @@
+"""Reading the lists of SCREEN_LISTS and SCREEN_ALLOWLIST into
+screening.models.ScreenList, for every process to look up
+(screening/screen.py): `manage.py screen_lists` does it every
+SCREEN_REFRESH_MINUTES.
+
+A list is a file or an http(s) URL, named `name=source` or after its
+file. One that cannot be read keeps what it held, with the error, so an
+unreachable mirror never empties a blocklist; lists no longer configured
+go."""
+
+import hashlib
+import io
+import logging
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from slingshot.outbound import guarded
+from slingshot.outbound.errors import OutboundError
+
+from . import screen
+from .formats import parse
+from .models import ScreenList
+
+log = logging.getLogger(__name__)
+
+MAX_LIST_BYTES = 256 * 1024 * 1024
+FETCH_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    where: str
+    allow: bool
+
+
+def sources_of(setting: list[str], *, allow: bool) -> list[Source]:
+    """`name=path-or-url` or `path-or-url` (named after its last part), comma-separated."""
+    sources = []
+    for item in setting:
+        item = item.strip()
+        if not item:
+            continue
+        name, _, where = item.partition("=")
+        if not where or re.match(r"[a-z][a-z0-9+.-]*://", item, re.I) or "/" in name:
+            name, where = "", item
+        where = where.strip()
+        name = name.strip() or Path(urlsplit(where).path).name or where
+        sources.append(Source(name=name[:200], where=where, allow=allow))
+    return sources
+
+
+def configured() -> list[Source]:
+    return sources_of(settings.SCREEN_LISTS, allow=False) + sources_of(settings.SCREEN_ALLOWLIST, allow=True)
+
+
+def _read(where: str) -> bytes:
+    if re.match(r"https?://", where, re.I):
+        session = guarded.session(private_addresses=True)  # the operator's own lists, a mirror on their network too
+        answer = guarded.fetch(session, where, read_timeout=30.0, deadline=FETCH_SECONDS, max_bytes=MAX_LIST_BYTES)
+        if answer.status != 200:
+            raise OutboundError(f"{where} answered {answer.status}")
+        return bytes(answer.body)
+    with open(where, "rb") as f:
+        return f.read(MAX_LIST_BYTES + 1)
+
+
+def refresh(source: Source) -> ScreenList:
+    """Reads one list and stores it if its text changed."""
+    row, _ = ScreenList.objects.get_or_create(allow=source.allow, name=source.name, defaults={"source": source.where})
+    started = time.monotonic()
+    try:
+        raw = _read(source.where)
+        if len(raw) > MAX_LIST_BYTES:
+            raise OutboundError(f"larger than {MAX_LIST_BYTES // 2**20} MB")
+    except (OSError, OutboundError, ValueError) as exc:
+        row.error = str(exc)[:1000] or type(exc).__name__
+        row.source = source.where
+        row.save(update_fields=["error", "source"])
+        log.warning("screen list %s (%s) not read, kept as it was: %s", source.name, source.where, row.error)
+        return row
+    text_digest = hashlib.sha256(raw).hexdigest()
+    now = timezone.now()
+    if text_digest == row.digest and row.source == source.where:
+        row.read_at, row.error = now, ""
+        row.save(update_fields=["read_at", "error"])
+        return row
+    parsed = parse(io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="replace"))
+    row.source = source.where
+    row.domains = screen.packed(parsed.domains)
+    row.urls = screen.packed(parsed.urls)
+    row.entries = len(parsed.domains) + len(parsed.urls)
+    row.skipped = parsed.skipped
+    row.digest = text_digest
+    row.changed_at = row.read_at = now
+    row.error = ""
+    row.save()
+    log.info(
+        "screen list %s: %d domains, %d URLs (%d lines skipped) in %.1f s",
+        source.name,
+        len(parsed.domains),
+        len(parsed.urls),
+        parsed.skipped,
+        time.monotonic() - started,
+    )
+    return row
+
+
+def refresh_all() -> list[ScreenList]:
+    sources = configured()
+    rows = [refresh(source) for source in sources]
+    with transaction.atomic():
+        kept = [row.pk for row in rows]
+        ScreenList.objects.exclude(pk__in=kept).delete()
+    screen.forget()
+    return rows

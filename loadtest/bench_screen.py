@@ -1,0 +1,167 @@
+"""Screening benchmark: `make bench-screen` (docs/benchmarks.md, "Screening").
+
+Three figures, each with the target of issue 50:
+
+1. Reading a blocklist of 1,000,000 domains (a hosts file, the longest
+   lines of the formats) as `manage.py screen_lists` reads it: parsed
+   into hashes and packed (screening/formats.py, screening/screen.py), in
+   a process of its own; seconds (target: under 5) and how much the
+   process grew at its peak (target: under 100 MB).
+2. What the list then takes in each process that looks it up (8 bytes a
+   domain), and how long it takes to load from what PostgreSQL holds.
+3. What screening adds to a link's creation: a lookup of a destination's
+   host, each domain above it and its URL, over that list, a URL list of
+   100,000 and an allowlist; microseconds a link (target: at most 1 ms),
+   and a bulk of 10,000 destinations, all in one go.
+
+Runs without a stack: the parts are pure Python over bytes.
+
+    flock /tmp/slingshot-bench.lock .venv/bin/python loadtest/bench_screen.py [--domains 1000000] [--smoke]
+"""
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from pathlib import Path
+from statistics import median
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
+
+LOOKUPS = 10_000
+
+
+def rss_kb(field: str = "VmRSS") -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def read_list(path: str) -> dict:
+    """In a process of its own: the list read as the refresher reads it."""
+    import io
+
+    from screening.formats import parse
+    from screening.screen import packed
+
+    before = rss_kb()
+    started = time.perf_counter()
+    raw = Path(path).read_bytes()
+    parsed = parse(io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="replace"))
+    domains = packed(parsed.domains)
+    seconds = time.perf_counter() - started
+    return {
+        "seconds": seconds,
+        "grew_mb": (rss_kb("VmHWM") - before) / 1024,
+        "domains": len(parsed.domains),
+        "bytes": len(domains),
+    }
+
+
+def write_lists(folder: Path, domains: int, urls: int, rng: random.Random) -> tuple[Path, Path, list[str]]:
+    names = [
+        f"{rng.getrandbits(40):010x}-{n}.{rng.choice(['com', 'net', 'xyz', 'top', 'example'])}" for n in range(domains)
+    ]
+    hosts = folder / "hosts"
+    with hosts.open("w") as f:
+        f.write(f"# a hosts file of {domains} domains\n127.0.0.1 localhost\n")
+        for name in names:
+            f.write(f"0.0.0.0 {name}\n")
+    url_list = folder / "urls.txt"
+    with url_list.open("w") as f:
+        for n in range(urls):
+            f.write(f"http://{names[n % len(names)]}/payload-{n}.exe\n")
+    return hosts, url_list, names
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--domains", type=int, default=1_000_000)
+    parser.add_argument("--urls", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="A tiny run: that the script works.")
+    parser.add_argument("--read-list", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.read_list:
+        print(json.dumps(read_list(args.read_list)))
+        return
+    if args.smoke:
+        args.domains, args.urls, args.rounds = 20_000, 2_000, 1
+
+    from screening.formats import digest, parse
+    from screening.screen import Loaded, Screen, packed
+
+    rng = random.Random(50)
+    with tempfile.TemporaryDirectory(prefix="slingshot-bench-screen-") as tmp:
+        hosts, url_list, names = write_lists(Path(tmp), args.domains, args.urls, rng)
+        size_mb = hosts.stat().st_size / 2**20
+        print(f"list: {args.domains:,} domains, a hosts file of {size_mb:.1f} MB; a URL list of {args.urls:,}")
+
+        reads = []
+        for _ in range(args.rounds):
+            done = subprocess.run(
+                [sys.executable, __file__, "--read-list", str(hosts)], capture_output=True, text=True, check=True
+            )
+            reads.append(json.loads(done.stdout))
+        assert all(read["domains"] == args.domains for read in reads), reads
+        seconds = median(read["seconds"] for read in reads)
+        grew = median(read["grew_mb"] for read in reads)
+        print(
+            f"read and packed: {seconds:.2f} s (target < 5 s), the process grew {grew:.0f} MB at its peak"
+            f" (target < 100 MB); rounds: " + ", ".join(f"{r['seconds']:.2f} s / {r['grew_mb']:.0f} MB" for r in reads)
+        )
+
+        domains_bytes = packed(parse(hosts.open()).domains)
+        urls_bytes = packed(parse(url_list.open()).urls)
+        started = time.perf_counter()
+        block_domains, block_urls = array("Q"), array("Q")
+        block_domains.frombytes(domains_bytes)
+        block_urls.frombytes(urls_bytes)
+        loaded_ms = (time.perf_counter() - started) * 1000
+        allow = array("Q", sorted(digest(name) for name in names[:100]))
+        screen = Screen(
+            [
+                Loaded("hosts", False, block_domains, array("Q")),
+                Loaded("urls", False, array("Q"), block_urls),
+                Loaded("allow", True, allow, array("Q")),
+            ]
+        )
+        print(
+            f"held in each process: {(len(domains_bytes) + len(urls_bytes)) / 2**20:.1f} MB,"
+            f" loaded in {loaded_ms:.1f} ms"
+        )
+
+        targets = []
+        for n in range(LOOKUPS):
+            kind = n % 4
+            if kind == 0:  # listed: a subdomain of a listed domain
+                host = "www." + names[rng.randrange(100, len(names))]
+            elif kind == 1:  # a URL of the URL list
+                host = names[n % args.urls % len(names)]
+                targets.append((host, f"http://{host}/payload-{n % args.urls}.exe"))
+                continue
+            else:  # not listed
+                host = f"shop{n}.brand-{rng.getrandbits(32):x}.co.uk"
+            targets.append((host, f"https://{host}/spring-sale?ref=newsletter&n={n}"))
+        listed = sum(1 for host, url in targets if screen.listing(host, url))
+        timings = []
+        for _ in range(max(3, args.rounds)):
+            started = time.perf_counter()
+            for host, url in targets:
+                screen.listing(host, url)
+            timings.append(time.perf_counter() - started)
+        bulk = median(timings)
+        print(
+            f"a link's lookup: {bulk / LOOKUPS * 1e6:.1f} µs (target <= 1000 µs); a bulk of {LOOKUPS:,}"
+            f" destinations screened in {bulk * 1000:.0f} ms ({listed:,} listed)"
+        )
+
+
+if __name__ == "__main__":
+    main()
