@@ -1,12 +1,13 @@
 from django.db import models
-from django.db.models import Max
+from django.db.models import Count, Max
 
 
 class ScreenListQuerySet(models.QuerySet):
     def version(self):
         """What changes whenever a list is stored again or goes: the newest
         change and how many lists there are."""
-        return (self.aggregate(newest=Max("changed_at"))["newest"], self.count())
+        found = self.aggregate(newest=Max("changed_at"), lists=Count("id"))
+        return (found["newest"], found["lists"])
 
 
 class ScreenList(models.Model):

@@ -15,6 +15,7 @@ from django.utils import timezone
 from accounts import second_factor
 from accounts.selectors import password_change_due
 from clicks.calendar import zone_named
+from teams.selectors import memberships_of
 
 from .models import Preferences
 from .sso_views import check_due
@@ -134,8 +135,10 @@ class SecondFactorRequiredMiddleware:
             or second_factor.session_is_strong(request)
         ):
             return None
-        # The memberships the navigation reads too, once per request (web/teams.py).
-        teams = sorted(m.team.name for m in memberships(request) if m.team.require_second_factor)
+        # A page reads the memberships once, the navigation's included
+        # (web/teams.py); a post may change them, and reads them after.
+        mine = memberships(request) if request.method in ("GET", "HEAD") else memberships_of(request.user)
+        teams = sorted(m.team.name for m in mine if m.team.require_second_factor)
         if not teams:
             return None
         named = ", ".join(teams[:3]) + (" and more" if len(teams) > 3 else "")

@@ -89,7 +89,7 @@ def test_a_passkey_made_on_the_page_signs_in_alone_and_as_the_second_factor(
     # On its own: no user name, no password.
     sign_out(tab)
     tab.goto("/sign-in/?next=/links/")
-    tab.get_by_role("button", name="Sign in with a passkey").click()
+    tab.get_by_role("button", name="Use a passkey").click()
     expect(tab).to_have_url(re.compile(r"^http://localhost:\d+/links/$"))
     passkey.refresh_from_db()
     assert passkey.last_used_at is not None
@@ -107,7 +107,7 @@ def test_a_passkey_made_on_the_page_signs_in_alone_and_as_the_second_factor(
     # Another browser holds no passkey of this site: nothing signs in.
     context, other, other_problems = new_tab(browser, live_server, viewport)
     other.goto("/sign-in/")
-    other.get_by_role("button", name="Sign in with a passkey").click()
+    other.get_by_role("button", name="Use a passkey").click()
     expect(other.locator("#passkey-status")).to_be_visible()
     expect(other).to_have_url(re.compile(r"^http://localhost:\d+/sign-in/$"))
     context.close()
