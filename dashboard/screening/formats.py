@@ -23,9 +23,11 @@ megabytes, never a million strings at once."""
 import csv
 import ipaddress
 import re
-from collections.abc import Iterable
+import sys
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from hashlib import blake2b
+from hashlib import blake2b, sha256
 from urllib.parse import urlsplit, urlunsplit
 
 # Loose on purpose: a name no link's host can be is never matched anyway,
@@ -35,6 +37,10 @@ HOSTS_ADDRESSES = frozenset({"0.0.0.0", "127.0.0.1", "::", "::1", "0", "255.255.
 NOT_NAMES = frozenset(
     {"localhost", "localhost.localdomain", "local", "broadcasthost", "ip6-localhost", "ip6-loopback", "0.0.0.0"}
 )
+# The commonest lines, read by one match each: a hosts file's with one name,
+# and a plain domain list's.
+HOSTS_LINE = re.compile(r"\s*(?:0\.0\.0\.0|127\.0\.0\.1)[ \t]+([A-Za-z0-9_.-]+)\s*(?:#.*)?")
+DOMAIN_LINE = re.compile(r"\s*(?:\*\.|\.)?([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+)\.?\s*")
 ABP_DOMAIN_RULE = re.compile(r"\|\|([^/^$*|]+)\^?(?:\$.*)?")
 DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 
@@ -44,20 +50,58 @@ def digest(text: str) -> int:
     return int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
+class Hashes:
+    """Hashes (`digest`) gathered 8 bytes each, in 65,536 buckets by their
+    top 16 bits: no Python object per entry, and each bucket sorted on its
+    own at the end, so that the whole comes out sorted."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, bytearray] = {}
+
+    def add(self, text: str) -> None:
+        raw = blake2b(text.encode(), digest_size=8).digest()
+        bucket = self._buckets.get(key := raw[7] << 8 | raw[6])
+        if bucket is None:
+            self._buckets[key] = bucket = bytearray()
+        bucket += raw
+
+    def packed(self) -> bytes:
+        """Sorted and without repeats, as ScreenList keeps them (native 64-bit integers)."""
+        out = array("Q")
+        for key in sorted(self._buckets):
+            values = array("Q")
+            values.frombytes(_little_to_native(self._buckets[key]))
+            out.extend(sorted(set(values)))
+        return out.tobytes()
+
+    def as_set(self) -> set[int]:
+        values = array("Q")
+        values.frombytes(self.packed())
+        return set(values)
+
+
+def _little_to_native(raw: bytearray) -> bytes:
+    if sys.byteorder == "little":
+        return bytes(raw)
+    values = array("Q", bytes(raw))
+    values.byteswap()
+    return values.tobytes()
+
+
 @dataclass
 class Parsed:
-    """The hashes of a list's domains and URLs (`digest`), and how many
-    lines were none of the formats."""
+    """The hashes of a list's domains and URLs, and how many lines were
+    none of the formats."""
 
-    domains: set[int] = field(default_factory=set)
-    urls: set[int] = field(default_factory=set)
+    domains: Hashes = field(default_factory=Hashes)
+    urls: Hashes = field(default_factory=Hashes)
     skipped: int = 0
 
     def add_domain(self, name: str) -> None:
-        self.domains.add(digest(name))
+        self.domains.add(name)
 
     def add_url(self, url: str) -> None:
-        self.urls.add(digest(url))
+        self.urls.add(url)
 
 
 def domain_of(text: str) -> str | None:
@@ -107,6 +151,11 @@ def _is_address(token: str) -> bool:
 
 
 def read_line(line: str, into: Parsed) -> None:
+    if (found := HOSTS_LINE.fullmatch(line) or DOMAIN_LINE.fullmatch(line)) is not None:
+        name = found.group(1).lower().strip(".")
+        if "." in name and len(name) <= 253 and name not in NOT_NAMES:
+            into.add_domain(name)
+        return
     line = line.strip()
     if not line:
         return
@@ -154,6 +203,21 @@ def read_line(line: str, into: Parsed) -> None:
         into.add_domain(name)
     else:
         into.skipped += 1
+
+
+def sha256_of(stream) -> str:
+    """The SHA-256 of a binary stream's bytes, read in chunks; the stream rewound."""
+    digest = sha256()
+    for chunk in iter(lambda: stream.read(1 << 20), b""):
+        digest.update(chunk)
+    stream.seek(0)
+    return digest.hexdigest()
+
+
+def lines_of(stream) -> Iterator[str]:
+    """A binary stream's lines, as text (what is not UTF-8 replaced)."""
+    for raw in stream:
+        yield raw.decode("utf-8", errors="replace")
 
 
 def parse(lines: Iterable[str]) -> Parsed:

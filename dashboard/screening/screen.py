@@ -21,11 +21,6 @@ from .formats import canonical_url, digest
 RELOAD_SECONDS = 5.0
 
 
-def packed(hashes: set[int]) -> bytes:
-    """Hashes (formats.digest) sorted, as ScreenList keeps them."""
-    return array("Q", sorted(hashes)).tobytes()
-
-
 def _holds(hashes: array, value: int) -> bool:
     at = bisect_left(hashes, value)
     return at < len(hashes) and hashes[at] == value

@@ -7,7 +7,7 @@ from screening.formats import canonical_url, digest, domain_of, parse
 
 
 def holds(parsed, *, domains=(), urls=()) -> bool:
-    return {digest(d) for d in domains} == parsed.domains and {digest(u) for u in urls} == parsed.urls
+    return {digest(d) for d in domains} == parsed.domains.as_set() and {digest(u) for u in urls} == parsed.urls.as_set()
 
 
 def test_a_hosts_file():
@@ -70,3 +70,17 @@ def test_names_and_urls_compare_as_links_keep_them():
     assert domain_of("localhost") is None and domain_of("bad name.example") is None and domain_of("com") is None
     assert canonical_url("HTTP://Example.com:80") == "http://example.com/"
     assert canonical_url("ftp://example.com/") is None
+
+
+def test_hashes_come_out_sorted_once_each():
+    from array import array
+
+    from screening.formats import Hashes
+
+    hashes = Hashes()
+    names = [f"host-{n}.example" for n in range(5000)]
+    for name in names + names[:100]:
+        hashes.add(name)
+    values = array("Q")
+    values.frombytes(hashes.packed())
+    assert list(values) == sorted(digest(name) for name in names)
