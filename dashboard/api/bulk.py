@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from links import services
 from links.fields import LinkFields
+from links.limits import admit_creation
 
 from .common import team_from_body
 from .exceptions import encodable
@@ -81,6 +82,11 @@ class LinkBulkMixin:
                 indexes.append(index)
             except ValidationError as exc:
                 results[index].update(status=400, errors=encodable(exc.detail))
+        per_team: dict = {}
+        for _, team in items:
+            per_team.setdefault(team.pk if team else None, [team, 0])[1] += 1
+        for team, count in per_team.values():
+            admit_creation(owner=request.user, team=team, token=request.auth, count=count)
         for index, result in zip(indexes, services.link_bulk_create(owner=request.user, items=items), strict=True):
             if result.link:
                 results[index].update(status=201, link=new_link_data(result.link))

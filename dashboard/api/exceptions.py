@@ -1,8 +1,10 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import JsonResponse
 from rest_framework import exceptions, status
+from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from links.limits import CreationLimited
 from slingshot.text import shown, unstorable
 
 
@@ -59,6 +61,8 @@ def error_answer(request, status: int, detail: str, headers: dict[str, str]) -> 
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, CreationLimited):
+        return Response({"detail": str(exc)}, status=429, headers=exc.headers())
     if isinstance(exc, DjangoValidationError):
         exc = as_api_error(exc)
     response = drf_exception_handler(exc, context)

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from clicks import selectors as clicks_selectors
 from links import domains, selectors, services, slugs
 from links.fields import LinkFields
+from links.limits import admit_creation
 from links.models import Domain, Link
 from slingshot.db import reports_db
 
@@ -110,6 +111,7 @@ class LinkViewSet(
         serializer.is_valid(raise_exception=True)
         values = team_from_body(request, serializer.validated_data)
         team = values.pop("team", None)
+        admit_creation(owner=request.user, team=team, token=request.auth)
         try:
             link = services.link_create(owner=request.user, fields=LinkFields(**values), team=team)
         except DjangoValidationError as exc:

@@ -39,10 +39,10 @@ def address_caller(address: str | None) -> str:
     return f"addr-{address}"
 
 
-def admit(caller: str, rate: str | None = None) -> tuple[bool, float]:
-    """Counts a request of `caller` (one of the *_caller names): whether it
-    is within `rate` (API_THROTTLE_RATE unless given), and the seconds until
-    the window ends."""
+def admit(caller: str, rate: str | None = None, cost: int = 1) -> tuple[bool, float]:
+    """Counts a request of `caller` (one of the *_caller names), as `cost`
+    requests: whether it is within `rate` (API_THROTTLE_RATE unless given),
+    and the seconds until the window ends."""
     limit, period = parse_rate(rate or settings.API_THROTTLE_RATE)
     now = time.time()
     window = int(now // period)
@@ -50,7 +50,7 @@ def admit(caller: str, rate: str | None = None) -> tuple[bool, float]:
 
     def count(client) -> int:
         pipe = client.pipeline(transaction=False)
-        pipe.incr(key)
+        pipe.incrby(key, cost)
         pipe.expire(key, period + 1)
         return pipe.execute()[0]
 

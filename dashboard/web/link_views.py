@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 
 from clicks import selectors as clicks_selectors
 from links import checks, delivery, imports, selectors, services
+from links.limits import CreationLimited, admit_creation
 from links.models import Link
 from slingshot.db import reports_db
 from teams import access
@@ -205,9 +206,16 @@ def link_create(request):
     form = link_forms.LinkForm(forms.posted(request))
     if request.method == "POST" and checked(form):
         try:
+            admit_creation(owner=request.user, team=current_team(request))
             link = services.link_create(owner=request.user, team=current_team(request), fields=form.as_link_fields())
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
+        except CreationLimited as exc:
+            form.add_error(None, str(exc))
+            response = render(request, "web/link_form.html", {"form": form, "title": "New link"}, status=429)
+            for name, value in exc.headers().items():
+                response[name] = value
+            return response
         else:
             messages.success(request, f"Created {link.short_url}")
             if delivery.delivery.get() == delivery.PENDING:

@@ -34,8 +34,8 @@ BACKEND = "django.contrib.auth.backends.ModelBackend"
 WRONG_CODE = "That code is not right. (After a wrong one the app's codes wait a few seconds: type the next it shows.)"
 
 
-def _next(request, target: str | None) -> str:
-    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure()):
+def _next(request, target) -> str:
+    if isinstance(target, str) and target and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure()):
         return target
     return reverse("web:overview")
 
@@ -56,13 +56,15 @@ def _asking(request):
     return None, None
 
 
-def _done(request, user, pending, how: str) -> str:
-    """Signs `user` in (or marks the session as having given a second factor): where to go next."""
+def _done(request, user, pending, how: str, target: str | None = None) -> str:
+    """Signs `user` in (or marks the session as having given a second
+    factor): where to go next, the page that asked for it (`target`, else
+    ?next=) or what waited behind the password."""
     if pending is not None:
         second_factor.sign_in(request, user, backend=pending["backend"], how=how)
         return _next(request, pending.get("next"))
     second_factor.mark_strong(request)
-    return _next(request, request.GET.get("next"))
+    return _next(request, target or request.GET.get("next"))
 
 
 def _locked_out(request, credentials: dict) -> str | None:
@@ -156,7 +158,7 @@ def passkey_sign_in(request):
         error = _failed(request, credentials, str(exc)) if credentials else str(exc)
         return JsonResponse({"error": error}, status=400)
     if user is not None:
-        return JsonResponse({"next": _done(request, user, pending, second_factor.PASSKEY)})
+        return JsonResponse({"next": _done(request, user, pending, second_factor.PASSKEY, body.get("next"))})
     user = passkey.user
     if not user.is_active:
         return JsonResponse({"error": "Your account here is deactivated: ask an admin."}, status=403)

@@ -24,6 +24,7 @@ from links import services as link_services
 from links import slugs
 from links.domains import domain_for_host
 from links.fields import LinkFields
+from links.limits import CreationLimited, admit_creation
 from links.models import Domain, Link
 from links.selectors import links_visible_to
 from links.validation import normalise_target
@@ -115,6 +116,10 @@ def shorturl(context: Context, params: dict[str, str]) -> dict:
             slugs.validate_slug(keyword)
         except ValidationError as exc:
             return fail("error:keyword", _keyword_refusal(keyword, exc.code))
+    try:
+        admit_creation(owner=context.caller.user, team=context.caller.team, token=context.caller.token)
+    except CreationLimited as exc:
+        return fail("error:ratelimit", str(exc), status="429")
     try:
         link = link_services.link_create(
             owner=context.caller.user,

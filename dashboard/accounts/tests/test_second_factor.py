@@ -199,7 +199,7 @@ def test_passkey_doors_answer_bad_input_with_json(make_user):
     client = Client(REMOTE_ADDR=address())
     options = client.post("/sign-in/passkey/options")
     assert options.status_code == 200 and options.json()["userVerification"] == "required"
-    for body in (b"not json", b"[]", b'{"credential": 1}'):
+    for body in (b"not json", b"[]", b'{"credential": 1}', b'{"credential": {}, "next": {"a": 1}}'):
         answer = client.post("/sign-in/passkey/", body, content_type="application/json")
         assert answer.status_code == 400 and "error" in answer.json(), body
     made_up = {"id": "AAAA", "rawId": "AAAA", "type": "public-key", "response": {}}

@@ -10,6 +10,8 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
+from links.limits import CreationLimited
+
 from ..exceptions import encodable
 
 SHLINK_ERROR = "https://shlink.io/api/error/"
@@ -95,6 +97,9 @@ def exception_handler(exc, context):
         problem = forbidden(str(getattr(exc, "detail", exc) or "Not allowed."), code)
     elif isinstance(exc, (exceptions.NotFound, Http404)):
         problem = not_found(context["request"])
+    elif isinstance(exc, CreationLimited):
+        problem = Problem(429, None, "Too Many Requests", str(exc))
+        headers.update(exc.headers())
     elif isinstance(exc, exceptions.Throttled):
         problem = Problem(429, None, "Too Many Requests", str(exc.detail))
         if exc.wait is not None:

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from clicks import selectors as clicks_selectors
 from links import domains, selectors, services, slugs
 from links.fields import LinkFields
+from links.limits import admit_creation
 from links.models import Domain, Link
 from links.tags import with_tags, without_tags
 from links.validation import normalise_target
@@ -145,6 +146,7 @@ class ShortUrlsView(ShlinkView):
             found = self._existing(request, values, slug, host)
             if found is not None:
                 return Response(short_url(found))
+        admit_creation(owner=request.user, token=request.auth)
         try:
             with transaction.atomic():
                 domain = self._domain_to_create_on(request, host)

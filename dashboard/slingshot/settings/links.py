@@ -17,6 +17,11 @@ LINK_URL_MAX_LENGTH = env.int("LINK_URL_MAX_LENGTH", default=2048)
 LINK_SLUG_LENGTH = env.int("LINK_SLUG_LENGTH", default=7)
 # Targets on these domains (and their subdomains) are refused, e.g. "evil.example,spam.example".
 LINK_DOMAIN_BLOCKLIST = env.list("LINK_DOMAIN_BLOCKLIST", default=[])
+# Links one team may make: e.g. "600/min"; empty, no limit; and one API
+# token, by default as many (links/limits.py). The importers and the admin
+# are not counted.
+LINK_CREATE_RATE = env.str("LINK_CREATE_RATE", default="")
+LINK_CREATE_TOKEN_RATE = env.str("LINK_CREATE_TOKEN_RATE", default="") or LINK_CREATE_RATE
 # Blocklists a destination is screened against at every door, and
 # allowlists that win over them (screening/): files or http(s) URLs,
 # `name=source` or `source`, comma-separated; read again every
