@@ -59,6 +59,9 @@ CREATE TABLE links_link (
         CONSTRAINT links_link_owner_id_d60333f7_fk_auth_user_id REFERENCES auth_user (id) DEFERRABLE INITIALLY DEFERRED,
     team_id         bigint NOT NULL
         CONSTRAINT links_link_team_id_014a1afd_fk_teams_team_id REFERENCES teams_team (id) DEFERRABLE INITIALLY DEFERRED,
+    -- Why its destination (or a rule's or split's) is on a blocklist since it
+    -- was made, or empty (dashboard/links/flags.py). Migration 0006.
+    listed          varchar(300) DEFAULT '' NOT NULL,
     -- A slug is unique per domain; this index serves the domain's foreign key too.
     CONSTRAINT link_domain_slug UNIQUE (domain_id, slug),
     CONSTRAINT link_redirect_status_valid CHECK (redirect_status IN (301, 302, 307, 308)),

@@ -143,6 +143,10 @@ class Link(models.Model):
     is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
+    # Why the destination, or a rule's or split's, is on a blocklist since
+    # the link was made ("phish.example: hagezi"), or empty: links/flags.py
+    # writes it; the link is published disabled while it is set.
+    listed = models.CharField(max_length=300, blank=True, default="", db_default="", editable=False)
 
     class Meta:
         ordering = ["-created_at"]

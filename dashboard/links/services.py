@@ -216,8 +216,9 @@ def link_update(*, link: Link, actor: AbstractBaseUser | None = None, **changes)
         raise TypeError("not editable: " + ", ".join(sorted(unknown)))
     if "password" in changes:
         changes["password"] = link_password(changes["password"])
-    before = Link.objects.select_for_update().values(*AUDITED, "team_id", "password").get(pk=link.pk)
+    before = Link.objects.select_for_update().values(*AUDITED, "team_id", "password", "listed").get(pk=link.pk)
     before["team"] = before.pop("team_id")
+    was_listed = before.pop("listed")
     if actor is not None:
         access.require(actor, before["team"], Role.EDITOR, to="change links")
         if "team" in changes:
@@ -225,7 +226,10 @@ def link_update(*, link: Link, actor: AbstractBaseUser | None = None, **changes)
     for name, value in changes.items():
         setattr(link, name, value)
     _validate(link)
-    _save(link, update_fields=[*changes, "updated_at"])
+    # Its targets passed the lists just now: a flag of an earlier reading goes.
+    cleared = ["listed"] if was_listed or link.listed else []
+    link.listed = ""
+    _save(link, update_fields=[*changes, *cleared, "updated_at"])
     after = {name: getattr(link, name) for name in changes}
     if "password" in changes:  # whether there is one, never a hash (fields.Option.audited)
         had = before.pop("password")

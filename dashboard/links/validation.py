@@ -308,6 +308,18 @@ def _with_scheme(value: str) -> str | None:
         return None
 
 
+def split_host(url: str) -> str:
+    """The host of a kept target, as normalise_target writes hosts (an IPv6
+    address in brackets)."""
+    try:
+        netloc = urlsplit(url).netloc.rsplit("@", 1)[-1]
+    except ValueError:
+        return ""
+    if netloc.startswith("["):
+        return netloc[: netloc.find("]") + 1]
+    return netloc.rsplit(":", 1)[0].lower()
+
+
 def validate_target_url(value: str) -> None:
     normalise_target(value)
 

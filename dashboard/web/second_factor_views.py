@@ -35,7 +35,11 @@ WRONG_CODE = "That code is not right. (After a wrong one the app's codes wait a 
 
 
 def _next(request, target) -> str:
-    if isinstance(target, str) and target and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure()):
+    if (
+        isinstance(target, str)
+        and target
+        and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure())
+    ):
         return target
     return reverse("web:overview")
 

@@ -1,12 +1,17 @@
 """`manage.py screen_lists`: reads the blocklists of SCREEN_LISTS and the
 allowlists of SCREEN_ALLOWLIST now and every SCREEN_REFRESH_MINUTES, for
-every door that makes links to look their destinations up (screening/)."""
+every door that makes links to look their destinations up (screening/);
+then, whenever what they hold changed, flags the links made before whose
+destinations they now list (links/flags.py)."""
 
 import time
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from links.flags import flag_listed_links
+from screening import screen
+from screening.models import ScreenList
 from screening.services import refresh_all
 from slingshot.commands import ServiceCommand
 
@@ -18,11 +23,17 @@ class Command(ServiceCommand):
         parser.add_argument("--once", action="store_true", help="Read the lists once, then stop.")
 
     def handle(self, *args, once: bool = False, **options):
-        failures = 0
+        failures, flagged_at = 0, None
         while not self.stopping:
             started = time.monotonic()
             try:
                 rows = refresh_all()
+                version = ScreenList.objects.version()
+                if version != flagged_at:
+                    screen.forget()
+                    flagged, cleared = flag_listed_links()
+                    self.stdout.write(f"screen_lists: {flagged} links flagged as listed, {cleared} no longer")
+                    flagged_at = version
                 failures = 0
             except (OperationalError, InterfaceError) as exc:
                 self.retry_later(exc, attempt=failures, first=0.5, cap=30, who="screen_lists")
