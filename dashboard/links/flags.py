@@ -8,27 +8,74 @@ on the link's page and in its list."""
 
 import logging
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from screening import lookups
 from screening.screen import Screen, current
 
 from .models import Link
 from .outbox import publish_link
-from .validation import split_host
+from .validation import normalise_target, split_host
 
 log = logging.getLogger(__name__)
 
 BATCH = 2000
 
 
+def targets_of(link: Link) -> list[tuple[str, str, str]]:
+    """(field, host, url) of the link's destination and its rules' and split's targets."""
+    found = [("url", split_host(link.url), link.url)]
+    for name in ("rules", "split"):
+        for item in getattr(link, name) or []:
+            url = item.get("url", "") if isinstance(item, dict) else ""
+            if isinstance(url, str) and url:
+                found.append((name, split_host(url), url))
+    return [target for target in found if target[1]]
+
+
 def reason_of(screen: Screen, link: Link) -> str:
     """Why the link's destination, or a rule's or split's target, is listed; '' if none is."""
-    targets = [link.url, *(item.get("url", "") for item in [*(link.rules or []), *(link.split or [])])]
-    for url in targets:
-        host = split_host(url)
-        if host and (listing := screen.listing(host, url)):
+    for _, host, url in targets_of(link):
+        if listing := screen.listing(host, url):
             return f"{listing.matched}: {listing.list_name}"[:300]
     return ""
+
+
+def check_lookups(link: Link) -> None:
+    """Refuses a link whose destination, or a rule's or split's target, a
+    lookup lists (Safe Browsing, a DNSBL: screening/lookups.py), as the
+    lists' refusal reads: ValidationError on that field."""
+    if not lookups.enabled():
+        return
+    for name, host, url in targets_of(link):
+        if found := lookups.hit(host, url):
+            raise ValidationError(
+                {
+                    name: ValidationError(
+                        "%(matched)s is listed by %(service)s (%(why)s): links to it are not allowed here.",
+                        code="listed",
+                        params={"matched": found.matched, "service": found.service, "why": found.why},
+                    )
+                }
+            )
+
+
+def prefetch_lookups(links: list[Link]) -> None:
+    """Asks the lookups about many links' targets at once (a bulk, an
+    import), as the links will keep them (what normalise_target refuses
+    is refused before any lookup)."""
+    if not lookups.enabled():
+        return
+    targets = []
+    for link in links:
+        for _, _, url in targets_of(link):
+            try:
+                kept = normalise_target(url)
+            except ValidationError:
+                continue
+            targets.append((split_host(kept), kept))
+    lookups.prefetch(targets)
 
 
 def flag_listed_links(screen: Screen | None = None) -> tuple[int, int]:

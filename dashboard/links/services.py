@@ -20,6 +20,7 @@ from teams.services import default_team
 from . import slugs
 from .domains import default_domain
 from .fields import AUDITED, OPTION_NAMES, LinkFields, values_of
+from .flags import check_lookups, prefetch_lookups
 from .models import Domain, Link
 from .outbox import publish_domain, publish_link
 from .publishing import in_robots
@@ -62,6 +63,7 @@ def _validate(link: Link) -> None:
     # validators, and a taken slug is found by the unique index itself
     # (_save), which a concurrent insert cannot race.
     link.full_clean(exclude=["owner", "team", "domain"], validate_unique=False, validate_constraints=False)
+    check_lookups(link)
 
 
 def _slug_taken() -> ValidationError:
@@ -174,6 +176,8 @@ def link_bulk_create(
     result per item, in their order; all the links commit together. The
     owner's role is looked up once per team."""
     results, teams, default = [], {}, default_domain()
+    items = list(items)
+    prefetch_lookups([Link(**values_of(link_fields)) for link_fields, _ in items])
     for link_fields, chosen in items:
         if link_fields.domain is None:
             link_fields = replace(link_fields, domain=default)

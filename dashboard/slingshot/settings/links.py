@@ -29,6 +29,16 @@ LINK_CREATE_TOKEN_RATE = env.str("LINK_CREATE_TOKEN_RATE", default="") or LINK_C
 SCREEN_LISTS = env.list("SCREEN_LISTS", default=[])
 SCREEN_ALLOWLIST = env.list("SCREEN_ALLOWLIST", default=[])
 SCREEN_REFRESH_MINUTES = env.float("SCREEN_REFRESH_MINUTES", default=60.0)
+# Lookups beside the lists (screening/lookups.py), each off unless set:
+# Google Safe Browsing's Lookup API, and DNS blocklist zones (Spamhaus DBL:
+# "dbl.spamhaus.org") asked through SCREEN_DNS_RESOLVER ("host:port"; the
+# system's resolver unless set); each lookup waits at most
+# SCREEN_LOOKUP_TIMEOUT_MS, then lets the destination through.
+SAFE_BROWSING_API_KEY = env.str("SAFE_BROWSING_API_KEY", default="")
+SAFE_BROWSING_URL = env.str("SAFE_BROWSING_URL", default="https://safebrowsing.googleapis.com/v4/threatMatches:find")
+SCREEN_DNSBL_ZONES = env.list("SCREEN_DNSBL_ZONES", default=[])
+SCREEN_DNS_RESOLVER = env.str("SCREEN_DNS_RESOLVER", default="")
+SCREEN_LOOKUP_TIMEOUT_MS = env.int("SCREEN_LOOKUP_TIMEOUT_MS", default=1500)
 # Wrong passwords of a link from one address before that address is locked
 # out of that link, from all addresses before the link is locked for
 # everyone, and for how long after the last one (links/unlocking.py).
