@@ -149,6 +149,13 @@ def finish(request) -> tuple[Claims, str | None]:
     provider refused, or its answer does not hold (a state not ours, a code
     used already, an ID token for another client, a wrong nonce)."""
     sso = client()
+    if request.method == "GET" and request.GET.get("error"):
+        # Authlib reports the provider's error before it checks the state:
+        # an error is the provider's only with a state this session began.
+        state = request.GET.get("state")
+        if not state or not sso.framework.get_state_data(request.session, state):
+            raise SignInRefused(f"{settings.OIDC_NAME}'s answer could not be checked: try again.")
+        sso.framework.clear_state_data(request.session, state)
     try:
         token = sso.authorize_access_token(request)
         userinfo = sso.userinfo(token=token)

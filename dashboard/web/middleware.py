@@ -18,7 +18,7 @@ from clicks.calendar import zone_named
 from teams.selectors import memberships_of
 
 from .models import Preferences
-from .sso_views import check_due
+from .sso_views import check_due, signed_in_with_sso
 from .teams import memberships
 
 # The zone's name rides in the session: put there at sign-in and when it
@@ -133,6 +133,7 @@ class SecondFactorRequiredMiddleware:
             or (match.namespace == "web" and match.url_name in self.ALLOWED)
             or not request.user.is_authenticated
             or second_factor.session_is_strong(request)
+            or signed_in_with_sso(request)
         ):
             return None
         # A page reads the memberships once, the navigation's included

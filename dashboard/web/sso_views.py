@@ -66,13 +66,19 @@ def _sign_in(request, user, claims: sso.Claims, id_token: str | None):
     return redirect(_safe_next(request, target))
 
 
+def signed_in_with_sso(request) -> bool:
+    """Whether the session came from the provider: said so at its sign-in,
+    or holding the provider's ID token (a session of before that was said)."""
+    return request.session.get(second_factor.SIGNED_IN_WITH) == second_factor.SSO or ID_TOKEN in request.session
+
+
 def check_due(request) -> bool:
     """Whether this session of single sign-on is due to ask the provider again."""
     minutes = settings.OIDC_RECHECK_MINUTES
     return bool(
         minutes
         and sso.enabled()
-        and request.session.get(second_factor.SIGNED_IN_WITH) == second_factor.SSO
+        and signed_in_with_sso(request)
         and time.time() - request.session.get(CHECKED, 0) > minutes * 60
     )
 

@@ -494,6 +494,23 @@ def test_a_session_asks_the_provider_again_and_is_ended_or_its_person_deactivate
     assert len(asked) == 1 and parse_qs(urlparse(asked[0]).query)["prompt"] == ["none"]
     assert not Membership.objects.filter(user=grace, team=campaigns).exists()
 
+    # An error made up by someone else, with no state this session began, deactivates nobody.
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from web.sso_views import CHECKING
+
+    (cookie,) = (c for c in context.cookies() if c["name"] == "sessionid")
+    session = SessionStore(session_key=cookie["value"])
+    session[CHECKING] = "/links/"
+    session.save()
+    tab.goto("/sign-in/sso/done?error=access_denied&state=made-up")
+    expect(tab).to_have_url(re.compile(r"/sign-in/"))
+    grace.refresh_from_db()
+    assert grace.is_active
+    tab.goto("/sign-in/")
+    tab.get_by_role("button", name="Sign in with Example SSO").click()
+    expect(tab.get_by_role("heading", name="Overview")).to_be_visible()  # the provider's session still stands
+
     # Barred at the provider: at the next check, deactivated here, and their token refused.
     provider.add("grace", email="grace@example.org", email_verified=True, groups=[], disabled=True)
     _make_check_due(context)
