@@ -11,6 +11,7 @@ alone it does not, and the pages send its person to set one up
 (accounts.middleware.SecondFactorRequiredMiddleware)."""
 
 import secrets
+import time
 
 from django.contrib.auth import login
 from django.db import transaction
@@ -30,6 +31,12 @@ STRONG = frozenset({SECOND_FACTOR, PASSKEY, SSO})
 PENDING = "second_factor_pending"
 PENDING_SECONDS = 300
 
+# When the session last gave a second factor: changing one's second factors
+# takes one given within RECENT_SECONDS (a session taken over cannot swap
+# them for its own).
+GIVEN_AT = "second_factor_at"
+RECENT_SECONDS = 600
+
 RECOVERY_DEVICE = "recovery codes"
 RECOVERY_CODES = 10
 TOTP_DEVICE = "authenticator app"
@@ -40,6 +47,8 @@ def sign_in(request, user, *, backend: str, how: str) -> None:
     request.session.pop(PENDING, None)
     login(request, user, backend=backend)  # the session's key changes; what it holds stays
     request.session[SIGNED_IN_WITH] = how
+    if how in (SECOND_FACTOR, PASSKEY):
+        request.session[GIVEN_AT] = time.time()
 
 
 def session_is_strong(request) -> bool:
@@ -51,6 +60,15 @@ def mark_strong(request) -> None:
     gave one when asked)."""
     if request.session.get(SIGNED_IN_WITH) != SSO:
         request.session[SIGNED_IN_WITH] = SECOND_FACTOR
+    request.session[GIVEN_AT] = time.time()
+
+
+def may_change_factors(request) -> bool:
+    """Whether the session may change its person's second factors: they
+    have none yet, or gave one within RECENT_SECONDS."""
+    if not has_second_factor(request.user):
+        return True
+    return time.time() - request.session.get(GIVEN_AT, 0) <= RECENT_SECONDS
 
 
 def totp_of(user) -> TOTPDevice | None:

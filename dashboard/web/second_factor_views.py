@@ -211,6 +211,15 @@ def _two_factor_page(request, *, codes: list[str] | None = None, error: str | No
     return render(request, "web/two_factor.html", context, status=status)
 
 
+def _give_it_again(request, *, json: bool = False):
+    message = "Give your second factor again to change your second factors."
+    target = f"{reverse('web:second-factor')}?next={reverse('web:two-factor')}"
+    if json:
+        return JsonResponse({"error": message, "next": target}, status=403)
+    messages.info(request, message)
+    return redirect(target)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def two_factor(request):
@@ -218,6 +227,8 @@ def two_factor(request):
     if request.method == "GET":
         return _two_factor_page(request)
     user, action = request.user, request.POST.get("action", "")
+    if action != "app-confirm" and not second_factor.may_change_factors(request):
+        return _give_it_again(request)
     if action == "app-begin":
         second_factor.totp_begin(user=user)
     elif action == "app-confirm":
@@ -247,6 +258,8 @@ def two_factor(request):
 def passkey_register_options(request):
     if refused := _throttled_json(request):
         return refused
+    if not second_factor.may_change_factors(request):
+        return _give_it_again(request, json=True)
     return HttpResponse(passkeys.registration_options(request, request.user), content_type="application/json")
 
 
@@ -258,6 +271,8 @@ def passkey_register(request):
     body = _json_body(request)
     if body is None or not isinstance(body.get("credential"), dict):
         return JsonResponse({"error": 'Send the passkey as {"credential": {...}, "name": "..."}.'}, status=400)
+    if not second_factor.may_change_factors(request):
+        return _give_it_again(request, json=True)
     try:
         passkey = passkeys.register(
             request, request.user, credential=body["credential"], name=str(body.get("name") or "")

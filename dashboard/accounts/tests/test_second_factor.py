@@ -217,3 +217,21 @@ def test_passkey_ceremonies_are_throttled_per_address(settings):
     client = Client(REMOTE_ADDR=address())
     answers = [client.post("/sign-in/passkey/options").status_code for _ in range(5)]
     assert answers[:3] == [200, 200, 200] and answers[3:] == [429, 429]
+
+
+def test_changing_second_factors_takes_one_given_lately(with_app, monkeypatch):
+    client, _ = password_step(with_app.username)
+    assert client.post("/sign-in/second-factor/", {"code": with_app.codes[0]}).status_code == 302
+    later = time.time() + second_factor.RECENT_SECONDS + 1
+    monkeypatch.setattr(time, "time", lambda: later)
+    asked = "/sign-in/second-factor/?next=/account/two-factor/"
+    for action in ("app-remove", "codes", "app-begin"):
+        sent = client.post("/account/two-factor/", {"action": action})
+        assert sent.status_code == 302 and sent["Location"] == asked, action
+    options = client.post("/account/passkeys/options")
+    assert options.status_code == 403 and options.json()["next"] == asked
+    assert second_factor.totp_of(with_app) is not None and second_factor.recovery_codes_left(with_app) == 9
+    # Given again, the change goes through.
+    assert client.post(asked, {"code": with_app.codes[1]})["Location"] == "/account/two-factor/"
+    assert client.post("/account/two-factor/", {"action": "app-remove"})["Location"] == "/account/two-factor/"
+    assert second_factor.totp_of(with_app) is None

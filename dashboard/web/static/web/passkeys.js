@@ -16,7 +16,10 @@
     });
     let data = {};
     try { data = await response.json(); } catch (_) { /* not JSON: the status says it */ }
-    if (!response.ok) throw new Error(data.error || `The server answered ${response.status}.`);
+    if (!response.ok) {
+      if (data.next) window.location.assign(data.next);  // asked to give a second factor first
+      throw new Error(data.error || `The server answered ${response.status}.`);
+    }
     return data;
   }
 
