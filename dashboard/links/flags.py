@@ -1,9 +1,9 @@
 """Links whose destination was listed after they were made (screening/):
 after each reading of the lists, every link's destination, and its rules'
 and split's, is looked up again. A link newly listed gets the reason in
-Link.listed and is published again, which publishes it disabled (its
-target no longer passes links.validation.normalise_target); one no longer
-listed gets it cleared and is published as it is. The team sees the flag
+Link.listed and is published again, `listed`: the edge answers 451 (a
+page saying it was stopped) instead of the redirect. One no longer listed
+gets it cleared and is published as it is. The team sees the flag
 on the link's page and in its list."""
 
 import logging

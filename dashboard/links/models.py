@@ -145,7 +145,7 @@ class Link(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     # Why the destination, or a rule's or split's, is on a blocklist since
     # the link was made ("phish.example: hagezi"), or empty: links/flags.py
-    # writes it; the link is published disabled while it is set.
+    # writes it; the edge answers 451 while it is set.
     listed = models.CharField(max_length=300, blank=True, default="", db_default="", editable=False)
 
     class Meta:

@@ -65,7 +65,9 @@ def link_payload(link: Link) -> str:
     """The value of the link's key (docs/contract.md, "Links"): its id, and
     each option the edge is told of, as links/fields.py says. A value
     refused since it was saved (a target on a domain blocklisted since, say)
-    has the link published disabled: the edge answers it as unknown. A
+    has the link published disabled: the edge answers it as unknown; one
+    flagged as listed (Link.listed) is published `listed`, and the edge
+    answers 451. A
     password never leaves PostgreSQL: the edge is only told that there is
     one, and asks the dashboard whether what a visitor typed is it."""
     payload, refused = {"id": link.pk}, []
@@ -76,7 +78,11 @@ def link_payload(link: Link) -> str:
         except ValidationError as exc:
             refused.append(f"{option.name}: {'; '.join(exc.messages)}")
             payload[option.edge] = value if isinstance(value, str) else []
-    if refused:
+    if link.listed:
+        # On a blocklist since it was made (links/flags.py): the edge answers
+        # 451; an edge older than `listed` reads `active` and answers 404.
+        payload["listed"], payload["active"] = True, False
+    elif refused:
         log.warning("link %s is published disabled, refused now: %s", link.slug, " / ".join(refused))
         payload["active"] = False
     payload["password_version"] = password_version(link.password)

@@ -47,6 +47,7 @@ local DISABLED = outcome("disabled")
 local EXPIRED = outcome("expired")
 local SCHEDULED = outcome("scheduled")
 local LIMIT_REACHED = outcome("limit_reached")
+local LISTED = outcome("listed")
 local PASSWORD = outcome("password")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
@@ -161,6 +162,12 @@ local function redirect_special(slug, value, domain, pixel)
         metrics.inc(DISABLED)
         clicks.record(slug, "", domain.orphan.disabled)
         return not_found(domain)
+    elseif state == "listed" then
+        -- Its destination is on a blocklist: 451, counted as a disabled
+        -- link's orphan visit, so that the accounting holds.
+        metrics.inc(LISTED)
+        clicks.record(slug, "", domain.orphan.disabled)
+        return page(451, "listed", domain)
     elseif state == "scheduled" then
         metrics.inc(SCHEDULED)
         clicks.record(slug, "", domain.orphan.scheduled)

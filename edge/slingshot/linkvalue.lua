@@ -21,7 +21,7 @@ _M.PASSWORD_VERSION_MAX = 64
 -- Every field of a link's value that decode reads, and no other: what the
 -- dashboard's publisher writes (edge/t/test_contract.py holds them equal).
 _M.FIELDS = { "id", "url", "status", "active", "valid_since", "expires_at", "max_visits",
-    "forward_query", "password", "password_version", "unlock_url", "rules", "split" }
+    "forward_query", "password", "password_version", "unlock_url", "rules", "split", "listed" }
 local FIELDS = _M.FIELDS
 
 -- An absolute http(s) URL with nothing a header could be split on.
@@ -106,6 +106,8 @@ function _M.decode(raw, visits_prefix)
         return nil, password_version
     end
     local active = value.active ~= false
+    -- On a blocklist since it was made (the dashboard's links/flags.py): a 451.
+    local listed = value.listed == true
     local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url)
     if bad_rules then
         return nil, "link rules: " .. bad_rules
@@ -117,6 +119,7 @@ function _M.decode(raw, visits_prefix)
         url = url,
         status = status,
         active = active,
+        listed = listed,
         valid_since = valid_since,
         expires_at = expires_at,
         timed = valid_since ~= nil or expires_at ~= nil,
@@ -127,15 +130,18 @@ function _M.decode(raw, visits_prefix)
         password_version = password_version,
         -- rules.compile's, or nil for a link without rules and split.
         rules = compiled,
-        plain = active and valid_since == nil and expires_at == nil and max_visits == nil
-            and not locked and compiled == nil,
+        plain = active and not listed and valid_since == nil and expires_at == nil
+            and max_visits == nil and not locked and compiled == nil,
     }
 end
 
--- "redirect", "disabled", "scheduled" (before valid_since) or "expired" for
--- a decoded link at Unix time `now` (which may be nil for a link without
--- valid_since or expires_at).
+-- "redirect", "listed" (on a blocklist, whatever else it is), "disabled",
+-- "scheduled" (before valid_since) or "expired" for a decoded link at Unix
+-- time `now` (which may be nil for a link without valid_since or expires_at).
 function _M.state(link, now)
+    if link.listed then
+        return "listed"
+    end
     if not link.active then
         return "disabled"
     end

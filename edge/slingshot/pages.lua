@@ -1,5 +1,6 @@
 -- The pages the edge answers a visitor with instead of a redirect: no such
--- link (404), a link expired or used up (410), a link's password page and
+-- link (404), a link expired or used up (410), a link whose destination is
+-- on a blocklist (451), a link's password page and
 -- the page after the right password (unlock.lua), each in the visitor's
 -- language, and the bare 503 of an edge that cannot ask Redis. Pure:
 -- edge.lua and unlock.lua pick the language from Accept-Language
@@ -36,6 +37,8 @@ local TEXTS = {
             "This short link has expired and no longer leads anywhere." },
         limit = { "Link used up",
             "This short link has had all the visits it was made for." },
+        listed = { "Link blocked",
+            "This short link led to an address on a list of unsafe sites, and has been stopped." },
         continue = "Continue", home = "Home page",
         password = {
             title = "Password needed", heading = "This link needs a password",
@@ -61,6 +64,9 @@ local TEXTS = {
             "Dieser Kurzlink ist abgelaufen und führt nirgendwo mehr hin." },
         limit = { "Link aufgebraucht",
             "Dieser Kurzlink hatte alle Besuche, für die er gemacht war." },
+        listed = { "Link gesperrt",
+            "Dieser Kurzlink führte zu einer Adresse auf einer Liste unsicherer Seiten "
+            .. "und wurde gestoppt." },
         continue = "Weiter", home = "Startseite",
         password = {
             title = "Passwort nötig", heading = "Für diesen Link ist ein Passwort nötig",
@@ -87,6 +93,9 @@ local TEXTS = {
             "Este enlace corto ha caducado y ya no lleva a ninguna parte." },
         limit = { "Enlace agotado",
             "Este enlace corto ya recibió todas las visitas para las que se creó." },
+        listed = { "Enlace bloqueado",
+            "Este enlace corto llevaba a una dirección de una lista de sitios peligrosos "
+            .. "y se ha detenido." },
         continue = "Continuar", home = "Página de inicio",
         password = {
             title = "Contraseña necesaria", heading = "Este enlace necesita una contraseña",
@@ -113,6 +122,8 @@ local TEXTS = {
             "Ce lien court a expiré et ne mène plus nulle part." },
         limit = { "Lien épuisé",
             "Ce lien court a reçu toutes les visites prévues." },
+        listed = { "Lien bloqué",
+            "Ce lien court menait à une adresse d’une liste de sites dangereux, et a été arrêté." },
         continue = "Continuer", home = "Page d’accueil",
         password = {
             title = "Mot de passe requis", heading = "Ce lien demande un mot de passe",
@@ -133,7 +144,7 @@ local TEXTS = {
     },
 }
 _M.LANGUAGES = { "de", "en", "es", "fr" }
-_M.KINDS = { "not_found", "expired", "limit" }
+_M.KINDS = { "not_found", "expired", "limit", "listed" }
 
 -- Accept-Language longer than this is read no further: a visitor's browser
 -- sends a few dozen bytes.

@@ -6,11 +6,21 @@ describe("link.decode", function()
         local value = assert(link.decode('{"id":42,"url":"https://e.com/a","status":308,'
             .. '"active":false,"valid_since":1600000000,"expires_at":1700000000,"max_visits":5,'
             .. '"forward_query":true,"password":true,"password_version":"3f9a0c",'
-            .. '"unlock_url":"https://d.example/unlock/","future":1}', "v:"))
+            .. '"unlock_url":"https://d.example/unlock/","listed":true,"future":1}', "v:"))
         assert.same({ id = "42", url = "https://e.com/a", status = 308, active = false,
-            valid_since = 1600000000, expires_at = 1700000000, timed = true, max_visits = 5,
-            visits_key = "v:42", forward_query = true, locked = true, password_version = "3f9a0c",
-            plain = false }, value)
+            listed = true, valid_since = 1600000000, expires_at = 1700000000, timed = true,
+            max_visits = 5, visits_key = "v:42", forward_query = true, locked = true,
+            password_version = "3f9a0c", plain = false }, value)
+    end)
+
+    it("reads a listed link as never plain and its state as listed, whatever else it is", function()
+        local value = assert(link.decode('{"id":1,"url":"https://e.com/","listed":true}'))
+        assert.is_false(value.plain)
+        assert.equal("listed", link.state(value, 0))
+        value = assert(link.decode('{"id":1,"url":"https://e.com/","listed":true,"active":false}'))
+        assert.equal("listed", link.state(value, 0))
+        value = assert(link.decode('{"id":1,"url":"https://e.com/","listed":"yes"}'))
+        assert.is_false(value.listed)
     end)
 
     it("reads a missing password_version, as an older publisher writes it, as empty", function()

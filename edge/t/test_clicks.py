@@ -215,3 +215,28 @@ def test_an_nginx_conf_without_the_click_map_still_redirects_and_says_clicks_are
     assert "$slingshot_click is not set" in edge.errors()
     time.sleep(0.3)
     assert stream_clicks(rds, slug) == []
+
+
+def test_a_listed_link_is_451_in_the_visitors_language_and_an_orphan_visit(edge, rds):
+    """A link the dashboard flagged as on a blocklist (links/flags.py,
+    published `listed`, and `active: false` for older edges): never the
+    redirect, a 451 page, counted as a disabled link's orphan visit so
+    that the accounting balances."""
+    slug = new_slug("l")
+    publish(rds, slug, listed=True, active=False, max_visits=1000)  # as the publisher writes it
+    before = metrics(edge)
+    orphans_before = served_orphans(rds)
+    answer = edge.request(f"/{slug}", headers={"Accept-Language": "de-DE,de;q=0.9", "Referer": "https://r.example/"})
+    assert answer.status == 451 and answer.headers.get("Location") is None
+    assert "<h1>Link gesperrt</h1>" in answer.body.decode() and answer.headers["Content-Language"] == "de"
+    assert "Link blocked" in edge.request(f"/{slug}").body.decode()
+    visits = wait_for_clicks(rds, slug, 2)
+    assert sorted((c["orphan"], c["kind"], c["ref"]) for c in visits) == [
+        (True, "disabled", ""),
+        (True, "disabled", "https://r.example/"),
+    ]
+    wait_until(lambda: served_orphans(rds) - orphans_before == 2, what="two orphan visits counted as served")
+    assert delta(before, metrics(edge), 'slingshot_edge_requests_total{outcome="listed"}') == 2
+    # The flag gone, the link redirects again.
+    publish(rds, slug, max_visits=1000)
+    wait_until(lambda: edge.request(f"/{slug}").status == 302, what="the link served again once no longer listed")

@@ -439,12 +439,19 @@ def test_a_person_scim_provisioned_signs_in_as_that_person(
 
 def _make_check_due(context) -> None:
     """Moves the session's last check with the provider an hour back, as if
-    OIDC_RECHECK_MINUTES had passed since."""
+    OIDC_RECHECK_MINUTES had passed since. First the first page's guess of
+    the time zone (app.js posts it) has saved the session: a save after
+    this one would put the check's time back."""
     from django.contrib.sessions.backends.db import SessionStore
 
+    from web.middleware import SESSION_KEY as TIME_ZONE
     from web.sso_views import CHECKED
 
     (cookie,) = (c for c in context.cookies() if c["name"] == "sessionid")
+    deadline = time.monotonic() + 15
+    while not SessionStore(session_key=cookie["value"]).load().get(TIME_ZONE):
+        assert time.monotonic() < deadline, "the page's time zone guess never reached the session"
+        time.sleep(0.05)
     session = SessionStore(session_key=cookie["value"])
     session[CHECKED] = time.time() - 3600
     session.save()
