@@ -19,10 +19,12 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -52,7 +54,11 @@ class Edge:
         self.edit_conf = edit_conf  # changes the rendered nginx.conf, for tests of a broken one
         self.port = free_port()
         self.tls_port = free_port()
-        self.prefix = SERVERS.root / f"nginx-{self.port}"
+        # A folder of its own, never a gone edge's that had the same port: an
+        # edge takes over the click journals its spool holds, and sends their
+        # hours' counts again as they stand, which another test counted.
+        self.prefix = Path(tempfile.mkdtemp(prefix=f"nginx-{self.port}-", dir=SERVERS.root))
+        self.prefix.chmod(0o755)  # as a folder nginx made: its workers' user goes through it
         self.workers = workers
         self.env = {
             **os.environ,
