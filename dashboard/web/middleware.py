@@ -95,7 +95,32 @@ class PasswordChangeDueMiddleware:
         return self.get_response(request)
 
 
-class SecondFactorRequiredMiddleware:
+class _SignedInPages:
+    """A middleware that may send a signed-in person's page elsewhere first
+    (`send`, in process_view): the dashboard's pages and the admin's only."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = request.resolver_match
+        if match is None or match.namespace not in ("web", "admin") or not request.user.is_authenticated:
+            return None
+        return self.send(request, match)
+
+    def send(self, request, match):
+        raise NotImplementedError
+
+
+def _and_back(name: str, request):
+    """A redirect to `name`'s page, which sends the person back to this one."""
+    return redirect(f"{reverse(name)}?next={quote(request.get_full_path())}")
+
+
+class SecondFactorRequiredMiddleware(_SignedInPages):
     """Sends a member of a team that requires a second factor
     (Team.require_second_factor) to their Two-factor page from any page, the
     admin's included, while their session signed in with a password alone:
@@ -119,19 +144,9 @@ class SecondFactorRequiredMiddleware:
         }
     )
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        return self.get_response(request)
-
-    def process_view(self, request, view_func, view_args, view_kwargs):
-        match = request.resolver_match
+    def send(self, request, match):
         if (
-            match is None
-            or match.namespace not in ("web", "admin")
-            or (match.namespace == "web" and match.url_name in self.ALLOWED)
-            or not request.user.is_authenticated
+            (match.namespace == "web" and match.url_name in self.ALLOWED)
             or second_factor.session_is_strong(request)
             or signed_in_with_sso(request)
         ):
@@ -145,35 +160,25 @@ class SecondFactorRequiredMiddleware:
         named = ", ".join(teams[:3]) + (" and more" if len(teams) > 3 else "")
         if second_factor.has_second_factor(request.user):
             messages.info(request, f"{named} asks for your second factor: give it to go on.")
-            return redirect(f"{reverse('web:second-factor')}?next={quote(request.get_full_path())}")
+            return _and_back("web:second-factor", request)
         messages.info(request, f"{named} requires a second factor: set one up to go on.")
         return redirect("web:two-factor")
 
 
-class SsoCheckMiddleware:
+class SsoCheckMiddleware(_SignedInPages):
     """Every OIDC_RECHECK_MINUTES, a page that a session of single sign-on
     opens goes by the provider first (web.sso_views.sso_check, prompt=none):
     a person the provider no longer lets in is signed out, or deactivated
     if it refuses them, and their groups are followed again. Only a page
     opened in the browser: fetches and the API are left alone."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        return self.get_response(request)
-
-    def process_view(self, request, view_func, view_args, view_kwargs):
-        match = request.resolver_match
+    def send(self, request, match):
         if (
             request.method != "GET"
-            or match is None
-            or match.namespace not in ("web", "admin")
             or (match.url_name or "").startswith(("sso-", "sign-"))
             or request.headers.get("Sec-Fetch-Mode", "navigate") != "navigate"
             or "text/html" not in request.headers.get("Accept", "text/html")
-            or not request.user.is_authenticated
             or not check_due(request)
         ):
             return None
-        return redirect(f"{reverse('web:sso-check')}?next={quote(request.get_full_path())}")
+        return _and_back("web:sso-check", request)

@@ -20,7 +20,6 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import passkeys, second_factor
@@ -30,18 +29,10 @@ from slingshot import signin
 from slingshot.proxies import client_address
 from slingshot.throttle import address_caller, admit
 
+from .sso_views import safe_next
+
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 WRONG_CODE = "That code is not right. (After a wrong one the app's codes wait a few seconds: type the next it shows.)"
-
-
-def _next(request, target) -> str:
-    if (
-        isinstance(target, str)
-        and target
-        and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure())
-    ):
-        return target
-    return reverse("web:overview")
 
 
 def _asking(request):
@@ -66,9 +57,9 @@ def _done(request, user, pending, how: str, target: str | None = None) -> str:
     ?next=) or what waited behind the password."""
     if pending is not None:
         second_factor.sign_in(request, user, backend=pending["backend"], how=how)
-        return _next(request, pending.get("next"))
+        return safe_next(request, pending.get("next"))
     second_factor.mark_strong(request)
-    return _next(request, target or request.GET.get("next"))
+    return safe_next(request, target or request.GET.get("next"))
 
 
 def _locked_out(request, credentials: dict) -> str | None:
@@ -171,7 +162,7 @@ def passkey_sign_in(request):
             {"error": f"Sign-in here is through {settings.OIDC_NAME}: a passkey does not open it."}, status=403
         )
     second_factor.sign_in(request, user, backend=BACKEND, how=second_factor.PASSKEY)
-    return JsonResponse({"next": _next(request, body.get("next"))})
+    return JsonResponse({"next": safe_next(request, body.get("next"))})
 
 
 # --- the person's own page ---------------------------------------------------------

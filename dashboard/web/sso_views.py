@@ -42,8 +42,13 @@ def _enabled_or_404() -> None:
         raise Http404("Single sign-on is not set up here.")
 
 
-def _safe_next(request, target: str | None) -> str:
-    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure()):
+def safe_next(request, target) -> str:
+    """Where to go once signed in: `target` if it is a page of this host, else the overview."""
+    if (
+        isinstance(target, str)
+        and target
+        and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure())
+    ):
         return target
     return reverse("web:overview")
 
@@ -63,7 +68,7 @@ def _sign_in(request, user, claims: sso.Claims, id_token: str | None):
     if id_token:
         request.session[ID_TOKEN] = id_token
     request.session[CHECKED] = time.time()
-    return redirect(_safe_next(request, target))
+    return redirect(safe_next(request, target))
 
 
 def signed_in_with_sso(request) -> bool:
@@ -91,7 +96,7 @@ def sso_check(request):
         return redirect("web:sign-in")
     if refused := _throttled(request):
         return refused
-    request.session[CHECKING] = _safe_next(request, request.GET.get("next"))
+    request.session[CHECKING] = safe_next(request, request.GET.get("next"))
     try:
         return sso.begin(
             request,
@@ -145,7 +150,7 @@ def sso_begin(request):
     _enabled_or_404()
     if refused := _throttled(request):
         return refused
-    request.session[NEXT] = _safe_next(request, request.GET.get("next"))
+    request.session[NEXT] = safe_next(request, request.GET.get("next"))
     try:
         return sso.begin(request, request.build_absolute_uri(reverse("web:sso-done")))
     except sso.SignInRefused as exc:
