@@ -360,6 +360,29 @@ class Scenario:
                         pending += consumer["pending"]
         return pending
 
+    def importer_states(self, host: int) -> list[str]:
+        """What each click store's consumers and the host's importers were
+        doing, for a report: why no batch was open."""
+        import redis
+
+        from slingshot.contract import CLICKS_GROUP, CLICKS_STREAM
+
+        states = []
+        for store, port in self.topology.store_ports.items():
+            try:
+                consumers = self.redis(port).xinfo_consumers(CLICKS_STREAM, CLICKS_GROUP)
+                length = self.redis(port).xlen(CLICKS_STREAM)
+            except redis.RedisError as exc:
+                states.append(f"{store}: {exc!r}")
+                continue
+            described = ", ".join(f"{c['name'].decode()} pending {c['pending']} idle {c['idle']} ms" for c in consumers)
+            states.append(f"{store}: {length} entries; {described}")
+        for name in self.topology.importer_names(host):
+            process = self.topology.processes[name]
+            tail = process.log_path.read_text(errors="replace").splitlines()[-3:]
+            states.append(f"{name} ({'alive' if process.alive() else 'dead'}): " + " | ".join(tail))
+        return states
+
     def kill_importer_host(self, host: int) -> None:
         """SIGKILL to the host's importers while one of them holds a batch it
         has read and not stored: a lock on the clicks table holds every
@@ -371,7 +394,9 @@ class Scenario:
         with psycopg.connect(self.topology.database_url(self.topology.pg_port), connect_timeout=5) as conn:
             conn.execute("LOCK TABLE clicks IN SHARE MODE")  # inserts wait; reads go on
             with suppress(TimeoutError):
-                wait_until(lambda: self.importer_pending(host) > 0, timeout=30, what="an open batch")
+                wait_until(lambda: self.importer_pending(host) > 0, timeout=60, what="an open batch")
+            if not self.importer_pending(host):
+                self.result.notes += self.importer_states(host)
             for name in names:
                 self.topology.processes[name].stop(signal.SIGKILL)
             self.result.importer_pending_at_kill = self.importer_pending(host)
