@@ -52,7 +52,7 @@ CREATE TABLE orphan_visits (
     country     text        NOT NULL,
     user_agent  text        NOT NULL,
     referer     text        NOT NULL,
-    kind        text        NOT NULL CHECK (kind IN ('unknown', 'disabled', 'scheduled', 'expired', 'limit', 'password')),
+    kind        text        NOT NULL CHECK (kind IN ('unknown', 'disabled', 'scheduled', 'expired', 'limit', 'password', 'listed', 'blocked')),
     domain      text        NOT NULL,  -- its domain's host; '' the default domain (and every older record)
     import_id   bigint,                -- as in clicks
     PRIMARY KEY (click_id, occurred_at)

@@ -62,6 +62,12 @@ CREATE TABLE links_link (
     -- Why its destination (or a rule's or split's) is on a blocklist since it
     -- was made, or empty (dashboard/links/flags.py). Migration 0006.
     listed          varchar(300) DEFAULT '' NOT NULL,
+    -- Stopped by the service's staff (dashboard/moderation/): when, the
+    -- words of the edge's 451 page, and for what ('link', 'team', 'owner').
+    -- Migration 0007.
+    blocked         varchar(500) DEFAULT '' NOT NULL,
+    blocked_at      timestamptz NULL,
+    blocked_for     varchar(5) DEFAULT '' NOT NULL,
     -- A slug is unique per domain; this index serves the domain's foreign key too.
     CONSTRAINT link_domain_slug UNIQUE (domain_id, slug),
     CONSTRAINT link_redirect_status_valid CHECK (redirect_status IN (301, 302, 307, 308)),

@@ -38,6 +38,9 @@ MODELS = [
     "scim.ScimGroup",
     "scim.ScimMembership",
     "screening.ScreenList",
+    "teams.Suspension",
+    "moderation.Report",
+    "moderation.Ban",
 ]
 
 
@@ -135,6 +138,7 @@ SQL_MIGRATIONS = [
     ("webhooks", "0001_initial"),
     ("scim", "0001_initial"),
     ("screening", "0001_initial"),
+    ("moderation", "0001_initial"),
 ]
 
 

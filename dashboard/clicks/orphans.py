@@ -17,6 +17,8 @@ ORPHAN_KIND_LABELS = {
     "expired": "expired",
     "limit": "past its visit limit",
     "password": "password page",
+    "listed": "on a blocklist",
+    "blocked": "stopped by staff",
 }
 
 

@@ -68,8 +68,10 @@ def _read_links():
     deletion PostgreSQL loses in a crash only has those rows delivered
     again, which changes nothing. Made at first use: a column's converter
     asks the connection."""
-    # The published options, and whether the link is flagged as listed (links/flags.py).
-    fields = [Link._meta.get_field(name) for name in [*(option.name for option in PUBLISHED), "listed"]]
+    # The published options, whether the link is flagged as listed
+    # (links/flags.py), and whether the staff stopped it (moderation/).
+    stops = ["listed", "blocked_at", "blocked"]
+    fields = [Link._meta.get_field(name) for name in [*(option.name for option in PUBLISHED), *stops]]
     converters = [field.get_db_converters(connection) for field in fields]
     columns = ", ".join(f"l.{field.column}" for field in fields)
     outbox, links, domains = LinkOutbox._meta.db_table, Link._meta.db_table, Domain._meta.db_table

@@ -10,6 +10,7 @@ import logging
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 
 from screening import lookups
 from screening.screen import Screen, current
@@ -78,11 +79,12 @@ def prefetch_lookups(links: list[Link]) -> None:
     lookups.prefetch(targets)
 
 
-def flag_listed_links(screen: Screen | None = None) -> tuple[int, int]:
-    """Looks every link up again: (flagged now, cleared now)."""
+def flag_listed_links(screen: Screen | None = None, among: QuerySet[Link] | None = None) -> tuple[int, int]:
+    """Looks every link (or those `among`) up again: (flagged now, cleared now)."""
     screen = screen if screen is not None else current()
     flagged = cleared = 0
-    links = Link.objects.select_related("domain").only("id", "slug", "url", "rules", "split", "listed", "domain__host")
+    links = (among if among is not None else Link.objects.all()).select_related("domain")
+    links = links.only("id", "slug", "url", "rules", "split", "listed", "domain__host")
     last = 0
     while True:
         batch = list(links.filter(pk__gt=last).order_by("pk")[:BATCH])

@@ -72,6 +72,10 @@ class LowerTags(models.Func):
     output_field = ArrayField(models.TextField())
 
 
+# Why a link is stopped by the staff (Link.blocked_for); '' while it is not.
+BLOCKED_FOR = [("link", "the link"), ("team", "its team's suspension"), ("owner", "its owner's suspension")]
+
+
 class Link(models.Model):
     """A short link; its table is in sql/links.sql."""
 
@@ -147,6 +151,14 @@ class Link(models.Model):
     # the link was made ("phish.example: hagezi"), or empty: links/flags.py
     # writes it; the edge answers 451 while it is set.
     listed = models.CharField(max_length=300, blank=True, default="", db_default="", editable=False)
+    # Stopped by the service's staff (moderation/services.py): when, the
+    # words the edge's 451 page says ('' for the page's own), and for what:
+    # the link itself, its team's suspension, or its owner's.
+    blocked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    blocked = models.CharField(max_length=500, blank=True, default="", db_default="", editable=False)
+    blocked_for = models.CharField(
+        max_length=5, blank=True, default="", db_default="", editable=False, choices=BLOCKED_FOR
+    )
 
     class Meta:
         ordering = ["-created_at"]

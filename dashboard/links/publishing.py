@@ -67,7 +67,7 @@ def link_payload(link: Link) -> str:
     refused since it was saved (a target on a domain blocklisted since, say)
     has the link published disabled: the edge answers it as unknown; one
     flagged as listed (Link.listed) is published `listed`, and the edge
-    answers 451. A
+    answers 451 or warns; one stopped by the staff, `blocked`. A
     password never leaves PostgreSQL: the edge is only told that there is
     one, and asks the dashboard whether what a visitor typed is it."""
     payload, refused = {"id": link.pk}, []
@@ -78,10 +78,16 @@ def link_payload(link: Link) -> str:
         except ValidationError as exc:
             refused.append(f"{option.name}: {'; '.join(exc.messages)}")
             payload[option.edge] = value if isinstance(value, str) else []
+    if link.blocked_at is not None:
+        # Stopped by the staff (moderation/): a 451 with their words; an
+        # edge older than `blocked` reads `active` and answers 404.
+        payload["blocked"], payload["active"] = link.blocked or settings.MODERATION_BLOCKED_TEXT, False
     if link.listed:
         # On a blocklist since it was made (links/flags.py): the edge answers
-        # 451; an edge older than `listed` reads `active` and answers 404.
-        payload["listed"], payload["active"] = True, False
+        # 451, or a warning page (SCREEN_ACTION=warn); an edge older than
+        # `listed` reads `active` and answers 404.
+        payload["listed"] = "warn" if settings.SCREEN_ACTION == "warn" else True
+        payload["active"] = False
     elif refused:
         log.warning("link %s is published disabled, refused now: %s", link.slug, " / ".join(refused))
         payload["active"] = False

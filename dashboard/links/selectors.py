@@ -91,7 +91,8 @@ def in_state(state: LinkState, *, now: datetime | None = None) -> Q:
     for LIMIT_REACHED (ValueError): a link's visits are counted by the edge,
     in Redis (link_visits), and such a link is among the active ones here."""
     now = now or timezone.now()
-    live, started = Q(is_active=True, listed=""), Q(valid_since__isnull=True) | Q(valid_since__lte=now)
+    live = Q(is_active=True, listed="", blocked_at__isnull=True)
+    started = Q(valid_since__isnull=True) | Q(valid_since__lte=now)
     if state == LinkState.ACTIVE:
         return live & started & (Q(expires_at__isnull=True) | Q(expires_at__gt=now))
     if state == LinkState.SCHEDULED:
@@ -99,7 +100,7 @@ def in_state(state: LinkState, *, now: datetime | None = None) -> Q:
     if state == LinkState.EXPIRED:
         return live & started & Q(expires_at__lte=now)
     if state == LinkState.DISABLED:
-        return Q(is_active=False) | ~Q(listed="")
+        return Q(is_active=False) | ~Q(listed="") | Q(blocked_at__isnull=False)
     raise ValueError(f"links cannot be searched by the state {state!r}")
 
 
@@ -158,7 +159,7 @@ def link_state(link: Link, *, now: datetime | None = None, visits: int | None = 
     then scheduled, expired, limit reached (with `visits`, the link's counter
     from link_visits; unknown counts as under the limit), else active."""
     now = now or timezone.now()
-    if not link.is_active or link.listed:
+    if not link.is_active or link.listed or link.blocked_at is not None:
         return LinkState.DISABLED
     if link.valid_since and now < link.valid_since:
         return LinkState.SCHEDULED

@@ -13,8 +13,6 @@ from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from django.conf import settings
-
 from .formats import canonical_url, digest
 
 # A process asks PostgreSQL whether the lists changed at most this often.
@@ -88,10 +86,9 @@ def forget() -> None:
 
 
 def current() -> Screen:
-    """The lists as stored now, read again when they have changed (asked at
-    most every RELOAD_SECONDS); none at all when none is configured."""
-    if not settings.SCREEN_LISTS:
-        return NONE
+    """The lists as stored now (SCREEN_LISTS', SCREEN_ALLOWLIST's and the
+    staff's bans), read again when they have changed (asked at most every
+    RELOAD_SECONDS)."""
     if time.monotonic() - _cache["checked"] < RELOAD_SECONDS:
         return _cache["screen"]
     from .models import ScreenList  # by call: links.validation imports this module

@@ -30,6 +30,8 @@ from .models import ScreenList
 log = logging.getLogger(__name__)
 
 MAX_LIST_BYTES = 256 * 1024 * 1024
+# The blocklist of the domains the staff banned (moderation/services.py).
+BANS, BANS_SOURCE = "staff bans", "the staff's bans (dashboard)"
 FETCH_SECONDS = 120.0
 
 
@@ -118,6 +120,20 @@ def refresh_all() -> list[ScreenList]:
     rows = [refresh(source) for source in sources]
     with transaction.atomic():
         kept = [row.pk for row in rows]
-        ScreenList.objects.exclude(pk__in=kept).delete()
+        ScreenList.objects.exclude(pk__in=kept).exclude(allow=False, name=BANS).delete()
     screen.forget()
     return rows
+
+
+def store_bans(domains: list[str]) -> ScreenList:
+    """The staff's bans (moderation/) as the blocklist BANS, which no
+    refresh removes: each domain with its subdomains."""
+    parsed = parse(domains)
+    row, _ = ScreenList.objects.get_or_create(allow=False, name=BANS, defaults={"source": BANS_SOURCE})
+    row.domains, row.urls = parsed.domains.packed(), b""
+    row.entries, row.skipped = len(row.domains) // 8, parsed.skipped
+    row.digest, row.error = "", ""
+    row.changed_at = row.read_at = timezone.now()
+    row.save()
+    screen.forget()
+    return row

@@ -34,7 +34,7 @@ ORPHAN_KINDS = RECORD.kinds
 UNLOCK_KEY_PREFIX = "slingshot:unlock:"
 
 # Paths the edge answers itself (nginx.conf's `location =` blocks): never slugs.
-EDGE_PATHS = ("healthz", "metrics", "robots.txt", "yourls-api.php")
+EDGE_PATHS = ("healthz", "metrics", "report", "robots.txt", "yourls-api.php")
 
 
 def link_key(slug: str, host: str | None = None) -> str:

@@ -14,11 +14,14 @@ urlpatterns = [
     # Webhooks sit above the API's apps (their events carry links and clicks as
     # the API shows them), so their routes come before api/'s catch-all.
     path("api/v1/", include("webhooks.urls")),
+    # The staff's moderation queue (moderation/), above the API's apps as webhooks are.
+    path("api/v1/", include("moderation.urls")),
     path("api/v1/", include("api.urls")),
     # Shlink's REST API, for its clients (api/shlink/, docs/compatibility.md).
     path("rest/", include("api.shlink.urls")),
     # The YOURLS API at /yourls-api.php (yourls_api/, docs/compatibility.md).
     path("", include("yourls_api.urls")),
+    path("moderation/", include("moderation.web_urls")),
     path("", include("web.urls")),
 ]
 

@@ -72,7 +72,9 @@ def role_in(user: AbstractBaseUser, team_id: int) -> Role | None:
         return token.role if team_id == token.team_id else None
     if user.is_superuser:
         return Role.ADMIN
-    role = Membership.objects.filter(user=user, team_id=team_id).values_list("role", flat=True).first()
+    # A suspended team (moderation/) is reached by the staff alone.
+    member = Membership.objects.filter(user=user, team_id=team_id, team__suspended_at__isnull=True)
+    role = member.values_list("role", flat=True).first()
     return None if role is None else Role(role)
 
 
@@ -97,7 +99,8 @@ def team_ids(user: AbstractBaseUser, needed: str = Role.VIEWER) -> QuerySet | No
         return Team.objects.filter(pk=token.team_id).values("pk") if allows(token.role, needed) else nothing
     if user.is_superuser:
         return None
-    return Membership.objects.filter(user=user, role__in=roles_at_least(needed)).values("team_id")
+    memberships = Membership.objects.filter(user=user, role__in=roles_at_least(needed), team__suspended_at__isnull=True)
+    return memberships.values("team_id")
 
 
 def teams_of(user: AbstractBaseUser, needed: str = Role.VIEWER) -> QuerySet[Team]:

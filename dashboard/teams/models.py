@@ -25,6 +25,9 @@ class Team(models.Model):
     # Its members sign in with single sign-on or a second factor before
     # they see anything (accounts/second_factor.py).
     require_second_factor = models.BooleanField(default=False, db_default=False)
+    # Suspended by the service's staff (moderation/): its links stop, its
+    # tokens stop, its members reach it no more; None while it is not.
+    suspended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name", "id"]
@@ -91,6 +94,12 @@ class Action(models.TextChoices):
     MEMBER_REMOVED = "member.removed", "removed a member"
     TOKEN_CREATED = "token.created", "created an API token"
     TOKEN_REVOKED = "token.revoked", "revoked an API token"
+    LINK_BLOCKED = "link.blocked", "stopped a link (staff)"
+    LINK_UNBLOCKED = "link.unblocked", "let a stopped link go on (staff)"
+    TEAM_SUSPENDED = "team.suspended", "suspended the team (staff)"
+    TEAM_UNSUSPENDED = "team.unsuspended", "lifted the team's suspension (staff)"
+    MEMBER_SUSPENDED = "member.suspended", "suspended a person (staff)"
+    MEMBER_UNSUSPENDED = "member.unsuspended", "lifted a person's suspension (staff)"
 
 
 class AuditEntry(models.Model):
@@ -118,3 +127,36 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_name or 'system'} {self.action} {self.slug or self.subject}".strip()
+
+
+class Suspension(models.Model):
+    """A person or a team suspended by the service's staff (moderation/),
+    and when it was lifted: the person's own links and tokens stop and they
+    cannot sign in (is_active); a team's links and tokens stop
+    (Team.suspended_at). Kept once lifted, as the record of it. Its table is
+    in sql/teams.sql."""
+
+    id = models.BigAutoField(primary_key=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="suspensions"
+    )
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.CASCADE, related_name="suspensions")
+    reason = models.CharField(max_length=500, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    lifted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(user__isnull=True, team__isnull=False)
+                | models.Q(user__isnull=False, team__isnull=True),
+                name="suspension_one_subject",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["user"], condition=models.Q(lifted_at__isnull=True), name="suspension_user_active"),
+        ]
+
+    def __str__(self) -> str:
+        return f"suspension of {self.user or self.team}"

@@ -10,9 +10,9 @@ from .models import AuditEntry, Membership, Role, Team
 
 def memberships_of(user: AbstractBaseUser) -> list[Membership]:
     """The user's memberships with their teams, the personal team first,
-    then by team name; one query."""
+    then by team name (a suspended team's left out); one query."""
     return list(
-        Membership.objects.filter(user=user)
+        Membership.objects.filter(user=user, team__suspended_at__isnull=True)
         .select_related("team")
         .annotate(
             personal=Case(When(team__personal_for=user, then=Value(0)), default=Value(1), output_field=IntegerField())
@@ -38,7 +38,9 @@ def teams_belonging_to(user: AbstractBaseUser) -> QuerySet[Team]:
     if token is not None:
         teams = Team.objects.filter(pk=token.team_id)
     else:
-        teams = Team.objects.filter(pk__in=Membership.objects.filter(user=user).values("team_id"))
+        teams = Team.objects.filter(
+            pk__in=Membership.objects.filter(user=user).values("team_id"), suspended_at__isnull=True
+        )
     if not user.is_active:
         teams = teams.none()
     return teams.annotate(role=access.role_annotation(user, "pk"), members=Count("memberships")).order_by("name", "pk")

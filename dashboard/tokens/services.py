@@ -147,7 +147,7 @@ def token_by_digest(digest: str) -> ApiToken | None:
     if token is None:
         return None
     now = timezone.now()
-    if not token.is_usable(now) or not token.user.is_active:
+    if not token.is_usable(now) or not token.user.is_active or token.team.suspended_at is not None:
         return None
     token.role = access.token_role(
         scope=token.scope, member_role=token.member_role, is_superuser=token.user.is_superuser

@@ -201,6 +201,7 @@ def link_detail(request, slug: str):
         edits=access.allows(link.role, Role.EDITOR),
         short_url=link.short_url,
         live_events=live.link_events_url(request, link),
+        screen_action=settings.SCREEN_ACTION,
     )
     return render(request, "web/link_detail.html", context)
 

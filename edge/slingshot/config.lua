@@ -141,6 +141,8 @@ function _M.parse(getenv)
         settings.password_check_url = dashboard .. "/internal/link-password"
         -- Where the YOURLS API asked of a short domain is passed (edge.yourls_api).
         settings.yourls_api_url = dashboard .. "/internal/yourls-api"
+        -- Where a short domain's report page is passed (edge.report).
+        settings.report_url = settings.dashboard_secret and dashboard .. "/internal/report"
     end
     if settings.slug_min_length > settings.slug_max_length then
         error(format("EDGE_SLUG_MIN_LENGTH (%s) is above EDGE_SLUG_MAX_LENGTH (%s)",

@@ -14,7 +14,8 @@ _M.SERVED_KEY_PREFIX = "slingshot:served:"
 -- The `v` field of the click entries this edge writes.
 _M.CLICK_RECORD_VERSION = "5"
 -- What an orphan visit found: no link, or a link not served (record format 5).
-_M.ORPHAN_KINDS = { "unknown", "disabled", "scheduled", "expired", "limit", "password" }
+_M.ORPHAN_KINDS = { "unknown", "disabled", "scheduled", "expired", "limit", "password",
+    "listed", "blocked" }
 -- A visitor's one-time pass through a link's password (unlock.lua).
 _M.UNLOCK_KEY_PREFIX = "slingshot:unlock:"
 

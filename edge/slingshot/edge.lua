@@ -48,6 +48,7 @@ local EXPIRED = outcome("expired")
 local SCHEDULED = outcome("scheduled")
 local LIMIT_REACHED = outcome("limit_reached")
 local LISTED = outcome("listed")
+local BLOCKED = outcome("blocked")
 local PASSWORD = outcome("password")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
@@ -117,8 +118,21 @@ local function page(status, kind, domain)
     ngx.status = status
     header["Content-Security-Policy"] = html.CSP
     header["Content-Language"] = lang
-    local body, length = pages.for_domain(domain, kind, lang)
+    local body, length = pages.for_domain(domain, kind, lang, config.report_url ~= nil)
     header["Content-Length"] = length
+    print(body)
+    return exit(status)
+end
+
+-- A page made for one link (pages.warning_page, pages.blocked_page): made
+-- for each visit, as such visits are few.
+local function link_page(status, make, ...)
+    local lang = pages.language(var.http_accept_language)
+    local body = make(lang, ...)
+    ngx.status = status
+    header["Content-Security-Policy"] = html.CSP
+    header["Content-Language"] = lang
+    header["Content-Length"] = #body
     print(body)
     return exit(status)
 end
@@ -162,12 +176,22 @@ local function redirect_special(slug, value, domain, pixel)
         metrics.inc(DISABLED)
         clicks.record(slug, "", domain.orphan.disabled)
         return not_found(domain)
-    elseif state == "listed" then
-        -- Its destination is on a blocklist: 451, counted as a disabled
-        -- link's orphan visit, so that the accounting holds.
+    elseif state == "listed" or state == "warned" then
+        -- Its destination is on a blocklist: a 451, or a warning with a way
+        -- on (the way on is the destination itself, not through here), each
+        -- an orphan visit of kind `listed`, so that the accounting holds.
         metrics.inc(LISTED)
-        clicks.record(slug, "", domain.orphan.disabled)
-        return page(451, "listed", domain)
+        clicks.record(slug, "", domain.orphan.listed)
+        if state == "listed" then
+            return page(451, "listed", domain)
+        end
+        local short_url = var.scheme .. "://" .. var.host .. "/" .. slug
+        return link_page(200, pages.warning_page, value.url, short_url, config.report_url ~= nil)
+    elseif state == "blocked" then
+        -- Stopped by staff (moderation): a 451 with the operator's words.
+        metrics.inc(BLOCKED)
+        clicks.record(slug, "", domain.orphan.blocked)
+        return link_page(451, pages.blocked_page, value.blocked, config.report_url ~= nil)
     elseif state == "scheduled" then
         metrics.inc(SCHEDULED)
         clicks.record(slug, "", domain.orphan.scheduled)
@@ -330,6 +354,21 @@ function _M.yourls_api()
     end
     local args = var.args
     var.slingshot_upstream = args and config.yourls_api_url .. "?" .. args or config.yourls_api_url
+    var.slingshot_dashboard_auth = "Bearer " .. config.dashboard_secret
+end
+
+-- nginx.conf's /report, a short domain's report page: passed to the
+-- dashboard as the YOURLS API is; a 404 while the dashboard or its secret is
+-- not set, and on HTTPS where the domain wants it.
+function _M.report()
+    if not config.report_url then
+        return exit(404)
+    end
+    if request_domain().https_redirect and var.https == "" then
+        return to_https()
+    end
+    local args = var.args
+    var.slingshot_upstream = args and config.report_url .. "?" .. args or config.report_url
     var.slingshot_dashboard_auth = "Bearer " .. config.dashboard_secret
 end
 

@@ -21,7 +21,8 @@ _M.PASSWORD_VERSION_MAX = 64
 -- Every field of a link's value that decode reads, and no other: what the
 -- dashboard's publisher writes (edge/t/test_contract.py holds them equal).
 _M.FIELDS = { "id", "url", "status", "active", "valid_since", "expires_at", "max_visits",
-    "forward_query", "password", "password_version", "unlock_url", "rules", "split", "listed" }
+    "forward_query", "password", "password_version", "unlock_url", "rules", "split", "listed",
+    "blocked" }
 local FIELDS = _M.FIELDS
 
 -- An absolute http(s) URL with nothing a header could be split on.
@@ -106,8 +107,15 @@ function _M.decode(raw, visits_prefix)
         return nil, password_version
     end
     local active = value.active ~= false
-    -- On a blocklist since it was made (the dashboard's links/flags.py): a 451.
-    local listed = value.listed == true
+    -- On a blocklist since it was made (the dashboard's links/flags.py):
+    -- true, a 451; "warn", a warning page with a way on (SCREEN_ACTION).
+    local listed = value.listed == true and "block" or value.listed == "warn" and "warn" or false
+    -- Stopped by the service's staff (the dashboard's moderation/): the
+    -- operator's words for the 451 page ("" for the page's own).
+    local blocked = value.blocked
+    if type(blocked) ~= "string" then
+        blocked = nil
+    end
     local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url)
     if bad_rules then
         return nil, "link rules: " .. bad_rules
@@ -120,6 +128,7 @@ function _M.decode(raw, visits_prefix)
         status = status,
         active = active,
         listed = listed,
+        blocked = blocked,
         valid_since = valid_since,
         expires_at = expires_at,
         timed = valid_since ~= nil or expires_at ~= nil,
@@ -130,17 +139,21 @@ function _M.decode(raw, visits_prefix)
         password_version = password_version,
         -- rules.compile's, or nil for a link without rules and split.
         rules = compiled,
-        plain = active and not listed and valid_since == nil and expires_at == nil
+        plain = active and not listed and not blocked and valid_since == nil and expires_at == nil
             and max_visits == nil and not locked and compiled == nil,
     }
 end
 
--- "redirect", "listed" (on a blocklist, whatever else it is), "disabled",
+-- "redirect", "blocked" (stopped by staff, whatever else it is), "listed"
+-- or "warned" (on a blocklist: a 451, or a warning), "disabled",
 -- "scheduled" (before valid_since) or "expired" for a decoded link at Unix
 -- time `now` (which may be nil for a link without valid_since or expires_at).
 function _M.state(link, now)
+    if link.blocked then
+        return "blocked"
+    end
     if link.listed then
-        return "listed"
+        return link.listed == "warn" and "warned" or "listed"
     end
     if not link.active then
         return "disabled"

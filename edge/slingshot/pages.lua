@@ -15,11 +15,13 @@ local gmatch = string.gmatch
 local lower = string.lower
 local match = string.match
 local format = string.format
+local gsub = string.gsub
 local ceil = math.ceil
 local pairs = pairs
 local tonumber = tonumber
 local tostring = tostring
 local escape = html.escape
+local percent = html.percent
 local head = html.head
 local FOOT = html.FOOT
 
@@ -39,6 +41,12 @@ local TEXTS = {
             "This short link has had all the visits it was made for." },
         listed = { "Link blocked",
             "This short link led to an address on a list of unsafe sites, and has been stopped." },
+        warned = { "Warning: unsafe link",
+            "This short link leads to an address on a list of unsafe sites. It may try to "
+            .. "steal passwords or harm your device.", "Go on to the site anyway" },
+        blocked = { "Link disabled",
+            "This short link has been disabled by the operator of this service." },
+        report = "Report a link",
         continue = "Continue", home = "Home page",
         password = {
             title = "Password needed", heading = "This link needs a password",
@@ -67,6 +75,13 @@ local TEXTS = {
         listed = { "Link gesperrt",
             "Dieser Kurzlink führte zu einer Adresse auf einer Liste unsicherer Seiten "
             .. "und wurde gestoppt." },
+        warned = { "Warnung: unsicherer Link",
+            "Dieser Kurzlink führt zu einer Adresse auf einer Liste unsicherer Seiten. "
+            .. "Sie könnte versuchen, Passwörter zu stehlen oder Ihrem Gerät zu schaden.",
+            "Trotzdem zur Seite" },
+        blocked = { "Link deaktiviert",
+            "Dieser Kurzlink wurde vom Betreiber dieses Dienstes deaktiviert." },
+        report = "Einen Link melden",
         continue = "Weiter", home = "Startseite",
         password = {
             title = "Passwort nötig", heading = "Für diesen Link ist ein Passwort nötig",
@@ -96,6 +111,13 @@ local TEXTS = {
         listed = { "Enlace bloqueado",
             "Este enlace corto llevaba a una dirección de una lista de sitios peligrosos "
             .. "y se ha detenido." },
+        warned = { "Aviso: enlace peligroso",
+            "Este enlace corto lleva a una dirección de una lista de sitios peligrosos. "
+            .. "Puede intentar robar contraseñas o dañar su dispositivo.",
+            "Ir al sitio de todos modos" },
+        blocked = { "Enlace desactivado",
+            "El operador de este servicio ha desactivado este enlace corto." },
+        report = "Denunciar un enlace",
         continue = "Continuar", home = "Página de inicio",
         password = {
             title = "Contraseña necesaria", heading = "Este enlace necesita una contraseña",
@@ -124,6 +146,13 @@ local TEXTS = {
             "Ce lien court a reçu toutes les visites prévues." },
         listed = { "Lien bloqué",
             "Ce lien court menait à une adresse d’une liste de sites dangereux, et a été arrêté." },
+        warned = { "Attention : lien dangereux",
+            "Ce lien court mène à une adresse d’une liste de sites dangereux. Elle peut "
+            .. "tenter de voler des mots de passe ou de nuire à votre appareil.",
+            "Aller quand même sur le site" },
+        blocked = { "Lien désactivé",
+            "Ce lien court a été désactivé par l’opérateur de ce service." },
+        report = "Signaler un lien",
         continue = "Continuer", home = "Page d’accueil",
         password = {
             title = "Mot de passe requis", heading = "Ce lien demande un mot de passe",
@@ -176,14 +205,23 @@ local function language(accept)
 end
 _M.language = memo.of(language)
 
+-- The link to the domain's report page (nginx.conf's /report), with the
+-- short URL to report when there is one.
+local function report_link(texts, short_url)
+    local href = short_url and "/report?url=" .. escape(gsub(short_url, "[^%w%-._~:/]", percent))
+        or "/report"
+    return "<p><a href=\"" .. href .. "\">" .. texts.report .. "</a></p>"
+end
+
 -- A page of `kind` in `lang` for a domain (root_url, not_found_url): a link
 -- to the domain's home page when it has one, and, on a 410, on to its
 -- not-found redirect when it has one (a 404 with one is a redirect, no
--- page).
-function _M.render(kind, lang, domain)
+-- page); a link to the report page when `report` (the edge passes
+-- reports on to the dashboard).
+function _M.render(kind, lang, domain, report)
     local texts = TEXTS[lang] or TEXTS.en
     local title, text = texts[kind][1], texts[kind][2]
-    local links = ""
+    local links = report and report_link(texts) or ""
     if kind ~= "not_found" and domain.not_found_url then
         links = links .. "<p><a href=\"" .. escape(domain.not_found_url) .. "\">"
             .. texts.continue .. "</a></p>"
@@ -196,10 +234,34 @@ function _M.render(kind, lang, domain)
         .. "<p>" .. text .. "</p>" .. links .. FOOT
 end
 
+-- The warning before a link whose destination is on a blocklist, in
+-- `lang`: the destination shown, a way on to it, and the report page
+-- (when `report`) with the link's short URL filled in.
+function _M.warning_page(lang, url, short_url, report)
+    local texts = TEXTS[lang] or TEXTS.en
+    local words = texts.warned
+    local escaped = escape(url)
+    return head(lang, words[1]) .. "<h1>" .. words[1] .. "</h1><p>" .. words[2] .. "</p>"
+        .. "<p class=\"error\">" .. escaped .. "</p>"
+        .. "<p><a href=\"" .. escaped .. "\" rel=\"noreferrer nofollow\">" .. words[3]
+        .. "</a></p>"
+        .. (report and report_link(texts, short_url) or "") .. FOOT
+end
+
+-- The 451 of a link the service's staff stopped, in `lang`: the
+-- operator's words (plain text) or, when they gave none, the page's own.
+function _M.blocked_page(lang, words, report)
+    local texts = TEXTS[lang] or TEXTS.en
+    local text = words ~= "" and escape(words) or texts.blocked[2]
+    local title = texts.blocked[1]
+    return head(lang, title) .. "<h1>" .. title .. "</h1><p>" .. text .. "</p>"
+        .. (report and report_link(texts) or "") .. FOOT
+end
+
 -- The page and its length (for Content-Length, which spares nginx the
 -- chunked encoding), made once per domain table, kind and language: a
 -- domain's table is made again when the domains change, and its pages with it.
-function _M.for_domain(domain, kind, lang)
+function _M.for_domain(domain, kind, lang, report)
     local made = domain.pages
     if not made then
         made = {}
@@ -208,7 +270,7 @@ function _M.for_domain(domain, kind, lang)
     local key = kind .. lang
     local page = made[key]
     if not page then
-        page = _M.render(kind, lang, domain)
+        page = _M.render(kind, lang, domain, report)
         made[key] = page
         made[key .. "#"] = tostring(#page)
     end

@@ -51,10 +51,12 @@ describe("domains.build", function()
         local hosts, default = domains.build({ "sho.rt", '{"default":true}',
             "go.example.com", '{"default":false}' }, SETTINGS)
         assert.same({ unknown = "unknown", disabled = "disabled", scheduled = "scheduled",
-            expired = "expired", limit = "limit", password = "password" }, default.orphan)
+            expired = "expired", limit = "limit", password = "password", listed = "listed",
+            blocked = "blocked" }, default.orphan)
         assert.same({ unknown = "unknown go.example.com", disabled = "disabled go.example.com",
             scheduled = "scheduled go.example.com", expired = "expired go.example.com",
-            limit = "limit go.example.com", password = "password go.example.com" },
+            limit = "limit go.example.com", password = "password go.example.com",
+            listed = "listed go.example.com", blocked = "blocked go.example.com" },
             hosts["go.example.com"].orphan)
         local _, fallback = domains.build({}, SETTINGS)
         assert.equal("unknown", fallback.orphan.unknown)

@@ -6,9 +6,11 @@ describe("link.decode", function()
         local value = assert(link.decode('{"id":42,"url":"https://e.com/a","status":308,'
             .. '"active":false,"valid_since":1600000000,"expires_at":1700000000,"max_visits":5,'
             .. '"forward_query":true,"password":true,"password_version":"3f9a0c",'
-            .. '"unlock_url":"https://d.example/unlock/","listed":true,"future":1}', "v:"))
+            .. '"unlock_url":"https://d.example/unlock/","listed":true,"blocked":"Phishing.",'
+            .. '"future":1}', "v:"))
         assert.same({ id = "42", url = "https://e.com/a", status = 308, active = false,
-            listed = true, valid_since = 1600000000, expires_at = 1700000000, timed = true,
+            listed = "block", blocked = "Phishing.", valid_since = 1600000000,
+            expires_at = 1700000000, timed = true,
             max_visits = 5, visits_key = "v:42", forward_query = true, locked = true,
             password_version = "3f9a0c", plain = false }, value)
     end)
@@ -21,6 +23,25 @@ describe("link.decode", function()
         assert.equal("listed", link.state(value, 0))
         value = assert(link.decode('{"id":1,"url":"https://e.com/","listed":"yes"}'))
         assert.is_false(value.listed)
+        assert.equal("redirect", link.state(value, 0))
+    end)
+
+    it("reads a listed link to warn of as warned, never plain", function()
+        local value = assert(link.decode('{"id":1,"url":"https://e.com/","listed":"warn"}'))
+        assert.is_false(value.plain)
+        assert.equal("warned", link.state(value, 0))
+    end)
+
+    it("reads a link blocked by staff as blocked, whatever else it is, with their words", function()
+        local value = assert(link.decode('{"id":1,"url":"https://e.com/","listed":"warn",'
+            .. '"active":false,"blocked":"Taken down for phishing."}'))
+        assert.is_false(value.plain)
+        assert.equal("blocked", link.state(value, 0))
+        assert.equal("Taken down for phishing.", value.blocked)
+        value = assert(link.decode('{"id":1,"url":"https://e.com/","blocked":""}'))
+        assert.equal("blocked", link.state(value, 0))
+        value = assert(link.decode('{"id":1,"url":"https://e.com/","blocked":true}'))
+        assert.equal("redirect", link.state(value, 0))
     end)
 
     it("reads a missing password_version, as an older publisher writes it, as empty", function()

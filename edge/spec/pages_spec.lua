@@ -64,6 +64,40 @@ describe("pages.render", function()
     end)
 end)
 
+describe("pages.warning_page and pages.blocked_page", function()
+    it("warns in every language, shows the destination escaped, and a way on to it", function()
+        local url = "https://phish.example/login?a=1&b=<x>"
+        for _, lang in ipairs(pages.LANGUAGES) do
+            local page = pages.warning_page(lang, url, "https://sho.rt/abc", true)
+            assert.truthy(page:find("<h1>[^<]+</h1><p>[^<]+</p>"), lang)
+            local shown = "https://phish.example/login?a=1&amp;b=&lt;x&gt;"
+            assert.truthy(page:find(shown, 1, true), lang)
+            assert.falsy(page:find("<x>", 1, true), lang)
+            local link = 'href="' .. shown .. '" rel="noreferrer nofollow"'
+            assert.truthy(page:find(link, 1, true), lang)
+            assert.truthy(page:find('href="/report?url=https://sho.rt/abc"', 1, true), lang)
+        end
+        local without = pages.warning_page("en", url, "https://sho.rt/abc", false)
+        assert.falsy(without:find("/report", 1, true))
+        assert.truthy(pages.warning_page("de", url, "x", false):find("Trotzdem zur Seite", 1, true))
+    end)
+
+    it("says the operator's words, escaped, or its own", function()
+        local page = pages.blocked_page("en", "Stopped: <b>phishing</b>", false)
+        assert.truthy(page:find("<p>Stopped: &lt;b&gt;phishing&lt;/b&gt;</p>", 1, true))
+        assert.truthy(pages.blocked_page("fr", "", true):find("désactivé par l’opérateur", 1, true))
+        assert.truthy(pages.blocked_page("fr", "", true):find('href="/report"', 1, true))
+    end)
+
+    it("puts the report page's link on the 404, 410 and 451 pages when asked", function()
+        for _, kind in ipairs(pages.KINDS) do
+            local page = pages.render(kind, "es", {}, true)
+            assert.truthy(page:find('<a href="/report">Denunciar un enlace</a>', 1, true))
+            assert.falsy(pages.render(kind, "es", {}):find("/report", 1, true))
+        end
+    end)
+end)
+
 describe("pages.for_domain", function()
     it("makes each page once per domain table, and again for a new table", function()
         local domain = { root_url = "https://a.example/" }

@@ -220,7 +220,7 @@ def test_an_nginx_conf_without_the_click_map_still_redirects_and_says_clicks_are
 def test_a_listed_link_is_451_in_the_visitors_language_and_an_orphan_visit(edge, rds):
     """A link the dashboard flagged as on a blocklist (links/flags.py,
     published `listed`, and `active: false` for older edges): never the
-    redirect, a 451 page, counted as a disabled link's orphan visit so
+    redirect, a 451 page, counted as an orphan visit of kind `listed` so
     that the accounting balances."""
     slug = new_slug("l")
     publish(rds, slug, listed=True, active=False, max_visits=1000)  # as the publisher writes it
@@ -232,11 +232,50 @@ def test_a_listed_link_is_451_in_the_visitors_language_and_an_orphan_visit(edge,
     assert "Link blocked" in edge.request(f"/{slug}").body.decode()
     visits = wait_for_clicks(rds, slug, 2)
     assert sorted((c["orphan"], c["kind"], c["ref"]) for c in visits) == [
-        (True, "disabled", ""),
-        (True, "disabled", "https://r.example/"),
+        (True, "listed", ""),
+        (True, "listed", "https://r.example/"),
     ]
     wait_until(lambda: served_orphans(rds) - orphans_before == 2, what="two orphan visits counted as served")
     assert delta(before, metrics(edge), 'slingshot_edge_requests_total{outcome="listed"}') == 2
     # The flag gone, the link redirects again.
     publish(rds, slug, max_visits=1000)
     wait_until(lambda: edge.request(f"/{slug}").status == 302, what="the link served again once no longer listed")
+
+
+def test_a_listed_link_to_warn_of_shows_the_destination_and_a_way_on_as_an_orphan_visit(edge, rds):
+    """SCREEN_ACTION=warn (published `listed: "warn"`): a 200 warning page in
+    the visitor's language, the destination shown and linked (the way on
+    goes straight there, not through the edge), never a Location; an
+    orphan visit of kind `listed`, as the 451 is."""
+    slug = new_slug("w")
+    publish(rds, slug, url="https://phish.example/login?a=1&b=<x>", listed="warn", active=False)
+    orphans_before = served_orphans(rds)
+    answer = edge.request(f"/{slug}", headers={"Accept-Language": "fr-FR,fr;q=0.9"})
+    page = answer.body.decode()
+    assert answer.status == 200 and answer.headers.get("Location") is None
+    assert answer.headers["Content-Language"] == "fr" and "<h1>Attention : lien dangereux</h1>" in page
+    assert 'href="https://phish.example/login?a=1&amp;b=&lt;x&gt;" rel="noreferrer nofollow"' in page
+    assert "<x>" not in page and answer.headers["Content-Security-Policy"].startswith("default-src 'none'")
+    assert int(answer.headers["Content-Length"]) == len(answer.body)
+    visits = wait_for_clicks(rds, slug, 1)
+    assert [(c["orphan"], c["kind"]) for c in visits] == [(True, "listed")]
+    wait_until(lambda: served_orphans(rds) - orphans_before == 1, what="the warning counted as served")
+
+
+def test_a_link_the_staff_stopped_is_451_with_their_words_whatever_else_it_is(edge, rds):
+    """Published `blocked` (moderation/): a 451 with the staff's words,
+    escaped, over a listed or a password link's page; an orphan visit of
+    kind `blocked`; its own words when the staff gave none."""
+    slug = new_slug("b")
+    publish(rds, slug, blocked="Stopped for <phishing>.", listed="warn", password=True, active=False)
+    before = metrics(edge)
+    answer = edge.request(f"/{slug}")
+    assert answer.status == 451 and "<p>Stopped for &lt;phishing&gt;.</p>" in answer.body.decode()
+    publish(rds, slug, blocked="", active=False)
+    wait_until(
+        lambda: "disabled by the operator of this service" in edge.request(f"/{slug}").body.decode(),
+        what="the page's own words",
+    )
+    visits = wait_for_clicks(rds, slug, 2)
+    assert [(c["orphan"], c["kind"]) for c in visits] == [(True, "blocked")] * 2
+    assert delta(before, metrics(edge), 'slingshot_edge_requests_total{outcome="blocked"}') >= 2

@@ -86,9 +86,13 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
     assert f"| `v` | record format version, `{contract.CLICK_RECORD_VERSION}` |" in DOC
     assert f"### Record format {contract.CLICK_RECORD_VERSION}" in DOC
     lua = (REPO / "edge" / "slingshot" / "contract.lua").read_text()
-    (edge_kinds,) = re.findall(r"^_M\.ORPHAN_KINDS = \{ (.*) \}$", lua, flags=re.M)
-    assert tuple(kind.strip('"') for kind in edge_kinds.split(", ")) == contract.ORPHAN_KINDS
+    (edge_kinds,) = re.findall(r"^_M\.ORPHAN_KINDS = \{ (.*?) \}$", lua, flags=re.M | re.S)
+    assert tuple(kind.strip('"\n ') for kind in edge_kinds.split(",")) == contract.ORPHAN_KINDS
     assert click_stream.ORPHAN_KINDS == contract.ORPHAN_KINDS
+    # orphan_visits takes every kind, and no other (sql/clicks.sql).
+    sql = (REPO / "sql" / "clicks.sql").read_text()
+    (checked,) = re.findall(r"kind +text +NOT NULL CHECK \(kind IN \(([^)]*)\)\)", sql)
+    assert tuple(kind.strip(" '") for kind in checked.split(",")) == contract.ORPHAN_KINDS
     kinds_table = DOC.split("| kind | what the edge found |\n|---|---|\n")[1].split("\n\n")[0]
     assert tuple(re.findall(r"^\| `(\w+)` \|", kinds_table, flags=re.M)) == contract.ORPHAN_KINDS
     assert f"MAXLEN ~ {contract.LINK_CHANGES_MAXLEN}" in DOC
@@ -235,14 +239,16 @@ def with_every_option(owner):
 
 def test_the_edge_decodes_every_field_the_publisher_writes_and_no_other(owner):
     """linkvalue.lua's FIELDS, the fields its decode reads, against the keys
-    of a published link with every option set (and flagged as listed): a
+    of a published link with every option set (flagged as listed, and
+    stopped by the staff): a
     field the publisher adds that the edge does not read fails here, and so
     does one the edge reads that the publisher no longer writes."""
     link = with_every_option(owner)
     link.listed = "example.com: a list"
+    link.blocked_for, link.blocked_at, link.blocked = "link", link.created_at, "Stopped for phishing."
     payload = link_payload(link)
     published = json.loads(payload)
-    # Every option set; `active` is written false beside `listed`, for edges older than it.
+    # Every option set; `active` is written false beside `listed` and `blocked`, for edges older than them.
     assert published["active"] is False
     assert all(value not in (None, False, []) for key, value in published.items() if key != "active"), published
     decoded = luajit(

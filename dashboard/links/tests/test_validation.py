@@ -1,11 +1,14 @@
 """The one normaliser of target URLs (links.validation.normalise_target):
-pure logic over settings, no database."""
+logic over settings, and the screening lists it asks (the staff's bans
+among them, kept in the database, so the database is there)."""
 
 import pytest
 from django.core.exceptions import ValidationError
 
 from links import validation
 from links.validation import normalise_target
+
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)

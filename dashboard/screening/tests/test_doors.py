@@ -135,9 +135,19 @@ def test_a_list_that_cannot_be_read_keeps_what_it_held_and_a_list_dropped_goes(a
     assert api.post("/api/v1/links", {"url": f"https://{lists['phish']}/"}, format="json").status_code == 201
 
 
-def test_with_no_list_configured_nothing_is_asked(settings):
+def test_with_no_list_configured_nothing_is_listed_until_the_staff_ban_a_domain(settings):
+    from screening.services import store_bans
+
     settings.SCREEN_LISTS = []
-    assert screen.current() is screen.NONE
+    screen.forget()
+    assert not screen.current()
+    assert screen.listing_of("phish.example", "https://phish.example/") is None
+    store_bans(["phish.example"])
+    listing = screen.listing_of("login.phish.example", "https://login.phish.example/")
+    assert listing == screen.Listing("staff bans", "phish.example")
+    call_command("screen_lists", "--once")  # a refresh of no lists keeps the bans
+    screen.forget()
+    assert screen.listing_of("phish.example", "https://phish.example/") is not None
 
 
 def test_an_importer_reports_a_listed_row_and_imports_the_others(user, lists, tmp_path):

@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "accounts",
     "scim",
     "screening",
+    "moderation",
     "web",
     "yourls_api",
 ]
@@ -51,6 +52,7 @@ MIDDLEWARE = [
     "slingshot.operators.OperatorEndpointsMiddleware",  # /healthz and /metrics
     "web.edge_calls.EdgeCallsMiddleware",  # what the edges ask, with their secret
     "yourls_api.views.EdgeYourlsMiddleware",  # the YOURLS API an edge passes on, with its secret
+    "moderation.report_page.EdgeReportMiddleware",  # a short domain's report page an edge passes on
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",

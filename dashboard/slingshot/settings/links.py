@@ -1,6 +1,8 @@
 """Links: where the edge serves them and people reach the dashboard, what a
 link may be, how its password is checked, and how its changes reach Redis."""
 
+from django.core.exceptions import ImproperlyConfigured
+
 from .environment import env
 
 # Where short links are served; used for short URLs and to refuse targets
@@ -29,6 +31,16 @@ LINK_CREATE_TOKEN_RATE = env.str("LINK_CREATE_TOKEN_RATE", default="") or LINK_C
 SCREEN_LISTS = env.list("SCREEN_LISTS", default=[])
 SCREEN_ALLOWLIST = env.list("SCREEN_ALLOWLIST", default=[])
 SCREEN_REFRESH_MINUTES = env.float("SCREEN_REFRESH_MINUTES", default=60.0)
+# What the edge does with a link whose destination is listed after it was
+# made: "block" (a 451 page) or "warn" (a warning page with a way on).
+SCREEN_ACTION = env.str("SCREEN_ACTION", default="block")
+if SCREEN_ACTION not in ("block", "warn"):
+    raise ImproperlyConfigured(f"SCREEN_ACTION is {SCREEN_ACTION!r}: it is block or warn")
+# Reports of short URLs (a short domain's /report page, moderation/): how
+# many one address may send, and the words of the 451 page of a link the
+# staff stopped when they give none.
+REPORT_RATE = env.str("REPORT_RATE", default="5/hour")
+MODERATION_BLOCKED_TEXT = env.str("MODERATION_BLOCKED_TEXT", default="")
 # Lookups beside the lists (screening/lookups.py), each off unless set:
 # Google Safe Browsing's Lookup API, and DNS blocklist zones (Spamhaus DBL:
 # "dbl.spamhaus.org") asked through SCREEN_DNS_RESOLVER ("host:port"; the
