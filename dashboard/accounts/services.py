@@ -16,6 +16,7 @@ from django.utils.http import urlsafe_base64_encode
 
 from slingshot.text import describe, first_invisible
 from teams import access
+from teams.models import suspended
 
 from .models import GeneratedPassword, SessionUse
 
@@ -70,6 +71,8 @@ def user_set_active(*, actor: AbstractBaseUser, user: AbstractBaseUser, active: 
     _require_manager(actor)
     if not active and user.pk == actor.pk:
         raise ValidationError("You cannot deactivate yourself.")
+    if active and suspended(user):
+        raise ValidationError("The staff suspended this person: lift the suspension in the moderation queue.")
     user.is_active = active
     user.save(update_fields=["is_active"])
     if not active:

@@ -14,14 +14,13 @@ import re
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.contrib.sessions.models import Session
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from accounts.models import SessionUse
+from accounts.services import end_sessions
 from links.flags import flag_listed_links
 from links.models import Link
 from links.outbox import publish_link
@@ -169,13 +168,6 @@ def domain_unban(*, domain: str, actor: AbstractBaseUser) -> int:
     return cleared
 
 
-def _sign_out(user) -> None:
-    """Ends every session of the person (those SessionUse knows of)."""
-    keys = list(SessionUse.objects.filter(user=user).values_list("session_key", flat=True))
-    Session.objects.filter(session_key__in=keys).delete()
-    SessionUse.objects.filter(user=user).delete()
-
-
 @transaction.atomic
 def user_suspend(*, user, actor: AbstractBaseUser, reason: str = "", report: Report | None = None) -> Suspension:
     """The person cannot sign in (is_active off, their sessions ended),
@@ -186,7 +178,7 @@ def user_suspend(*, user, actor: AbstractBaseUser, reason: str = "", report: Rep
     if suspension is None:
         suspension = Suspension.objects.create(user=user, reason=_words(reason), created_by=actor)
     get_user_model().objects.filter(pk=user.pk).update(is_active=False)
-    _sign_out(user)
+    end_sessions(user)
     stopped = _settle(Link.objects.filter(owner=user), actor=actor)
     for team_id in user.memberships.values_list("team_id", flat=True):
         record(team_id=team_id, actor=actor, action=Action.MEMBER_SUSPENDED, subject=user.get_username())

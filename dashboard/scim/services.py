@@ -38,6 +38,7 @@ from scim2_models import (
 
 from accounts.services import end_sessions
 from teams.groups import follow_groups
+from teams.models import suspended
 
 from .models import ScimGroup, ScimMembership, ScimUser
 
@@ -119,8 +120,9 @@ def _mirror(user, resource: User) -> None:
     emails = resource.emails or []
     primary = next((email for email in emails if email.primary), emails[0] if emails else None)
     user.email = (primary.value if primary and primary.value else "")[:254]
-    # `active` left out is a person's default here: active (false deactivates them).
-    user.is_active = resource.active is not False
+    # `active` left out is a person's default here: active (false deactivates
+    # them). A person the staff suspended stays inactive whatever it says.
+    user.is_active = resource.active is not False and not suspended(user)
 
 
 def _taken(username: str, but=None) -> bool:

@@ -160,3 +160,9 @@ class Suspension(models.Model):
 
     def __str__(self) -> str:
         return f"suspension of {self.user or self.team}"
+
+
+def suspended(user) -> bool:
+    """Whether the staff suspended the person (and have not lifted it): no
+    other door makes them active again (accounts/, scim/)."""
+    return user.pk is not None and Suspension.objects.filter(user_id=user.pk, lifted_at__isnull=True).exists()

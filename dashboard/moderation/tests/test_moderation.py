@@ -188,3 +188,19 @@ def test_the_queue_page_is_for_staff_and_its_forms_act(client, staff, user):
     assert ban.domain == "example.com"
     assert client.post(f"/moderation/bans/{ban.pk}/lift").status_code == 302
     assert not Ban.objects.exists()
+
+
+def test_no_other_door_makes_a_suspended_person_active_again(staff, make_user):
+    from django.core.exceptions import ValidationError
+
+    from accounts.services import user_set_active
+
+    person, manager = make_user(), make_user(is_superuser=True)
+    services.user_suspend(user=person, actor=staff)
+    with pytest.raises(ValidationError, match="suspended"):
+        user_set_active(actor=manager, user=person, active=True)
+    person.refresh_from_db()
+    assert not person.is_active
+    services.user_unsuspend(user=person, actor=staff)
+    user_set_active(actor=manager, user=person, active=False)
+    assert user_set_active(actor=manager, user=person, active=True).is_active

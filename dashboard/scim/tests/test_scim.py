@@ -161,3 +161,18 @@ def test_a_deactivation_ends_sessions_and_api_tokens_at_once(scim, how):
     assert Client().get("/api/v1/links", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 401
     person.refresh_from_db()
     assert person.is_active is False
+
+
+def test_the_provider_cannot_make_a_person_the_staff_suspended_active_again(scim):
+    from moderation.services import user_suspend, user_unsuspend
+
+    made = scim("POST", "Users", new_user(fresh("sus")))
+    person = get_user_model().objects.get(pk=int(made.json_body["id"]))
+    staff = make_user(is_staff=True)
+    user_suspend(user=person, actor=staff, reason="phishing")
+    again = scim("PUT", f"Users/{person.pk}", {**new_user(person.username), "active": True})
+    assert again.status_code == 200 and again.json_body["active"] is False
+    person.refresh_from_db()
+    assert person.is_active is False
+    user_unsuspend(user=person, actor=staff)
+    assert scim("PUT", f"Users/{person.pk}", {**new_user(person.username), "active": True}).json_body["active"] is True
