@@ -211,9 +211,11 @@ def webhooks() -> None:
 
 
 def screen() -> None:
-    """The screening lists read now and every SCREEN_REFRESH_MINUTES; with
-    none configured, a process that only waits for its stop."""
-    if os.environ.get("SCREEN_LISTS", "").strip(", ") or os.environ.get("SCREEN_ALLOWLIST", "").strip(", "):
+    """The screening lists read now and every SCREEN_REFRESH_MINUTES, and
+    the lookups asked again every SCREEN_RELOOKUP_HOURS; with neither a list
+    nor a lookup configured, a process that only waits for its stop."""
+    names = ("SCREEN_LISTS", "SCREEN_ALLOWLIST", "SAFE_BROWSING_API_KEY", "SCREEN_DNSBL_ZONES")
+    if any(os.environ.get(name, "").strip(", ") for name in names):
         os.execv(MANAGE[0], [*MANAGE, "screen_lists"])
     stops = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, stops)

@@ -7,6 +7,7 @@ gets it cleared and is published as it is. The team sees the flag
 on the link's page and in its list."""
 
 import logging
+from collections.abc import Callable
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -22,6 +23,11 @@ from .validation import normalise_target, split_host
 log = logging.getLogger(__name__)
 
 BATCH = 2000
+# Links whose targets are asked of the lookups at once (Safe Browsing takes
+# 500 URLs a request).
+LOOKUP_BATCH = 500
+# The end of a flag a lookup set, which a reading of the lists leaves be.
+LOOKED_UP = " (lookup)"
 
 
 def targets_of(link: Link) -> list[tuple[str, str, str]]:
@@ -79,21 +85,35 @@ def prefetch_lookups(links: list[Link]) -> None:
     lookups.prefetch(targets)
 
 
-def flag_listed_links(screen: Screen | None = None, among: QuerySet[Link] | None = None) -> tuple[int, int]:
-    """Looks every link (or those `among`) up again: (flagged now, cleared now)."""
-    screen = screen if screen is not None else current()
+def lookup_reason(link: Link) -> str | None:
+    """Why a lookup lists the link's destination, or a rule's or split's
+    target, as lookups.prefetch left their answers, ending in LOOKED_UP;
+    '' if none does; None if a lookup could not answer for one of them."""
+    unsure = False
+    for _, host, url in targets_of(link):
+        found = lookups.answer(host, url)
+        if found:
+            return f"{found.matched}: {found.service} ({found.why})"[: 300 - len(LOOKED_UP)] + LOOKED_UP
+        unsure = unsure or found is False
+    return None if unsure else ""
+
+
+def _reflag(links: QuerySet[Link], decide: Callable[[Link], str], *, batch_size: int, before=None) -> tuple[int, int]:
+    """Sets each link's flag to what `decide` says (after `before` is given
+    the batch), publishing those that change: (flagged now, cleared now)."""
     flagged = cleared = 0
-    links = (among if among is not None else Link.objects.all()).select_related("domain")
-    links = links.only("id", "slug", "url", "rules", "split", "listed", "domain__host")
+    links = links.select_related("domain").only("id", "slug", "url", "rules", "split", "listed", "domain__host")
     last = 0
     while True:
-        batch = list(links.filter(pk__gt=last).order_by("pk")[:BATCH])
+        batch = list(links.filter(pk__gt=last).order_by("pk")[:batch_size])
         if not batch:
             break
         last = batch[-1].pk
+        if before is not None:
+            before(batch)
         changed = []
         for link in batch:
-            reason = reason_of(screen, link) if screen else ""
+            reason = decide(link)
             if reason != link.listed:
                 flagged += bool(reason)
                 cleared += not reason
@@ -104,6 +124,40 @@ def flag_listed_links(screen: Screen | None = None, among: QuerySet[Link] | None
                 Link.objects.bulk_update(changed, ["listed"])
                 for link in changed:
                     publish_link(link.domain.host, link.slug)
+    return flagged, cleared
+
+
+def flag_listed_links(screen: Screen | None = None, among: QuerySet[Link] | None = None) -> tuple[int, int]:
+    """Looks every link (or those `among`) up again in the lists: (flagged
+    now, cleared now). A flag a lookup set stays until the next lookup."""
+    screen = screen if screen is not None else current()
+
+    def decide(link: Link) -> str:
+        reason = reason_of(screen, link) if screen else ""
+        return reason or (link.listed if link.listed.endswith(LOOKED_UP) else "")
+
+    flagged, cleared = _reflag(among if among is not None else Link.objects.all(), decide, batch_size=BATCH)
     if flagged or cleared:
         log.warning("screening: %d links flagged as listed, %d no longer", flagged, cleared)
+    return flagged, cleared
+
+
+def relookup_links(screen: Screen | None = None) -> tuple[int, int]:
+    """Asks the lookups (Safe Browsing, DNSBLs) about every active link's
+    targets again, LOOKUP_BATCH at a time: (flagged now, cleared now)."""
+    if not lookups.enabled():
+        return 0, 0
+    screen = screen if screen is not None else current()
+    lookups.forget()  # their answers now, not those kept for ten minutes
+
+    def decide(link: Link) -> str:
+        found = lookup_reason(link)
+        if found is None:  # a lookup that failed clears no flag of its own
+            found = link.listed if link.listed.endswith(LOOKED_UP) else ""
+        return (reason_of(screen, link) if screen else "") or found
+
+    flagged, cleared = _reflag(
+        Link.objects.filter(is_active=True), decide, batch_size=LOOKUP_BATCH, before=prefetch_lookups
+    )
+    log.warning("screening: looked every link up again: %d flagged as listed, %d no longer", flagged, cleared)
     return flagged, cleared

@@ -168,12 +168,27 @@ def hit(host: str, url: str) -> Hit | None:
     if not enabled():
         return None
     prefetch([(host, url)])
+    found = answer(host, url)
+    return found or None
+
+
+def answer(host: str, url: str) -> Hit | None | bool:
+    """What the lookups asked already (prefetch) say of this destination,
+    asking nothing: the Hit of one that lists it; None when every one
+    answered that it is not listed; False when one has not answered (it
+    failed, or was not asked)."""
     key = canonical_url(url) or url
-    if why := _cached("sb", key):
-        return Hit("Google Safe Browsing", key, why)
+    answered = True
+    if settings.SAFE_BROWSING_API_KEY:
+        why = _cached("sb", key)
+        if why:
+            return Hit("Google Safe Browsing", key, why)
+        answered = why is not None
     if settings.SCREEN_DNSBL_ZONES and not host.startswith("["):
         for name in suffixes(host):
             for zone in settings.SCREEN_DNSBL_ZONES:
-                if why := _cached("dnsbl", f"{name} {zone}"):
+                why = _cached("dnsbl", f"{name} {zone}")
+                if why:
                     return Hit(zone, name, why)
-    return None
+                answered = answered and why is not None
+    return None if answered else False

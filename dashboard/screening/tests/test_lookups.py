@@ -29,6 +29,7 @@ ZONE = "dbl.test"
 class SafeBrowsing(ThreadingHTTPServer):
     def __init__(self):
         self.asked: list[dict] = []
+        self.listing = "phish-sb"  # what a URL it lists holds
         super().__init__(("127.0.0.1", 0), self.Handler)
 
     class Handler(BaseHTTPRequestHandler):
@@ -53,7 +54,7 @@ class SafeBrowsing(ThreadingHTTPServer):
                     "cacheDuration": "300s",
                 }
                 for entry in entries
-                if "phish-sb" in entry["url"]
+                if self.server.listing in entry["url"]
             ]
             answer = json.dumps({"matches": matches} if matches else {}).encode()
             self.send_response(200)
@@ -177,3 +178,62 @@ def test_a_lookup_that_fails_lets_the_link_through_and_says_so(api, settings, ca
         lookups.forget()
     assert answer.status_code == 201
     assert "Safe Browsing not asked" in caplog.text and "DNSBL dbl.test not asked" in caplog.text
+
+
+def test_links_made_before_a_lookup_listed_them_are_flagged_by_the_next_lookup_and_cleared_by_a_later_one(
+    user, settings
+):
+    """Safe Browsing starts listing a destination after its link was made:
+    the next relookup_links flags it ("… (lookup)") and publishes it listed;
+    a reading of the lists leaves that flag be; once Safe Browsing no longer
+    lists it, the next relookup clears it."""
+    import json as json_
+
+    from django.core.management import call_command
+
+    from links.flags import LOOKED_UP, flag_listed_links, relookup_links
+    from links.publishing import link_payload
+    from testing.factories import make_link
+
+    link = make_link(owner=user, url="https://phish-sb-later.example/login")
+    clean = make_link(owner=user, url="https://example.com/fine")
+    server = SafeBrowsing()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.SAFE_BROWSING_API_KEY = KEY
+    settings.SAFE_BROWSING_URL = f"http://127.0.0.1:{server.server_address[1]}/v4/threatMatches:find"
+    try:
+        assert relookup_links() == (1, 0)
+        link.refresh_from_db()
+        assert link.listed == (
+            f"https://phish-sb-later.example/login: Google Safe Browsing (SOCIAL_ENGINEERING){LOOKED_UP}"
+        )
+        assert json_.loads(link_payload(link))["listed"] is True
+        asked = [entry["url"] for request in server.asked for entry in request["body"]["threatInfo"]["threatEntries"]]
+        assert sorted(asked) == sorted([link.url, clean.url])  # every active link, in one request
+        assert flag_listed_links() == (0, 0)  # the lists do not clear a lookup's flag
+        settings.SAFE_BROWSING_API_KEY = "another-key"  # the service answers 403: no answer
+        assert relookup_links() == (0, 0)  # a failing lookup clears nothing it cannot confirm
+        link.refresh_from_db()
+        assert link.listed.endswith(LOOKED_UP)
+        settings.SAFE_BROWSING_API_KEY = KEY
+        server.listing = "nothing-listed-now"
+        assert relookup_links() == (0, 1)
+        link.refresh_from_db()
+        assert link.listed == "" and "listed" not in json_.loads(link_payload(link))
+    finally:
+        server.shutdown()
+        lookups.forget()
+    settings.SAFE_BROWSING_API_KEY = ""
+    assert relookup_links() == (0, 0)  # no lookup configured: nothing asked
+    # screen_lists asks them again on its schedule.
+    settings.SAFE_BROWSING_API_KEY = KEY
+    server = SafeBrowsing()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.SAFE_BROWSING_URL = f"http://127.0.0.1:{server.server_address[1]}/v4/threatMatches:find"
+    try:
+        call_command("screen_lists", "--once")
+        link.refresh_from_db()
+        assert link.listed.endswith(LOOKED_UP)
+    finally:
+        server.shutdown()
+        lookups.forget()

@@ -51,6 +51,9 @@ SAFE_BROWSING_URL = env.str("SAFE_BROWSING_URL", default="https://safebrowsing.g
 SCREEN_DNSBL_ZONES = env.list("SCREEN_DNSBL_ZONES", default=[])
 SCREEN_DNS_RESOLVER = env.str("SCREEN_DNS_RESOLVER", default="")
 SCREEN_LOOKUP_TIMEOUT_MS = env.int("SCREEN_LOOKUP_TIMEOUT_MS", default=1500)
+# How often `manage.py screen_lists` asks the lookups about every active
+# link again (links/flags.py relookup_links); 0: never.
+SCREEN_RELOOKUP_HOURS = env.float("SCREEN_RELOOKUP_HOURS", default=24.0)
 # Wrong passwords of a link from one address before that address is locked
 # out of that link, from all addresses before the link is locked for
 # everyone, and for how long after the last one (links/unlocking.py).

@@ -2,14 +2,16 @@
 allowlists of SCREEN_ALLOWLIST now and every SCREEN_REFRESH_MINUTES, for
 every door that makes links to look their destinations up (screening/);
 then, whenever what they hold changed, flags the links made before whose
-destinations they now list (links/flags.py)."""
+destinations they now list (links/flags.py); and every
+SCREEN_RELOOKUP_HOURS asks the lookups (Safe Browsing, DNSBLs) about every
+active link again."""
 
 import time
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from links.flags import flag_listed_links
+from links.flags import flag_listed_links, relookup_links
 from screening import screen
 from screening.models import ScreenList
 from screening.services import refresh_all
@@ -23,7 +25,7 @@ class Command(ServiceCommand):
         parser.add_argument("--once", action="store_true", help="Read the lists once, then stop.")
 
     def handle(self, *args, once: bool = False, **options):
-        failures, flagged_at = 0, None
+        failures, flagged_at, looked_up_at = 0, None, float("-inf")
         while not self.stopping:
             started = time.monotonic()
             try:
@@ -34,6 +36,11 @@ class Command(ServiceCommand):
                     flagged, cleared = flag_listed_links()
                     self.stdout.write(f"screen_lists: {flagged} links flagged as listed, {cleared} no longer")
                     flagged_at = version
+                every = settings.SCREEN_RELOOKUP_HOURS * 3600
+                if every > 0 and time.monotonic() - looked_up_at >= every:
+                    flagged, cleared = relookup_links()
+                    self.stdout.write(f"screen_lists: looked up again: {flagged} links flagged, {cleared} no longer")
+                    looked_up_at = time.monotonic()
                 failures = 0
             except (OperationalError, InterfaceError) as exc:
                 self.retry_later(exc, attempt=failures, first=0.5, cap=30, who="screen_lists")
