@@ -204,3 +204,13 @@ def test_no_other_door_makes_a_suspended_person_active_again(staff, make_user):
     services.user_unsuspend(user=person, actor=staff)
     user_set_active(actor=manager, user=person, active=False)
     assert user_set_active(actor=manager, user=person, active=True).is_active
+
+
+def test_the_team_sees_its_stopped_link_marked_in_its_list_and_on_its_page(client, staff, user):
+    link = make_link(owner=user, url="https://example.com/marked")
+    services.link_block(link=link, actor=staff, words="Stopped for spam.")
+    client.force_login(user)
+    row = client.get("/links/").content.decode()
+    assert 'title="Stopped for spam.">stopped</small>' in row
+    page = client.get(f"/links/{link.slug}/").content.decode()
+    assert "Stopped by the service's staff" in page and "Stopped for spam." in page
