@@ -26,7 +26,11 @@ CREATE TABLE links_domain (
     root_url       text NOT NULL,
     not_found_url  text NOT NULL,
     https_redirect boolean NOT NULL,
-    created_at     timestamptz NOT NULL
+    created_at     timestamptz NOT NULL,
+    -- The app-link files the edge serves at /.well-known/
+    -- (dashboard/links/app_files.py); NULL: none. Migration 0008.
+    apple_app_site_association jsonb NULL,
+    assetlinks     jsonb NULL
 );
 CREATE INDEX links_domain_host_3e7c1c6d_like ON links_domain (host varchar_pattern_ops);
 

@@ -53,9 +53,28 @@ class DomainSerializer(StrictJSONMixin, serializers.ModelSerializer):
 
     class Meta:
         model = Domain
-        fields = ["host", "root_url", "not_found_url", "https_redirect", "is_default", "link_count", "created_at"]
+        fields = [
+            "host",
+            "root_url",
+            "not_found_url",
+            "https_redirect",
+            "apple_app_site_association",
+            "assetlinks",
+            "is_default",
+            "link_count",
+            "created_at",
+        ]
         read_only_fields = ["created_at"]
-        extra_kwargs = {"https_redirect": {"help_text": "Plain HTTP requests are redirected to HTTPS (308)."}}
+        extra_kwargs = {
+            "https_redirect": {"help_text": "Plain HTTP requests are redirected to HTTPS (308)."},
+            "apple_app_site_association": {
+                "help_text": "Served at /.well-known/apple-app-site-association (Apple's documented shape); "
+                "null: none (a 404)."
+            },
+            "assetlinks": {
+                "help_text": "Served at /.well-known/assetlinks.json (Digital Asset Links statements); null: none."
+            },
+        }
 
 
 class DomainUpdateSerializer(DomainSerializer):

@@ -14,7 +14,7 @@ from .models import Domain
 from .outbox import publish_domain
 from .validation import default_host, domain_host, forget_domain_hosts
 
-DOMAIN_FIELDS = frozenset({"root_url", "not_found_url", "https_redirect"})
+DOMAIN_FIELDS = frozenset({"root_url", "not_found_url", "https_redirect", "apple_app_site_association", "assetlinks"})
 
 
 class DomainInUse(Exception):
@@ -80,8 +80,12 @@ def domain_for_host(host: str | None) -> Domain:
 
 
 @transaction.atomic
-def domain_create(*, host: str, root_url: str = "", not_found_url: str = "", https_redirect: bool = False) -> Domain:
-    domain = Domain(host=host, root_url=root_url, not_found_url=not_found_url, https_redirect=https_redirect)
+def domain_create(*, host: str, **options) -> Domain:
+    """A new domain; `options` are DOMAIN_FIELDS' (TypeError for another)."""
+    unknown = set(options) - DOMAIN_FIELDS
+    if unknown:
+        raise TypeError("not settable: " + ", ".join(sorted(unknown)))
+    domain = Domain(host=host, **options)
     domain.full_clean(validate_unique=False)
     if Domain.objects.filter(host=domain.host).exists():
         raise ValidationError({"host": ValidationError("This domain is there already.", code="unique")})

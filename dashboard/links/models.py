@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from . import rules as link_rules
 from . import slugs
+from .app_files import validate_apple_app_site_association, validate_assetlinks
 from .validation import (
     REDIRECT_STATUSES,
     default_host,
@@ -35,6 +36,12 @@ class Domain(models.Model):
     not_found_url = models.TextField("not-found redirect", blank=True, validators=[validate_target_url])
     # Plain HTTP requests redirected to HTTPS (308) by the edge.
     https_redirect = models.BooleanField("redirect HTTP to HTTPS", default=False)
+    # The app-link files the edge serves at /.well-known/ (links/app_files.py);
+    # None: a 404 there.
+    apple_app_site_association = models.JSONField(
+        "apple-app-site-association", null=True, blank=True, validators=[validate_apple_app_site_association]
+    )
+    assetlinks = models.JSONField("assetlinks.json", null=True, blank=True, validators=[validate_assetlinks])
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

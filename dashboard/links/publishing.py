@@ -18,9 +18,18 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils.crypto import salted_hmac
 
-from slingshot.contract import DOMAINS_KEY, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key, robots_key
+from slingshot.contract import (
+    APP_FILES,
+    DOMAINS_KEY,
+    LINK_CHANGES_MAXLEN,
+    LINK_CHANGES_STREAM,
+    app_file_key,
+    link_key,
+    robots_key,
+)
 from slingshot.redis import get_redis
 
+from .app_files import AASA, ASSETLINKS, served
 from .fields import PUBLISHED
 from .models import Domain, Link
 from .validation import default_host
@@ -94,6 +103,11 @@ def link_payload(link: Link) -> str:
     payload["password_version"] = password_version(link.password)
     payload["unlock_url"] = legacy_unlock_url() if link.password else None
     return json.dumps(payload, separators=(",", ":"))
+
+
+def app_files_of(domain: Domain) -> dict[str, str | None]:
+    """The domain's app-link files as the edge serves them (None: none), by name."""
+    return {AASA: served(domain.apple_app_site_association), ASSETLINKS: served(domain.assetlinks)}
 
 
 def domain_payload(domain: Domain) -> str:
@@ -214,10 +228,15 @@ def publish_keys(
                 domain = domains.get(host)
                 if domain is None:
                     pipe.hdel(DOMAINS_KEY, host)
-                    pipe.delete(robots_key(host))
+                    pipe.delete(robots_key(host), *(app_file_key(name, host) for name in APP_FILES))
                 else:
                     pipe.hset(DOMAINS_KEY, host, domain_payload(domain))
                     pipe.set(robots_key(host), robots_txt(domain))
+                    for name, text in app_files_of(domain).items():
+                        if text is None:
+                            pipe.delete(app_file_key(name, host))
+                        else:
+                            pipe.set(app_file_key(name, host), text)
                 pipe.xadd(LINK_CHANGES_STREAM, {"domain": host}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
                 continue
             key, value = redis_link_key(host, slug, default), value_of((host, slug))

@@ -11,6 +11,9 @@ LINK_KEY_PREFIX = "slingshot:link:"
 # Every domain's settings, a JSON value per host; and each domain's robots.txt.
 DOMAINS_KEY = "slingshot:domains"
 ROBOTS_KEY_PREFIX = "slingshot:robots:"
+# A domain's app-link files (/.well-known/<name>): `<prefix><name>:<host>`.
+APP_FILE_KEY_PREFIX = "slingshot:appfile:"
+APP_FILES = ("apple-app-site-association", "assetlinks.json")
 LINK_CHANGES_STREAM = "slingshot:link-changes"
 # A counter per link with a visit limit: the redirects the edge has let through.
 VISITS_KEY_PREFIX = "slingshot:visits:"
@@ -45,6 +48,10 @@ def link_key(slug: str, host: str | None = None) -> str:
 
 def robots_key(host: str) -> str:
     return ROBOTS_KEY_PREFIX + host
+
+
+def app_file_key(name: str, host: str) -> str:
+    return f"{APP_FILE_KEY_PREFIX}{name}:{host}"
 
 
 def visits_key(link_id: int) -> str:

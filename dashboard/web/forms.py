@@ -62,11 +62,17 @@ class DomainForm(forms.ModelForm):
 
     class Meta:
         model = Domain
-        fields = ["host", "root_url", "not_found_url", "https_redirect"]
+        fields = ["host", "root_url", "not_found_url", "https_redirect", "apple_app_site_association", "assetlinks"]
         # One URL each: a line, not a box.
         widgets = {
             "root_url": forms.URLInput(attrs={"placeholder": "https://"}),
             "not_found_url": forms.URLInput(attrs={"placeholder": "https://"}),
+            "apple_app_site_association": forms.Textarea(
+                attrs={"rows": 6, "spellcheck": "false", "placeholder": '{"applinks": {"details": [...]}}'}
+            ),
+            "assetlinks": forms.Textarea(
+                attrs={"rows": 6, "spellcheck": "false", "placeholder": '[{"relation": [...], "target": {...}}]'}
+            ),
         }
         help_texts = {
             "host": "A host name such as go.example.com, whose DNS points at the edge.",
@@ -74,12 +80,18 @@ class DomainForm(forms.ModelForm):
             "not_found_url": "Where unknown and disabled slugs redirect. Empty: a 404 (the default domain: "
             "EDGE_NOT_FOUND_URL).",
             "https_redirect": "Plain HTTP requests to this domain are redirected to HTTPS.",
+            "apple_app_site_association": "JSON served at /.well-known/apple-app-site-association, so that your "
+            "iOS app opens this domain's links. Empty: none.",
+            "assetlinks": "JSON served at /.well-known/assetlinks.json, so that your Android app opens this "
+            "domain's links. Empty: none.",
         }
 
     def __init__(self, *args, editing: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         if editing:
             del self.fields["host"]
+        else:  # set on the domain's own page, once it is there
+            del self.fields["apple_app_site_association"], self.fields["assetlinks"]
 
     def validate_unique(self):
         pass  # links.domains says a domain is there already

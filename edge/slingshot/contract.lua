@@ -6,6 +6,9 @@ local _M = { _VERSION = "0.1.0" }
 _M.LINK_KEY_PREFIX = "slingshot:link:"
 _M.DOMAINS_KEY = "slingshot:domains"
 _M.ROBOTS_KEY_PREFIX = "slingshot:robots:"
+-- A domain's app-link files: the prefix, then the file's name, ":" and the host.
+_M.APP_FILE_KEY_PREFIX = "slingshot:appfile:"
+_M.APP_FILES = { "apple-app-site-association", "assetlinks.json" }
 _M.LINK_CHANGES_STREAM = "slingshot:link-changes"
 _M.VISITS_KEY_PREFIX = "slingshot:visits:"
 _M.CLICKS_STREAM = "slingshot:clicks"

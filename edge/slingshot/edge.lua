@@ -12,7 +12,7 @@ local cidr = require("slingshot.cidr")
 local visits = require("slingshot.visits")
 local rules = require("slingshot.rules")
 local domains = require("slingshot.domains")
-local robots = require("slingshot.robots")
+local domainfiles = require("slingshot.domainfiles")
 local certs = require("slingshot.certs")
 local unlock = require("slingshot.unlock")
 local shlink = require("slingshot.shlink")
@@ -311,12 +311,33 @@ end
 
 -- The domain's robots.txt: the links open to crawlers allowed, nothing else.
 function _M.robots()
-    local text, err = robots.text(request_domain())
+    local text, err = domainfiles.robots(request_domain())
     if err then
         log(WARN, "robots.txt: ", err)
     end
     ngx.status = 200
     header["Content-Type"] = "text/plain"
+    print(text)
+    return exit(200)
+end
+
+-- nginx.conf's /.well-known/apple-app-site-association and
+-- /.well-known/assetlinks.json: the domain's file as JSON, or a 404 for a
+-- domain without one (a 503 while Redis cannot be asked, so that a
+-- platform's crawler comes back rather than forgets the app).
+function _M.app_file(name)
+    local text, err = domainfiles.get(request_domain(), name)
+    if err then
+        log(WARN, name, ": ", err)
+        header["Retry-After"] = RETRY_AFTER
+        return answer(503, "unavailable", "text/plain")
+    end
+    if not text then
+        return answer(404, "not found", "text/plain")
+    end
+    ngx.status = 200
+    header["Content-Type"] = "application/json"
+    header["Content-Length"] = #text
     print(text)
     return exit(200)
 end

@@ -2,7 +2,7 @@
 -- slingshot:link-changes (docs/contract.md, "Link changes") with a blocking
 -- read, so an entry reaches it as soon as Redis has it, and passes each one
 -- on: a link's to the cache (linkcache.lua), a domain's to domains.lua
--- (read again) and robots.lua (forgotten). The same loop reads the domains
+-- (read again) and domainfiles.lua (forgotten). The same loop reads the domains
 -- again when they are due (domains.lua). Beside it, a timer ticks the cache
 -- every EDGE_LINK_CHANGES_INTERVAL, and starts the tail again if it ever
 -- stopped.
@@ -13,7 +13,7 @@ local contract = require("slingshot.contract")
 local linkcache = require("slingshot.linkcache")
 local linklookup = require("slingshot.linklookup")
 local domains = require("slingshot.domains")
-local robots = require("slingshot.robots")
+local domainfiles = require("slingshot.domainfiles")
 
 local ngx = ngx
 local log = ngx.log
@@ -56,7 +56,7 @@ local function read_changes(red)
         end
         last_change_id = newest[1] and newest[1][1] or "0-0"
         domains.forget()
-        robots.forget()
+        domainfiles.forget()
         linkcache.found_changes()
         return 0
     end
@@ -85,9 +85,9 @@ local function read_changes(red)
         if slug then
             linkcache.evict(host and host .. "/" .. slug or slug)
         elseif host then
-            -- The domain's settings or its robots.txt changed.
+            -- The domain's settings, its robots.txt or its app-link files changed.
             domains.forget()
-            robots.forget(host)
+            domainfiles.forget(host)
         end
         last_change_id = entry[1]
     end

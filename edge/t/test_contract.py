@@ -51,6 +51,7 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
         "LINK_KEY_PREFIX": contract.LINK_KEY_PREFIX,
         "DOMAINS_KEY": contract.DOMAINS_KEY,
         "ROBOTS_KEY_PREFIX": contract.ROBOTS_KEY_PREFIX,
+        "APP_FILE_KEY_PREFIX": contract.APP_FILE_KEY_PREFIX,
         "LINK_CHANGES_STREAM": contract.LINK_CHANGES_STREAM,
         "VISITS_KEY_PREFIX": contract.VISITS_KEY_PREFIX,
         "CLICKS_STREAM": contract.CLICKS_STREAM,
@@ -71,6 +72,7 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
         f"`{contract.LINK_KEY_PREFIX}<host>/<slug>`": "string (JSON)",
         f"`{contract.DOMAINS_KEY}`": "hash (JSON values)",
         f"`{contract.ROBOTS_KEY_PREFIX}<host>`": "string (text)",
+        f"`{contract.APP_FILE_KEY_PREFIX}<name>:<host>`": "string (JSON)",
         f"`{contract.VISITS_KEY_PREFIX}<link id>`": "string (integer)",
         f"`{contract.LINK_CHANGES_STREAM}`": "stream",
         f"`{contract.CLICKS_STREAM}`": "stream",
@@ -89,6 +91,10 @@ def test_the_edge_and_the_dashboard_use_the_names_of_the_document():
     (edge_kinds,) = re.findall(r"^_M\.ORPHAN_KINDS = \{ (.*?) \}$", lua, flags=re.M | re.S)
     assert tuple(kind.strip('"\n ') for kind in edge_kinds.split(",")) == contract.ORPHAN_KINDS
     assert click_stream.ORPHAN_KINDS == contract.ORPHAN_KINDS
+    (app_files,) = re.findall(r"^_M\.APP_FILES = \{ (.*) \}$", lua, flags=re.M)
+    assert tuple(name.strip('" ') for name in app_files.split(",")) == contract.APP_FILES
+    for name in contract.APP_FILES:
+        assert f"location = /.well-known/{name} {{" in (REPO / "nginx.conf").read_text()
     # orphan_visits takes every kind, and no other (sql/clicks.sql).
     sql = (REPO / "sql" / "clicks.sql").read_text()
     (checked,) = re.findall(r"kind +text +NOT NULL CHECK \(kind IN \(([^)]*)\)\)", sql)

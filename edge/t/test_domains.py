@@ -135,3 +135,37 @@ def test_a_broken_domains_entry_is_logged_and_the_links_cache_stays(make_edge, p
     assert edge.request(f"/{slug}").headers["Location"] == "https://example.com/kept"
     assert metrics(edge).get("slingshot_edge_redis_lookups_total", 0) == lookups  # served from the cache
     assert metrics(edge).get('slingshot_edge_redis_errors_total{op="changes"}', 0) == 0
+
+
+AASA = {"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/*"}]}]}}
+ASSETLINKS = [
+    {
+        "relation": ["delegate_permission/common.handle_all_urls"],
+        "target": {
+            "namespace": "android_app",
+            "package_name": "com.example.app",
+            "sha256_cert_fingerprints": [":".join(["AB"] * 32)],
+        },
+    }
+]
+
+
+def test_each_domain_serves_its_own_app_link_files_as_json(edge, two_domains):
+    """/.well-known/apple-app-site-association and assetlinks.json: what the
+    domain's page set, as JSON, on that domain only; a 404 where none is
+    set; gone from every worker once the domain drops it."""
+    import json
+
+    go, to = two_domains
+    domains.domain_update(domain=go, apple_app_site_association=AASA, assetlinks=ASSETLINKS)
+    for path, value in (
+        ("/.well-known/apple-app-site-association", AASA),
+        ("/.well-known/assetlinks.json", ASSETLINKS),
+    ):
+        settled(edge, lambda path=path: get(edge, path, go.host).status == 200, f"{path} served")
+        response = get(edge, path, go.host)
+        assert response.headers["Content-Type"] == "application/json" and json.loads(response.body) == value
+        assert get(edge, path, to.host).status == 404
+    domains.domain_update(domain=go, apple_app_site_association=None)
+    settled(edge, lambda: get(edge, "/.well-known/apple-app-site-association", go.host).status == 404, "the file gone")
+    assert get(edge, "/.well-known/assetlinks.json", go.host).status == 200

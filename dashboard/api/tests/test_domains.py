@@ -33,6 +33,8 @@ def test_staff_add_list_change_and_remove_a_domain(staff_api):
         "root_url": "",
         "not_found_url": "",
         "https_redirect": False,
+        "apple_app_site_association": None,
+        "assetlinks": None,
         "is_default": False,
         "link_count": 0,
         "created_at": None,

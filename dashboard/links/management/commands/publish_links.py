@@ -4,7 +4,7 @@ from tqdm import tqdm
 
 from links.domains import default_domain
 from links.models import Domain, Link
-from links.publishing import domain_payload, link_payload, publish_keys, redis_link_key, robots_txt
+from links.publishing import app_files_of, domain_payload, link_payload, publish_keys, redis_link_key, robots_txt
 from links.validation import default_host
 from slingshot.contract import (
     DOMAINS_KEY,
@@ -12,6 +12,7 @@ from slingshot.contract import (
     LINK_CHANGES_STREAM,
     LINK_KEY_PREFIX,
     ROBOTS_KEY_PREFIX,
+    app_file_key,
     robots_key,
 )
 from slingshot.redis import get_redis
@@ -110,6 +111,10 @@ class Command(BaseCommand):
             robots = client.get(robots_key(domain.host))
             if robots is None or robots.decode() != robots_txt(domain):
                 yield f"robots.txt differs: {domain.host}"
+            for name, text in app_files_of(domain).items():
+                kept = client.get(app_file_key(name, domain.host))
+                if (kept.decode() if kept is not None else None) != text:
+                    yield f"{name} differs: {domain.host}"
         for host in sorted(published):
             yield f"domain not in PostgreSQL: {host}"
         hosts = set(Domain.objects.values_list("host", flat=True))
