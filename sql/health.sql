@@ -12,6 +12,7 @@ CREATE TABLE health_linkhealth (
     link_id      bigint NOT NULL PRIMARY KEY
         CONSTRAINT health_linkhealth_link_id_b2b54718_fk_links_link_id REFERENCES links_link (id)
         DEFERRABLE INITIALLY DEFERRED,
+    url          text NOT NULL,          -- the destination as checked
     checked_at   timestamptz NOT NULL,
     status       varchar(6) NOT NULL,
     reason       varchar(20) NOT NULL,

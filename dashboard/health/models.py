@@ -24,10 +24,12 @@ class LinkHealth(models.Model):
     """The last check of a link's destination by `manage.py check_links`
     (health/services.py): one row per link, from its first check on.
     `broken_since` is the first check of the run of broken ones the link
-    is in; a check that finds it working clears it. Its table is in
+    is in; a check that finds it working clears it. A link given another
+    destination loses its row (health/apps.py). Its table is in
     sql/health.sql."""
 
     link = models.OneToOneField("links.Link", on_delete=models.CASCADE, primary_key=True, related_name="health")
+    url = models.TextField()  # the destination as checked: a link given another has none until checked again
     checked_at = models.DateTimeField()
     status = models.CharField(max_length=6, choices=Status.choices)
     reason = models.CharField(max_length=20, choices=Reason.choices, blank=True)  # '' while ok

@@ -23,6 +23,7 @@ class Migration(migrations.Migration):
             name='LinkHealth',
             fields=[
                 ('link', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='health', serialize=False, to='links.link')),
+                ('url', models.TextField()),
                 ('checked_at', models.DateTimeField()),
                 ('status', models.CharField(choices=[('ok', 'Ok'), ('broken', 'Broken')], max_length=6)),
                 ('reason', models.CharField(blank=True, choices=[('dns', 'its name does not resolve'), ('http_4xx', 'it answers 4xx'), ('http_5xx', 'it answers 5xx'), ('tls', 'its TLS certificate or handshake fails'), ('too_many_redirects', 'too many redirects'), ('timeout', 'no answer in time'), ('connect', 'no connection'), ('refused_address', 'not a public address')], max_length=20)),
