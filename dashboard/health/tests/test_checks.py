@@ -175,6 +175,8 @@ def test_a_link_found_broken_queues_one_link_broken_message_for_the_webhooks_tha
     assert body["type"] == "link.broken"
     assert body["data"]["link"]["slug"] == link.slug
     assert (body["data"]["reason"], body["data"]["detail"]) == ("http_4xx", "answered 404 Not Found")
+    assert body["data"]["link"]["health"]["status"] == "broken"
+    assert body["data"]["link"]["health"]["http_status"] == 404
 
     Link.objects.filter(pk=link.pk).update(url=destinations.at("/ok"))
     check_round(every=None)
