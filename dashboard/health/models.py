@@ -10,14 +10,14 @@ class Status(models.TextChoices):
 class Reason(models.TextChoices):
     """Why a destination counts as broken (health/probe.py decides)."""
 
-    DNS = "dns", "its name does not resolve"
-    HTTP_4XX = "http_4xx", "it answers 4xx"
-    HTTP_5XX = "http_5xx", "it answers 5xx"
-    TLS = "tls", "its TLS certificate or handshake fails"
+    DNS = "dns", "DNS failure"
+    HTTP_4XX = "http_4xx", "4xx answer"
+    HTTP_5XX = "http_5xx", "5xx answer"
+    TLS = "tls", "TLS error"
     TOO_MANY_REDIRECTS = "too_many_redirects", "too many redirects"
-    TIMEOUT = "timeout", "no answer in time"
+    TIMEOUT = "timeout", "timeout"
     CONNECT = "connect", "no connection"
-    REFUSED_ADDRESS = "refused_address", "not a public address"
+    REFUSED_ADDRESS = "refused_address", "private address"
 
 
 class LinkHealth(models.Model):

@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
                 ('url', models.TextField()),
                 ('checked_at', models.DateTimeField()),
                 ('status', models.CharField(choices=[('ok', 'Ok'), ('broken', 'Broken')], max_length=6)),
-                ('reason', models.CharField(blank=True, choices=[('dns', 'its name does not resolve'), ('http_4xx', 'it answers 4xx'), ('http_5xx', 'it answers 5xx'), ('tls', 'its TLS certificate or handshake fails'), ('too_many_redirects', 'too many redirects'), ('timeout', 'no answer in time'), ('connect', 'no connection'), ('refused_address', 'not a public address')], max_length=20)),
+                ('reason', models.CharField(blank=True, choices=[('dns', 'DNS failure'), ('http_4xx', '4xx answer'), ('http_5xx', '5xx answer'), ('tls', 'TLS error'), ('too_many_redirects', 'too many redirects'), ('timeout', 'timeout'), ('connect', 'no connection'), ('refused_address', 'private address')], max_length=20)),
                 ('http_status', models.PositiveSmallIntegerField(blank=True, null=True)),
                 ('detail', models.CharField(blank=True, max_length=300)),
                 ('final_url', models.TextField(blank=True)),
