@@ -60,7 +60,7 @@ SCREEN_RELOOKUP_HOURS = env.float("SCREEN_RELOOKUP_HOURS", default=24.0)
 # LINK_HEALTH_TIMEOUT seconds; public addresses only, unless
 # LINK_HEALTH_ALLOW_PRIVATE (for tests, or destinations on the operator's network).
 LINK_HEALTH_HOURS = env.float("LINK_HEALTH_HOURS", default=24.0)
-LINK_HEALTH_HOST_INTERVAL = env.float("LINK_HEALTH_HOST_INTERVAL", default=2.0)
+LINK_HEALTH_HOST_INTERVAL = env.float("LINK_HEALTH_HOST_INTERVAL", default=1.0)
 LINK_HEALTH_TIMEOUT = env.float("LINK_HEALTH_TIMEOUT", default=5.0)
 LINK_HEALTH_ALLOW_PRIVATE = env.bool("LINK_HEALTH_ALLOW_PRIVATE", default=False)
 # Wrong passwords of a link from one address before that address is locked
