@@ -80,9 +80,12 @@ def _check_host(urls: list[str], turns: HostTurns, found: queue.Queue) -> None:
     )
     try:
         for url in urls:
-            found.put((url, prober.check(url)))
-    except Stopped:
-        return
+            try:
+                found.put((url, prober.check(url)))
+            except Stopped:
+                return
+            except Exception:  # a fault of ours with one URL: the others are checked, it stays due
+                log.exception("check_links: checking %s failed", url[:200])
     finally:
         prober.close()
 
