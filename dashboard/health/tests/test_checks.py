@@ -195,6 +195,8 @@ def test_only_active_links_are_checked(check_settings, destinations, user):
     ]
     listed = link_to(user, destinations.at("/listed"))
     Link.objects.filter(pk=listed.pk).update(listed="listed.example: a list")
+    stopped = link_to(user, destinations.at("/stopped"))
+    Link.objects.filter(pk=stopped.pk).update(blocked_at=now, blocked_for="link")
     Link.objects.filter(pk=others[2].pk).update(expires_at=now - timedelta(seconds=1))
 
     check_round(every=None)
