@@ -2,8 +2,9 @@
 does for each active link (health/rounds.py): HEAD, then GET when HEAD is
 refused or fails in a way GET may not; redirects followed up to
 MAX_REDIRECTS, each hop's address checked where the connection is made
-(slingshot/outbound/); one request to a host at a time, at most one every
-`interval` seconds (HostTurns). Nothing here touches the database.
+(slingshot/outbound/); at most one request to a host every `interval`
+seconds, whichever thread sends it (HostTurns). Nothing here touches the
+database.
 
 What makes a destination broken: its name does not resolve (dns), it
 answers 4xx (but 429, which says it is up) or 5xx, its TLS fails, it
