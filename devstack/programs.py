@@ -210,6 +210,14 @@ def webhooks() -> None:
     os.execv(MANAGE[0], [*MANAGE, "deliver_webhooks"])
 
 
+def _wait_for_stop() -> None:
+    """What a program with nothing to do runs: a process that only waits
+    for its stop, so that supervisord sees it RUNNING without loading Django."""
+    stops = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    signal.sigwait(stops)
+
+
 def screen() -> None:
     """The screening lists read now and every SCREEN_REFRESH_MINUTES, and
     the lookups asked again every SCREEN_RELOOKUP_HOURS; with neither a list
@@ -217,9 +225,20 @@ def screen() -> None:
     names = ("SCREEN_LISTS", "SCREEN_ALLOWLIST", "SAFE_BROWSING_API_KEY", "SCREEN_DNSBL_ZONES")
     if any(os.environ.get(name, "").strip(", ") for name in names):
         os.execv(MANAGE[0], [*MANAGE, "screen_lists"])
-    stops = {signal.SIGTERM, signal.SIGINT}
-    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-    signal.sigwait(stops)
+    _wait_for_stop()
+
+
+def linkhealth() -> None:
+    """The links' destinations checked every LINK_HEALTH_HOURS (manage.py
+    check_links, which sends requests to them); unless that is set in the
+    environment to some hours, a process that only waits for its stop."""
+    try:
+        hours = float(os.environ.get("LINK_HEALTH_HOURS", "") or 0)
+    except ValueError:
+        hours = 1.0  # check_links says what is wrong with it
+    if hours > 0:
+        os.execv(MANAGE[0], [*MANAGE, "check_links"])
+    _wait_for_stop()
 
 
 def live() -> None:
@@ -237,5 +256,6 @@ PROGRAMS = {
     "imports": imports,
     "webhooks": webhooks,
     "screen": screen,
+    "linkhealth": linkhealth,
     "live": live,
 }

@@ -93,8 +93,9 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: st
         reap_adopted(supervisord.pid)
         if stop.requested and not stopping_said:
             say(
-                "stopping: the edge first (its workers write their clicks to Redis), then the pushed clicks, the dashboard's front, the webhooks, the screening lists, the "
-                "imports, the dashboard, the publisher and the importer, then PostgreSQL, and Redis last"
+                "stopping: the edge first (its workers write their clicks to Redis), then the pushed clicks, the "
+                "dashboard's front, the webhooks, the links' checker, the screening lists, the imports, the "
+                "dashboard, the publisher and the importer, then PostgreSQL, and Redis last"
             )
             stopping_said = True
         elif not stop.requested and time.monotonic() - asked_at >= 1.0:

@@ -41,6 +41,7 @@ MODELS = [
     "teams.Suspension",
     "moderation.Report",
     "moderation.Ban",
+    "health.LinkHealth",
 ]
 
 
@@ -139,6 +140,7 @@ SQL_MIGRATIONS = [
     ("scim", "0001_initial"),
     ("screening", "0001_initial"),
     ("moderation", "0001_initial"),
+    ("health", "0001_initial"),
 ]
 
 

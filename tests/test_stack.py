@@ -54,6 +54,7 @@ STOP_ORDER = (
     "live",
     "front",
     "webhooks",
+    "linkhealth",
     "screen",
     "imports",
     "dashboard",

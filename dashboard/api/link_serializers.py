@@ -7,6 +7,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from health.models import LinkHealth, Reason
+from health.selectors import not_checked_yet
 from links import rules as link_rules
 from links.domains import domain_for_host
 from links.fields import OPTION_NAMES, OPTIONS
@@ -111,6 +113,22 @@ class DomainHostField(StrictCharField):
         return value.host
 
 
+class LinkHealthSerializer(serializers.ModelSerializer):
+    """The last check of the link's destination (health/): `manage.py
+    check_links`, every LINK_HEALTH_HOURS."""
+
+    class Meta:
+        model = LinkHealth
+        fields = ["status", "reason", "http_status", "detail", "broken_since", "checked_at"]
+        read_only_fields = fields
+        extra_kwargs = {
+            "reason": {"help_text": f"Why it is broken: {', '.join(Reason.values)}; empty while it works."},
+            "http_status": {"help_text": "The status of the last answer, if one came (after the redirects)."},
+            "detail": {"help_text": "What the check found, in a sentence."},
+            "broken_since": {"help_text": "The first check of the run of broken ones it is in; null while it works."},
+        }
+
+
 class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializer):
     domain = DomainHostField(
         required=False,
@@ -141,6 +159,12 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
     team = StrictIntegerField(source="team_id", required=False, min_value=1, help_text=TEAM_HELP)
     clicks = serializers.IntegerField(read_only=True, default=0, help_text="Every recorded click.")
     human_clicks = serializers.IntegerField(read_only=True, default=0, help_text="Clicks not flagged as bots.")
+    health = LinkHealthSerializer(
+        read_only=True,
+        allow_null=True,
+        help_text="The last check of the destination: broken (with the reason and since when) or ok; null "
+        "before its first check.",
+    )
     rules = RulesField(
         required=False,
         help_text=f"Up to {link_rules.MAX_RULES} redirect rules, in order: a visitor goes to the url of the first "
@@ -163,6 +187,7 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
             *OPTION_NAMES[OPTION_NAMES.index("slug") + 1 :],
             "has_password",
             "state",
+            "health",
             "clicks",
             "human_clicks",
             "created_at",
@@ -255,6 +280,12 @@ class LinkQuerySerializer(TeamQuerySerializer):
         default=None,
         help_text="Only active links (true) or disabled ones (false).",
     )
+    broken = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Only links whose destination the last check found broken (true), or the others (false).",
+    )
     created_after = serializers.DateTimeField(required=False, help_text="Created at or after this time.")
     created_before = serializers.DateTimeField(required=False, help_text="Created before this time.")
     ordering = LinkOrderingField(
@@ -275,4 +306,5 @@ def _new_link_output() -> LinkSerializer:
 
 def new_link_data(link: Link) -> dict:
     link.clicks = link.human_clicks = 0  # a new link id has no clicks yet
+    not_checked_yet(link)
     return _new_link_output().to_representation(link)

@@ -8,6 +8,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from clicks import selectors as clicks_selectors
+from health import selectors as health_selectors
 from links import domains, selectors, services, slugs
 from links.fields import LinkFields
 from links.limits import admit_creation
@@ -66,8 +67,12 @@ class LinkViewSet(
             query.is_valid(raise_exception=True)
             arguments = dict(query.validated_data)
             arguments["team"] = readable_team(self.request, arguments.get("team"))
-            return clicks_selectors.link_search(user=user, **arguments).using(reports_db(user))
-        links = selectors.with_role(selectors.links_visible_to(user), user)
+            broken = arguments.pop("broken", None)
+            links = clicks_selectors.link_search(user=user, **arguments).using(reports_db(user))
+            if broken is not None:
+                links = health_selectors.broken_only(links, broken)
+            return health_selectors.with_health(links)
+        links = health_selectors.with_health(selectors.with_role(selectors.links_visible_to(user), user))
         if self.action in ("retrieve", "stats"):
             query = LinkDomainQuerySerializer(data=self.request.query_params)
             query.is_valid(raise_exception=True)

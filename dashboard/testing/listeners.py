@@ -3,11 +3,18 @@
 server's own network, which such a request must never reach, that counts
 what it saw; and a server that answers as a test scripts it, badly."""
 
+import datetime
 import select
 import socket
 import threading
 from collections.abc import Callable
 from contextlib import suppress
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 SECRET = "internal-service-secret: the dashboard's admin token is hunter2"
 
@@ -165,3 +172,29 @@ def dripping(answer: bytes, every: float, *, head: bytes = b"") -> Callable[[soc
                 return
 
     return handler
+
+
+def self_signed(directory: Path) -> tuple[str, str]:
+    """A self-signed certificate for the name localhost, and its key, as
+    files in `directory` (their paths)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return str(cert_path), str(key_path)

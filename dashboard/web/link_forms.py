@@ -311,6 +311,10 @@ class LinkListForm(forms.Form):
     )
     tag = forms.CharField(required=False)
     status = forms.ChoiceField(choices=STATUSES, required=False)
+    # The last check of the destination (health/), apart from what the edge does with the link.
+    health = forms.ChoiceField(
+        label="Destination", choices=[("", "Any destination"), ("broken", "Broken")], required=False
+    )
     sort = forms.ChoiceField(
         required=False,
         choices=[
@@ -325,7 +329,12 @@ class LinkListForm(forms.Form):
     def filtered(self) -> bool:
         """Whether any filter narrows the list (the sort does not)."""
         self.is_valid()
-        return any(self.cleaned_data.get(name) for name in ("q", "domain", "tag", "status"))
+        return any(self.cleaned_data.get(name) for name in ("q", "domain", "tag", "status", "health"))
+
+    def broken(self) -> bool:
+        """Whether only the links whose destination is broken are asked for (health.selectors.broken_only)."""
+        self.is_valid()
+        return self.cleaned_data.get("health") == "broken"
 
     def search_arguments(self) -> dict:
         self.is_valid()

@@ -18,6 +18,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from clicks import selectors as clicks_selectors
+from health import selectors as health_selectors
 from links import checks, delivery, imports, selectors, services
 from links.limits import CreationLimited, admit_creation
 from links.models import Link
@@ -74,23 +75,30 @@ class _RowUrls:
         return urls
 
 
+def _searched(request, form: link_forms.LinkListForm, team_id: int):
+    """The links of the team the list's filters leave."""
+    links = clicks_selectors.link_search(user=request.user, team=team_id, **form.search_arguments()).using(
+        reports_db(request.user)
+    )
+    return health_selectors.broken_only(links) if form.broken() else links
+
+
 @login_required
 def link_list(request):
     form = link_forms.LinkListForm(request.GET)
     team = current_team(request)
-    links = clicks_selectors.link_search(user=request.user, team=team.pk, **form.search_arguments()).using(
-        reports_db(request.user)
-    )
+    links = _searched(request, form, team.pk)
     # The page's ids first, then those rows with their click totals: PostgreSQL
     # would otherwise join the totals of every row an OFFSET skips too.
     page = Paginator(links.values_list("pk", flat=True), settings.WEB_LINKS_PER_PAGE).get_page(request.GET.get("page"))
-    by_id = links.in_bulk(list(page))
+    by_id = health_selectors.with_health(links).in_bulk(list(page))
     page.object_list = [by_id[pk] for pk in page]
     states = selectors.link_states(page.object_list)
     row_urls = _RowUrls()
     for link in page.object_list:
         link.state = states[link.pk]
         link.urls = row_urls.of(link)
+        link.last_check = health_selectors.health_of(link)
     query = request.GET.copy()
     query.pop("page", None)
     edits = edits_in(request, team)
@@ -173,9 +181,7 @@ def link_bulk(request):
 
 @login_required
 def link_export(request):
-    links = clicks_selectors.link_search(
-        user=request.user, team=current_team(request).pk, **link_forms.LinkListForm(request.GET).search_arguments()
-    ).using(reports_db(request.user))
+    links = _searched(request, link_forms.LinkListForm(request.GET), current_team(request).pk)
     response = StreamingHttpResponse(
         imports.export_lines(links.iterator(chunk_size=2000)), content_type="text/csv; charset=utf-8"
     )

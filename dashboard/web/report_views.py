@@ -21,6 +21,7 @@ from clicks.export import FORMATS, export_response
 from clicks.report_queries import ReportTooLarge, one_snapshot
 from clicks.reports import link_totals, range_stats
 from clicks.stores import import_lag_of_every_store
+from health.selectors import health_of
 from links import selectors
 from links.models import Link
 from slingshot.redis import RedisUnavailable, quick_call
@@ -202,6 +203,8 @@ def link_detail(request, slug: str):
         short_url=link.short_url,
         live_events=live.link_events_url(request, link),
         screen_action=settings.SCREEN_ACTION,
+        last_check=health_of(link),
+        checks_on=settings.LINK_HEALTH_HOURS > 0,
     )
     return render(request, "web/link_detail.html", context)
 

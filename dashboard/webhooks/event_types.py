@@ -6,6 +6,7 @@ LINK_DELETED = "link.deleted"
 LINK_CLICKED = "link.clicked"
 LINK_LIMIT_REACHED = "link.limit_reached"
 LINK_EXPIRED = "link.expired"
+LINK_BROKEN = "link.broken"
 IMPORT_FINISHED = "import.finished"
 WEBHOOK_TEST = "webhook.test"
 
@@ -17,6 +18,7 @@ EVENT_TYPES = (
     LINK_CLICKED,
     LINK_LIMIT_REACHED,
     LINK_EXPIRED,
+    LINK_BROKEN,
     IMPORT_FINISHED,
     WEBHOOK_TEST,
 )

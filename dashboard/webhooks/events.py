@@ -3,7 +3,8 @@ transaction of what caused them (docs/webhooks.md, "Events"): a link's
 change (links.signals.link_changed), the clicks a batch of the click
 importer stored (clicks.signals.batch_stored, as a ClickBatch the
 deliverer makes messages of: clicks.py), an import that finished
-(importers.signals.import_finished). The apps below know nothing of
+(importers.signals.import_finished), a destination found broken
+(health.signals.link_broken). The apps below know nothing of
 webhooks: they send their signals, and connect() hears them."""
 
 import secrets
@@ -81,8 +82,17 @@ def on_import_finished(sender, *, team_id: int, summary: dict[str, Any], **kwarg
     emit(team_id, types.IMPORT_FINISHED, lambda: {"import": summary})
 
 
+def on_link_broken(sender, *, link, health, **kwargs) -> None:
+    emit(
+        link.team_id,
+        types.LINK_BROKEN,
+        lambda: {**link_data(link), "reason": health.reason, "detail": health.detail},
+    )
+
+
 def connect() -> None:
     from clicks.signals import batch_stored
+    from health.signals import link_broken
     from importers.signals import import_finished
     from links.signals import link_changed
 
@@ -94,3 +104,4 @@ def connect() -> None:
     link_changed.connect(shlink_updates.on_link_changed, dispatch_uid="webhooks.shlink_link_changed")
     batch_stored.connect(shlink_updates.on_batch_stored, dispatch_uid="webhooks.shlink_batch_stored")
     import_finished.connect(on_import_finished, dispatch_uid="webhooks.import_finished")
+    link_broken.connect(on_link_broken, dispatch_uid="webhooks.link_broken")

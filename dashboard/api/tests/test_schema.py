@@ -39,6 +39,7 @@ def test_schema_describes_every_endpoint_with_errors(client):
         "domain",
         "tag",
         "is_active",
+        "broken",
         "created_after",
         "created_before",
         "ordering",

@@ -294,6 +294,24 @@ def fetch(
     return Answer(status=response.status_code, headers=response.headers, body=body)
 
 
+def status_of(guarded: requests.Session, url: str, *, method: str, deadline: float) -> Answer:
+    """`method` (HEAD or GET) on `url` through a `session`, as `fetch`
+    follows no redirect, for the status line and headers alone: the body
+    is never read (the connection is closed instead), and the exchange up
+    to the last header is within `deadline` seconds (TooSlow). The
+    Answer's body is empty. The same errors as `fetch` but TooLarge."""
+    check_url(url)
+    with _watched(deadline) as clock:
+        try:
+            response = guarded.request(method, url, timeout=(deadline, deadline), allow_redirects=False, stream=True)
+        except (requests.RequestException, OSError):
+            if clock.expired or clock.left() <= 0:
+                raise TooSlow(_too_slow(deadline)) from None
+            raise
+        response.close()
+    return Answer(status=response.status_code, headers=response.headers, body=b"")
+
+
 def not_found(exc: requests.RequestException) -> bool:
     """Whether a request failed because its host's name does not resolve."""
     reason = getattr(exc.args[0], "reason", None) if exc.args else None

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "scim",
     "screening",
     "moderation",
+    "health",
     "web",
     "yourls_api",
 ]

@@ -54,6 +54,15 @@ SCREEN_LOOKUP_TIMEOUT_MS = env.int("SCREEN_LOOKUP_TIMEOUT_MS", default=1500)
 # How often `manage.py screen_lists` asks the lookups about every active
 # link again (links/flags.py relookup_links); 0: never.
 SCREEN_RELOOKUP_HOURS = env.float("SCREEN_RELOOKUP_HOURS", default=24.0)
+# Every LINK_HEALTH_HOURS `manage.py check_links` asks each active link's
+# destination whether it still answers (health/); 0: never. One request to a
+# host at most every LINK_HEALTH_HOST_INTERVAL seconds, each within
+# LINK_HEALTH_TIMEOUT seconds; public addresses only, unless
+# LINK_HEALTH_ALLOW_PRIVATE (for tests, or destinations on the operator's network).
+LINK_HEALTH_HOURS = env.float("LINK_HEALTH_HOURS", default=24.0)
+LINK_HEALTH_HOST_INTERVAL = env.float("LINK_HEALTH_HOST_INTERVAL", default=1.0)
+LINK_HEALTH_TIMEOUT = env.float("LINK_HEALTH_TIMEOUT", default=5.0)
+LINK_HEALTH_ALLOW_PRIVATE = env.bool("LINK_HEALTH_ALLOW_PRIVATE", default=False)
 # Wrong passwords of a link from one address before that address is locked
 # out of that link, from all addresses before the link is locked for
 # everyone, and for how long after the last one (links/unlocking.py).

@@ -5,7 +5,6 @@ connection); with them allowed, the same service answers, so the count
 that proves the refusals can fail. Then the redirects not followed, the
 cap on an answer's size, the deadline on the whole exchange, TLS."""
 
-import datetime
 import gzip
 import io
 import os
@@ -19,15 +18,11 @@ from collections.abc import Callable
 
 import pytest
 import requests
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from slingshot import outbound
 from slingshot.outbound import guarded
 from slingshot.release import DASHBOARD_DIR
-from testing.listeners import SECRET, InternalService, RawServer, dripping, read_request, redirecting
+from testing.listeners import SECRET, InternalService, RawServer, dripping, read_request, redirecting, self_signed
 
 MB = 1024 * 1024
 PUBLIC = "93.184.216.34"  # a public address no test connects to
@@ -502,27 +497,7 @@ def test_a_name_that_takes_long_to_look_up_is_cut_at_the_deadline(monkeypatch):
 @pytest.fixture
 def certificate(tmp_path) -> tuple[str, str]:
     """A self-signed certificate for the name localhost, and its key (paths)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return str(cert_path), str(key_path)
+    return self_signed(tmp_path)
 
 
 def test_tls_is_verified_on_the_name_given_which_is_sent_as_sni(certificate):

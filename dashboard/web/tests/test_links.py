@@ -162,9 +162,10 @@ def test_detail_shows_stats_with_a_bounded_number_of_queries(signed_in, user, dj
     import_clicks(link, 1, ua="curl/8.0")
     url = reverse("web:link-detail", args=[link.slug])
     # session, user, their teams (the navigation), link with their role, all-time totals, series, range
-    # totals, breakdowns, recent clicks, the time zone's preferences; and the BEGIN, SET TRANSACTION
-    # and COMMIT of the one snapshot the totals, the report and its recent clicks are read in
-    with django_assert_max_num_queries(13):
+    # totals, breakdowns, recent clicks, the time zone's preferences, the destination's last check; and
+    # the BEGIN, SET TRANSACTION and COMMIT of the one snapshot the totals, the report and its recent
+    # clicks are read in
+    with django_assert_max_num_queries(14):
         response = signed_in.get(url)
     assert response.context["stats"].clicks == 2 and response.context["preset"] == "30d"
     chart = response.context["chart"]["data"]
