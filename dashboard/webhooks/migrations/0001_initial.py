@@ -117,7 +117,6 @@ class Migration(migrations.Migration):
                                     ("link.clicked", "link.clicked"),
                                     ("link.limit_reached", "link.limit_reached"),
                                     ("link.expired", "link.expired"),
-                                    ("link.broken", "link.broken"),
                                     ("import.finished", "import.finished"),
                                     ("webhook.test", "webhook.test"),
                                 ],
