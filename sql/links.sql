@@ -72,6 +72,10 @@ CREATE TABLE links_link (
     blocked         varchar(500) DEFAULT '' NOT NULL,
     blocked_at      timestamptz NULL,
     blocked_for     varchar(5) DEFAULT '' NOT NULL,
+    -- Where iOS and Android visitors go instead of url (an app link or the
+    -- app's store page); empty: url. Migration 0009.
+    ios_url         text DEFAULT '' NOT NULL,
+    android_url     text DEFAULT '' NOT NULL,
     -- A slug is unique per domain; this index serves the domain's foreign key too.
     CONSTRAINT link_domain_slug UNIQUE (domain_id, slug),
     CONSTRAINT link_redirect_status_valid CHECK (redirect_status IN (301, 302, 307, 308)),

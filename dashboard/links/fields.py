@@ -117,6 +117,11 @@ def _unix(moment: datetime | None, *, up: bool = False) -> int | None:
     return math.ceil(moment.timestamp()) if up else math.floor(moment.timestamp())
 
 
+def _optional_target(url: str) -> str | None:
+    """A target the edge may send a visitor to, or None for none."""
+    return normalise_target(url) if url else None
+
+
 # --- the options ------------------------------------------------------------------
 
 _MODEL_DEFAULT = object()
@@ -176,6 +181,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("is_active", csv=_flag(True), edge="active", example=True),
     Option("rules", csv=JSON_LIST, edge="rules", to_edge=validate_rules, example=_RULES_EXAMPLE),
     Option("split", csv=JSON_LIST, edge="split", to_edge=validate_split, example=[]),
+    Option(
+        "ios_url",
+        edge="ios_url",
+        to_edge=_optional_target,
+        example="https://apps.apple.com/app/id1",
+    ),
+    Option(
+        "android_url",
+        edge="android_url",
+        to_edge=_optional_target,
+        example="https://play.google.com/store/apps/details?id=com.example.app",
+    ),
 )
 OPTION_NAMES: tuple[str, ...] = tuple(option.name for option in OPTIONS)
 BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}

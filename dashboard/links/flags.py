@@ -33,6 +33,10 @@ LOOKED_UP = " (lookup)"
 def targets_of(link: Link) -> list[tuple[str, str, str]]:
     """(field, host, url) of the link's destination and its rules' and split's targets."""
     found = [("url", split_host(link.url), link.url)]
+    for name in ("ios_url", "android_url"):
+        url = getattr(link, name, "")
+        if url:
+            found.append((name, split_host(url), url))
     for name in ("rules", "split"):
         for item in getattr(link, name) or []:
             url = item.get("url", "") if isinstance(item, dict) else ""
@@ -102,7 +106,9 @@ def _reflag(links: QuerySet[Link], decide: Callable[[Link], str], *, batch_size:
     """Sets each link's flag to what `decide` says (after `before` is given
     the batch), publishing those that change: (flagged now, cleared now)."""
     flagged = cleared = 0
-    links = links.select_related("domain").only("id", "slug", "url", "rules", "split", "listed", "domain__host")
+    links = links.select_related("domain").only(
+        "id", "slug", "url", "ios_url", "android_url", "rules", "split", "listed", "domain__host"
+    )
     last = 0
     while True:
         batch = list(links.filter(pk__gt=last).order_by("pk")[:batch_size])

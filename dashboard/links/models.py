@@ -151,6 +151,13 @@ class Link(models.Model):
     # Redirect rules and an A/B split (links/rules.py), evaluated by the edge.
     rules = models.JSONField(default=list, blank=True, validators=[link_rules.check_rules])
     split = models.JSONField(default=list, blank=True, validators=[link_rules.check_split])
+    # Where an iPhone's or iPad's visitor, and an Android device's, go
+    # instead of `url` (an app link or the app's store page), after the
+    # rules and before the split; empty: `url`.
+    ios_url = models.TextField("iOS URL", blank=True, default="", db_default="", validators=[validate_target_url])
+    android_url = models.TextField(
+        "Android URL", blank=True, default="", db_default="", validators=[validate_target_url]
+    )
     is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
@@ -216,6 +223,9 @@ class Link(models.Model):
         (services, admin) runs full_clean, and so this."""
         with suppress(ValidationError):  # the field's own validator has said why
             self.url = normalise_target(self.url)
+        for name in ("ios_url", "android_url"):
+            with suppress(ValidationError):
+                setattr(self, name, normalise_target(getattr(self, name)) if getattr(self, name) else "")
         self.clean_rules()
         for name in ("valid_since", "expires_at"):
             moment = getattr(self, name)

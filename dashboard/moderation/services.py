@@ -124,7 +124,11 @@ def _links_to(domain: str) -> QuerySet[Link]:
     pattern = re.escape(domain)
     texts = {"rules_text": Cast("rules", TextField()), "split_text": Cast("split", TextField())}
     return Link.objects.annotate(**texts).filter(
-        Q(url__iregex=pattern) | Q(rules_text__iregex=pattern) | Q(split_text__iregex=pattern)
+        Q(url__iregex=pattern)
+        | Q(ios_url__iregex=pattern)
+        | Q(android_url__iregex=pattern)
+        | Q(rules_text__iregex=pattern)
+        | Q(split_text__iregex=pattern)
     )
 
 

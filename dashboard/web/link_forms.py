@@ -87,9 +87,16 @@ def _option_field(model_field, **kwargs) -> forms.Field:
     if isinstance(model_field, models.JSONField):
         kwargs.setdefault("form_class", JSONListField)
         kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "code"}))
+    if model_field.name in _URL_OPTIONS:
+        kwargs.setdefault("widget", forms.URLInput(attrs={"placeholder": "https://"}))
+        kwargs.setdefault("label", model_field.verbose_name)  # "iOS URL", not capitalised
     if isinstance(model_field, models.TextField) and model_field.max_length:
         kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 2}))
     return model_field.formfield(**kwargs)
+
+
+# Options that hold one URL: a line, not a box.
+_URL_OPTIONS = ("ios_url", "android_url")
 
 
 class _LinkFormBase(forms.Form):
@@ -104,6 +111,7 @@ class _LinkFormBase(forms.Form):
     )
     # Edited apart from the rest, in their own section of the form.
     RULE_FIELDS = ("rules", "split")
+    APP_FIELDS = ("ios_url", "android_url")
 
     def __init__(self, *args, editing: bool = False, has_password: bool = False, teams=None, **kwargs):
         """`teams`: those the link may move to (the person's, as an editor),
@@ -152,7 +160,7 @@ class _LinkFormBase(forms.Form):
     def link_fields(self):
         shown = []
         for name in self.fields:
-            if name in UTM_PARAMETERS or name in self.RULE_FIELDS or name in ("password_typed", "expired_ok"):
+            if name in UTM_PARAMETERS or name in (*self.RULE_FIELDS, *self.APP_FIELDS, "password_typed", "expired_ok"):
                 continue
             shown.append(self[name])
             if name == "expires_at" and (self.expired_to_confirm or self.data.get("expired_ok")):
@@ -167,6 +175,10 @@ class _LinkFormBase(forms.Form):
 
     def rule_fields(self):
         return [self[name] for name in self.RULE_FIELDS]
+
+    @property
+    def app_fields(self):
+        return [self[name] for name in self.APP_FIELDS]
 
     @property
     def builder_options(self) -> dict:

@@ -22,7 +22,7 @@ _M.PASSWORD_VERSION_MAX = 64
 -- dashboard's publisher writes (edge/t/test_contract.py holds them equal).
 _M.FIELDS = { "id", "url", "status", "active", "valid_since", "expires_at", "max_visits",
     "forward_query", "password", "password_version", "unlock_url", "rules", "split", "listed",
-    "blocked" }
+    "blocked", "ios_url", "android_url" }
 local FIELDS = _M.FIELDS
 
 -- An absolute http(s) URL with nothing a header could be split on.
@@ -116,7 +116,19 @@ function _M.decode(raw, visits_prefix)
     if type(blocked) ~= "string" then
         blocked = nil
     end
-    local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url)
+    -- An app's targets, which rules.compile puts after the link's own rules.
+    local apps
+    local ios, android = value.ios_url, value.android_url
+    if ios == cjson.null then
+        ios = nil
+    end
+    if android == cjson.null then
+        android = nil
+    end
+    if ios or android then
+        apps = { ios = ios, android = android }
+    end
+    local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url, apps)
     if bad_rules then
         return nil, "link rules: " .. bad_rules
     end

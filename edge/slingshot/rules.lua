@@ -194,18 +194,47 @@ local function compile_condition(c)
     return { kind = "unknown" }
 end
 
+-- The app targets of a link (`apps`: its ios_url and android_url, each a
+-- URL or nil) as rules with a device condition and no label (a click
+-- through one is the link's own, as its device says); nil and a reason
+-- when one is not a safe URL.
+local APP_DEVICES = { "ios", "android" }
+local function app_rules(apps, safe_url)
+    local made = {}
+    for i = 1, #APP_DEVICES do
+        local device = APP_DEVICES[i]
+        local url = apps[device]
+        if url ~= nil then
+            if not safe_url(url) then
+                return nil, device .. "_url is not a safe url"
+            end
+            made[#made + 1] = { url = url, conditions = { { kind = "device", value = device } } }
+        end
+    end
+    return made
+end
+
 -- The compiled form of a link's `rules` and `split` (JSON arrays, or nil),
--- or nil when it has neither, so that such a link costs a request one nil
--- check. `safe_url` tells a target the edge may send a visitor to. Returns
--- nil and a reason when a value breaks the contract.
-function _M.compile(rules, split, safe_url)
+-- and of its app targets (`apps`, app_rules'; may be nil), or nil when it
+-- has none, so that such a link costs a request one nil check. `safe_url`
+-- tells a target the edge may send a visitor to. Returns nil and a reason
+-- when a value breaks the contract.
+function _M.compile(rules, split, safe_url, apps)
     if type(rules) ~= "table" then
         rules = {}
     end
     if type(split) ~= "table" then
         split = {}
     end
-    if #rules == 0 and #split == 0 then
+    local for_apps = {}
+    if apps then
+        local err
+        for_apps, err = app_rules(apps, safe_url)
+        if not for_apps then
+            return nil, err
+        end
+    end
+    if #rules == 0 and #split == 0 and #for_apps == 0 then
         return nil
     end
     if #rules > _M.MAX_RULES then
@@ -231,6 +260,9 @@ function _M.compile(rules, split, safe_url)
             out[j] = c
         end
         compiled.rules[i] = { url = rule.url, label = tostring(i), conditions = out }
+    end
+    for i = 1, #for_apps do
+        compiled.rules[#compiled.rules + 1] = for_apps[i]
     end
     if #split > 0 then
         if #split < _M.MIN_SPLIT or #split > _M.MAX_SPLIT then
@@ -285,8 +317,9 @@ local function arg_matches(got, want)
 end
 
 -- The target for this request and the label of what chose it: the first
--- rule whose conditions all hold ("1".."n"), else the split's destination
--- for this visitor ("ab1".."abn"), else nil and nil (the link's own url).
+-- rule whose conditions all hold ("1".."n"; nil for an app target), else
+-- the split's destination for this visitor ("ab1".."abn"), else nil and
+-- nil (the link's own url).
 function _M.pick(compiled, req)
     local devices, languages, args, country
     local rules = compiled.rules

@@ -26,6 +26,19 @@ describe("link.decode", function()
         assert.equal("redirect", link.state(value, 0))
     end)
 
+    it("reads an app's targets into its rules, null as none", function()
+        local value = assert(link.decode('{"id":1,"url":"https://e.com/",'
+            .. '"ios_url":"https://apps.example/i","android_url":null}'))
+        assert.is_false(value.plain)
+        assert.equal(1, #value.rules.rules)
+        value = assert(link.decode('{"id":1,"url":"https://e.com/",'
+            .. '"ios_url":null,"android_url":null}'))
+        assert.is_true(value.plain)
+        local bad, err = link.decode('{"id":1,"url":"https://e.com/","ios_url":"javascript:x"}')
+        assert.is_nil(bad)
+        assert.equal("link rules: ios_url is not a safe url", err)
+    end)
+
     it("reads a listed link to warn of as warned, never plain", function()
         local value = assert(link.decode('{"id":1,"url":"https://e.com/","listed":"warn"}'))
         assert.is_false(value.plain)

@@ -247,3 +247,38 @@ describe("rules.pick", function()
         assert.same({ "https://a.example/", "ab1" }, { picks(compiled, { visitor = 4 }) })
     end)
 end)
+
+describe("an app's targets (ios_url, android_url)", function()
+    local apps = { ios = "https://apps.apple.com/app/id1", android = "https://play.example/app" }
+
+    it("send each device to its app after the rules, before the split", function()
+        local compiled = assert(rules.compile(
+            { { url = "https://rule.example/", conditions = { { type = "query", key = "r" } } } },
+            { { url = "https://a.example/", weight = 1 },
+                { url = "https://b.example/", weight = 1 } },
+            safe, apps))
+        local url, label = picks(compiled, { user_agent = UA.iphone, args = {}, visitor = 0 })
+        assert.equal(apps.ios, url)
+        assert.is_nil(label)
+        local android = { user_agent = UA.android, args = {}, visitor = 0 }
+        assert.equal(apps.android, (picks(compiled, android)))
+        assert.equal("https://rule.example/",
+            (picks(compiled, { user_agent = UA.iphone, args = { r = true }, visitor = 0 })))
+        url, label = picks(compiled, { user_agent = UA.windows, args = {}, visitor = 0 })
+        assert.equal("https://a.example/", url)
+        assert.equal("ab1", label)
+    end)
+
+    it("make a link without rules one to pick for, a device without one left out", function()
+        local compiled = assert(rules.compile(nil, nil, safe, { ios = apps.ios }))
+        assert.equal(apps.ios, (picks(compiled, { user_agent = UA.ipad })))
+        assert.is_nil((picks(compiled, { user_agent = UA.android })))
+        assert.is_nil(rules.compile(nil, nil, safe, {}))
+    end)
+
+    it("refuse a target that is not a safe url", function()
+        local compiled, err = rules.compile(nil, nil, safe, { android = "javascript:alert(1)" })
+        assert.is_nil(compiled)
+        assert.equal("android_url is not a safe url", err)
+    end)
+end)

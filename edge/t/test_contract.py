@@ -12,6 +12,7 @@ import click_stream
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
+from edge_helpers import wait_for_clicks
 
 from links import publishing, rules, slugs, unlocking
 from links.models import Link
@@ -218,6 +219,44 @@ def test_a_value_that_breaks_the_contract_is_answered_as_unknown(make_edge):
     assert "link url is missing or unsafe" in edge.errors()
 
 
+def test_an_apps_targets_take_iphones_and_androids_there_and_the_rest_to_the_url_each_a_click_of_the_link(
+    edge, owner, rds
+):
+    """ios_url and android_url through the services and the publisher: an
+    iPhone and an Android phone sent to their app's targets, a desktop to
+    the link's url (its rule before them still wins); every visit a click of
+    the link, none an orphan, with no rule (the device says which)."""
+    link = create(
+        owner,
+        url="https://example.com/web",
+        ios_url="https://apps.apple.com/app/id1",
+        android_url="https://play.google.com/store/apps/details?id=com.example.app",
+        rules=[{"url": "https://example.com/nl", "conditions": [{"type": "query", "key": "lang", "value": "nl"}]}],
+    )
+    iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148"
+    android = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 Chrome/120.0 Mobile Safari/537.36"
+    desktop = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/120.0"
+    seen = [
+        edge.request(path, headers={"User-Agent": ua}).headers["Location"]
+        for path, ua in (
+            (f"/{link.slug}", iphone),
+            (f"/{link.slug}", android),
+            (f"/{link.slug}", desktop),
+            (f"/{link.slug}?lang=nl", iphone),
+        )
+    ]
+    assert seen == [
+        "https://apps.apple.com/app/id1",
+        "https://play.google.com/store/apps/details?id=com.example.app",
+        "https://example.com/web",
+        "https://example.com/nl",
+    ]
+    clicks = wait_for_clicks(rds, link.slug, 4)
+    assert [(c.get("orphan", False), c["link"], c.get("rule")) for c in clicks] == [(False, str(link.pk), None)] * 3 + [
+        (False, str(link.pk), "1")
+    ]
+
+
 def test_healthz_reports_redis(edge):
     response = edge.request("/healthz")
     assert response.status == 200
@@ -240,6 +279,8 @@ def with_every_option(owner):
         password="contract password",
         rules=[{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}],
         split=[{"url": "https://example.com/a", "weight": 1}, {"url": "https://example.com/b", "weight": 2}],
+        ios_url="https://apps.apple.com/app/id1",
+        android_url="https://play.google.com/store/apps/details?id=com.example.app",
     )
 
 

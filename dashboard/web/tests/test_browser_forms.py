@@ -211,3 +211,40 @@ def test_a_checkboxs_help_stays_clear_of_its_label(page, user):  # noqa: F811
         shoot(page, f"form-checkboxes{suffix}")
         page.goto("/domains/")
         assert not _overlaps(page, "Redirect HTTP to HTTPS"), viewport
+
+
+def test_an_apps_targets_are_set_in_their_own_section_and_refused_when_not_a_web_address(page, user):  # noqa: F811
+    slug = fresh("app")
+    page.goto("/links/new/")
+    page.get_by_label("Target URL").fill("https://example.com/web")
+    page.get_by_label("Slug").fill(slug)
+    expect(page.get_by_label("iOS URL")).to_be_hidden()  # folded until opened
+    page.locator("#app-targets > summary").click()
+    page.get_by_label("iOS URL").fill("javascript:alert(1)")
+    page.get_by_label("Android URL").fill("https://play.google.com/store/apps/details?id=com.example.app")
+    page.get_by_role("button", name="Save").click()
+    # Refused, the section open again with the field's error, what was typed kept.
+    expect(page.locator("#app-targets")).to_have_attribute("open", "")
+    expect(page.get_by_role("link", name="iOS URL")).to_be_visible()  # in the summary of errors
+    expect(page.get_by_label("Android URL")).to_have_value(
+        "https://play.google.com/store/apps/details?id=com.example.app"
+    )
+    page.get_by_label("iOS URL").fill("https://apps.apple.com/app/id1")
+    for size, name in ((PHONE, "app-targets-phone"), ({"width": 1280, "height": 900}, "app-targets")):
+        page.set_viewport_size(size)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        shoot(page, name)
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text(re.compile(f"Created .*/{slug}"))).to_be_visible()
+    link = Link.objects.get(slug=slug)
+    assert (link.ios_url, link.android_url) == (
+        "https://apps.apple.com/app/id1",
+        "https://play.google.com/store/apps/details?id=com.example.app",
+    )
+    page.goto(f"/links/{slug}/edit/")
+    expect(page.locator("#app-targets")).to_have_attribute("open", "")
+    page.get_by_label("iOS URL").fill("")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved.")).to_be_visible()
+    link.refresh_from_db()
+    assert link.ios_url == "" and link.android_url.startswith("https://play.google.com/")
