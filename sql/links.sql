@@ -27,6 +27,9 @@ CREATE TABLE links_domain (
     not_found_url  text NOT NULL,
     https_redirect boolean NOT NULL,
     created_at     timestamptz NOT NULL,
+    -- Where its expired and used-up links send visitors instead of the 410
+    -- page, unless a link has its own; empty: the page. Migration 0010.
+    expired_url    text DEFAULT '' NOT NULL,
     -- The app-link files the edge serves at /.well-known/
     -- (dashboard/links/app_files.py); NULL: none. Migration 0008.
     apple_app_site_association jsonb NULL,
@@ -76,6 +79,9 @@ CREATE TABLE links_link (
     -- app's store page); empty: url. Migration 0009.
     ios_url         text DEFAULT '' NOT NULL,
     android_url     text DEFAULT '' NOT NULL,
+    -- Where visitors go once it has expired or used its visits, instead of
+    -- the 410 page; empty: its domain's. Migration 0010.
+    expired_url     text DEFAULT '' NOT NULL,
     -- A slug is unique per domain; this index serves the domain's foreign key too.
     CONSTRAINT link_domain_slug UNIQUE (domain_id, slug),
     CONSTRAINT link_redirect_status_valid CHECK (redirect_status IN (301, 302, 307, 308)),

@@ -48,6 +48,12 @@ class DomainSerializer(StrictJSONMixin, serializers.ModelSerializer):
         help_text="Where unknown and disabled slugs on this domain redirect; empty: a 404 "
         "(the default domain: EDGE_NOT_FOUND_URL).",
     )
+    expired_url = OptionalTargetURLField(
+        required=False,
+        allow_blank=True,
+        help_text="Where links of this domain that expired or had all their visits redirect, unless a link "
+        "has its own expired_url; empty: a 410 page.",
+    )
     is_default = serializers.BooleanField(read_only=True, help_text="The host of EDGE_BASE_URL.")
     link_count = serializers.IntegerField(read_only=True, default=0, help_text="Links on this domain.")
 
@@ -57,6 +63,7 @@ class DomainSerializer(StrictJSONMixin, serializers.ModelSerializer):
             "host",
             "root_url",
             "not_found_url",
+            "expired_url",
             "https_redirect",
             "apple_app_site_association",
             "assetlinks",

@@ -14,7 +14,9 @@ from .models import Domain
 from .outbox import publish_domain
 from .validation import default_host, domain_host, forget_domain_hosts
 
-DOMAIN_FIELDS = frozenset({"root_url", "not_found_url", "https_redirect", "apple_app_site_association", "assetlinks"})
+DOMAIN_FIELDS = frozenset(
+    {"root_url", "not_found_url", "expired_url", "https_redirect", "apple_app_site_association", "assetlinks"}
+)
 
 
 class DomainInUse(Exception):

@@ -175,6 +175,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("expires_at", csv=MOMENT, edge="expires_at", to_edge=_unix, example="2027-06-01T00:00:00Z"),
     Option("max_visits", csv=COUNT, edge="max_visits", example=10000),
+    Option("expired_url", edge="expired_url", to_edge=_optional_target, example="https://example.com/sale-over"),
     Option("forward_query", csv=_flag(False), edge="forward_query", example=True),
     Option("crawlable", csv=_flag(False), example=False),  # the edge is told by the domain's robots.txt
     Option("password", csv=None, audited=False, edge="password", to_edge=bool, default=None),

@@ -34,6 +34,12 @@ class Domain(models.Model):
     # default domain, EDGE_ROOT_URL and EDGE_NOT_FOUND_URL).
     root_url = models.TextField("root redirect", blank=True, validators=[validate_target_url])
     not_found_url = models.TextField("not-found redirect", blank=True, validators=[validate_target_url])
+    # Where a link of the domain that has expired or used its visits sends
+    # its visitors, unless the link has its own (Link.expired_url); empty:
+    # the 410 page.
+    expired_url = models.TextField(
+        "expired redirect", blank=True, default="", db_default="", validators=[validate_target_url]
+    )
     # Plain HTTP requests redirected to HTTPS (308) by the edge.
     https_redirect = models.BooleanField("redirect HTTP to HTTPS", default=False)
     # The app-link files the edge serves at /.well-known/ (links/app_files.py);
@@ -158,6 +164,16 @@ class Link(models.Model):
     android_url = models.TextField(
         "Android URL", blank=True, default="", db_default="", validators=[validate_target_url]
     )
+    # Where a visitor goes once the link has expired or used its visits,
+    # instead of the 410 page (its domain's expired_url when empty).
+    expired_url = models.TextField(
+        "after it expires",
+        blank=True,
+        default="",
+        db_default="",
+        validators=[validate_target_url],
+        help_text="Where visitors go once the link has expired or had all its visits, instead of a 410 page.",
+    )
     is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
@@ -223,7 +239,7 @@ class Link(models.Model):
         (services, admin) runs full_clean, and so this."""
         with suppress(ValidationError):  # the field's own validator has said why
             self.url = normalise_target(self.url)
-        for name in ("ios_url", "android_url"):
+        for name in ("ios_url", "android_url", "expired_url"):
             with suppress(ValidationError):
                 setattr(self, name, normalise_target(getattr(self, name)) if getattr(self, name) else "")
         self.clean_rules()

@@ -117,6 +117,7 @@ def domain_payload(domain: Domain) -> str:
             "default": domain.is_default,
             "root_url": domain.root_url or None,
             "not_found_url": domain.not_found_url or None,
+            "expired_url": domain.expired_url or None,
             "https_redirect": domain.https_redirect,
         },
         separators=(",", ":"),

@@ -127,6 +127,7 @@ def _links_to(domain: str) -> QuerySet[Link]:
         Q(url__iregex=pattern)
         | Q(ios_url__iregex=pattern)
         | Q(android_url__iregex=pattern)
+        | Q(expired_url__iregex=pattern)
         | Q(rules_text__iregex=pattern)
         | Q(split_text__iregex=pattern)
     )

@@ -62,11 +62,20 @@ class DomainForm(forms.ModelForm):
 
     class Meta:
         model = Domain
-        fields = ["host", "root_url", "not_found_url", "https_redirect", "apple_app_site_association", "assetlinks"]
+        fields = [
+            "host",
+            "root_url",
+            "not_found_url",
+            "expired_url",
+            "https_redirect",
+            "apple_app_site_association",
+            "assetlinks",
+        ]
         # One URL each: a line, not a box.
         widgets = {
             "root_url": forms.URLInput(attrs={"placeholder": "https://"}),
             "not_found_url": forms.URLInput(attrs={"placeholder": "https://"}),
+            "expired_url": forms.URLInput(attrs={"placeholder": "https://"}),
             "apple_app_site_association": forms.Textarea(
                 attrs={"rows": 6, "spellcheck": "false", "placeholder": '{"applinks": {"details": [...]}}'}
             ),
@@ -79,6 +88,8 @@ class DomainForm(forms.ModelForm):
             "root_url": "Where / redirects. Empty: a 404 (the default domain: EDGE_ROOT_URL).",
             "not_found_url": "Where unknown and disabled slugs redirect. Empty: a 404 (the default domain: "
             "EDGE_NOT_FOUND_URL).",
+            "expired_url": "Where links that have expired or had all their visits redirect, unless a link has its "
+            "own. Empty: a 410 page.",
             "https_redirect": "Plain HTTP requests to this domain are redirected to HTTPS.",
             "apple_app_site_association": "JSON served at /.well-known/apple-app-site-association, so that your "
             "iOS app opens this domain's links. Empty: none.",

@@ -89,14 +89,15 @@ def _option_field(model_field, **kwargs) -> forms.Field:
         kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "code"}))
     if model_field.name in _URL_OPTIONS:
         kwargs.setdefault("widget", forms.URLInput(attrs={"placeholder": "https://"}))
-        kwargs.setdefault("label", model_field.verbose_name)  # "iOS URL", not capitalised
+        if model_field.verbose_name[:1].isupper() or model_field.verbose_name.startswith("iOS"):
+            kwargs.setdefault("label", model_field.verbose_name)  # "iOS URL", not "IOS URL"
     if isinstance(model_field, models.TextField) and model_field.max_length:
         kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 2}))
     return model_field.formfield(**kwargs)
 
 
 # Options that hold one URL: a line, not a box.
-_URL_OPTIONS = ("ios_url", "android_url")
+_URL_OPTIONS = ("ios_url", "android_url", "expired_url")
 
 
 class _LinkFormBase(forms.Form):

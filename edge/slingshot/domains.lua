@@ -21,10 +21,10 @@ local find = string.find
 local _M = { _VERSION = "0.2.0" }
 
 -- A domain table: host (nil for the default domain before the hash is
--- read), default, root_url, not_found_url, https_redirect, `prefix`: what
--- a slug's cache and Redis key start with ("host/"; nil on the default
--- domain, whose keys are the slugs alone), and `orphan`: the third line of
--- its orphan visits' records by kind (orphan_labels).
+-- read), default, root_url, not_found_url, expired_url, https_redirect,
+-- `prefix`: what a slug's cache and Redis key start with ("host/"; nil on
+-- the default domain, whose keys are the slugs alone), and `orphan`: the
+-- third line of its orphan visits' records by kind (orphan_labels).
 
 -- The longest host: DNS names are at most 253 characters.
 _M.HOST_MAX = 253
@@ -64,6 +64,7 @@ function _M.decode(host, raw)
         default = default,
         root_url = optional_url(value.root_url),
         not_found_url = optional_url(value.not_found_url),
+        expired_url = optional_url(value.expired_url),
         https_redirect = value.https_redirect == true,
         prefix = not default and host .. "/" or nil,
         orphan = _M.orphan_labels(not default and host or nil),

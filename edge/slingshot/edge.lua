@@ -165,6 +165,17 @@ local request = {
     end,
 }
 
+-- A link that has expired or used its visits (`kind`, the 410 page's): to
+-- its fallback (expired_url), or its domain's, or the 410 page. The visit
+-- is an orphan visit of its kind either way, which the caller records.
+local function gone(value, domain, kind)
+    local url = value.expired_url or domain.expired_url
+    if url then
+        return send_to(url)
+    end
+    return page(410, kind, domain)
+end
+
 -- A link that is disabled, scheduled, expiring, limited or locked by a
 -- password: what plain links are spared. A visit to a link that is not
 -- served (past its visit limit too) is no click of the link but an orphan
@@ -199,7 +210,7 @@ local function redirect_special(slug, value, domain, pixel)
     elseif state == "expired" then
         metrics.inc(EXPIRED)
         clicks.record(slug, "", domain.orphan.expired)
-        return page(410, "expired", domain)
+        return gone(value, domain, "expired")
     end
     -- A visitor let through the password: where they came from before
     -- the password page; false for a request without a pass (unlock.lua).
@@ -220,7 +231,7 @@ local function redirect_special(slug, value, domain, pixel)
         elseif not admitted then
             metrics.inc(LIMIT_REACHED)
             clicks.record(slug, "", domain.orphan.limit)
-            return page(410, "limit", domain)
+            return gone(value, domain, "limit")
         end
     end
     if asking then

@@ -22,7 +22,7 @@ _M.PASSWORD_VERSION_MAX = 64
 -- dashboard's publisher writes (edge/t/test_contract.py holds them equal).
 _M.FIELDS = { "id", "url", "status", "active", "valid_since", "expires_at", "max_visits",
     "forward_query", "password", "password_version", "unlock_url", "rules", "split", "listed",
-    "blocked", "ios_url", "android_url" }
+    "blocked", "ios_url", "android_url", "expired_url" }
 local FIELDS = _M.FIELDS
 
 -- An absolute http(s) URL with nothing a header could be split on.
@@ -141,6 +141,8 @@ function _M.decode(raw, visits_prefix)
         active = active,
         listed = listed,
         blocked = blocked,
+        -- Where a visitor goes once it has expired or used its visits (or nil).
+        expired_url = _M.safe_url(value.expired_url) and value.expired_url or nil,
         valid_since = valid_since,
         expires_at = expires_at,
         timed = valid_since ~= nil or expires_at ~= nil,

@@ -279,3 +279,26 @@ def test_a_link_the_staff_stopped_is_451_with_their_words_whatever_else_it_is(ed
     visits = wait_for_clicks(rds, slug, 2)
     assert [(c["orphan"], c["kind"]) for c in visits] == [(True, "blocked")] * 2
     assert delta(before, metrics(edge), 'slingshot_edge_requests_total{outcome="blocked"}') >= 2
+
+
+def test_an_expired_or_used_up_link_sends_its_visitors_to_its_fallback_each_an_orphan_visit_of_its_kind(edge, rds):
+    """expired_url (the link's): a 302 there instead of the 410 page, for a
+    link past expires_at and for one past max_visits; each visit an orphan
+    visit of kind `expired` or `limit`, as the 410 page's, so the accounting
+    holds; a link without one keeps the page."""
+    expired, limited, plain = new_slug("fe"), new_slug("fl"), new_slug("fp")
+    publish(rds, expired, expires_at=1_000_000, expired_url="https://example.com/over")
+    publish(rds, limited, max_visits=1, expired_url="https://example.com/sold-out")
+    publish(rds, plain, expires_at=1_000_000)
+    orphans_before = served_orphans(rds)
+    answer = edge.request(f"/{expired}")
+    assert (answer.status, answer.headers["Location"]) == (302, "https://example.com/over")
+    assert edge.request(f"/{limited}").status == 302  # its one visit
+    answer = edge.request(f"/{limited}")
+    assert (answer.status, answer.headers["Location"]) == (302, "https://example.com/sold-out")
+    assert edge.request(f"/{plain}").status == 410
+    kinds = [
+        (c.get("orphan", False), c.get("kind")) for slug in (expired, limited) for c in wait_for_clicks(rds, slug, 1)
+    ]
+    assert sorted(kinds, key=str) == sorted([(True, "expired"), (False, None), (True, "limit")], key=str)
+    wait_until(lambda: served_orphans(rds) - orphans_before == 3, what="three orphan visits counted as served")

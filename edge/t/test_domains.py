@@ -169,3 +169,21 @@ def test_each_domain_serves_its_own_app_link_files_as_json(edge, two_domains):
     domains.domain_update(domain=go, apple_app_site_association=None)
     settled(edge, lambda: get(edge, "/.well-known/apple-app-site-association", go.host).status == 404, "the file gone")
     assert get(edge, "/.well-known/assetlinks.json", go.host).status == 200
+
+
+def test_a_domains_expired_redirect_catches_its_expired_links_unless_a_link_has_its_own(edge, owner, two_domains):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    go, to = two_domains
+    past = timezone.now() - timedelta(days=1)
+    own = make_link(
+        owner=owner, url="https://example.com/a", domain=go, expires_at=past, expired_url="https://example.com/own"
+    )
+    other = make_link(owner=owner, url="https://example.com/b", domain=go, expires_at=past)
+    elsewhere = make_link(owner=owner, url="https://example.com/c", domain=to, expires_at=past)
+    domains.domain_update(domain=go, expired_url="https://go.example.org/expired")
+    settled(edge, lambda: served(edge, f"/{other.slug}", go.host, "https://go.example.org/expired"), "the domain's")
+    assert served(edge, f"/{own.slug}", go.host, "https://example.com/own")
+    assert get(edge, f"/{elsewhere.slug}", to.host).status == 410

@@ -32,6 +32,7 @@ def test_staff_add_list_change_and_remove_a_domain(staff_api):
         "host": host,
         "root_url": "",
         "not_found_url": "",
+        "expired_url": "",
         "https_redirect": False,
         "apple_app_site_association": None,
         "assetlinks": None,

@@ -58,6 +58,7 @@ def test_create_publishes_every_field_after_commit(owner):
         "split": [],
         "ios_url": None,
         "android_url": None,
+        "expired_url": None,
     }
     changes = get_redis().xrevrange(LINK_CHANGES_STREAM, count=1)
     assert changes[0][1] == {b"slug": slug.encode()}

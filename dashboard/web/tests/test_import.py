@@ -137,6 +137,8 @@ def test_a_10000_row_file_is_checked_at_once(signed_in, user, make_user, django_
     # The domains' hosts are read once for the file: a process keeps them 5 s, which a loaded
     # machine's upload outlasted (12 queries in a run of 2026-11-29), and that is not what is counted.
     monkeypatch.setattr("links.validation._DOMAIN_HOSTS_TTL", 3600.0)
+    # So are the screening lists' (the staff's bans among them: asked even with no SCREEN_LISTS).
+    monkeypatch.setattr("screening.screen.RELOAD_SECONDS", 3600.0)
     taken = make_link(owner=make_user(), url="https://example.com/", slug=fresh())
     prefix = fresh("k")
     rows = [f'https://example.com/{i},{prefix}-{i},Row {i},"a,b",302,,false,true' for i in range(10_000)]
