@@ -5,7 +5,7 @@ from corsheaders.defaults import default_headers as default_cors_headers
 
 from slingshot.release import VERSION
 
-from .environment import env
+from .environment import env, rate
 from .security import TRUSTED_PROXY_COUNT
 
 # REST API (api/): tokens or session, per-token and per-user throttles.
@@ -50,7 +50,7 @@ ERROR_ANSWERS = {
 }
 API_BULK_MAX = 1000
 # Requests per token (or per signed-in user without a token), e.g. "6000/min".
-API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="6000/min")
+API_THROTTLE_RATE = rate("API_THROTTLE_RATE", "6000/min")
 
 # Shlink's REST API (api/shlink/, docs/compatibility.md), which browsers
 # call from other sites (Shlink's web client): CORS for it alone, answered

@@ -3,7 +3,7 @@ link may be, how its password is checked, and how its changes reach Redis."""
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .environment import env
+from .environment import env, rate
 
 # Where short links are served; used for short URLs and to refuse targets
 # that would loop back to the edge.
@@ -22,8 +22,8 @@ LINK_DOMAIN_BLOCKLIST = env.list("LINK_DOMAIN_BLOCKLIST", default=[])
 # Links one team may make: e.g. "600/min"; empty, no limit; and one API
 # token, by default as many (links/limits.py). The importers and the admin
 # are not counted.
-LINK_CREATE_RATE = env.str("LINK_CREATE_RATE", default="")
-LINK_CREATE_TOKEN_RATE = env.str("LINK_CREATE_TOKEN_RATE", default="") or LINK_CREATE_RATE
+LINK_CREATE_RATE = rate("LINK_CREATE_RATE", "")
+LINK_CREATE_TOKEN_RATE = rate("LINK_CREATE_TOKEN_RATE", "") or LINK_CREATE_RATE
 # Blocklists a destination is screened against at every door, and
 # allowlists that win over them (screening/): files or http(s) URLs,
 # `name=source` or `source`, comma-separated; read again every
@@ -39,7 +39,7 @@ if SCREEN_ACTION not in ("block", "warn"):
 # Reports of short URLs (a short domain's /report page, moderation/): how
 # many one address may send, and the words of the 451 page of a link the
 # staff stopped when they give none.
-REPORT_RATE = env.str("REPORT_RATE", default="5/hour")
+REPORT_RATE = rate("REPORT_RATE", "5/hour")
 MODERATION_BLOCKED_TEXT = env.str("MODERATION_BLOCKED_TEXT", default="")
 # Lookups beside the lists (screening/lookups.py), each off unless set:
 # Google Safe Browsing's Lookup API, and DNS blocklist zones (Spamhaus DBL:

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from csp.constants import NONE, SELF
 
-from .environment import env
+from .environment import env, rate
 
 # How many reverse proxies of your own stand in front of Slingshot (a
 # TLS-ending load balancer, say), each appending the address it was
@@ -58,7 +58,7 @@ AXES_DISABLE_ACCESS_LOG = True  # throttling needs the failures only, not a reco
 # dashboard is served on or a parent of it (default: the request's host);
 # and how often one address may begin or answer a passkey's ceremony.
 WEBAUTHN_RP_ID = env.str("WEBAUTHN_RP_ID", default="")
-PASSKEY_THROTTLE_RATE = env.str("PASSKEY_THROTTLE_RATE", default="30/min")
+PASSKEY_THROTTLE_RATE = rate("PASSKEY_THROTTLE_RATE", "30/min")
 
 # How long an invitation or a new-password link made on the People page
 # works (accounts/services.py); it also stops working once used.

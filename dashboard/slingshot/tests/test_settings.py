@@ -78,3 +78,30 @@ def test_oidc_group_roles_are_read_as_group_team_and_role_and_a_bad_one_refused(
     for bad in ("eng", "eng=Engineering", "eng=Engineering:owner", "=Engineering:editor", "eng=:editor"):
         with pytest.raises(ImproperlyConfigured):
             _group_roles(bad)
+
+
+def test_a_rate_or_a_screen_action_out_of_shape_stops_the_settings_at_start():
+    for name, value, said in (
+        ("REPORT_RATE", "five an hour", "REPORT_RATE is 'five an hour'"),
+        ("LINK_CREATE_RATE", "600/fortnight", "LINK_CREATE_RATE is '600/fortnight'"),
+        ("SCREEN_ACTION", "hide", "SCREEN_ACTION is 'hide'"),
+    ):
+        environment = {
+            "PATH": os.environ["PATH"],
+            "SLINGSHOT_ENV_FILE": "",
+            "SECRET_KEY": "only-to-import-the-settings",
+            "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
+            name: value,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", "import slingshot.settings"],
+            cwd=DASHBOARD_DIR,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode != 0 and "ImproperlyConfigured" in done.stderr and said in done.stderr, done.stderr
+    from slingshot.settings.environment import _RATE
+
+    assert all(_RATE.match(good) for good in ("5/hour", "600/min", "1/s", "10/DAY"))
