@@ -1,7 +1,8 @@
 """OpenAPI post-processing: every operation documents the errors it can answer."""
 
-# Operations reports, for staff and superusers only (api/permissions.py SeesOperations).
-STAFF_PATHS = ("/api/v1/accounting", "/api/v1/orphan-visits")
+# Operations reports and the moderation queue, for staff and superusers only
+# (api/permissions.py SeesOperations).
+STAFF_PATHS = ("/api/v1/accounting", "/api/v1/orphan-visits", "/api/v1/reports")
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -15,7 +16,7 @@ _MESSAGES = {
     "401": "No credentials, or an invalid, expired or revoked token.",
     "403": "Your role in the team does not allow it (a viewer writing, say), a read-only token tried to write, "
     "a token tried to manage tokens or make a team (that takes a signed-in session), "
-    "or someone who is not staff asked for an operations report.",
+    "or someone who is not staff asked for an operations report or the moderation queue.",
     "404": "No such object among yours.",
     "409": "The slug is taken, the person is a member already, the team would be left without an admin, or "
     "the team to delete is a personal team or still has links.",

@@ -1,6 +1,6 @@
 """/api/v1/reports: the staff's moderation queue (docs/api.md,
-docs/moderation.md). Staff only (is_staff), in a signed-in session or with
-a staff member's token; each action is a POST on the report and each has
+docs/operations.md). Staff and superusers only (SeesOperations), in a
+signed-in session or with their token; each action is a POST on the report and each has
 its opposite."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -8,11 +8,11 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
 from api.exceptions import as_api_error
 from api.fields import StrictCharField
+from api.permissions import SeesOperations
 
 from . import selectors, services
 from .models import Report, Status
@@ -77,7 +77,7 @@ def _data(serializer_class, request) -> dict:
 )
 class ReportViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = ReportSerializer
-    permission_classes = [IsAdminUser]
+    permission_classes = [SeesOperations]
 
     def get_queryset(self):
         status = self.request.query_params.get("status")
