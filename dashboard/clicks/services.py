@@ -7,7 +7,8 @@ from django.db import connection, transaction
 from links.models import Link
 from links.selectors import sees_operations
 from teams import access
-from teams.models import Role
+from teams.audit import record
+from teams.models import Action, Role
 
 from .deletions import link_clicks_delete, orphan_visits_delete_all, record_hold
 from .rollups import link_delete_rollups
@@ -48,7 +49,8 @@ def link_visits_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> 
     holds the next ones back until this commits: the rollups and totals
     agree with the raw clicks after it, and the clicks recorded as deleted
     are those it deleted, no more. The edge's visit counter of a link
-    with a limit counts what it served, which this does not undo."""
+    with a limit counts what it served, which this does not undo. Written
+    to the team's audit log when it deleted any."""
     if actor is not None:
         access.require(actor, link.team_id, Role.EDITOR, to="delete a link's visits")
     with connection.cursor() as cursor:
@@ -56,7 +58,18 @@ def link_visits_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> 
         cursor.execute(f"SELECT id FROM {Link._meta.db_table} WHERE id = %s FOR UPDATE", [link.pk])
         if cursor.fetchone() is None:
             return 0
-        return _delete_clicks_of(cursor, link.pk)
+        deleted = _delete_clicks_of(cursor, link.pk)
+    if not deleted:
+        return 0
+    record(
+        team_id=link.team_id,
+        actor=actor,
+        action=Action.LINK_VISITS_DELETED,
+        link_id=link.pk,
+        slug=link.slug,
+        changes={"visits": [deleted, 0]},
+    )
+    return deleted
 
 
 @transaction.atomic

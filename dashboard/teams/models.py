@@ -89,6 +89,7 @@ class Action(models.TextChoices):
     LINK_DISABLED = "link.disabled", "disabled a link"
     LINK_ENABLED = "link.enabled", "enabled a link"
     LINK_DELETED = "link.deleted", "deleted a link"
+    LINK_VISITS_DELETED = "link.visits_deleted", "deleted a link's visits"
     MEMBER_ADDED = "member.added", "added a member"
     MEMBER_CHANGED = "member.changed", "changed a member's role"
     MEMBER_REMOVED = "member.removed", "removed a member"

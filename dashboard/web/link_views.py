@@ -18,6 +18,8 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from clicks import selectors as clicks_selectors
+from clicks import services as click_services
+from clicks.reports import link_totals
 from health import selectors as health_selectors
 from links import checks, delivery, imports, selectors, services
 from links.limits import CreationLimited, admit_creation
@@ -275,6 +277,20 @@ def link_delete(request, slug: str):
         messages.success(request, f"Deleted {slug}.")
         return redirect("web:link-list")
     return render(request, "web/link_delete.html", {"link": link})
+
+
+@login_required
+def link_visits_delete(request, slug: str):
+    """Its visits deleted, the link kept: its reports start again from
+    nothing (clicks.services.link_visits_delete), as Shlink's
+    DELETE /short-urls/{shortCode}/visits does."""
+    link = link_or_404(request, slug, Role.EDITOR)
+    if request.method == "POST":
+        deleted = click_services.link_visits_delete(link=link, actor=request.user)
+        messages.success(request, f"Deleted {deleted} visit{'s' if deleted != 1 else ''} of {slug}.")
+        return redirect(reverse("web:link-detail", args=[slug]) + link.domain_query)
+    totals = link_totals(link_ids=[link.pk])[link.pk]
+    return render(request, "web/link_visits_delete.html", {"link": link, "totals": totals})
 
 
 @login_required

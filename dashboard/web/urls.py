@@ -57,6 +57,7 @@ urlpatterns = [
     re_path(rf"^links/{SLUG}/edit/$", link_views.link_edit, name="link-edit"),
     re_path(rf"^links/{SLUG}/toggle$", link_views.link_toggle, name="link-toggle"),
     re_path(rf"^links/{SLUG}/delete/$", link_views.link_delete, name="link-delete"),
+    re_path(rf"^links/{SLUG}/visits/delete/$", link_views.link_visits_delete, name="link-visits-delete"),
     re_path(rf"^links/{SLUG}/qr\.(?P<kind>png|svg)$", link_views.link_qr, name="link-qr"),
     re_path(r"^unlock/(?P<rest>.*)$", link_views.link_unlock_moved, name="link-unlock-moved"),
     path("domains/", domain_views.domain_list, name="domain-list"),

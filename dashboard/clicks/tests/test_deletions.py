@@ -171,3 +171,26 @@ def test_transactions_deleting_several_links_take_turns_rather_than_deadlock(imp
     thread.join(timeout=10)
     assert done == [None]
     assert recorded() == {(H0, "click"): 2, (H1, "click"): 2}
+
+
+def test_an_editor_deletes_a_links_visits_from_its_page_audited_and_accounted(importer, client):
+    from teams.models import AuditEntry, Membership, Role
+
+    editor, viewer = make_user(), make_user()
+    link = make_link(owner=editor, url="https://example.com/page")
+    Membership.objects.create(user=viewer, team_id=link.team_id, role=Role.VIEWER)
+    store(importer, [click(link, 1), click(link, 2), click(link, 70)])
+    page = f"/links/{link.slug}/visits/delete/"
+    client.force_login(viewer)
+    assert client.post(page).status_code in (403, 404)  # a viewer may not
+    client.force_login(editor)
+    asked = client.get(page)
+    assert asked.status_code == 200 and "Delete 3 visits" in asked.content.decode()
+    done = client.post(page)
+    assert done.status_code == 302 and done["Location"] == f"/links/{link.slug}/"
+    assert not Click.objects.filter(link=link).exists()
+    assert recorded() == {(H0, "click"): 2, (H1, "click"): 1}
+    entry = AuditEntry.objects.get(team_id=link.team_id, action="link.visits_deleted")
+    assert (entry.actor, entry.slug, entry.changes) == (editor, link.slug, {"visits": [3, 0]})
+    assert client.post(page).status_code == 302  # again: nothing to delete, nothing more recorded
+    assert AuditEntry.objects.filter(action="link.visits_deleted").count() == 1
