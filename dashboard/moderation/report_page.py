@@ -56,7 +56,7 @@ class ReportForm(forms.Form):
     details = forms.CharField(
         label="Details (optional)", max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 4})
     )
-    email = forms.EmailField(label="Your email, if we may ask you more (optional)", required=False)
+    email = forms.EmailField(label="Your email, if we may ask you more (optional)", max_length=254, required=False)
 
     def clean_url(self) -> str:
         text = self.cleaned_data["url"].strip()

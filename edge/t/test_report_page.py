@@ -93,3 +93,20 @@ def test_the_edges_pages_link_to_it_only_where_a_dashboard_takes_reports(report_
     assert 'href="/report"' in report_edge.request("/no-such-link-here").body.decode()
     assert 'href="/report"' not in edge.request("/no-such-link-here").body.decode()
     assert edge.request("/report").status == 404
+
+
+def test_what_a_visitor_types_past_its_bounds_is_said_not_a_500(report_edge, owner, two_domains):
+    go, _ = two_domains
+    link = make_link(owner=owner, url="https://example.com/z", domain=go)
+    cases = (
+        {"email": "a" * 250 + "@example.com"},
+        {"details": "x" * 2001},
+        {"reason": "other\x00"},
+        {"url": link.short_url + "\x00"},
+    )
+    for extra in cases:
+        fields = {"url": link.short_url, "reason": "spam", **extra}
+        answer = post(report_edge, go.host, fields, **{"X-Forwarded-For": visitor()})
+        assert answer.status_code == 400, (extra, answer.status_code)
+        assert 'class="errorlist' in answer.text
+    assert not Report.objects.exists()
