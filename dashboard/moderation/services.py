@@ -24,6 +24,7 @@ from accounts.services import end_sessions
 from links.flags import flag_listed_links
 from links.models import Link
 from links.outbox import publish_link
+from links.validation import split_host
 from screening import screen
 from screening.formats import domain_of
 from screening.services import store_bans
@@ -37,7 +38,7 @@ def _words(words: str) -> str:
     return (words or "").strip()[:500]
 
 
-def _settle(links: QuerySet[Link], *, actor: AbstractBaseUser | None) -> int:
+def _settle(links: QuerySet[Link]) -> int:
     """Sets each link's stop from what stops it now, its own first, then its
     team's suspension, then its owner's, and publishes those that changed.
     Returns how many changed."""
@@ -98,7 +99,7 @@ def link_unblock(*, link: Link, actor: AbstractBaseUser) -> Link:
     if link.blocked_for == "link":
         link.blocked_for, link.blocked_at, link.blocked = "", None, ""
         link.save(update_fields=["blocked_for", "blocked_at", "blocked"])
-        _settle(Link.objects.filter(pk=link.pk), actor=actor)
+        _settle(Link.objects.filter(pk=link.pk))
         publish_link(link.domain.host, link.slug)
         record(team_id=link.team_id, actor=actor, action=Action.LINK_UNBLOCKED, link_id=link.pk, slug=link.slug)
     link.refresh_from_db()
@@ -109,8 +110,6 @@ def ban_domain_of(text: str) -> str:
     """The domain a ban names: a domain, or the host of a URL; ValidationError if neither."""
     text = (text or "").strip().lower()
     if "://" in text:
-        from links.validation import split_host
-
         text = split_host(text) or ""
     domain = domain_of(text)
     if not domain or "." not in domain:
@@ -184,7 +183,7 @@ def user_suspend(*, user, actor: AbstractBaseUser, reason: str = "", report: Rep
         suspension = Suspension.objects.create(user=user, reason=_words(reason), created_by=actor)
     get_user_model().objects.filter(pk=user.pk).update(is_active=False)
     end_sessions(user)
-    stopped = _settle(Link.objects.filter(owner=user), actor=actor)
+    stopped = _settle(Link.objects.filter(owner=user))
     for team_id in user.memberships.values_list("team_id", flat=True):
         record(team_id=team_id, actor=actor, action=Action.MEMBER_SUSPENDED, subject=user.get_username())
     _handled(report, actor=actor, outcome=f"suspended {user.get_username()} ({stopped} links stopped)")
@@ -197,7 +196,7 @@ def user_unsuspend(*, user, actor: AbstractBaseUser) -> int:
     nothing else stops). Returns how many links went on."""
     Suspension.objects.filter(user=user, lifted_at__isnull=True).update(lifted_at=timezone.now())
     get_user_model().objects.filter(pk=user.pk).update(is_active=True)
-    went_on = _settle(Link.objects.filter(owner=user), actor=actor)
+    went_on = _settle(Link.objects.filter(owner=user))
     for team_id in user.memberships.values_list("team_id", flat=True):
         record(team_id=team_id, actor=actor, action=Action.MEMBER_UNSUSPENDED, subject=user.get_username())
     return went_on
@@ -212,7 +211,7 @@ def team_suspend(*, team: Team, actor: AbstractBaseUser, reason: str = "", repor
     if team.suspended_at is None:
         team.suspended_at = suspension.created_at
         team.save(update_fields=["suspended_at"])
-    stopped = _settle(Link.objects.filter(team=team), actor=actor)
+    stopped = _settle(Link.objects.filter(team=team))
     record(team_id=team.pk, actor=actor, action=Action.TEAM_SUSPENDED, subject=team.name)
     _handled(report, actor=actor, outcome=f"suspended the team {team.name} ({stopped} links stopped)")
     return suspension
@@ -223,7 +222,7 @@ def team_unsuspend(*, team: Team, actor: AbstractBaseUser) -> int:
     Suspension.objects.filter(team=team, lifted_at__isnull=True).update(lifted_at=timezone.now())
     team.suspended_at = None
     team.save(update_fields=["suspended_at"])
-    went_on = _settle(Link.objects.filter(team=team), actor=actor)
+    went_on = _settle(Link.objects.filter(team=team))
     record(team_id=team.pk, actor=actor, action=Action.TEAM_UNSUSPENDED, subject=team.name)
     return went_on
 
