@@ -94,3 +94,16 @@ def orphan_visits(
         cursor.execute(grouped.format(key=_REFERER_HOST), params)
         by_referrer = [OrphanReferrer(value, int(n), int(b)) for value, n, b in cursor.fetchall()]
     return OrphanVisits(visits=int(visits), bots=int(bots), by_path=by_path, by_referrer=by_referrer)
+
+
+def visits_after_the_end(*, host: str, slug: str) -> int:
+    """Visits to a link once it had expired or had all its visits (orphan
+    visits of kind expired and limit on its slug and domain): those its
+    fallback received, or the 410 page. Read from the raw orphan visits by
+    their slug's index, under REPORT_RAW_TIMEOUT_MS."""
+    with RawReport(), reports_connection().cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM orphan_visits WHERE slug = %s AND domain = %s AND kind IN ('expired', 'limit')",
+            [slug, orphan_domain(host)],
+        )
+        return int(cursor.fetchone()[0])

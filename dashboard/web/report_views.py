@@ -205,8 +205,19 @@ def link_detail(request, slug: str):
         screen_action=settings.SCREEN_ACTION,
         last_check=health_of(link),
         checks_on=settings.LINK_HEALTH_HOURS > 0,
+        after_the_end=_after_the_end(link),
     )
     return render(request, "web/link_detail.html", context)
+
+
+def _after_the_end(link) -> int | None:
+    """Visits after a link with an end (an expiry, a visit limit) reached it; None for a link without one."""
+    if link.expires_at is None and link.max_visits is None:
+        return None
+    try:
+        return clicks_orphans.visits_after_the_end(host=link.domain.host, slug=link.slug)
+    except ReportTooLarge:
+        return None
 
 
 @login_required

@@ -194,3 +194,30 @@ def test_an_editor_deletes_a_links_visits_from_its_page_audited_and_accounted(im
     assert (entry.actor, entry.slug, entry.changes) == (editor, link.slug, {"visits": [3, 0]})
     assert client.post(page).status_code == 302  # again: nothing to delete, nothing more recorded
     assert AuditEntry.objects.filter(action="link.visits_deleted").count() == 1
+
+
+def test_a_links_page_counts_the_visits_after_its_end_apart_from_its_clicks(importer, client):
+    from datetime import timedelta as later
+
+    from django.utils import timezone
+
+    owner = make_user()
+    link = make_link(
+        owner=owner,
+        url="https://example.com/sale",
+        expires_at=timezone.now() + later(days=1),
+        expired_url="https://example.com/over",
+    )
+    store(
+        importer,
+        [
+            click(link, 1),
+            click(link.slug, 2, kind="expired", domain=""),
+            click(link.slug, 3, kind="limit", domain=""),
+            click(link.slug, 4, kind="unknown", domain=""),
+            click(link.slug, 5, kind="expired", domain="elsewhere.example"),
+        ],
+    )
+    client.force_login(owner)
+    page = client.get(f"/links/{link.slug}/").content.decode()
+    assert "2 visits after it expired, sent to https://example.com/over" in page
