@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 from links import imports
 from links.models import LinkImport
 
-from . import link_forms
+from . import link_list_forms
 from .teams import current_team
 from .uploads import UploadLimitHandler, limit_uploads
 
@@ -18,8 +18,8 @@ from .uploads import UploadLimitHandler, limit_uploads
 @limit_uploads("WEB_IMPORT_MAX_BYTES")
 def link_import(request, limit: UploadLimitHandler):
     if request.method != "POST":
-        return render(request, "web/link_import.html", {"form": link_forms.CsvUploadForm()})
-    form = link_forms.CsvUploadForm(request.POST, request.FILES, too_large="file" in limit.too_large)
+        return render(request, "web/link_import.html", {"form": link_list_forms.CsvUploadForm()})
+    form = link_list_forms.CsvUploadForm(request.POST, request.FILES, too_large="file" in limit.too_large)
     if form.is_valid():
         upload = form.cleaned_data["file"]
         try:

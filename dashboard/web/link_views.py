@@ -28,7 +28,7 @@ from slingshot.db import reports_db
 from teams import access
 from teams.models import Role
 
-from . import forms, link_forms
+from . import forms, link_forms, link_list_forms
 from .teams import current_team, edits_in, memberships
 
 
@@ -77,7 +77,7 @@ class _RowUrls:
         return urls
 
 
-def _searched(request, form: link_forms.LinkListForm, team_id: int):
+def _searched(request, form: link_list_forms.LinkListForm, team_id: int):
     """The links of the team the list's filters leave."""
     links = clicks_selectors.link_search(user=request.user, team=team_id, **form.search_arguments()).using(
         reports_db(request.user)
@@ -87,7 +87,7 @@ def _searched(request, form: link_forms.LinkListForm, team_id: int):
 
 @login_required
 def link_list(request):
-    form = link_forms.LinkListForm(request.GET)
+    form = link_list_forms.LinkListForm(request.GET)
     team = current_team(request)
     links = _searched(request, form, team.pk)
     # The page's ids first, then those rows with their click totals: PostgreSQL
@@ -141,7 +141,7 @@ def link_bulk(request):
     links = list(selectors.links_visible_to(request.user, team=team.pk).filter(pk__in=selected).order_by("slug"))
     data = request.POST.copy()
     data.setlist("selected", [str(link.pk) for link in links])  # only those this person sees
-    form = link_forms.BulkForm(data)
+    form = link_list_forms.BulkForm(data)
     form.fields["selected"].choices = [(str(link.pk), link.slug) for link in links]
     if not form.is_valid():
         for message in [
@@ -183,7 +183,7 @@ def link_bulk(request):
 
 @login_required
 def link_export(request):
-    links = _searched(request, link_forms.LinkListForm(request.GET), current_team(request).pk)
+    links = _searched(request, link_list_forms.LinkListForm(request.GET), current_team(request).pk)
     response = StreamingHttpResponse(
         imports.export_lines(links.iterator(chunk_size=2000)), content_type="text/csv; charset=utf-8"
     )

@@ -6,14 +6,10 @@ local link = require("slingshot.linkvalue")
 local linkcache = require("slingshot.linkcache")
 local linkchanges = require("slingshot.linkchanges")
 local clicks = require("slingshot.clicks")
-local redis = require("slingshot.redis")
 local metrics = require("slingshot.metrics")
-local cidr = require("slingshot.cidr")
 local visits = require("slingshot.visits")
 local rules = require("slingshot.rules")
 local domains = require("slingshot.domains")
-local domainfiles = require("slingshot.domainfiles")
-local certs = require("slingshot.certs")
 local unlock = require("slingshot.unlock")
 local shlink = require("slingshot.shlink")
 local pages = require("slingshot.pages")
@@ -320,115 +316,10 @@ function _M.redirect()
     return send_to(link.target(value, value.forward_query and var.args), value.status)
 end
 
--- The domain's robots.txt: the links open to crawlers allowed, nothing else.
-function _M.robots()
-    local text, err = domainfiles.robots(request_domain())
-    if err then
-        log(WARN, "robots.txt: ", err)
-    end
-    ngx.status = 200
-    header["Content-Type"] = "text/plain"
-    print(text)
-    return exit(200)
-end
-
--- nginx.conf's /.well-known/apple-app-site-association and
--- /.well-known/assetlinks.json: the domain's file as JSON, or a 404 for a
--- domain without one (a 503 while Redis cannot be asked, so that a
--- platform's crawler comes back rather than forgets the app).
-function _M.app_file(name)
-    local text, err = domainfiles.get(request_domain(), name)
-    if err then
-        log(WARN, name, ": ", err)
-        header["Retry-After"] = RETRY_AFTER
-        return answer(503, "unavailable", "text/plain")
-    end
-    if not text then
-        return answer(404, "not found", "text/plain")
-    end
-    ngx.status = 200
-    header["Content-Type"] = "application/json"
-    header["Content-Length"] = #text
-    print(text)
-    return exit(200)
-end
-
--- ssl_certificate_by_lua: each domain's own certificate.
-function _M.certificate()
-    return certs.serve(config)
-end
-
--- nginx.conf's password-check subrequest (unlock.lua): where the dashboard
--- answers, and the edge's secret for it.
-function _M.password_check_url()
-    return config.password_check_url or ""
-end
-
-function _M.password_check_authorization()
-    return "Bearer " .. (config.dashboard_secret or "")
-end
-
--- Shlink's REST API on a short domain: its health check (shlink.lua).
-function _M.shlink_rest()
-    return shlink.rest()
-end
-
--- nginx.conf's /yourls-api.php, which YOURLS clients ask of a short domain:
--- where the dashboard answers it (the query string kept) and the edge's
--- secret, for the proxy_pass that follows; a 404 while the dashboard or its
--- secret is not set. A domain that wants HTTPS only gets it there too.
-function _M.yourls_api()
-    if not config.yourls_api_url or not config.dashboard_secret then
-        return exit(404)
-    end
-    if request_domain().https_redirect and var.https == "" then
-        return to_https()
-    end
-    local args = var.args
-    var.slingshot_upstream = args and config.yourls_api_url .. "?" .. args or config.yourls_api_url
-    var.slingshot_dashboard_auth = "Bearer " .. config.dashboard_secret
-end
-
--- nginx.conf's /report, a short domain's report page: passed to the
--- dashboard as the YOURLS API is; a 404 while the dashboard or its secret is
--- not set, and on HTTPS where the domain wants it.
-function _M.report()
-    if not config.report_url then
-        return exit(404)
-    end
-    if request_domain().https_redirect and var.https == "" then
-        return to_https()
-    end
-    local args = var.args
-    var.slingshot_upstream = args and config.report_url .. "?" .. args or config.report_url
-    var.slingshot_dashboard_auth = "Bearer " .. config.dashboard_secret
-end
-
-function _M.healthz()
-    local red, err = redis.connect(config.redis_links)
-    if red then
-        local pong
-        pong, err = red:ping()
-        if pong then
-            redis.release(red)
-            return answer(200, "ok", "text/plain")
-        end
-        red:close()
-        err = "redis ping: " .. err
-    end
-    return answer(503, "redis unavailable: " .. err, "text/plain")
-end
-
--- Prometheus text format, for the addresses in EDGE_METRICS_ALLOW only.
-function _M.metrics()
-    if not cidr.contains(config.metrics_allow, var.remote_addr) then
-        return answer(403, "forbidden", "text/plain")
-    end
-    metrics.sync()
-    ngx.status = 200
-    header["Content-Type"] = "text/plain; version=0.0.4"
-    print(metrics.render())
-    return exit(200)
-end
+-- What the other doors (doors.lua) answer with, as the redirect does.
+_M.request_domain = request_domain
+_M.to_https = to_https
+_M.answer = answer
+_M.RETRY_AFTER = RETRY_AFTER
 
 return _M
