@@ -15,6 +15,7 @@ from links.fields import OPTION_NAMES, OPTIONS
 from links.models import Domain, Link
 from links.selectors import LinkState, link_state
 from links.slugs import validate_slug
+from links.utm import UTM_PARAMETERS, utm_of, with_utm
 from links.validation import validate_target_url
 from slingshot.text import shown
 
@@ -176,12 +177,28 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         "none (empty). Used when no rule matched; each visitor always gets the same destination.",
     )
 
+    # The destination's UTM parameters: given, each set into the url's query
+    # (empty: taken out of it); read back from it.
+    utm_source, utm_medium, utm_campaign, utm_term, utm_content = (
+        StrictCharField(
+            required=False,
+            allow_blank=True,
+            max_length=200,
+            help_text=f"The url's {name} parameter: set into its query when given (empty takes it out), read "
+            "back from it.",
+        )
+        for name in UTM_PARAMETERS
+    )
+
     class Meta:
         model = Link
-        # The options (links/fields.py), the domain's short URL and the team
-        # after the slug; then what a link has that no one sets.
+        # The options (links/fields.py) with the url's UTM parameters, the
+        # domain's short URL and the team after the slug; then what a link
+        # has that no one sets.
         fields = [
-            *OPTION_NAMES[: OPTION_NAMES.index("slug") + 1],
+            "url",
+            *UTM_PARAMETERS,
+            *OPTION_NAMES[1 : OPTION_NAMES.index("slug") + 1],
             "short_url",
             "team",
             *OPTION_NAMES[OPTION_NAMES.index("slug") + 1 :],
@@ -200,6 +217,21 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
 
     def get_short_url(self, link: Link) -> str:
         return link.short_url
+
+    def to_representation(self, link: Link) -> dict:
+        data = super().to_representation(link)
+        data.update(utm_of(link.url))
+        return data
+
+    def validate(self, attrs: dict) -> dict:
+        """The UTM parameters given, set into the url given, or the link's."""
+        utm = {name: attrs.pop(name) for name in UTM_PARAMETERS if name in attrs}
+        if utm:
+            url = attrs.get("url") or (self.instance.url if self.instance is not None else None)
+            if url is None:
+                raise serializers.ValidationError({"url": ["This field is required."]})
+            attrs["url"] = with_utm(url, utm, remove_empty=True)
+        return super().validate(attrs)
 
     @extend_schema_field(serializers.ChoiceField(choices=[state.value for state in LinkState]))
     def get_state(self, link: Link) -> str:

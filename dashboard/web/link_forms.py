@@ -1,7 +1,6 @@
 """A link's form: its options as links/fields.py declares them, with the
 UTM builder (web/link_list_forms.py has the list's filters and bulk actions)."""
 
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -13,6 +12,7 @@ from links.domains import default_domain
 from links.fields import OPTION_NAMES, LinkFields
 from links.models import Domain, Link
 from links.unlocking import PASSWORD_MAX_LENGTH
+from links.utm import UTM_PARAMETERS, with_utm
 from slingshot.text import check_storable, unstorable_in
 
 from .forms import DateTimeInput
@@ -32,21 +32,6 @@ EXPIRED_MESSAGE = (
     "This time has passed: the short URL would answer 410 Gone from the start. Choose a later time, "
     "or tick “Save it expired” below."
 )
-UTM_PARAMETERS = ("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
-
-
-def with_utm(url: str, values: dict[str, str]) -> str:
-    """The URL with these utm_* parameters set (replacing any of the same
-    name), the others and the fragment left as they are. static/web/app.js
-    does the same as people type."""
-    given = {name: value for name, value in values.items() if value}
-    if not given:
-        return url
-    parts = urlsplit(url)
-    query = [(name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True) if name not in given]
-    return urlunsplit(parts._replace(query=urlencode([*query, *given.items()])))
-
-
 class JSONListField(forms.JSONField):
     """A JSON list typed in a textarea; an empty list shows as an empty box.
     A lone surrogate, which JSON's "\\ud800" escape decodes to, is refused
