@@ -139,9 +139,9 @@ function _M.parse(getenv)
     if settings.dashboard_url then
         local dashboard = settings.dashboard_url:gsub("/+$", "")
         settings.password_check_url = dashboard .. "/internal/link-password"
-        -- Where the YOURLS API asked of a short domain is passed (edge.yourls_api).
+        -- Where the YOURLS API asked of a short domain is passed (doors.yourls_api).
         settings.yourls_api_url = dashboard .. "/internal/yourls-api"
-        -- Where a short domain's report page is passed (edge.report).
+        -- Where a short domain's report page is passed (doors.report).
         settings.report_url = settings.dashboard_secret and dashboard .. "/internal/report"
     end
     if settings.slug_min_length > settings.slug_max_length then
