@@ -1,7 +1,6 @@
 """A link's form: its options as links/fields.py declares them, with the
 UTM builder (web/link_list_forms.py has the list's filters and bulk actions)."""
 
-
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -32,6 +31,8 @@ EXPIRED_MESSAGE = (
     "This time has passed: the short URL would answer 410 Gone from the start. Choose a later time, "
     "or tick “Save it expired” below."
 )
+
+
 class JSONListField(forms.JSONField):
     """A JSON list typed in a textarea; an empty list shows as an empty box.
     A lone surrogate, which JSON's "\\ud800" escape decodes to, is refused
