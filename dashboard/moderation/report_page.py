@@ -16,14 +16,14 @@ from urllib.parse import urlsplit
 
 from django import forms
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 
 from clicks.enrichment import anonymise
 from links.domains import domain_for_host
 from links.models import Domain, Link
 from links.slugs import PATTERN
-from slingshot.edges import from_edge
+from slingshot.edges import EdgePassMiddleware
 from slingshot.text import unstorable
 from slingshot.throttle import address_caller, admit
 
@@ -128,23 +128,10 @@ def report_page(request: HttpRequest, address: str) -> HttpResponse:
     return _page(request, "moderation/report_sent.html", {})
 
 
-class EdgeReportMiddleware:
+class EdgeReportMiddleware(EdgePassMiddleware):
     """An edge's pass of a short domain's /report."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
+    path, label = EDGE_PATH, "report"
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path_info != EDGE_PATH:
-            return self.get_response(request)
-        request.operator_endpoint = "report"  # the view label of its metrics
-        if not from_edge(request):
-            return JsonResponse(
-                {"error": "an edge's Authorization: Bearer EDGE_DASHBOARD_SECRET is required"}, status=401
-            )
-        address = request.headers.get("X-Slingshot-Address", "")
-        try:
-            ipaddress.ip_address(address)
-        except ValueError:
-            return JsonResponse({"error": "X-Slingshot-Address must be the visitor's address"}, status=400)
+    def answer(self, request: HttpRequest, address: str) -> HttpResponse:
         return report_page(request, address)

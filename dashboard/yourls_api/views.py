@@ -11,16 +11,14 @@ form's win), the caller first (auth.py: 403 "Please log in"), then the
 `action` (actions.py), answered in `format` (output.py; XML by default),
 with `callback` (or `jsonp`) put into the answer."""
 
-import ipaddress
-
 from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
 
 from links.domains import default_domain, domain_for_host
 from links.models import Domain
-from slingshot.edges import from_edge
+from slingshot.edges import EdgePassMiddleware
 from slingshot.text import unstorable
 
 from .actions import ACTIONS, Context
@@ -111,27 +109,14 @@ def error_answer(request: HttpRequest, status: int, detail: str, headers: dict[s
     return respond(params.get("format", "xml"), result, headers=headers)
 
 
-class EdgeYourlsMiddleware:
+class EdgeYourlsMiddleware(EdgePassMiddleware):
     """An edge's pass of /yourls-api.php on a short domain. The address
     the edge saw stands for the connection's, so that throttling and
     sign-in lockouts count the visitor, not the edge."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
+    path, label = EDGE_PATH, "yourls-api"
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path_info != EDGE_PATH:
-            return self.get_response(request)
-        request.operator_endpoint = "yourls-api"  # the view label of its metrics
-        if not from_edge(request):
-            return JsonResponse(
-                {"error": "an edge's Authorization: Bearer EDGE_DASHBOARD_SECRET is required"}, status=401
-            )
-        address = request.headers.get("X-Slingshot-Address", "")
-        try:
-            ipaddress.ip_address(address)
-        except ValueError:
-            return JsonResponse({"error": "X-Slingshot-Address must be the visitor's address"}, status=400)
+    def answer(self, request: HttpRequest, address: str) -> HttpResponse:
         request.META["REMOTE_ADDR"] = address
         request.META.pop("HTTP_X_FORWARDED_FOR", None)
         return answer(request, host=request.headers.get("X-Slingshot-Host"))
