@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from screening import lookups
 from screening.screen import Screen, current
 
-from .models import Link
+from .models import OTHER_TARGETS, Link
 from .outbox import publish_link
 from .validation import normalise_target, split_host
 
@@ -33,7 +33,7 @@ LOOKED_UP = " (lookup)"
 def targets_of(link: Link) -> list[tuple[str, str, str]]:
     """(field, host, url) of the link's destination and its rules' and split's targets."""
     found = [("url", split_host(link.url), link.url)]
-    for name in ("ios_url", "android_url", "expired_url"):
+    for name in OTHER_TARGETS:
         url = getattr(link, name, "")
         if url:
             found.append((name, split_host(url), url))
@@ -107,7 +107,7 @@ def _reflag(links: QuerySet[Link], decide: Callable[[Link], str], *, batch_size:
     the batch), publishing those that change: (flagged now, cleared now)."""
     flagged = cleared = 0
     links = links.select_related("domain").only(
-        "id", "slug", "url", "ios_url", "android_url", "expired_url", "rules", "split", "listed", "domain__host"
+        "id", "slug", "url", *OTHER_TARGETS, "rules", "split", "listed", "domain__host"
     )
     last = 0
     while True:

@@ -85,6 +85,10 @@ class LowerTags(models.Func):
     output_field = ArrayField(models.TextField())
 
 
+# A link's destinations beside `url`, `rules` and `split`, each one URL or
+# empty: normalised and screened as `url` is (Link.clean, links/flags.py).
+OTHER_TARGETS = ("ios_url", "android_url", "expired_url")
+
 # Why a link is stopped by the staff (Link.blocked_for); '' while it is not.
 BLOCKED_FOR = [("link", "the link"), ("team", "its team's suspension"), ("owner", "its owner's suspension")]
 
@@ -239,7 +243,7 @@ class Link(models.Model):
         (services, admin) runs full_clean, and so this."""
         with suppress(ValidationError):  # the field's own validator has said why
             self.url = normalise_target(self.url)
-        for name in ("ios_url", "android_url", "expired_url"):
+        for name in OTHER_TARGETS:
             with suppress(ValidationError):
                 setattr(self, name, normalise_target(getattr(self, name)) if getattr(self, name) else "")
         self.clean_rules()

@@ -9,6 +9,8 @@ A link's stop says what it is for (Link.blocked_for): the link itself, its
 team's suspension or its owner's, so that lifting one never lets go what
 another still stops (_settle)."""
 
+import functools
+import operator
 import re
 
 from django.conf import settings
@@ -22,7 +24,7 @@ from django.utils import timezone
 
 from accounts.services import end_sessions
 from links.flags import flag_listed_links
-from links.models import Link
+from links.models import OTHER_TARGETS, Link
 from links.outbox import publish_link
 from links.validation import split_host
 from screening import screen
@@ -122,13 +124,9 @@ def _links_to(domain: str) -> QuerySet[Link]:
     rule or split naming it); flag_listed_links looks each up exactly."""
     pattern = re.escape(domain)
     texts = {"rules_text": Cast("rules", TextField()), "split_text": Cast("split", TextField())}
+    names = ("url", *OTHER_TARGETS, "rules_text", "split_text")
     return Link.objects.annotate(**texts).filter(
-        Q(url__iregex=pattern)
-        | Q(ios_url__iregex=pattern)
-        | Q(android_url__iregex=pattern)
-        | Q(expired_url__iregex=pattern)
-        | Q(rules_text__iregex=pattern)
-        | Q(split_text__iregex=pattern)
+        functools.reduce(operator.or_, (Q(**{f"{name}__iregex": pattern}) for name in names))
     )
 
 

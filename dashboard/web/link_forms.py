@@ -9,7 +9,7 @@ from django.utils import timezone
 from links import rules
 from links.domains import default_domain
 from links.fields import OPTION_NAMES, LinkFields
-from links.models import Domain, Link
+from links.models import OTHER_TARGETS, Domain, Link
 from links.unlocking import PASSWORD_MAX_LENGTH
 from links.utm import UTM_PARAMETERS, with_utm
 from slingshot.text import check_storable, unstorable_in
@@ -80,7 +80,7 @@ def _option_field(model_field, **kwargs) -> forms.Field:
 
 
 # Options that hold one URL: a line, not a box.
-_URL_OPTIONS = ("ios_url", "android_url", "expired_url")
+_URL_OPTIONS = OTHER_TARGETS
 
 
 class _LinkFormBase(forms.Form):
