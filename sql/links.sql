@@ -82,6 +82,11 @@ CREATE TABLE links_link (
     -- Where visitors go once it has expired or used its visits, instead of
     -- the 410 page; empty: its domain's. Migration 0010.
     expired_url     text DEFAULT '' NOT NULL,
+    -- What link-preview crawlers are shown (the edge's previews.lua);
+    -- all empty: none. Migration 0011.
+    preview_title   varchar(200) DEFAULT '' NOT NULL,
+    preview_description varchar(500) DEFAULT '' NOT NULL,
+    preview_image_url text DEFAULT '' NOT NULL,
     -- A slug is unique per domain; this index serves the domain's foreign key too.
     CONSTRAINT link_domain_slug UNIQUE (domain_id, slug),
     CONSTRAINT link_redirect_status_valid CHECK (redirect_status IN (301, 302, 307, 308)),

@@ -122,6 +122,10 @@ def _optional_target(url: str) -> str | None:
     return normalise_target(url) if url else None
 
 
+def _optional_text(text: str) -> str | None:
+    return text or None
+
+
 # --- the options ------------------------------------------------------------------
 
 _MODEL_DEFAULT = object()
@@ -193,6 +197,19 @@ OPTIONS: tuple[Option, ...] = (
         edge="android_url",
         to_edge=_optional_target,
         example="https://play.google.com/store/apps/details?id=com.example.app",
+    ),
+    Option("preview_title", edge="preview_title", to_edge=_optional_text, example="Spring sale: 30% off"),
+    Option(
+        "preview_description",
+        edge="preview_description",
+        to_edge=_optional_text,
+        example="Every coat and boot, until the end of March.",
+    ),
+    Option(
+        "preview_image_url",
+        edge="preview_image",
+        to_edge=_optional_target,
+        example="https://example.com/images/spring-card.jpg",
     ),
 )
 OPTION_NAMES: tuple[str, ...] = tuple(option.name for option in OPTIONS)

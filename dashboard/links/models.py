@@ -178,6 +178,19 @@ class Link(models.Model):
         validators=[validate_target_url],
         help_text="Where visitors go once the link has expired or had all its visits, instead of a 410 page.",
     )
+    # What a link-preview crawler (Slack's, Facebook's: edge previews.lua)
+    # is shown instead of the destination's own title and image; all empty:
+    # the crawler is sent on like any visitor.
+    preview_title = models.CharField("preview title", max_length=200, blank=True, default="", db_default="")
+    preview_description = models.CharField("preview description", max_length=500, blank=True, default="", db_default="")
+    preview_image_url = models.TextField(
+        "preview image URL",
+        blank=True,
+        default="",
+        db_default="",
+        validators=[validate_target_url],
+        help_text="An image for the card shown where the link is shared, 1200×630 px is best.",
+    )
     is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
@@ -243,7 +256,7 @@ class Link(models.Model):
         (services, admin) runs full_clean, and so this."""
         with suppress(ValidationError):  # the field's own validator has said why
             self.url = normalise_target(self.url)
-        for name in OTHER_TARGETS:
+        for name in (*OTHER_TARGETS, "preview_image_url"):
             with suppress(ValidationError):
                 setattr(self, name, normalise_target(getattr(self, name)) if getattr(self, name) else "")
         self.clean_rules()

@@ -1,6 +1,8 @@
 """A link's form: its options as links/fields.py declares them, with the
 UTM builder (web/link_list_forms.py has the list's filters and bulk actions)."""
 
+from urllib.parse import urlsplit
+
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -74,13 +76,15 @@ def _option_field(model_field, **kwargs) -> forms.Field:
         kwargs.setdefault("widget", forms.URLInput(attrs={"placeholder": "https://"}))
         if model_field.verbose_name[:1].isupper() or model_field.verbose_name.startswith("iOS"):
             kwargs.setdefault("label", model_field.verbose_name)  # "iOS URL", not "IOS URL"
+    if model_field.name == "preview_description":
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 2}))
     if isinstance(model_field, models.TextField) and model_field.max_length:
         kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 2}))
     return model_field.formfield(**kwargs)
 
 
 # Options that hold one URL: a line, not a box.
-_URL_OPTIONS = OTHER_TARGETS
+_URL_OPTIONS = (*OTHER_TARGETS, "preview_image_url")
 
 
 class _LinkFormBase(forms.Form):
@@ -96,6 +100,8 @@ class _LinkFormBase(forms.Form):
     # Edited apart from the rest, in their own section of the form.
     RULE_FIELDS = ("rules", "split")
     APP_FIELDS = ("ios_url", "android_url")
+    PREVIEW_FIELDS = ("preview_title", "preview_description", "preview_image_url")
+    SECTIONS = (*RULE_FIELDS, *APP_FIELDS, *PREVIEW_FIELDS)
 
     def __init__(self, *args, editing: bool = False, has_password: bool = False, teams=None, **kwargs):
         """`teams`: those the link may move to (the person's, as an editor),
@@ -144,7 +150,7 @@ class _LinkFormBase(forms.Form):
     def link_fields(self):
         shown = []
         for name in self.fields:
-            if name in UTM_PARAMETERS or name in (*self.RULE_FIELDS, *self.APP_FIELDS, "password_typed", "expired_ok"):
+            if name in UTM_PARAMETERS or name in (*self.SECTIONS, "password_typed", "expired_ok"):
                 continue
             shown.append(self[name])
             if name == "expires_at" and (self.expired_to_confirm or self.data.get("expired_ok")):
@@ -163,6 +169,21 @@ class _LinkFormBase(forms.Form):
     @property
     def app_fields(self):
         return [self[name] for name in self.APP_FIELDS]
+
+    @property
+    def preview_fields(self):
+        return [self[name] for name in self.PREVIEW_FIELDS]
+
+    @property
+    def preview_host(self) -> str:
+        """The short domain's host, which a card names as the link's site."""
+        chosen = self["domain"].value()
+        domain = Domain.objects.filter(pk=chosen).first() if str(chosen or "").isdigit() else None
+        return urlsplit((domain or default_domain()).base_url()).hostname or ""
+
+    @property
+    def preview_open(self) -> bool:
+        return any(self[name].value() or self[name].errors for name in self.PREVIEW_FIELDS)
 
     @property
     def builder_options(self) -> dict:

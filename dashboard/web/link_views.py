@@ -5,6 +5,7 @@ forms parse, the services of links/ act, the selectors read."""
 import io
 
 import segno
+from csp.decorators import csp_update
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -203,6 +204,10 @@ def checked(form: link_forms.LinkForm, link: Link | None = None) -> bool:
     return not form.errors
 
 
+# The pages that show a link's social preview (web/_preview_card.html) load
+# its image from where the link says, over HTTPS only.
+shows_preview = csp_update({"img-src": ["https:"]})
+
 PENDING_MESSAGE = (
     "Redis could not be reached, so the short link is not live yet: it is saved, and goes live as soon as Redis "
     "answers. Until then it answers 503 (try again shortly), never 404."
@@ -210,6 +215,7 @@ PENDING_MESSAGE = (
 
 
 @login_required
+@shows_preview
 def link_create(request):
     form = link_forms.LinkForm(forms.posted(request))
     if request.method == "POST" and checked(form):
@@ -235,6 +241,7 @@ def link_create(request):
 
 
 @login_required
+@shows_preview
 def link_edit(request, slug: str):
     link = link_or_404(request, slug, Role.EDITOR)
     teams = access.teams_of(request.user, Role.EDITOR)

@@ -29,7 +29,7 @@ from teams import access
 from teams.models import Role
 
 from . import live, report_forms, reports
-from .link_views import link_or_404
+from .link_views import link_or_404, shows_preview
 from .selectors import OVERVIEW_DAYS, clicks_per_rule, edge_health, overview_for, overview_version
 
 RECENT_CLICKS = 20
@@ -195,6 +195,7 @@ def _link_live(request, link: Link) -> dict:
 
 
 @login_required
+@shows_preview
 def link_detail(request, slug: str):
     link = link_or_404(request, slug)
     context = _link_live(request, link)

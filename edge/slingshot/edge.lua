@@ -13,6 +13,7 @@ local domains = require("slingshot.domains")
 local unlock = require("slingshot.unlock")
 local shlink = require("slingshot.shlink")
 local pages = require("slingshot.pages")
+local previews = require("slingshot.previews")
 local html = require("slingshot.html")
 local nginxvar = require("slingshot.nginxvar")
 
@@ -49,6 +50,7 @@ local PASSWORD = outcome("password")
 local UNAVAILABLE = outcome("unavailable")
 local ROOT = outcome("root")
 local PIXEL = outcome("pixel")
+local PREVIEW = outcome("preview")
 
 -- The request's path where nginx keeps it: only a slug is made a string of it.
 local read_uri = nginxvar.reader("uri")
@@ -207,6 +209,13 @@ local function redirect_special(slug, value, domain, pixel)
         metrics.inc(EXPIRED)
         clicks.record(slug, "", domain.orphan.expired)
         return gone(value, domain, "expired")
+    end
+    -- An app unfurling the short URL: the link's card, which is no visit.
+    if value.preview and not pixel and previews.crawler(var.http_user_agent) then
+        metrics.inc(PREVIEW)
+        local short_url = var.scheme .. "://" .. var.host .. "/" .. slug
+        return link_page(200, previews.page, value.preview, short_url,
+            value.locked and short_url or value.url)
     end
     -- A visitor let through the password: where they came from before
     -- the password page; false for a request without a pass (unlock.lua).

@@ -4,6 +4,7 @@
 local cjson = require("cjson.safe")
 local rules = require("slingshot.rules")
 local html = require("slingshot.html")
+local previews = require("slingshot.previews")
 
 local type = type
 local find = string.find
@@ -22,7 +23,8 @@ _M.PASSWORD_VERSION_MAX = 64
 -- dashboard's publisher writes (edge/t/test_contract.py holds them equal).
 _M.FIELDS = { "id", "url", "status", "active", "valid_since", "expires_at", "max_visits",
     "forward_query", "password", "password_version", "unlock_url", "rules", "split", "listed",
-    "blocked", "ios_url", "android_url", "expired_url" }
+    "blocked", "ios_url", "android_url", "expired_url", "preview_title", "preview_description",
+    "preview_image" }
 local FIELDS = _M.FIELDS
 
 -- An absolute http(s) URL with nothing a header could be split on.
@@ -132,6 +134,8 @@ function _M.decode(raw, visits_prefix)
     if bad_rules then
         return nil, "link rules: " .. bad_rules
     end
+    -- What a link-preview crawler is shown instead (previews.lua), or nil.
+    local preview = previews.of(value, _M.safe_url)
     -- As the click records it (clickbuf.lua): the digits, made once here.
     local digits = format("%d", id)
     return {
@@ -153,8 +157,9 @@ function _M.decode(raw, visits_prefix)
         password_version = password_version,
         -- rules.compile's, or nil for a link without rules and split.
         rules = compiled,
+        preview = preview,
         plain = active and not listed and not blocked and valid_since == nil and expires_at == nil
-            and max_visits == nil and not locked and compiled == nil,
+            and max_visits == nil and not locked and compiled == nil and preview == nil,
     }
 end
 

@@ -43,7 +43,7 @@ function _M.labelled(family, label, value)
 end
 
 _M.OUTCOMES = { "redirect", "not_found", "invalid_slug", "disabled", "expired", "unavailable",
-    "root", "scheduled", "limit_reached", "unlock", "pixel", "listed", "blocked" }
+    "root", "scheduled", "limit_reached", "unlock", "pixel", "listed", "blocked", "preview" }
 _M.REDIS_OPS = { "lookup", "clicks", "changes" }
 
 -- name, type, help, and the label name and values that always exist (shown as 0).

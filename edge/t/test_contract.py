@@ -281,6 +281,9 @@ def with_every_option(owner):
         ios_url="https://apps.apple.com/app/id1",
         android_url="https://play.google.com/store/apps/details?id=com.example.app",
         expired_url="https://example.com/over",
+        preview_title="Every option",
+        preview_description="A link with every option set.",
+        preview_image_url="https://example.com/card.png",
     )
 
 

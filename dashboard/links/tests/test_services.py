@@ -59,6 +59,9 @@ def test_create_publishes_every_field_after_commit(owner):
         "ios_url": None,
         "android_url": None,
         "expired_url": None,
+        "preview_title": None,
+        "preview_description": None,
+        "preview_image": None,
     }
     changes = get_redis().xrevrange(LINK_CHANGES_STREAM, count=1)
     assert changes[0][1] == {b"slug": slug.encode()}

@@ -78,7 +78,7 @@ def test_create_follow_import_and_read_the_report(page, edge, settings, tmp_path
     page.get_by_role("button", name="New link").click()
     page.get_by_label("Target URL").fill("https://example.com/browser-test")
     page.get_by_label("Slug").fill(slug)
-    page.get_by_label("Title").fill("Browser test")
+    page.get_by_label("Title", exact=True).fill("Browser test")
     page.get_by_label("Tags").fill("e2e, browser")
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_role("heading", name="Browser test")).to_be_visible()

@@ -5,6 +5,7 @@ whose help stays clear of their label. At 1280 and 390 px, with
 screenshots in .test-artifacts/screenshots/."""
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -173,7 +174,7 @@ def test_an_expiry_that_has_passed_is_saved_only_once_confirmed(page, user):  # 
     assert link_state(Link.objects.get(slug=slug)) == LinkState.EXPIRED
     # Edited without touching the expiry: nothing to confirm again.
     page.goto(f"/links/{slug}/edit/")
-    page.get_by_label("Title").fill("Over")
+    page.get_by_label("Title", exact=True).fill("Over")
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_text("Saved.")).to_be_visible()
 
@@ -248,3 +249,57 @@ def test_an_apps_targets_are_set_in_their_own_section_and_refused_when_not_a_web
     expect(page.get_by_text("Saved.")).to_be_visible()
     link.refresh_from_db()
     assert link.ios_url == "" and link.android_url.startswith("https://play.google.com/")
+
+
+def image_loaded(tab) -> None:
+    """Waits for the card's image to have loaded (polled from here: the
+    page's CSP refuses the eval of Playwright's wait_for_function)."""
+    deadline = time.monotonic() + 5
+    while not tab.locator("#preview-card-image").evaluate("img => img.complete && img.naturalWidth > 0"):
+        assert time.monotonic() < deadline, "the card's image did not load"
+        time.sleep(0.05)
+
+
+def test_a_social_preview_is_drawn_as_it_is_typed_and_shown_on_the_links_page_under_the_csp(page, user):  # noqa: F811
+    """The card of the form and of the link's page loads its image from
+    where the link says (HTTPS, allowed by those pages' CSP alone), text
+    shown as text; at 390 and 1280 px, nothing wider than the screen."""
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f8cf000000030101009a5d3ab40000000049454e44ae426082"
+    )
+    page.route("https://cards.example/**", lambda route: route.fulfill(status=200, content_type="image/png", body=png))
+    refused = []
+    page.on(
+        "console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None
+    )
+    slug = fresh("pvw")
+    page.goto("/links/new/")
+    page.get_by_label("Target URL").fill("https://example.com/spring")
+    page.get_by_label("Slug").fill(slug)
+    expect(page.locator("#preview-card")).to_be_hidden()  # folded, and empty
+    page.locator("#social-preview > summary").click()
+    page.get_by_label("Preview title").fill("Spring <b>sale</b>")
+    page.get_by_label("Preview description").fill("Every coat, until March's end.")
+    page.get_by_label("Preview image URL").fill("https://cards.example/spring.png")
+    card = page.locator("#preview-card")
+    expect(card).to_be_visible()
+    expect(card.locator("#preview-card-title")).to_have_text("Spring <b>sale</b>")
+    expect(card.locator("#preview-card-image")).to_be_visible()
+    image_loaded(page)
+    for size, name in ((PHONE, "social-preview-phone"), ({"width": 1280, "height": 900}, "social-preview")):
+        page.set_viewport_size(size)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        shoot(page, name)
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text(re.compile(f"Created .*/{slug}"))).to_be_visible()
+    link = Link.objects.get(slug=slug)
+    assert (link.preview_title, link.preview_image_url) == ("Spring <b>sale</b>", "https://cards.example/spring.png")
+    shown = page.locator("#link-preview #preview-card")
+    expect(shown.locator("#preview-card-title")).to_have_text("Spring <b>sale</b>")
+    expect(shown.locator("#preview-card-host")).to_have_text(link.domain.host)
+    image_loaded(page)
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    shoot(page, "social-preview-link-phone")
+    assert refused == []
