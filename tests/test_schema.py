@@ -15,6 +15,8 @@ MODELS = [
     "links.Link",
     "links.LinkOutbox",
     "links.LinkImport",
+    "links.UtmTemplate",
+    "links.PreviewImage",
     "tokens.ApiToken",
     "teams.Team",
     "teams.Membership",

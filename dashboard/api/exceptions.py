@@ -22,6 +22,7 @@ CONFLICTS = {
     "username": {"member"},
     "role": {"last_admin", "personal_team"},
     "team": {"personal_team", "has_links"},
+    "name": {"taken"},  # a UTM template's, in its team
 }
 
 

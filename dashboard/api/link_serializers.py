@@ -153,6 +153,10 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         "null or an empty string removes it.",
     )
     has_password = serializers.BooleanField(read_only=True, help_text="Whether the link asks for a password.")
+    preview_image = serializers.SerializerMethodField(
+        help_text="The image uploaded for the preview (PUT /links/{slug}/preview-image), where the edge serves it "
+        "on the link's domain; it stands before preview_image_url. null: none."
+    )
     state = serializers.SerializerMethodField(
         help_text="What the edge does with the link now: active, scheduled (not valid yet: 404), expired, "
         "limit reached (every visit it was made for served: 410) or disabled (404)."
@@ -202,6 +206,7 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
             "short_url",
             "team",
             *OPTION_NAMES[OPTION_NAMES.index("slug") + 1 :],
+            "preview_image",
             "has_password",
             "state",
             "health",
@@ -214,6 +219,10 @@ class LinkSerializer(FieldsOnceMixin, StrictJSONMixin, serializers.ModelSerializ
         # not a 400 from a validator DRF would make of link_domain_slug.
         validators = []
         extra_kwargs = {"slug": {"required": False, "validators": [validate_slug]}}
+
+    def get_preview_image(self, link: Link) -> str | None:
+        path = link.preview_image_path
+        return f"{link.domain.base_url()}{path}" if path else None
 
     def get_short_url(self, link: Link) -> str:
         return link.short_url

@@ -18,6 +18,7 @@ from slingshot.db import reports_db
 from .bulk import LinkBulkMixin
 from .common import readable_team, team_from_body
 from .exceptions import as_api_error
+from .link_preview_images import LinkPreviewImageMixin
 from .link_serializers import (
     LinkCreateSerializer,
     LinkDomainQuerySerializer,
@@ -51,6 +52,7 @@ from .stats import LinkStatsMixin
 )
 class LinkViewSet(
     LinkStatsMixin,
+    LinkPreviewImageMixin,
     LinkBulkMixin,
     viewsets.ModelViewSet,
 ):

@@ -2,7 +2,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import SimpleRouter
 
-from . import audit, clicks, docs, domains, links, operations, teams, tokens
+from . import audit, campaigns, clicks, docs, domains, links, operations, teams, tokens, utm_templates
 from .common import slash_optional
 
 router = SimpleRouter(trailing_slash=False)
@@ -12,6 +12,7 @@ router.register("clicks", clicks.ClickViewSet, basename="click")
 router.register("tokens", tokens.TokenViewSet, basename="token")
 router.register("teams", teams.TeamViewSet, basename="team")
 router.register("audit", audit.AuditViewSet, basename="audit")
+router.register("utm-templates", utm_templates.UtmTemplateViewSet, basename="utm-template")
 members = teams.MemberViewSet.as_view({"get": "list", "post": "create"})
 member = teams.MemberViewSet.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"})
 
@@ -21,6 +22,7 @@ urlpatterns = [
     path("redoc/", docs.redoc, name="api-redoc"),
     path("orphan-visits", operations.orphan_visits, name="orphan-visits"),
     path("accounting", operations.accounting, name="accounting"),
+    path("campaigns", campaigns.campaigns, name="campaigns"),
     path("", include(router.urls)),
     path("teams/<int:team_id>/members", members, name="team-members"),
     re_path(rf"^teams/(?P<team_id>[0-9]+)/members/(?P<username>{teams.USERNAME_PATTERN})$", member, name="team-member"),

@@ -69,9 +69,10 @@ def _read_links():
     again, which changes nothing. Made at first use: a column's converter
     asks the connection."""
     # The published options, whether the link is flagged as listed
-    # (links/flags.py), and whether the staff stopped it (moderation/).
-    stops = ["listed", "blocked_at", "blocked"]
-    fields = [Link._meta.get_field(name) for name in [*(option.name for option in PUBLISHED), *stops]]
+    # (links/flags.py), whether the staff stopped it (moderation/), and its
+    # uploaded preview image (preview_images.py).
+    more = ["listed", "blocked_at", "blocked", "preview_image"]
+    fields = [Link._meta.get_field(name) for name in [*(option.name for option in PUBLISHED), *more]]
     converters = [field.get_db_converters(connection) for field in fields]
     columns = ", ".join(f"l.{field.column}" for field in fields)
     outbox, links, domains = LinkOutbox._meta.db_table, Link._meta.db_table, Domain._meta.db_table

@@ -12,6 +12,7 @@ from django.utils import timezone
 from . import rules as link_rules
 from . import slugs
 from .app_files import validate_apple_app_site_association, validate_assetlinks
+from .utm import UTM_PARAMETERS
 from .validation import (
     REDIRECT_STATUSES,
     default_host,
@@ -88,6 +89,8 @@ class LowerTags(models.Func):
 # A link's destinations beside `url`, `rules` and `split`, each one URL or
 # empty: normalised and screened as `url` is (Link.clean, links/flags.py).
 OTHER_TARGETS = ("ios_url", "android_url", "expired_url")
+# The path under which the edge serves links' uploaded preview images.
+PREVIEW_IMAGE_PREFIX = "/_preview/"
 
 # Why a link is stopped by the staff (Link.blocked_for); '' while it is not.
 BLOCKED_FOR = [("link", "the link"), ("team", "its team's suspension"), ("owner", "its owner's suspension")]
@@ -191,6 +194,9 @@ class Link(models.Model):
         validators=[validate_target_url],
         help_text="An image for the card shown where the link is shared, 1200×630 px is best.",
     )
+    # An image uploaded for the preview (PreviewImage.name), which the edge
+    # serves on the link's domain; it stands before preview_image_url. Empty: none.
+    preview_image = models.CharField(max_length=80, blank=True, default="", db_default="", editable=False)
     is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
@@ -216,6 +222,8 @@ class Link(models.Model):
             GinIndex(LowerTags("tags"), name="link_tags_lower_gin"),
             # A domain's robots.txt lists these (links.publishing.robots_txt).
             models.Index(fields=["domain", "slug"], condition=models.Q(crawlable=True), name="link_crawlable"),
+            # The preview images some link shows (links.preview_images._collect).
+            models.Index(fields=["preview_image"], condition=~models.Q(preview_image=""), name="link_preview_image"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["domain", "slug"], name="link_domain_slug"),
@@ -243,6 +251,12 @@ class Link(models.Model):
     def short_url(self) -> str:
         """Where the edge serves this link (its domain's base URL)."""
         return f"{self.domain.base_url()}/{self.slug}"
+
+    @property
+    def preview_image_path(self) -> str | None:
+        """Where the edge serves the link's uploaded preview image on its domain
+        (links/preview_images.py), or None."""
+        return PREVIEW_IMAGE_PREFIX + self.preview_image if self.preview_image else None
 
     @property
     def domain_query(self) -> str:
@@ -325,3 +339,45 @@ class LinkImport(models.Model):
     @property
     def done(self) -> bool:
         return self.position >= len(self.rows)
+
+
+class UtmTemplate(models.Model):
+    """A team's UTM parameters kept under a name, which the link form's UTM
+    builder fills in (links/utm_templates.py has the services)."""
+
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="utm_templates")
+    name = models.CharField(max_length=100)
+    utm_source = models.CharField(max_length=200, blank=True)
+    utm_medium = models.CharField(max_length=200, blank=True)
+    utm_campaign = models.CharField(max_length=200, blank=True)
+    utm_term = models.CharField(max_length=200, blank=True)
+    utm_content = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="utm_template_team_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def values(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in UTM_PARAMETERS}
+
+
+class PreviewImage(models.Model):
+    """An image uploaded for links' previews (links/preview_images.py), by
+    its name: its SHA-256 and its type's extension, so that the same image
+    is kept once and its address never changes what it shows."""
+
+    name = models.CharField(max_length=80, primary_key=True)
+    content = models.BinaryField()
+    content_type = models.CharField(max_length=20)
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name

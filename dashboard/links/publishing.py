@@ -31,7 +31,7 @@ from slingshot.redis import get_redis
 
 from .app_files import AASA, ASSETLINKS, served
 from .fields import PUBLISHED
-from .models import Domain, Link
+from .models import PREVIEW_IMAGE_PREFIX, Domain, Link
 from .validation import default_host
 
 log = logging.getLogger(__name__)
@@ -87,6 +87,9 @@ def link_payload(link: Link) -> str:
         except ValidationError as exc:
             refused.append(f"{option.name}: {'; '.join(exc.messages)}")
             payload[option.edge] = value if isinstance(value, str) else []
+    if link.preview_image:
+        # An uploaded image stands before preview_image_url; the edge serves it.
+        payload["preview_image"] = PREVIEW_IMAGE_PREFIX + link.preview_image
     if link.blocked_at is not None:
         # Stopped by the staff (moderation/): a 451 with their words; an
         # edge older than `blocked` reads `active` and answers 404.

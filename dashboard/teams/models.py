@@ -101,6 +101,9 @@ class Action(models.TextChoices):
     TEAM_UNSUSPENDED = "team.unsuspended", "lifted the team's suspension (staff)"
     MEMBER_SUSPENDED = "member.suspended", "suspended a person (staff)"
     MEMBER_UNSUSPENDED = "member.unsuspended", "lifted a person's suspension (staff)"
+    UTM_TEMPLATE_CREATED = "utm_template.created", "made a UTM template"
+    UTM_TEMPLATE_CHANGED = "utm_template.changed", "changed a UTM template"
+    UTM_TEMPLATE_DELETED = "utm_template.deleted", "deleted a UTM template"
 
 
 class AuditEntry(models.Model):

@@ -4,14 +4,17 @@ UTM builder (web/link_list_forms.py has the list's filters and bulk actions)."""
 from urllib.parse import urlsplit
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.urls import reverse
 from django.utils import timezone
 
 from links import rules
 from links.domains import default_domain
 from links.fields import OPTION_NAMES, LinkFields
 from links.models import OTHER_TARGETS, Domain, Link
+from links.preview_images import read_image
 from links.unlocking import PASSWORD_MAX_LENGTH
 from links.utm import UTM_PARAMETERS, with_utm
 from slingshot.text import check_storable, unstorable_in
@@ -100,13 +103,34 @@ class _LinkFormBase(forms.Form):
     # Edited apart from the rest, in their own section of the form.
     RULE_FIELDS = ("rules", "split")
     APP_FIELDS = ("ios_url", "android_url")
-    PREVIEW_FIELDS = ("preview_title", "preview_description", "preview_image_url")
-    SECTIONS = (*RULE_FIELDS, *APP_FIELDS, *PREVIEW_FIELDS)
+    PREVIEW_FIELDS = ("preview_title", "preview_description", "preview_image_url", "preview_image_file")
+    SECTIONS = (*RULE_FIELDS, *APP_FIELDS, *PREVIEW_FIELDS, "preview_image_remove")
 
-    def __init__(self, *args, editing: bool = False, has_password: bool = False, teams=None, **kwargs):
+    def __init__(
+        self,
+        *args,
+        editing: bool = False,
+        has_password: bool = False,
+        teams=None,
+        preview_image: str = "",
+        **kwargs,
+    ):
         """`teams`: those the link may move to (the person's, as an editor),
-        when there is a choice."""
+        when there is a choice; `preview_image`: the name of the image
+        uploaded for its preview, if it has one."""
         super().__init__(*args, **kwargs)
+        self.preview_image = preview_image
+        self.preview_image_data = None  # an image chosen to upload, as read
+        self.fields["preview_image_file"] = forms.FileField(
+            label="Or upload an image",
+            required=False,
+            help_text="PNG, JPEG, WebP or GIF, at most 1 MiB and 4096 pixels a side; it stands before the URL.",
+            widget=forms.FileInput(
+                attrs={"accept": ",".join(f"image/{kind}" for kind in ("png", "jpeg", "webp", "gif"))}
+            ),
+        )
+        if preview_image:
+            self.fields["preview_image_remove"] = forms.BooleanField(label="Remove the uploaded image", required=False)
         self.editing = editing
         self.expired_to_confirm = False
         # Shown, after the expiry, only when that has passed (EXPIRED_MESSAGE).
@@ -182,8 +206,29 @@ class _LinkFormBase(forms.Form):
         return urlsplit((domain or default_domain()).base_url()).hostname or ""
 
     @property
+    def preview_uploaded(self) -> str:
+        """Where the dashboard shows the image uploaded for the preview, or ""."""
+        return reverse("web:preview-image", args=[self.preview_image]) if self.preview_image else ""
+
+    @property
+    def preview_image_shown(self) -> str:
+        """The card's image: the uploaded one, else the URL typed."""
+        return self.preview_uploaded or self["preview_image_url"].value() or ""
+
+    @property
     def preview_open(self) -> bool:
-        return any(self[name].value() or self[name].errors for name in self.PREVIEW_FIELDS)
+        return bool(self.preview_image) or any(self[name].value() or self[name].errors for name in self.PREVIEW_FIELDS)
+
+    def clean_preview_image_file(self):
+        upload = self.cleaned_data.get("preview_image_file")
+        if upload:
+            data = upload.read(settings.PREVIEW_IMAGE_MAX_BYTES + 1)
+            try:
+                read_image(data)
+            except ValidationError as exc:
+                raise ValidationError(exc.message_dict["preview_image"]) from None
+            self.preview_image_data = data
+        return upload
 
     @property
     def builder_options(self) -> dict:

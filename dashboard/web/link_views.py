@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import get_template
@@ -22,9 +23,9 @@ from clicks import selectors as clicks_selectors
 from clicks import services as click_services
 from clicks.reports import link_totals
 from health import selectors as health_selectors
-from links import checks, delivery, imports, selectors, services
+from links import checks, delivery, imports, preview_images, selectors, services, utm_templates
 from links.limits import CreationLimited, admit_creation
-from links.models import Link
+from links.models import Link, PreviewImage
 from slingshot.db import reports_db
 from teams import access
 from teams.models import Role
@@ -205,8 +206,9 @@ def checked(form: link_forms.LinkForm, link: Link | None = None) -> bool:
 
 
 # The pages that show a link's social preview (web/_preview_card.html) load
-# its image from where the link says, over HTTPS only.
-shows_preview = csp_update({"img-src": ["https:"]})
+# its image from where the link says, over HTTPS only, or an image chosen to
+# upload from the browser itself (blob:).
+shows_preview = csp_update({"img-src": ["https:", "blob:"]})
 
 PENDING_MESSAGE = (
     "Redis could not be reached, so the short link is not live yet: it is saved, and goes live as soon as Redis "
@@ -214,19 +216,60 @@ PENDING_MESSAGE = (
 )
 
 
+def _utm_templates(request) -> dict:
+    """The UTM templates of the teams the person makes links in, for the form's builder."""
+    templates = list(
+        utm_templates.templates_of(access.teams_of(request.user, Role.EDITOR).values_list("pk", flat=True))
+        .select_related("team")
+        .order_by("team__name", "team_id", "name")
+    )
+    return {
+        "utm_templates": templates,
+        "utm_template_values": {str(template.pk): template.values for template in templates},
+    }
+
+
+def _preview_image(request, form, link: Link) -> None:
+    """The image the form uploads for the link's preview, or removes."""
+    if form.preview_image_data is not None:
+        preview_images.preview_image_set(link=link, actor=request.user, data=form.preview_image_data)
+    elif form.cleaned_data.get("preview_image_remove"):
+        preview_images.preview_image_remove(link=link, actor=request.user)
+
+
+@login_required
+def preview_image(request, name: str):
+    """An uploaded preview image, for the dashboard's own pages (the edge serves it to the rest)."""
+    image = PreviewImage.objects.filter(name=name).first()
+    if image is None:
+        raise Http404("No such image.")
+    response = HttpResponse(bytes(image.content), content_type=image.content_type)
+    response["Cache-Control"] = "private, max-age=86400, immutable"
+    return response
+
+
 @login_required
 @shows_preview
 def link_create(request):
-    form = link_forms.LinkForm(forms.posted(request))
+    form = link_forms.LinkForm(forms.posted(request), request.FILES or None)
     if request.method == "POST" and checked(form):
         try:
             admit_creation(owner=request.user, team=current_team(request))
-            link = services.link_create(owner=request.user, team=current_team(request), fields=form.as_link_fields())
+            with transaction.atomic():
+                link = services.link_create(
+                    owner=request.user, team=current_team(request), fields=form.as_link_fields()
+                )
+                _preview_image(request, form, link)
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         except CreationLimited as exc:
             form.add_error(None, str(exc))
-            response = render(request, "web/link_form.html", {"form": form, "title": "New link"}, status=429)
+            response = render(
+                request,
+                "web/link_form.html",
+                {"form": form, "title": "New link", **_utm_templates(request)},
+                status=429,
+            )
             for name, value in exc.headers().items():
                 response[name] = value
             return response
@@ -237,7 +280,7 @@ def link_create(request):
             return to_detail(link)
     if form.is_bound:
         form.before_shown_again()
-    return render(request, "web/link_form.html", {"form": form, "title": "New link"})
+    return render(request, "web/link_form.html", {"form": form, "title": "New link", **_utm_templates(request)})
 
 
 @login_required
@@ -251,10 +294,14 @@ def link_edit(request, slug: str):
         editing=True,
         has_password=link.has_password,
         teams=teams if teams.count() > 1 else None,
+        preview_image=link.preview_image,
+        files=request.FILES or None,
     )
     if request.method == "POST" and checked(form, link):
         try:
-            services.link_update(link=link, actor=request.user, **form.changes())
+            with transaction.atomic():
+                services.link_update(link=link, actor=request.user, **form.changes())
+                _preview_image(request, form, link)
         except ValidationError as exc:
             forms.add_service_errors(form, exc)
         else:
@@ -262,7 +309,9 @@ def link_edit(request, slug: str):
             return to_detail(link)
     if form.is_bound:
         form.before_shown_again()
-    return render(request, "web/link_form.html", {"form": form, "title": f"Edit {slug}", "link": link})
+    return render(
+        request, "web/link_form.html", {"form": form, "title": f"Edit {slug}", "link": link, **_utm_templates(request)}
+    )
 
 
 @login_required

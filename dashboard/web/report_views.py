@@ -207,6 +207,9 @@ def link_detail(request, slug: str):
         last_check=health_of(link),
         checks_on=settings.LINK_HEALTH_HOURS > 0,
         after_the_end=_after_the_end(link),
+        preview_image_shown=(
+            reverse("web:preview-image", args=[link.preview_image]) if link.preview_image else link.preview_image_url
+        ),
     )
     return render(request, "web/link_detail.html", context)
 

@@ -5,6 +5,7 @@ from links import slugs
 
 from . import (
     account_views,
+    campaign_views,
     domain_views,
     import_views,
     link_views,
@@ -14,6 +15,7 @@ from . import (
     sso_views,
     team_views,
     token_views,
+    utm_views,
     webhook_views,
 )
 
@@ -63,6 +65,11 @@ urlpatterns = [
     path("domains/", domain_views.domain_list, name="domain-list"),
     path("domains/<str:host>/edit/", domain_views.domain_edit, name="domain-edit"),
     path("domains/<str:host>/delete", domain_views.domain_delete, name="domain-delete"),
+    path("campaigns/", campaign_views.campaigns, name="campaigns"),
+    path("preview-images/<str:name>", link_views.preview_image, name="preview-image"),
+    path("utm-templates/", utm_views.utm_template_list, name="utm-templates"),
+    path("utm-templates/<int:pk>/edit/", utm_views.utm_template_edit, name="utm-template-edit"),
+    path("utm-templates/<int:pk>/delete", utm_views.utm_template_delete, name="utm-template-delete"),
     path("tokens/", token_views.tokens, name="tokens"),
     path("time-zone/", account_views.time_zone, name="time-zone"),
     path("orphan-visits/", report_views.orphan_visits, name="orphan-visits"),

@@ -143,6 +143,9 @@ function _M.parse(getenv)
         settings.yourls_api_url = dashboard .. "/internal/yourls-api"
         -- Where a short domain's report page is passed (doors.report).
         settings.report_url = settings.dashboard_secret and dashboard .. "/internal/report"
+        -- Where a link's uploaded preview image is asked (doors.preview_image).
+        settings.preview_image_url = settings.dashboard_secret
+            and dashboard .. "/internal/preview-image"
     end
     if settings.slug_min_length > settings.slug_max_length then
         error(format("EDGE_SLUG_MIN_LENGTH (%s) is above EDGE_SLUG_MAX_LENGTH (%s)",

@@ -19,6 +19,7 @@ local print = ngx.print
 local exit = ngx.exit
 local log = ngx.log
 local WARN = ngx.WARN
+local match = string.match
 local request_domain = edge.request_domain
 local to_https = edge.to_https
 local answer = edge.answer
@@ -103,6 +104,19 @@ end
 -- not set, and on HTTPS where the domain wants it.
 function _M.report()
     return to_dashboard(config.report_url)
+end
+
+-- nginx.conf's /_preview/<name>, a link's uploaded preview image
+-- (previews.lua's card names it): passed to the dashboard, which answers it
+-- by its name (the hash of its content and its type's extension); a 404
+-- for any other path, and while the dashboard or its secret is not set.
+function _M.preview_image()
+    local name = match(var.uri, "^/_preview/(%x+%.%a+)$")
+    if not name or #name > 80 or not config.preview_image_url then
+        return exit(404)
+    end
+    var.slingshot_upstream = config.preview_image_url .. "?name=" .. name
+    var.slingshot_dashboard_auth = "Bearer " .. config.dashboard_secret
 end
 
 function _M.healthz()

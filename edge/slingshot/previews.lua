@@ -9,6 +9,7 @@ local memo = require("slingshot.memo")
 local type = type
 local find = string.find
 local lower = string.lower
+local match = string.match
 local escape = html.escape
 
 local _M = { _VERSION = "0.1.0" }
@@ -49,6 +50,8 @@ end
 -- kept by the header's value, as a visitor's seldom changes.
 _M.crawler = memo.of(is_crawler)
 
+local UPLOADED = "^/_preview/%x+%.%a+$"
+
 -- The longest text of each part the page takes (the dashboard's limits).
 _M.TITLE_MAX = 200
 _M.DESCRIPTION_MAX = 500
@@ -65,8 +68,10 @@ end
 function _M.of(value, safe_url)
     local title = text(value.preview_title, _M.TITLE_MAX)
     local description = text(value.preview_description, _M.DESCRIPTION_MAX)
+    -- An absolute URL, or the path of an image uploaded to the dashboard,
+    -- which this edge serves on the link's own domain (doors.preview_image).
     local image = value.preview_image
-    if not safe_url(image) then
+    if not (safe_url(image) or type(image) == "string" and find(image, UPLOADED)) then
         image = nil
     end
     if not (title or description or image) then
@@ -88,16 +93,20 @@ end
 -- password, whose destination the card does not give away.
 function _M.page(lang, preview, short_url, onward)
     local title = preview.title or short_url
-    local card = preview.image and "summary_large_image" or "summary"
+    local image = preview.image
+    if image and find(image, UPLOADED) then
+        image = match(short_url, "^https?://[^/]+") .. image
+    end
+    local card = image and "summary_large_image" or "summary"
     local tags = meta("property", "og:type", "website")
         .. meta("property", "og:url", short_url)
         .. meta("property", "og:title", title)
         .. meta("property", "og:description", preview.description)
-        .. meta("property", "og:image", preview.image)
+        .. meta("property", "og:image", image)
         .. meta("name", "twitter:card", card)
         .. meta("name", "twitter:title", title)
         .. meta("name", "twitter:description", preview.description)
-        .. meta("name", "twitter:image", preview.image)
+        .. meta("name", "twitter:image", image)
         .. meta("name", "description", preview.description)
     return html.head(lang, escape(title), tags)
         .. "<h1>" .. escape(title) .. "</h1>"

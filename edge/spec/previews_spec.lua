@@ -86,6 +86,17 @@ describe("previews.page", function()
         assert.falsy(page:find("<b>", 1, true))
     end)
 
+    it("makes an uploaded image's path absolute on the short URL's own host", function()
+        local path = "/_preview/" .. string.rep("a", 64) .. ".png"
+        local preview = previews.of({ preview_image = path }, safe)
+        assert.is_truthy(preview)
+        local page = previews.page("en", preview, "https://go.example/x", "https://shop.example/")
+        assert.truthy(page:find('content="https://go.example/_preview/' .. string.rep("a", 64)
+            .. '.png"', 1, true))
+        assert.is_nil(previews.of({ preview_image = "/_preview/../internal/report" }, safe))
+        assert.is_nil(previews.of({ preview_image = "/elsewhere.png" }, safe))
+    end)
+
     it("names the short URL when it has no title, and a summary card without an image", function()
         local page = previews.page("de", { description = "Nur Text" }, "https://s.example/x",
             "https://s.example/x")

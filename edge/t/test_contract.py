@@ -294,6 +294,7 @@ def test_the_edge_decodes_every_field_the_publisher_writes_and_no_other(owner):
     field the publisher adds that the edge does not read fails here, and so
     does one the edge reads that the publisher no longer writes."""
     link = with_every_option(owner)
+    link.preview_image = "0" * 64 + ".png"  # uploaded (links/preview_images.py), which preview_image_url yields to
     link.listed = "example.com: a list"
     link.blocked_for, link.blocked_at, link.blocked = "link", link.created_at, "Stopped for phishing."
     payload = link_payload(link)

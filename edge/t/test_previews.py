@@ -144,3 +144,34 @@ def test_a_disabled_link_shows_no_card(edge, rds, owner):
     before = served_orphans(rds)
     assert edge.request(f"/{link.slug}", headers={"User-Agent": CRAWLERS["x"]}).status == 404
     wait_until(lambda: served_orphans(rds) - before >= 1, what="the disabled link's visit counted")
+
+
+def test_an_uploaded_image_is_the_cards_and_the_edge_serves_it_from_the_dashboard(make_dashboard, make_edge, owner):
+    """The image uploaded to the dashboard is served by the edge on the
+    link's domain, where the crawler's card names it; the same path on an
+    edge with no dashboard, or of an image nobody uploaded, is a 404."""
+    import io
+
+    import requests
+    from PIL import Image
+
+    from links.preview_images import preview_image_set
+
+    out = io.BytesIO()
+    Image.new("RGB", (1200, 630), (10, 120, 200)).save(out, format="PNG")
+    port = make_dashboard({})
+    edge = make_edge(env={"EDGE_DASHBOARD_URL": f"http://127.0.0.1:{port}"})
+    link = make_link(owner=owner, slug="pu" + uuid.uuid4().hex[:10], url="https://shop.example/", preview_title="Up")
+    link = preview_image_set(link=link, actor=owner, data=out.getvalue())
+    card = edge.request(f"/{link.slug}", headers={"User-Agent": CRAWLERS["facebook"]})
+    assert card.status == 200
+    image_url = meta(card.body.decode(), "og:image")
+    assert re.fullmatch(rf"http://[^/]+/_preview/{link.preview_image}", image_url)
+    fetched = requests.get(f"{edge.url}/_preview/{link.preview_image}", timeout=10)
+    assert fetched.status_code == 200 and fetched.headers["Content-Type"] == "image/png"
+    assert fetched.content[:8] == b"\x89PNG\r\n\x1a\n" and Image.open(io.BytesIO(fetched.content)).size == (1200, 630)
+    assert "immutable" in fetched.headers["Cache-Control"]
+    assert requests.get(f"{edge.url}/_preview/{'0' * 64}.png", timeout=10).status_code == 404
+    assert requests.get(f"{edge.url}/_preview/../internal/report", timeout=10).status_code == 404
+    assert requests.post(f"{edge.url}/_preview/{link.preview_image}", timeout=10).status_code == 403
+    assert requests.get(f"{make_edge().url}/_preview/{link.preview_image}", timeout=10).status_code == 404

@@ -86,3 +86,46 @@ def test_a_csv_export_carries_them_and_an_import_reads_them_back(api):
         "Every coat, until March's end.",
         "https://cdn.example/cards/spring.jpg",
     )
+
+
+def png() -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (1200, 630), (10, 120, 200)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def test_an_image_uploaded_as_the_body_is_shown_and_removed(api):
+    slug = fresh("pi")
+    api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug}, format="json")
+    uploaded = api.post(f"/api/v1/links/{slug}/preview-image", png(), content_type="image/png")
+    assert uploaded.status_code == 200, uploaded.content
+    name = Link.objects.get(slug=slug).preview_image
+    assert uploaded.json()["preview_image"].endswith(f"/_preview/{name}")
+    assert api.get(f"/api/v1/links/{slug}").json()["preview_image"] == uploaded.json()["preview_image"]
+    removed = api.delete(f"/api/v1/links/{slug}/preview-image")
+    assert removed.status_code == 200 and removed.json()["preview_image"] is None
+
+
+def test_what_is_not_an_image_is_a_415_or_a_400_naming_it_and_nothing_changes(api, settings):
+    slug = fresh("pj")
+    api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug}, format="json")
+    not_image = api.post(f"/api/v1/links/{slug}/preview-image", b"hello", content_type="text/plain")
+    assert not_image.status_code == 415 and "detail" in not_image.json()
+    garbage = api.post(f"/api/v1/links/{slug}/preview-image", b"\x89PNG not really", content_type="image/png")
+    assert garbage.status_code == 400 and "preview_image" in garbage.json()
+    settings.PREVIEW_IMAGE_MAX_BYTES = 2000
+    large = api.post(f"/api/v1/links/{slug}/preview-image", b"\x89PNG" + b"0" * 5000, content_type="image/png")
+    assert large.status_code == 400 and "KiB" in json.dumps(large.json()["preview_image"])
+    assert Link.objects.get(slug=slug).preview_image == ""
+
+
+def test_a_read_only_token_cannot_upload(user):
+    from testing.factories import api_client
+
+    writer, reader = api_client(user), api_client(user, scope="read")
+    slug = fresh("pk")
+    writer.post("/api/v1/links", {"url": "https://example.com/", "slug": slug}, format="json")
+    assert reader.post(f"/api/v1/links/{slug}/preview-image", png(), content_type="image/png").status_code == 403
+    assert Link.objects.get(slug=slug).preview_image == ""

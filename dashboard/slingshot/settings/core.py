@@ -54,6 +54,7 @@ MIDDLEWARE = [
     "web.edge_calls.EdgeCallsMiddleware",  # what the edges ask, with their secret
     "yourls_api.views.EdgeYourlsMiddleware",  # the YOURLS API an edge passes on, with its secret
     "moderation.report_page.EdgeReportMiddleware",  # a short domain's report page an edge passes on
+    "links.preview_images.EdgePreviewImageMiddleware",  # a link's uploaded preview image an edge passes on
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",

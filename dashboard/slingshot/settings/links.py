@@ -17,6 +17,8 @@ DASHBOARD_BASE_URL = env.str(
 
 LINK_URL_MAX_LENGTH = env.int("LINK_URL_MAX_LENGTH", default=2048)
 LINK_SLUG_LENGTH = env.int("LINK_SLUG_LENGTH", default=7)
+# The largest image a link's preview may upload (links/preview_images.py), in bytes.
+PREVIEW_IMAGE_MAX_BYTES = env.int("PREVIEW_IMAGE_MAX_BYTES", default=1024 * 1024)
 # Targets on these domains (and their subdomains) are refused, e.g. "evil.example,spam.example".
 LINK_DOMAIN_BLOCKLIST = env.list("LINK_DOMAIN_BLOCKLIST", default=[])
 # Links one team may make: e.g. "600/min"; empty, no limit; and one API

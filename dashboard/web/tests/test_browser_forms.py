@@ -303,3 +303,48 @@ def test_a_social_preview_is_drawn_as_it_is_typed_and_shown_on_the_links_page_un
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     shoot(page, "social-preview-link-phone")
     assert refused == []
+
+
+def test_an_image_uploaded_for_the_preview_is_drawn_before_saving_and_shown_after(page, user, tmp_path):  # noqa: F811
+    from PIL import Image
+
+    picture = tmp_path / "card.png"
+    Image.new("RGB", (1200, 630), (10, 120, 200)).save(picture)
+    (tmp_path / "notes.txt").write_text("not an image")
+    refused = []
+    page.on(
+        "console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None
+    )
+    slug = fresh("pvu")
+    page.goto("/links/new/")
+    page.get_by_label("Target URL").fill("https://example.com/upload")
+    page.get_by_label("Slug").fill(slug)
+    page.locator("#social-preview > summary").click()
+    page.get_by_label("Preview title").fill("Uploaded")
+    # Not an image: refused, the rest kept, nothing made.
+    page.get_by_label("Or upload an image").set_input_files(tmp_path / "notes.txt")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".error-summary")).to_contain_text("not an image Slingshot can read")
+    expect(page.get_by_label("Preview title")).to_have_value("Uploaded")
+    assert not Link.objects.filter(slug=slug).exists()
+    page.get_by_label("Or upload an image").set_input_files(picture)
+    expect(page.locator("#preview-card-image")).to_be_visible()
+    image_loaded(page)  # the chosen file, drawn from the browser (blob:)
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    shoot(page, "social-preview-upload-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text(re.compile(f"Created .*/{slug}"))).to_be_visible()
+    link = Link.objects.get(slug=slug)
+    assert link.preview_image.endswith(".png")
+    image_loaded(page)  # on the link's page, from the dashboard
+    page.goto(f"/links/{slug}/edit/")
+    expect(page.locator("#social-preview")).to_have_attribute("open", "")
+    page.get_by_label("Remove the uploaded image").check()
+    expect(page.locator("#preview-card-image")).to_be_hidden()
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved.")).to_be_visible()
+    link.refresh_from_db()
+    assert link.preview_image == "" and link.preview_title == "Uploaded"
+    assert refused == []

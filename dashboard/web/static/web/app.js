@@ -84,6 +84,15 @@ function buildUtm(form) {
     target.value = url.toString();
   };
   for (const field of fields) field.addEventListener("change", update);
+  // A team's UTM template chosen: its values in the fields, and so in the URL.
+  const chooser = form.querySelector("#utm-template");
+  const templates = JSON.parse(document.getElementById("utm-template-values")?.textContent || "{}");
+  chooser?.addEventListener("change", () => {
+    const values = templates[chooser.value];
+    if (!values) return;
+    for (const field of fields) field.value = values[field.dataset.utm] || "";
+    update();
+  });
 }
 
 // Live: the link page and the overview are told when clicks of theirs are
