@@ -4,8 +4,10 @@ connection comes from), the first matching rule winning, and a
 split over a few thousand distinct visitors."""
 
 import http.client
+import sys
 import uuid
 from collections import Counter
+from pathlib import Path
 
 from edge_helpers import link_id, publish, wait_for_clicks
 
@@ -317,3 +319,23 @@ def test_date_rules_compare_the_request_time(edge, rds):
     ended = new_slug("re")
     publish(rds, ended, rules=[rule("https://ended.example/", {"type": "before", "value": "2020-01-01T00:00:00Z"})])
     assert location(edge, f"/{ended}") == DEFAULT
+
+
+def test_the_benchmarks_rule_cases_serve_their_last_rule(edge, rds):
+    """loadtest/bench_edge.py's cases (h) and (i) measure what they say: every
+    rule tried, the last one matching wrk's request (its headers, from
+    127.0.0.1)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "loadtest"))
+    from bench_edge import CEILING_TARGET, FIVE_NEW_RULES, FIVE_RULES
+
+    wrk = {
+        "User_Agent": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/131.0.0.0 Safari/537.36",
+        "Accept_Language": "en-US,en;q=0.9",
+    }
+    for rules in (FIVE_RULES, FIVE_NEW_RULES):
+        slug = new_slug("bn")
+        publish(rds, slug, rules=rules)
+        assert location(edge, f"/{slug}", **wrk) == CEILING_TARGET
+        (click,) = wait_for_clicks(rds, slug, 1)
+        assert click["rule"] == "5"
