@@ -20,6 +20,10 @@ each case:
      condition each of device, language, country (a geoip2 lookup, where the
      module is installed) and query that fail, then device=desktop, which
      wrk's Windows browser is; click logging on, the rule recorded
+  i  (h) with Shlink 5's conditions: five rules of which four fail, by
+     address (an IPv4 wildcard, an IPv6 range), browser (firefox) and date
+     (before 2020), then one whose address range, browser (chrome, which
+     wrk's is) and date window (after 2020) all hold
 
 For each it prints requests/s, p50 and p99 latency, the ratio to its
 ceiling ((f) for (g), else (a)), the ratio to the Lua floor (e) when (e)
@@ -84,6 +88,21 @@ FIVE_RULES = [
     {"url": "https://example.com/nl", "conditions": [{"type": "country", "value": "NL"}]},
     {"url": "https://example.com/spring", "conditions": [{"type": "query", "key": "campaign", "value": "spring"}]},
     {"url": CEILING_TARGET, "conditions": [{"type": "device", "value": "desktop"}]},
+]
+# Case (i): the same with address, browser and date conditions; wrk's requests come from 127.0.0.1.
+FIVE_NEW_RULES = [
+    {"url": "https://example.com/office", "conditions": [{"type": "ip", "value": "10.*.*.*"}]},
+    {"url": "https://example.com/firefox", "conditions": [{"type": "browser", "value": "firefox"}]},
+    {"url": "https://example.com/early", "conditions": [{"type": "before", "value": "2020-01-01T00:00:00Z"}]},
+    {"url": "https://example.com/v6", "conditions": [{"type": "ip", "value": "2001:db8::/32"}]},
+    {
+        "url": CEILING_TARGET,
+        "conditions": [
+            {"type": "ip", "value": "127.0.0.0/8"},
+            {"type": "browser", "value": "chrome"},
+            {"type": "after", "value": "2020-01-01T00:00:00Z"},
+        ],
+    },
 ]
 LUA_FLOOR_PATH = "/lua-floor"
 # The ceiling each case is measured against; a ceiling is its own.
@@ -211,6 +230,7 @@ LABELS = {
     "d": "d unknown slug: 404 + orphan",
     "e": "e Lua floor: ngx.redirect only",
     "h": "h cached, 5 rules, last matches",
+    "i": "i (h) by ip, browser, date",
     "l": "l cached, visit limit: INCR + click",
     "f": "f TLS ceiling: return 302",
     "g": "g TLS cached redirect + click",
@@ -378,6 +398,10 @@ class Bench:
             link_key("bench-rules"),
             orjson.dumps({"id": 0x7FFF_FFFF, "url": "https://example.com/", "status": 302, "rules": FIVE_RULES}),
         )
+        self.redis.set(
+            link_key("bench-new-rules"),
+            orjson.dumps({"id": 0x7FFF_FFFD, "url": "https://example.com/", "status": 302, "rules": FIVE_NEW_RULES}),
+        )
         # Case (l): each visit INCRs the link's counter on the primary; a limit never reached.
         self.redis.set(
             link_key("bench-limited"),
@@ -411,6 +435,7 @@ class Bench:
             "f": (main, main.ceiling_tls_port, ["/bench"], "https"),
             "g": (main, main.tls_port, ["/bench"], "https"),
             "h": (main, main.port, ["/bench-rules"], "http"),
+            "i": (main, main.port, ["/bench-new-rules"], "http"),
             "l": (main, main.port, ["/bench-limited"], "http"),
         }
 
@@ -570,7 +595,7 @@ def main() -> int:
         "--cases",
         default="bcdehg",
         help="which cases to run beside their ceilings (a; f for g), in this order (default bcdehg; e.g. --cases h; "
-        "l, a link with a visit limit, only when asked for)",
+        "i, (h) with address, browser and date rules, and l, a link with a visit limit, only when asked for)",
     )
     parser.add_argument(
         "--pin",

@@ -77,7 +77,7 @@ def test_shlinks_sdk_drives_every_method_against_a_real_stack(make_edge, servers
         dashboard.terminate()
         dashboard.wait(timeout=30)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "ℹ fail 0" in result.stdout and "ℹ pass 15" in result.stdout, result.stdout
+    assert "ℹ fail 0" in result.stdout and "ℹ pass 16" in result.stdout, result.stdout
     assert edge.errors() == ""
     # Every click the edge served is stored, or deleted through the SDK.
     deadline = time.monotonic() + 30

@@ -50,7 +50,10 @@ RULE_SCHEMA = {
                 "description": "device: one of " + ", ".join(link_rules.DEVICES) + "; language: a tag such as en "
                 "(which also matches en-GB) or en-GB, against Accept-Language (q=0 excluded); country: an ISO 3166 "
                 "alpha-2 code of the visitor's address; query: `key` present in the query string, and equal to "
-                "`value` if given.",
+                "`value` if given; ip: the visitor's address is the address, in the CIDR range (IPv4 or IPv6) or "
+                "matches the wildcard (192.168.1.*); browser: one of " + ", ".join(link_rules.BROWSERS) + "; "
+                "before, after: the request's time is before or after the ISO 8601 moment, kept as UTC "
+                "(2030-01-31T23:59:59Z).",
                 "properties": {
                     "type": {"type": "string", "enum": list(link_rules.CONDITION_TYPES)},
                     "value": {**_QUERY_TEXT, "nullable": True},

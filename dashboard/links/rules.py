@@ -13,8 +13,10 @@ a ValidationError whose message starts with the path of the bad part, such
 as `rules[1].conditions[0].value`.
 """
 
+import ipaddress
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pycountry
 from django.core.exceptions import ValidationError
@@ -29,8 +31,11 @@ MAX_SPLIT = 10
 MAX_WEIGHT = 100
 MAX_QUERY_TEXT = 200
 
-CONDITION_TYPES = ("device", "language", "country", "query")
-DEVICES = ("ios", "android", "mobile", "desktop", "windows", "macos", "linux")
+CONDITION_TYPES = ("device", "language", "country", "query", "ip", "browser", "before", "after")
+DEVICES = ("ios", "android", "mobile", "desktop", "windows", "macos", "linux", "chromeos")
+BROWSERS = ("chrome", "firefox", "edge", "safari", "opera", "android_browser")
+# The longest address pattern an ip condition takes (an IPv6 range is at most 43).
+MAX_IP_TEXT = 50
 
 # A BCP 47 language tag as browsers send it: a language, then subtags.
 _LANGUAGE_TAG = re.compile(r"([A-Za-z]{2,3})((?:-[A-Za-z0-9]{1,8}){0,3})")
@@ -90,10 +95,87 @@ def _country(value, path: str) -> str:
     return code
 
 
+def _named(value, path: str, noun: str, names: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value.lower() not in names:
+        raise _refuse(path, f"{_quoted(value)} is not a {noun}: one of {', '.join(names)}.")
+    return value.lower()
+
+
+def _wildcard(text: str) -> str | None:
+    """Shlink's IPv4 pattern with `*` for any octet (192.168.1.*, 10.*.*.1), or None."""
+    octets = text.split(".")
+    if len(octets) != 4 or "*" not in octets:
+        return None
+    if not all(o == "*" or (o.isdigit() and o.isascii() and str(int(o)) == o and int(o) <= 255) for o in octets):
+        return None
+    return text
+
+
+def _ip(value, path: str) -> str:
+    """One address, a CIDR range (host bits cleared) or a wildcard pattern,
+    as the edge compiles it: an IPv4-mapped IPv6 address written as IPv4."""
+    refusal = _refuse(
+        path,
+        f"{_quoted(value)} is not an IP address, a CIDR range such as 192.0.2.0/24 or 2001:db8::/32, "
+        "or a wildcard such as 192.168.1.*.",
+    )
+    if not isinstance(value, str) or len(value) > MAX_IP_TEXT:
+        raise refusal
+    if "*" in value:
+        if (pattern := _wildcard(value)) is None:
+            raise refusal
+        return pattern
+    try:
+        network = ipaddress.ip_network(value, strict=False) if "/" in value else None
+        address = ipaddress.ip_address(value) if network is None else network.network_address
+    except ValueError:
+        raise refusal from None
+    if getattr(address, "scope_id", None):
+        raise refusal
+    mapped = getattr(address, "ipv4_mapped", None)
+    if mapped is not None:
+        if network is not None:
+            raise _refuse(path, f"{_quoted(value)} is an IPv4 range: write it as IPv4, such as 192.0.2.0/24.")
+        return str(mapped)
+    return str(network) if network is not None else str(address)
+
+
+def _moment(value, path: str) -> str:
+    """An ISO 8601 date and time (Shlink's, and what JavaScript's
+    toISOString gives) as UTC to the second; one without a zone is UTC, a
+    date alone its midnight."""
+    try:
+        moment = datetime.fromisoformat(value) if isinstance(value, str) and len(value) <= 64 else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise _refuse(path, f"{_quoted(value)} is not an ISO 8601 date and time such as 2030-01-31T23:59:59Z.")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        utc = moment.astimezone(UTC)
+    except OverflowError:
+        raise _refuse(path, f"{_quoted(value)} is out of the years 1 to 9999 in UTC.") from None
+    # How the link keeps it: 2030-01-31T23:59:59Z, all four digits of the year.
+    return utc.replace(microsecond=0, tzinfo=None).isoformat() + "Z"
+
+
 def _query_text(value, path: str) -> str:
     if not isinstance(value, str) or len(value) > MAX_QUERY_TEXT or not _QUERY_TEXT.fullmatch(value):
         raise _refuse(path, f"must be 1 to {MAX_QUERY_TEXT} printable characters without spaces.")
     return value
+
+
+# How each condition type but query checks and keeps its value.
+_NORMALISE = {
+    "device": lambda value, path: _named(value, path, "device", DEVICES),
+    "browser": lambda value, path: _named(value, path, "browser", BROWSERS),
+    "language": _language,
+    "country": _country,
+    "ip": _ip,
+    "before": _moment,
+    "after": _moment,
+}
 
 
 def _condition(value, path: str) -> dict:
@@ -111,16 +193,7 @@ def _condition(value, path: str) -> dict:
         raise _refuse(f"{path}.type", f"must be one of {', '.join(CONDITION_TYPES)}.")
     if value.get("key") is not None:
         raise _refuse(f"{path}.key", f"is only for query conditions, not {kind}.")
-    raw, at = value["value"], f"{path}.value"
-    if kind == "device":
-        if not isinstance(raw, str) or raw.lower() not in DEVICES:
-            raise _refuse(at, f"{_quoted(raw)} is not a device: one of {', '.join(DEVICES)}.")
-        normalised = raw.lower()
-    elif kind == "language":
-        normalised = _language(raw, at)
-    else:
-        normalised = _country(raw, at)
-    return {"type": kind, "value": normalised}
+    return {"type": kind, "value": _NORMALISE[kind](value["value"], f"{path}.value")}
 
 
 def validate_rules(value) -> list[dict]:
@@ -175,11 +248,14 @@ class Served:
     url: str
 
 
+_DESCRIBED = {"ip": "address matches {}", "before": "date before {}", "after": "date after {}"}
+
+
 def _describe(condition: dict) -> str:
     kind, value = condition["type"], condition.get("value")
     if kind == "query":
         return f"query {condition['key']}={value}" if value is not None else f"query has {condition['key']}"
-    return f"{kind} is {value}"
+    return _DESCRIBED.get(kind, f"{kind} is {{}}").format(value)
 
 
 def served_by(*, rules: list[dict], split: list[dict], url: str) -> list[Served]:

@@ -24,9 +24,12 @@ from .forms import DateTimeInput
 RULES_HELP = (
     "The rules as a JSON list, as the API takes them, tried in order; a visitor goes to the url of the first rule "
     'whose conditions all hold. Conditions: {"type": "device", "value": "ios"} (or android, mobile, desktop, '
-    'windows, macos, linux), {"type": "language", "value": "en"} (en also matches en-GB), '
+    'windows, macos, linux, chromeos), {"type": "language", "value": "en"} (en also matches en-GB), '
     '{"type": "country", "value": "DE"}, {"type": "query", "key": "ref", "value": "mail"} (value left out: the key '
-    'is present). Example: [{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}]'
+    'is present), {"type": "ip", "value": "192.0.2.0/24"} (an address, a CIDR range or 192.168.1.*), '
+    '{"type": "browser", "value": "firefox"} (or chrome, edge, safari, opera, android_browser), '
+    '{"type": "before", "value": "2030-01-31T23:59:59Z"} (or after; kept in UTC). '
+    'Example: [{"url": "https://example.com/ios", "conditions": [{"type": "device", "value": "ios"}]}]'
 )
 SPLIT_HELP = (
     "The split as a JSON list: 2 to 10 destinations sharing the visitors by weight (1 to 100). Example: "
@@ -236,6 +239,7 @@ class _LinkFormBase(forms.Form):
         return {
             "types": list(rules.CONDITION_TYPES),
             "devices": list(rules.DEVICES),
+            "browsers": list(rules.BROWSERS),
             "max_rules": rules.MAX_RULES,
             "max_conditions": rules.MAX_CONDITIONS,
             "max_split": rules.MAX_SPLIT,

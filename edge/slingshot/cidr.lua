@@ -1,7 +1,10 @@
 -- IPv4 and IPv6 address ranges ("10.0.0.0/8", "::1/128"), for restricting
--- who may read /metrics. nginx's allow/deny cannot take their list from the
--- environment, so the check is made here. Pure Lua 5.1, tested by busted.
+-- who may read /metrics (nginx's allow/deny cannot take their list from the
+-- environment, so the check is made here) and for redirect rules by the
+-- visitor's address (rules.lua). Pure LuaJIT, tested by busted.
+local band = require("bit").band
 local tonumber = tonumber
+local type = type
 local floor = math.floor
 local find = string.find
 local sub = string.sub
@@ -117,6 +120,101 @@ function _M.contains(ranges, text)
         if within(addr, ranges[i]) then
             return true
         end
+    end
+    return false
+end
+
+-- A redirect rule's address pattern, as Shlink writes them: an address
+-- ("192.0.2.7", "2001:db8::1"), a CIDR range ("192.0.2.0/24",
+-- "2001:db8::/32") or an IPv4 address with `*` for any octet ("10.*.*.1").
+-- IPv4 compiles to a mask and the masked value, so that a visitor's
+-- address, as a number, is compared with one `band`; IPv6 to a range.
+-- Nil when the text is none of these.
+function _M.pattern(text)
+    if type(text) ~= "string" then
+        return nil
+    end
+    if find(text, "*", 1, true) then
+        local mask, want, n = 0, 0, 0
+        for octet in gmatch(text .. ".", "([^.]*)%.") do
+            n = n + 1
+            local value = tonumber(octet)
+            if octet == "*" then
+                value = 0
+            elseif not find(octet, "^%d%d?%d?$") or value > 255 then
+                return nil
+            end
+            mask = mask * 256 + (octet == "*" and 0 or 255)
+            want = want * 256 + value
+        end
+        if n ~= 4 then
+            return nil
+        end
+        return { mask = band(mask, -1), want = band(want, mask) }
+    end
+    local ranges = _M.parse_list(text)
+    local range = ranges and #ranges == 1 and ranges[1]
+    if not range or find(text, ",", 1, true) then
+        return nil
+    end
+    if #range.addr == 16 then
+        return { addr = range.addr, bits = range.bits }
+    end
+    local a, b, c, d = byte(range.addr, 1, 4)
+    local hosts = 2 ^ (32 - range.bits)
+    local mask = 2 ^ 32 - hosts
+    return { mask = band(mask, -1), want = band(((a * 256 + b) * 256 + c) * 256 + d, mask) }
+end
+
+local DOT, ZERO = byte("."), byte("0")
+
+-- A visitor's address as the rules compare it: an IPv4 address as a number
+-- (read digit by digit: no string is made), an IPv6 one as its 16 bytes
+-- (an IPv4-mapped one as IPv4), false for anything else.
+function _M.visitor(text)
+    if type(text) ~= "string" then
+        return false
+    end
+    local value, octet, digits, dots = 0, 0, 0, 0
+    for i = 1, #text do
+        local c = byte(text, i)
+        if c == DOT then
+            if digits == 0 or dots == 3 then
+                return _M.visitor_v6(text)
+            end
+            value, octet, digits, dots = value * 256 + octet, 0, 0, dots + 1
+        elseif c >= ZERO and c <= ZERO + 9 and digits < 3 then
+            octet, digits = octet * 10 + c - ZERO, digits + 1
+            if octet > 255 then
+                return false
+            end
+        else
+            return _M.visitor_v6(text)
+        end
+    end
+    if dots ~= 3 or digits == 0 then
+        return false
+    end
+    return value * 256 + octet
+end
+
+function _M.visitor_v6(text)
+    local addr = find(text, ":", 1, true) and ipv6(text)
+    if not addr then
+        return false
+    elseif #addr == 4 then
+        local a, b, c, d = byte(addr, 1, 4)
+        return ((a * 256 + b) * 256 + c) * 256 + d
+    end
+    return addr
+end
+
+-- Whether a visitor's address (`visitor`'s) is in a pattern (`pattern`'s).
+function _M.matches(pattern, address)
+    if type(address) == "number" then
+        return pattern.mask ~= nil and band(address, pattern.mask) == pattern.want
+    elseif address then
+        return pattern.addr ~= nil and within(address, pattern)
     end
     return false
 end

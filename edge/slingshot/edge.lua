@@ -26,6 +26,7 @@ local exit = ngx.exit
 local redirect = ngx.redirect
 local get_method = ngx.req.get_method
 local time = ngx.time
+local now = ngx.now
 local log = ngx.log
 local ERR = ngx.ERR
 local get_uri_args = ngx.req.get_uri_args
@@ -156,6 +157,10 @@ local request = {
     accept_language = function() return var.http_accept_language end,
     args = function() return (get_uri_args(MAX_ARGS)) end,
     country = function() return var.slingshot_country end,
+    -- The address a click records (nginx.conf's $slingshot_click), and the
+    -- time of the request as nginx caches it (no clock read per call).
+    address = function() return var.remote_addr end,
+    now = now,
     -- The same visitor (address and User-Agent) always lands on the same
     -- destination of a split.
     visitor = function()

@@ -7,20 +7,21 @@
 -- request (`req`, below) only for what a condition of the link needs, at
 -- most once each; what it makes of a User-Agent or an Accept-Language
 -- header is kept for the next visitor who sends the same (they repeat), so
--- that a request makes no table of its own.
+-- that a request makes no table of its own. An address pattern is a mask
+-- and a number, a date a number of seconds: a request compares numbers.
+local cidr = require("slingshot.cidr")
 local memo = require("slingshot.memo")
+local visitor = require("slingshot.visitor")
 
 local type = type
 local find = string.find
 local lower = string.lower
 local upper = string.upper
 local sub = string.sub
-local gmatch = string.gmatch
 local match = string.match
 local tonumber = tonumber
 local tostring = tostring
 local floor = math.floor
-local sort = table.sort
 local assert = assert
 
 local _M = { _VERSION = "0.1.0" }
@@ -32,103 +33,34 @@ _M.MAX_SPLIT = 10
 _M.MAX_WEIGHT = 100
 -- The longest query key or value a condition compares.
 _M.MAX_QUERY_TEXT = 200
--- The condition types this edge acts on, and a device condition's values.
--- A rule with a condition of another type never matches (a newer dashboard's).
-_M.CONDITION_TYPES = { "device", "language", "country", "query" }
-_M.DEVICES = { "ios", "android", "mobile", "desktop", "windows", "macos", "linux" }
+-- The condition types this edge acts on, and a device and a browser
+-- condition's values. A rule with a condition of another type, or with a
+-- device or browser this edge does not know, never matches (a newer
+-- dashboard's).
+_M.CONDITION_TYPES = {
+    "device", "language", "country", "query", "ip", "browser", "before", "after",
+}
+_M.DEVICES = visitor.DEVICES
+_M.BROWSERS = visitor.BROWSERS
+_M.devices = visitor.devices
+_M.browser = visitor.browser
+_M.languages = visitor.languages
 
--- User-Agent tokens of each device condition, looked for as plain text.
--- iPadOS presents itself as a Mac, and is served as one.
-local IOS = { "iPhone", "iPad", "iPod" }
-local ANDROID = { "Android" }
-local WINDOWS = { "Windows" }
-local MACOS = { "Macintosh" }
-local LINUX = { "Linux", "X11", "CrOS" }
-local MOBILE_HINT = { "Mobile", "Mobi" }
-
-local function has_any(ua, tokens)
-    for i = 1, #tokens do
-        if find(ua, tokens[i], 1, true) then
-            return true
-        end
-    end
-    return false
-end
-
--- The device classes of a User-Agent, as a set of condition values.
-function _M.devices(ua)
+local function set_of(list)
     local set = {}
-    if ua == nil or ua == "" then
-        return set
-    end
-    local ios = has_any(ua, IOS)
-    local android = not ios and has_any(ua, ANDROID)
-    if ios then
-        set.ios = true
-    elseif android then
-        set.android = true
-    elseif has_any(ua, WINDOWS) then
-        set.windows = true
-    elseif has_any(ua, MACOS) then
-        set.macos = true
-    elseif has_any(ua, LINUX) then
-        set.linux = true
-    end
-    if ios or android or has_any(ua, MOBILE_HINT) then
-        set.mobile = true
-    elseif set.windows or set.macos or set.linux then
-        set.desktop = true
+    for i = 1, #list do
+        set[list[i]] = true
     end
     return set
 end
+local DEVICES = set_of(_M.DEVICES)
+local BROWSERS = set_of(_M.BROWSERS)
 
-local DEVICES = {}
-for i = 1, #_M.DEVICES do
-    DEVICES[_M.DEVICES[i]] = true
-end
-
-local function by_preference(a, b)
-    if a.q ~= b.q then
-        return a.q > b.q
-    end
-    return a.at < b.at
-end
-
--- The visitor's languages from an Accept-Language header, lower-cased, in
--- the order of their q-values (highest first, the header's order among
--- equals); those with q=0 (refused) and `*` are left out.
-function _M.languages(header)
-    local found = {}
-    if type(header) ~= "string" then
-        return found
-    end
-    local n = 0
-    for item in gmatch(header, "[^,]+") do
-        local tag = match(item, "^%s*([%a%d%-]+)")
-        if tag then
-            local q = 1
-            local qs = match(item, ";%s*[qQ]%s*=%s*([%d%.]+)")
-            if qs then
-                q = tonumber(qs) or 0
-            end
-            if q > 0 then
-                n = n + 1
-                found[n] = { tag = lower(tag), q = q, at = n }
-            end
-        end
-    end
-    sort(found, by_preference)
-    local tags = {}
-    for i = 1, n do
-        tags[i] = found[i].tag
-    end
-    return tags
-end
-
--- pick's: the tables devices and languages made for a header's value,
+-- pick's: what devices, browser and languages made of a header's value,
 -- which pick only reads.
-local memo_devices = memo.of(_M.devices)
-local memo_languages = memo.of(_M.languages)
+local memo_devices = memo.of(visitor.devices)
+local memo_browser = memo.of(visitor.browser)
+local memo_languages = memo.of(visitor.languages)
 
 -- Whether the language range `want` (lower-case) covers the visitor's tag
 -- `tag`: `en` covers `en` and `en-gb`, `en-gb` covers only `en-gb`.
@@ -143,14 +75,71 @@ local function query_text(value)
     return type(value) == "string" and #value <= _M.MAX_QUERY_TEXT
 end
 
+local function days_from_civil(y, m, d)
+    if m <= 2 then
+        y = y - 1
+    end
+    local era = floor(y / 400)
+    local yoe = y - era * 400
+    local doy = floor((153 * (m + (m > 2 and -3 or 9)) + 2) / 5) + d - 1
+    return era * 146097 + yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy - 719468
+end
+
+-- A moment as the dashboard keeps it ("2030-01-31T23:59:59Z", UTC, to the
+-- second) in seconds since 1970, or nil.
+function _M.moment(text)
+    if type(text) ~= "string" then
+        return nil
+    end
+    local y, mo, d, h, mi, s = match(text, "^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)Z$")
+    y, mo, d, h, mi, s = tonumber(y), tonumber(mo), tonumber(d), tonumber(h), tonumber(mi),
+        tonumber(s)
+    if not y or mo < 1 or mo > 12 or d < 1 or d > 31 or h > 23 or mi > 59 or s > 59 then
+        return nil
+    end
+    return days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s
+end
+
+-- A condition whose value this edge does not know: it never matches.
+local UNKNOWN = { kind = "unknown" }
+
+local function named(kind, known)
+    return function(value)
+        if type(value) ~= "string" then
+            return nil, kind .. " condition has no value"
+        end
+        value = lower(value)
+        if not known[value] then
+            return UNKNOWN
+        end
+        return { kind = kind, value = value }
+    end
+end
+
+local function moment(kind)
+    return function(value)
+        local at = _M.moment(value)
+        if not at then
+            return nil, kind .. " condition is not a moment such as 2030-01-31T23:59:59Z"
+        end
+        return { kind = kind, at = at }
+    end
+end
+
 -- A compiler for each of CONDITION_TYPES: the condition's compiled form,
 -- or nil and a reason.
 local COMPILE = {
-    device = function(value)
-        if type(value) ~= "string" or not DEVICES[lower(value)] then
-            return nil, "device condition has an unknown value"
+    device = named("device", DEVICES),
+    browser = named("browser", BROWSERS),
+    before = moment("before"),
+    after = moment("after"),
+    ip = function(value)
+        local pattern = cidr.pattern(value)
+        if not pattern then
+            return nil, "ip condition is not an address, a CIDR range or a wildcard"
         end
-        return { kind = "device", value = lower(value) }
+        pattern.kind = "ip"
+        return pattern
     end,
     language = function(value)
         if type(value) ~= "string" or not find(value, "^%a[%a%d%-]*$") then
@@ -191,7 +180,7 @@ local function compile_condition(c)
     end
     -- A condition type this edge does not know (a newer dashboard): its
     -- rule never matches, and the link is served as it would be without it.
-    return { kind = "unknown" }
+    return UNKNOWN
 end
 
 -- The app targets of a link (`apps`: its ios_url and android_url, each a
@@ -300,6 +289,8 @@ end
 --   req.country()          the visitor's ISO 3166 alpha-2 code, or nil/""
 --   req.visitor()          a non-negative integer that is the same for the
 --                          same visitor (a hash of address and User-Agent)
+--   req.address()          the visitor's address as the click records it
+--   req.now()              the request's time in seconds since 1970
 local function arg_matches(got, want)
     if got == nil then
         return false
@@ -321,7 +312,7 @@ end
 -- the split's destination for this visitor ("ab1".."abn"), else nil and
 -- nil (the link's own url).
 function _M.pick(compiled, req)
-    local devices, languages, args, country
+    local devices, browser, languages, args, country, address, now
     local rules = compiled.rules
     for i = 1, #rules do
         local rule = rules[i]
@@ -352,6 +343,20 @@ function _M.pick(compiled, req)
             elseif kind == "query" then
                 args = args or req.args() or {}
                 ok = arg_matches(args[c.key], c.value)
+            elseif kind == "ip" then
+                if address == nil then
+                    address = cidr.visitor(req.address())
+                end
+                ok = cidr.matches(c, address)
+            elseif kind == "browser" then
+                browser = browser or memo_browser(req.user_agent())
+                ok = browser == c.value
+            elseif kind == "before" then
+                now = now or req.now()
+                ok = now < c.at
+            elseif kind == "after" then
+                now = now or req.now()
+                ok = now > c.at
             end
             if not ok then
                 all = false

@@ -19,7 +19,7 @@ local _M = { _VERSION = "0.1.0" }
 
 -- The Shlink version whose API Slingshot serves: the dashboard's
 -- api/shlink/health.py says why this one; edge/t/test_shlink.py holds the two equal.
-_M.VERSION = "4.6.0"
+_M.VERSION = "5.1.0"
 _M.HEALTH_PATHS = { ["/rest/health"] = true, ["/rest/v3/health"] = true }
 -- A transparent GIF of one pixel.
 _M.PIXEL = decode_base64("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")

@@ -15,6 +15,8 @@ local UA = {
     windows = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/120.0",
     macos = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 Safari/605.1.15",
     linux = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0",
+    chromeos = "Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) "
+        .. "Chrome/120.0.0.0 Safari/537.36",
     curl = "curl/8.0",
 }
 
@@ -33,6 +35,8 @@ local function request(parts)
         args = give("args"),
         country = give("country"),
         visitor = give("visitor"),
+        address = give("address"),
+        now = give("now"),
     }, asked
 end
 
@@ -54,6 +58,7 @@ describe("rules.devices", function()
         assert.same({ windows = true, desktop = true }, rules.devices(UA.windows))
         assert.same({ macos = true, desktop = true }, rules.devices(UA.macos))
         assert.same({ linux = true, desktop = true }, rules.devices(UA.linux))
+        assert.same({ chromeos = true, desktop = true }, rules.devices(UA.chromeos))
         assert.same({}, rules.devices(UA.curl))
         assert.same({}, rules.devices(nil))
     end)
@@ -86,7 +91,15 @@ describe("rules.compile", function()
         local bad = {
             { { { url = "javascript:x", conditions = {} } } },
             { { { url = "https://e.com/" } } },
-            with({ type = "device", value = "tv" }),
+            with({ type = "device", value = 7 }),
+            with({ type = "browser" }),
+            with({ type = "ip", value = "192.0.2.0/33" }),
+            with({ type = "ip", value = "10.*.1" }),
+            with({ type = "ip", value = "10.0.0.1, 10.0.0.2" }),
+            with({ type = "ip", value = "fe80::*" }),
+            with({ type = "before", value = "2030-01-01" }),
+            with({ type = "after", value = "2030-02-30T00:00:00+01:00" }),
+            with({ type = "after", value = "2030-13-01T00:00:00Z" }),
             with({ type = "country", value = "USA" }),
             with({ type = "language", value = "e n" }),
             with({ type = "query" }),
@@ -118,12 +131,34 @@ describe("rules.compile", function()
         }, nil, safe))
         assert.same({ "https://old.example/", "2" }, { picks(compiled, {}) })
     end)
+
+    it("makes a device or browser it does not know never match, not the link unserved", function()
+        local compiled = assert(rules.compile({
+            { url = "https://tv.example/", conditions = { { type = "device", value = "tv" } } },
+            { url = "https://lynx.example/",
+                conditions = { { type = "browser", value = "lynx" } } },
+            { url = "https://old.example/", conditions = {} },
+        }, nil, safe))
+        assert.same({ "https://old.example/", "3" }, { picks(compiled, { user_agent = "Lynx" }) })
+    end)
+end)
+
+describe("rules.moment", function()
+    it("reads the dashboard's UTC moments as seconds since 1970", function()
+        assert.equal(0, rules.moment("1970-01-01T00:00:00Z"))
+        assert.equal(951782400, rules.moment("2000-02-29T00:00:00Z"))
+        assert.equal(1893455999, rules.moment("2029-12-31T23:59:59Z"))
+        assert.equal(253402300799, rules.moment("9999-12-31T23:59:59Z"))
+        assert.is_nil(rules.moment("2030-01-01T00:00:00+00:00"))
+        assert.is_nil(rules.moment("2030-01-01 00:00:00Z"))
+        assert.is_nil(rules.moment("2030-01-01T24:00:00Z"))
+    end)
 end)
 
 describe("rules.pick", function()
     it("matches each device value", function()
         for _, value in ipairs({ "ios", "android", "mobile", "desktop", "windows", "macos",
-                "linux" }) do
+                "linux", "chromeos" }) do
             local compiled = one({ { type = "device", value = value } })
             for name, ua in pairs(UA) do
                 local want = rules.devices(ua)[value] == true
@@ -166,6 +201,72 @@ describe("rules.pick", function()
         assert.is_not_nil((picks(present, { args = { ref = "" } })))
         assert.is_nil((picks(present, { args = { other = "1" } })))
         assert.is_nil((picks(present, {})))
+    end)
+
+    it("matches the visitor's address: one, a CIDR range, IPv6, Shlink's wildcards", function()
+        local function matches(pattern, address)
+            return picks(one({ { type = "ip", value = pattern } }), { address = address }) ~= nil
+        end
+        assert.is_true(matches("192.0.2.7", "192.0.2.7"))
+        assert.is_false(matches("192.0.2.7", "192.0.2.70"))
+        assert.is_true(matches("192.0.2.0/24", "192.0.2.255"))
+        assert.is_false(matches("192.0.2.0/24", "192.0.3.0"))
+        assert.is_true(matches("10.0.0.0/8", "10.255.1.2"))
+        assert.is_true(matches("0.0.0.0/0", "203.0.113.9"))
+        assert.is_true(matches("192.0.2.128/25", "192.0.2.200"))
+        assert.is_false(matches("192.0.2.128/25", "192.0.2.127"))
+        assert.is_true(matches("192.168.1.*", "192.168.1.42"))
+        assert.is_false(matches("192.168.1.*", "192.168.2.42"))
+        assert.is_true(matches("10.*.*.*", "10.1.2.3"))
+        assert.is_true(matches("10.*.0.1", "10.77.0.1"))
+        assert.is_false(matches("10.*.0.1", "10.77.0.2"))
+        assert.is_true(matches("2001:db8::/32", "2001:db8:ffff::1"))
+        assert.is_false(matches("2001:db8::/32", "2001:db9::1"))
+        assert.is_true(matches("2001:db8::1", "2001:DB8:0:0:0:0:0:1"))
+        assert.is_true(matches("::1", "::1"))
+        assert.is_true(matches("192.0.2.0/24", "::ffff:192.0.2.9"))  -- IPv4-mapped
+        assert.is_false(matches("0.0.0.0/0", "::1"))
+        assert.is_false(matches("::/0", "192.0.2.1"))
+        assert.is_false(matches("0.0.0.0/0", nil))
+        assert.is_false(matches("0.0.0.0/0", "unix:"))
+        assert.is_false(matches("0.0.0.0/0", "1.2.3.256"))
+    end)
+
+    it("matches each browser Shlink names, from real User-Agents", function()
+        local compiled = assert(rules.compile({
+            { url = "https://chrome/", conditions = { { type = "browser", value = "chrome" } } },
+            { url = "https://firefox/", conditions = { { type = "browser", value = "firefox" } } },
+            { url = "https://edge/", conditions = { { type = "browser", value = "edge" } } },
+            { url = "https://safari/", conditions = { { type = "browser", value = "Safari" } } },
+            { url = "https://opera/", conditions = { { type = "browser", value = "opera" } } },
+            { url = "https://android/",
+                conditions = { { type = "browser", value = "android_browser" } } },
+        }, nil, function() return true end))
+        assert.equal("https://chrome/", (picks(compiled, { user_agent = UA.android })))
+        assert.equal("https://firefox/", (picks(compiled, { user_agent = UA.linux })))
+        assert.equal("https://safari/", (picks(compiled, { user_agent = UA.iphone })))
+        assert.is_nil((picks(compiled, { user_agent = UA.curl })))
+        assert.is_nil((picks(compiled, {})))
+        local req, asked = request({ user_agent = UA.macos })
+        assert.equal("https://safari/", (rules.pick(compiled, req)))
+        assert.same({ user_agent = 1 }, asked)
+    end)
+
+    it("matches a date window to the second, as Shlink: before and after are strict", function()
+        local at = rules.moment("2030-01-01T00:00:00Z")
+        local before = one({ { type = "before", value = "2030-01-01T00:00:00Z" } })
+        local after = one({ { type = "after", value = "2030-01-01T00:00:00Z" } })
+        local window = one({ { type = "after", value = "2030-01-01T00:00:00Z" },
+            { type = "before", value = "2030-01-02T00:00:00Z" } })
+        assert.is_not_nil((picks(before, { now = at - 0.001 })))
+        assert.is_nil((picks(before, { now = at })))
+        assert.is_nil((picks(after, { now = at })))
+        assert.is_not_nil((picks(after, { now = at + 0.001 })))
+        assert.is_not_nil((picks(window, { now = at + 3600 })))
+        assert.is_nil((picks(window, { now = at + 86400 })))
+        local req, asked = request({ now = at + 1 })
+        assert.is_not_nil((rules.pick(window, req)))
+        assert.same({ now = 1 }, asked)
     end)
 
     it("takes the first rule whose conditions all hold, else nil", function()

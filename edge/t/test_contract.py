@@ -329,7 +329,7 @@ def test_the_rule_limits_of_the_dashboard_and_the_edge_are_the_same():
         "local r = require('slingshot.rules'); print(cjson.encode({ MAX_RULES = r.MAX_RULES, "
         "MAX_CONDITIONS = r.MAX_CONDITIONS, MIN_SPLIT = r.MIN_SPLIT, MAX_SPLIT = r.MAX_SPLIT, "
         "MAX_WEIGHT = r.MAX_WEIGHT, MAX_QUERY_TEXT = r.MAX_QUERY_TEXT, "
-        "CONDITION_TYPES = r.CONDITION_TYPES, DEVICES = r.DEVICES }))"
+        "CONDITION_TYPES = r.CONDITION_TYPES, DEVICES = r.DEVICES, BROWSERS = r.BROWSERS }))"
     )
     assert edge == {
         "MAX_RULES": rules.MAX_RULES,
@@ -340,4 +340,5 @@ def test_the_rule_limits_of_the_dashboard_and_the_edge_are_the_same():
         "MAX_QUERY_TEXT": rules.MAX_QUERY_TEXT,
         "CONDITION_TYPES": list(rules.CONDITION_TYPES),
         "DEVICES": list(rules.DEVICES),
+        "BROWSERS": list(rules.BROWSERS),
     }

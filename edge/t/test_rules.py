@@ -1,10 +1,13 @@
 """Redirect rules and A/B splits at the edge (edge/slingshot/rules.lua), in
-a real nginx: each condition type, the first matching rule winning, and a
+a real nginx: each condition type (the address one from the addresses a
+connection comes from), the first matching rule winning, and a
 split over a few thousand distinct visitors."""
 
 import http.client
+import sys
 import uuid
 from collections import Counter
+from pathlib import Path
 
 from edge_helpers import link_id, publish, wait_for_clicks
 
@@ -197,3 +200,142 @@ def test_each_click_records_what_served_it(edge, rds):
     assert {click["link"] for click in clicks} == {str(link_id(slug))}
     (default,) = wait_for_clicks(rds, plain, 1)
     assert "rule" not in default
+
+
+def location_from(edge, source: str, path: str, **headers) -> str:
+    """Where the edge sends a visitor whose connection comes from `source`
+    (a loopback address: the edge listens on 127.0.0.1)."""
+    conn = http.client.HTTPConnection("127.0.0.1", edge.port, timeout=10, source_address=(source, 0))
+    try:
+        conn.request("GET", path, headers={name.replace("_", "-"): value for name, value in headers.items()})
+        response = conn.getresponse()
+        response.read()
+        assert response.status == 302, response.status
+        return response.headers["Location"]
+    finally:
+        conn.close()
+
+
+def test_address_rules_see_the_address_the_click_records(edge, rds):
+    slug = new_slug("ri")
+    publish(
+        rds,
+        slug,
+        rules=[
+            rule("https://two.example/", {"type": "ip", "value": "127.0.0.2"}),
+            rule("https://wild.example/", {"type": "ip", "value": "*.*.*.3"}),
+            rule("https://range.example/", {"type": "ip", "value": "127.0.0.0/29"}),
+            rule("https://v6.example/", {"type": "ip", "value": "2001:db8::/32"}),
+        ],
+    )
+    assert location_from(edge, "127.0.0.2", f"/{slug}") == "https://two.example/"
+    assert location_from(edge, "127.0.0.3", f"/{slug}") == "https://wild.example/"
+    assert location_from(edge, "127.0.0.4", f"/{slug}") == "https://range.example/"
+    assert location_from(edge, "127.0.0.9", f"/{slug}") == DEFAULT
+    # Behind a proxy it trusts, the edge takes the address the proxy gives.
+    assert location(edge, f"/{slug}", X_Forwarded_For="2001:db8:1::7") == "https://v6.example/"
+    assert location(edge, f"/{slug}", X_Forwarded_For="2001:db9::7") == DEFAULT
+    assert location(edge, f"/{slug}", X_Forwarded_For="198.51.100.3") == "https://wild.example/"
+    clicks = wait_for_clicks(rds, slug, 7)
+    assert sorted((click["ip"], click.get("rule")) for click in clicks) == [
+        ("127.0.0.2", "1"),
+        ("127.0.0.3", "2"),
+        ("127.0.0.4", "3"),
+        ("127.0.0.9", None),
+        ("198.51.100.3", "2"),
+        ("2001:db8:1::7", "4"),
+        ("2001:db9::7", None),
+    ]
+
+
+EDGE = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/131.0.0.0 Safari/537.36 Edg/131.0.2903.86"
+)
+OPERA = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/131.0.0.0 Safari/537.36 OPR/116.0.0.0"
+)
+SAFARI_IOS = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 18_2 like Mac OS X) AppleWebKit/605.1.15 "
+    "(KHTML, like Gecko) Version/18.2 Mobile/15E148 Safari/604.1"
+)
+ANDROID_STOCK = (
+    "Mozilla/5.0 (Linux; U; Android 4.0.3; ko-kr; LG-L160L Build/IML74K) AppleWebKit/534.30 "
+    "(KHTML, like Gecko) Version/4.0 Mobile Safari/534.30"
+)
+SAMSUNG = (
+    "Mozilla/5.0 (Linux; Android 14; SAMSUNG SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "SamsungBrowser/27.0 Chrome/125.0.0.0 Mobile Safari/537.36"
+)
+CHROMEBOOK = (
+    "Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+)
+
+
+def test_browser_rules_and_chromeos(edge, rds):
+    slug = new_slug("rb")
+    browsers = ("edge", "opera", "android_browser", "safari", "firefox", "chrome")
+    publish(rds, slug, rules=[rule(f"https://{b}.example/", {"type": "browser", "value": b}) for b in browsers])
+    assert location(edge, f"/{slug}", User_Agent=EDGE) == "https://edge.example/"
+    assert location(edge, f"/{slug}", User_Agent=OPERA) == "https://opera.example/"
+    assert location(edge, f"/{slug}", User_Agent=ANDROID_STOCK) == "https://android_browser.example/"
+    assert location(edge, f"/{slug}", User_Agent=SAFARI_IOS) == "https://safari.example/"
+    assert location(edge, f"/{slug}", User_Agent=LINUX) == "https://firefox.example/"
+    assert location(edge, f"/{slug}", User_Agent=ANDROID) == "https://chrome.example/"
+    assert location(edge, f"/{slug}", User_Agent=SAMSUNG) == DEFAULT
+    assert location(edge, f"/{slug}", User_Agent="curl/8.0") == DEFAULT
+    assert location(edge, f"/{slug}") == DEFAULT
+
+    os = new_slug("ro")
+    publish(
+        rds,
+        os,
+        rules=[
+            rule("https://chromeos.example/", {"type": "device", "value": "chromeos"}),
+            rule("https://linux.example/", {"type": "device", "value": "linux"}),
+        ],
+    )
+    assert location(edge, f"/{os}", User_Agent=CHROMEBOOK) == "https://chromeos.example/"
+    assert location(edge, f"/{os}", User_Agent=LINUX) == "https://linux.example/"
+
+
+def test_date_rules_compare_the_request_time(edge, rds):
+    slug = new_slug("rt")
+    publish(
+        rds,
+        slug,
+        rules=[
+            rule("https://ended.example/", {"type": "before", "value": "2020-01-01T00:00:00Z"}),
+            rule("https://coming.example/", {"type": "after", "value": "2999-01-01T00:00:00Z"}),
+            rule(
+                "https://now.example/",
+                {"type": "after", "value": "2020-01-01T00:00:00Z"},
+                {"type": "before", "value": "2999-01-01T00:00:00Z"},
+            ),
+        ],
+    )
+    assert location(edge, f"/{slug}") == "https://now.example/"
+    ended = new_slug("re")
+    publish(rds, ended, rules=[rule("https://ended.example/", {"type": "before", "value": "2020-01-01T00:00:00Z"})])
+    assert location(edge, f"/{ended}") == DEFAULT
+
+
+def test_the_benchmarks_rule_cases_serve_their_last_rule(edge, rds):
+    """loadtest/bench_edge.py's cases (h) and (i) measure what they say: every
+    rule tried, the last one matching wrk's request (its headers, from
+    127.0.0.1)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "loadtest"))
+    from bench_edge import CEILING_TARGET, FIVE_NEW_RULES, FIVE_RULES
+
+    wrk = {
+        "User_Agent": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/131.0.0.0 Safari/537.36",
+        "Accept_Language": "en-US,en;q=0.9",
+    }
+    for rules in (FIVE_RULES, FIVE_NEW_RULES):
+        slug = new_slug("bn")
+        publish(rds, slug, rules=rules)
+        assert location(edge, f"/{slug}", **wrk) == CEILING_TARGET
+        (click,) = wait_for_clicks(rds, slug, 1)
+        assert click["rule"] == "5"

@@ -86,12 +86,12 @@ const SHORT_URL_KEYS = [
   'shortUrl', 'tags', 'title', 'visitsSummary',
 ];
 
-test('health: a version the web client takes for 4.6', async () => {
+test('health: a version the web client takes for 5.1 (date and browser conditions)', async () => {
   const health = await shlink.health();
   assert.equal(health.status, 'pass');
   assert.match(health.version, /^(\d+)\.(\d+)\.(\d+)$/);
   const [major, minor] = health.version.split('.').map(Number);
-  assert.ok(major > 4 || (major === 4 && minor >= 6), health.version);
+  assert.ok(major > 5 || (major === 5 && minor >= 1), health.version);
 });
 
 test('createShortUrl with every option', async () => {
@@ -316,10 +316,53 @@ test('getShortUrlRedirectRules and setShortUrlRedirectRules', async () => {
   ));
   await assert.rejects(
     shlink.setShortUrlRedirectRules(id, {
-      redirectRules: [{ longUrl: 'https://example.com/x', conditions: [{ type: 'ip-address', matchKey: null, matchValue: '192.0.2.1' }] }],
+      redirectRules: [{ longUrl: 'https://example.com/x', conditions: [{ type: 'geolocation-city-name', matchKey: null, matchValue: 'Berlin' }] }],
     }),
     (error) => refusal(ErrorType.INVALID_ARGUMENT, 400)(error) && error.invalidElements.includes('redirectRules'),
   );
+  assert.deepEqual(await shlink.getShortUrlRedirectRules(id), set);
+});
+
+test("redirect rules by Shlink 5.1's address, browser and date conditions", async () => {
+  const { shortCode } = await shlink.createShortUrl({ longUrl: 'https://example.com/plain', customSlug: slug('conditions') });
+  const id = { shortCode };
+  const conditions = [
+    { type: 'ip-address', matchKey: null, matchValue: '127.0.0.0/8' },
+    { type: 'browser', matchKey: null, matchValue: 'edge' },
+    // As Shlink's web client sends a date: date-fns' formatISO, with the local offset.
+    { type: 'after-date', matchKey: null, matchValue: '2020-01-01T01:00:00+01:00' },
+    { type: 'before-date', matchKey: null, matchValue: '2999-12-31T23:59:59Z' },
+  ];
+  const set = await shlink.setShortUrlRedirectRules(id, {
+    redirectRules: [
+      { longUrl: 'https://example.com/edge', conditions },
+      { longUrl: 'https://example.com/office', conditions: [{ type: 'ip-address', matchKey: null, matchValue: '10.*.*.*' }] },
+      { longUrl: 'https://example.com/chromebook', conditions: [{ type: 'device', matchKey: null, matchValue: 'chromeos' }] },
+    ],
+  });
+  assert.deepEqual(set.redirectRules[0].conditions, [
+    conditions[0],
+    conditions[1],
+    { type: 'after-date', matchKey: null, matchValue: '2020-01-01T00:00:00+00:00' },
+    { type: 'before-date', matchKey: null, matchValue: '2999-12-31T23:59:59+00:00' },
+  ]);
+  assert.deepEqual(set.redirectRules.map((rule) => rule.conditions[0].matchValue), ['127.0.0.0/8', '10.*.*.*', 'chromeos']);
+  assert.deepEqual(await shlink.getShortUrlRedirectRules(id), set);
+  const edgeBrowser = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) '
+    + 'Chrome/131.0.0.0 Safari/537.36 Edg/131.0.2903.86';
+  const chromebook = 'Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) '
+    + 'Chrome/131.0.0.0 Safari/537.36';
+  await eventually('the edge to serve the rules', () => visit(`/${shortCode}`, edgeBrowser), (response) => (
+    response.headers.get('location') === 'https://example.com/edge'
+  ));
+  assert.equal((await visit(`/${shortCode}`, chromebook)).headers.get('location'), 'https://example.com/chromebook');
+  assert.equal((await visit(`/${shortCode}`)).headers.get('location'), 'https://example.com/plain');
+  for (const [type, matchValue] of [['ip-address', '10.0.0.0/33'], ['browser', 'netscape'], ['before-date', 'soon']]) {
+    await assert.rejects(
+      shlink.setShortUrlRedirectRules(id, { redirectRules: [{ longUrl: 'https://example.com/x', conditions: [{ type, matchKey: null, matchValue }] }] }),
+      (error) => refusal(ErrorType.INVALID_ARGUMENT, 400)(error) && error.invalidElements.includes('redirectRules'),
+    );
+  }
   assert.deepEqual(await shlink.getShortUrlRedirectRules(id), set);
 });
 

@@ -13,9 +13,9 @@ from .problems import Problem
 # The Shlink version Slingshot's API is: Shlink's web client turns its
 # features on by version, and these are the ones whose API Slingshot
 # serves (4.5: desktop devices and query conditions of any value; 4.6:
-# excluded tags, visits by domain). From 5.0 it would offer date and
-# browser conditions, which the edge cannot evaluate.
-SHLINK_VERSION = "4.6.0"
+# excluded tags, visits by domain; 5.0: date conditions; 5.1: browser
+# conditions).
+SHLINK_VERSION = "5.1.0"
 HEALTH_JSON = "application/health+json"
 
 

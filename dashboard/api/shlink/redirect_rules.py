@@ -5,16 +5,21 @@ condition:
 | Shlink                          | Slingshot                               |
 |---------------------------------|-----------------------------------------|
 | device (android, ios, mobile,   | device                                  |
-|   windows, macos, linux, desktop)|                                        |
+|   windows, macos, linux,        |                                         |
+|   chromeos, desktop)            |                                         |
 | language                        | language                                |
 | geolocation-country-code        | country                                 |
 | query-param (key, value)        | query with key and value                |
 | any-value-query-param (key)     | query with key alone                    |
+| ip-address                      | ip                                      |
+| browser                         | browser                                 |
+| before-date, after-date         | before, after                           |
 
-What the edge cannot evaluate (Shlink's chromeos devices, valueless query
-parameters, IP addresses, cities, dates, browsers) is refused as
-invalid-data naming the condition, never kept to be ignored. A link's A/B
-split, which Shlink has not, is neither shown nor changed here."""
+A date is shown as Shlink shows it (2030-01-31T23:59:59+00:00), and kept
+in UTC to the second. What the edge cannot evaluate (valueless query
+parameters, cities) is refused as invalid-data naming the condition, never
+kept to be ignored. A link's A/B split, which Shlink has not, is neither
+shown nor changed here."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework.response import Response
@@ -26,16 +31,27 @@ from .problems import invalid_data
 from .short_urls import link_of
 
 # Shlink's condition type of each of Slingshot's that takes a value.
-TO_SHLINK = {"device": "device", "language": "language", "country": "geolocation-country-code"}
+TO_SHLINK = {
+    "device": "device",
+    "language": "language",
+    "country": "geolocation-country-code",
+    "ip": "ip-address",
+    "browser": "browser",
+    "before": "before-date",
+    "after": "after-date",
+}
 FROM_SHLINK = {shlink: ours for ours, shlink in TO_SHLINK.items()}
 UNSUPPORTED = {
     "valueless-query-param": "a query parameter without a value",
-    "ip-address": "the visitor's IP address",
     "geolocation-city-name": "the visitor's city",
-    "before-date": "dates",
-    "after-date": "dates",
-    "browser": "the visitor's browser",
 }
+DATES = ("before", "after")
+
+
+def _shown(condition: dict) -> str:
+    """A condition's value as Shlink writes it: a moment with its offset."""
+    value = condition["value"]
+    return value.removesuffix("Z") + "+00:00" if condition["type"] in DATES else value
 
 
 def shlink_rules(link) -> dict:
@@ -48,7 +64,7 @@ def shlink_rules(link) -> dict:
                 conditions.append({"type": kind, "matchKey": condition["key"], "matchValue": condition.get("value")})
             else:
                 conditions.append(
-                    {"type": TO_SHLINK[condition["type"]], "matchKey": None, "matchValue": condition["value"]}
+                    {"type": TO_SHLINK[condition["type"]], "matchKey": None, "matchValue": _shown(condition)}
                 )
         rules.append({"longUrl": rule["url"], "priority": priority, "conditions": conditions})
     return {"defaultLongUrl": link.url, "redirectRules": rules}
@@ -67,7 +83,7 @@ def _condition(condition, path: str) -> dict:
     if kind in UNSUPPORTED:
         reason = f"Slingshot's edge cannot evaluate {UNSUPPORTED[kind]}."
     else:
-        reason = "Use device, language, geolocation-country-code, query-param or any-value-query-param."
+        reason = f"Use {', '.join([*FROM_SHLINK, 'query-param', 'any-value-query-param'])}."
     raise invalid_data({"redirectRules": [f"{path}.type: {kind!r} is not a condition Slingshot has. {reason}"]})
 
 

@@ -43,6 +43,36 @@ def test_rules_and_split_round_trip_and_reach_redis(api):
     assert published["rules"] == [] and published["split"] == []
 
 
+def test_address_browser_and_date_rules_are_kept_normalised_and_published(api):
+    slug = fresh()
+    rules = [
+        {
+            "url": "https://office.example/",
+            "conditions": [{"type": "ip", "value": "192.168.1.*"}, {"type": "browser", "value": "Firefox"}],
+        },
+        {
+            "url": "https://window.example/",
+            "conditions": [
+                {"type": "after", "value": "2030-01-01T00:00:00+01:00"},
+                {"type": "before", "value": "2030-02-01"},
+                {"type": "ip", "value": "2001:DB8::/32"},
+                {"type": "device", "value": "chromeos"},
+            ],
+        },
+    ]
+    response = api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug, "rules": rules}, format="json")
+    assert response.status_code == 201, response.content
+    kept = response.json()["rules"]
+    assert kept[0]["conditions"] == [{"type": "ip", "value": "192.168.1.*"}, {"type": "browser", "value": "firefox"}]
+    assert kept[1]["conditions"] == [
+        {"type": "after", "value": "2029-12-31T23:00:00Z"},
+        {"type": "before", "value": "2030-02-01T00:00:00Z"},
+        {"type": "ip", "value": "2001:db8::/32"},
+        {"type": "device", "value": "chromeos"},
+    ]
+    assert orjson.loads(get_redis().get(link_key(slug)))["rules"] == kept
+
+
 def test_a_link_without_rules_has_empty_lists(api):
     slug = fresh()
     created = api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug}, format="json").json()
@@ -58,6 +88,18 @@ def test_a_link_without_rules_has_empty_lists(api):
         ({"rules": [{"url": "ftp://e.example/", "conditions": [{"type": "device", "value": "ios"}]}]}, "rules[0].url"),
         ({"rules": [{"url": "https://e.example/", "conditions": [{"type": "country", "value": "XX"}]}]}, "XX"),
         ({"rules": [{"url": "https://e.example/", "conditions": [], "weight": 1}]}, "unknown field(s) weight"),
+        (
+            {"rules": [{"url": "https://e.example/", "conditions": [{"type": "ip", "value": "192.0.2.0/33"}]}]},
+            "rules[0].conditions[0].value: '192.0.2.0/33' is not an IP address",
+        ),
+        (
+            {"rules": [{"url": "https://e.example/", "conditions": [{"type": "after", "value": "2030-13-01"}]}]},
+            "rules[0].conditions[0].value: '2030-13-01' is not an ISO 8601 date",
+        ),
+        (
+            {"rules": [{"url": "https://e.example/", "conditions": [{"type": "browser", "value": "lynx"}]}]},
+            "rules[0].conditions[0].value: 'lynx' is not a browser",
+        ),
         ({"split": [{"url": "https://a.example/", "weight": 100}]}, "split: must hold 2 to 10"),
         ({"split": [*SPLIT[:1], {"url": "https://b.example/", "weight": "5"}]}, "split[1].weight"),
     ],

@@ -51,7 +51,7 @@ def test_health_needs_no_key_and_mercure_is_not_configured(user):
     for path in ("/rest/health", f"{V3}/health"):
         response = APIClient().get(path)
         assert (response.status_code, response["Content-Type"]) == (200, "application/health+json")
-        assert response.json() == {"status": "pass", "version": "4.6.0"}
+        assert response.json() == {"status": "pass", "version": "5.1.0"}
     problem(shlink_client(user).get(f"{V3}/mercure-info"), 501, "mercure-not-configured")
 
 
@@ -555,13 +555,13 @@ def test_redirect_rules_map_onto_slingshots_and_what_it_cannot_evaluate_is_refus
     }
     assert len(link.split) == 2  # Shlink has no split: left as it was
     for condition in (
-        {"type": "device", "matchKey": None, "matchValue": "chromeos"},
         {"type": "valueless-query-param", "matchKey": "a", "matchValue": None},
-        {"type": "ip-address", "matchKey": None, "matchValue": "192.0.2.0/24"},
         {"type": "geolocation-city-name", "matchKey": None, "matchValue": "Berlin"},
-        {"type": "before-date", "matchKey": None, "matchValue": "2030-01-01"},
-        {"type": "browser", "matchKey": None, "matchValue": "firefox"},
         {"type": "telepathy", "matchKey": None, "matchValue": "x"},
+        {"type": "ip-address", "matchKey": None, "matchValue": "192.0.2.0/33"},
+        {"type": "before-date", "matchKey": None, "matchValue": "next tuesday"},
+        {"type": "browser", "matchKey": None, "matchValue": "netscape"},
+        {"type": "device", "matchKey": None, "matchValue": "tv"},
     ):
         body = {"redirectRules": [{"longUrl": "https://example.com/x", "conditions": [condition]}]}
         refused = problem(
@@ -577,6 +577,36 @@ def test_redirect_rules_map_onto_slingshots_and_what_it_cannot_evaluate_is_refus
         == []
     )
     assert client.get(f"{V3}/short-urls/ruled").json()["hasRedirectRules"] is False
+
+
+def test_shlink_5s_conditions_round_trip_by_shlinks_names_and_shapes(user):
+    make_link(owner=user, url="https://example.com/", slug="ruled5")
+    client = shlink_client(user)
+    conditions = [
+        {"type": "ip-address", "matchKey": None, "matchValue": "192.168.1.*"},
+        {"type": "ip-address", "matchKey": None, "matchValue": "2001:db8::/32"},
+        {"type": "browser", "matchKey": None, "matchValue": "android_browser"},
+        {"type": "before-date", "matchKey": None, "matchValue": "2030-01-31T23:59:59+01:00"},
+        {"type": "after-date", "matchKey": None, "matchValue": "2030-01-01"},
+        {"type": "device", "matchKey": None, "matchValue": "chromeos"},
+    ]
+    body = {"redirectRules": [{"longUrl": "https://example.com/5", "conditions": conditions}]}
+    set_ = client.post(f"{V3}/short-urls/ruled5/redirect-rules", body, format="json")
+    assert set_.status_code == 200, set_.content
+    shown = [
+        {"type": "ip-address", "matchKey": None, "matchValue": "192.168.1.*"},
+        {"type": "ip-address", "matchKey": None, "matchValue": "2001:db8::/32"},
+        {"type": "browser", "matchKey": None, "matchValue": "android_browser"},
+        {"type": "before-date", "matchKey": None, "matchValue": "2030-01-31T22:59:59+00:00"},
+        {"type": "after-date", "matchKey": None, "matchValue": "2030-01-01T00:00:00+00:00"},
+        {"type": "device", "matchKey": None, "matchValue": "chromeos"},
+    ]
+    assert set_.json()["redirectRules"] == [{"longUrl": "https://example.com/5", "priority": 1, "conditions": shown}]
+    assert client.get(f"{V3}/short-urls/ruled5/redirect-rules").json() == set_.json()
+    assert Link.objects.get(slug="ruled5").rules[0]["conditions"][3:5] == [
+        {"type": "before", "value": "2030-01-31T22:59:59Z"},
+        {"type": "after", "value": "2030-01-01T00:00:00Z"},
+    ]
 
 
 @pytest.mark.parametrize(

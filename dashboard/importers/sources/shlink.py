@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 
-from links.rules import validate_rules
+from links.rules import DEVICES, validate_rules
 
 from ..history import Orphan, Visit
 from .base import Api, Source, SourceError, SourceLink, base_url, host_of, millis, moment
@@ -24,20 +24,26 @@ PAGE = 200  # short URLs per request
 VISITS_PAGE = 5000  # visits per request
 ORPHAN_TYPE = "invalid_short_url"
 
-# Shlink's device names that are Slingshot's too (links/rules.py DEVICES).
-_DEVICES = {"android", "ios", "mobile", "desktop", "windows", "macos", "linux"}
+# Shlink's condition types whose value is Slingshot's as it is, and the
+# type Slingshot calls each (links/rules.py checks the values).
+_AS_IS = {
+    "language": "language",
+    "geolocation-country-code": "country",
+    "ip-address": "ip",
+    "browser": "browser",
+    "before-date": "before",
+    "after-date": "after",
+}
 
 
 def _condition(condition: dict) -> dict | None:
     """A Shlink redirect condition as Slingshot's (links/rules.py), or None
     for one Slingshot cannot evaluate."""
     kind, key, value = condition.get("type"), condition.get("matchKey"), condition.get("matchValue")
-    if kind == "device" and isinstance(value, str) and value.lower() in _DEVICES:
+    if kind == "device" and isinstance(value, str) and value.lower() in DEVICES:
         return {"type": "device", "value": value.lower()}
-    if kind == "language" and value:
-        return {"type": "language", "value": value}
-    if kind == "geolocation-country-code" and value:
-        return {"type": "country", "value": value}
+    if kind in _AS_IS and value:
+        return {"type": _AS_IS[kind], "value": value}
     if kind == "query-param" and key:
         return {"type": "query", "key": key, "value": value or ""}
     if kind == "any-value-query-param" and key:

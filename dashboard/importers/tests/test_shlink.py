@@ -27,6 +27,16 @@ RULES = [
     {"url": "https://apps.apple.com/app/id1", "conditions": [{"type": "device", "value": "ios"}]},
     {"url": "https://example.de/", "conditions": [{"type": "language", "value": "de"}]},
     {"url": "https://example.com/promo", "conditions": [{"type": "query", "key": "utm", "value": "mail"}]},
+    {
+        "url": "https://example.com/office",
+        "conditions": [
+            {"type": "ip", "value": "192.168.1.*"},
+            {"type": "browser", "value": "firefox"},
+            {"type": "after", "value": "2030-01-01T00:00:00Z"},
+            {"type": "before", "value": "2030-02-01T00:00:00Z"},
+            {"type": "device", "value": "chromeos"},
+        ],
+    },
 ]
 CARRIED = ("url", "title", "tags", "valid_since", "expires_at", "max_visits", "crawlable", "forward_query", "rules")
 

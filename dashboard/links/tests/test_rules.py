@@ -45,6 +45,47 @@ def _one(condition):
 
 
 @pytest.mark.parametrize(
+    "condition, kept",
+    [
+        ({"type": "ip", "value": "192.0.2.7"}, "192.0.2.7"),
+        ({"type": "ip", "value": "192.0.2.77/24"}, "192.0.2.0/24"),
+        ({"type": "ip", "value": "0.0.0.0/0"}, "0.0.0.0/0"),
+        ({"type": "ip", "value": "2001:DB8:0:0::1"}, "2001:db8::1"),
+        ({"type": "ip", "value": "2001:db8::1/32"}, "2001:db8::/32"),
+        ({"type": "ip", "value": "::ffff:192.0.2.7"}, "192.0.2.7"),
+        ({"type": "ip", "value": "192.168.1.*"}, "192.168.1.*"),
+        ({"type": "ip", "value": "10.*.*.1"}, "10.*.*.1"),
+        ({"type": "browser", "value": "Android_Browser"}, "android_browser"),
+        ({"type": "device", "value": "ChromeOS"}, "chromeos"),
+        ({"type": "before", "value": "2030-01-31T23:59:59Z"}, "2030-01-31T23:59:59Z"),
+        ({"type": "before", "value": "2030-02-01T01:00:00+02:00"}, "2030-01-31T23:00:00Z"),
+        ({"type": "after", "value": "2030-01-31"}, "2030-01-31T00:00:00Z"),
+        ({"type": "after", "value": "2030-01-31T10:00"}, "2030-01-31T10:00:00Z"),
+        ({"type": "after", "value": "2030-01-31T10:00:00.999Z"}, "2030-01-31T10:00:00Z"),
+        ({"type": "after", "value": "0999-01-01T00:00:00Z"}, "0999-01-01T00:00:00Z"),
+    ],
+)
+def test_address_browser_and_date_conditions_are_kept_normalised(condition, kept):
+    assert validate_rules(_one(condition))[0]["conditions"] == [{"type": condition["type"], "value": kept}]
+
+
+def test_what_served_a_visit_says_the_new_conditions_plainly():
+    rules = validate_rules(
+        [
+            {"url": "https://a.example/", "conditions": [{"type": "ip", "value": "10.0.0.0/8"}]},
+            {
+                "url": "https://b.example/",
+                "conditions": [{"type": "after", "value": "2030-01-01"}, {"type": "browser", "value": "opera"}],
+            },
+        ]
+    )
+    assert [served.what for served in served_by(rules=rules, split=[], url="https://d.example/")][:2] == [
+        "Rule 1: address matches 10.0.0.0/8",
+        "Rule 2: date after 2030-01-01T00:00:00Z and browser is opera",
+    ]
+
+
+@pytest.mark.parametrize(
     "value, path",
     [
         ("not a list", "rules:"),
@@ -68,6 +109,26 @@ def _one(condition):
         (_one({"type": "query", "key": "a b"}), "rules[0].conditions[0].key:"),
         (_one({"type": "query", "key": "k", "value": "x" * 201}), "rules[0].conditions[0].value:"),
         (_one({"type": "query", "key": "k", "value": 3}), "rules[0].conditions[0].value:"),
+        (_one({"type": "ip", "value": "192.0.2.0/33"}), "rules[0].conditions[0].value: '192.0.2.0/33' is not an IP"),
+        (_one({"type": "ip", "value": "2001:db8::/129"}), "rules[0].conditions[0].value:"),
+        (_one({"type": "ip", "value": "192.0.2"}), "rules[0].conditions[0].value:"),
+        (_one({"type": "ip", "value": "10.0.0.01"}), "rules[0].conditions[0].value:"),
+        (_one({"type": "ip", "value": "10.*.0"}), "rules[0].conditions[0].value:"),
+        (_one({"type": "ip", "value": "10.*.0.0/16"}), "rules[0].conditions[0].value:"),
+        (_one({"type": "ip", "value": "10.0*.0.1"}), "rules[0].conditions[0].value:"),
+        (_one({"type": "ip", "value": "fe80::*"}), "rules[0].conditions[0].value:"),
+        (_one({"type": "ip", "value": "fe80::1%eth0"}), "rules[0].conditions[0].value:"),
+        (_one({"type": "ip", "value": "::ffff:0:0/96"}), "rules[0].conditions[0].value: '::ffff:0:0/96' is an IPv4"),
+        (_one({"type": "ip", "value": "1" * 60}), "rules[0].conditions[0].value:"),
+        (_one({"type": "ip", "value": 3232235777}), "rules[0].conditions[0].value:"),
+        (_one({"type": "browser", "value": "netscape"}), "rules[0].conditions[0].value: 'netscape' is not a browser"),
+        (_one({"type": "browser", "value": None}), "rules[0].conditions[0].value:"),
+        (_one({"type": "before", "value": "2030-02-30"}), "rules[0].conditions[0].value: '2030-02-30' is not an ISO"),
+        (_one({"type": "before", "value": "tomorrow"}), "rules[0].conditions[0].value:"),
+        (_one({"type": "after", "value": ""}), "rules[0].conditions[0].value:"),
+        (_one({"type": "after", "value": 1893456000}), "rules[0].conditions[0].value:"),
+        (_one({"type": "after", "value": "9999-12-31T23:00:00-05:00"}), "rules[0].conditions[0].value:"),
+        (_one({"type": "after", "value": "2030-01-01", "key": "k"}), "rules[0].conditions[0].key:"),
     ],
 )
 def test_bad_rules_are_refused_naming_the_part(value, path):
@@ -137,6 +198,9 @@ def test_what_cannot_be_kept_or_seen_is_refused_naming_the_part_and_never_quoted
         (validate_rules, _one({"type": "device", "value": f"ios{char}"}), "rules[0].conditions[0].value:"),
         (validate_rules, _one({"type": "language", "value": f"en{char}"}), "rules[0].conditions[0].value:"),
         (validate_rules, _one({"type": "country", "value": f"D{char}"}), "rules[0].conditions[0].value:"),
+        (validate_rules, _one({"type": "ip", "value": f"10.0.0.1{char}"}), "rules[0].conditions[0].value:"),
+        (validate_rules, _one({"type": "browser", "value": f"chrome{char}"}), "rules[0].conditions[0].value:"),
+        (validate_rules, _one({"type": "before", "value": f"2030-01-01{char}"}), "rules[0].conditions[0].value:"),
     ]
     for check, value, path in cases:
         with pytest.raises(ValidationError) as caught:

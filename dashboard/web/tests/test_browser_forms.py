@@ -144,6 +144,73 @@ def test_the_builder_writes_rules_and_a_split_the_edge_takes(page, user):  # noq
     assert len(link.split) == 2
 
 
+def test_the_builder_offers_address_browser_and_date_conditions(page, user):  # noqa: F811
+    slug = fresh("rn")
+    page.goto("/links/new/")
+    page.get_by_label("Target URL").fill("https://example.com/default")
+    page.get_by_label("Slug").fill(slug)
+    open_rules(page)
+    builder = page.locator("#rules-builder")
+    # Rule 1: the office network on Edge; rule 2: January 2030 on a Chromebook.
+    page.get_by_role("button", name="Add a rule").click()
+    page.get_by_label("Rule 1, condition 1: what is compared").select_option("ip")
+    page.get_by_label("Rule 1, condition 1: ip").fill("192.168.1.*")
+    page.get_by_role("button", name="Add a condition to rule 1").click()
+    page.get_by_label("Rule 1, condition 2: what is compared").select_option("browser")
+    expect(page.get_by_label("Rule 1, condition 2: browser")).to_have_value("chrome")
+    page.get_by_label("Rule 1, condition 2: browser").select_option("edge")
+    builder.locator('[data-row="0"]').get_by_placeholder("https://").fill("https://example.com/office")
+    page.get_by_role("button", name="Add a rule").click()
+    page.get_by_label("Rule 2, condition 1: what is compared").select_option("after")
+    page.get_by_label("Rule 2, condition 1: after, in your time zone").fill("2030-01-01T00:00:00")
+    page.get_by_role("button", name="Add a condition to rule 2").click()
+    page.get_by_label("Rule 2, condition 2: what is compared").select_option("before")
+    page.get_by_label("Rule 2, condition 2: before, in your time zone").fill("2030-02-01T00:00:00")
+    page.get_by_role("button", name="Add a condition to rule 2").click()
+    page.get_by_label("Rule 2, condition 3: what is compared").select_option("device")
+    page.get_by_label("Rule 2, condition 3: device").select_option("chromeos")
+    builder.locator('[data-row="1"]').get_by_placeholder("https://").fill("https://example.com/january")
+    # The browser's time zone is the person's: the link keeps the moment in UTC.
+    after, before = (
+        page.evaluate(f"() => new Date('{moment}').toISOString().replace('.000Z', 'Z')")
+        for moment in ("2030-01-01T00:00:00", "2030-02-01T00:00:00")
+    )
+    page.locator("#rules-json > summary").click()
+    assert f'{{"type":"after","value":"{after}"}}' in page.locator("#id_rules").input_value()
+    shoot(page, "rules-builder-conditions")
+    page.set_viewport_size(PHONE)
+    for part in ("Rule 1, condition 2: browser", "Rule 2, condition 1: after, in your time zone"):
+        box = page.get_by_label(part).bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], (part, box)
+    shoot(page, "rules-builder-conditions-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text(re.compile(f"Created .*/{slug}"))).to_be_visible()
+    assert Link.objects.get(slug=slug).rules == [
+        {
+            "url": "https://example.com/office",
+            "conditions": [{"type": "ip", "value": "192.168.1.*"}, {"type": "browser", "value": "edge"}],
+        },
+        {
+            "url": "https://example.com/january",
+            "conditions": [
+                {"type": "after", "value": after},
+                {"type": "before", "value": before},
+                {"type": "device", "value": "chromeos"},
+            ],
+        },
+    ]
+    # Edited again: the moments shown in the person's time, the address refused with its reason.
+    page.goto(f"/links/{slug}/edit/")
+    expect(page.get_by_label("Rule 2, condition 1: after, in your time zone")).to_have_value(
+        "2030-01-01T00:00"
+    )  # seconds of 0 left out, as Chromium does
+    page.get_by_label("Rule 1, condition 1: ip").fill("192.168.1.0/33")
+    page.get_by_role("button", name="Save").click()
+    expect(builder).to_contain_text("'192.168.1.0/33' is not an IP address")
+    expect(page.get_by_label("Rule 1, condition 1: ip")).to_have_attribute("aria-invalid", "true")
+
+
 def test_json_typed_in_the_box_draws_the_rows_and_json_that_does_not_parse_stays_in_the_box(page, user):  # noqa: F811
     page.goto("/links/new/")
     open_rules(page)

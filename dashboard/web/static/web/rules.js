@@ -8,8 +8,28 @@
   const OPTIONS = JSON.parse(document.getElementById("rules-options")?.textContent || "null");
   if (!OPTIONS) return;
 
-  const TYPE_NAMES = { device: "Device is", language: "Language is", country: "Country is", query: "Query has" };
-  const HINTS = { language: "en or en-GB", country: "DE", query: "value (empty: any)" };
+  const TYPE_NAMES = {
+    device: "Device is", language: "Language is", country: "Country is", query: "Query has",
+    ip: "Address is in", browser: "Browser is", before: "Before", after: "After",
+  };
+  const HINTS = { language: "en or en-GB", country: "DE", query: "value (empty: any)", ip: "192.0.2.0/24 or 10.*.*.*" };
+  const BROWSER_NAMES = { android_browser: "Android's own browser" };
+  // What a type's value starts as when the type is picked: the first of a list, else nothing yet.
+  const FIRST = { device: () => OPTIONS.devices[0], browser: () => OPTIONS.browsers[0] };
+
+  // A moment as the link keeps it (UTC, 2030-01-31T23:59:59Z) in a
+  // datetime-local input, which shows and takes the person's own time.
+  const pad = (n) => String(n).padStart(2, "0");
+  function localMoment(value) {
+    const date = value ? new Date(value) : null;
+    if (!date || Number.isNaN(date.getTime())) return "";
+    return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`
+      + `T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+  }
+  function utcMoment(local) {
+    const date = local ? new Date(local) : null;
+    return date && !Number.isNaN(date.getTime()) ? date.toISOString().replace(/\.\d{3}Z$/, "Z") : "";
+  }
 
   function el(tag, attrs = {}, ...children) {
     const node = document.createElement(tag);
@@ -154,9 +174,8 @@
       const type = el("select", {
         "aria-label": `${label}: what is compared`,
         onchange: (event) => this.change(() => {
-          rule.conditions[at] = event.target.value === "device"
-            ? { type: "device", value: OPTIONS.devices[0] }
-            : event.target.value === "query" ? { type: "query", key: "" } : { type: event.target.value, value: "" };
+          const kind = event.target.value;
+          rule.conditions[at] = kind === "query" ? { type: "query", key: "" } : { type: kind, value: FIRST[kind]?.() ?? "" };
         }, `[data-row="${index}"] [data-condition="${at}"] select`),
       }, ...OPTIONS.types.map((kind) => el("option", { value: kind, selected: kind === condition.type, text: TYPE_NAMES[kind] || kind })));
       const parts = [el("span", { class: "and", text: at ? "and" : "If" }), type];
@@ -166,11 +185,18 @@
         parts.push(el("span", { text: "=" }));
         parts.push(this.input({ "aria-label": `${label}: value`, placeholder: HINTS.query, spellcheck: "false" },
           condition.value, (v) => { if (v) condition.value = v; else delete condition.value; }, errors("value")));
-      } else if (condition.type === "device") {
+      } else if (condition.type === "device" || condition.type === "browser") {
+        const names = condition.type === "device" ? OPTIONS.devices : OPTIONS.browsers;
         parts.push(el("select", {
-          "aria-label": `${label}: device`, "aria-invalid": errors("value").length ? "true" : null,
+          "aria-label": `${label}: ${condition.type}`, "aria-invalid": errors("value").length ? "true" : null,
           onchange: (event) => { condition.value = event.target.value; this.write(); },
-        }, ...OPTIONS.devices.map((device) => el("option", { value: device, selected: device === condition.value, text: device }))));
+        }, ...names.map((name) => el("option", {
+          value: name, selected: name === condition.value, text: BROWSER_NAMES[name] || name,
+        }))));
+      } else if (condition.type === "before" || condition.type === "after") {
+        parts.push(this.input({
+          type: "datetime-local", step: 1, "aria-label": `${label}: ${condition.type}, in your time zone`,
+        }, localMoment(condition.value), (v) => { condition.value = utcMoment(v); }, errors("value")));
       } else {
         parts.push(this.input({ "aria-label": `${label}: ${condition.type}`, placeholder: HINTS[condition.type] || "", spellcheck: "false" },
           condition.value, (v) => { condition.value = v; }, errors("value")));
