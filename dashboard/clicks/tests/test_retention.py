@@ -4,21 +4,27 @@ rollups kept or purged as the operator chose; each purge in the team's
 audit log; and the accounting as exact after it as before, the hours purged
 with their rollups shown as purged."""
 
+import csv
+import io
+import re
 import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.db import connection
+from django.test import Client
+from django.urls import reverse
 
 from clicks.accounting import accounts
 from clicks.models import Click
+from clicks.reports import link_stats
 from clicks.retention import retention_cutoff, visits_purge
 from clicks.rollups import fold_days
 from links.models import Link
 from slingshot.contract import SERVED_KEY_PREFIX
 from slingshot.redis import get_redis
 from teams.models import Action, AuditEntry, Team
-from testing.factories import make_link, make_user
+from testing.factories import api_client, make_link, make_user
 from testing.streams import entry
 from testing.streams import importer as make_importer
 
@@ -172,6 +178,17 @@ def test_purged_with_their_rollups_the_hours_show_as_purged_and_the_accounting_s
     [audit] = purges_of(purging)
     assert audit["visits"] == [2, 0] and audit["rollup_rows"][0] == run.purges[0].rollup_rows
 
+    # The accounting's page and API say so, the difference nought.
+    staff = Client()
+    staff.force_login(make_user(is_staff=True))
+    page = staff.get(reverse("web:accounting"), {"days": 8}).content.decode()
+    row = re.search(rf'<tr data-hour="{re.escape(OLD.isoformat())}"( class="[a-z-]+")?>(.*?)</tr>', page, re.S)
+    assert row and row[1] == ' class="purged"', page
+    assert "2 purged" in row[2] and re.search(r'class="num difference">0<', row[2])
+    hours = staff.get("/api/v1/accounting", {"days": 8}).json()["hours"]
+    [old] = [hour for hour in hours if hour["hour"] == OLD.isoformat().replace("+00:00", "Z")]
+    assert (old["purged_clicks"], old["stored_clicks"], old["difference"], old["lasting"]) == (2, 2, 0, False)
+
 
 def test_imported_visits_purged_leave_the_accounting_exact_in_either_mode(importer):
     team = team_keeping(DAYS)
@@ -193,3 +210,28 @@ def test_imported_visits_purged_leave_the_accounting_exact_in_either_mode(import
     visits_purge(now=NOW, rollups="purge")
     assert recorded() == {(OLD, "imported"): 1, (OLD, "purged"): 3}
     assert accounted() == {OLD: (2, 0, 2, 0)}
+
+
+@pytest.mark.parametrize("rollups", ["keep", "purge"])
+def test_the_reports_show_what_remains_after_a_purge(importer, rollups):
+    team = team_keeping(DAYS)
+    link = make_link(owner=team.personal_for, team=team, url="https://example.com/")
+    serve(importer, [click(link, OLD), click(link, OLDER), click(link, RECENT)])
+    fold_days(until=RECENT)
+    api = api_client(team.personal_for, scope="read")
+
+    visits_purge(now=NOW, rollups=rollups)
+
+    # Read from the raw clicks: the visit list and its export, what remains.
+    listed = api.get("/api/v1/clicks", {"link": link.slug}).json()["results"]
+    assert [visit["occurred_at"][:16] for visit in listed] == [f"{RECENT:%Y-%m-%dT%H}:01"]
+    exported = b"".join(api.get("/api/v1/clicks", {"link": link.slug, "format": "csv"}).streaming_content)
+    assert list(csv.DictReader(io.StringIO(exported.decode())))[0]["occurred_at"].startswith(f"{RECENT:%Y-%m-%dT%H}:01")
+    assert len(exported.decode().splitlines()) == 2
+    # From the rollups, by hour and by day: what the operator kept.
+    kept = 3 if rollups == "keep" else 1
+    for interval in ("hour", "day"):
+        stats = link_stats(link_ids=[link.pk], start=OLD - timedelta(days=1), end=NOW, interval=interval)
+        assert stats.clicks == kept, interval
+    stats = api.get(f"/api/v1/links/{link.slug}/stats", {"from": (OLD - timedelta(days=1)).isoformat()}).json()
+    assert stats["totals"]["clicks"] == kept
