@@ -371,10 +371,12 @@ def team_rows_before(table: str, key: str, before: str) -> str:
     """A bounded batch of a team's rows of `table` before `before`, deleted,
     as a data-modifying CTE's statement RETURNING them whole. Rows an
     import or a fold holds are skipped (SKIP LOCKED), for the next purge:
-    the purge waits for neither, and neither waits long for it."""
+    the purge waits for neither, and neither waits long for it. In no
+    order: one that never waits needs none against deadlocks, and each
+    batch reads only as far as its LIMIT."""
     return f"""
     DELETE FROM {table} WHERE ({key}) IN (
         SELECT {key} FROM {table}
         WHERE link_id IN (SELECT id FROM links_link WHERE team_id = %(team)s) AND bucket < {before}
-        ORDER BY {key} LIMIT %(rows)s FOR UPDATE SKIP LOCKED
+        LIMIT %(rows)s FOR UPDATE SKIP LOCKED
     ) RETURNING *"""
