@@ -41,7 +41,13 @@ class Purge:
 @dataclass
 class PurgeRun:
     purges: list[Purge]  # the teams it deleted anything of
-    finished: bool  # False: it stopped at its budget, with more to delete
+    # Where it stopped at its budget, to go on from: a team's id and the
+    # step it was at (_steps); None: it finished.
+    go_on_from: tuple[int, int] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.go_on_from is None
 
 
 def retention_cutoff(now: datetime, days: int) -> datetime:
@@ -56,24 +62,29 @@ def visits_purge(
     rollups: str | None = None,
     rows: int | None = None,
     budget: int | None = None,
+    go_on_from: tuple[int, int] | None = None,
 ) -> PurgeRun:
-    """Purges every team with a retention, in id order, `rows` rows a
-    transaction (default CLICK_PURGE_BATCH_ROWS), the rollups too when
-    `rollups` (default CLICK_RETENTION_ROLLUPS) is 'purge'; at most `budget`
-    transactions (None: until done). Another purge running: does nothing."""
+    """Purges every team with a retention, in id order from where an
+    earlier run stopped (`go_on_from`), `rows` rows a transaction (default
+    CLICK_PURGE_BATCH_ROWS), the rollups too when `rollups` (default
+    CLICK_RETENTION_ROLLUPS) is 'purge'; at most `budget` transactions
+    (None: until done), after which the run says where to go on from.
+    Another purge running: does nothing."""
     now = now or datetime.now(timezone.utc)
     rollups = rollups or settings.CLICK_RETENTION_ROLLUPS
     rows = rows or settings.CLICK_PURGE_BATCH_ROWS
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT pg_try_advisory_lock({_LOCK})")
         if not cursor.fetchone()[0]:
-            return PurgeRun(purges=[], finished=True)
+            return PurgeRun(purges=[])
     try:
         purges = []
-        teams = Team.objects.filter(visit_retention_days__isnull=False).order_by("id")
+        first_team, first_step = go_on_from or (0, 0)
+        teams = Team.objects.filter(visit_retention_days__isnull=False, id__gte=first_team).order_by("id")
         for team_id, days in teams.values_list("id", "visit_retention_days"):
             purge = Purge(team_id=team_id, cutoff=retention_cutoff(now, days))
-            done, budget = _team_purge(purge, rows=rows, rollups=rollups == "purge", budget=budget)
+            step = first_step if team_id == first_team else 0
+            step, budget = _team_purge(purge, step=step, rows=rows, rollups=rollups == "purge", budget=budget)
             if purge.clicks or purge.rollup_rows:
                 purges.append(purge)
                 log.info(
@@ -83,9 +94,9 @@ def visits_purge(
                     purge.clicks,
                     purge.rollup_rows,
                 )
-            if not done:
-                return PurgeRun(purges=purges, finished=False)
-        return PurgeRun(purges=purges, finished=True)
+            if budget == 0 and step is not None:
+                return PurgeRun(purges=purges, go_on_from=(team_id, step))
+        return PurgeRun(purges=purges)
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT pg_advisory_unlock({_LOCK})")
@@ -111,11 +122,13 @@ def _steps(purge: Purge, *, rows: int, rollups: bool) -> list[Callable]:
     return [clicks, *(rollup(table) for table, _, _ in PURGED_ROLLUPS if rollups)]
 
 
-def _team_purge(purge: Purge, *, rows: int, rollups: bool, budget: int | None) -> tuple[bool, int | None]:
-    """Runs a team's steps until each deletes less than `rows` or the budget
-    is spent; whether it finished, and the budget left."""
+def _team_purge(
+    purge: Purge, *, step: int, rows: int, rollups: bool, budget: int | None
+) -> tuple[int | None, int | None]:
+    """Runs a team's steps from `step` on until each deletes less than
+    `rows` or the budget is spent; the step it stopped at (None: it
+    finished), and the budget left."""
     steps = _steps(purge, rows=rows, rollups=rollups)
-    step = 0
     while step < len(steps) and budget != 0:
         with transaction.atomic(), connection.cursor() as cursor:
             if steps[step](cursor) < rows:
@@ -132,4 +145,4 @@ def _team_purge(purge: Purge, *, rows: int, rollups: bool, budget: int | None) -
                     subject=f"visits before {purge.cutoff:%Y-%m-%d}",
                     changes=changes,
                 )
-    return step == len(steps), budget
+    return (None if step >= len(steps) else step), budget

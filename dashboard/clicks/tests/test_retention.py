@@ -154,6 +154,23 @@ def test_a_purge_deletes_a_bounded_batch_a_transaction_and_goes_on_where_it_stop
     assert [purge["visits"] for purge in purges_of(team)] == [[4, 0], [1, 0]]
 
 
+def test_a_purge_stopped_at_its_budget_goes_on_from_where_it_stopped(importer):
+    teams = [team_keeping(DAYS) for _ in range(3)]
+    links = [make_link(owner=team.personal_for, team=team, url="https://example.com/") for team in teams]
+    serve(importer, [click(link, OLD, minutes) for link in links for minutes in range(3)])
+
+    # Each team takes more than seven transactions with its rollups: a run
+    # of five never finishes one, and the runs still get through them all.
+    runs = [visits_purge(now=NOW, rollups="purge", rows=2, budget=5)]
+    while not runs[-1].finished and len(runs) < 20:
+        runs.append(visits_purge(now=NOW, rollups="purge", rows=2, budget=5, go_on_from=runs[-1].go_on_from))
+
+    assert runs[-1].finished and len(runs) < 20
+    assert [clicks_of(link) for link in links] == [[], [], []]
+    assert all(rows_of("click_rollup_hour", link) == 0 for link in links)
+    assert [sum(purge["visits"][0] for purge in purges_of(team)) for team in teams] == [3, 3, 3]
+
+
 def test_purged_with_their_rollups_the_hours_show_as_purged_and_the_accounting_stays_exact(importer):
     purging, keeping = team_keeping(DAYS), team_keeping(None)
     link, other = (

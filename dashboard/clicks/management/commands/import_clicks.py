@@ -108,6 +108,7 @@ class Upkeep:
     def __init__(self):
         self.due = 0.0
         self.purge_due = 0.0
+        self.purge_from = None  # where a purge stopped at its budget, to go on from
 
     def __call__(self) -> None:
         if time.monotonic() >= self.due:
@@ -119,8 +120,9 @@ class Upkeep:
             self.due = time.monotonic() + MAINTENANCE_EVERY
         fold_days(until=datetime.now(timezone.utc) - FOLD_AFTER)
         if time.monotonic() >= self.purge_due:
-            finished = visits_purge(budget=PURGE_STEPS).finished
-            self.purge_due = time.monotonic() + (settings.CLICK_PURGE_EVERY_MINUTES * 60.0 if finished else 0.0)
+            run = visits_purge(budget=PURGE_STEPS, go_on_from=self.purge_from)
+            self.purge_from = run.go_on_from
+            self.purge_due = time.monotonic() + (settings.CLICK_PURGE_EVERY_MINUTES * 60.0 if run.finished else 0.0)
 
 
 class Command(ServiceCommand):
