@@ -201,6 +201,9 @@ class ClickImporter:
         if chosen == batch.ip_storage:
             return batch
         self.maker.ip_storage_learn(batch.link_ids, chosen)
+        # Its rows let go first: the caller keeps the batch as first made for
+        # its acknowledgements and dead letters alone, not twice its rows.
+        batch.click_rows = batch.orphan_rows = batch.breakdown_rows = batch.visitor_rows = b""
         return self.maker.make_again(batch)
 
     def _store_all(self, cursor, batch: Batch) -> int | None:
