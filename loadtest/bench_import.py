@@ -175,6 +175,11 @@ def main() -> None:
         help="PostgreSQL server setting, repeatable (default: shared_buffers=2GB, max_wal_size=4GB, "
         "as a production server would have; --pg-setting '' for PostgreSQL's own defaults)",
     )
+    parser.add_argument(
+        "--ip-storage",
+        choices=["anonymise", "full", "none"],
+        help="what the links' team keeps of an address (Team.ip_storage; default: as CLICK_IP_PRIVACY says)",
+    )
     parser.add_argument("--skip-selectors", action="store_true", help="do not time the stats selectors")
     parser.add_argument("--profile", action="store_true", help="cProfile the enriched import, top 25 by own time")
     parser.add_argument("--statements", action="store_true", help="time each SQL statement of the import")
@@ -332,6 +337,10 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         items=[(LinkFields(url=f"https://example.com/{i}", slug=f"bench{i}"), None) for i in range(args.links)],
     )
     links = [(result.link.slug, result.link.pk) for result in made]
+    if args.ip_storage:
+        from teams.models import Team
+
+        Team.objects.filter(personal_for=owner).update(ip_storage=args.ip_storage)
     client = get_redis()
     durability = "fsync=off" if args.fast_fsync_off else "fsync on, synchronous_commit on"
     durability += "".join(f", {setting}" for setting in args.pg_setting)
@@ -340,6 +349,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
         f"({'at shuffled times' if args.shuffled_times else 'in the order an edge writes them'}), "
         f"{args.links} links, {ADDRESSES:,} addresses ({round(ADDRESSES * args.ipv6):,} IPv6), "
         f"batches of {args.batch_size} entries, PostgreSQL {durability}, Redis appendonly"
+        f"{f', the team keeps addresses {args.ip_storage}' if args.ip_storage else ''}"
     )
 
     runs = [("plain", False), ("enriched", True)]

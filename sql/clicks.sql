@@ -4,7 +4,8 @@
 -- step too, dashboard/importers/history.py). Applied by
 -- dashboard/clicks/migrations/0001_squashed_0002_catch_up.py on a new
 -- database, with rollups.sql; import_id by 0003_import_id,
--- click_deletions_hour by 0006_click_deletions_hour.
+-- click_deletions_hour by 0006_click_deletions_hour, its kinds of a
+-- team's retention by 0008_purged_kinds.
 
 -- A redirect the edge served, with what the importer learnt about it
 -- (dashboard/clicks/enrichment.py). Partitioned by month (UTC), so that
@@ -68,14 +69,19 @@ CREATE INDEX orphan_visits_slug_time ON orphan_visits (slug, occurred_at);
 -- other shorteners are left out, as the accounting leaves them out.
 -- `kind`: a link's stored clicks deleted (`click`, its visits or the link
 -- itself), clicks of a deleted link that reached the importer after it
--- (`dropped`), orphan visits deleted (`orphan`). Kept as long as the
--- rollups; a row is an hour and a kind, so it stays small.
+-- (`dropped`), orphan visits deleted (`orphan`), clicks of a team's hour
+-- rollups purged past its retention (`purged`, dashboard/clicks/retention.py;
+-- imported ones included, as the rollups count them), and imported visits
+-- whose raw clicks a purge took (`imported`: what the accounting no longer
+-- finds among the raw clicks to take from the rollups, which count them;
+-- taken from the rollups, or from `purged` once those went too). Kept as
+-- long as the rollups; a row is an hour and a kind, so it stays small.
 CREATE TABLE click_deletions_hour (
     bucket timestamptz NOT NULL,
     kind   text        NOT NULL,
     visits bigint      NOT NULL,
     PRIMARY KEY (bucket, kind),
-    CONSTRAINT click_deletions_hour_kind CHECK (kind IN ('click', 'dropped', 'orphan')),
+    CONSTRAINT click_deletions_hour_kind CHECK (kind IN ('click', 'dropped', 'orphan', 'purged', 'imported')),
     CONSTRAINT click_deletions_hour_visits CHECK (visits > 0),
     CONSTRAINT click_deletions_hour_aligned CHECK (date_trunc('hour', bucket AT TIME ZONE 'UTC') = bucket AT TIME ZONE 'UTC')
 );

@@ -17,7 +17,15 @@ CREATE TABLE teams_team (
     -- they see anything (accounts/second_factor.py). Migration 0005.
     require_second_factor boolean DEFAULT false NOT NULL,
     -- Suspended by the service's staff (dashboard/moderation/). Migration 0006.
-    suspended_at timestamptz NULL
+    suspended_at timestamptz NULL,
+    -- Its raw clicks older than this many days are deleted
+    -- (dashboard/clicks/retention.py); NULL keeps them. Migration 0008.
+    visit_retention_days integer NULL,
+    -- What is kept of a visitor's address with each of its clicks:
+    -- 'anonymise', 'full' or 'none'; '' as CLICK_IP_PRIVACY says. Migration 0008.
+    ip_storage varchar(9) DEFAULT '' NOT NULL,
+    CONSTRAINT team_retention_positive CHECK (visit_retention_days >= 1),
+    CONSTRAINT team_ip_storage_valid CHECK (ip_storage IN ('', 'anonymise', 'full', 'none'))
 );
 
 -- A person in a team, with their role.

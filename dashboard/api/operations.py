@@ -85,9 +85,13 @@ class HourAccountSerializer(serializers.Serializer):
         "(with the clicks still on their way to the database then)."
     )
     deleted_orphans = serializers.IntegerField(help_text="Orphan visits of the hour deleted since.")
+    purged_clicks = serializers.IntegerField(
+        help_text="Clicks of the hour purged with their rollups past their team's retention "
+        "(CLICK_RETENTION_ROLLUPS=purge): the hour was purged, which is no difference."
+    )
     difference = serializers.IntegerField(
         allow_null=True,
-        help_text="Served minus stored and deleted; null when no edge counted anything in the hour.",
+        help_text="Served minus stored, deleted and purged; null when no edge counted anything in the hour.",
     )
     settled = serializers.BooleanField(help_text="Ended more than ACCOUNTING_GRACE_MINUTES ago.")
     counted = serializers.BooleanField(

@@ -1,14 +1,17 @@
 """/api/v1/teams and their members (teams.services)."""
 
+from django.db import transaction
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from clicks.enrichment import IP_PRIVACY_CHOICES
 from teams import selectors as team_selectors
 from teams import services as team_services
-from teams.models import Membership, Role, Team
+from teams.models import RETENTION_DAYS_MAX, Membership, Role, Team
+from teams.services import VISIT_SETTINGS
 
 from .common import NO_SUCH_TEAM
 from .fields import StrictCharField, StrictChoiceField, StrictJSONMixin
@@ -18,12 +21,39 @@ from .permissions import SignedInSession
 class TeamSerializer(StrictJSONMixin, serializers.ModelSerializer):
     personal = serializers.SerializerMethodField(help_text="Whether it is someone's personal team.")
     role = serializers.ChoiceField(choices=Role.choices, read_only=True, help_text="Your role in it.")
+    ip_storage_in_effect = serializers.ChoiceField(
+        choices=IP_PRIVACY_CHOICES,
+        read_only=True,
+        help_text="What is kept of its visitors' addresses: `ip_storage`, or where that is empty the service's "
+        "CLICK_IP_PRIVACY.",
+    )
 
     class Meta:
         model = Team
-        fields = ["id", "name", "personal", "role", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "personal",
+            "role",
+            "created_at",
+            "visit_retention_days",
+            "ip_storage",
+            "ip_storage_in_effect",
+        ]
         read_only_fields = ["id", "created_at"]
-        extra_kwargs = {"name": {"min_length": 1}}
+        extra_kwargs = {
+            "name": {"min_length": 1},
+            "visit_retention_days": {
+                "help_text": f"Its raw clicks older than this many days (1 to {RETENTION_DAYS_MAX}) are deleted, "
+                "counted from the UTC midnight; null keeps them. Whether their rollups (reports by hour and day) "
+                "go with them is the service's choice (CLICK_RETENTION_ROLLUPS)."
+            },
+            "ip_storage": {
+                "help_text": "What the importer keeps of a visitor's address with each click of its links from "
+                "now on: `anonymise` (IPv4 /24, IPv6 /48), `full`, `none`, or empty for the service's "
+                "CLICK_IP_PRIVACY."
+            },
+        }
 
     def get_personal(self, team: Team) -> bool:
         return team.personal_for_id is not None
@@ -58,9 +88,10 @@ class SessionToCreate(SignedInSession):
     retrieve=extend_schema(summary="One team"),
     create=extend_schema(summary="Create a team", description="You become its admin. From a signed-in session."),
     partial_update=extend_schema(
-        summary="Rename a team",
-        description="An admin's to do, a personal team's included. `name` as when creating a team; the rename "
-        "is in the audit log.",
+        summary="Rename a team, or change how it keeps its visits",
+        description="An admin's to do, a personal team's included. `name` as when creating a team; "
+        "`visit_retention_days` and `ip_storage` as the team's page sets them. Each change is in the audit log; "
+        "a value out of bounds is a 400 that changes nothing.",
     ),
     destroy=extend_schema(
         summary="Delete a team",
@@ -98,8 +129,15 @@ class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Creat
         team = self.get_object()
         body = TeamSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)
-        # Without a name nothing changes, but the role is checked all the same.
-        team_services.team_rename(actor=request.user, team=team, name=body.validated_data.get("name", team.name))
+        visit_settings = {name: value for name, value in body.validated_data.items() if name in VISIT_SETTINGS}
+        with transaction.atomic():
+            if visit_settings:
+                team_services.team_visit_settings(actor=request.user, team=team, **visit_settings)
+            if "name" in body.validated_data or not visit_settings:
+                # Without a name nothing changes, but the role is checked all the same.
+                team_services.team_rename(
+                    actor=request.user, team=team, name=body.validated_data.get("name", team.name)
+                )
         return Response(TeamSerializer(team_selectors.team_for(request.user, team.pk)).data)
 
     def destroy(self, request, *args, **kwargs):

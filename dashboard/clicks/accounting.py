@@ -3,8 +3,9 @@ the edges recorded as clicks (their counts in Redis, contract.SERVED_KEY_PREFIX,
 sent by edge/slingshot/accounting.lua) beside the clicks stored for that
 hour (the hour rollups, bots included, and orphan_visits; neither with the
 visits imported from other shorteners) and those deleted since
-(click_deletions_hour, which every deletion adds to: deletions.py). Once
-the importer has caught up, served = stored + deleted; a difference that
+(click_deletions_hour, which every deletion adds to: deletions.py), or
+purged with their rollups past their team's retention (retention.py). Once
+the importer has caught up, served = stored + deleted + purged; a difference that
 stays past ACCOUNTING_GRACE_MINUTES means clicks were lost or removed
 behind the dashboard's back after the edge served them
 (docs/operations.md, "Every click accounted for"). An hour no
@@ -30,26 +31,36 @@ MAX_HOURS = 8 * 24
 
 # Per hour of [start, end): the clicks stored (the hour rollups, less the
 # visits imports brought from other shorteners, which no edge served:
-# docs/importing.md), the orphan visits stored (but imported ones), and
-# what was deleted of each; in one statement, each part by its own index.
+# docs/importing.md), the orphan visits stored (but imported ones), what
+# was deleted of each, and the clicks purged with their rollups past a
+# team's retention; in one statement, each part by its own index. Imported
+# visits whose raw clicks a purge took (`imported`) are taken from the
+# rollups that still count them, or once those are purged too, from the
+# clicks purged, which counted them.
 _STORED_AND_DELETED = """
-SELECT extract(epoch FROM bucket)::bigint, sum(clicks)::bigint, sum(orphans)::bigint,
-       sum(deleted_clicks)::bigint, sum(deleted_orphans)::bigint
+SELECT epoch, clicks - imported + least(imported, purged), orphans, deleted_clicks, deleted_orphans,
+       purged - least(imported, purged)
 FROM (
-    SELECT bucket, sum(clicks), 0, 0, 0
-    FROM click_rollup_hour WHERE bucket >= %(start)s AND bucket < %(end)s GROUP BY bucket
-    UNION ALL
-    SELECT {hour}, -count(*), 0, 0, 0
-    FROM clicks WHERE import_id IS NOT NULL AND occurred_at >= %(start)s AND occurred_at < %(end)s GROUP BY 1
-    UNION ALL
-    SELECT {hour}, 0, count(*), 0, 0
-    FROM orphan_visits WHERE occurred_at >= %(start)s AND occurred_at < %(end)s AND import_id IS NULL GROUP BY 1
-    UNION ALL
-    SELECT bucket, 0, 0, coalesce(sum(visits) FILTER (WHERE kind <> 'orphan'), 0),
-           coalesce(sum(visits) FILTER (WHERE kind = 'orphan'), 0)
-    FROM click_deletions_hour WHERE bucket >= %(start)s AND bucket < %(end)s GROUP BY bucket
-) parts (bucket, clicks, orphans, deleted_clicks, deleted_orphans)
-GROUP BY bucket
+    SELECT extract(epoch FROM bucket)::bigint, sum(clicks)::bigint, sum(orphans)::bigint,
+           sum(deleted_clicks)::bigint, sum(deleted_orphans)::bigint, sum(purged)::bigint, sum(imported)::bigint
+    FROM (
+        SELECT bucket, sum(clicks), 0, 0, 0, 0, 0
+        FROM click_rollup_hour WHERE bucket >= %(start)s AND bucket < %(end)s GROUP BY bucket
+        UNION ALL
+        SELECT {hour}, -count(*), 0, 0, 0, 0, 0
+        FROM clicks WHERE import_id IS NOT NULL AND occurred_at >= %(start)s AND occurred_at < %(end)s GROUP BY 1
+        UNION ALL
+        SELECT {hour}, 0, count(*), 0, 0, 0, 0
+        FROM orphan_visits WHERE occurred_at >= %(start)s AND occurred_at < %(end)s AND import_id IS NULL GROUP BY 1
+        UNION ALL
+        SELECT bucket, 0, 0, coalesce(sum(visits) FILTER (WHERE kind IN ('click', 'dropped')), 0),
+               coalesce(sum(visits) FILTER (WHERE kind = 'orphan'), 0),
+               coalesce(sum(visits) FILTER (WHERE kind = 'purged'), 0),
+               coalesce(sum(visits) FILTER (WHERE kind = 'imported'), 0)
+        FROM click_deletions_hour WHERE bucket >= %(start)s AND bucket < %(end)s GROUP BY bucket
+    ) parts (bucket, clicks, orphans, deleted_clicks, deleted_orphans, purged, imported)
+    GROUP BY bucket
+) hours (epoch, clicks, orphans, deleted_clicks, deleted_orphans, purged, imported)
 """.format(hour=HOUR_OF.format(moment="occurred_at"))
 
 
@@ -65,6 +76,9 @@ class HourAccount:
     settled: bool  # ended more than the grace period ago: a difference now is one that stays
     counted: bool = True  # some edge counted what it served in this hour
     whole: bool = True  # ... and in the hour before: the count covers the hour from its start
+    # Clicks purged with their rollups past their team's retention
+    # (clicks/retention.py, CLICK_RETENTION_ROLLUPS=purge): an hour purged, not one with a difference.
+    purged_clicks: int = 0
 
     @property
     def served(self) -> int:
@@ -80,12 +94,12 @@ class HourAccount:
 
     @property
     def accounted(self) -> int:
-        """Stored, or deleted since."""
-        return self.stored + self.deleted
+        """Stored, or deleted or purged since."""
+        return self.stored + self.deleted + self.purged_clicks
 
     @property
     def difference(self) -> int | None:
-        """Served but neither stored nor deleted (below zero: accounted for
+        """Served but neither stored nor deleted nor purged (below zero: accounted for
         but never counted as served); None when no edge counted anything in
         the hour."""
         return self.served - self.accounted if self.counted else None
@@ -151,7 +165,9 @@ def accounts(*, client: redis.Redis, start: datetime, end: datetime, now: dateti
     grace = timedelta(minutes=settings.ACCOUNTING_GRACE_MINUTES)
     found = []
     for index, hour in enumerate(hours, start=1):
-        clicks, orphans, deleted_clicks, deleted_orphans = found_in_db.get(int(hour.timestamp()), (0, 0, 0, 0))
+        clicks, orphans, deleted_clicks, deleted_orphans, purged = found_in_db.get(
+            int(hour.timestamp()), (0, 0, 0, 0, 0)
+        )
         found.append(
             HourAccount(
                 hour=hour,
@@ -164,6 +180,7 @@ def accounts(*, client: redis.Redis, start: datetime, end: datetime, now: dateti
                 settled=hour + HOUR + grace <= now,
                 counted=counted[index],
                 whole=counted[index - 1],
+                purged_clicks=purged,
             )
         )
     return found[::-1]

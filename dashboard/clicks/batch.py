@@ -15,10 +15,11 @@ import ipaddress
 import socket
 import struct
 import sys
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from .enrichment import Enricher
+from .enrichment import ANONYMISED_PREFIX, IP_STORAGE_CODES, Enricher
 from .entries import RowMaker
 from .rollups import copy_text
 
@@ -84,6 +85,11 @@ class Batch:
     # timestamp, uuid and inet for less: docs/benchmarks.md), "text" for
     # the imports' (importers/history.py). Orphan visits are always text.
     click_format: str = "text"
+    # The links whose clicks keep the address as their team chose rather than
+    # as the maker's Enricher does: link id -> enrichment.IP_STORAGE_CODES;
+    # None for a batch made with its team's choice throughout (importers/history.py).
+    ip_storage: dict[int, int] | None = None
+    made_at: datetime | None = None  # the `now` it was made at, if by a BatchMaker
 
     @property
     def size(self) -> int:
@@ -101,10 +107,19 @@ class Batch:
 class BatchMaker:
     """Makes batches. The rows are written in C (entries.RowMaker); what
     they need of an address, a user agent, a referrer or a rule is made
-    here, once for each raw value, and kept."""
+    here, once for each raw value, and kept.
+
+    A click keeps its address as the enricher's `ip_privacy` says, but for
+    the links of teams that chose otherwise (Team.ip_storage) that the
+    maker knows of: the importer, which learns each link's choice as it
+    stores a batch, tells it (ip_storage_learn) and has a batch it made
+    without knowing made again. One batch is made at a time (the reader
+    thread's next one and the store thread's again take turns)."""
 
     def __init__(self, enricher: Enricher):
         self.enricher = enricher
+        self._ip_storage: dict[int, int] = {}  # link id -> code, where not the enricher's
+        self._lock = threading.Lock()
         # By the raw value's bytes as the entry has them: the rows of
         # _ip_row, _agent_row and _referer_row, and a rule's value id.
         self._ips: dict[bytes, tuple] = {}
@@ -125,6 +140,8 @@ class BatchMaker:
             self._agent_row,
             self._referer_row,
             lambda rule: self._value_id("rule", rule),
+            self._ip_storage,
+            IP_STORAGE_CODES[enricher.ip_privacy],
         )
 
     def _value_id(self, dimension: str, value: str) -> int:
@@ -134,16 +151,22 @@ class BatchMaker:
             self._values.append(f"{dimension}\t{copy_text(value)}".encode("utf-8", "replace"))
         return value_id
 
-    def _ip_row(self, raw: str) -> tuple[bytes, int, bytes, bytes]:
+    def _ip_row(self, raw: str) -> tuple[bytes, int, bytes, bytes, bytes, bytes]:
         """(COPY text of ip and country for an orphan visit, the country's
-        value id, network hash, the binary COPY fields of ip and country)."""
+        value id, network hash, then the binary COPY fields of ip and
+        country for each way of keeping the address, in the order of
+        enrichment.IP_STORAGE_CODES: anonymised, whole, none)."""
         facts = self.enricher.ip(raw)
         text = f"{NULL if facts.stored is None else facts.stored}\t{copy_text(facts.country)}"
+        country = _binary_text(facts.country)
+        anonymised, whole = _binary_inets(facts.address)
         return (
             text.encode("utf-8", "replace"),
             self._value_id("country", facts.country),
             _hash_bytes(facts.network_hash),
-            _binary_inet(facts.stored) + _binary_text(facts.country),
+            anonymised + country,
+            whole + country,
+            _NULL + country,
         )
 
     def _agent_row(self, raw: str) -> tuple[int, int, int, int, bytes, int, str, bytes, bytes]:
@@ -184,15 +207,33 @@ class BatchMaker:
             _binary_text(facts.referer) + _binary_text(facts.host),
         )
 
+    def ip_storage_learn(self, link_ids: set[int], chosen: dict[int, int]) -> None:
+        """What the teams of these links chose to keep of an address where
+        not what the enricher keeps (link id -> code); the others keep the enricher's."""
+        with self._lock:
+            for link_id in link_ids:
+                if link_id in chosen:
+                    self._ip_storage[link_id] = chosen[link_id]
+                else:
+                    self._ip_storage.pop(link_id, None)
+
+    def make_again(self, batch: Batch) -> Batch:
+        """The batch of the same entries made again at the same time, with
+        what the maker has learnt since."""
+        return self.make(batch.entries, now=batch.made_at)
+
     def make(self, entries: list[tuple[bytes, dict]], *, now: datetime | None = None) -> Batch:
         """The batch of these entries. An entry that breaks the contract, or
         has a click out of the time range, goes to `dead` whole."""
-        now = now or datetime.now(timezone.utc)
+        with self._lock:
+            return self._make(entries, now=now or datetime.now(timezone.utc))
+
+    def _make(self, entries: list[tuple[bytes, dict]], *, now: datetime) -> Batch:
         # The rows kept hold value ids: they start again together.
         if max(len(self._ips), len(self._agents), len(self._referers), len(self._values)) > CACHE_MAX:
             for cache in (self._ips, self._agents, self._referers, self._rules, self._value_ids, self._values):
                 cache.clear()
-        batch = Batch(entries=entries, click_format="binary")
+        batch = Batch(entries=entries, click_format="binary", ip_storage={}, made_at=now)
         self._rows.make(
             entries,
             batch,
@@ -207,6 +248,7 @@ class BatchMaker:
 _LENGTH, _INT8 = struct.Struct("!i").pack, struct.Struct("!q").pack
 _BIGINT = _LENGTH(8)
 _TRUE, _FALSE = _LENGTH(1) + b"\x01", _LENGTH(1) + b"\x00"
+_NULL = _LENGTH(-1)
 # inet's family byte (PostgreSQL's utils/inet.h: PGSQL_AF_INET, PGSQL_AF_INET6)
 _INET_FAMILY = {4: 2, 16: 3}
 
@@ -216,17 +258,21 @@ def _binary_text(value: str) -> bytes:
     return _LENGTH(len(data)) + data
 
 
-def _binary_inet(address: str | None) -> bytes:
-    """An address as inet's binary form: family, bits, is_cidr, length, the address."""
+def _binary_inets(address: str | None) -> tuple[bytes, bytes]:
+    """An address anonymised (enrichment.ANONYMISED_PREFIX) and whole, each
+    as inet's binary form: family, bits, is_cidr, length, the address."""
     if address is None:
-        return _LENGTH(-1)
+        return _NULL, _NULL
     # The enricher wrote it: inet_pton reads it for a fifth of ipaddress's cost or less,
     # all but an IPv6 zone (%eth0), which ipaddress reads and leaves out.
     try:
         packed = socket.inet_pton(socket.AF_INET6 if ":" in address else socket.AF_INET, address)
     except OSError:
         packed = ipaddress.ip_address(address).packed
-    return _LENGTH(4 + len(packed)) + bytes((_INET_FAMILY[len(packed)], 8 * len(packed), 0, len(packed))) + packed
+    size = len(packed)
+    head = _LENGTH(4 + size) + bytes((_INET_FAMILY[size], 8 * size, 0, size))
+    kept = ANONYMISED_PREFIX[4 if size == 4 else 6] // 8
+    return head + packed[:kept] + bytes(size - kept), head + packed
 
 
 def _hash_bytes(value: int) -> bytes:

@@ -50,6 +50,8 @@ cdef inline int _put_item(Buf* buf, object row, Py_ssize_t i) except -1:
 
 # The places in the rows batch.BatchMaker makes of a raw address, user agent
 # and referrer (_ip_row, _agent_row, _referer_row).
+# A click's address and country are at IP_BINARY + its link's code of
+# enrichment.IP_STORAGE_CODES (anonymised, whole, none).
 cdef enum:
     IP_TEXT, IP_COUNTRY, IP_HASH, IP_BINARY
 cdef enum:
@@ -143,10 +145,12 @@ cdef int _put_click(
     const char* rule,
     Py_ssize_t rule_size,
     object ip,
+    Py_ssize_t ip_field,
     object agent,
     object referer,
 ) except -1:
-    """A click: a row of binary COPY (batch.CLICK_COLUMNS)."""
+    """A click: a row of binary COPY (batch.CLICK_COLUMNS), its address and
+    country the ip row's `ip_field`."""
     cdef Py_ssize_t slug_size
     cdef const char* slug = entry.line(entry.click_line(click, entry.slug), &slug_size)
     if not clicks.size:
@@ -164,7 +168,7 @@ cdef int _put_click(
         _put_field(clicks, slug, slug_size)
     _put_be(clicks, 8, 4)
     _put_be(clicks, _number(link, link_size), 8)
-    _put_item(clicks, ip, IP_BINARY)
+    _put_item(clicks, ip, ip_field)
     _put_item(clicks, agent, AGENT_BINARY)
     _put_item(clicks, referer, REFERER_BINARY)
     if rule_size:

@@ -17,9 +17,14 @@ So a deletion holds the record (RECORD_LOCK) from before it touches
 anything until it commits, and deletions take turns. The importer, which
 records the clicks it drops for a deleted link while it holds its batch's
 links (importer.py), has rows of its own (`kind` 'dropped') and never
-waits for a deletion, which may be waiting for one of those links."""
+waits for a deletion, which may be waiting for one of those links.
 
-from .rollups import HOUR_OF, LINK_HOURS_DELETE
+A team's visits past its retention (retention.py) are taken a bounded batch
+a transaction: of its raw clicks, the accounting counted only the imported
+ones (`imported`, taken from what is stored, since the rollups that counted
+them stay); of its hour rollups, every click (`purged`)."""
+
+from .rollups import HOUR_OF, LINK_HOURS_DELETE, PURGED_ROLLUPS, team_rows_before
 
 RECORD_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('slingshot click deletions', 0))"
 
@@ -52,6 +57,32 @@ WITH raw AS (
     )
 })
 SELECT count(*) FROM raw
+"""
+
+_TEAM_CLICKS_PURGE = f"""
+WITH raw AS (
+    DELETE FROM clicks WHERE occurred_at < %(cutoff)s AND (click_id, occurred_at) IN (
+        SELECT click_id, occurred_at FROM clicks
+        WHERE link_id IN (SELECT id FROM links_link WHERE team_id = %(team)s) AND occurred_at < %(cutoff)s
+        LIMIT %(rows)s FOR UPDATE SKIP LOCKED
+    ) RETURNING occurred_at, import_id
+), recorded AS ({
+    _RECORD.format(
+        kind="imported",
+        source=f"SELECT {HOUR_OF.format(moment='occurred_at')}, count(*) FROM raw WHERE import_id IS NOT NULL GROUP BY 1",
+    )
+})
+SELECT count(*) FROM raw
+"""
+_TEAM_ROLLUPS_PURGE = {
+    table: f"WITH gone AS ({team_rows_before(table, key, before)}) SELECT count(*) FROM gone"
+    for table, key, before in PURGED_ROLLUPS[1:]
+}
+_HOURS_TABLE, _HOURS_KEY, _HOURS_BEFORE = PURGED_ROLLUPS[0]
+_TEAM_ROLLUPS_PURGE[_HOURS_TABLE] = f"""
+WITH gone AS ({team_rows_before(_HOURS_TABLE, _HOURS_KEY, _HOURS_BEFORE)}),
+recorded AS ({_RECORD.format(kind="purged", source="SELECT bucket, sum(clicks) FROM gone GROUP BY 1")})
+SELECT count(*) FROM gone
 """
 
 # The clicks of a batch's staging table (importer.py) whose link is gone:
@@ -98,3 +129,21 @@ def dropped_record(cursor, live: list[int]) -> None:
     among `live`, in the importer's transaction, which drops them: their
     link was deleted before they were stored."""
     cursor.execute(_DROPPED_RECORD, [live])
+
+
+def team_clicks_purge(cursor, *, team_id: int, cutoff, rows: int) -> int:
+    """Deletes up to `rows` of the team's raw clicks from before `cutoff`,
+    and records the imported ones among them, in the caller's transaction;
+    returns how many went."""
+    record_hold(cursor)
+    cursor.execute(_TEAM_CLICKS_PURGE, {"team": team_id, "cutoff": cutoff, "rows": rows})
+    return cursor.fetchone()[0]
+
+
+def team_rollups_purge(cursor, *, table: str, team_id: int, cutoff, rows: int) -> int:
+    """Deletes up to `rows` of the team's rows of a rollup table
+    (rollups.PURGED_ROLLUPS) from before `cutoff`, recording the clicks of
+    hour rows as purged, in the caller's transaction; returns how many rows went."""
+    record_hold(cursor)
+    cursor.execute(_TEAM_ROLLUPS_PURGE[table], {"team": team_id, "cutoff": cutoff, "rows": rows})
+    return cursor.fetchone()[0]

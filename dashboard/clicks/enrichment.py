@@ -29,6 +29,9 @@ REFERER_MAX = 1024
 CACHE_SIZE = 65536
 
 IP_PRIVACY_CHOICES = ("anonymise", "full", "none")
+# Each choice's number in the rows batch.py makes of an address (its binary
+# COPY field for each choice, in this order): a team's choice, per link.
+IP_STORAGE_CODES = {choice: code for code, choice in enumerate(IP_PRIVACY_CHOICES)}
 # Bits kept of an anonymised address: IPv4 loses its last octet, IPv6 its last 80 bits.
 ANONYMISED_PREFIX = {4: 24, 6: 48}
 
@@ -42,6 +45,7 @@ class IpFacts(NamedTuple):
     country: str  # ISO 3166 alpha-2, or 'unknown'
     network: str  # the anonymised network; '' for a missing or malformed address
     network_hash: int  # half of the visitor (docs/rollups.md)
+    address: str | None = None  # the whole address; None for a missing or malformed one
 
 
 class AgentFacts(NamedTuple):
@@ -145,7 +149,8 @@ class Enricher:
     RefererFacts for a click's raw values, cached.
 
     `enabled=False` skips the parsers (every class is 'unknown'); the address
-    is still checked and kept as `ip_privacy` says. The country comes from
+    is still checked and kept as `ip_privacy` says (IpFacts.stored; the
+    whole one and the network are there for a team that chooses otherwise). The country comes from
     `country_db` (default GEOIP_COUNTRY_DB), the database the edge's country
     rules read too, so that a click's country is the one its rule saw.
     """
@@ -184,7 +189,7 @@ class Enricher:
                 parsed = parsed.ipv4_mapped
             network, address = anonymise(parsed), str(parsed)
         stored = {"anonymise": network, "full": address, "none": None}[self.ip_privacy]
-        return IpFacts(stored, self._country(address), network, hash64(network, b"net"))
+        return IpFacts(stored, self._country(address), network, hash64(network, b"net"), address)
 
     def _lookup_country(self, address: str) -> str:
         """Country of the whole address, as the edge looks it up."""

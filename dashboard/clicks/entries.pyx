@@ -108,24 +108,41 @@ cdef class RowMaker:
     """Writes a batch's rows (batch.Batch) from its entries. Its caches are
     batch.BatchMaker's: raw address, user agent and referrer (the entry's
     bytes) to the row made of it, and a rule to its value id; `values`
-    holds each value id's COPY text of (dimension, value)."""
+    holds each value id's COPY text of (dimension, value). A click keeps
+    its address as `ip_storage` says for its link (link id to a code of
+    enrichment.IP_STORAGE_CODES), else as `ip_default`."""
 
-    cdef dict ips, agents, referers, rules
+    cdef dict ips, agents, referers, rules, ip_storage
     cdef list values
     cdef object ip_row, agent_row, referer_row, rule_value
+    cdef int ip_default
 
     def __init__(
-        self, dict ips, dict agents, dict referers, dict rules, list values, ip_row, agent_row, referer_row, rule_value
+        self,
+        dict ips,
+        dict agents,
+        dict referers,
+        dict rules,
+        list values,
+        ip_row,
+        agent_row,
+        referer_row,
+        rule_value,
+        dict ip_storage,
+        int ip_default,
     ):
         self.ips, self.agents, self.referers, self.rules, self.values = ips, agents, referers, rules, values
         self.ip_row, self.agent_row, self.referer_row, self.rule_value = ip_row, agent_row, referer_row, rule_value
+        self.ip_storage, self.ip_default = ip_storage, ip_default
 
     def make(self, list entries, batch, int64_t min_ms, int64_t max_ms):
         """Fills `batch` from these entries: what batch.BatchMaker.make promises."""
         cdef list good = _good_entries(entries, batch, min_ms, max_ms)
         if not good:
             return
-        cdef _Tally tally = _tally(self.rules, self.rule_value, self.values, min_ms // HOUR_MS)
+        cdef _Tally tally = _tally(
+            self.rules, self.rule_value, self.values, min_ms // HOUR_MS, self.ip_storage, self.ip_default
+        )
         cdef Buf clicks, orphans
         memset(&clicks, 0, sizeof(Buf))
         memset(&orphans, 0, sizeof(Buf))
@@ -143,7 +160,7 @@ cdef class RowMaker:
         """Each click's row, and its counts; the batch's numbers of clicks and orphan visits."""
         cdef dict ips = self.ips, agents = self.agents, referers = self.referers, batch_agents = batch.agents
         cdef _Entry entry
-        cdef Py_ssize_t click, n, link_size, rule_size, served = 0, orphan_count = 0
+        cdef Py_ssize_t click, n, link_size, rule_size, place, served = 0, orphan_count = 0
         cdef const char* link
         cdef const char* rule
         cdef When when
@@ -169,7 +186,11 @@ cdef class RowMaker:
                 else:
                     rule, rule_size = b"", 0
                 served += 1
-                _put_click(clicks, entry, click, link, link_size, rule, rule_size, ip, agent, referer)
-                tally.add(entry.times[click], link, link_size, rule, rule_size, ip, agent, referer)
+                place = tally.place_of(link, link_size)
+                _put_click(
+                    clicks, entry, click, link, link_size, rule, rule_size, ip, IP_BINARY + tally.ip_codes[place],
+                    agent, referer
+                )
+                tally.add(entry.times[click], place, rule, rule_size, ip, agent, referer)
         batch.clicks, batch.orphans = served, orphan_count
         return 0

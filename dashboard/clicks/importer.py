@@ -6,7 +6,9 @@ next one (stream.py, batch.py). The store step:
 
 1. locks the links the batch's clicks were served by against deletion
    (`FOR KEY SHARE`), so a link deleted meanwhile takes every click it had
-   with it, these included (links.services.link_delete);
+   with it, these included (links.services.link_delete), and learns what
+   each one's team keeps of an address (Team.ip_storage): a batch made
+   without knowing is made again (batch.BatchMaker);
 2. adds the user agents not stored yet;
 3. COPYs the clicks into `clicks` and `orphan_visits`, whose primary keys
    hold the click ids. A click stored before (a batch delivered again after
@@ -31,6 +33,7 @@ from django.db import IntegrityError, connection, transaction
 
 from .batch import Batch, BatchMaker
 from .deletions import dropped_record
+from .enrichment import IP_STORAGE_CODES
 from .partitions import MonthPartitions
 from .rollups import BREAKDOWN_OF_NEW, COPY_BREAKDOWN, COPY_VISITORS, TEMP_TABLES, add_batch
 from .signals import batch_stored
@@ -52,7 +55,11 @@ CREATE TEMP TABLE IF NOT EXISTS click_staging (LIKE clicks) ON COMMIT DELETE ROW
 CREATE TEMP TABLE IF NOT EXISTS orphan_staging (LIKE orphan_visits) ON COMMIT DELETE ROWS;
 {TEMP_TABLES}
 """
-_LOCK_LINKS = "SELECT id FROM links_link WHERE id = ANY(%s::bigint[]) ORDER BY id FOR KEY SHARE"
+# With what each link's team keeps of an address, where it chose ('' leaves it to CLICK_IP_PRIVACY).
+_LOCK_LINKS = """
+SELECT l.id, t.ip_storage FROM links_link l JOIN teams_team t ON t.id = l.team_id
+WHERE l.id = ANY(%s::bigint[]) ORDER BY l.id FOR KEY SHARE OF l
+"""
 # In id order, so that importers adding the same agents wait for each other rather than deadlock.
 _ADD_AGENTS = (
     "INSERT INTO user_agents (id, user_agent) SELECT * FROM unnest(%s::bigint[], %s::text[]) "
@@ -163,7 +170,9 @@ class ClickImporter:
                 self._partitions = MonthPartitions()
             self._partitions.ensure(cursor, batch.first_ms, batch.last_ms)
             cursor.execute(_LOCK_LINKS, [sorted(batch.link_ids)])
-            live = [row[0] for row in cursor.fetchall()]
+            links = cursor.fetchall()
+            live = [row[0] for row in links]
+            batch = self._as_teams_chose(batch, links)
             added_agents = [agent for agent in batch.agents if agent not in self._known_agents]
             if added_agents:
                 cursor.execute(_ADD_AGENTS, [added_agents, [batch.agents[agent] for agent in added_agents]])
@@ -180,6 +189,22 @@ class ClickImporter:
             self._known_agents.clear()
         self._known_agents.update(added_agents)
         return stored
+
+    def _as_teams_chose(self, batch: Batch, links: list[tuple[int, str]]) -> Batch:
+        """The batch, or if it keeps an address otherwise than a link's team
+        chose (a link the maker did not know of, or a choice changed), the
+        batch made again once the maker has learnt the batch's links' choices."""
+        if batch.ip_storage is None:
+            return batch  # made with its team's choice (importers/history.py)
+        default = self.maker.enricher.ip_privacy
+        chosen = {link_id: IP_STORAGE_CODES[storage] for link_id, storage in links if storage and storage != default}
+        if chosen == batch.ip_storage:
+            return batch
+        self.maker.ip_storage_learn(batch.link_ids, chosen)
+        # Its rows let go first: the caller keeps the batch as first made for
+        # its acknowledgements and dead letters alone, not twice its rows.
+        batch.click_rows = batch.orphan_rows = batch.breakdown_rows = batch.visitor_rows = b""
+        return self.maker.make_again(batch)
 
     def _store_all(self, cursor, batch: Batch) -> int | None:
         """The fast way: every click of the batch straight into its table;

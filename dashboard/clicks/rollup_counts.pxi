@@ -158,6 +158,11 @@ cdef class _Tally:
 
     cdef dict places  # the batch's link ids, to their places in `links`
     cdef list links
+    cdef dict ip_storage  # RowMaker's
+    cdef int ip_default
+    cdef dict ip_chosen  # the batch's links in ip_storage, with their codes: batch.Batch.ip_storage
+    cdef unsigned char* ip_codes  # each place's code of enrichment.IP_STORAGE_CODES
+    cdef Py_ssize_t ip_codes_capacity
     cdef dict rules
     cdef object rule_value
     cdef list values
@@ -168,30 +173,47 @@ cdef class _Tally:
     def __dealloc__(self):
         free(self.counts.slots)
         free(self.visitors.items)
+        free(self.ip_codes)
+
+    cdef Py_ssize_t place_of(self, const char* link, Py_ssize_t link_size) except -1:
+        """The link's place in the batch, and in `ip_codes` its code, the first time."""
+        cdef PyObject* found
+        cdef unsigned char* grown
+        cdef Py_ssize_t place
+        key = PyLong_FromUnsignedLongLong(_number(link, link_size))
+        found = PyDict_GetItem(self.places, key)
+        if found != NULL:
+            return PyLong_AsLongLong(found)
+        place = len(self.links)
+        self.places[key] = place
+        self.links.append(link[:link_size])
+        if place == self.ip_codes_capacity:
+            self.ip_codes_capacity = max(2 * place, 1024)
+            grown = <unsigned char*>realloc(self.ip_codes, self.ip_codes_capacity)
+            if grown == NULL:
+                raise MemoryError()
+            self.ip_codes = grown
+        found = PyDict_GetItem(self.ip_storage, key)
+        if found == NULL:
+            self.ip_codes[place] = self.ip_default
+        else:
+            self.ip_codes[place] = <unsigned char>PyLong_AsLongLong(found)
+            self.ip_chosen[key] = <object>found
+        return place
 
     cdef int add(
         self,
         int64_t ms,
-        const char* link,
-        Py_ssize_t link_size,
+        Py_ssize_t link_place,
         const char* rule,
         Py_ssize_t rule_size,
         object ip,
         object agent,
         object referer,
     ) except -1:
-        """A click's counts, one a dimension, and its visitor."""
-        cdef uint64_t place
+        """A click's counts, one a dimension, and its visitor; `link_place` from place_of."""
+        cdef uint64_t place = <uint64_t>link_place << HOUR_BITS | <uint64_t>(ms // HOUR_MS - self.first_hour)
         cdef PyObject* found
-        key = PyLong_FromUnsignedLongLong(_number(link, link_size))
-        found = PyDict_GetItem(self.places, key)
-        if found == NULL:
-            place = len(self.links)
-            self.places[key] = place
-            self.links.append(link[:link_size])
-        else:
-            place = PyLong_AsLongLong(found)
-        place = place << HOUR_BITS | <uint64_t>(ms // HOUR_MS - self.first_hour)
         cdef int64_t bot = _int(agent, AGENT_BOT)
         cdef int64_t human = 1 - bot
         _count(&self.counts, place, _int(agent, AGENT_BROWSER) + 1, 1, human)
@@ -212,11 +234,13 @@ cdef class _Tally:
         return _add_visitor(&self.visitors, place << 1 | bot, _hash(ip, IP_HASH) ^ _hash(agent, AGENT_HASH))
 
     cdef int put_rows(self, batch) except -1:
-        """The batch's rows of batch_breakdown and batch_visitor_sets, and its link ids."""
+        """The batch's rows of batch_breakdown and batch_visitor_sets, its
+        link ids, and those of its links whose addresses are kept as their team chose."""
         cdef Buf out
         memset(&out, 0, sizeof(Buf))
         try:
             batch.link_ids = set(self.places)
+            batch.ip_storage = self.ip_chosen
             _put_breakdown(&out, &self.counts, self.links, self.values, self.first_hour)
             batch.breakdown_rows = _take(&out)
             _put_visitor_sets(&out, &self.visitors, self.links, self.first_hour)
@@ -226,8 +250,11 @@ cdef class _Tally:
         return 0
 
 
-cdef _Tally _tally(dict rules, object rule_value, list values, int64_t first_hour):
+cdef _Tally _tally(
+    dict rules, object rule_value, list values, int64_t first_hour, dict ip_storage, int ip_default
+):
     cdef _Tally tally = _Tally.__new__(_Tally)
     tally.places, tally.links, tally.first_hour = {}, [], first_hour
     tally.rules, tally.rule_value, tally.values = rules, rule_value, values
+    tally.ip_storage, tally.ip_default, tally.ip_chosen = ip_storage, ip_default, {}
     return tally

@@ -349,3 +349,34 @@ def link_delete_rollups(cursor, link_id: int) -> None:
     for table in ROLLUP_TABLES:
         if table != "click_rollup_hour":
             cursor.execute(f"DELETE FROM {table} WHERE link_id = %s", [link_id])
+
+
+# --- a team's retention ------------------------------------------------------------
+
+# The rollups of the hours, days and months before a team's retention
+# cutoff (a UTC midnight; a month's rows when the month ended before it),
+# each with its key, in the order a purge takes them (clicks/retention.py):
+# the hour rows first, whose clicks the accounting counts.
+PURGED_ROLLUPS = (
+    ("click_rollup_hour", "link_id, bucket", "%(cutoff)s"),
+    ("click_breakdown_hour", "link_id, bucket, dimension, value", "%(cutoff)s"),
+    ("click_rollup_6h", "link_id, bucket", "%(cutoff)s"),
+    ("click_rollup_day", "link_id, bucket", "%(cutoff)s"),
+    ("click_breakdown_day", "link_id, bucket, dimension, value", "%(cutoff)s"),
+    ("click_breakdown_month", "link_id, bucket, dimension, value", MONTH_OF.format(bucket="%(cutoff)s")),
+)
+
+
+def team_rows_before(table: str, key: str, before: str) -> str:
+    """A bounded batch of a team's rows of `table` before `before`, deleted,
+    as a data-modifying CTE's statement RETURNING them whole. Rows an
+    import or a fold holds are skipped (SKIP LOCKED), for the next purge:
+    the purge waits for neither, and neither waits long for it. In no
+    order: one that never waits needs none against deadlocks, and each
+    batch reads only as far as its LIMIT."""
+    return f"""
+    DELETE FROM {table} WHERE ({key}) IN (
+        SELECT {key} FROM {table}
+        WHERE link_id IN (SELECT id FROM links_link WHERE team_id = %(team)s) AND bucket < {before}
+        LIMIT %(rows)s FOR UPDATE SKIP LOCKED
+    ) RETURNING *"""

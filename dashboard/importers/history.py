@@ -2,9 +2,9 @@
 
 A source's visits (importers/sources/) become a clicks.batch.Batch: each
 visit's facts from the same Enricher as a live click's (browser, OS,
-device, bot, referrer host, country, the address as CLICK_IP_PRIVACY keeps
-it), laid out in the same columns, with a visitor row per click. The batch
-is stored by the click importer's own store step
+device, bot, referrer host, country, the address as the team keeps it:
+Team.ip_storage, else CLICK_IP_PRIVACY), laid out in the same columns,
+with a visitor row per click. The batch is stored by the click importer's own store step
 (clicks.importer.ClickImporter.store): partitions made for its months, new
 user agents added, the clicks inserted, and the new ones counted into the
 hour and day rollups and the totals (clicks.rollups.BREAKDOWN_OF_NEW), in

@@ -77,7 +77,8 @@ class ImportRun:
         self.links()
         if self.source.lists_visits:
             self.batches = HistoryBatches(
-                enricher=Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH),
+                # The team's links all keep an address as it chose.
+                enricher=Enricher(ip_privacy=self.job.team.ip_storage_in_effect, enabled=settings.CLICK_ENRICH),
                 import_id=self.job.pk,
                 source_key=self.source.key,
             )

@@ -1,4 +1,5 @@
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -10,6 +11,19 @@ class Role(models.TextChoices):
     VIEWER = "viewer", "viewer: reads links and reports"
     EDITOR = "editor", "editor: also creates, changes, disables and deletes links"
     ADMIN = "admin", "admin: also manages members and the team's tokens"
+
+
+# What a team keeps of a visitor's address with each click (clicks/enrichment.py);
+# '' leaves it to the service's CLICK_IP_PRIVACY.
+class IpStorage(models.TextChoices):
+    DEFAULT = "", "as the service keeps them (CLICK_IP_PRIVACY)"
+    ANONYMISE = "anonymise", "anonymised (IPv4 /24, IPv6 /48)"
+    FULL = "full", "whole"
+    NONE = "none", "not at all"
+
+
+# The longest a team may ask visits to be kept for; longer is keeping them.
+RETENTION_DAYS_MAX = 3650
 
 
 class Team(models.Model):
@@ -28,12 +42,38 @@ class Team(models.Model):
     # Suspended by the service's staff (moderation/): its links stop, its
     # tokens stop, its members reach it no more; None while it is not.
     suspended_at = models.DateTimeField(null=True, blank=True)
+    # Its raw clicks older than this many days are deleted
+    # (clicks/retention.py); None keeps them.
+    visit_retention_days = models.IntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(RETENTION_DAYS_MAX)],
+        verbose_name="delete visits older than (days)",
+        help_text="Empty keeps them.",
+    )
+    ip_storage = models.CharField(
+        max_length=9,
+        blank=True,
+        choices=IpStorage.choices,
+        default=IpStorage.DEFAULT,
+        db_default=IpStorage.DEFAULT,
+        verbose_name="visitors' addresses kept",
+    )
 
     class Meta:
         ordering = ["name", "id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(visit_retention_days__gte=1), name="team_retention_positive"),
+            models.CheckConstraint(condition=models.Q(ip_storage__in=IpStorage.values), name="team_ip_storage_valid"),
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def ip_storage_in_effect(self) -> str:
+        """What is kept of its visitors' addresses: its own choice, else the service's."""
+        return self.ip_storage or settings.CLICK_IP_PRIVACY
 
 
 class Membership(models.Model):
@@ -84,6 +124,9 @@ class Action(models.TextChoices):
     TEAM_CREATED = "team.created", "created the team"
     TEAM_RENAMED = "team.renamed", "renamed the team"
     TEAM_SECOND_FACTOR = "team.second_factor", "changed whether members need a second factor"
+    TEAM_RETENTION = "team.retention", "changed how long visits are kept"
+    TEAM_IP_STORAGE = "team.ip_storage", "changed what is kept of visitors' addresses"
+    VISITS_PURGED = "team.visits_purged", "deleted visits past the team's retention"
     LINK_CREATED = "link.created", "created a link"
     LINK_CHANGED = "link.changed", "changed a link"
     LINK_DISABLED = "link.disabled", "disabled a link"

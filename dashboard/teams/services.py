@@ -109,6 +109,40 @@ def team_require_second_factor(*, actor: AbstractBaseUser, team: Team, required:
     return team
 
 
+# Each setting of what a team keeps of its visits, with its audit action.
+VISIT_SETTINGS = {"visit_retention_days": Action.TEAM_RETENTION, "ip_storage": Action.TEAM_IP_STORAGE}
+
+
+@transaction.atomic
+def team_visit_settings(*, actor: AbstractBaseUser, team: Team, **changes) -> Team:
+    """Sets how long the team keeps its raw clicks (`visit_retention_days`,
+    None: for ever; clicks.retention purges them) and what the importer
+    keeps of its visitors' addresses (`ip_storage`, '' for the service's
+    CLICK_IP_PRIVACY), either or both; an admin's to do. Each change is in
+    the audit log; a value out of bounds raises ValidationError, changing nothing."""
+    unknown = set(changes) - set(VISIT_SETTINGS)
+    if unknown:
+        raise TypeError(f"team_visit_settings: no setting {', '.join(sorted(unknown))}")
+    access.require(actor, team.pk, Role.ADMIN, to="change how the team keeps its visits")
+    team = Team.objects.select_for_update().get(pk=team.pk)
+    before = {name: getattr(team, name) for name in changes}
+    for name, value in changes.items():
+        setattr(team, name, value)
+    team.full_clean(exclude=[field.name for field in Team._meta.fields if field.name not in changes])
+    changed = [name for name in changes if getattr(team, name) != before[name]]
+    if changed:
+        team.save(update_fields=changed)
+    for name in changed:
+        audit.record(
+            team_id=team.pk,
+            actor=actor,
+            action=VISIT_SETTINGS[name],
+            subject=team.name,
+            changes={name: [before[name], getattr(team, name)]},
+        )
+    return team
+
+
 def _links_first(count: int) -> ValidationError:
     return ValidationError(
         {

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from clicks.calendar import time_zones
 from links.models import Domain
-from teams.models import Role
+from teams.models import RETENTION_DAYS_MAX, IpStorage, Role
 from tokens.models import ApiToken
 from webhooks.event_types import SUBSCRIBABLE
 from webhooks.models import Webhook
@@ -121,6 +121,27 @@ class TokenForm(forms.ModelForm):
 
 class TeamForm(forms.Form):
     name = forms.CharField(max_length=100)
+
+
+class TeamVisitsForm(forms.Form):
+    """How long a team keeps its visits and what of its visitors' addresses
+    (teams.services.team_visit_settings)."""
+
+    visit_retention_days = forms.IntegerField(
+        label="Delete visits older than (days)",
+        required=False,
+        min_value=1,
+        max_value=RETENTION_DAYS_MAX,
+        help_text="Counted back from the last UTC midnight; empty keeps them.",
+    )
+    ip_storage = forms.ChoiceField(label="Visitors' addresses kept", choices=IpStorage.choices, required=False)
+
+    def __init__(self, *args, service_default: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        kept = dict(IpStorage.choices)[service_default]
+        self.fields["ip_storage"].choices = [
+            (value, f"as the service keeps them: {kept}" if not value else label) for value, label in IpStorage.choices
+        ]
 
 
 class MemberForm(forms.Form):

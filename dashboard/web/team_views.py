@@ -69,7 +69,12 @@ def team_list(request):
     return render(request, "web/team_list.html", {"form": form, "teams": teams})
 
 
-def _team_page(request, team: Team, *, form=None, rename_form=None, group_form=None):
+def _visits_form(team: Team, data=None) -> forms.TeamVisitsForm:
+    initial = {"visit_retention_days": team.visit_retention_days, "ip_storage": team.ip_storage}
+    return forms.TeamVisitsForm(data, initial=initial, service_default=settings.CLICK_IP_PRIVACY)
+
+
+def _team_page(request, team: Team, *, form=None, rename_form=None, group_form=None, visits_form=None):
     return render(
         request,
         "web/team_detail.html",
@@ -86,6 +91,8 @@ def _team_page(request, team: Team, *, form=None, rename_form=None, group_form=N
                 (group, role) for group, name, role in settings.OIDC_GROUP_ROLES if name == team.name
             ],
             "group_form": group_form or forms.GroupRoleForm(),
+            "visits_form": visits_form or _visits_form(team),
+            "rollups_kept": settings.CLICK_RETENTION_ROLLUPS == "keep",
         },
     )
 
@@ -122,6 +129,23 @@ def team_rename(request, team_id: int):
             messages.success(request, f"The team is now called {renamed.name}.")
             return redirect("web:team-detail", team_id=team.pk)
     return _team_page(request, team, rename_form=rename_form)
+
+
+@login_required
+@require_POST
+def team_visits(request, team_id: int):
+    team = _team_or_404(request, team_id)
+    access.require(request.user, team.pk, Role.ADMIN, to="change how the team keeps its visits")
+    visits_form = _visits_form(team, request.POST)
+    if visits_form.is_valid():
+        try:
+            team_services.team_visit_settings(actor=request.user, team=team, **visits_form.cleaned_data)
+        except ValidationError as exc:
+            forms.add_service_errors(visits_form, exc)
+        else:
+            messages.success(request, "Saved how the team keeps its visits.")
+            return redirect("web:team-detail", team_id=team.pk)
+    return _team_page(request, team, visits_form=visits_form)
 
 
 @login_required

@@ -95,6 +95,7 @@ urlpatterns = [
     path("teams/<int:team_id>/groups/<int:pk>/remove", team_views.group_role_remove, name="group-role-remove"),
     path("teams/<int:team_id>/rename", team_views.team_rename, name="team-rename"),
     path("teams/<int:team_id>/second-factor", team_views.team_second_factor, name="team-second-factor"),
+    path("teams/<int:team_id>/visits", team_views.team_visits, name="team-visits"),
     path("teams/<int:team_id>/delete/", team_views.team_delete, name="team-delete"),
     path("teams/<int:team_id>/audit/", team_views.team_audit, name="team-audit"),
     path("teams/<int:team_id>/webhooks/", webhook_views.webhook_list, name="webhook-list"),

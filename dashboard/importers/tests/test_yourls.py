@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from clicks import accounting
+from clicks.models import Click
 from clicks.rollups import fold_days
 from clicks.services import link_visits_delete
 from importers.models import ImportJob
@@ -19,6 +20,7 @@ from importers.sources.yourls import LOG_COLUMNS, URL_COLUMNS, dump_rows
 from links.models import Link
 from slingshot.contract import SERVED_KEY_PREFIX
 from slingshot.redis import get_redis
+from teams.models import Team
 from testing.sources import YourlsData, write_yourls_dump
 
 # Stored as the importer stores: each batch commits (its temporary tables empty on COMMIT).
@@ -90,6 +92,21 @@ def test_links_and_every_logged_click_with_their_times(user, team):
     assert len(bot) == 1 and bot[0][5] is True and bot[0][1] == "https://example.org/?q='quoted'"
     fold_days(until=datetime.now(UTC))  # what the importer does each hour: the day tables then hold them too
     assert totals_of(spring) == (4, 4, 4)
+
+
+@pytest.mark.parametrize(
+    "storage, kept",
+    [("full", ["203.0.113.7", "198.51.100.23"]), ("none", [None, None]), ("", ["203.0.113.0", "198.51.100.0"])],
+)
+def test_the_visits_keep_their_addresses_as_the_team_chose(user, team, settings, storage, kept):
+    settings.CLICK_IP_PRIVACY = "anonymise"
+    Team.objects.filter(pk=team.pk).update(ip_storage=storage)
+
+    run("yourls", str(DUMP), user=user.username, team=str(team.pk))
+
+    spring = Link.objects.get(team=team, slug="spring")
+    found = Click.objects.filter(link_id=spring.pk).order_by("occurred_at").values_list("ip", flat=True)
+    assert list(found)[:2] == kept
 
 
 def test_a_second_run_adds_nothing_and_says_so(user, team):

@@ -39,6 +39,19 @@ CLICK_IMPORT_LOG_INTERVAL = env.float("CLICK_IMPORT_LOG_INTERVAL", default=10.0)
 CLICK_PARTITIONS_AHEAD = env.int("CLICK_PARTITIONS_AHEAD", default=3)
 CLICK_RETENTION_MONTHS = env.int("CLICK_RETENTION_MONTHS", default=0)  # 0: keep raw clicks forever
 
+# A team's visits past its retention (Team.visit_retention_days, clicks/retention.py):
+# `keep` deletes its raw clicks and keeps its rollups, so that its reports
+# by day go on counting them; `purge` deletes their hour, day and month
+# rollups too (the accounting then shows those hours as purged).
+CLICK_RETENTION_ROLLUPS = env.str("CLICK_RETENTION_ROLLUPS", default="keep")
+if CLICK_RETENTION_ROLLUPS not in ("keep", "purge"):
+    raise ImproperlyConfigured(f"CLICK_RETENTION_ROLLUPS must be keep or purge, not {CLICK_RETENTION_ROLLUPS!r}")
+# Rows a purge deletes per transaction, and how often the importer looks for visits to purge.
+CLICK_PURGE_BATCH_ROWS = env.int("CLICK_PURGE_BATCH_ROWS", default=5000)
+CLICK_PURGE_EVERY_MINUTES = env.int("CLICK_PURGE_EVERY_MINUTES", default=60)
+if CLICK_PURGE_BATCH_ROWS < 1 or CLICK_PURGE_EVERY_MINUTES < 1:
+    raise ImproperlyConfigured("CLICK_PURGE_BATCH_ROWS and CLICK_PURGE_EVERY_MINUTES must be 1 or more")
+
 # Reports under filters (clicks/reports.py, clicks/report_queries.py): the breakdowns count the
 # latest this many matching raw clicks, and a statement of the raw clicks
 # is cancelled after this many milliseconds, its report refused.

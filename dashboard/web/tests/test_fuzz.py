@@ -42,7 +42,7 @@ PAGES = [
     "links/{slug}/toggle", "links/{slug}/qr.png", "links/{slug}/qr.svg", "unlock/{slug}", "domains/",
     "domains/{host}/edit/", "tokens/", "time-zone/", "orphan-visits/", "accounting/", "tokens/{pk}/revoke",
     "users/", "users/{pk}/password-link", "account/", "teams/", "teams/switch", "teams/{pk}/",
-    "teams/{pk}/rename", "teams/{pk}/audit/", "teams/{pk}/members/{name}/role",
+    "teams/{pk}/rename", "teams/{pk}/visits", "teams/{pk}/audit/", "teams/{pk}/members/{name}/role",
 ]  # fmt: skip
 # Pages whose POST ends the session or the person's rights: left out, so
 # that every example runs signed in.

@@ -17,6 +17,7 @@ from clicks.enrichment import Enricher
 from clicks.importer import BatchResult, ClickImporter, ConsumerBusy, tune_gc
 from clicks.metrics import ImporterMetrics
 from clicks.partitions import click_tables_maintain
+from clicks.retention import visits_purge
 from clicks.rollups import FOLD_AFTER, fold_days
 from clicks.stores import PRIMARY, click_store, store_names
 from clicks.stream import ClickStream, import_lag
@@ -25,6 +26,8 @@ from slingshot.metrics import add_metrics_arguments, serve_metrics
 
 EXIT_CONSUMER_BUSY = 3
 MAINTENANCE_EVERY = 24 * 3600.0
+# Transactions of a retention purge between two batches, until it is done.
+PURGE_STEPS = 10
 # A connection lost at any point: nothing is acknowledged before its COMMIT,
 # so the same work is done again, and a batch stored twice counts once.
 # psycopg's own errors reach here from COPY, which Django does not wrap.
@@ -98,10 +101,14 @@ class Progress:
 
 class Upkeep:
     """What the importer does now and then between batches: the click
-    tables' partitions kept (once a day), and the days due folded."""
+    tables' partitions kept (once a day), the days due folded, and the
+    teams' visits past their retention purged (a few transactions between
+    two batches until done, then again in CLICK_PURGE_EVERY_MINUTES)."""
 
     def __init__(self):
         self.due = 0.0
+        self.purge_due = 0.0
+        self.purge_from = None  # where a purge stopped at its budget, to go on from
 
     def __call__(self) -> None:
         if time.monotonic() >= self.due:
@@ -112,6 +119,10 @@ class Upkeep:
             )
             self.due = time.monotonic() + MAINTENANCE_EVERY
         fold_days(until=datetime.now(timezone.utc) - FOLD_AFTER)
+        if time.monotonic() >= self.purge_due:
+            run = visits_purge(budget=PURGE_STEPS, go_on_from=self.purge_from)
+            self.purge_from = run.go_on_from
+            self.purge_due = time.monotonic() + (settings.CLICK_PURGE_EVERY_MINUTES * 60.0 if run.finished else 0.0)
 
 
 class Command(ServiceCommand):

@@ -1,0 +1,148 @@
+"""A team's visits past its retention (Team.visit_retention_days): its raw
+clicks from before the UTC day that many days back deleted, and with
+CLICK_RETENTION_ROLLUPS=purge the rollups of those hours, days and whole
+months too. The importer's upkeep runs it every CLICK_PURGE_EVERY_MINUTES
+(import_clicks); so can `manage.py purge_visits`.
+
+A purge deletes CLICK_PURGE_BATCH_ROWS rows a transaction, rows an import
+or a fold holds skipped for the next purge, so that neither waits long for
+it; one runs at a time (an advisory lock), and running it again deletes
+what is left, no more. Each transaction records what the accounting counted
+of what it deleted (deletions.py). A team's purge is in its audit log, the
+entry written with the purge's last transaction."""
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from teams.audit import record
+from teams.models import Action, Team
+
+from .deletions import team_clicks_purge, team_rollups_purge
+from .rollups import PURGED_ROLLUPS
+
+log = logging.getLogger(__name__)
+
+_LOCK = "hashtextextended('slingshot retention purge', 0)"
+
+
+@dataclass
+class Purge:
+    team_id: int
+    cutoff: datetime  # what was before it went
+    clicks: int = 0  # raw clicks deleted
+    rollup_rows: int = 0  # rows of the rollups deleted (CLICK_RETENTION_ROLLUPS=purge)
+
+
+@dataclass
+class PurgeRun:
+    purges: list[Purge]  # the teams it deleted anything of
+    # Where it stopped at its budget, to go on from: a team's id and the
+    # step it was at (_steps); None: it finished.
+    go_on_from: tuple[int, int] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.go_on_from is None
+
+
+def retention_cutoff(now: datetime, days: int) -> datetime:
+    """The first instant a team keeps: the UTC midnight `days` days before today's."""
+    today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    return today - timedelta(days=days)
+
+
+def visits_purge(
+    *,
+    now: datetime | None = None,
+    rollups: str | None = None,
+    rows: int | None = None,
+    budget: int | None = None,
+    go_on_from: tuple[int, int] | None = None,
+) -> PurgeRun:
+    """Purges every team with a retention, in id order from where an
+    earlier run stopped (`go_on_from`), `rows` rows a transaction (default
+    CLICK_PURGE_BATCH_ROWS), the rollups too when `rollups` (default
+    CLICK_RETENTION_ROLLUPS) is 'purge'; at most `budget` transactions
+    (None: until done), after which the run says where to go on from.
+    Another purge running: does nothing."""
+    now = now or datetime.now(timezone.utc)
+    rollups = rollups or settings.CLICK_RETENTION_ROLLUPS
+    rows = rows or settings.CLICK_PURGE_BATCH_ROWS
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT pg_try_advisory_lock({_LOCK})")
+        if not cursor.fetchone()[0]:
+            return PurgeRun(purges=[])
+    try:
+        purges = []
+        first_team, first_step = go_on_from or (0, 0)
+        teams = Team.objects.filter(visit_retention_days__isnull=False, id__gte=first_team).order_by("id")
+        for team_id, days in teams.values_list("id", "visit_retention_days"):
+            purge = Purge(team_id=team_id, cutoff=retention_cutoff(now, days))
+            step = first_step if team_id == first_team else 0
+            step, budget = _team_purge(purge, step=step, rows=rows, rollups=rollups == "purge", budget=budget)
+            if purge.clicks or purge.rollup_rows:
+                purges.append(purge)
+                log.info(
+                    "purged team %d's visits before %s: %d clicks, %d rows of rollups",
+                    team_id,
+                    purge.cutoff.date(),
+                    purge.clicks,
+                    purge.rollup_rows,
+                )
+            if budget == 0 and step is not None:
+                return PurgeRun(purges=purges, go_on_from=(team_id, step))
+        return PurgeRun(purges=purges)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT pg_advisory_unlock({_LOCK})")
+
+
+def _steps(purge: Purge, *, rows: int, rollups: bool) -> list[Callable]:
+    """Each a transaction's worth of deleting: how many rows it deleted."""
+    where = {"team_id": purge.team_id, "cutoff": purge.cutoff, "rows": rows}
+
+    def clicks(cursor) -> int:
+        gone = team_clicks_purge(cursor, **where)
+        purge.clicks += gone
+        return gone
+
+    def rollup(table: str) -> Callable:
+        def step(cursor) -> int:
+            gone = team_rollups_purge(cursor, table=table, **where)
+            purge.rollup_rows += gone
+            return gone
+
+        return step
+
+    return [clicks, *(rollup(table) for table, _, _ in PURGED_ROLLUPS if rollups)]
+
+
+def _team_purge(
+    purge: Purge, *, step: int, rows: int, rollups: bool, budget: int | None
+) -> tuple[int | None, int | None]:
+    """Runs a team's steps from `step` on until each deletes less than
+    `rows` or the budget is spent; the step it stopped at (None: it
+    finished), and the budget left."""
+    steps = _steps(purge, rows=rows, rollups=rollups)
+    while step < len(steps) and budget != 0:
+        with transaction.atomic(), connection.cursor() as cursor:
+            if steps[step](cursor) < rows:
+                step += 1
+            budget = None if budget is None else budget - 1
+            if (step == len(steps) or budget == 0) and (purge.clicks or purge.rollup_rows):
+                changes = {"visits": [purge.clicks, 0]}
+                if rollups:
+                    changes["rollup_rows"] = [purge.rollup_rows, 0]
+                record(
+                    team_id=purge.team_id,
+                    actor=None,
+                    action=Action.VISITS_PURGED,
+                    subject=f"visits before {purge.cutoff:%Y-%m-%d}",
+                    changes=changes,
+                )
+    return (None if step >= len(steps) else step), budget
