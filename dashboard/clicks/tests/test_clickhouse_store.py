@@ -135,6 +135,8 @@ def test_migrate_clicks_without_a_node_says_so():
         call_command("migrate_clicks", stdout=StringIO())
     with pytest.raises(CommandError, match="not a clickhouse:// URL"):
         call_command("migrate_clicks", "--url", "http://127.0.0.1:1", stdout=StringIO())
+    with pytest.raises(CommandError, match="a ClickHouse node did not answer"):
+        call_command("migrate_clicks", "--url", "clickhouse://default@127.0.0.1:1/default", stdout=StringIO())
 
 
 def test_an_insert_through_the_distributed_table_lands_on_its_links_shard_and_is_replicated(cluster):
@@ -194,3 +196,21 @@ def test_a_batch_inserted_again_in_another_order_is_stored_and_rolled_up_once(cl
     assert _until(lambda: _stored(cluster, 2000), 46 + 47) == 46 + 47
     expected = [(HOUR, 0, 81, 5), (HOUR, 1, 12, 1)]  # visitors 0-3 and 5; 99
     assert _until(lambda: _rollup(cluster, 2000), expected) == expected
+
+
+def test_orphan_visits_land_on_the_shard_of_their_slug_and_are_replicated(cluster):
+    client = cluster.nodes[3].client(insert_distributed_sync=1)
+    visit = (uuid.UUID(int=52), HOUR, 0, 0, "gone", None, "NL", "curl/8", "", "expired", "", None)
+    client.execute(
+        "INSERT INTO orphan_visits (click_id, occurred_at, occurred_ms, is_bot, slug, ip, country, user_agent,"
+        " referer, kind, domain, import_id) VALUES",
+        [visit],
+    )
+    (shard,) = client.execute("SELECT sipHash64('gone') % 2 + 1")[0]
+
+    def held(node) -> list:
+        return node.client().execute("SELECT slug, kind FROM orphan_visits_local")
+
+    for node in cluster.nodes:
+        expected = [("gone", "expired")] if node.shard == shard else []
+        assert _until(lambda node=node: held(node), expected) == expected
