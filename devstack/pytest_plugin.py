@@ -192,6 +192,17 @@ def servers() -> ThrowawayStack:
 
 
 @pytest.fixture(scope="session")
+def clickhouse_cluster():
+    """Two shards of two replicas of ClickHouse 18.16 and their ZooKeeper
+    (devstack/clickhouse.py), for the tests that ask for it; a few seconds."""
+    from devstack.clickhouse import ClickHouseCluster
+
+    cluster = ClickHouseCluster().start()
+    yield cluster
+    cluster.cleanup()
+
+
+@pytest.fixture(scope="session")
 def _shared_edge():
     running = Edge().start()
     yield running

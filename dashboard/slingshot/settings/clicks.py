@@ -61,3 +61,10 @@ REPORT_RAW_TIMEOUT_MS = env.int("REPORT_RAW_TIMEOUT_MS", default=3000)
 # ends a difference between the clicks the edges served and those stored is
 # still waiting for the importer, before the overview flags it.
 ACCOUNTING_GRACE_MINUTES = env.int("ACCOUNTING_GRACE_MINUTES", default=15)
+
+# The ClickHouse click store (docs/scale-out.md, "ClickHouse (in progress)"):
+# every node of the cluster, "clickhouse://user:password@host:9000/database,...",
+# which `migrate_clicks` brings to the schema of sql/clickhouse/, and the
+# cluster's name in their <remote_servers>. Clicks still go to PostgreSQL.
+CLICKHOUSE_URLS = [url.strip() for url in env.str("CLICKHOUSE_URLS", default="").split(",") if url.strip()]
+CLICKHOUSE_CLUSTER = env.str("CLICKHOUSE_CLUSTER", default="slingshot")

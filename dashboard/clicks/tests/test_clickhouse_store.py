@@ -1,0 +1,216 @@
+"""The ClickHouse click store on a real cluster (the `clickhouse_cluster`
+fixture: ClickHouse 18.16, two shards of two replicas, and ZooKeeper):
+migrate_clicks, where an insert through the Distributed table lands, and
+that a batch inserted again is stored, and rolled up, once."""
+
+import random
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from clicks.clickhouse_schema import migrations
+
+HOUR = datetime(2026, 11, 29, 14, tzinfo=UTC)
+COLUMNS = (
+    "click_id, occurred_at, occurred_ms, link_id, user_agent_id, is_bot, slug, ip, country, browser, os, device,"
+    " referer, referer_host, rule, import_id, visitor_hash"
+)
+
+
+@pytest.fixture(scope="module")
+def cluster(clickhouse_cluster):
+    call_command("migrate_clicks", *_url_args(clickhouse_cluster), stdout=StringIO())
+    return clickhouse_cluster
+
+
+def _url_args(cluster) -> list[str]:
+    return [arg for url in cluster.urls for arg in ("--url", url)]
+
+
+def _migrate(cluster) -> str:
+    out = StringIO()
+    call_command("migrate_clicks", *_url_args(cluster), stdout=out)
+    return out.getvalue()
+
+
+def _click(link_id: int, n: int, *, is_bot: bool = False, visitor: int = 0) -> tuple:
+    at = HOUR + timedelta(seconds=n)
+    return (
+        uuid.UUID(int=(link_id << 64) | n),
+        at,
+        n % 1000,
+        link_id,
+        7,
+        int(is_bot),
+        f"s{link_id}",
+        "203.0.113.0",
+        "NL",
+        "Firefox",
+        "Linux",
+        "bot" if is_bot else "desktop",
+        "",
+        "",
+        None,
+        None,
+        visitor,
+    )
+
+
+def _block(rows: list[tuple]) -> list[tuple]:
+    """A batch in one order whatever order its rows came in: the order of
+    the table's sort key, then the click id (which a click has once)."""
+    return sorted(rows, key=lambda row: (row[3], row[1], row[2], row[0]))
+
+
+def _insert(cluster, rows: list[tuple]) -> None:
+    client = cluster.nodes[0].client(insert_distributed_sync=1)
+    client.execute(f"INSERT INTO clicks ({COLUMNS}) VALUES", _block(rows))
+
+
+def _until(read, expected, *, timeout: float = 20.0):
+    """What `read()` returns once it equals `expected` (replication is
+    asynchronous), or its last answer after the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = read()
+        if got == expected or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
+def _local_count(node, link_id: int) -> int:
+    return node.client().execute("SELECT count() FROM clicks_local WHERE link_id = %(l)s", {"l": link_id})[0][0]
+
+
+def _versions(node) -> list[tuple]:
+    return node.client().execute("SELECT version, name FROM click_schema_migrations ORDER BY version")
+
+
+def test_migrate_clicks_records_every_file_on_every_node_and_a_second_run_is_a_no_op(cluster):
+    expected = [(migration.version, migration.name) for migration in migrations()]
+    assert expected and expected[0] == (1, "0001_clicks")
+    assert [_versions(node) for node in cluster.nodes] == [expected] * 4
+    tables = cluster.nodes[3].client().execute("SELECT name FROM system.tables WHERE database = currentDatabase()")
+    assert {"clicks", "clicks_local", "orphan_visits", "click_rollup_hour", "click_rollup_hour_mv"} <= {
+        name for (name,) in tables
+    }
+
+    assert "up to date on 4 ClickHouse nodes" in _migrate(cluster)
+    assert [_versions(node) for node in cluster.nodes] == [expected] * 4
+
+
+def test_migrate_clicks_refuses_a_node_ahead_of_the_code_or_nodes_that_disagree(cluster):
+    newest = migrations()[-1].version
+    node = cluster.nodes[2]
+    client = node.client()
+    try:
+        client.execute("INSERT INTO click_schema_migrations VALUES", [(newest + 1, "9999_future", datetime.now(UTC))])
+        with pytest.raises(
+            CommandError, match=rf"newer than this code's \(version {newest}\): 127.0.0.1:{node.tcp_port}"
+        ):
+            _migrate(cluster)
+    finally:
+        client.execute("ALTER TABLE click_schema_migrations DELETE WHERE version > %(v)s", {"v": newest})
+    assert _until(lambda: _versions(node)[-1][0], newest) == newest
+
+    behind = cluster.nodes[1]
+    behind.client().execute("TRUNCATE TABLE click_schema_migrations")
+    try:
+        with pytest.raises(CommandError, match=f"disagree on the schema version: .*127.0.0.1:{behind.tcp_port} at 0"):
+            _migrate(cluster)
+    finally:
+        behind.client().execute(
+            "INSERT INTO click_schema_migrations VALUES",
+            [(m.version, m.name, datetime.now(UTC)) for m in migrations()],
+        )
+    assert "up to date" in _migrate(cluster)
+
+
+def test_migrate_clicks_without_a_node_says_so():
+    with pytest.raises(CommandError, match="set CLICKHOUSE_URLS"):
+        call_command("migrate_clicks", stdout=StringIO())
+    with pytest.raises(CommandError, match="not a clickhouse:// URL"):
+        call_command("migrate_clicks", "--url", "http://127.0.0.1:1", stdout=StringIO())
+    with pytest.raises(CommandError, match="a ClickHouse node did not answer"):
+        call_command("migrate_clicks", "--url", "clickhouse://default@127.0.0.1:1/default", stdout=StringIO())
+
+
+def test_an_insert_through_the_distributed_table_lands_on_its_links_shard_and_is_replicated(cluster):
+    # Sharded by link_id over two shards of weight 1: an even link on the
+    # first shard, an odd one on the second.
+    _insert(cluster, [_click(1000, n) for n in range(5)] + [_click(1001, n) for n in range(3)])
+    first, second = cluster.nodes[:2], cluster.nodes[2:]
+    for node in first:
+        assert _until(lambda node=node: _local_count(node, 1000), 5) == 5
+        assert _local_count(node, 1001) == 0
+    for node in second:
+        assert _until(lambda node=node: _local_count(node, 1001), 3) == 3
+        assert _local_count(node, 1000) == 0
+    total = cluster.nodes[1].client().execute("SELECT count() FROM clicks WHERE link_id IN (1000, 1001)")
+    assert total == [(8,)]
+
+
+def _rollup(cluster, link_id: int) -> list[tuple]:
+    return (
+        cluster.nodes[3]
+        .client()
+        .execute(
+            "SELECT bucket, is_bot, countMerge(clicks), uniqCombinedMerge(visitors) FROM click_rollup_hour"
+            " WHERE link_id = %(l)s GROUP BY bucket, is_bot ORDER BY bucket, is_bot",
+            {"l": link_id},
+        )
+    )
+
+
+def _stored(cluster, link_id: int) -> int:
+    return cluster.nodes[0].client().execute("SELECT count() FROM clicks WHERE link_id = %(l)s", {"l": link_id})[0][0]
+
+
+def test_a_batch_inserted_again_in_another_order_is_stored_and_rolled_up_once(cluster):
+    rows = [_click(2000, n, visitor=n % 4) for n in range(40)] + [
+        _click(2000, 100 + n, is_bot=True, visitor=99) for n in range(6)
+    ]
+    rows += [_click(2003, n, visitor=n) for n in range(10)]
+    _insert(cluster, rows)
+    expected = [(HOUR, 0, 40, 4), (HOUR, 1, 6, 1)]
+    assert _until(lambda: _rollup(cluster, 2000), expected) == expected
+
+    again = list(rows)
+    random.Random(52).shuffle(again)
+    assert again != rows
+    _insert(cluster, again)  # as after a crash between the insert and the stream's acknowledgement
+    _insert(cluster, list(reversed(rows)))
+    time.sleep(1)  # what replication would bring, had the block been stored again
+    for node in cluster.nodes[:2]:
+        assert _local_count(node, 2000) == 46
+    assert _stored(cluster, 2000) == 46 and _stored(cluster, 2003) == 10
+    assert _rollup(cluster, 2000) == expected
+    assert _rollup(cluster, 2003) == [(HOUR, 0, 10, 10)]
+
+    # One row more is another block: stored, and counted, as it should be.
+    _insert(cluster, rows + [_click(2000, 200, visitor=5)])
+    assert _until(lambda: _stored(cluster, 2000), 46 + 47) == 46 + 47
+    expected = [(HOUR, 0, 81, 5), (HOUR, 1, 12, 1)]  # visitors 0-3 and 5; 99
+    assert _until(lambda: _rollup(cluster, 2000), expected) == expected
+
+
+def test_orphan_visits_land_on_the_shard_of_their_slug_and_are_replicated(cluster):
+    client = cluster.nodes[3].client(insert_distributed_sync=1)
+    visit = (uuid.UUID(int=52), HOUR, 0, 0, "gone", None, "NL", "curl/8", "", "expired", "", None)
+    client.execute(
+        "INSERT INTO orphan_visits (click_id, occurred_at, occurred_ms, is_bot, slug, ip, country, user_agent,"
+        " referer, kind, domain, import_id) VALUES",
+        [visit],
+    )
+    (shard,) = client.execute("SELECT sipHash64('gone') % 2 + 1")[0]
+
+    def held(node) -> list:
+        return node.client().execute("SELECT slug, kind FROM orphan_visits_local")
+
+    for node in cluster.nodes:
+        expected = [("gone", "expired")] if node.shard == shard else []
+        assert _until(lambda node=node: held(node), expected) == expected
