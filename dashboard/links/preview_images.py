@@ -144,6 +144,18 @@ def preview_image_remove(*, link: Link, actor: AbstractBaseUser | None) -> Link:
     return link
 
 
+def image_response(name: str, *, cache_control: str) -> HttpResponse | None:
+    """The uploaded image of this name as an answer, or None for no such image."""
+    image = PreviewImage.objects.filter(name=name).first() if _NAME.fullmatch(name) else None
+    if image is None:
+        return None
+    response = HttpResponse(bytes(image.content), content_type=image.content_type)
+    response["Cache-Control"] = cache_control
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'"
+    return response
+
+
 class EdgePreviewImageMiddleware(EdgePassMiddleware):
     """An uploaded preview image, which an edge passes on from a short
     domain's /_preview/<name> (nginx.conf) as ?name=<name>: the image, kept
@@ -154,12 +166,5 @@ class EdgePreviewImageMiddleware(EdgePassMiddleware):
     label = "edge-preview-image"
 
     def answer(self, request: HttpRequest, address: str) -> HttpResponse:
-        name = request.GET.get("name", "")
-        image = PreviewImage.objects.filter(name=name).first() if _NAME.fullmatch(name) else None
-        if image is None:
-            return HttpResponse("not found", status=404, content_type="text/plain")
-        response = HttpResponse(bytes(image.content), content_type=image.content_type)
-        response["Cache-Control"] = "public, max-age=31536000, immutable"
-        response["X-Content-Type-Options"] = "nosniff"
-        response["Content-Security-Policy"] = "default-src 'none'"
-        return response
+        response = image_response(request.GET.get("name", ""), cache_control="public, max-age=31536000, immutable")
+        return response or HttpResponse("not found", status=404, content_type="text/plain")

@@ -22,7 +22,7 @@ def campaigns(request):
     days = int(request.GET["days"]) if request.GET.get("days") in {str(d) for d in DAYS} else DEFAULT_DAYS
     include_bots = request.GET.get("include_bots") == "true"
     start, end = whole_hours(datetime.now(UTC) - timedelta(days=days), datetime.now(UTC))
-    links = links_visible_to(request.user, team=team.pk).select_related(None).only("pk", "url", "rules", "split")
+    links = links_visible_to(request.user, team=team.pk)
     rows = campaign_clicks(links, start=start, end=end, include_bots=include_bots)
     return render(
         request,

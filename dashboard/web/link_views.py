@@ -25,7 +25,7 @@ from clicks.reports import link_totals
 from health import selectors as health_selectors
 from links import checks, delivery, imports, preview_images, selectors, services, utm_templates
 from links.limits import CreationLimited, admit_creation
-from links.models import Link, PreviewImage
+from links.models import Link
 from slingshot.db import reports_db
 from teams import access
 from teams.models import Role
@@ -240,11 +240,9 @@ def _preview_image(request, form, link: Link) -> None:
 @login_required
 def preview_image(request, name: str):
     """An uploaded preview image, for the dashboard's own pages (the edge serves it to the rest)."""
-    image = PreviewImage.objects.filter(name=name).first()
-    if image is None:
+    response = preview_images.image_response(name, cache_control="private, max-age=86400, immutable")
+    if response is None:
         raise Http404("No such image.")
-    response = HttpResponse(bytes(image.content), content_type=image.content_type)
-    response["Cache-Control"] = "private, max-age=86400, immutable"
     return response
 
 
