@@ -96,12 +96,21 @@ function _M.keep(slug, value, since)
     end
 end
 
--- Whether a slug cached as unknown may be answered so: not while Redis
--- cannot be read, or could not a moment ago, when it may be a link made
--- meanwhile that waits to be published (answered 503, as a miss would be).
+-- Whether a slug cached as unknown may be answered so: only while the
+-- change follower hears from Redis in time, so that a link made since
+-- would have evicted it. Otherwise it may be a link made meanwhile that
+-- waits to be published (answered 503, as a miss would be). A late
+-- follower is not yet a Redis that failed: the slug is asked again, and
+-- Redis's "no such key" believed if the follower has heard from it by the
+-- time that answer comes (as it has when the machine, not Redis, was
+-- slow: its answer was on its way first).
 local function believes_unknown()
-    return following and now() - heard_at <= belief and not linklookup.doubting()
+    return following and now() - heard_at <= belief
 end
+
+local NOT_ASKED = "unknown slug not asked again: Redis cannot be read, or could not a moment ago"
+local NOT_BELIEVED = "unknown slug not believed: the change stream's follower has not heard"
+    .. " from Redis in time"
 
 -- After a failed lookup: the link Redis last gave for `slug` (`stale`, an
 -- expired entry, or nil), kept again for EDGE_CACHE_TTL if Redis confirmed
@@ -135,19 +144,23 @@ function _M.get(slug)
         end
         if value ~= nil then
             recent[slug] = value
-        elseif stale and stale.unknown then
-            if stale.epoch ~= epoch then
-                stale = nil  -- asked at once, below
-            elseif not believes_unknown() then
-                return nil, "unknown slug not asked again: Redis cannot be read, or could not"
-                    .. " a moment ago"
-            else
-                linklookup.refresh_later(slug)
-                value = stale
-            end
+        elseif stale and stale.unknown and stale.epoch == epoch and believes_unknown() then
+            linklookup.refresh_later(slug)
+            value = stale
         end
     end
+    if value ~= nil and value.unknown then
+        if believes_unknown() then
+            metrics.inc(NEGATIVE_HITS)
+            return false
+        end
+        value, stale = nil, value
+    end
     if value == nil then
+        local doubted = stale and stale.unknown and stale.epoch == epoch
+        if doubted and linklookup.doubting() then
+            return nil, NOT_ASKED
+        end
         metrics.inc(MISSES)
         local err
         value, err = linklookup.lookup(slug)
@@ -159,15 +172,12 @@ function _M.get(slug)
             return value
         end
         if value == MISSING then
+            if doubted and not believes_unknown() then
+                return nil, NOT_BELIEVED
+            end
             return false
         end
         return value
-    elseif value.unknown then
-        if not believes_unknown() then
-            return nil, "unknown slug not believed: Redis cannot be read, or could not a moment ago"
-        end
-        metrics.inc(NEGATIVE_HITS)
-        return false
     end
     metrics.inc(HITS)
     return value

@@ -3,8 +3,10 @@ to the dashboard under gunicorn, which keeps the report with the link it
 names, refuses a post from another site and a visitor past REPORT_RATE;
 the edge's pages link to it. Nowhere while no dashboard is set."""
 
+import ipaddress
+import itertools
+import random
 import re
-import uuid
 
 import pytest
 import requests
@@ -21,9 +23,15 @@ def report_edge(make_dashboard, make_edge):
     return make_edge(env={"EDGE_DASHBOARD_URL": f"http://127.0.0.1:{port}"})
 
 
+# Addresses of 198.18.0.0/15 (set aside for tests), from a random point
+# on: each test's own, in this process and, all but surely, in the other
+# processes posting to the same Redis's throttle.
+_ADDRESSES = itertools.count(random.randrange(1 << 16))
+
+
 def visitor() -> str:
     """An address of this test's own (the tests' edges believe X-Forwarded-For from 127.0.0.0/8)."""
-    return f"198.51.100.{uuid.uuid4().int % 250 + 1}"
+    return str(ipaddress.IPv4Address("198.18.0.1") + next(_ADDRESSES) % ((1 << 17) - 2))
 
 
 def post(edge, host: str, fields: dict, **headers) -> requests.Response:

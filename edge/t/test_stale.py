@@ -7,6 +7,7 @@ import os
 import signal
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from edge_helpers import Traffic, delta, following, metrics, on_each_worker, publish, wait_for_notifications
@@ -133,3 +134,30 @@ def test_a_replica_out_of_step_answers_no_slug_as_unknown(make_edge, private_red
     response = http_request(edge.port, f"/{slug}")
     assert (response.status, response.headers.get("Location")) == (302, "https://example.com/made-in-the-failover")
     assert "not in step with its primary (connect" in edge.errors()
+
+
+def test_a_redis_that_stalls_for_less_than_a_read_answers_an_unknown_slug_404_not_503(make_edge, private_redis):
+    """Redis, or the machine under it, stalls for longer than the change
+    stream's blocking read but less than a read's timeout: the follower
+    hears from it late, which is not yet a Redis that failed. A slug cached
+    as unknown is asked again rather than answered 503, and Redis's "no such
+    key" stands, since the follower's answer came first. (A worker starved
+    of CPU on a loaded machine hears late in the same way.)"""
+    env = {**private_redis.edge_env(), "EDGE_REDIS_READ_TIMEOUT_MS": "1500"}
+    edge = make_edge(workers=1, env=env)
+    following(edge, private_redis.client())
+    unknown = "u" + uuid.uuid4().hex[:10]
+    assert http_request(edge.port, f"/{unknown}").status == 404  # cached as unknown
+    pid = private_redis.stack.redis.pid
+    with ThreadPoolExecutor(1) as pool:
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.6)  # past EDGE_LINK_CHANGES_INTERVAL + 0.1 s: the follower is late
+            answer = pool.submit(http_request, edge.port, f"/{unknown}")
+            time.sleep(0.3)
+            assert not answer.done(), "answered without asking Redis again"
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        response = answer.result()
+    assert (response.status, response.headers.get("Retry-After")) == (404, None)
+    assert "not believed" not in edge.errors()
