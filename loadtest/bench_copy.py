@@ -44,8 +44,8 @@ sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 from bench_import import preload  # noqa: E402
 from procstat import cpu_seconds  # noqa: E402
 
+from clicks.copy_rows import CLICK_TYPES, binary_rows  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
-from testing.copy_rows import CLICK_TYPES, binary_rows  # noqa: E402
 
 BATCH_ENTRIES = 160
 VARIANTS = ("stored", "grouped", "no-link", "no-pkey", "text")

@@ -2,7 +2,8 @@
 the edges recorded as clicks (their counts in Redis, contract.SERVED_KEY_PREFIX,
 sent by edge/slingshot/accounting.lua) beside the clicks stored for that
 hour (the hour rollups, bots included, and orphan_visits; neither with the
-visits imported from other shorteners) and those deleted since
+visits imported from other shorteners; with CLICK_STORE=clickhouse, those
+of the cluster too) and those deleted since
 (click_deletions_hour, which every deletion adds to: deletions.py), or
 purged with their rollups past their team's retention (retention.py). Once
 the importer has caught up, served = stored + deleted + purged; a difference that
@@ -21,6 +22,7 @@ from django.db import connection
 
 from slingshot.contract import SERVED_FIELDS, SERVED_KEY_PREFIX
 
+from .clickhouse_clicks import stored_by_hour, using_clickhouse
 from .rollups import HOUR_OF
 from .stores import quick_store
 
@@ -162,6 +164,11 @@ def accounts(*, client: redis.Redis, start: datetime, end: datetime, now: dateti
     with connection.cursor() as cursor:
         cursor.execute(_STORED_AND_DELETED, {"start": start, "end": end})
         found_in_db = {epoch: counts for epoch, *counts in cursor.fetchall()}
+    if using_clickhouse():
+        # Stored there since the switch; what PostgreSQL stored before stays counted.
+        for epoch, (clicks, orphans) in stored_by_hour(start, end).items():
+            before = found_in_db.get(epoch, (0, 0, 0, 0, 0))
+            found_in_db[epoch] = (before[0] + clicks, before[1] + orphans, *before[2:])
     grace = timedelta(minutes=settings.ACCOUNTING_GRACE_MINUTES)
     found = []
     for index, hour in enumerate(hours, start=1):

@@ -90,6 +90,13 @@ class Batch:
     # None for a batch made with its team's choice throughout (importers/history.py).
     ip_storage: dict[int, int] | None = None
     made_at: datetime | None = None  # the `now` it was made at, if by a BatchMaker
+    # Each click's visitor hash (docs/rollups.md), 8 bytes in the machine's
+    # order, in the order of click_rows: made only for a click store that
+    # rolls up itself (BatchMaker's visitors_per_click).
+    click_visitors: bytes = b""
+    # Made again from the record of a batch inserted before and not
+    # acknowledged (clickhouse_clicks.BatchRecords), as it was made then.
+    recorded: bool = False
 
     @property
     def size(self) -> int:
@@ -116,7 +123,7 @@ class BatchMaker:
     without knowing made again. One batch is made at a time (the reader
     thread's next one and the store thread's again take turns)."""
 
-    def __init__(self, enricher: Enricher):
+    def __init__(self, enricher: Enricher, *, visitors_per_click: bool = False):
         self.enricher = enricher
         self._ip_storage: dict[int, int] = {}  # link id -> code, where not the enricher's
         self._lock = threading.Lock()
@@ -143,6 +150,7 @@ class BatchMaker:
             self._ip_storage,
             IP_STORAGE_CODES[enricher.ip_privacy],
         )
+        self._rows.visitors_per_click = visitors_per_click
 
     def _value_id(self, dimension: str, value: str) -> int:
         value_id = self._value_ids.get((dimension, value))

@@ -110,12 +110,15 @@ cdef class RowMaker:
     bytes) to the row made of it, and a rule to its value id; `values`
     holds each value id's COPY text of (dimension, value). A click keeps
     its address as `ip_storage` says for its link (link id to a code of
-    enrichment.IP_STORAGE_CODES), else as `ip_default`."""
+    enrichment.IP_STORAGE_CODES), else as `ip_default`. With
+    `visitors_per_click`, the batch also carries each click's visitor hash,
+    in the order of its rows (a click store that rolls up itself needs them)."""
 
     cdef dict ips, agents, referers, rules, ip_storage
     cdef list values
     cdef object ip_row, agent_row, referer_row, rule_value
     cdef int ip_default
+    cdef public bint visitors_per_click
 
     def __init__(
         self,
@@ -143,20 +146,24 @@ cdef class RowMaker:
         cdef _Tally tally = _tally(
             self.rules, self.rule_value, self.values, min_ms // HOUR_MS, self.ip_storage, self.ip_default
         )
-        cdef Buf clicks, orphans
+        cdef Buf clicks, orphans, visitors
         memset(&clicks, 0, sizeof(Buf))
         memset(&orphans, 0, sizeof(Buf))
+        memset(&visitors, 0, sizeof(Buf))
         try:
-            self._write(good, batch, &clicks, &orphans, tally)
+            self._write(good, batch, &clicks, &orphans, &visitors, tally)
             if clicks.size:
                 _put_be(&clicks, 0xFFFF, 2)  # the binary COPY's trailer (-1)
             batch.click_rows, batch.orphan_rows = _take(&clicks), _take(&orphans)
+            if self.visitors_per_click:
+                batch.click_visitors = _take(&visitors)
         finally:
             free(clicks.data)
             free(orphans.data)
+            free(visitors.data)
         tally.put_rows(batch)
 
-    cdef int _write(self, list good, batch, Buf* clicks, Buf* orphans, _Tally tally) except -1:
+    cdef int _write(self, list good, batch, Buf* clicks, Buf* orphans, Buf* visitors, _Tally tally) except -1:
         """Each click's row, and its counts; the batch's numbers of clicks and orphan visits."""
         cdef dict ips = self.ips, agents = self.agents, referers = self.referers, batch_agents = batch.agents
         cdef _Entry entry
@@ -166,6 +173,8 @@ cdef class RowMaker:
         cdef When when
         _start_when(&when)
         cdef object ip, agent, referer, last_agent = None
+        cdef int64_t visitor
+        cdef bint per_click = self.visitors_per_click
         for entry in good:
             _let_others_run()
             for click in range(entry.count):
@@ -192,5 +201,8 @@ cdef class RowMaker:
                     agent, referer
                 )
                 tally.add(entry.times[click], place, rule, rule_size, ip, agent, referer)
+                if per_click:
+                    visitor = _hash(ip, IP_HASH) ^ _hash(agent, AGENT_HASH)
+                    _put(visitors, <const char*>&visitor, 8)
         batch.clicks, batch.orphans = served, orphan_count
         return 0

@@ -173,9 +173,7 @@ class ClickImporter:
             links = cursor.fetchall()
             live = [row[0] for row in links]
             batch = self._as_teams_chose(batch, links)
-            added_agents = [agent for agent in batch.agents if agent not in self._known_agents]
-            if added_agents:
-                cursor.execute(_ADD_AGENTS, [added_agents, [batch.agents[agent] for agent in added_agents]])
+            added_agents = self._agents_add(cursor, batch)
             stored = self._store_all(cursor, batch) if len(live) == len(batch.link_ids) else None
             if stored is None:
                 stored = self._store_new(cursor, batch, live)
@@ -185,10 +183,26 @@ class ClickImporter:
             if len(live) < len(batch.link_ids):
                 # Last, so that an importer holding these rows waits for nothing.
                 dropped_record(cursor, live)
+        self._agents_known(added_agents)
+        return stored
+
+    def _agents_add(self, cursor, batch: Batch) -> list[int]:
+        """Adds the batch's user agents this importer does not know are
+        stored; returns their ids, known once the transaction commits."""
+        added = [agent for agent in batch.agents if agent not in self._known_agents]
+        if added:
+            cursor.execute(_ADD_AGENTS, [added, [batch.agents[agent] for agent in added]])
+        return added
+
+    def _agents_known(self, added: list[int]) -> None:
         if len(self._known_agents) > KNOWN_AGENTS_MAX:
             self._known_agents.clear()
-        self._known_agents.update(added_agents)
-        return stored
+        self._known_agents.update(added)
+
+    def batch_of(self, entries: list[Entry]) -> tuple[list[Entry], Batch, list[Entry]]:
+        """What to store next of the entries read: (its entries, its batch,
+        the entries left for the next). Here all of them, as they came."""
+        return entries, self.maker.make(entries), []
 
     def _as_teams_chose(self, batch: Batch, links: list[tuple[int, str]]) -> Batch:
         """The batch, or if it keeps an address otherwise than a link's team
@@ -298,7 +312,8 @@ class _Feed:
     """Where the next entries come from, read and made into a batch in the reader thread."""
 
     def __init__(self, importer: ClickImporter, *, once: bool):
-        self.stream, self.maker, self.once = importer.stream, importer.maker, once
+        self.importer, self.stream, self.once = importer, importer.stream, once
+        self.left: list[Entry] = []  # read, and left for the next batch (ClickImporter.batch_of)
         self.block_ms = importer.block_ms
         self.linger = importer.linger_ms / 1000
         self.next_read = 0.0  # following: new entries are read no sooner than this (linger)
@@ -311,7 +326,9 @@ class _Feed:
         if self.stopping:
             return [], None
         stream = self.stream
-        if self.start == ">" and time.monotonic() >= self.next_claim:
+        if self.left:
+            entries, self.left = self.left, []
+        elif self.start == ">" and time.monotonic() >= self.next_claim:
             self.claim_cursor, entries = stream.claim(self.claim_cursor)
             if self.claim_cursor == "0-0":
                 self.next_claim = time.monotonic() + stream.claim_idle_ms / 2000
@@ -338,6 +355,7 @@ class _Feed:
         # grows would cost 10 - 20% of making it. It runs between batches.
         gc.disable()
         try:
-            return entries, self.maker.make(entries)
+            entries, batch, self.left = self.importer.batch_of(entries)
+            return entries, batch
         finally:
             gc.enable()

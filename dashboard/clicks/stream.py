@@ -3,10 +3,12 @@ the consumer group, reading and claiming entries, dead letters,
 acknowledgements, and the backlog."""
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import redis
+from redis.client import Pipeline
 
 from slingshot.contract import CLICKS_GROUP, CLICKS_STREAM, DEAD_LETTER_STREAM
 
@@ -64,6 +66,14 @@ class ClickStream:
             log.info("consumer %s claimed %d idle entries from %s", self.consumer, len(entries), entries[0][0].decode())
         return cursor, entries
 
+    def claim_ids(self, ids: list[bytes]) -> list[Entry]:
+        """Takes over these entries, whoever holds them pending: those of a
+        batch recorded before its insert (clickhouse_clicks.py), which is
+        made again from exactly its entries. Entries no longer pending are
+        not returned."""
+        claimed = self.redis.xclaim(CLICKS_STREAM, CLICKS_GROUP, self.consumer, min_idle_time=0, message_ids=ids)
+        return [(entry_id, fields) for entry_id, fields in claimed if fields is not None]
+
     def dead_letter(self, dead: list[tuple[bytes, dict, str]]) -> None:
         """Copies entries that break the contract, with the reason, to the dead-letter stream."""
         pipe = self.redis.pipeline(transaction=False)
@@ -72,13 +82,16 @@ class ClickStream:
             pipe.xadd(DEAD_LETTER_STREAM, {b"entry_id": entry_id, b"reason": reason.encode(), **fields})
         pipe.execute()
 
-    def acknowledge(self, ids: list[bytes]) -> None:
+    def acknowledge(self, ids: list[bytes], *, also: Callable[[Pipeline], None] | None = None) -> None:
         """Only after the entries' clicks are committed. Deleting exactly the
         acknowledged ids trims the stream without ever touching an entry still
-        pending or unread, so its length is the backlog."""
+        pending or unread, so its length is the backlog. `also` adds to the
+        same transaction."""
         pipe = self.redis.pipeline(transaction=True)
         pipe.xack(CLICKS_STREAM, CLICKS_GROUP, *ids)
         pipe.xdel(CLICKS_STREAM, *ids)
+        if also:
+            also(pipe)
         pipe.execute()
 
     def leave(self) -> bool:

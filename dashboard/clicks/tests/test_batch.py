@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from clicks.batch import CLICK_COLUMNS, ORPHAN_COLUMNS, BatchMaker
+from clicks.copy_rows import binary_rows
 from clicks.enrichment import Enricher
-from testing.copy_rows import binary_rows
 from testing.streams import entry
 
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clicks.batch import CLICK_COLUMNS, BatchMaker
+from clicks.copy_rows import binary_rows
 from clicks.enrichment import Enricher
 from clicks.records import BadEntry, decode_entry, encode_entry
 from slingshot.contract import ORPHAN_KINDS
-from testing.copy_rows import binary_rows
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=timezone.utc)
 TS = int(NOW.timestamp() * 1000)

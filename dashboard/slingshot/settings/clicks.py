@@ -62,9 +62,15 @@ REPORT_RAW_TIMEOUT_MS = env.int("REPORT_RAW_TIMEOUT_MS", default=3000)
 # still waiting for the importer, before the overview flags it.
 ACCOUNTING_GRACE_MINUTES = env.int("ACCOUNTING_GRACE_MINUTES", default=15)
 
-# The ClickHouse click store (docs/scale-out.md, "ClickHouse (in progress)"):
-# every node of the cluster, "clickhouse://user:password@host:9000/database,...",
-# which `migrate_clicks` brings to the schema of sql/clickhouse/, and the
-# cluster's name in their <remote_servers>. Clicks still go to PostgreSQL.
+# Where the importer stores clicks: "postgresql", or "clickhouse" (docs/scale-out.md,
+# "ClickHouse (in progress)"): every node of the cluster,
+# "clickhouse://user:password@host:9000/database,...", which `migrate_clicks`
+# brings to the schema of sql/clickhouse/, and the cluster's name in their
+# <remote_servers>.
+CLICK_STORE = env.str("CLICK_STORE", default="postgresql")
+if CLICK_STORE not in ("postgresql", "clickhouse"):
+    raise ImproperlyConfigured(f"CLICK_STORE is postgresql or clickhouse, not {CLICK_STORE!r}")
 CLICKHOUSE_URLS = [url.strip() for url in env.str("CLICKHOUSE_URLS", default="").split(",") if url.strip()]
 CLICKHOUSE_CLUSTER = env.str("CLICKHOUSE_CLUSTER", default="slingshot")
+if CLICK_STORE == "clickhouse" and not CLICKHOUSE_URLS:
+    raise ImproperlyConfigured("CLICK_STORE=clickhouse needs CLICKHOUSE_URLS")

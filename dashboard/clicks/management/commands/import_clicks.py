@@ -6,6 +6,7 @@ import time
 from dataclasses import asdict
 from datetime import datetime, timezone
 
+import clickhouse_driver.errors
 import psycopg
 import redis
 from django.conf import settings
@@ -13,6 +14,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import InterfaceError, OperationalError
 
 from clicks.batch import BatchMaker
+from clicks.clickhouse_clicks import ClickHouseUnavailable, using_clickhouse
+from clicks.clickhouse_import import ClickHouseImporter
 from clicks.enrichment import Enricher
 from clicks.importer import BatchResult, ClickImporter, ConsumerBusy, tune_gc
 from clicks.metrics import ImporterMetrics
@@ -29,9 +32,13 @@ MAINTENANCE_EVERY = 24 * 3600.0
 # Transactions of a retention purge between two batches, until it is done.
 PURGE_STEPS = 10
 # A connection lost at any point: nothing is acknowledged before its COMMIT,
-# so the same work is done again, and a batch stored twice counts once.
+# so the same work is done again, and a batch stored twice counts once. On
+# ClickHouse, any error of an insert (a shard away, ZooKeeper lost) is
+# waited out the same way: the batch is sent again as it was.
 # psycopg's own errors reach here from COPY, which Django does not wrap.
 RETRYABLE = (
+    ClickHouseUnavailable,
+    clickhouse_driver.errors.Error,
     redis.ConnectionError,
     redis.TimeoutError,
     OperationalError,
@@ -126,7 +133,7 @@ class Upkeep:
 
 
 class Command(ServiceCommand):
-    help = "Import clicks from the Redis stream into PostgreSQL (follows the stream unless --once)."
+    help = "Import clicks from the Redis stream into the click store, PostgreSQL or ClickHouse (follows the stream unless --once)."
 
     def add_arguments(self, parser):
         parser.add_argument("--once", action="store_true", help="drain what is in the stream now, then exit")
@@ -202,8 +209,10 @@ class Command(ServiceCommand):
         # A drain by hand beside a following importer must not take its name.
         consumer = consumer or socket.gethostname() + ("-once" if once else "")
         stream = ClickStream(client, consumer=consumer, store=store, batch_size=batch_size, claim_idle_ms=claim_idle_ms)
-        maker = BatchMaker(Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH))
-        importer = ClickImporter(stream=stream, maker=maker, block_ms=block_ms, linger_ms=linger_ms)
+        enricher = Enricher(ip_privacy=settings.CLICK_IP_PRIVACY, enabled=settings.CLICK_ENRICH)
+        maker = BatchMaker(enricher, visitors_per_click=using_clickhouse())
+        kind = ClickHouseImporter if using_clickhouse() else ClickImporter
+        importer = kind(stream=stream, maker=maker, block_ms=block_ms, linger_ms=linger_ms)
         metrics = ImporterMetrics(lag_client=client)
         serve_metrics(metrics.registry, port=metrics_port, address=metrics_address, who="import_clicks")
         tune_gc()

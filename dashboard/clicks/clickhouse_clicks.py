@@ -1,0 +1,331 @@
+"""Clicks stored in a ClickHouse cluster (CLICK_STORE=clickhouse;
+docs/scale-out.md, "ClickHouse"): the importer's batches written to the
+cluster's Distributed tables (sql/clickhouse/), each exactly once, and
+what the accounting reads back.
+
+Exactly once. A batch goes into `clicks` and `orphan_visits` with
+insert_distributed_sync: the node asked splits it by shard and writes each
+part to a replica of its shard before it answers, and each shard's
+ReplicatedMergeTree drops a part it was given before (insert-block
+deduplication: the same rows in the same order). So a batch inserted again
+after a crash or a lost connection stores nothing twice, provided it holds
+the very same rows. It would not if it were made from other stream entries
+(after a crash, the consumer's pending entries include the batch read
+ahead, and a claim may cut entries differently), or with another team's
+choice of what to keep of an address: before the insert the batch is
+recorded in the stream's Redis (BatchRecords: its entry ids, the time it
+was made at and the address choices it was made with), and whoever reads
+any of those entries again makes that batch again, from those entries
+alone, as it was made. The record goes with the acknowledgement.
+
+Clicks of a link deleted before they are stored are stored all the same:
+no report reads them (reports ask by link), and the accounting counts
+them as stored, as the edge served them."""
+
+import json
+import logging
+import uuid
+from array import array
+from datetime import UTC, datetime, timedelta
+from functools import cache
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from .copy_rows import binary_rows, text_rows
+
+log = logging.getLogger(__name__)
+
+CLICK_COLUMNS = (
+    "click_id",
+    "occurred_at",
+    "occurred_ms",
+    "link_id",
+    "user_agent_id",
+    "is_bot",
+    "slug",
+    "ip",
+    "country",
+    "browser",
+    "os",
+    "device",
+    "referer",
+    "referer_host",
+    "rule",
+    "import_id",
+    "visitor_hash",
+)
+ORPHAN_COLUMNS = (
+    "click_id",
+    "occurred_at",
+    "occurred_ms",
+    "is_bot",
+    "slug",
+    "ip",
+    "country",
+    "user_agent",
+    "referer",
+    "kind",
+    "domain",
+    "import_id",
+)
+_INSERT = "INSERT INTO {table} ({columns}) VALUES"
+# Whole seconds and their milliseconds (DateTime: 18.16 has no DateTime64).
+_STORED_BY_HOUR = """
+SELECT toUInt32(toStartOfHour(occurred_at)) AS hour, count()
+FROM {table} WHERE occurred_at >= toDateTime(%(start)s, 'UTC') AND occurred_at < toDateTime(%(end)s, 'UTC')
+    AND import_id IS NULL
+GROUP BY hour
+"""
+# Settings of every query: a Distributed insert answers once each shard
+# has its part (or fails, and is sent again whole); a read asks one replica
+# of each shard, one that is not behind by more than a few seconds.
+SETTINGS = {
+    "insert_distributed_sync": 1,
+    "insert_distributed_timeout": 60,
+    "max_replica_delay_for_distributed_queries": 10,
+}
+
+
+class ClickHouseUnavailable(ConnectionError):
+    """No node of CLICKHOUSE_URLS took the statement."""
+
+
+def using_clickhouse() -> bool:
+    return settings.CLICK_STORE == "clickhouse"
+
+
+class ClickHouse:
+    """The cluster through whichever node of `urls` answers: each statement
+    goes to the node that answered last, then to the others in turn. A
+    node's error about the statement itself is raised as it is."""
+
+    def __init__(self, urls: list[str]):
+        if not urls:
+            raise ImproperlyConfigured("CLICK_STORE=clickhouse needs CLICKHOUSE_URLS")
+        self.urls = list(urls)
+        self._clients: dict[str, object] = {}
+        self._current = 0
+
+    def _client(self, url: str):
+        client = self._clients.get(url)
+        if client is None:
+            from clickhouse_driver import Client
+
+            client = self._clients[url] = Client.from_url(url)
+            client.settings.update(SETTINGS)
+        return client
+
+    def execute(self, statement: str, params=None):
+        from clickhouse_driver.errors import NetworkError, SocketTimeoutError
+
+        failures = []
+        for step in range(len(self.urls)):
+            index = (self._current + step) % len(self.urls)
+            url = self.urls[index]
+            try:
+                answer = self._client(url).execute(statement, params)
+            except (NetworkError, SocketTimeoutError, EOFError, OSError) as error:
+                self._clients.pop(url, None)
+                failures.append(f"{_host(url)}: {error}")
+                continue
+            self._current = index
+            return answer
+        raise ClickHouseUnavailable("no ClickHouse node answered: " + "; ".join(failures))
+
+    def insert(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+        if rows:
+            self.execute(_INSERT.format(table=table, columns=", ".join(columns)), rows)
+
+
+def _host(url: str) -> str:
+    return url.split("@")[-1].split("/")[0]
+
+
+@cache
+def cluster() -> ClickHouse:
+    """The cluster of CLICKHOUSE_URLS, one per process."""
+    return ClickHouse(settings.CLICKHOUSE_URLS)
+
+
+def click_rows(batch) -> list[tuple]:
+    """The batch's clicks as rows of ClickHouse's `clicks` (CLICK_COLUMNS),
+    in the order of its sort key, then the click id: the same rows in the
+    same order however the batch's entries came."""
+    decoded = binary_rows(batch.click_rows, batch.click_columns)
+    visitors = array("q")
+    visitors.frombytes(batch.click_visitors)
+    if len(visitors) != len(decoded):
+        raise ValueError(f"a batch of {len(decoded)} clicks with {len(visitors)} visitor hashes")
+    rows = []
+    for row, visitor in zip(decoded, visitors, strict=True):
+        click_id, at, slug, link_id, ip, country, agent, browser, os, device, is_bot, referer, host, rule = row[:14]
+        import_id = row[14] if len(row) > 14 else None
+        second, ms = _second_and_ms(at)
+        rows.append(
+            (
+                click_id,
+                second,
+                ms,
+                link_id,
+                agent,
+                int(is_bot),
+                slug,
+                None if ip is None else str(ip),
+                country,
+                browser,
+                os,
+                device,
+                referer,
+                host,
+                rule,
+                import_id,
+                visitor,
+            )
+        )
+    rows.sort(key=lambda row: (row[3], row[1], row[2], row[0]))
+    return rows
+
+
+def orphan_rows(batch) -> list[tuple]:
+    """The batch's orphan visits as rows of ClickHouse's `orphan_visits`
+    (ORPHAN_COLUMNS), in the order of its sort key, then the click id."""
+    rows = []
+    for row in text_rows(batch.orphan_rows, len(batch.orphan_columns)):
+        click_id, at, slug, ip, country, agent, is_bot, referer, kind, domain = row[:10]
+        import_id = int(row[10]) if len(row) > 10 and row[10] is not None else None
+        second, ms = _second_and_ms(_copy_time(at))
+        rows.append(
+            (
+                uuid.UUID(click_id),
+                second,
+                ms,
+                int(is_bot == "t"),
+                slug,
+                ip,
+                country,
+                agent,
+                referer,
+                kind,
+                domain or "",
+                import_id,
+            )
+        )
+    rows.sort(key=lambda row: (row[4], row[1], row[2], row[0]))
+    return rows
+
+
+def _copy_time(text: str) -> datetime:
+    """A time as entries.pyx writes it in COPY text: 'YYYY-MM-DD HH:MM:SS.mmm+00'."""
+    moment = datetime.strptime(text[:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    return moment + timedelta(milliseconds=int(text[20:23]))
+
+
+def _second_and_ms(moment: datetime) -> tuple[datetime, int]:
+    return moment.replace(microsecond=0), moment.microsecond // 1000
+
+
+def insert_batch(batch) -> int:
+    """Writes a batch's clicks and orphan visits; returns how many rows it held."""
+    clicks, orphans = click_rows(batch), orphan_rows(batch)
+    store = cluster()
+    store.insert("clicks", CLICK_COLUMNS, clicks)
+    store.insert("orphan_visits", ORPHAN_COLUMNS, orphans)
+    return len(clicks) + len(orphans)
+
+
+def stored_by_hour(start: datetime, end: datetime) -> dict[int, tuple[int, int]]:
+    """Per UTC hour of [start, end) (its epoch): the clicks and orphan
+    visits ClickHouse holds that the edges served (not imported ones)."""
+    params = {"start": int(start.timestamp()), "end": int(end.timestamp())}
+    found: dict[int, list[int]] = {}
+    for place, table in enumerate(("clicks", "orphan_visits")):
+        for hour, count in cluster().execute(_STORED_BY_HOUR.format(table=table), params):
+            found.setdefault(int(hour), [0, 0])[place] += count
+    return {hour: (clicks, orphans) for hour, (clicks, orphans) in found.items()}
+
+
+# --- the record of each batch before its insert ------------------------------------
+
+RECORD_PREFIX = "slingshot:clicks:clickhouse:batch:"  # + the batch's first entry id: its record
+BATCH_OF = "slingshot:clicks:clickhouse:batch-of"  # hash: entry id -> its batch's first entry id
+
+
+class BatchRecords:
+    """The batches inserted and not yet acknowledged, in the stream's Redis."""
+
+    def __init__(self, client):
+        self.redis = client
+
+    def record(self, batch) -> None:
+        """Before the insert: the batch's entry ids, the time it was made
+        at, and the links whose addresses it keeps as their team chose."""
+        ids = [entry_id for entry_id, _ in batch.entries]
+        record = {
+            "ids": [entry_id.decode() for entry_id in ids],
+            "made_at": batch.made_at.isoformat(),
+            "ip_storage": {str(link): code for link, code in (batch.ip_storage or {}).items()},
+        }
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.set(RECORD_PREFIX + ids[0].decode(), json.dumps(record))
+        pipe.hset(BATCH_OF, mapping=dict.fromkeys(ids, ids[0]))
+        pipe.execute()
+
+    def forget(self, pipe, batch) -> None:
+        """With the acknowledgement (on its pipeline)."""
+        ids = [entry_id for entry_id, _ in batch.entries]
+        pipe.delete(RECORD_PREFIX + ids[0].decode())
+        pipe.hdel(BATCH_OF, *ids)
+
+    def find(self, entries: list) -> tuple[str, dict] | None:
+        """The first recorded batch any of these entries belongs to: its
+        first entry id and its record; None if none does."""
+        if not entries:
+            return None
+        firsts = self.redis.hmget(BATCH_OF, [entry_id for entry_id, _ in entries])
+        for first in firsts:
+            if first is None:
+                continue
+            raw = self.redis.get(RECORD_PREFIX + first.decode())
+            if raw is None:  # acknowledged, and the mapping left behind
+                self.redis.hdel(BATCH_OF, *[entry_id for entry_id, _ in entries if entry_id is not None])
+                return None
+            return first.decode(), json.loads(raw)
+        return None
+
+    def drop(self, first: str, record: dict) -> None:
+        """A record whose entries are acknowledged already."""
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.delete(RECORD_PREFIX + first)
+        pipe.hdel(BATCH_OF, *record["ids"])
+        pipe.execute()
+
+
+def recorded_batch(entries: list, records: BatchRecords, claim) -> tuple[list, dict | None, list]:
+    """Cuts what was read at a recorded batch: (the entries of the next
+    batch, its record if it was recorded before, the entries left for the
+    batches after it). A recorded batch's entries missing from `entries`
+    are claimed (`claim(ids)`); if they are no longer pending, it was
+    acknowledged and its record is dropped."""
+    found = records.find(entries)
+    if found is None:
+        return entries, None, []
+    first, record = found
+    wanted = [entry_id.encode() for entry_id in record["ids"]]
+    have = dict(entries)
+    missing = [entry_id for entry_id in wanted if entry_id not in have]
+    if missing:
+        have.update(claim(missing))
+    if any(entry_id not in have for entry_id in wanted):
+        records.drop(first, record)
+        return entries, None, []
+    taken = set(wanted)
+    return [(entry_id, have[entry_id]) for entry_id in wanted], record, [e for e in entries if e[0] not in taken]
+
+
+def record_made_at(record: dict) -> datetime:
+    return datetime.fromisoformat(record["made_at"])
+
+
+def record_ip_storage(record: dict) -> dict[int, int]:
+    return {int(link): code for link, code in record["ip_storage"].items()}

@@ -1,0 +1,297 @@
+"""The importer with CLICK_STORE=clickhouse on a real cluster (the
+`clickhouse_cluster` fixture: ClickHouse 18.16, two shards of two replicas,
+ZooKeeper) and the real Redis and PostgreSQL: the stream's clicks and
+orphan visits stored once each, a batch inserted and not acknowledged
+stored once whoever reads it again and however, the importer killed under
+load and a replica stopped, and the accounting's stored counts read from
+the cluster."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from clicks import clickhouse_clicks
+from clicks.accounting import accounts
+from clicks.batch import BatchMaker
+from clicks.clickhouse_clicks import BATCH_OF, RECORD_PREFIX
+from clicks.clickhouse_import import ClickHouseImporter
+from clicks.importer import _Feed
+from clicks.stream import ClickStream
+from slingshot.contract import CLICKS_GROUP as GROUP
+from slingshot.contract import CLICKS_STREAM as STREAM
+from slingshot.redis import get_redis
+from teams.models import Team
+from testing.factories import make_link, make_user
+from testing.fixtures import database_url
+from testing.streams import ENRICHER, add_entry
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams")]
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def migrated(clickhouse_cluster):
+    urls = [arg for url in clickhouse_cluster.urls for arg in ("--url", url)]
+    call_command("migrate_clicks", *urls, stdout=StringIO())
+    return clickhouse_cluster
+
+
+@pytest.fixture
+def cluster(migrated, settings):
+    settings.CLICK_STORE = "clickhouse"
+    settings.CLICKHOUSE_URLS = migrated.urls
+    clickhouse_clicks.cluster.cache_clear()
+    get_redis().delete(BATCH_OF)
+    yield migrated
+    clickhouse_clicks.cluster.cache_clear()
+
+
+def ch_importer(consumer: str, **stream_options) -> ClickHouseImporter:
+    return ClickHouseImporter(
+        stream=ClickStream(get_redis(), consumer=consumer, **stream_options),
+        maker=BatchMaker(ENRICHER, visitors_per_click=True),
+    )
+
+
+def click(of, **overrides) -> dict:
+    return {
+        "ts": int(time.time() * 1000),
+        "slug": of.slug if of else None,
+        "link": of.pk if of else None,
+        "ip": f"198.51.100.{uuid.uuid4().int % 250 + 1}",
+        "ua": "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+        "ref": "https://news.example.org/a",
+        **overrides,
+    }
+
+
+def orphan(slug: str) -> dict:
+    return {**click(None, slug=slug, link=None), "kind": "unknown", "domain": ""}
+
+
+def stored(cluster, links) -> int:
+    """The clicks of these links the cluster holds (asked of the first node, through the Distributed table)."""
+    ids = tuple(link.pk for link in links)
+    return cluster.nodes[0].client().execute("SELECT count() FROM clicks WHERE link_id IN %(ids)s", {"ids": ids})[0][0]
+
+
+def until(read, expected, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while (got := read()) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return got
+
+
+@pytest.fixture
+def two_links():
+    owner = make_user()
+    return [make_link(owner=owner, url=f"https://example.org/{n}", slug=f"ch{n}{uuid.uuid4().hex[:8]}") for n in "ab"]
+
+
+def test_the_streams_clicks_and_orphan_visits_are_stored_in_clickhouse_and_rolled_up(cluster, two_links):
+    a, b = two_links
+    lost = "nolink" + uuid.uuid4().hex[:8]
+    visitor = {"ip": "203.0.113.9", "ua": "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) Mobile/15E148"}
+    add_entry([click(a, rule="2"), click(a, **visitor), click(a, **visitor), click(b), orphan(lost)])
+    add_entry([click(b, ua="Googlebot/2.1 (+http://www.google.com/bot.html)") for _ in range(3)])
+    start = datetime.now(timezone.utc) - timedelta(minutes=5)
+
+    def accounted() -> int:
+        return sum(hour.stored for hour in accounts(client=get_redis(), start=start, end=start + timedelta(hours=1)))
+
+    before = accounted()
+
+    assert ch_importer("ch-plain").run(once=True) == 8
+    # Each shard's part is on one replica when the insert answers; the other copies it soon after.
+    node = cluster.nodes[0].client()
+    assert until(lambda: stored(cluster, two_links), 7) == 7
+    orphans = "SELECT kind, domain, is_bot FROM orphan_visits WHERE slug = %(s)s"
+    assert until(lambda: node.execute(orphans, {"s": lost}), [("unknown", "", 0)]) == [("unknown", "", 0)]
+    rows = node.execute(
+        "SELECT link_id, ip, country, browser, is_bot, rule, referer_host, occurred_ms, visitor_hash FROM clicks"
+        " WHERE link_id IN %(ids)s ORDER BY link_id, is_bot, rule",
+        {"ids": (a.pk, b.pk)},
+    )
+    assert len(rows) == 7
+    assert {row[1] for row in rows if row[0] == a.pk} >= {"203.0.113.0"}  # anonymised, as PostgreSQL keeps it
+    assert sorted((row[0], row[4], row[5] or "") for row in rows) == [
+        *[(a.pk, 0, "")] * 2,
+        (a.pk, 0, "2"),
+        (b.pk, 0, ""),
+        *[(b.pk, 1, "")] * 3,
+    ]
+    assert {row[6] for row in rows} == {"news.example.org"} and all(0 <= row[7] < 1000 for row in rows)
+    assert len({row[8] for row in rows if row[0] == a.pk}) == 2  # the same visitor twice, and another
+    rollup = """SELECT link_id, is_bot, countMerge(clicks), uniqCombinedMerge(visitors) FROM click_rollup_hour
+        WHERE link_id IN %(ids)s GROUP BY link_id, is_bot ORDER BY link_id, is_bot"""
+    expected = [(a.pk, 0, 3, 2), (b.pk, 0, 1, 1), (b.pk, 1, 3, 1)]
+    assert until(lambda: node.execute(rollup, {"ids": (a.pk, b.pk)}), expected) == expected
+    assert until(lambda: accounted() - before, 8) == 8
+    assert not get_redis().hlen(BATCH_OF)  # every record forgotten with its acknowledgement
+
+
+def _read_two_batches_and_insert_the_first(consumer: str, links, *, entries: int = 6) -> int:
+    """As an importer that read a batch and the next (read ahead), inserted
+    the first and died before acknowledging it. Returns the clicks added."""
+    for n in range(entries):
+        add_entry([click(links[n % 2]) for _ in range(n + 1)])
+    dying = ch_importer(consumer, batch_size=entries // 2)
+    dying.stream.ensure_group()
+    first = get_redis().xreadgroup(GROUP, consumer, {STREAM: ">"}, count=entries // 2)[0][1]
+    get_redis().xreadgroup(GROUP, consumer, {STREAM: ">"}, count=entries // 2)  # read ahead: pending too
+    _, batch, _ = dying.batch_of(first)
+    assert dying.store(batch) == sum(range(1, entries // 2 + 1))
+    return sum(range(1, entries + 1))
+
+
+def test_a_batch_inserted_and_not_acknowledged_is_made_again_from_its_own_entries(cluster, two_links):
+    added = _read_two_batches_and_insert_the_first("ch-restart", two_links)
+    assert get_redis().xpending(STREAM, GROUP)["pending"] == 6
+    # Started again with a larger batch size, it reads its six pending
+    # entries at once: the three of the recorded batch are cut out of them.
+    again = ch_importer("ch-restart", batch_size=100)
+    assert again.run(once=True) == added
+    assert until(lambda: stored(cluster, two_links), added) == added
+    assert not get_redis().keys(RECORD_PREFIX + "*") and not get_redis().hlen(BATCH_OF)
+
+
+def test_a_dead_importers_recorded_batch_is_claimed_whole_even_from_its_middle(cluster, two_links):
+    added = _read_two_batches_and_insert_the_first("ch-dead", two_links)
+    pending = [row["message_id"] for row in get_redis().xpending_range(STREAM, GROUP, "-", "+", 10, "ch-dead")]
+    time.sleep(0.05)
+    # Another importer takes the dead one's entries over, one entry a claim,
+    # and its first claim starts at the recorded batch's second entry.
+    survivor = ch_importer("ch-survivor", batch_size=1, claim_idle_ms=10)
+    survivor.stream.ensure_group()
+    feed = _Feed(survivor, once=False)
+    feed.start, feed.next_claim, feed.claim_cursor = ">", 0.0, pending[1].decode()
+    entries, batch = feed.next()
+    assert [entry_id for entry_id, _ in entries] == pending[:3] and batch.recorded
+    survivor.process(entries, batch)
+    # Then what the dead one had read ahead, claimed once idle.
+    deadline = time.monotonic() + 20
+    while get_redis().xpending(STREAM, GROUP)["pending"]:
+        assert time.monotonic() < deadline, get_redis().xpending(STREAM, GROUP)
+        feed.next_claim = 0.0
+        entries, batch = feed.next()
+        if entries:
+            survivor.process(entries, batch)
+    assert until(lambda: stored(cluster, two_links), added) == added
+
+
+def test_a_batch_made_again_keeps_the_address_as_it_was_stored_though_its_team_chose_since(cluster, two_links):
+    a, _ = two_links
+    add_entry([click(a, ip="203.0.113.77") for _ in range(4)])
+    dying = ch_importer("ch-choice")
+    dying.stream.ensure_group()
+    entries = get_redis().xreadgroup(GROUP, "ch-choice", {STREAM: ">"})[0][1]
+    _, batch, _ = dying.batch_of(entries)
+    dying.store(batch)
+    Team.objects.filter(pk=a.team_id).update(ip_storage="full")
+    assert ch_importer("ch-choice").run(once=True) == 4
+    assert until(lambda: stored(cluster, [a]), 4) == 4
+
+    def addresses():
+        return cluster.nodes[0].client().execute("SELECT DISTINCT ip FROM clicks WHERE link_id = %(l)s", {"l": a.pk})
+
+    assert until(addresses, [("203.0.113.0",)]) == [("203.0.113.0",)]
+    # The next batch is made as the team chose now.
+    add_entry([click(a, ip="203.0.113.77")])
+    ch_importer("ch-choice").run(once=True)
+    assert until(lambda: stored(cluster, [a]), 5) == 5
+    both = [("203.0.113.0",), ("203.0.113.77",)]
+    assert until(lambda: sorted(addresses()), both) == both
+
+
+def _importer_process(cluster, consumer: str, log: Path) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "CLICK_STORE": "clickhouse",
+        "CLICKHOUSE_URLS": ",".join(cluster.urls),
+    }
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "dashboard" / "manage.py"),
+            "import_clicks",
+            "--consumer",
+            consumer,
+            "--batch-size",
+            "5",
+            "--linger-ms",
+            "0",
+            "--block-ms",
+            "100",
+        ],
+        env=env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+def test_the_importer_killed_under_load_and_a_replica_stopped_lose_and_double_nothing(cluster, two_links, tmp_path):
+    """Entries keep coming while the importer is killed (SIGKILL) again and
+    again, at whatever point of a batch, and one replica of a shard is
+    stopped for a while: once it has caught up, every click is stored once."""
+    added = 0
+    stop = threading.Event()
+
+    def load():
+        nonlocal added
+        n = 0
+        while not stop.is_set():
+            n += 1
+            batch = [click(two_links[n % 2]) for _ in range(1 + n % 7)]
+            add_entry(batch)
+            added += len(batch)
+            time.sleep(0.005)
+
+    log = tmp_path / "importer.log"
+    writer = threading.Thread(target=load)
+    writer.start()
+    replica = cluster.nodes[0]  # the node the importer asks first, a replica of shard 1
+    try:
+        for round in range(6):
+            process = _importer_process(cluster, "ch-killed", log)
+            time.sleep(1.0 + round * 0.3)
+            if round == 2:
+                cluster.stop_node(replica)
+            if round == 4:
+                cluster.start_node(replica)
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
+    finally:
+        stop.set()
+        writer.join()
+        if replica.process is None or replica.process.poll() is not None:
+            cluster.start_node(replica)
+    final = _importer_process(cluster, "ch-killed", log)
+    try:
+        deadline = time.monotonic() + 60
+        while get_redis().xlen(STREAM) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not get_redis().xlen(STREAM), log.read_text()[-3000:]
+    finally:
+        final.terminate()
+        final.wait(timeout=30)
+    assert until(lambda: stored(cluster, two_links), added, timeout=30) == added
+    counts = (
+        cluster.nodes[0]
+        .client()
+        .execute(
+            "SELECT count(), uniqExact(click_id) FROM clicks WHERE link_id IN %(ids)s",
+            {"ids": tuple(x.pk for x in two_links)},
+        )
+    )
+    assert counts == [(added, added)]
