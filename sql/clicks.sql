@@ -5,7 +5,8 @@
 -- dashboard/clicks/migrations/0001_squashed_0002_catch_up.py on a new
 -- database, with rollups.sql; import_id by 0003_import_id,
 -- click_deletions_hour by 0006_click_deletions_hour, its kinds of a
--- team's retention by 0008_purged_kinds.
+-- team's retention by 0008_purged_kinds, clickhouse_batches by
+-- 0009_clickhouse_batches.
 
 -- A redirect the edge served, with what the importer learnt about it
 -- (dashboard/clicks/enrichment.py). Partitioned by month (UTC), so that
@@ -164,3 +165,17 @@ END;
 $$;
 
 SELECT slingshot_ensure_click_partitions(now() - interval '1 month', 3);
+
+-- With CLICK_STORE=clickhouse, the batches whose clicks were added to
+-- link_click_totals (dashboard/clicks/clickhouse_import.py), by their
+-- store and first stream entry: a batch sent again after a crash between
+-- its COMMIT and its acknowledgement adds them once. A consumer's rows go
+-- in its next batch's transaction (its earlier batches are acknowledged by
+-- then); those of a consumer gone for good, after a day.
+CREATE TABLE clickhouse_batches (
+    store       text        NOT NULL,
+    first_entry text        NOT NULL,
+    consumer    text        NOT NULL,
+    stored_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (store, first_entry)
+);

@@ -116,7 +116,7 @@ class ClickHouse:
             client.settings.update(SETTINGS)
         return client
 
-    def execute(self, statement: str, params=None):
+    def execute(self, statement: str, params=None, *, settings: dict | None = None):
         from clickhouse_driver.errors import NetworkError, SocketTimeoutError
 
         failures = []
@@ -124,7 +124,7 @@ class ClickHouse:
             index = (self._current + step) % len(self.urls)
             url = self.urls[index]
             try:
-                answer = self._client(url).execute(statement, params)
+                answer = self._client(url).execute(statement, params, settings=settings)
             except (NetworkError, SocketTimeoutError, EOFError, OSError) as error:
                 self._clients.pop(url, None)
                 failures.append(f"{_host(url)}: {error}")
@@ -225,13 +225,19 @@ def _second_and_ms(moment: datetime) -> tuple[datetime, int]:
     return moment.replace(microsecond=0), moment.microsecond // 1000
 
 
-def insert_batch(batch) -> int:
-    """Writes a batch's clicks and orphan visits; returns how many rows it held."""
+def insert_batch(batch) -> tuple[int, dict[int, list[int]]]:
+    """Writes a batch's clicks and orphan visits; returns how many rows it
+    held, and each link's [clicks, human clicks] among them."""
     clicks, orphans = click_rows(batch), orphan_rows(batch)
     store = cluster()
     store.insert("clicks", CLICK_COLUMNS, clicks)
     store.insert("orphan_visits", ORPHAN_COLUMNS, orphans)
-    return len(clicks) + len(orphans)
+    per_link: dict[int, list[int]] = {}
+    for row in clicks:
+        counts = per_link.setdefault(row[3], [0, 0])
+        counts[0] += 1
+        counts[1] += 1 - row[5]
+    return len(clicks) + len(orphans), per_link
 
 
 def stored_by_hour(start: datetime, end: datetime) -> dict[int, tuple[int, int]]:

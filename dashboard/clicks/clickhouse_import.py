@@ -3,10 +3,13 @@ the stream's batches into the cluster, each exactly once
 (clickhouse_clicks.py), user agents still into PostgreSQL's `user_agents`
 beside the links, teams and people.
 
-A batch's store step: learn what the batch's links' teams keep of an
-address (the batch made again if it was made otherwise), add its user
-agents, record the batch, insert it, COMMIT; then acknowledge its entries
-and forget the record in one transaction. A batch read again whose record
+A batch's store step: hold its links against deletion and learn what
+their teams keep of an address (the batch made again if it was made
+otherwise), add its user agents, record the batch, insert it, add its
+clicks to the links' all-time totals (link_click_totals, which the links
+list sorts by) unless its marker in clickhouse_batches says they were,
+COMMIT; then acknowledge its entries and forget the record in one
+transaction. A batch read again whose record
 is there is made again from its recorded entries, time and address
 choices, and inserted as it was."""
 
@@ -14,13 +17,26 @@ from django.db import connection, transaction
 
 from .batch import Batch
 from .clickhouse_clicks import BatchRecords, insert_batch, record_ip_storage, record_made_at, recorded_batch
-from .importer import BatchResult, ClickImporter
+from .importer import _LOCK_LINKS, BatchResult, ClickImporter
 from .stream import Entry
 
-# What each link's team keeps of an address ('' leaves it to CLICK_IP_PRIVACY).
-_TEAM_CHOICES = """
-SELECT l.id, t.ip_storage FROM links_link l JOIN teams_team t ON t.id = l.team_id WHERE l.id = ANY(%s::bigint[])
+# A batch's marker, the consumer's earlier ones (acknowledged) let go: a
+# row back if the batch's clicks were not counted before.
+_MARK = """
+WITH gone AS (
+    DELETE FROM clickhouse_batches WHERE store = %(store)s AND consumer = %(consumer)s AND first_entry <> %(first)s
+)
+INSERT INTO clickhouse_batches (store, first_entry, consumer) VALUES (%(store)s, %(first)s, %(consumer)s)
+ON CONFLICT DO NOTHING RETURNING 1
 """
+_ADD_TOTALS = """
+INSERT INTO link_click_totals AS t (link_id, clicks, human_clicks)
+SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) ORDER BY 1
+ON CONFLICT (link_id) DO UPDATE SET
+    clicks = t.clicks + EXCLUDED.clicks,
+    human_clicks = t.human_clicks + EXCLUDED.human_clicks
+"""
+_FORGET_MARKS = "DELETE FROM clickhouse_batches WHERE stored_at < now() - interval '1 day'"
 
 
 class ClickHouseImporter(ClickImporter):
@@ -44,12 +60,20 @@ class ClickHouseImporter(ClickImporter):
         if not batch.size:
             return 0
         with transaction.atomic(), connection.cursor() as cursor:
+            # Held until COMMIT, so that a link deleted meanwhile takes its totals with it.
+            cursor.execute(_LOCK_LINKS, [sorted(batch.link_ids)])
+            links = cursor.fetchall()
             if not batch.recorded:
-                cursor.execute(_TEAM_CHOICES, [sorted(batch.link_ids)])
-                batch = self._as_teams_chose(batch, cursor.fetchall())
+                batch = self._as_teams_chose(batch, links)
                 self.records.record(batch)
             added_agents = self._agents_add(cursor, batch)
-            stored = insert_batch(batch)
+            stored, per_link = insert_batch(batch)
+            first = batch.entries[0][0].decode()
+            cursor.execute(_MARK, {"store": self.stream.store, "consumer": self.stream.consumer, "first": first})
+            if cursor.fetchone():
+                live = [link_id for link_id, _ in links if link_id in per_link]
+                counts = [per_link[link_id] for link_id in live]
+                cursor.execute(_ADD_TOTALS, [live, [n for n, _ in counts], [human for _, human in counts]])
         self._agents_known(added_agents)
         return stored
 
@@ -59,3 +83,9 @@ class ClickHouseImporter(ClickImporter):
             self.stream.dead_letter(batch.dead)
         self.stream.acknowledge(batch.ack_ids, also=lambda pipe: self.records.forget(pipe, batch))
         return BatchResult(entries=len(entries), clicks=batch.size, stored=stored, dead=len(batch.dead))
+
+
+def forget_marks() -> None:
+    """The markers of consumers gone for a day (their batches long claimed and acknowledged)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_FORGET_MARKS)

@@ -8,7 +8,8 @@ from that value's breakdown rollups; everything else under filters comes
 from the raw clicks, within REPORT_RAW_TIMEOUT_MS (ReportTooLarge beyond
 it), and the breakdowns under filters from the latest REPORT_FILTER_SAMPLE
 matching clicks. The calendar is clicks/calendar.py, the statements
-clicks/report_queries.py.
+clicks/report_queries.py, or with CLICK_STORE=clickhouse
+clicks/clickhouse_reports.py.
 """
 
 from collections.abc import Iterable, Mapping
@@ -27,6 +28,8 @@ from .calendar import (
     hour_ceil,
     zone_name,
 )
+from .clickhouse_clicks import using_clickhouse
+from .clickhouse_reports import ClickHouseReport
 from .report_queries import Point, Report, Totals, reports_connection
 from .rollups import DIMENSIONS
 
@@ -98,7 +101,8 @@ def link_stats(
         except OverflowError:  # a range that starts near the year 1
             periods.append(("previous", datetime.min.replace(tzinfo=UTC), start))
 
-    report = Report(ids=ids, include_bots=include_bots, zone=zone, filters=filters)
+    kind = ClickHouseReport if using_clickhouse() else Report
+    report = kind(ids=ids, include_bots=include_bots, zone=zone, filters=filters)
     if len(filters) > 1:
         with report.raw():
             series = report.raw_series(start, end, interval)
@@ -139,7 +143,9 @@ def range_stats(span: StatsRange, *, link_ids: Iterable[int], **options) -> Link
 
 
 def link_totals(*, link_ids: Iterable[int]) -> dict[int, LinkTotals]:
-    """All-time clicks and human clicks of each link (links without clicks get zeros); one query."""
+    """All-time clicks and human clicks of each link (links without clicks
+    get zeros); one query. PostgreSQL's link_click_totals, which the
+    importer keeps with either click store."""
     ids = list(link_ids)
     totals = {link_id: LinkTotals() for link_id in ids}
     with reports_connection().cursor() as cursor:

@@ -26,6 +26,7 @@ from clicks.batch import BatchMaker
 from clicks.clickhouse_clicks import BATCH_OF, RECORD_PREFIX
 from clicks.clickhouse_import import ClickHouseImporter
 from clicks.importer import _Feed
+from clicks.reports import link_totals
 from clicks.stream import ClickStream
 from slingshot.contract import CLICKS_GROUP as GROUP
 from slingshot.contract import CLICKS_STREAM as STREAM
@@ -83,6 +84,11 @@ def stored(cluster, links) -> int:
     """The clicks of these links the cluster holds (asked of the first node, through the Distributed table)."""
     ids = tuple(link.pk for link in links)
     return cluster.nodes[0].client().execute("SELECT count() FROM clicks WHERE link_id IN %(ids)s", {"ids": ids})[0][0]
+
+
+def all_time(links) -> int:
+    """The links' clicks in PostgreSQL's all-time totals, which the links list shows."""
+    return sum(totals.clicks for totals in link_totals(link_ids=[link.pk for link in links]).values())
 
 
 def until(read, expected, timeout: float = 20.0):
@@ -162,6 +168,7 @@ def test_a_batch_inserted_and_not_acknowledged_is_made_again_from_its_own_entrie
     again = ch_importer("ch-restart", batch_size=100)
     assert again.run(once=True) == added
     assert until(lambda: stored(cluster, two_links), added) == added
+    assert all_time(two_links) == added  # the first batch's clicks counted once too
     assert not get_redis().keys(RECORD_PREFIX + "*") and not get_redis().hlen(BATCH_OF)
 
 
@@ -187,6 +194,7 @@ def test_a_dead_importers_recorded_batch_is_claimed_whole_even_from_its_middle(c
         if entries:
             survivor.process(entries, batch)
     assert until(lambda: stored(cluster, two_links), added) == added
+    assert all_time(two_links) == added
 
 
 def test_a_batch_made_again_keeps_the_address_as_it_was_stored_though_its_team_chose_since(cluster, two_links):
@@ -199,7 +207,7 @@ def test_a_batch_made_again_keeps_the_address_as_it_was_stored_though_its_team_c
     dying.store(batch)
     Team.objects.filter(pk=a.team_id).update(ip_storage="full")
     assert ch_importer("ch-choice").run(once=True) == 4
-    assert until(lambda: stored(cluster, [a]), 4) == 4
+    assert until(lambda: stored(cluster, [a]), 4) == 4 and all_time([a]) == 4
 
     def addresses():
         return cluster.nodes[0].client().execute("SELECT DISTINCT ip FROM clicks WHERE link_id = %(l)s", {"l": a.pk})
@@ -208,7 +216,7 @@ def test_a_batch_made_again_keeps_the_address_as_it_was_stored_though_its_team_c
     # The next batch is made as the team chose now.
     add_entry([click(a, ip="203.0.113.77")])
     ch_importer("ch-choice").run(once=True)
-    assert until(lambda: stored(cluster, [a]), 5) == 5
+    assert until(lambda: stored(cluster, [a]), 5) == 5 and all_time([a]) == 5
     both = [("203.0.113.0",), ("203.0.113.77",)]
     assert until(lambda: sorted(addresses()), both) == both
 
@@ -294,4 +302,4 @@ def test_the_importer_killed_under_load_and_a_replica_stopped_lose_and_double_no
             {"ids": tuple(x.pk for x in two_links)},
         )
     )
-    assert counts == [(added, added)]
+    assert counts == [(added, added)] and all_time(two_links) == added

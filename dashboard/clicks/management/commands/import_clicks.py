@@ -15,7 +15,7 @@ from django.db import InterfaceError, OperationalError
 
 from clicks.batch import BatchMaker
 from clicks.clickhouse_clicks import ClickHouseUnavailable, using_clickhouse
-from clicks.clickhouse_import import ClickHouseImporter
+from clicks.clickhouse_import import ClickHouseImporter, forget_marks
 from clicks.enrichment import Enricher
 from clicks.importer import BatchResult, ClickImporter, ConsumerBusy, tune_gc
 from clicks.metrics import ImporterMetrics
@@ -124,6 +124,8 @@ class Upkeep:
                 months_ahead=settings.CLICK_PARTITIONS_AHEAD,
                 retention_months=settings.CLICK_RETENTION_MONTHS,
             )
+            if using_clickhouse():
+                forget_marks()
             self.due = time.monotonic() + MAINTENANCE_EVERY
         fold_days(until=datetime.now(timezone.utc) - FOLD_AFTER)
         if time.monotonic() >= self.purge_due:
