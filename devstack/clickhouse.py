@@ -105,6 +105,11 @@ class ClickHouseCluster:
         self.zookeeper = self._spawn(cmd, data / "zookeeper.log")
         wait_for_port(self.zk_port, timeout=START_TIMEOUT, process=self.zookeeper)
 
+    def stop_zookeeper(self) -> None:
+        if self.zookeeper and self.zookeeper.poll() is None:
+            self.zookeeper.terminate()
+            self.zookeeper.wait(timeout=30)
+
     def start_node(self, node: Node, *, wait: bool = True) -> None:
         node.process = self._spawn(
             [CLICKHOUSE_SERVER, f"--config-file={node.root / 'config.xml'}"], node.root / "stdout.log", cwd=node.root

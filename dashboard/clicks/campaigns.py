@@ -3,11 +3,13 @@ click of a link counts under the campaign of the target that served it
 (a rule's or a split destination's, by the `rule` breakdown; else the
 link's own url), as that target reads now (links.utm.utm_of). App
 targets' clicks, which carry no rule, count under the link's own url.
-Two queries of the rollups over the range, whatever the number of links."""
+Two queries of the rollups over the range, whatever the number of links
+(of the cluster's hourly rollup and raw clicks with CLICK_STORE=clickhouse)."""
 
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 from django.db.models import QuerySet
 
@@ -16,6 +18,8 @@ from links.rules import served_by
 from links.utm import utm_of
 
 from .calendar import hour_ceil
+from .clickhouse_clicks import using_clickhouse
+from .clickhouse_visits import clicks_per_link, clicks_per_rule
 from .report_queries import reports_connection
 from .report_spans import span_sql, spans
 
@@ -79,9 +83,14 @@ def campaign_clicks(
     by_id = {link.pk: link for link in links.select_related(None).only("pk", "url", "rules", "split")}
     start, end = whole_hours(start, end)
     counted = "clicks" if include_bots else "human_clicks"
-    totals = _per_link(list(by_id), start, end, counted)
+    per_link, per_rule_of = (
+        (partial(clicks_per_link, include_bots=include_bots), partial(clicks_per_rule, include_bots=include_bots))
+        if using_clickhouse()
+        else (partial(_per_link, counted=counted), partial(_per_rule, counted=counted))
+    )
+    totals = per_link(list(by_id), start, end)
     with_rules = [pk for pk in totals if by_id[pk].rules or by_id[pk].split]
-    per_rule = _per_rule(with_rules, start, end, counted) if with_rules else {}
+    per_rule = per_rule_of(with_rules, start, end) if with_rules else {}
     clicks: dict[tuple[str, str], int] = defaultdict(int)
     links_of: dict[tuple[str, str], set[int]] = defaultdict(set)
 

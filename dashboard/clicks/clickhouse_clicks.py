@@ -32,6 +32,8 @@ from functools import cache
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from slingshot.errors import StoreUnavailable
+
 from .copy_rows import binary_rows, text_rows
 
 log = logging.getLogger(__name__)
@@ -87,8 +89,16 @@ SETTINGS = {
 }
 
 
-class ClickHouseUnavailable(ConnectionError):
-    """No node of CLICKHOUSE_URLS took the statement."""
+class ClickHouseUnavailable(StoreUnavailable):
+    """No node of CLICKHOUSE_URLS took the statement, or the cluster could
+    not carry it out now (a shard or ZooKeeper away)."""
+
+
+# ClickHouse's error codes that say the cluster cannot do it now, not that
+# the statement is wrong: SOCKET_TIMEOUT, NETWORK_ERROR, TOO_MANY_SIMULTANEOUS_QUERIES,
+# TABLE_IS_READ_ONLY (no ZooKeeper session), ALL_CONNECTION_TRIES_FAILED,
+# ALL_REPLICAS_ARE_STALE, NO_ZOOKEEPER, KEEPER_EXCEPTION.
+UNAVAILABLE_CODES = {209, 210, 202, 242, 279, 369, 225, 999}
 
 
 def using_clickhouse() -> bool:
@@ -117,7 +127,7 @@ class ClickHouse:
         return client
 
     def execute(self, statement: str, params=None, *, settings: dict | None = None):
-        from clickhouse_driver.errors import NetworkError, SocketTimeoutError
+        from clickhouse_driver.errors import NetworkError, ServerException, SocketTimeoutError
 
         failures = []
         for step in range(len(self.urls)):
@@ -129,6 +139,10 @@ class ClickHouse:
                 self._clients.pop(url, None)
                 failures.append(f"{_host(url)}: {error}")
                 continue
+            except ServerException as error:
+                if error.code in UNAVAILABLE_CODES:
+                    raise ClickHouseUnavailable(f"{_host(url)}: {str(error).splitlines()[0]}") from error
+                raise
             self._current = index
             return answer
         raise ClickHouseUnavailable("no ClickHouse node answered: " + "; ".join(failures))
@@ -219,6 +233,11 @@ def _copy_time(text: str) -> datetime:
     """A time as entries.pyx writes it in COPY text: 'YYYY-MM-DD HH:MM:SS.mmm+00'."""
     moment = datetime.strptime(text[:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
     return moment + timedelta(milliseconds=int(text[20:23]))
+
+
+def naive_utc(moment: datetime) -> datetime:
+    """A moment as the driver sends it: its wall-clock time, which the UTC columns read as UTC."""
+    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def _second_and_ms(moment: datetime) -> tuple[datetime, int]:

@@ -10,12 +10,12 @@ Kept to SQL that ClickHouse 18.16 and a current one both accept."""
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 
 from django.conf import settings
 
 from .calendar import zone_name
-from .clickhouse_clicks import cluster
+from .clickhouse_clicks import cluster, naive_utc
 from .report_queries import Point, RawReport, ReportTooLarge, Totals
 from .report_spans import from_key
 from .rollups import DIMENSIONS
@@ -23,11 +23,6 @@ from .rollups import DIMENSIONS
 _ZONE = re.compile(r"[A-Za-z0-9_+\-/]+")
 # ClickHouse's TIMEOUT_EXCEEDED: a statement past max_execution_time.
 _TIMEOUT_EXCEEDED = 159
-
-
-def _utc(moment: datetime) -> datetime:
-    """A moment as the driver sends it: its wall-clock time, read in the columns' zone, UTC."""
-    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def _key(interval: str, zone: tzinfo, hour: str) -> str:
@@ -67,7 +62,7 @@ class ClickHouseReport:
 
     def _raw_where(self, start: datetime, end: datetime) -> tuple[str, dict]:
         where = ["link_id IN %(ids)s", "occurred_at >= %(start)s", "occurred_at < %(end)s"]
-        params = {"start": _utc(start), "end": _utc(end)}
+        params = {"start": naive_utc(start), "end": naive_utc(end)}
         for index, (dimension, value) in enumerate(self.filters.items()):
             where.append(f"{dimension} = %(f{index})s")
             params[f"f{index}"] = value
@@ -84,7 +79,7 @@ class ClickHouseReport:
                 WHERE link_id IN %(ids)s AND bucket >= %(start)s AND bucket < %(end)s{self._bots()}
                 GROUP BY link_id, k
             ) GROUP BY k HAVING sum(c) > 0 ORDER BY k""",
-            {"start": _utc(start), "end": _utc(end)},
+            {"start": naive_utc(start), "end": naive_utc(end)},
         )
         to_bucket = from_key(interval, self.zone)
         return [Point(to_bucket(seconds), clicks, visitors) for seconds, clicks, visitors in rows]
@@ -101,7 +96,7 @@ class ClickHouseReport:
                     FROM click_rollup_hour WHERE link_id IN %(ids)s AND bucket >= %(start)s AND bucket < %(end)s
                     GROUP BY link_id
                 )""",
-                {"start": _utc(start), "end": _utc(end)},
+                {"start": naive_utc(start), "end": naive_utc(end)},
             )
             totals[name] = Totals(clicks=clicks if self.include_bots else human, visitors=visitors, bots=clicks - human)
         return totals

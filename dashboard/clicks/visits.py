@@ -13,6 +13,8 @@ from django.db.models import QuerySet
 
 from links.models import Link
 
+from .clickhouse_clicks import using_clickhouse
+from .clickhouse_visits import ClickHouseClicks, orphan_visits_counted, orphan_visits_rows
 from .models import Click
 from .selectors import links_and_clicks
 
@@ -34,7 +36,11 @@ class Counts(NamedTuple):
 def link_clicks(links: QuerySet[Link], span: VisitsRange) -> QuerySet[Click]:
     """The clicks of these links in the range, newest first, each with its
     user agent (one query a page). `links` says who sees what: a selector
-    of links.selectors, already narrowed to the links asked for."""
+    of links.selectors, already narrowed to the links asked for. With
+    CLICK_STORE=clickhouse, the cluster's clicks, as count() and a slice
+    read them (clickhouse_visits.ClickHouseClicks)."""
+    if using_clickhouse():
+        return ClickHouseClicks(list(links.values_list("pk", flat=True)), span)
     clicks = Click.objects.select_related("agent").filter(link__in=links.values("pk"))
     if span.start:
         clicks = clicks.filter(occurred_at__gte=span.start)
@@ -79,6 +85,8 @@ def _orphan_where(span: VisitsRange, domain: str | None) -> tuple[str, dict]:
 def orphan_visits_page(*, span: VisitsRange, domain: str | None = None, offset: int, limit: int) -> list[OrphanVisit]:
     """Orphan visits in the range, newest first; on one domain only when
     `domain` is given (its host, '' the default domain: clicks.orphans.orphan_domain)."""
+    if using_clickhouse():
+        return [OrphanVisit(*row) for row in orphan_visits_rows(span, domain, offset, limit)]
     where, params = _orphan_where(span, domain)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -90,6 +98,8 @@ def orphan_visits_page(*, span: VisitsRange, domain: str | None = None, offset: 
 
 
 def orphan_visit_counts(*, span: VisitsRange = VisitsRange(), domain: str | None = None) -> Counts:
+    if using_clickhouse():
+        return Counts(*orphan_visits_counted(span, domain))
     where, params = _orphan_where(span, domain)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*), count(*) FILTER (WHERE is_bot) FROM orphan_visits WHERE {where}", params)

@@ -45,12 +45,20 @@ def _answer(request, status: int, detail: str, headers: dict[str, str] | None = 
     return None
 
 
+class StoreUnavailable(ConnectionError):
+    """A store other than the database did not answer, or could not do it
+    now (the ClickHouse click store: clicks/clickhouse_clicks.py)."""
+
+
 def database_unavailable(exc: BaseException | None) -> bool:
     """Whether `exc` says the database did not answer, or could not do it
     now: a connection refused, lost or closed, a server shutting down or
     starting up, a lock or a statement that timed out (Django's
-    OperationalError and InterfaceError, and psycopg's own)."""
-    return isinstance(exc, (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError))
+    OperationalError and InterfaceError, and psycopg's own); or the click
+    store, when it is not the database (StoreUnavailable)."""
+    return isinstance(
+        exc, (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError, StoreUnavailable)
+    )
 
 
 def database_unavailable_response(request) -> HttpResponse:

@@ -1,0 +1,157 @@
+"""Visits one by one from the ClickHouse click store (CLICK_STORE=clickhouse),
+as clicks/visits.py lists them from PostgreSQL: a page of links' clicks or
+of orphan visits, newest first, and their counts; and the clicks of links
+per link and per rule, as the campaign report (campaigns.py) reads them.
+
+The order is PostgreSQL's: newest first to the millisecond, then by click
+id as PostgreSQL orders a uuid (its bytes, which its text keeps in order;
+ClickHouse orders a UUID by its halves, so the text is what is compared)."""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
+
+from django.db import connection
+
+from .clickhouse_clicks import cluster, naive_utc
+
+_NEWEST_FIRST = "ORDER BY occurred_at DESC, occurred_ms DESC, toString(click_id) DESC"
+_MOMENT_MS = "(toUInt64(occurred_at) * 1000 + occurred_ms)"
+
+
+def _ms(moment: datetime) -> int:
+    """A moment in whole milliseconds, as a click's time is kept."""
+    return int(moment.timestamp() * 1000)
+
+
+def _moment(second: datetime, ms: int) -> datetime:
+    return second.astimezone(UTC) + timedelta(milliseconds=ms)
+
+
+def _span_where(span, where: list[str], params: dict) -> None:
+    if span.start:
+        where.append(f"{_MOMENT_MS} >= %(start)s")
+        params["start"] = _ms(span.start)
+    if span.end:
+        where.append(f"{_MOMENT_MS} <= %(end)s")
+        params["end"] = _ms(span.end)
+    if not span.include_bots:
+        where.append("is_bot = 0")
+
+
+class Agent(NamedTuple):
+    user_agent: str
+
+
+@dataclass(frozen=True)
+class ClickRow:
+    """A click as the visits lists read a clicks.models.Click."""
+
+    occurred_at: datetime
+    link_id: int
+    slug: str
+    ip: str | None
+    country: str
+    referer: str
+    referer_host: str
+    browser: str
+    os: str
+    device: str
+    is_bot: bool
+    rule: str | None
+    agent: Agent
+
+
+_CLICK_COLUMNS = (
+    "occurred_at, occurred_ms, link_id, slug, ip, country, referer, referer_host, browser, os, device, is_bot,"
+    " rule, user_agent_id"
+)
+
+
+class ClickHouseClicks:
+    """The clicks of some links in a range, newest first: as much of a
+    QuerySet as the visits lists use (count() and a slice)."""
+
+    def __init__(self, link_ids: list[int], span):
+        where = ["link_id IN %(ids)s"]
+        self._params = {"ids": tuple(link_ids) or (0,)}
+        _span_where(span, where, self._params)
+        self._where = " AND ".join(where)
+
+    def count(self) -> int:
+        return cluster().execute(f"SELECT count() FROM clicks WHERE {self._where}", self._params)[0][0]
+
+    def __getitem__(self, page: slice) -> list[ClickRow]:
+        start, stop = page.start or 0, page.stop
+        if stop is not None and stop <= start:
+            return []
+        limit = f" LIMIT {int(start)}, {int(stop - start)}" if stop is not None else f" LIMIT {int(start)}, 1000000"
+        rows = cluster().execute(
+            f"SELECT {_CLICK_COLUMNS} FROM clicks WHERE {self._where} {_NEWEST_FIRST}{limit}", self._params
+        )
+        agents = _user_agents({row[-1] for row in rows})
+        return [
+            ClickRow(_moment(row[0], row[1]), *row[2:11], bool(row[11]), row[12], Agent(agents.get(row[13], "")))
+            for row in rows
+        ]
+
+
+def _user_agents(ids: set[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, user_agent FROM user_agents WHERE id = ANY(%s)", [list(ids)])
+        return dict(cursor.fetchall())
+
+
+def _orphan_where(span, domain: str | None) -> tuple[str, dict]:
+    where, params = ["1 = 1"], {}
+    _span_where(span, where, params)
+    if domain is not None:
+        where.append("domain = %(domain)s")
+        params["domain"] = domain
+    return " AND ".join(where), params
+
+
+def orphan_visits_rows(span, domain: str | None, offset: int, limit: int) -> list[tuple]:
+    """(occurred_at, domain, slug, kind, user_agent, referer, is_bot, country), newest first."""
+    where, params = _orphan_where(span, domain)
+    rows = cluster().execute(
+        "SELECT occurred_at, occurred_ms, domain, slug, kind, user_agent, referer, is_bot, country"
+        f" FROM orphan_visits WHERE {where} {_NEWEST_FIRST} LIMIT {int(offset)}, {int(limit)}",
+        params,
+    )
+    return [(_moment(row[0], row[1]), *row[2:7], bool(row[7]), row[8]) for row in rows]
+
+
+def orphan_visits_counted(span, domain: str | None) -> tuple[int, int]:
+    where, params = _orphan_where(span, domain)
+    ((total, bots),) = cluster().execute(
+        f"SELECT count(), countIf(is_bot = 1) FROM orphan_visits WHERE {where}", params
+    )
+    return total, bots
+
+
+def clicks_per_link(ids: list[int], start: datetime, end: datetime, include_bots: bool) -> dict[int, int]:
+    """Each link's clicks in [start, end) (whole UTC hours), from the hourly rollup."""
+    bots = "" if include_bots else " AND is_bot = 0"
+    return dict(
+        cluster().execute(
+            "SELECT link_id, countMerge(clicks) AS c FROM click_rollup_hour WHERE link_id IN %(ids)s"
+            f" AND bucket >= %(start)s AND bucket < %(end)s{bots} GROUP BY link_id HAVING c > 0",
+            {"ids": tuple(ids) or (0,), "start": naive_utc(start), "end": naive_utc(end)},
+        )
+    )
+
+
+def clicks_per_rule(ids: list[int], start: datetime, end: datetime, include_bots: bool) -> dict[int, dict[str, int]]:
+    """Each link's clicks in [start, end) by the rule or split destination that served them."""
+    bots = "" if include_bots else " AND is_bot = 0"
+    found: dict[int, dict[str, int]] = {}
+    for link_id, rule, n in cluster().execute(
+        "SELECT link_id, rule, count() FROM clicks WHERE link_id IN %(ids)s AND occurred_at >= %(start)s"
+        f" AND occurred_at < %(end)s AND rule IS NOT NULL{bots} GROUP BY link_id, rule",
+        {"ids": tuple(ids) or (0,), "start": naive_utc(start), "end": naive_utc(end)},
+    ):
+        found.setdefault(link_id, {})[rule] = n
+    return found
