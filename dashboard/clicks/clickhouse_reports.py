@@ -47,15 +47,8 @@ class ClickHouseReport:
     filters: dict[str, str] = field(default_factory=dict)
 
     def _execute(self, query: str, params: dict, *, raw: bool = False) -> list[tuple]:
-        options = {"max_execution_time": max(1, settings.REPORT_RAW_TIMEOUT_MS // 1000)} if raw else None
-        from clickhouse_driver.errors import ServerException
-
-        try:
-            return cluster().execute(query, {"ids": tuple(self.ids) or (0,), **params}, settings=options)
-        except ServerException as error:
-            if raw and error.code == _TIMEOUT_EXCEEDED:
-                raise ReportTooLarge(RawReport.MESSAGE, code="too_large") from error
-            raise
+        params = {"ids": tuple(self.ids) or (0,), **params}
+        return raw_execute(query, params) if raw else cluster().execute(query, params)
 
     def _bots(self) -> str:
         return "" if self.include_bots else " AND is_bot = 0"
@@ -157,6 +150,20 @@ class ClickHouseReport:
         for dimension, value, n in self._execute(parts, params, raw=raw):
             counts[dimension].append((value, n))
         return counts
+
+
+def raw_execute(query: str, params: dict) -> list[tuple]:
+    """A statement over the raw clicks, stopped at REPORT_RAW_TIMEOUT_MS
+    (max_execution_time) as a report too large, as PostgreSQL's are."""
+    from clickhouse_driver.errors import ServerException
+
+    options = {"max_execution_time": max(1, settings.REPORT_RAW_TIMEOUT_MS // 1000)}
+    try:
+        return cluster().execute(query, params, settings=options)
+    except ServerException as error:
+        if error.code == _TIMEOUT_EXCEEDED:
+            raise ReportTooLarge(RawReport.MESSAGE, code="too_large") from error
+        raise
 
 
 def _ranked(counts: dict, top: int | None, keep_whole: tuple[str, ...] = ()) -> dict[str, list[tuple[str, int]]]:

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from django.db import connection
 
 from .clickhouse_clicks import cluster, naive_utc
+from .clickhouse_reports import raw_execute
 
 _NEWEST_FIRST = "ORDER BY occurred_at DESC, occurred_ms DESC, toString(click_id) DESC"
 _MOMENT_MS = "(toUInt64(occurred_at) * 1000 + occurred_ms)"
@@ -155,3 +156,40 @@ def clicks_per_rule(ids: list[int], start: datetime, end: datetime, include_bots
     ):
         found.setdefault(link_id, {})[rule] = n
     return found
+
+
+# What PostgreSQL's orphans.py takes a referrer's host to be: the same pattern.
+_REFERER_HOST = "lower(extract(referer, '^[A-Za-z][A-Za-z0-9+.-]*://([^/?#:@]+)'))"
+
+
+def orphan_report(start: datetime, end: datetime, *, include_bots: bool, domain, kind, top: int) -> tuple:
+    """What orphans.orphan_visits reads: (visits, bots, [(domain, slug, kind,
+    visits, bots)], [(referrer host, visits, bots)]), the lists most first."""
+    where = "occurred_at >= %(start)s AND occurred_at < %(end)s" + ("" if include_bots else " AND is_bot = 0")
+    params = {"start": naive_utc(start), "end": naive_utc(end), "domain": domain, "kind": kind, "top": top}
+    if domain is not None:
+        where += " AND domain = %(domain)s"
+    if kind is not None:
+        where += " AND kind = %(kind)s"
+    counted = "count(), countIf(is_bot = 1)"
+    ((visits, bots),) = raw_execute(f"SELECT {counted} FROM orphan_visits WHERE {where}", params)
+    by_path = raw_execute(
+        f"SELECT domain, slug, toString(kind) AS k, {counted} AS n FROM orphan_visits WHERE {where}"
+        " GROUP BY domain, slug, k ORDER BY count() DESC, domain, slug, k LIMIT %(top)s",
+        params,
+    )
+    by_referrer = raw_execute(
+        f"SELECT {_REFERER_HOST} AS host, {counted} FROM orphan_visits WHERE {where}"
+        " GROUP BY host ORDER BY count() DESC, host LIMIT %(top)s",
+        params,
+    )
+    return visits, bots, by_path, by_referrer
+
+
+def visits_after_the_end(domain: str, slug: str) -> int:
+    """Orphan visits of kind expired and limit on a slug of a domain."""
+    return raw_execute(
+        "SELECT count() FROM orphan_visits WHERE slug = %(slug)s AND domain = %(domain)s"
+        " AND kind IN ('expired', 'limit')",
+        {"slug": slug, "domain": domain},
+    )[0][0]

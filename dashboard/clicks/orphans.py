@@ -7,6 +7,8 @@ from typing import NamedTuple
 
 from links.validation import default_host, domain_host
 
+from . import clickhouse_visits
+from .clickhouse_clicks import using_clickhouse
 from .report_queries import RawReport, reports_connection
 
 # What each kind of orphan visit means to a person (contract.ORPHAN_KINDS).
@@ -69,7 +71,18 @@ def orphan_visits(
     """From the raw orphan_visits (partitioned by month, so a range reads
     only its months), under REPORT_RAW_TIMEOUT_MS like any raw report;
     raises ReportTooLarge past it. `domain`: only the visits on the domain
-    of this host ('' the default domain); `kind`: only those of this kind."""
+    of this host ('' the default domain); `kind`: only those of this kind.
+    With CLICK_STORE=clickhouse, the cluster's (clickhouse_visits.orphan_report)."""
+    if using_clickhouse():
+        visits, bots, paths, referrers = clickhouse_visits.orphan_report(
+            start, end, include_bots=include_bots, domain=domain, kind=kind, top=top
+        )
+        return OrphanVisits(
+            visits=visits,
+            bots=bots,
+            by_path=[OrphanPath(*row) for row in paths],
+            by_referrer=[OrphanReferrer(*row) for row in referrers],
+        )
     where = "occurred_at >= %(start)s AND occurred_at < %(end)s" + ("" if include_bots else " AND NOT is_bot")
     if domain is not None:
         where += " AND domain = %(domain)s"
@@ -101,6 +114,8 @@ def visits_after_the_end(*, host: str, slug: str) -> int:
     visits of kind expired and limit on its slug and domain): those its
     fallback received, or the 410 page. Read from the raw orphan visits by
     their slug's index, under REPORT_RAW_TIMEOUT_MS."""
+    if using_clickhouse():
+        return clickhouse_visits.visits_after_the_end(orphan_domain(host), slug)
     with RawReport(), reports_connection().cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM orphan_visits WHERE slug = %s AND domain = %s AND kind IN ('expired', 'limit')",

@@ -21,6 +21,7 @@ from clicks import clickhouse_clicks
 from clicks.batch import BatchMaker
 from clicks.campaigns import campaign_clicks
 from clicks.clickhouse_import import ClickHouseImporter
+from clicks.orphans import orphan_visits, visits_after_the_end
 from clicks.reports import LinkTotals, link_stats, link_totals
 from clicks.stream import ClickStream
 from clicks.visits import VisitsRange, link_clicks, orphan_visit_counts, orphan_visits_page
@@ -207,15 +208,24 @@ def test_visits_one_by_one_and_the_campaign_report_read_the_same_from_either_sto
             clicks = link_clicks(Link.objects.filter(pk__in=pks[:2]), span)
             answers.append((clicks.count(), _visits(clicks[0:40]), _visits(clicks[35:80])))
             for domain in DOMAINS:
+                answers.append([visits_after_the_end(host=domain, slug=f"gone{n}") for n in range(5)])
                 page = orphan_visits_page(span=span, domain=domain, offset=5, limit=30)
                 answers.append((orphan_visit_counts(span=span, domain=domain), page))
         for bots in (False, True):
+            for domain, kind in ((DOMAINS[0], None), (DOMAINS[1], "expired")):
+                report = orphan_visits(
+                    start=NOW - timedelta(days=60), end=NOW, include_bots=bots, domain=domain, kind=kind, top=4
+                )
+                answers.append(report)
             everyone = Link.objects.filter(pk__in=pks)
             answers.append(campaign_clicks(everyone, start=NOW - timedelta(days=30), end=NOW, include_bots=bots))
         return answers
 
     on_postgresql, on_clickhouse = _on("postgresql", [], ask), _on("clickhouse", migrated.urls, ask)
-    assert on_postgresql[0][0] > 80 and len(on_postgresql[0][2]) == 45 and on_postgresql[1][0].total > 30
+    assert on_postgresql[0][0] > 80 and len(on_postgresql[0][2]) == 45 and on_postgresql[2][0].total > 30
     assert {row.campaign for row in on_postgresql[-1]} == {"spring", "ab", ""}
+    reports = [answer for answer in on_postgresql if hasattr(answer, "by_referrer")]
+    assert len(reports) == 4 and all(report.visits and report.by_path and report.by_referrer for report in reports)
+    assert sum(on_postgresql[1]) > 0  # visits after the end (expired) on the first domain
     for index, (theirs, ours) in enumerate(zip(on_postgresql, on_clickhouse, strict=True)):
         assert ours == theirs, index
