@@ -91,8 +91,8 @@ def main() -> None:
     args = parser.parse_args()
     if not 0 <= args.ipv6 <= 1:
         parser.error("--ipv6: a share from 0 to 1")
-    if args.store == "clickhouse" and (args.statements or args.profile):
-        parser.error("--statements and --profile are PostgreSQL's")
+    if args.store == "clickhouse" and args.statements:
+        parser.error("--statements: PostgreSQL's")
     args.selector_days, args.selector_clicks = 365, 10_000_000
     if args.smoke:
         args.clicks, args.links, args.selector_days, args.selector_clicks = 20_000, 50, 3, 20_000

@@ -14,7 +14,9 @@ servers; ZooKeeper; PostgreSQL; Redis) and a click. The CPU is counted
 until every replica has fetched what its shard's other replica took
 (replication is part of a click's cost), which the line says."""
 
+import cProfile
 import os
+import pstats
 import time
 
 from bench_import import Commits, CpuMeter
@@ -144,8 +146,13 @@ def _run(args, stack: ThrowawayStack, cluster: ClickHouseCluster) -> None:
         commits = Commits()
         meter = ClusterCpuMeter(stack, cluster)
         meter.start()
+        profiler = cProfile.Profile() if args.profile and enabled else None
         started = time.perf_counter()
+        if profiler:
+            profiler.enable()
         stored = importer.run(once=True, report=commits.append_result)
+        if profiler:
+            profiler.disable()
         elapsed = time.perf_counter() - started
         settled = settle(cluster)
         cpu = meter.stop()
@@ -163,4 +170,6 @@ def _run(args, stack: ThrowawayStack, cluster: ClickHouseCluster) -> None:
         )
         print(f"  {name:9} {cpu}, until the replicas caught up")
         print(f"  {name:9} {meter.per_click(stored)}")
+        if profiler:
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
     connection.close()
