@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl backup restore test test-fast test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy bench-webhooks bench-live bench-screen loadtest stack-faults slow-clients click-outage multinode redis-outage
+.PHONY: setup run status logs ctl backup restore test test-fast test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy bench-webhooks bench-live bench-screen bench-clickhouse-stats loadtest stack-faults slow-clients click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -77,9 +77,10 @@ lock:
 	  $(VENV)/bin/pip freeze --exclude-editable; } > requirements.txt
 
 # Not part of `make test` (each bench-* script runs there with --smoke,
-# tests/test_bench_smoke.py): preloads 3,000,000 clicks and times the importer.
+# tests/test_bench_smoke.py): preloads 3,000,000 clicks and times the importer;
+# `make bench-import CLICK_STORE=clickhouse` into a throwaway ClickHouse cluster.
 bench-import: setup
-	$(PY) loadtest/bench_import.py
+	$(PY) loadtest/bench_import.py $(if $(CLICK_STORE),--store $(CLICK_STORE))
 
 # Not part of `make test`: link creation at 200/s and stats over 10,000,000 clicks.
 bench-api: setup
@@ -132,6 +133,12 @@ bench-live: setup
 # domains, what it takes in each process, and what screening adds to a link.
 bench-screen: setup
 	flock /tmp/slingshot-bench.lock $(PY) loadtest/bench_screen.py $(BENCH_ARGS)
+
+# Not part of `make test` (a smoke is, tests/test_bench_smoke.py): a year of
+# one link's stats over 100,000,000 clicks in a throwaway ClickHouse cluster
+# (docs/benchmarks.md); ~25 GB of /tmp for a while.
+bench-clickhouse-stats: setup
+	flock /tmp/slingshot-bench.lock $(PY) loadtest/bench_clickhouse_stats.py $(BENCH_ARGS)
 
 # Not part of `make test`: a fresh `make run` stack, each of its processes
 # killed with SIGKILL in turn under traffic; prints how long each took to come

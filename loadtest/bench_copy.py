@@ -4,7 +4,7 @@ What COPY's text format, fewer indexes on the click partitions, or rows
 grouped by link would change in the importer's COPY into `clicks`. It
 starts a durable PostgreSQL (as `make run` has it: fsync and synchronous
 commit on, PostgreSQL's own defaults otherwise) and Redis, migrates,
-preloads clicks as the edge writes them (bench_import.preload: 2,000
+preloads clicks as the edge writes them (edge_stream.preload: 2,000
 links, ~600 user agents, 66,000 addresses), makes them into the
 importer's own batches (BatchMaker, enriched) of the size a live importer
 takes at ~65,000 clicks a second (160 entries, 16,000 clicks), and then
@@ -41,7 +41,7 @@ from statistics import median
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
-from bench_import import preload  # noqa: E402
+from edge_stream import preload  # noqa: E402
 from procstat import cpu_seconds  # noqa: E402
 
 from clicks.copy_rows import CLICK_TYPES, binary_rows  # noqa: E402

@@ -9,17 +9,18 @@ import, and sustained (from the first commit to the last), the CPU each
 process spent, and the WAL written a click.
 
     .venv/bin/python loadtest/bench_import.py [--clicks 3000000] [--batch-size 3000] [--shuffled-times]
-                                              [--statements] [--profile] [--smoke]
+                                              [--statements] [--profile] [--smoke] [--store clickhouse]
+
+`--store clickhouse` (`make bench-import CLICK_STORE=clickhouse`): the same
+stream into a throwaway ClickHouse cluster instead (bench_import_clickhouse.py).
 """
 
 import argparse
 import contextlib
 import os
-import random
 import resource
 import sys
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -27,116 +28,11 @@ from zoneinfo import ZoneInfo
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
+from edge_stream import ADDRESSES, preload  # noqa: E402
 from procstat import CLOCK_TICKS, children, cpu_seconds  # noqa: E402
 from rollup_data import ANALYZE, write_rollups  # noqa: E402
 
 from devstack.throwaway import ThrowawayStack  # noqa: E402
-
-BROWSERS = [
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.{v} Safari/605.1.15",
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_{v} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
-    "Mozilla/5.0 (Linux; Android 14; Pixel {v}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
-    "Mozilla/5.0 (X11; Linux x86_64; rv:{v}.0) Gecko/20100101 Firefox/{v}.0",
-    "Mozilla/5.0 (iPad; CPU OS 16_{v} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/16.0 Mobile/15E148 Safari/604.1",
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36 Edg/{v}.0.0.0",
-]
-BOTS = [
-    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
-    "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
-    "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
-    "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
-    "Twitterbot/1.0",
-    "curl/8.{v}.0",
-    "python-requests/2.3{v}.0",
-]
-REFERERS = [
-    "",
-    "",
-    "",
-    "https://www.google.com/",
-    "https://t.co/abc",
-    "https://news.ycombinator.com/item?id=1",
-    "https://www.facebook.com/",
-    "https://mail.example.org/inbox",
-    "android-app://com.slack/",
-    "https://www.reddit.com/r/programming/comments/xyz/",
-]
-
-
-def user_agents(rng: random.Random) -> list[str]:
-    """~600 distinct agents, ~12% of them bots, drawn with a skew like real traffic."""
-    agents = [template.format(v=v) for template in BROWSERS for v in range(60, 140)]
-    agents += [template.format(v=v) for template in BOTS for v in range(10)]
-    rng.shuffle(agents)
-    return agents
-
-
-ADDRESSES = 66_000
-
-
-def preload(
-    client,
-    *,
-    clicks: int,
-    links: list[tuple[str, int]],
-    seed: int,
-    stream: str,
-    spread_ms: int,
-    shuffled_times: bool = False,
-    ipv6_addresses: int = 6_000,
-) -> int:
-    """XADDs `clicks` clicks as the edge does (100 a stream entry) on these
-    links (slug, id), and 2% orphan visits; links are picked with a Zipf-like skew, times spread over the last
-    `spread_ms` milliseconds. In the order the edge writes them: each click
-    stamped when it was served, and later clicks later in the stream, give or
-    take a flush interval (0.1 s) between workers. `shuffled_times`: every
-    click at a random time of the spread instead, which no edge writes (the
-    raw clicks' link index then takes each row at a random place)."""
-    from clicks.records import encode_entry
-
-    rng = random.Random(seed)
-    agents = user_agents(rng)
-    weights = [1 / (rank + 1) ** 0.8 for rank in range(len(agents))]
-    link_weights = [1 / (rank + 1) for rank in range(len(links))]
-    addresses = [
-        f"{rng.randint(1, 223)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
-        for _ in range(ADDRESSES - ipv6_addresses)
-    ]
-    addresses += [
-        f"2a0{rng.randint(0, 9)}:{rng.randint(0, 0xFFFF):x}::{rng.randint(1, 0xFFFF):x}" for _ in range(ipv6_addresses)
-    ]
-    now_ms = int(time.time() * 1000)
-    prefix = uuid.uuid4().hex[:16]
-    pipe = client.pipeline(transaction=False)
-    counter = 0
-    entries = 0
-    while counter < clicks:
-        size = min(100, clicks - counter)
-        agent_pick = rng.choices(agents, weights, k=size)
-        link_pick = rng.choices(links, link_weights, k=size)
-        batch = []
-        first = counter
-        for i in range(size):
-            orphan = rng.random() < 0.02
-            click = {
-                "ts": (now_ms - rng.randint(0, spread_ms))
-                if shuffled_times
-                else (now_ms - spread_ms + counter * spread_ms // clicks - rng.randint(0, 100)),
-                "slug": f"nolink{rng.randint(0, 999)}" if orphan else link_pick[i][0],
-                "link": None if orphan else link_pick[i][1],
-                "ip": rng.choice(addresses),
-                "ua": agent_pick[i],
-                "ref": rng.choice(REFERERS),
-            }
-            batch.append(click)
-            counter += 1
-        pipe.xadd(stream, encode_entry(prefix, first, batch))
-        entries += 1
-        if entries % 500 == 0:
-            pipe.execute()
-    pipe.execute()
-    return entries
 
 
 def main() -> None:
@@ -180,6 +76,12 @@ def main() -> None:
         choices=["anonymise", "full", "none"],
         help="what the links' team keeps of an address (Team.ip_storage; default: as CLICK_IP_PRIVACY says)",
     )
+    parser.add_argument(
+        "--store",
+        choices=["postgresql", "clickhouse"],
+        default=os.environ.get("CLICK_STORE") or "postgresql",
+        help="the click store (default: CLICK_STORE, else postgresql)",
+    )
     parser.add_argument("--skip-selectors", action="store_true", help="do not time the stats selectors")
     parser.add_argument("--profile", action="store_true", help="cProfile the enriched import, top 25 by own time")
     parser.add_argument("--statements", action="store_true", help="time each SQL statement of the import")
@@ -189,6 +91,8 @@ def main() -> None:
     args = parser.parse_args()
     if not 0 <= args.ipv6 <= 1:
         parser.error("--ipv6: a share from 0 to 1")
+    if args.store == "clickhouse" and args.statements:
+        parser.error("--statements: PostgreSQL's")
     args.selector_days, args.selector_clicks = 365, 10_000_000
     if args.smoke:
         args.clicks, args.links, args.selector_days, args.selector_clicks = 20_000, 50, 3, 20_000
@@ -203,7 +107,13 @@ def main() -> None:
         os.environ.update(
             {**stack.environment(), "DJANGO_SETTINGS_MODULE": "slingshot.settings", "LOG_LEVEL": "WARNING"}
         )
-        run_bench(args, stack)
+        os.environ["CLICK_STORE"] = "postgresql"  # bench_import_clickhouse sets its own
+        if args.store == "clickhouse":
+            from bench_import_clickhouse import run_clickhouse
+
+            run_clickhouse(args, stack)
+        else:
+            run_bench(args, stack)
     finally:
         stack.cleanup()
 
@@ -237,9 +147,14 @@ class CpuMeter:
         wall = time.perf_counter() - self.started
         after = self._sample()
         spent = {name: after[name] - self.before.get(name, 0.0) for name in after}
-        spent = {name: seconds for name, seconds in spent.items() if seconds >= 0.05}
+        self.spent = spent = {name: seconds for name, seconds in spent.items() if seconds >= 0.05}
         parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in sorted(spent.items(), key=lambda i: -i[1]))
         return f"CPU seconds over {wall:.1f}s: {parts}; {sum(spent.values()) / wall:.2f} of {os.cpu_count()} cores busy"
+
+    def per_click(self, clicks: int) -> str:
+        """What stop() measured, in CPU µs a click."""
+        parts = ", ".join(f"{name} {seconds * 1e6 / clicks:.2f}" for name, seconds in self.spent.items())
+        return f"CPU µs a click: {parts}; {sum(self.spent.values()) * 1e6 / clicks:.2f} in all"
 
 
 class Commits:
@@ -442,6 +357,7 @@ def run_bench(args, stack: ThrowawayStack) -> None:
             f"  {name:9} {cpu}; WAL {wal / stored:,.0f} bytes a click; this process (the importer) peaked at "
             f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB resident"
         )
+        print(f"  {name:9} {meter.per_click(stored)}")
     if not args.skip_selectors:
         bench_selectors(
             link_create(owner=owner, fields=LinkFields(url="https://example.com/", slug="bench-stats")).pk,

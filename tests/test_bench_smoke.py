@@ -11,10 +11,14 @@ import pytest
 
 from devstack import REPO
 
-# script, a line its run must print (the figure it exists for), seconds it may take
+# script and its arguments, a line its run must print (the figure it exists
+# for), seconds it may take
 SCRIPTS = [
     ("bench_edge.py", "clicks check: OK", 180),
     ("bench_import.py", "enriched  sustained:", 240),
+    # Asserts itself that the cluster holds every click; the stream drained.
+    ("bench_import.py --store clickhouse", "enriched  import: 20,000 clicks in", 180),
+    ("bench_clickhouse_stats.py", "by month, Europe/Paris", 180),
     ("bench_api.py", "stats selector, a whole year by hour", 300),
     ("bench_dashboard.py", "links list, ", 240),
     ("bench_export.py", "both exports in", 180),
@@ -30,8 +34,9 @@ SCRIPTS = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("script", "expected", "timeout"), SCRIPTS, ids=[script for script, *_ in SCRIPTS])
 def test_bench_script_runs(script, expected, timeout):
+    script, *arguments = script.split()
     result = subprocess.run(
-        [sys.executable, str(REPO / "loadtest" / script), "--smoke"],
+        [sys.executable, str(REPO / "loadtest" / script), "--smoke", *arguments],
         cwd=REPO,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         capture_output=True,
@@ -61,7 +66,8 @@ def test_every_bench_target_has_a_smoke_run():
         "bench-webhooks",
         "bench-live",
         "bench-screen",
+        "bench-clickhouse-stats",
     }, targets
     # bench_importers.py's small run is dashboard/importers/tests/test_bench.py,
     # bench_create.py's tests/test_bench_create.py.
-    assert scripts == {script for script, *_ in SCRIPTS} | {"bench_importers.py", "bench_create.py"}, scripts
+    assert scripts == {script.split()[0] for script, *_ in SCRIPTS} | {"bench_importers.py", "bench_create.py"}, scripts
