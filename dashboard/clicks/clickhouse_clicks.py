@@ -22,19 +22,21 @@ Clicks of a link deleted before they are stored are stored all the same:
 no report reads them (reports ask by link), and the accounting counts
 them as stored, as the edge served them."""
 
+import ipaddress
 import json
 import logging
-import uuid
+import struct
 from array import array
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from uuid import UUID
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from slingshot.errors import StoreUnavailable
 
-from .copy_rows import binary_rows, text_rows
+from .copy_rows import CopyFormatError, binary_start, text_rows
 
 log = logging.getLogger(__name__)
 
@@ -162,41 +164,76 @@ def cluster() -> ClickHouse:
     return ClickHouse(settings.CLICKHOUSE_URLS)
 
 
+_SHORT, _INT, _LONG = (struct.Struct(code).unpack_from for code in ("!h", "!i", "!q"))
+PG_EPOCH_MS = 946_684_800_000  # 2000-01-01, where binary COPY's timestamps count from
+_ADDRESSES: dict[bytes, str] = {}  # an inet's binary COPY form -> its text
+_ADDRESSES_MAX = 100_000
+
+
+def _address(data: bytes) -> str:
+    text = _ADDRESSES.get(data)
+    if text is None:
+        if len(_ADDRESSES) >= _ADDRESSES_MAX:
+            _ADDRESSES.clear()
+        text = _ADDRESSES[data] = str(ipaddress.ip_address(data[4:]))
+    return text
+
+
 def click_rows(batch) -> list[tuple]:
     """The batch's clicks as rows of ClickHouse's `clicks` (CLICK_COLUMNS),
     in the order of its sort key, then the click id: the same rows in the
-    same order however the batch's entries came."""
-    decoded = binary_rows(batch.click_rows, batch.click_columns)
+    same order however the batch's entries came. Read straight from the
+    batch's binary COPY rows (batch.CLICK_COLUMNS, and an import's id),
+    times as whole seconds and their milliseconds, as the driver takes them."""
+    payload = batch.click_rows
+    if not payload:
+        return []
+    width = len(batch.click_columns)
     visitors = array("q")
     visitors.frombytes(batch.click_visitors)
-    if len(visitors) != len(decoded):
-        raise ValueError(f"a batch of {len(decoded)} clicks with {len(visitors)} visitor hashes")
+    at = binary_start(payload)
     rows = []
-    for row, visitor in zip(decoded, visitors, strict=True):
-        click_id, at, slug, link_id, ip, country, agent, browser, os, device, is_bot, referer, host, rule = row[:14]
-        import_id = row[14] if len(row) > 14 else None
-        second, ms = _second_and_ms(at)
+
+    def text() -> str | None:
+        nonlocal at
+        (size,) = _INT(payload, at)
+        at += 4
+        if size < 0:
+            return None
+        at += size
+        return payload[at - size : at].decode()
+
+    for visitor in visitors:
+        if _SHORT(payload, at)[0] != width:
+            raise CopyFormatError(f"a row of other than {width} fields")
+        click_id = UUID(bytes=payload[at + 6 : at + 22])
+        (micros,) = _LONG(payload, at + 26)
+        at += 34
+        slug = text()
+        (link_id,) = _LONG(payload, at + 4)
+        (size,) = _INT(payload, at + 12)
+        at += 16
+        address = None if size < 0 else _address(payload[at : at + size])
+        at += max(size, 0)
+        country = text()
+        (agent,) = _LONG(payload, at + 4)
+        at += 12
+        browser, os, device = text(), text(), text()
+        is_bot = payload[at + 4]
+        at += 5
+        referer, host, rule = text(), text(), text()
+        import_id = None
+        if width > 14:
+            (size,) = _INT(payload, at)
+            import_id = None if size < 0 else _LONG(payload, at + 4)[0]
+            at += 4 + max(size, 0)
+        ms = micros // 1000 + PG_EPOCH_MS
         rows.append(
-            (
-                click_id,
-                second,
-                ms,
-                link_id,
-                agent,
-                int(is_bot),
-                slug,
-                None if ip is None else str(ip),
-                country,
-                browser,
-                os,
-                device,
-                referer,
-                host,
-                rule,
-                import_id,
-                visitor,
-            )
+            (click_id, ms // 1000, ms % 1000, link_id, agent, is_bot, slug, address, country, browser, os, device)
+            + (referer, host, rule, import_id, visitor)
         )
+    if payload[at:] != b"\xff\xff":
+        raise CopyFormatError(f"{len(visitors)} visitor hashes for other than as many clicks")
     rows.sort(key=lambda row: (row[3], row[1], row[2], row[0]))
     return rows
 
@@ -211,7 +248,7 @@ def orphan_rows(batch) -> list[tuple]:
         second, ms = _second_and_ms(_copy_time(at))
         rows.append(
             (
-                uuid.UUID(click_id),
+                UUID(click_id),
                 second,
                 ms,
                 int(is_bot == "t"),

@@ -60,16 +60,21 @@ DECODE = {
 }
 
 
-def binary_rows(payload: bytes, columns: tuple[str, ...]) -> list[tuple]:
-    """The rows of a binary COPY of these columns of clicks, each a tuple of Python values (None for NULL)."""
-    if not payload:
-        return []
+def binary_start(payload: bytes) -> int:
+    """Where the rows of a binary COPY begin, its header checked."""
     if payload[:11] != SIGNATURE:
         raise CopyFormatError("not binary COPY")
     flags, extension = struct.unpack_from("!ii", payload, 11)
     if flags:
         raise CopyFormatError(f"binary COPY with flags {flags:#x}")
-    at = 19 + extension
+    return 19 + extension
+
+
+def binary_rows(payload: bytes, columns: tuple[str, ...]) -> list[tuple]:
+    """The rows of a binary COPY of these columns of clicks, each a tuple of Python values (None for NULL)."""
+    if not payload:
+        return []
+    at = binary_start(payload)
     decoders = [DECODE[CLICK_TYPES[column]] for column in columns]
     rows = []
     while True:

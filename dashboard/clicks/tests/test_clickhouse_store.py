@@ -15,6 +15,9 @@ from django.core.management import CommandError, call_command
 from clicks.clickhouse_schema import migrations
 
 HOUR = datetime(2026, 11, 29, 14, tzinfo=UTC)
+# Link ids of this file alone, far above any a test database gives, each
+# with the parity that picks its shard: the session's cluster is shared.
+BASE = 10**12
 COLUMNS = (
     "click_id, occurred_at, occurred_ms, link_id, user_agent_id, is_bot, slug, ip, country, browser, os, device,"
     " referer, referer_host, rule, import_id, visitor_hash"
@@ -142,15 +145,19 @@ def test_migrate_clicks_without_a_node_says_so():
 def test_an_insert_through_the_distributed_table_lands_on_its_links_shard_and_is_replicated(cluster):
     # Sharded by link_id over two shards of weight 1: an even link on the
     # first shard, an odd one on the second.
-    _insert(cluster, [_click(1000, n) for n in range(5)] + [_click(1001, n) for n in range(3)])
+    _insert(cluster, [_click(BASE + 1000, n) for n in range(5)] + [_click(BASE + 1001, n) for n in range(3)])
     first, second = cluster.nodes[:2], cluster.nodes[2:]
     for node in first:
-        assert _until(lambda node=node: _local_count(node, 1000), 5) == 5
-        assert _local_count(node, 1001) == 0
+        assert _until(lambda node=node: _local_count(node, BASE + 1000), 5) == 5
+        assert _local_count(node, BASE + 1001) == 0
     for node in second:
-        assert _until(lambda node=node: _local_count(node, 1001), 3) == 3
-        assert _local_count(node, 1000) == 0
-    total = cluster.nodes[1].client().execute("SELECT count() FROM clicks WHERE link_id IN (1000, 1001)")
+        assert _until(lambda node=node: _local_count(node, BASE + 1001), 3) == 3
+        assert _local_count(node, BASE + 1000) == 0
+    total = (
+        cluster.nodes[1]
+        .client()
+        .execute("SELECT count() FROM clicks WHERE link_id IN %(ids)s", {"ids": (BASE + 1000, BASE + 1001)})
+    )
     assert total == [(8,)]
 
 
@@ -171,13 +178,13 @@ def _stored(cluster, link_id: int) -> int:
 
 
 def test_a_batch_inserted_again_in_another_order_is_stored_and_rolled_up_once(cluster):
-    rows = [_click(2000, n, visitor=n % 4) for n in range(40)] + [
-        _click(2000, 100 + n, is_bot=True, visitor=99) for n in range(6)
+    rows = [_click(BASE + 2000, n, visitor=n % 4) for n in range(40)] + [
+        _click(BASE + 2000, 100 + n, is_bot=True, visitor=99) for n in range(6)
     ]
-    rows += [_click(2003, n, visitor=n) for n in range(10)]
+    rows += [_click(BASE + 2003, n, visitor=n) for n in range(10)]
     _insert(cluster, rows)
     expected = [(HOUR, 0, 40, 4), (HOUR, 1, 6, 1)]
-    assert _until(lambda: _rollup(cluster, 2000), expected) == expected
+    assert _until(lambda: _rollup(cluster, BASE + 2000), expected) == expected
 
     again = list(rows)
     random.Random(52).shuffle(again)
@@ -186,31 +193,32 @@ def test_a_batch_inserted_again_in_another_order_is_stored_and_rolled_up_once(cl
     _insert(cluster, list(reversed(rows)))
     time.sleep(1)  # what replication would bring, had the block been stored again
     for node in cluster.nodes[:2]:
-        assert _local_count(node, 2000) == 46
-    assert _stored(cluster, 2000) == 46 and _stored(cluster, 2003) == 10
-    assert _rollup(cluster, 2000) == expected
-    assert _rollup(cluster, 2003) == [(HOUR, 0, 10, 10)]
+        assert _local_count(node, BASE + 2000) == 46
+    assert _stored(cluster, BASE + 2000) == 46 and _stored(cluster, BASE + 2003) == 10
+    assert _rollup(cluster, BASE + 2000) == expected
+    assert _rollup(cluster, BASE + 2003) == [(HOUR, 0, 10, 10)]
 
     # One row more is another block: stored, and counted, as it should be.
-    _insert(cluster, rows + [_click(2000, 200, visitor=5)])
-    assert _until(lambda: _stored(cluster, 2000), 46 + 47) == 46 + 47
+    _insert(cluster, rows + [_click(BASE + 2000, 200, visitor=5)])
+    assert _until(lambda: _stored(cluster, BASE + 2000), 46 + 47) == 46 + 47
     expected = [(HOUR, 0, 81, 5), (HOUR, 1, 12, 1)]  # visitors 0-3 and 5; 99
-    assert _until(lambda: _rollup(cluster, 2000), expected) == expected
+    assert _until(lambda: _rollup(cluster, BASE + 2000), expected) == expected
 
 
 def test_orphan_visits_land_on_the_shard_of_their_slug_and_are_replicated(cluster):
     client = cluster.nodes[3].client(insert_distributed_sync=1)
-    visit = (uuid.UUID(int=52), HOUR, 0, 0, "gone", None, "NL", "curl/8", "", "expired", "", None)
+    slug = f"gone-{uuid.uuid4().hex[:8]}"  # the session's cluster holds other tests' orphan visits
+    visit = (uuid.uuid4(), HOUR, 0, 0, slug, None, "NL", "curl/8", "", "expired", "", None)
     client.execute(
         "INSERT INTO orphan_visits (click_id, occurred_at, occurred_ms, is_bot, slug, ip, country, user_agent,"
         " referer, kind, domain, import_id) VALUES",
         [visit],
     )
-    (shard,) = client.execute("SELECT sipHash64('gone') % 2 + 1")[0]
+    (shard,) = client.execute("SELECT modulo(sipHash64(%(slug)s), 2) + 1", {"slug": slug})[0]
 
     def held(node) -> list:
-        return node.client().execute("SELECT slug, kind FROM orphan_visits_local")
+        return node.client().execute("SELECT slug, kind FROM orphan_visits_local WHERE slug = %(slug)s", {"slug": slug})
 
     for node in cluster.nodes:
-        expected = [("gone", "expired")] if node.shard == shard else []
+        expected = [(slug, "expired")] if node.shard == shard else []
         assert _until(lambda node=node: held(node), expected) == expected
