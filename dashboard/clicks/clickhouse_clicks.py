@@ -345,14 +345,12 @@ class BatchRecords:
         if not entries:
             return None
         firsts = self.redis.hmget(BATCH_OF, [entry_id for entry_id, _ in entries])
-        for first in firsts:
-            if first is None:
-                continue
+        for first in dict.fromkeys(first for first in firsts if first is not None):
             raw = self.redis.get(RECORD_PREFIX + first.decode())
-            if raw is None:  # acknowledged, and the mapping left behind
-                self.redis.hdel(BATCH_OF, *[entry_id for entry_id, _ in entries if entry_id is not None])
-                return None
-            return first.decode(), json.loads(raw)
+            if raw is not None:
+                return first.decode(), json.loads(raw)
+            # Its record went with its acknowledgement; the mapping of these entries stayed.
+            self.redis.hdel(BATCH_OF, *[e for (e, _), mapped in zip(entries, firsts, strict=True) if mapped == first])
         return None
 
     def drop(self, first: str, record: dict) -> None:

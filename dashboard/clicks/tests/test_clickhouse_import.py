@@ -16,6 +16,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from io import StringIO
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
@@ -25,7 +26,7 @@ from api.tests.shlink import shlink_client
 from clicks import clickhouse_clicks
 from clicks.accounting import accounts
 from clicks.batch import BatchMaker
-from clicks.clickhouse_clicks import BATCH_OF, RECORD_PREFIX
+from clicks.clickhouse_clicks import BATCH_OF, RECORD_PREFIX, BatchRecords
 from clicks.clickhouse_import import ClickHouseImporter
 from clicks.importer import _Feed
 from clicks.reports import link_totals
@@ -413,3 +414,17 @@ def test_zookeeper_restarted_and_a_shard_away_under_load_lose_and_double_nothing
     )
     assert counts == [(added, added)] and all_time(two_links) == added
     assert "retrying in" in log.read_text(), "the faults never reached the importer"
+
+
+def test_a_mapping_left_behind_is_let_go_and_a_recorded_batch_read_with_it_still_found():
+    client = get_redis()
+    client.delete(BATCH_OF)
+    records = BatchRecords(client)
+    gone = [(b"1-0", {}), (b"1-1", {})]  # a batch acknowledged, its entries' mapping left
+    client.hset(BATCH_OF, mapping={b"1-0": b"1-0", b"1-1": b"1-0"})
+    kept = [(b"2-0", {}), (b"2-1", {})]
+    records.record(SimpleNamespace(entries=kept, made_at=datetime.now(timezone.utc), ip_storage={7: 1}))
+    first, record = records.find(gone + kept)
+    assert (first, record["ids"], record["ip_storage"]) == ("2-0", ["2-0", "2-1"], {"7": 1})
+    assert sorted(client.hkeys(BATCH_OF)) == [b"2-0", b"2-1"]
+    client.delete(BATCH_OF, RECORD_PREFIX + "2-0")
