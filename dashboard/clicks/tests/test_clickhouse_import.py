@@ -253,27 +253,57 @@ def _importer_process(cluster, consumer: str, log: Path) -> subprocess.Popen:
     )
 
 
+class Load:
+    """Entries of the links' clicks added to the stream until stopped, from a thread; `added` clicks so far."""
+
+    def __init__(self, links, *, most: int, pause: float):
+        self.links, self.most, self.pause = links, most, pause
+        self.added, self._stop = 0, threading.Event()
+        self._writer = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            n += 1
+            batch = [click(self.links[n % 2]) for _ in range(1 + n % self.most)]
+            add_entry(batch)
+            self.added += len(batch)
+            time.sleep(self.pause)
+
+    def start(self) -> "Load":
+        self._writer.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._writer.join()
+
+
+def _drained_and_each_click_once(
+    cluster, importer, log: Path, links, added: int, *, drain: float, settle: float
+) -> None:
+    """Once `importer` has drained the stream: every click added stored once, and counted once."""
+    try:
+        deadline = time.monotonic() + drain
+        while get_redis().xlen(STREAM) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not get_redis().xlen(STREAM), log.read_text()[-3000:]
+    finally:
+        importer.terminate()
+        importer.wait(timeout=30)
+    assert until(lambda: stored(cluster, links), added, timeout=settle) == added
+    query = "SELECT count(), uniqExact(click_id) FROM clicks WHERE link_id IN %(ids)s"
+    counts = cluster.nodes[0].client().execute(query, {"ids": tuple(link.pk for link in links)})
+    assert counts == [(added, added)] and all_time(links) == added
+
+
 @pytest.mark.slow
 def test_the_importer_killed_under_load_and_a_replica_stopped_lose_and_double_nothing(cluster, two_links, tmp_path):
     """Entries keep coming while the importer is killed (SIGKILL) again and
     again, at whatever point of a batch, and one replica of a shard is
     stopped for a while: once it has caught up, every click is stored once."""
-    added = 0
-    stop = threading.Event()
-
-    def load():
-        nonlocal added
-        n = 0
-        while not stop.is_set():
-            n += 1
-            batch = [click(two_links[n % 2]) for _ in range(1 + n % 7)]
-            add_entry(batch)
-            added += len(batch)
-            time.sleep(0.005)
-
     log = tmp_path / "importer.log"
-    writer = threading.Thread(target=load)
-    writer.start()
+    load = Load(two_links, most=7, pause=0.005).start()
     replica = cluster.nodes[0]  # the node the importer asks first, a replica of shard 1
     try:
         for round in range(6):
@@ -286,29 +316,11 @@ def test_the_importer_killed_under_load_and_a_replica_stopped_lose_and_double_no
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=10)
     finally:
-        stop.set()
-        writer.join()
+        load.stop()
         if replica.process is None or replica.process.poll() is not None:
             cluster.start_node(replica)
     final = _importer_process(cluster, "ch-killed", log)
-    try:
-        deadline = time.monotonic() + 60
-        while get_redis().xlen(STREAM) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not get_redis().xlen(STREAM), log.read_text()[-3000:]
-    finally:
-        final.terminate()
-        final.wait(timeout=30)
-    assert until(lambda: stored(cluster, two_links), added, timeout=30) == added
-    counts = (
-        cluster.nodes[0]
-        .client()
-        .execute(
-            "SELECT count(), uniqExact(click_id) FROM clicks WHERE link_id IN %(ids)s",
-            {"ids": tuple(x.pk for x in two_links)},
-        )
-    )
-    assert counts == [(added, added)] and all_time(two_links) == added
+    _drained_and_each_click_once(cluster, final, log, two_links, load.added, drain=60, settle=30)
 
 
 def test_visits_are_not_deleted_from_the_cluster_but_refused_saying_so_and_a_deleted_links_stay_counted(
@@ -355,23 +367,9 @@ def test_zookeeper_restarted_and_a_shard_away_under_load_lose_and_double_nothing
     are read-only meanwhile), then both replicas of the second shard are
     stopped for a few seconds. The importer waits and goes on: once it has
     caught up, every click is stored once."""
-    added = 0
-    stop = threading.Event()
-
-    def load():
-        nonlocal added
-        n = 0
-        while not stop.is_set():
-            n += 1
-            batch = [click(two_links[n % 2]) for _ in range(1 + n % 5)]
-            add_entry(batch)
-            added += len(batch)
-            time.sleep(0.01)
-
     log = tmp_path / "importer.log"
     importer = _importer_process(cluster, "ch-faults", log)
-    writer = threading.Thread(target=load)
-    writer.start()
+    load = Load(two_links, most=5, pause=0.01).start()
     second_shard = [node for node in cluster.nodes if node.shard == 2]
     try:
         time.sleep(1.5)
@@ -386,8 +384,7 @@ def test_zookeeper_restarted_and_a_shard_away_under_load_lose_and_double_nothing
             cluster.start_node(node, wait=False)
         time.sleep(1.5)
     finally:
-        stop.set()
-        writer.join()
+        load.stop()
         if cluster.zookeeper.poll() is not None:
             cluster.start_zookeeper()
         for node in second_shard:
@@ -395,24 +392,7 @@ def test_zookeeper_restarted_and_a_shard_away_under_load_lose_and_double_nothing
                 cluster.start_node(node, wait=False)
         for node in cluster.nodes:
             cluster.wait_for_node(node)
-    try:
-        deadline = time.monotonic() + 90
-        while get_redis().xlen(STREAM) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not get_redis().xlen(STREAM), log.read_text()[-3000:]
-    finally:
-        importer.terminate()
-        importer.wait(timeout=30)
-    assert until(lambda: stored(cluster, two_links), added, timeout=60) == added
-    counts = (
-        cluster.nodes[0]
-        .client()
-        .execute(
-            "SELECT count(), uniqExact(click_id) FROM clicks WHERE link_id IN %(ids)s",
-            {"ids": tuple(x.pk for x in two_links)},
-        )
-    )
-    assert counts == [(added, added)] and all_time(two_links) == added
+    _drained_and_each_click_once(cluster, importer, log, two_links, load.added, drain=90, settle=60)
     assert "retrying in" in log.read_text(), "the faults never reached the importer"
 
 
