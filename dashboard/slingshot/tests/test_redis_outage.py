@@ -121,16 +121,34 @@ def test_api_and_pages_answer_within_a_second_while_redis_is_down(visitor, gone_
     assert_everything_answers_in_time(*visitor)
 
 
-def test_a_request_uses_redis_as_soon_as_it_is_back_from_a_refusing_outage(visitor, gone_redis, settings, caplog):
+def test_a_request_uses_redis_as_soon_as_it_is_back_from_a_refusing_outage(
+    visitor, gone_redis, settings, caplog, monkeypatch
+):
     """A Redis that refuses connections (stopped, or a primary killed until a
-    Sentinel promotes another) costs a request no wait: the breaker stays
+    Sentinel promotes another) costs a request no wait: each call to it
+    fails in a small part of REDIS_REQUEST_TIMEOUT, the breaker stays
     closed, and the first request after it is back uses it, within the
-    cooldown (60 s here) a failure that waited would open."""
+    cooldown (60 s here) a failure that waited would open. What the
+    request spends on Redis is timed, not the whole page, whose rendering
+    a loaded machine stretches."""
     client, _ = visitor
     settings.REDIS_REQUEST_COOLDOWN = 60
+    on_redis = []
+    call = breaker.call
+
+    def timed_call(operation, *, what):
+        started = time.monotonic()
+        try:
+            return call(operation, what=what)
+        finally:
+            on_redis.append(time.monotonic() - started)
+
+    monkeypatch.setattr(breaker, "call", timed_call)
     for _ in range(2):
-        response, took = timed(lambda: client.get("/"))
-        assert response.context["lag_error"] and took < BUDGET
+        on_redis.clear()
+        response = client.get("/")
+        assert response.context["lag_error"] and on_redis
+        assert max(on_redis) < settings.REDIS_REQUEST_TIMEOUT / 5, on_redis
         assert not breaker.is_open
     assert sum("at once, so requests go on asking it" in r.getMessage() for r in caplog.records) == 1
     gone_redis.start_redis()
