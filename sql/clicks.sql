@@ -6,7 +6,7 @@
 -- database, with rollups.sql; import_id by 0003_import_id,
 -- click_deletions_hour by 0006_click_deletions_hour, its kinds of a
 -- team's retention by 0008_purged_kinds, clickhouse_batches by
--- 0009_clickhouse_batches.
+-- 0009_clickhouse_batches, clickhouse_moves by 0010_clickhouse_moves.
 
 -- A redirect the edge served, with what the importer learnt about it
 -- (dashboard/clicks/enrichment.py). Partitioned by month (UTC), so that
@@ -178,4 +178,17 @@ CREATE TABLE clickhouse_batches (
     consumer    text        NOT NULL,
     stored_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (store, first_entry)
+);
+
+-- How far `manage.py move_clicks` has moved each table's rows to the
+-- ClickHouse cluster (dashboard/clicks/clickhouse_move.py): the rows a
+-- chunk, fixed when the move begins, and the sort key of the last row
+-- moved (clicks: link, time, id; orphan visits: slug, time, id, as JSON),
+-- moved in the transaction that deletes them here.
+CREATE TABLE clickhouse_moves (
+    table_name text        PRIMARY KEY CHECK (table_name IN ('clicks', 'orphan_visits')),
+    chunk_rows integer     NOT NULL CHECK (chunk_rows > 0),
+    after_key  jsonb,
+    moved      bigint      NOT NULL DEFAULT 0,
+    moved_at   timestamptz NOT NULL DEFAULT now()
 );
