@@ -73,7 +73,7 @@ class Domain(models.Model):
     def clean(self) -> None:
         with suppress(ValidationError):  # the fields' own validators have said why
             self.host = validate_domain_host(self.host)
-            for name in ("root_url", "not_found_url"):
+            for name in ("root_url", "not_found_url", "expired_url"):
                 if getattr(self, name):
                     setattr(self, name, normalise_target(getattr(self, name)))
 

@@ -1,6 +1,10 @@
 """Redirect rules and A/B splits through the API: kept normalised, published
 for the edge, and refused with the path of the bad part."""
 
+import csv
+import io
+import json
+
 import orjson
 import pytest
 
@@ -71,6 +75,40 @@ def test_address_browser_and_date_rules_are_kept_normalised_and_published(api):
         {"type": "device", "value": "chromeos"},
     ]
     assert orjson.loads(get_redis().get(link_key(slug)))["rules"] == kept
+
+
+def test_address_browser_and_date_rules_make_a_csv_round_trip(api):
+    from django.core.exceptions import ValidationError
+
+    from clicks.selectors import with_click_totals
+    from links.imports import domains_by_host, export_lines, row_arguments
+    from links.services import link_validate
+
+    slug = fresh()
+    rules = [
+        {
+            "url": "https://office.example/",
+            "conditions": [
+                {"type": "ip", "value": "10.0.0.0/8"},
+                {"type": "browser", "value": "android_browser"},
+                {"type": "after", "value": "2030-01-01T00:00:00Z"},
+                {"type": "before", "value": "2030-02-01T00:00:00Z"},
+                {"type": "device", "value": "chromeos"},
+            ],
+        }
+    ]
+    made = api.post("/api/v1/links", {"url": "https://example.com/", "slug": slug, "rules": rules}, format="json")
+    assert made.status_code == 201, made.content
+    text = "".join(export_lines(with_click_totals(Link.objects.filter(slug=slug)).select_related("domain")))
+    (row,) = csv.DictReader(io.StringIO(text))
+    assert json.loads(row["rules"]) == rules
+    fields, errors = row_arguments(row, domains_by_host())
+    assert errors == {} and fields.rules == rules
+    bad = json.dumps([{"url": "https://x.example/", "conditions": [{"type": "browser", "value": "netscape"}]}])
+    fields, errors = row_arguments({**row, "slug": fresh(), "rules": bad}, domains_by_host())
+    with pytest.raises(ValidationError) as refused:
+        link_validate(fields)
+    assert "rules" in refused.value.message_dict
 
 
 def test_a_link_without_rules_has_empty_lists(api):

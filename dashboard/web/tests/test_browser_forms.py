@@ -246,6 +246,35 @@ def test_an_expiry_that_has_passed_is_saved_only_once_confirmed(page, user):  # 
     expect(page.get_by_text("Saved.")).to_be_visible()
 
 
+def test_a_fallback_for_after_the_end_is_typed_refused_when_not_a_web_address_and_cleared(page, user):  # noqa: F811
+    slug = fresh("fb")
+    page.goto("/links/new/")
+    page.get_by_label("Target URL").fill("https://example.com/sale")
+    page.get_by_label("Slug").fill(slug)
+    page.get_by_label("Visit limit").fill("100")
+    page.get_by_label("After it expires").fill("javascript:alert(1)")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("link", name="After it expires")).to_be_visible()  # in the summary of errors
+    assert not Link.objects.filter(slug=slug).exists()
+    page.get_by_label("After it expires").fill("https://example.com/sale-over")
+    for size, name in ((PHONE, "fallback-phone"), ({"width": 1280, "height": 900}, "fallback")):
+        page.set_viewport_size(size)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert page.get_by_label("After it expires").evaluate("(input) => input.tagName") == "INPUT"
+        shoot(page, name)
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text(re.compile(f"Created .*/{slug}"))).to_be_visible()
+    link = Link.objects.get(slug=slug)
+    assert (link.expired_url, link.max_visits) == ("https://example.com/sale-over", 100)
+    page.goto(f"/links/{slug}/edit/")
+    expect(page.get_by_label("After it expires")).to_have_value("https://example.com/sale-over")
+    page.get_by_label("After it expires").fill("")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved.")).to_be_visible()
+    link.refresh_from_db()
+    assert link.expired_url == ""
+
+
 def test_words_are_not_a_url(page, user):  # noqa: F811
     page.goto("/links/new/")
     page.get_by_label("Target URL").fill("example dot com")

@@ -266,7 +266,7 @@ def test_a_domain_takes_one_line_urls_and_localhost_says_how_to_try_a_second_dom
     for viewport, suffix in ((WIDE, ""), (PHONE, "-phone")):
         context, tab = sign_in(browser, live_server, staff, viewport)
         tab.goto("/domains/")
-        for label in ("Root redirect", "Not-found redirect"):
+        for label in ("Root redirect", "Not-found redirect", "Expired redirect"):
             field = tab.get_by_label(label, exact=False).first
             assert field.evaluate("(input) => input.tagName") == "INPUT", label
         tab.get_by_label("Host").fill("localhost")

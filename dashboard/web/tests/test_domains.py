@@ -4,12 +4,15 @@ page, its QR code and the CSV export."""
 
 import uuid
 
+import orjson
 import pytest
 from django.urls import reverse
 
 from links import domains
 from links.models import Domain
 from links.validation import default_host
+from slingshot.contract import DOMAINS_KEY
+from slingshot.redis import get_redis
 from testing.factories import fresh, make_link
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,6 +49,20 @@ def test_staff_add_change_and_remove_a_domain_in_the_page(staff):
 
     assert staff.post(reverse("web:domain-delete", args=[host])).status_code == 302
     assert not Domain.objects.filter(host=host).exists()
+
+
+def test_a_domains_expired_redirect_is_set_on_its_page_and_published(staff):
+    host = new_host()
+    assert staff.post(reverse("web:domain-list"), {"host": host}).status_code == 302
+    edit = reverse("web:domain-edit", args=[host])
+    bad = staff.post(edit, {"expired_url": "javascript:alert(1)"})
+    assert bad.status_code == 200 and 'id="id_expired_url_error"' in bad.content.decode()
+    assert staff.post(edit, {"expired_url": "HTTPS://Go.Example.com/over"}).status_code == 302
+    assert Domain.objects.get(host=host).expired_url == "https://go.example.com/over"
+    assert orjson.loads(get_redis().hget(DOMAINS_KEY, host))["expired_url"] == "https://go.example.com/over"
+    assert "https://go.example.com/over" in staff.get(edit).content.decode()
+    assert staff.post(edit, {"expired_url": ""}).status_code == 302
+    assert orjson.loads(get_redis().hget(DOMAINS_KEY, host))["expired_url"] is None
 
 
 def test_a_domain_with_links_is_kept_with_a_message(staff, make_user):
