@@ -34,7 +34,7 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
-from .clickhouse_clicks import CLICK_COLUMNS, ORPHAN_COLUMNS, cluster, naive_utc, orphan_rows
+from .clickhouse_clicks import CLICK_COLUMNS, ORPHAN_COLUMNS, cluster, naive_utc, orphan_rows, using_clickhouse
 from .clickhouse_import import _ADD_TOTALS, _MARK
 from .copy_rows import CopyFormatError, text_rows
 from .importer import _LOCK_LINKS, ClickImporter
@@ -140,6 +140,13 @@ class ClickHouseHistory(ClickImporter):
                 counts = [per_link[link_id] for link_id in live]
                 cursor.execute(_ADD_TOTALS, [live, [n for n, _ in counts], [human for _, human in counts]])
         self._agents_known(added_agents)
+
+
+def history_store() -> ClickImporter:
+    """The store step of an import (importers/runner.py), for the click
+    store in use: the click importer's own, without a stream, or the
+    cluster's above."""
+    return ClickHouseHistory() if using_clickhouse() else ClickImporter(stream=None, maker=None)
 
 
 def visits_not_stored(ids: list, moments: list[datetime], *, orphans: bool = False) -> int:

@@ -5,9 +5,8 @@ visit's facts from the same Enricher as a live click's (browser, OS,
 device, bot, referrer host, country, the address as the team keeps it:
 Team.ip_storage, else CLICK_IP_PRIVACY), laid out in the same columns,
 with a visitor row per click. The batch is stored by the click importer's
-own store step (clicks.importer.ClickImporter.store; with
-CLICK_STORE=clickhouse, clicks/clickhouse_history.py's, which tells
-"stored before" from the cluster): partitions made for its months, new
+own store step (clicks.importer.ClickImporter.store, or the cluster's with
+CLICK_STORE=clickhouse: clicks.clickhouse_history.history_store): partitions made for its months, new
 user agents added, the clicks inserted, and the new ones counted into the
 hour and day rollups and the totals (clicks.rollups.BREAKDOWN_OF_NEW), in
 one transaction; a visit stored before is neither stored nor counted
@@ -33,10 +32,7 @@ from hashlib import blake2b
 from typing import NamedTuple
 
 from clicks.batch import NULL, Batch
-from clicks.clickhouse_clicks import using_clickhouse
-from clicks.clickhouse_history import ClickHouseHistory
 from clicks.enrichment import Enricher
-from clicks.importer import ClickImporter
 from clicks.rollups import HOUR_MS, breakdown_rows, copy_text, visitor_rows
 
 DAY_S = 86_400
@@ -252,9 +248,3 @@ def _breakdown(agent_keys: list[tuple], host_keys: list[tuple], country_keys: li
 
 def _day_text(day: int) -> str:
     return (date(1970, 1, 1) + timedelta(days=day)).isoformat()
-
-
-def history_store() -> ClickImporter:
-    """The click importer's store step alone (no stream is read), or with
-    CLICK_STORE=clickhouse the cluster's for imports (clicks/clickhouse_history.py)."""
-    return ClickHouseHistory() if using_clickhouse() else ClickImporter(stream=None, maker=None)
