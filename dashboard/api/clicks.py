@@ -104,7 +104,7 @@ class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         kind = request.accepted_renderer.format
         if kind not in export.FORMATS:
             return super().list(request, *args, **kwargs)
-        return export.export_response(self.get_queryset(), kind, name="clicks")
+        return export.export_response(self.click_filter(), kind, name="clicks")
 
     def handle_exception(self, exc):
         # Errors are JSON whatever the format asked for.
@@ -112,10 +112,13 @@ class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return super().handle_exception(exc)
 
     def get_queryset(self):
+        return self.click_filter().queryset()
+
+    def click_filter(self) -> clicks_selectors.ClickFilter:
         query = ClickQuerySerializer(data=self.request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        return clicks_selectors.clicks_visible_to(
+        return clicks_selectors.clicks_filter(
             self.request.user,
             slug=params.get("link"),
             host=params.get("domain"),

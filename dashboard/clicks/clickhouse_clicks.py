@@ -149,6 +149,10 @@ class ClickHouse:
             return answer
         raise ClickHouseUnavailable("no ClickHouse node answered: " + "; ".join(failures))
 
+    def client(self):
+        """The clickhouse_driver Client of the node that answered last."""
+        return self._client(self.urls[self._current])
+
     def insert(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
         if rows:
             self.execute(_INSERT.format(table=table, columns=", ".join(columns)), rows)

@@ -90,14 +90,14 @@ class ClickHouseClicks:
         rows = cluster().execute(
             f"SELECT {_CLICK_COLUMNS} FROM clicks WHERE {self._where} {_NEWEST_FIRST}{limit}", self._params
         )
-        agents = _user_agents({row[-1] for row in rows})
+        agents = user_agents_of({row[-1] for row in rows})
         return [
             ClickRow(_moment(row[0], row[1]), *row[2:11], bool(row[11]), row[12], Agent(agents.get(row[13], "")))
             for row in rows
         ]
 
 
-def _user_agents(ids: set[int]) -> dict[int, str]:
+def user_agents_of(ids: set[int]) -> dict[int, str]:
     if not ids:
         return {}
     with connection.cursor() as cursor:

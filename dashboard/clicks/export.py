@@ -1,18 +1,21 @@
 """The raw clicks as a file, a line at a time: CSV (formulas neutralised as
 the links' CSV export does, slingshot.csv_text.neutralise) or JSON lines. The
-lines are streamed from a QuerySet's iterator, so memory stays flat however
-many clicks there are."""
+lines are streamed from a QuerySet's iterator, or with CLICK_STORE=clickhouse
+from the cluster a block at a time (clickhouse_export.py), so memory stays
+flat however many clicks there are."""
 
 import json
 from collections.abc import Iterable, Iterator
 
-from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 
 from slingshot.csv_text import csv_line, neutralise
 from slingshot.db import reports_db
 
+from .clickhouse_clicks import using_clickhouse
+from .clickhouse_export import export_clicks
 from .models import Click
+from .selectors import ClickFilter
 
 COLUMNS = (
     "occurred_at",
@@ -71,11 +74,16 @@ def export_lines(clicks: Iterable[Click], kind: str) -> Iterator[str]:
     return csv_lines(clicks) if kind == "csv" else jsonl_lines(clicks)
 
 
-def export_response(clicks: QuerySet[Click], kind: str, *, name: str) -> StreamingHttpResponse:
-    """The clicks, oldest first, as the attachment `name`.`kind`, streamed
-    from a server-side cursor on the reports' database (slingshot/db.py):
+def export_response(selection: ClickFilter, kind: str, *, name: str) -> StreamingHttpResponse:
+    """The selected clicks, oldest first (ties by click id), as the
+    attachment `name`.`kind`, streamed from a server-side cursor on the
+    reports' database (slingshot/db.py), or from the ClickHouse cluster:
     the API's and the link page's exports alike."""
-    rows = clicks.using(reports_db()).order_by("occurred_at").iterator(chunk_size=CHUNK)
+    if using_clickhouse():
+        rows = export_clicks(selection)
+    else:
+        clicks = selection.queryset().using(reports_db()).order_by("occurred_at", "click_id")
+        rows = clicks.iterator(chunk_size=CHUNK)
     response = StreamingHttpResponse(export_lines(rows, kind), content_type=FORMATS[kind])
     response["Content-Disposition"] = f'attachment; filename="{name}.{kind}"'
     return response

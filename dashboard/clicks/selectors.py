@@ -6,6 +6,7 @@ clicks. Reports are clicks/reports.py and clicks/orphans.py."""
 
 import ipaddress
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import reduce
 from operator import or_
@@ -27,7 +28,59 @@ from .enrichment import anonymise
 from .models import Click
 
 
-def clicks_visible_to(
+@dataclass(frozen=True)
+class ClickFilter:
+    """Which raw clicks: of the links of `teams` (None: of every team's),
+    of `links` too when given, from one of `ips`, in [start, end), with
+    these dimensions' values (rollups.DIMENSIONS), bots or not. PostgreSQL's
+    are its queryset(); the ClickHouse store's, clickhouse_export's statement."""
+
+    teams: QuerySet | None = None  # a subquery of their ids (teams.access.team_ids)
+    links: QuerySet[Link] | None = None
+    link_id: int | None = None
+    ips: frozenset[str] = frozenset()
+    start: datetime | None = None
+    end: datetime | None = None
+    dimensions: tuple[tuple[str, str], ...] = ()
+    include_bots: bool = True
+    nothing: bool = False
+
+    def narrowed(self, *, link_id: int, dimensions: dict[str, str], include_bots: bool) -> "ClickFilter":
+        return replace(self, link_id=link_id, dimensions=tuple(dimensions.items()), include_bots=include_bots)
+
+    def link_ids(self) -> list[int]:
+        """The ids of the links whose clicks these are, from PostgreSQL."""
+        if self.nothing:
+            return []
+        links = Link.objects.all() if self.teams is None else Link.objects.filter(team__in=self.teams)
+        if self.links is not None:
+            links = links.filter(pk__in=self.links.values("pk"))
+        if self.link_id is not None:
+            links = links.filter(pk=self.link_id)
+        return list(links.values_list("pk", flat=True))
+
+    def queryset(self) -> QuerySet[Click]:
+        clicks = Click.objects.select_related("agent")
+        if self.nothing:
+            return clicks.none()
+        if self.teams is not None:
+            clicks = clicks.filter(link__team__in=self.teams)
+        if self.links is not None:
+            clicks = clicks.filter(link__in=self.links)
+        if self.link_id is not None:
+            clicks = clicks.filter(link_id=self.link_id)
+        if self.ips:
+            clicks = clicks.filter(ip__in=self.ips)
+        if self.start:
+            clicks = clicks.filter(occurred_at__gte=self.start)
+        if self.end:
+            clicks = clicks.filter(occurred_at__lt=self.end)
+        if self.dimensions:
+            clicks = clicks.filter(**dict(self.dimensions))
+        return clicks if self.include_bots else clicks.filter(is_bot=False)
+
+
+def clicks_filter(
     user: AbstractBaseUser,
     *,
     slug: str | None = None,
@@ -35,27 +88,25 @@ def clicks_visible_to(
     ip: str | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
-) -> QuerySet[Click]:
+) -> ClickFilter:
     """The clicks of the links the user sees; of one of them with `slug`, on
     the domain of `host` (the default domain for None)."""
-    clicks = Click.objects.select_related("agent")
     teams = access.team_ids(user)
-    if teams is not None:
-        clicks = clicks.filter(link__team__in=teams)
+    links = None
     if slug:
         try:
             host = domain_host(host)
         except ValidationError:
-            return clicks.none()
-        clicks = clicks.filter(link__in=links_visible_to(user).filter(domain__host=host, slug=slug))
-    if ip:
-        # Stored whole or anonymised, depending on CLICK_IP_PRIVACY when imported.
-        clicks = clicks.filter(ip__in={ip, anonymise(ipaddress.ip_address(ip))})
-    if start:
-        clicks = clicks.filter(occurred_at__gte=start)
-    if end:
-        clicks = clicks.filter(occurred_at__lt=end)
-    return clicks
+            return ClickFilter(nothing=True)
+        links = links_visible_to(user).filter(domain__host=host, slug=slug)
+    # Stored whole or anonymised, depending on CLICK_IP_PRIVACY when imported.
+    ips = frozenset({ip, anonymise(ipaddress.ip_address(ip))}) if ip else frozenset()
+    return ClickFilter(teams=teams, links=links, ips=ips, start=start, end=end)
+
+
+def clicks_visible_to(user: AbstractBaseUser, **narrowing) -> QuerySet[Click]:
+    """clicks_filter's clicks in PostgreSQL."""
+    return clicks_filter(user, **narrowing).queryset()
 
 
 def with_click_totals(links: QuerySet[Link]) -> QuerySet[Link]:

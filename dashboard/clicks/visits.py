@@ -13,6 +13,7 @@ from django.db.models import QuerySet
 
 from links.models import Link
 
+from . import clickhouse_history
 from .clickhouse_clicks import using_clickhouse
 from .clickhouse_visits import ClickHouseClicks, orphan_visits_counted, orphan_visits_rows
 from .models import Click
@@ -111,6 +112,8 @@ def visits_not_stored(ids: list, moments: list[datetime], *, orphans: bool = Fal
     """How many of these visits (click ids, each with the time it was
     served at) `clicks`, or with `orphans` `orphan_visits`, does not hold
     yet: what a dry run of an import would store (one query)."""
+    if using_clickhouse():
+        return clickhouse_history.visits_not_stored(ids, moments, orphans=orphans)
     table = "orphan_visits" if orphans else "clicks"
     with connection.cursor() as cursor:
         cursor.execute(

@@ -4,8 +4,9 @@ A source's visits (importers/sources/) become a clicks.batch.Batch: each
 visit's facts from the same Enricher as a live click's (browser, OS,
 device, bot, referrer host, country, the address as the team keeps it:
 Team.ip_storage, else CLICK_IP_PRIVACY), laid out in the same columns,
-with a visitor row per click. The batch is stored by the click importer's own store step
-(clicks.importer.ClickImporter.store): partitions made for its months, new
+with a visitor row per click. The batch is stored by the click importer's
+own store step (clicks.importer.ClickImporter.store, or the cluster's with
+CLICK_STORE=clickhouse: clicks.clickhouse_history.history_store): partitions made for its months, new
 user agents added, the clicks inserted, and the new ones counted into the
 hour and day rollups and the totals (clicks.rollups.BREAKDOWN_OF_NEW), in
 one transaction; a visit stored before is neither stored nor counted
@@ -23,6 +24,7 @@ again. What differs from a live click:
   accounting leaves out: no edge served these visits.
 """
 
+from array import array
 from collections import Counter
 from collections.abc import Iterable
 from datetime import date, timedelta
@@ -31,7 +33,6 @@ from typing import NamedTuple
 
 from clicks.batch import NULL, Batch
 from clicks.enrichment import Enricher
-from clicks.importer import ClickImporter
 from clicks.rollups import HOUR_MS, breakdown_rows, copy_text, visitor_rows
 
 DAY_S = 86_400
@@ -172,6 +173,7 @@ class HistoryBatches:
         click_lines, orphan_lines = [], []
         agent_keys, host_keys, country_keys = [], [], []
         visitors: dict[tuple, set[int]] = {}  # by link, hour and bot
+        click_visitors = array("q")  # each click's, for a click store that rolls up itself
         ips, agents, referers = self._ips, self._agents, self._referers
         visit_id, moment, country_of, end = self.visit_id, self._moment, self._country, self._end
         first = last = None
@@ -195,6 +197,7 @@ class HistoryBatches:
             batch.link_ids.add(link)
             hour = visit.ms // HOUR_MS
             visitors.setdefault((link, hour, is_bot), set()).add(network_hash ^ agent_hash)
+            click_visitors.append(network_hash ^ agent_hash)
             agent_keys.append((link, hour, classes[is_bot]))
             host_keys.append((link, hour, host, is_bot))
             country_keys.append((link, hour, country, is_bot))
@@ -216,6 +219,7 @@ class HistoryBatches:
         batch.first_ms, batch.last_ms = first, last
         batch.click_rows = "".join(click_lines).encode("utf-8", "replace")
         batch.orphan_rows = "".join(orphan_lines).encode("utf-8", "replace")
+        batch.click_visitors = click_visitors.tobytes()
         batch.visitor_rows = visitor_rows((*key, hashes) for key, hashes in visitors.items())
         batch.breakdown_rows = breakdown_rows(_breakdown(agent_keys, host_keys, country_keys))
         return batch
@@ -244,8 +248,3 @@ def _breakdown(agent_keys: list[tuple], host_keys: list[tuple], country_keys: li
 
 def _day_text(day: int) -> str:
     return (date(1970, 1, 1) + timedelta(days=day)).isoformat()
-
-
-def history_store() -> ClickImporter:
-    """The click importer's store step alone: no stream is read."""
-    return ClickImporter(stream=None, maker=None)

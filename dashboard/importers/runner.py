@@ -30,6 +30,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
 
+from clicks.clickhouse_history import history_store
 from clicks.enrichment import Enricher
 from clicks.partitions import months_before
 from clicks.rollups import add_carried_totals
@@ -46,7 +47,7 @@ from teams import access
 from teams.models import Role
 
 from .ahead import ahead
-from .history import HistoryBatches, Orphan, Target, Visit, history_store
+from .history import HistoryBatches, Orphan, Target, Visit
 from .models import ImportedLink, ImportJob
 from .preparing import LinkPreparer
 from .sources.base import Source, SourceLink, read

@@ -1,0 +1,75 @@
+"""Exports of raw clicks on both click stores: the same clicks imported into
+PostgreSQL and into a real ClickHouse cluster (18.16, two shards of two
+replicas; test_clickhouse_reports.py's _both_stores), then every door that
+exports them (the API's /api/v1/clicks and the link page's export), each
+format, with and without its filters: the files are the same bytes."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+
+from clicks import clickhouse_export
+from testing.factories import api_client, make_user
+
+from .test_clickhouse_reports import NOW, _both_stores, _on, migrated  # noqa: F401 (migrated: a fixture)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "migrated")]
+
+
+def _file(response) -> bytes:
+    assert response.status_code == 200, response.content
+    return b"".join(response.streaming_content)
+
+
+def test_exports_are_the_same_files_from_either_store(clickhouse_cluster, client, monkeypatch):
+    links = _both_stores(clickhouse_cluster)
+    with connection.cursor() as cursor:
+        # As deleting a link does; emptying the test database between tests leaves other tests' clicks.
+        cursor.execute("DELETE FROM clicks WHERE link_id NOT IN (SELECT id FROM links_link)")
+    owner = links[0].owner
+    api, staff = api_client(owner, scope="read"), make_user(is_superuser=True)
+    start, end = (NOW - timedelta(days=30, microseconds=1500)).isoformat(), (NOW - timedelta(days=2)).isoformat()
+    api_asks = [
+        {},
+        {"link": links[0].slug},
+        {"link": links[1].slug, "from": start, "to": end},
+        {"ip": "198.51.2.17"},  # stored anonymised: its /24
+    ]
+    page = reverse("web:link-clicks-export", args=[links[0].slug])
+    page_asks = [
+        {"from": start, "to": end, "include_bots": "true"},
+        {"from": start, "to": end},
+        {"from": start, "to": end, "include_bots": "true", "browser": "Chrome", "referer_host": "news.example.org"},
+        {"from": start, "to": end, "rule": "1"},
+    ]
+
+    def ask():
+        files = []
+        for kind in ("csv", "jsonl"):
+            files += [_file(api.get("/api/v1/clicks", {**params, "format": kind})) for params in api_asks]
+            client.force_login(owner)
+            files += [_file(client.get(page, {**params, "format": kind})) for params in page_asks]
+            client.force_login(staff)  # every link's clicks, and the cluster keeps other tests' of links gone
+            files.append(_file(client.get("/api/v1/clicks", {"format": kind})))
+        return files
+
+    on_postgresql = _on("postgresql", [], ask)
+    monkeypatch.setattr(clickhouse_export, "BLOCK", 7)  # many blocks, each its own look-up of user agents
+    on_clickhouse = _on("clickhouse", clickhouse_cluster.urls, ask)
+    lines = [len(found.splitlines()) for found in on_postgresql]
+    assert lines[0] > 1200 and lines[8] == lines[0]  # every click of the owner's, and all the staff see
+    assert len(set(lines[:8])) == 8 and min(lines[:8]) > 10  # each filter narrows, none to nothing
+    assert b"+00:00" in on_postgresql[0] and b"." in on_postgresql[0].splitlines()[1][:30]  # to the millisecond
+    for index, (theirs, ours) in enumerate(zip(on_postgresql, on_clickhouse, strict=True)):
+        assert ours == theirs, index
+
+
+def test_an_export_from_a_cluster_that_does_not_answer_is_a_503_before_any_line():
+    api = api_client(make_user())
+    api.raise_request_exception = False  # answered as a browser would be answered
+    response = _on(
+        "clickhouse", ["clickhouse://127.0.0.1:9/default"], lambda: api.get("/api/v1/clicks", {"format": "csv"})
+    )
+    assert response.status_code == 503 and response["Content-Type"] == "application/json" and not response.streaming
