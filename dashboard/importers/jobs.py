@@ -31,6 +31,7 @@ from django.db.models import Q
 from django.utils.dateparse import parse_datetime
 
 from links.models import Domain
+from slingshot.errors import StoreUnavailable
 from teams import access
 from teams.models import Role, Team
 
@@ -46,7 +47,15 @@ log = logging.getLogger(__name__)
 CHANNEL = "slingshot_import_jobs"
 # A connection to PostgreSQL or Redis lost mid-run: the job is left where it
 # got, and whoever runs it again goes on from there.
-RETRYABLE = (redis.RedisError, OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+# Failures of the moment: the job is interrupted, and goes on when run again (the click store's cluster away too).
+RETRYABLE = (
+    redis.RedisError,
+    OperationalError,
+    InterfaceError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    StoreUnavailable,
+)
 INTERRUPTED = "Interrupted: run the command again; it goes on, storing nothing twice."
 DRY_RUN_KEPT = timedelta(days=1)
 PROGRESS_EVERY = 1.0  # seconds between writes of a running job's progress
