@@ -2,20 +2,19 @@
 (CLICK_STORE=clickhouse): the same figures as report_queries.Report reads
 from PostgreSQL, asked of the cluster. Without filters, series and totals
 come from the hourly rollup (`click_rollup_hour`: clicks, and visitors as
-`uniqCombined` sketches, per link, hour and bot or not), the visitors of
-whole UTC days from `click_visitors_day` where the buckets are UTC days
-or more, and for totals; under filters, and for the breakdowns, from the
-raw clicks, which a column store reads by the columns asked for alone. A link's visitors are counted over the
+`uniqCombined` sketches, per link, hour and bot or not); under filters,
+and for the breakdowns, from the raw clicks, which a column store reads by
+the columns asked for alone. A link's visitors are counted over the
 bucket or range, and added up over the links, as PostgreSQL's report does.
 Kept to SQL that ClickHouse 18.16 and a current one both accept."""
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time, timedelta, tzinfo
+from datetime import datetime, tzinfo
 
 from django.conf import settings
 
-from .calendar import is_utc, zone_name
+from .calendar import zone_name
 from .clickhouse_clicks import cluster, naive_utc
 from .report_queries import Point, RawReport, ReportTooLarge, Totals
 from .report_spans import from_key
@@ -65,71 +64,33 @@ class ClickHouseReport:
     def series(self, start: datetime, end: datetime, interval: str) -> list[Point]:
         if self.filters:
             return self.raw_series(start, end, interval)
-        days = _whole_days(start, end) if interval != "hour" and is_utc(self.zone) else None
         key = _key(interval, self.zone, "bucket")
-        params = {"start": naive_utc(start), "end": naive_utc(end)}
-        if days is None:
-            query = f"""SELECT k, sum(c), sum(v) FROM (
+        rows = self._execute(
+            f"""SELECT k, sum(c), sum(v) FROM (
                 SELECT link_id, {key} AS k, countMerge(clicks) AS c, least(uniqCombinedMerge(visitors), c) AS v
                 FROM click_rollup_hour
                 WHERE link_id IN %(ids)s AND bucket >= %(start)s AND bucket < %(end)s{self._bots()}
                 GROUP BY link_id, k
-            ) GROUP BY k HAVING sum(c) > 0 ORDER BY k"""
-        else:
-            query = f"""SELECT k, sum(c), sum(least(v, c)) FROM (
-                SELECT link_id, k, c, v FROM (
-                    SELECT link_id, {key} AS k, countMerge(clicks) AS c FROM click_rollup_hour
-                    WHERE link_id IN %(ids)s AND bucket >= %(start)s AND bucket < %(end)s{self._bots()}
-                    GROUP BY link_id, k
-                ) ANY LEFT JOIN (
-                    SELECT link_id, k, uniqCombinedMerge(s) AS v FROM ({self._visitors(interval, key)})
-                    GROUP BY link_id, k
-                ) USING (link_id, k)
-            ) GROUP BY k HAVING sum(c) > 0 ORDER BY k"""
-            params.update(days)
-        rows = self._execute(query, params)
+            ) GROUP BY k HAVING sum(c) > 0 ORDER BY k""",
+            {"start": naive_utc(start), "end": naive_utc(end)},
+        )
         to_bucket = from_key(interval, self.zone)
         return [Point(to_bucket(seconds), clicks, visitors) for seconds, clicks, visitors in rows]
-
-    def _visitors(self, interval: str | None, hour_key: str) -> str:
-        """The visitor sketches of [start, end): of its whole UTC days
-        [d0, d1) from click_visitors_day, of its other hours from the
-        hourly rollup; keyed by the bucket (`interval`) or by nothing."""
-        day_key = _key(interval, self.zone, "toDateTime(day, 'UTC')") if interval else "0"
-        return f"""SELECT link_id, {hour_key} AS k, visitors AS s FROM click_rollup_hour
-            WHERE link_id IN %(ids)s AND bucket >= %(start)s AND bucket < %(end)s
-                AND (bucket < %(d0_at)s OR bucket >= %(d1_at)s){self._bots()}
-            UNION ALL
-            SELECT link_id, {day_key} AS k, visitors AS s FROM click_visitors_day
-            WHERE link_id IN %(ids)s AND day >= %(d0)s AND day < %(d1)s{self._bots()}"""
 
     def totals(self, periods: list[tuple[str, datetime, datetime]]) -> dict[str, Totals]:
         if self.filters:
             return self.raw_totals(periods)
         merge = "uniqCombinedMerge(visitors)" if self.include_bots else "uniqCombinedMergeIf(visitors, is_bot = 0)"
-        counted = "c" if self.include_bots else "h"
         totals = {}
         for name, start, end in periods:
-            params = {"start": naive_utc(start), "end": naive_utc(end)}
-            days = _whole_days(start, end)
-            if days is None:
-                query = f"""SELECT sum(c), sum(h), sum(least(v, {counted})) FROM (
+            ((clicks, human, visitors),) = self._execute(
+                f"""SELECT sum(c), sum(h), sum(least(v, {"c" if self.include_bots else "h"})) FROM (
                     SELECT link_id, countMerge(clicks) AS c, countMergeIf(clicks, is_bot = 0) AS h, {merge} AS v
                     FROM click_rollup_hour WHERE link_id IN %(ids)s AND bucket >= %(start)s AND bucket < %(end)s
                     GROUP BY link_id
-                )"""
-            else:
-                query = f"""SELECT sum(c), sum(h), sum(least(v, {counted})) FROM (
-                    SELECT link_id, c, h, v FROM (
-                        SELECT link_id, countMerge(clicks) AS c, countMergeIf(clicks, is_bot = 0) AS h
-                        FROM click_rollup_hour WHERE link_id IN %(ids)s AND bucket >= %(start)s AND bucket < %(end)s
-                        GROUP BY link_id
-                    ) ANY LEFT JOIN (
-                        SELECT link_id, uniqCombinedMerge(s) AS v FROM ({self._visitors(None, "0")}) GROUP BY link_id
-                    ) USING link_id
-                )"""
-                params.update(days)
-            ((clicks, human, visitors),) = self._execute(query, params)
+                )""",
+                {"start": naive_utc(start), "end": naive_utc(end)},
+            )
             totals[name] = Totals(clicks=clicks if self.include_bots else human, visitors=visitors, bots=clicks - human)
         return totals
 
@@ -180,7 +141,8 @@ class ClickHouseReport:
     def _counts(self, source: str, where: str, params: dict, *, raw: bool = False) -> dict[str, list[tuple[str, int]]]:
         """Each dimension's values and their clicks among the rows of `source`
         that `where` keeps (a click no rule served has no `rule`): a statement
-        a dimension, each reading that column alone."""
+        a dimension, each reading that column alone (a subquery's `SELECT *`
+        cost a year's stats page 300 ms more on 18.16, docs/benchmarks.md)."""
         parts = " UNION ALL ".join(
             f"SELECT '{dimension}' AS dimension, toString({dimension}) AS value, count() AS n FROM {source}"
             f" WHERE {where} AND {dimension} IS NOT NULL GROUP BY {dimension}"
@@ -190,18 +152,6 @@ class ClickHouseReport:
         for dimension, value, n in self._execute(parts, params, raw=raw):
             counts[dimension].append((value, n))
         return counts
-
-
-def _whole_days(start: datetime, end: datetime) -> dict | None:
-    """The UTC days wholly within [start, end) as click_visitors_day's
-    range [d0, d1) and those days' first and last moments; None if none is."""
-    first = start.astimezone(UTC)
-    d0 = first.date() if first.time() == time(0) else first.date() + timedelta(days=1)
-    d1 = end.astimezone(UTC).date()
-    if d1 <= d0:
-        return None
-    at = {name: datetime.combine(day, time(0)) for name, day in (("d0_at", d0), ("d1_at", d1))}
-    return {"d0": d0, "d1": d1, **at}
 
 
 def raw_execute(query: str, params: dict) -> list[tuple]:

@@ -7,9 +7,8 @@ chdb's engine is one per process, with one configuration).
 Run as `python -m testing.chdb_schema FOLDER` from dashboard/: it prints a
 JSON object: `version` of the engine, `tables` made from the files with
 each Replicated engine replaced by its plain one (chdb has no ZooKeeper to
-replicate through; the arguments are the same), and `rollup`, `days` and
-`orphans`: a sample insert's hourly rollup, its visitors by day and its
-orphan visits, read back; `loose`
+replicate through; the arguments are the same), and `rollup` and `orphans`:
+a sample insert's hourly rollup and its orphan visits, read back; `loose`
 the columns of an AggregatingMergeTree outside its sort key that are no
 aggregate state (none should be)."""
 
@@ -36,8 +35,6 @@ SELECT generateUUIDv4(), toDateTime('2026-11-29 14:00:00', 'UTC') + number, numb
 FROM numbers(20)"""
 ROLLUP = """SELECT link_id, toString(bucket), is_bot, countMerge(clicks), uniqCombinedMerge(visitors)
 FROM click_rollup_hour_local GROUP BY link_id, bucket, is_bot ORDER BY link_id, bucket, is_bot"""
-DAYS = """SELECT link_id, toString(day), is_bot, uniqCombinedMerge(visitors)
-FROM click_visitors_day_local GROUP BY link_id, day, is_bot ORDER BY link_id, day, is_bot"""
 # Columns of an AggregatingMergeTree neither in its sort key nor an aggregate
 # state: what such a table would keep of them is any one row's value.
 LOOSE = """SELECT c.table, c.name FROM system.columns AS c INNER JOIN system.tables AS t
@@ -71,7 +68,6 @@ def run(folder: Path) -> dict:
                 name for (name,) in rows("SELECT name FROM system.tables WHERE database = 'plain' ORDER BY name")
             ],
             "rollup": rows(ROLLUP),
-            "days": rows(DAYS),
             "orphans": rows("SELECT slug, toString(kind) FROM plain.orphan_visits_local"),
             "loose": rows(LOOSE),
         }

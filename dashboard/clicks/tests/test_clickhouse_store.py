@@ -12,8 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from clicks.clickhouse_schema import migrate, migrations
-from devstack.clickhouse import ClickHouseCluster
+from clicks.clickhouse_schema import migrations
 
 HOUR = datetime(2026, 11, 29, 14, tzinfo=UTC)
 # Link ids of this file alone, far above any a test database gives, each
@@ -223,30 +222,3 @@ def test_orphan_visits_land_on_the_shard_of_their_slug_and_are_replicated(cluste
     for node in cluster.nodes:
         expected = [(slug, "expired")] if node.shard == shard else []
         assert _until(lambda node=node: held(node), expected) == expected
-
-
-def test_visitors_by_day_are_filled_for_the_clicks_stored_before_their_file_and_kept_after():
-    """0002 on a cluster of its own (one shard, two replicas) that holds
-    clicks already: each link's visitors by day, from the hourly rollup,
-    on both replicas; clicks stored after it go in by the view; and the
-    fill run on both replicas counts a visitor once."""
-    own = ClickHouseCluster(shards=1, replicas=2).start()
-    try:
-        clients = {f"node{index}": node.client() for index, node in enumerate(own.nodes)}
-        first, second = migrations()[:2]
-        migrate(clients, cluster=own.cluster, known=[first])
-        before = [_click(1, n, visitor=n % 7) for n in range(40)] + [
-            _click(2, n, is_bot=True, visitor=9) for n in range(5)
-        ]
-        _insert(own, before)
-        migrate(clients, cluster=own.cluster, known=[first, second])
-        _insert(own, [_click(1, 100 + n, visitor=10 + n % 3) for n in range(20)])  # 3 visitors more
-        query = (
-            "SELECT link_id, day, is_bot, uniqCombinedMerge(visitors) FROM click_visitors_day_local"
-            " GROUP BY link_id, day, is_bot ORDER BY link_id, is_bot"
-        )
-        expected = [(1, HOUR.date(), 0, 10), (2, HOUR.date(), 1, 1)]
-        for node in own.nodes:
-            assert _until(lambda node=node: node.client().execute(query), expected) == expected
-    finally:
-        own.cleanup()
