@@ -702,12 +702,14 @@ def test_when_supervisord_itself_dies_its_programs_are_stopped_in_order(stack):
     assert f"http://127.0.0.1:{stack.ports['EDGE_PORT']}/<slug>" in banner
     assert "Sign in as:   ops. Lost its password?" in banner  # shown on the first start only
     assert urllib.request.urlopen(f"{stack.dashboard_url}/healthz", timeout=10).status == 200
-    # Every program up (one started again after a slow start has no pid for a moment).
+    # Every program up (one started again after a slow start has no pid for a moment), and
+    # the runner told so: it asks supervisord for the programs' pids once a second.
     wait_until(
         lambda: all(info["statename"] == "RUNNING" for info in stack.rpc().supervisor.getAllProcessInfo()),
         timeout=60,
         what="every program running",
     )
+    time.sleep(2.5)
     pids = {info["name"]: info["pid"] for info in stack.rpc().supervisor.getAllProcessInfo()}
     pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"), front=stack.master_pid("front"))
     supervisord = int((stack.run / "supervisord.pid").read_text())

@@ -218,7 +218,7 @@ def _mover(cluster, log: Path) -> subprocess.Popen:
         "CLICK_STORE": "clickhouse",
         "CLICKHOUSE_URLS": ",".join(cluster.urls),
     }
-    command = [sys.executable, str(REPO / "dashboard" / "manage.py"), "move_clicks", "--rows", "60"]
+    command = [sys.executable, str(REPO / "dashboard" / "manage.py"), "move_clicks", "--rows", "25"]
     return subprocess.Popen(command, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
 
 
@@ -237,7 +237,7 @@ def test_move_clicks_killed_over_and_over_moves_each_click_once(migrated, before
         while _in_postgresql_now(links) == left and mover.poll() is None:  # until it has moved a chunk
             assert time.monotonic() < deadline, log.read_text()[-2000:]
             time.sleep(0.05)
-        time.sleep(rng.uniform(0, 0.4))  # then somewhere in its next chunks
+        time.sleep(rng.uniform(0, 0.1))  # then somewhere in its next chunks
         mover.send_signal(signal.SIGKILL)
         mover.wait(timeout=30)
         kills += 1
