@@ -6,10 +6,10 @@ ClickHouse").
 A chunk a transaction. The next chunk of rows after the move's mark
 (`clickhouse_moves`, one row a table), in the order of the cluster's sort
 key (clicks by link, time and id; orphan visits by slug, time and id),
-are read and locked (FOR UPDATE), inserted into the cluster, then deleted
-from PostgreSQL, with the mark moved past them and, for clicks, their
-counts taken from the hour rollups (the accounting's stored clicks), all
-in the transaction that locked them. So at every commit each click is in
+are read and locked (FOR UPDATE), deleted from PostgreSQL, with the mark
+moved past them and, for clicks, their counts taken from the hour rollups
+(the accounting's stored clicks), then inserted into the cluster, all in
+the transaction that locked them, which commits once the cluster has them. So at every commit each click is in
 one store, and the accounting, which adds the cluster's hours to
 PostgreSQL's, is unchanged. A move stopped between a chunk's insert and
 its commit reads the same rows from the same mark when it goes on, and
@@ -196,10 +196,7 @@ def move_chunk(table: Table, *, stop_after_insert: Callable[[], None] | None = N
         found = cursor.fetchall()
         if not found:
             return 0
-        make = _click_row if table is CLICKS else _orphan_row
-        cluster().insert(table.name, table.columns, [make(row) for row in found])
-        if stop_after_insert:
-            stop_after_insert()
+        # PostgreSQL's side first, so that rows it refuses (MoveError) never reach the cluster.
         times = [row[1] for row in found]
         cursor.execute(
             f"DELETE FROM {table.name} WHERE click_id = ANY(%s::uuid[]) AND occurred_at >= %s AND occurred_at <= %s",
@@ -211,6 +208,10 @@ def move_chunk(table: Table, *, stop_after_insert: Callable[[], None] | None = N
             _take_from_rollups(cursor, found)
         key = json.dumps(_key_of(table, found[-1]))
         cursor.execute(_MARK_SET, {"table": table.name, "key": key, "rows": len(found)})
+        make = _click_row if table is CLICKS else _orphan_row
+        cluster().insert(table.name, table.columns, [make(row) for row in found])
+        if stop_after_insert:
+            stop_after_insert()
     return len(found)
 
 
