@@ -54,7 +54,10 @@ class Outcome:
 class HostTurns:
     """At most one request to a host every `interval` seconds, whichever
     thread asks: each caller is given the next free moment of the host and
-    sleeps until it (Stopped if `stop` is set meanwhile)."""
+    sleeps until it (Stopped if `stop` is set meanwhile). `done` counts the
+    interval again from the end of a request, so that the host itself sees
+    it between the answer it gave and the next request, however long the
+    connection or the answer took."""
 
     def __init__(self, interval: float, stop: threading.Event | None = None):
         self.interval = interval
@@ -69,6 +72,10 @@ class HostTurns:
             self._next[host] = at + self.interval
         if self.stop.wait(max(0.0, at - now)) or self.stop.is_set():
             raise Stopped(host)
+
+    def done(self, host: str) -> None:
+        with self._lock:
+            self._next[host] = max(self._next.get(host, 0.0), time.monotonic() + self.interval)
 
 
 def host_of(url: str) -> str:
@@ -118,8 +125,12 @@ class Prober:
         return self._request("GET", url)
 
     def _request(self, method: str, url: str) -> guarded.Answer:
-        self.turns.wait(host_of(url))
-        return guarded.status_of(self.session, url, method=method, deadline=self.timeout)
+        host = host_of(url)
+        self.turns.wait(host)
+        try:
+            return guarded.status_of(self.session, url, method=method, deadline=self.timeout)
+        finally:
+            self.turns.done(host)
 
 
 def _next_hop(url: str, location: str) -> str:

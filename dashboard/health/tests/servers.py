@@ -12,6 +12,7 @@ from pathlib import Path
 from testing.listeners import RawServer, read_request, self_signed
 
 SLOW_SECONDS = 4.0
+LATE_SECONDS = 0.3
 
 
 @dataclass
@@ -34,7 +35,8 @@ def _answer(status: str, headers: str = "") -> bytes:
 def answer_for(method: str, path: str, stop: threading.Event) -> bytes:
     """What each path answers: /ok 200, /gone 404, /error 500, /busy 429,
     /loop a redirect to itself, /moved one to /ok, /no-head 405 to HEAD
-    and 200 to GET, /slow a 200 after SLOW_SECONDS."""
+    and 200 to GET, /slow a 200 after SLOW_SECONDS, /late and /late-too
+    a 200 after LATE_SECONDS."""
     if path == "/gone":
         return _answer("404 Not Found")
     if path == "/error":
@@ -49,6 +51,8 @@ def answer_for(method: str, path: str, stop: threading.Event) -> bytes:
         return _answer("405 Method Not Allowed", "Allow: GET\r\n")
     if path == "/slow":
         stop.wait(SLOW_SECONDS)
+    if path in ("/late", "/late-too"):
+        stop.wait(LATE_SECONDS)
     return _answer("200 OK")
 
 

@@ -24,7 +24,7 @@ from testing.factories import fresh, make_link
 from webhooks.models import Message
 from webhooks.services import webhook_create
 
-from .servers import Destinations, TlsDestination
+from .servers import LATE_SECONDS, Destinations, TlsDestination
 
 pytestmark = pytest.mark.django_db
 
@@ -132,6 +132,17 @@ def test_one_host_is_asked_at_most_once_per_interval(check_settings, destination
     assert len(times) == 7  # /ok; /gone HEAD and GET; /moved and its /ok; /no-head HEAD and GET
     gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
     assert min(gaps) >= 0.38, gaps
+
+
+def test_the_interval_is_counted_from_the_hosts_answer_not_from_the_request(check_settings, destinations, user):
+    check_settings.LINK_HEALTH_HOST_INTERVAL = 0.4
+    for path in ("/late", "/late-too"):
+        link_to(user, destinations.at(path))
+
+    check_round(every=None)
+
+    (_, _, first), (_, _, second) = destinations.seen.requests
+    assert second - first >= LATE_SECONDS + 0.38, second - first
 
 
 def test_a_link_that_works_again_loses_its_mark_and_one_that_breaks_again_gets_a_new_since(

@@ -58,7 +58,8 @@ SCREEN_LOOKUP_TIMEOUT_MS = env.int("SCREEN_LOOKUP_TIMEOUT_MS", default=1500)
 SCREEN_RELOOKUP_HOURS = env.float("SCREEN_RELOOKUP_HOURS", default=24.0)
 # Every LINK_HEALTH_HOURS `manage.py check_links` asks each active link's
 # destination whether it still answers (health/); 0: never. One request to a
-# host at most every LINK_HEALTH_HOST_INTERVAL seconds, each within
+# host at most every LINK_HEALTH_HOST_INTERVAL seconds (counted from the end of
+# the one before), each within
 # LINK_HEALTH_TIMEOUT seconds; public addresses only, unless
 # LINK_HEALTH_ALLOW_PRIVATE (for tests, or destinations on the operator's network).
 LINK_HEALTH_HOURS = env.float("LINK_HEALTH_HOURS", default=24.0)
