@@ -1,12 +1,15 @@
 """/api/v1/clicks: raw clicks, a page at a time or every one as a file (clicks/export.py)."""
 
+from datetime import datetime
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, viewsets
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
-from clicks import export
+from clicks import export, visits
 from clicks import selectors as clicks_selectors
 from clicks.models import Click
 from links.slugs import PATTERN as SLUG_PATTERN
@@ -60,8 +63,22 @@ class ClickQuerySerializer(TimeRangeSerializer):
 
 
 class ClickCursorPagination(CursorPagination):
-    ordering = "-occurred_at"
+    ordering = clicks_selectors.NEWEST_FIRST
     page_size = 100
+
+    def decode_cursor(self, request):
+        """DRF's cursor, whose position must be a moment with its offset
+        (what encode_cursor wrote): any other is an invalid cursor's 404, as
+        an undecodable one is, not an error of the query it would reach."""
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None:
+            try:
+                moment = datetime.fromisoformat(cursor.position)
+            except ValueError:
+                moment = None
+            if moment is None or moment.utcoffset() is None:
+                raise NotFound(self.invalid_cursor_message)
+        return cursor
 
 
 class ClickExportRenderer(BaseRenderer):
@@ -89,7 +106,7 @@ class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Raw clicks",
-        description="Newest first, cursor-paginated. Filter by `ip` to see every date and user agent seen "
+        description="Newest first (clicks of the same moment by click id), cursor-paginated. Filter by `ip` to see every date and user agent seen "
         "from an address (matched the way addresses are stored: anonymised by default). With `format=csv` "
         "or `format=jsonl`, every click of the filter as a file, oldest first and unpaginated, streamed "
         "(CSV cells that would start a formula are behind a quote).",
@@ -112,7 +129,7 @@ class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return super().handle_exception(exc)
 
     def get_queryset(self):
-        return self.click_filter().queryset()
+        return visits.selected_clicks(self.click_filter())
 
     def click_filter(self) -> clicks_selectors.ClickFilter:
         query = ClickQuerySerializer(data=self.request.query_params)

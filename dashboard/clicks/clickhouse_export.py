@@ -1,35 +1,40 @@
-"""The raw clicks of an export (clicks/export.py) from the ClickHouse click
-store (CLICK_STORE=clickhouse): the clicks a selectors.ClickFilter selects,
-oldest first, read a block at a time (clickhouse-driver's execute_iter),
-each block's user agents looked up in PostgreSQL's `user_agents`, so that
-memory stays flat however many clicks there are. The same lines as from
-PostgreSQL: times to the millisecond, ties in the order of the click id as
-PostgreSQL orders a uuid (its text, as clickhouse_visits.py orders them)."""
+"""The raw clicks of /api/v1/clicks from the ClickHouse click store
+(CLICK_STORE=clickhouse): the clicks a selectors.ClickFilter selects.
+
+An export (clicks/export.py) reads them oldest first, a block at a time
+(clickhouse-driver's execute_iter), each block's user agents looked up in
+PostgreSQL's `user_agents`, so that memory stays flat however many clicks
+there are. The API's pages (api/clicks.py) read them newest first through
+ClickList, as much of a QuerySet as DRF's CursorPagination uses. Either
+gives what PostgreSQL gives: times to the millisecond, ties in the order of
+the click id as PostgreSQL orders a uuid (its text, as clickhouse_visits.py
+orders them)."""
 
 import ipaddress
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import chain, islice
 from typing import NamedTuple
+from uuid import UUID
 
+from . import selectors
 from .clickhouse_clicks import cluster
-from .clickhouse_visits import Agent, user_agents_of
+from .clickhouse_visits import MOMENT_MS, NEWEST_FIRST, OLDEST_FIRST, Agent, user_agents_of
 from .selectors import ClickFilter
 
 BLOCK = 2000  # rows a block from the cluster, and clicks a look-up of their user agents
-_MOMENT_MS = "(toUInt64(occurred_at) * 1000 + occurred_ms)"
 _SELECT = (
-    "SELECT occurred_at, occurred_ms, slug, ip, country, referer, referer_host, browser, os, device, is_bot,"
-    " user_agent_id FROM clicks WHERE {where}"
-    " ORDER BY occurred_at, occurred_ms, toString(click_id)"
+    "SELECT occurred_at, occurred_ms, click_id, slug, ip, country, referer, referer_host, browser, os, device,"
+    " is_bot, user_agent_id FROM clicks WHERE {where}"
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class ExportedClick(NamedTuple):
-    """A click as export.py reads a clicks.models.Click."""
+class RawClick(NamedTuple):
+    """A click as export.py and the API's serializer read a clicks.models.Click."""
 
     occurred_at: datetime
+    click_id: UUID
     slug: str
     ip: str | None
     country: str
@@ -43,57 +48,110 @@ class ExportedClick(NamedTuple):
     agent: Agent
 
 
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
 def _first_ms_at_or_after(moment: datetime) -> int:
     """The first whole millisecond at or after `moment`: a click, kept to the
     millisecond, is at or after `moment` when its millisecond is at or after this."""
-    micros = (moment - _EPOCH) // timedelta(microseconds=1)
-    return -(-micros // 1000)
+    return -(-_micros(moment) // 1000)
 
 
-def statement(selection: ClickFilter, link_ids: list[int]) -> tuple[str, dict]:
-    """The statement reading the selected clicks, and its parameters."""
+def _where(selection: ClickFilter, link_ids: list[int]) -> tuple[list[str], dict]:
     where = ["link_id IN %(ids)s"]
     params: dict = {"ids": tuple(link_ids) or (0,)}
     if selection.ips:
         where.append("ip IN %(ips)s")
         params["ips"] = tuple(sorted(str(ipaddress.ip_address(ip)) for ip in selection.ips))
     if selection.start:
-        where.append(f"{_MOMENT_MS} >= %(start)s")
+        where.append(f"{MOMENT_MS} >= %(start)s")
         params["start"] = _first_ms_at_or_after(selection.start)
     if selection.end:
-        where.append(f"{_MOMENT_MS} < %(end)s")
+        where.append(f"{MOMENT_MS} < %(end)s")
         params["end"] = _first_ms_at_or_after(selection.end)
     for index, (dimension, value) in enumerate(selection.dimensions):
         where.append(f"{dimension} = %(f{index})s")  # a name of rollups.DIMENSIONS (calendar.checked_filters)
         params[f"f{index}"] = value
     if not selection.include_bots:
         where.append("is_bot = 0")
-    return _SELECT.format(where=" AND ".join(where)), params
+    return where, params
 
 
-def export_clicks(selection: ClickFilter) -> Iterator[ExportedClick]:
+def statement(selection: ClickFilter, link_ids: list[int]) -> tuple[str, dict]:
+    """The statement reading the selected clicks, oldest first, and its parameters."""
+    where, params = _where(selection, link_ids)
+    return _SELECT.format(where=" AND ".join(where)) + " " + OLDEST_FIRST, params
+
+
+def _settings(query: str, params: dict) -> dict:
+    # A statement's text holds its link ids; let it be as long as they make it.
+    return {"max_block_size": BLOCK, "max_query_size": max(262_144, 2 * len(query) + 24 * len(params["ids"]))}
+
+
+def export_clicks(selection: ClickFilter) -> Iterator[RawClick]:
     """The selected clicks, oldest first. The statement is sent, and its
     first block read, before this returns: a cluster that does not answer
     is ClickHouseUnavailable here, before a response has begun."""
     query, params = statement(selection, selection.link_ids())
     store = cluster()
     store.execute("SELECT 1")  # finds a node that answers, and leaves it first
-    # A statement's text holds its link ids; let it be as long as they make it.
-    settings = {"max_block_size": BLOCK, "max_query_size": max(262_144, 2 * len(query) + 24 * len(params["ids"]))}
-    rows = store.client().execute_iter(query, params, settings=settings)
+    rows = store.client().execute_iter(query, params, settings=_settings(query, params))
     first = list(islice(rows, BLOCK))
     return _clicks(chain(first, rows))
 
 
-def _clicks(rows: Iterator[tuple]) -> Iterator[ExportedClick]:
+def _clicks(rows: Iterator[tuple]) -> Iterator[RawClick]:
     while block := list(islice(rows, BLOCK)):
-        agents = user_agents_of({row[11] for row in block})
+        agents = user_agents_of({row[12] for row in block})
         for row in block:
-            agent = agents.get(row[11])
-            yield ExportedClick(
+            agent = agents.get(row[12])
+            yield RawClick(
                 row[0].astimezone(UTC) + timedelta(milliseconds=row[1]),
-                *row[2:10],
-                bool(row[10]),
-                row[11] if agent is not None else 0,
+                *row[2:11],
+                bool(row[11]),
+                row[12] if agent is not None else 0,
                 Agent(agent or ""),
             )
+
+
+class ClickList:
+    """The selected clicks as DRF's CursorPagination reads a QuerySet ordered
+    by selectors.NEWEST_FIRST (api/clicks.py): order_by either way, a
+    filter before or after a moment, and a slice, each slice one statement."""
+
+    def __init__(self, selection: ClickFilter, *, newest_first: bool = True, bounds: tuple[str, ...] = ()):
+        self.selection, self.newest_first, self.bounds = selection, newest_first, bounds
+
+    def order_by(self, *fields: str) -> "ClickList":
+        ordering = selectors.NEWEST_FIRST
+        if fields not in (ordering, tuple(field.removeprefix("-") for field in ordering)):
+            raise ValueError(f"the cluster's clicks are listed by {ordering}, either way, not by {fields}")
+        return ClickList(self.selection, newest_first=fields[0].startswith("-"), bounds=self.bounds)
+
+    def filter(self, **condition: str | datetime) -> "ClickList":
+        """occurred_at__lt or occurred_at__gt a moment, as a datetime or its
+        text (a cursor's position): a click's whole millisecond compared as
+        PostgreSQL compares its microseconds."""
+        ((name, value),) = condition.items()
+        moment = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+        if name == "occurred_at__lt":
+            bound = f"{MOMENT_MS} < {_first_ms_at_or_after(moment)}"
+        elif name == "occurred_at__gt":
+            bound = f"{MOMENT_MS} > {_micros(moment) // 1000}"
+        else:
+            raise ValueError(f"the cluster's clicks are not filtered by {name}")
+        return ClickList(self.selection, newest_first=self.newest_first, bounds=(*self.bounds, bound))
+
+    def __getitem__(self, part: slice) -> list[RawClick]:
+        start, stop = part.start or 0, part.stop
+        if part.step is not None or stop is None or start < 0 or stop < start:
+            raise ValueError("the cluster's clicks are read a bounded slice at a time")
+        where, params = _where(self.selection, self.selection.link_ids())
+        query = (
+            _SELECT.format(where=" AND ".join([*where, *self.bounds]))
+            + " "
+            + (NEWEST_FIRST if self.newest_first else OLDEST_FIRST)
+            + f" LIMIT {start}, {stop - start}"
+        )
+        return list(_clicks(iter(cluster().execute(query, params, settings=_settings(query, params)))))

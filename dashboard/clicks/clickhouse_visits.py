@@ -16,8 +16,9 @@ from django.db import connection
 from .clickhouse_clicks import cluster, naive_utc
 from .clickhouse_reports import raw_execute
 
-_NEWEST_FIRST = "ORDER BY occurred_at DESC, occurred_ms DESC, toString(click_id) DESC"
-_MOMENT_MS = "(toUInt64(occurred_at) * 1000 + occurred_ms)"
+NEWEST_FIRST = "ORDER BY occurred_at DESC, occurred_ms DESC, toString(click_id) DESC"
+OLDEST_FIRST = "ORDER BY occurred_at, occurred_ms, toString(click_id)"
+MOMENT_MS = "(toUInt64(occurred_at) * 1000 + occurred_ms)"  # a click's moment, in whole milliseconds
 
 
 def _ms(moment: datetime) -> int:
@@ -31,10 +32,10 @@ def _moment(second: datetime, ms: int) -> datetime:
 
 def _span_where(span, where: list[str], params: dict) -> None:
     if span.start:
-        where.append(f"{_MOMENT_MS} >= %(start)s")
+        where.append(f"{MOMENT_MS} >= %(start)s")
         params["start"] = _ms(span.start)
     if span.end:
-        where.append(f"{_MOMENT_MS} <= %(end)s")
+        where.append(f"{MOMENT_MS} <= %(end)s")
         params["end"] = _ms(span.end)
     if not span.include_bots:
         where.append("is_bot = 0")
@@ -88,7 +89,7 @@ class ClickHouseClicks:
             return []
         limit = f" LIMIT {int(start)}, {int(stop - start)}" if stop is not None else f" LIMIT {int(start)}, 1000000"
         rows = cluster().execute(
-            f"SELECT {_CLICK_COLUMNS} FROM clicks WHERE {self._where} {_NEWEST_FIRST}{limit}", self._params
+            f"SELECT {_CLICK_COLUMNS} FROM clicks WHERE {self._where} {NEWEST_FIRST}{limit}", self._params
         )
         agents = user_agents_of({row[-1] for row in rows})
         return [
@@ -119,7 +120,7 @@ def orphan_visits_rows(span, domain: str | None, offset: int, limit: int) -> lis
     where, params = _orphan_where(span, domain)
     rows = cluster().execute(
         "SELECT occurred_at, occurred_ms, domain, slug, kind, user_agent, referer, is_bot, country"
-        f" FROM orphan_visits WHERE {where} {_NEWEST_FIRST} LIMIT {int(offset)}, {int(limit)}",
+        f" FROM orphan_visits WHERE {where} {NEWEST_FIRST} LIMIT {int(offset)}, {int(limit)}",
         params,
     )
     return [(_moment(row[0], row[1]), *row[2:7], bool(row[7]), row[8]) for row in rows]

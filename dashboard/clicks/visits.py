@@ -15,9 +15,10 @@ from links.models import Link
 
 from . import clickhouse_history
 from .clickhouse_clicks import using_clickhouse
+from .clickhouse_export import ClickList
 from .clickhouse_visits import ClickHouseClicks, orphan_visits_counted, orphan_visits_rows
 from .models import Click
-from .selectors import links_and_clicks
+from .selectors import NEWEST_FIRST, ClickFilter, links_and_clicks
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,16 @@ def link_clicks(links: QuerySet[Link], span: VisitsRange) -> QuerySet[Click]:
     if not span.include_bots:
         clicks = clicks.filter(is_bot=False)
     return clicks.order_by("-occurred_at", "-click_id")
+
+
+def selected_clicks(selection: ClickFilter) -> QuerySet[Click] | ClickList:
+    """The clicks a ClickFilter selects, newest first and ties by click id,
+    each with its user agent: what /api/v1/clicks pages through (DRF's
+    CursorPagination, api/clicks.py). With CLICK_STORE=clickhouse, the
+    cluster's, as that pagination reads them (clickhouse_export.ClickList)."""
+    if using_clickhouse():
+        return ClickList(selection)
+    return selection.queryset().order_by(*NEWEST_FIRST)
 
 
 def link_click_counts(links: QuerySet[Link]) -> Counts:

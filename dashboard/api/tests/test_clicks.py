@@ -1,8 +1,10 @@
+import base64
 import csv
 import io
 import json
 import uuid
 from datetime import datetime, timedelta, timezone
+from urllib.parse import urlencode
 
 import pytest
 from django.db import connection
@@ -52,6 +54,27 @@ def test_clicks_filter_by_ip_link_and_time_with_cursor_pages(api, user, make_use
     ).json()
     assert len(window["results"]) == 10
     assert api.get("/api/v1/clicks", {"link": theirs.slug}).json()["results"] == []
+
+
+def test_clicks_of_one_moment_are_paged_each_once_newest_first_then_by_click_id(api, user):
+    link = make_link(owner=user, url="https://example.com/", slug="t" + uuid.uuid4().hex[:8])
+    insert_clicks(link, [(0, "203.0.113.0", "same")] * 150 + [(1, "203.0.113.0", "later")] * 30)
+
+    pages = [api.get("/api/v1/clicks", {"link": link.slug}).json()]
+    while pages[-1]["next"]:
+        pages.append(api.get(pages[-1]["next"]).json())
+    seen = [click for page in pages for click in page["results"]]
+    assert len(pages) == 2 and len(seen) == 180
+    assert [click["user_agent"] for click in seen] == ["later"] * 30 + ["same"] * 150
+    ids = [click["click_id"] for click in seen]
+    assert ids[:30] == sorted(ids[:30], reverse=True) and ids[30:] == sorted(ids[30:], reverse=True)
+
+
+@pytest.mark.parametrize("position", ["not-a-moment", "2026-11-30 01:00:00", "2026-11-30T01:00:00+00:00'; --"])
+def test_a_cursor_whose_position_is_not_a_moment_is_a_404_not_an_error(api, position):
+    cursor = base64.b64encode(urlencode({"o": 0, "r": 0, "p": position}).encode()).decode()
+    response = api.get("/api/v1/clicks", {"cursor": cursor})
+    assert response.status_code == 404 and response.json()["detail"] == "Invalid cursor", response.content
 
 
 @pytest.mark.parametrize(

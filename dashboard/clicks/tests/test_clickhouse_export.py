@@ -4,7 +4,8 @@ replicas; test_clickhouse_reports.py's _both_stores), then every door that
 exports them (the API's /api/v1/clicks and the link page's export), each
 format, with and without its filters: the files are the same bytes."""
 
-from datetime import timedelta
+from collections import Counter
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -73,3 +74,41 @@ def test_an_export_from_a_cluster_that_does_not_answer_is_a_503_before_any_line(
         "clickhouse", ["clickhouse://127.0.0.1:9/default"], lambda: api.get("/api/v1/clicks", {"format": "csv"})
     )
     assert response.status_code == 503 and response["Content-Type"] == "application/json" and not response.streaming
+
+
+def _pages(api, params: dict, *, back: bool = False) -> list[dict]:
+    """Every page of /api/v1/clicks for `params`, following `next` from the
+    first; with `back`, then `previous` from the last to the first."""
+    pages = [api.get("/api/v1/clicks", params).json()]
+    while pages[-1]["next"]:
+        pages.append(api.get(pages[-1]["next"]).json())
+    while back and pages[-1]["previous"]:
+        pages.append(api.get(pages[-1]["previous"]).json())
+    return pages
+
+
+def test_the_apis_pages_of_clicks_are_the_same_from_either_store(clickhouse_cluster):
+    links = _both_stores(clickhouse_cluster, ties=130)  # more clicks of one millisecond than a page holds
+    owner = links[0].owner
+    api = api_client(owner, scope="read")
+    start, end = (NOW - timedelta(days=30, microseconds=1500)).isoformat(), (NOW - timedelta(days=2)).isoformat()
+    asks = [
+        ({}, True),
+        ({"link": links[2].slug}, True),
+        ({"link": links[1].slug, "from": start, "to": end}, False),
+        ({"ip": "198.51.2.17"}, False),  # stored anonymised: its /24
+    ]
+
+    def ask():
+        return [_pages(api, params, back=back) for params, back in asks]
+
+    on_postgresql = _on("postgresql", [], ask)
+    on_clickhouse = _on("clickhouse", clickhouse_cluster.urls, ask)
+    last = next(index for index, page in enumerate(on_postgresql[0]) if not page["next"])
+    walked = [click for page in on_postgresql[0][: last + 1] for click in page["results"]]
+    assert len(walked) > 1300 and len({click["click_id"] for click in walked}) == len(walked)  # each once
+    moments = [datetime.fromisoformat(click["occurred_at"]) for click in walked]
+    assert moments == sorted(moments, reverse=True) and max(Counter(moments).values()) == 130
+    assert len(on_postgresql[0]) > last + 1  # and back again
+    for index, (theirs, ours) in enumerate(zip(on_postgresql, on_clickhouse, strict=True)):
+        assert ours == theirs, asks[index]

@@ -78,8 +78,9 @@ def _clicks(links, n: int, rng: random.Random) -> list[dict]:
     return clicks
 
 
-def _both_stores(cluster) -> list:
-    """Three links' clicks and some orphan visits, 1,500 of the last 75 days, in both stores."""
+def _both_stores(cluster, *, ties: int = 0) -> list:
+    """Three links' clicks and some orphan visits, 1,500 of the last 75 days,
+    and `ties` more of the third link in one millisecond, in both stores."""
     owner = make_user()
     spring = "https://shop.example/spring?utm_source=newsletter&utm_campaign=spring"
     instagram = spring.replace("newsletter", "instagram")
@@ -97,6 +98,10 @@ def _both_stores(cluster) -> list:
     ]
     rng = random.Random(52)
     entries = [(uuid.uuid4().hex[:16], _clicks(links, 100, rng)) for _ in range(15)]
+    if ties:
+        moment = {"ts": int((NOW - timedelta(days=3)).timestamp() * 1000) + 250, "slug": links[2].slug}
+        same = [{**moment, "link": links[2].pk, "ip": "198.51.3.3", "ua": AGENTS[0], "ref": ""}] * ties
+        entries.append((uuid.uuid4().hex[:16], same))
     for prefix, clicks in entries:
         add_entry(clicks, prefix=prefix)
     importer("rep-pg").run(once=True)
