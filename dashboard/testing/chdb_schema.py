@@ -10,14 +10,23 @@ each Replicated engine replaced by its plain one (chdb has no ZooKeeper to
 replicate through; the arguments are the same), and `rollup` and `orphans`:
 a sample insert's hourly rollup and its orphan visits, read back; `loose`
 the columns of an AggregatingMergeTree outside its sort key that are no
-aggregate state (none should be)."""
+aggregate state (none should be).
+
+`python -m testing.chdb_schema FOLDER STATEMENTS` runs each statement of
+the JSON list in the file STATEMENTS (what the tests read the 18.16
+cluster with, testing/current_engine.py) over the same schema and samples,
+each Distributed table a Merge table over its node's share (chdb has no
+cluster to send to), and prints `refused`: each statement the engine did
+not take, with its error."""
 
 import json
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from clicks.clickhouse_schema import migrations
+from clicks.clickhouse_schema import VERSIONS_DDL, migrations
 
 CLUSTER = "slingshot"
 CONFIG = f"""<clickhouse>
@@ -46,7 +55,13 @@ SAMPLE_ORPHAN = """INSERT INTO orphan_visits_local
 VALUES (generateUUIDv4(), '2026-11-29 14:00:00', 5, 0, 'nope', NULL, 'NL', 'curl/8', '', 'expired', '', NULL)"""
 
 
-def run(folder: Path) -> dict:
+DISTRIBUTED = re.compile(r"ENGINE = Distributed\(\w+,\s*currentDatabase\(\),\s*(\w+),.*\)\s*$", re.S)
+
+
+@contextmanager
+def _schema(folder: Path, *, merged: bool = False) -> Iterator:
+    """A chdb session with the schema files and the samples in database
+    `plain`; `merged`: each Distributed table a Merge table over its share."""
     from chdb import session
 
     (folder / "config.xml").write_text(CONFIG)
@@ -54,10 +69,30 @@ def run(folder: Path) -> dict:
     try:
         db.query("CREATE DATABASE plain")
         db.query("USE plain")
+        db.query(VERSIONS_DDL)  # migrate_clicks's own, made before the files
         for statement in [statement for migration in migrations() for statement in migration.statements(CLUSTER)]:
-            db.query(REPLICATED.sub(r"\1()", statement))
+            statement = REPLICATED.sub(r"\1()", statement)
+            db.query(DISTRIBUTED.sub(r"ENGINE = Merge(currentDatabase(), '^\1$')", statement) if merged else statement)
         db.query(SAMPLE_CLICKS)
         db.query(SAMPLE_ORPHAN)
+        yield db
+    finally:
+        db.close()
+
+
+def refused(folder: Path, statements: list[str]) -> dict:
+    found = []
+    with _schema(folder, merged=True) as db:
+        for statement in statements:
+            try:
+                db.query(statement, "JSONCompact")
+            except Exception as error:  # chdb raises its engine's refusal as a plain RuntimeError
+                found.append([statement, str(error)[:500]])
+    return {"refused": found}
+
+
+def run(folder: Path) -> dict:
+    with _schema(folder) as db:
 
         def rows(sql: str) -> list:
             return json.loads(str(db.query(sql, "JSONCompact")))["data"]
@@ -71,9 +106,10 @@ def run(folder: Path) -> dict:
             "orphans": rows("SELECT slug, toString(kind) FROM plain.orphan_visits_local"),
             "loose": rows(LOOSE),
         }
-    finally:
-        db.close()
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(Path(sys.argv[1]))))
+    if len(sys.argv) > 2:
+        print(json.dumps(refused(Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text()))))
+    else:
+        print(json.dumps(run(Path(sys.argv[1]))))

@@ -2,6 +2,7 @@ import pytest
 from django.db import connection
 
 from clicks.rollups import ROLLUP_TABLES
+from testing.current_engine import recorded_statements, refused
 
 
 @pytest.fixture
@@ -11,3 +12,14 @@ def fresh_rollups():
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {', '.join(ROLLUP_TABLES)}")
         cursor.execute("UPDATE click_day_fold SET folded_before = 'epoch'")
+
+
+@pytest.fixture(scope="module")
+def current_engine(tmp_path_factory):
+    """Every statement the module's tests read the ClickHouse cluster with,
+    run again at its end in the current engine (testing/current_engine.py):
+    one it refuses is an error of the module's last test."""
+    with recorded_statements() as statements:
+        yield statements
+    if statements:
+        assert refused(list(statements), tmp_path_factory.mktemp("chdb")) == []

@@ -16,7 +16,10 @@ from testing.factories import api_client, make_user
 
 from .test_clickhouse_reports import NOW, _both_stores, _on, migrated  # noqa: F401 (migrated: a fixture)
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "migrated")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("empty_streams", "migrated", "current_engine"),
+]
 
 
 def _file(response) -> bytes:

@@ -35,7 +35,7 @@ from testing.sources import write_yourls_dump, yourls_data
 
 from .test_clickhouse_reports import NOW, _on, _visits, migrated  # noqa: F401 (migrated: a fixture)
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("migrated")]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("migrated", "current_engine")]
 
 
 def _team():

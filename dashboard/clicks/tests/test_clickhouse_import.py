@@ -41,7 +41,7 @@ from testing.factories import make_link, make_user
 from testing.fixtures import database_url
 from testing.streams import ENRICHER, add_entry
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams")]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
 REPO = Path(__file__).resolve().parents[3]
 
 

@@ -34,7 +34,7 @@ from testing.streams import add_entry, importer
 
 from .test_clickhouse_reports import CASES, DOMAINS, NOW, _clicks, _visits
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams")]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
 REPO = Path(__file__).resolve().parents[3]
 MINE: list[str] = []  # the orphan visits' domains of the test running
 

@@ -30,7 +30,7 @@ from slingshot.redis import get_redis
 from testing.factories import make_link, make_user
 from testing.streams import ENRICHER, add_entry, importer
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams")]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
 
 NOW = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
 AGENTS = [
