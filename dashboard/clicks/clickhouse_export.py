@@ -14,38 +14,15 @@ import ipaddress
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import chain, islice
-from typing import NamedTuple
-from uuid import UUID
 
 from . import selectors
 from .clickhouse_clicks import cluster
-from .clickhouse_visits import MOMENT_MS, NEWEST_FIRST, OLDEST_FIRST, Agent, user_agents_of
+from .clickhouse_visits import CLICK_COLUMNS, MOMENT_MS, NEWEST_FIRST, OLDEST_FIRST, ClickRow, click_rows
 from .selectors import ClickFilter
 
 BLOCK = 2000  # rows a block from the cluster, and clicks a look-up of their user agents
-_SELECT = (
-    "SELECT occurred_at, occurred_ms, click_id, slug, ip, country, referer, referer_host, browser, os, device,"
-    " is_bot, user_agent_id FROM clicks WHERE {where}"
-)
+_SELECT = "SELECT " + CLICK_COLUMNS + " FROM clicks WHERE {where}"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class RawClick(NamedTuple):
-    """A click as export.py and the API's serializer read a clicks.models.Click."""
-
-    occurred_at: datetime
-    click_id: UUID
-    slug: str
-    ip: str | None
-    country: str
-    referer: str
-    referer_host: str
-    browser: str
-    os: str
-    device: str
-    is_bot: bool
-    agent_id: int
-    agent: Agent
 
 
 def _micros(moment: datetime) -> int:
@@ -89,7 +66,7 @@ def _settings(query: str, params: dict) -> dict:
     return {"max_block_size": BLOCK, "max_query_size": max(262_144, 2 * len(query) + 24 * len(params["ids"]))}
 
 
-def export_clicks(selection: ClickFilter) -> Iterator[RawClick]:
+def export_clicks(selection: ClickFilter) -> Iterator[ClickRow]:
     """The selected clicks, oldest first. The statement is sent, and its
     first block read, before this returns: a cluster that does not answer
     is ClickHouseUnavailable here, before a response has begun."""
@@ -101,18 +78,9 @@ def export_clicks(selection: ClickFilter) -> Iterator[RawClick]:
     return _clicks(chain(first, rows))
 
 
-def _clicks(rows: Iterator[tuple]) -> Iterator[RawClick]:
+def _clicks(rows: Iterator[tuple]) -> Iterator[ClickRow]:
     while block := list(islice(rows, BLOCK)):
-        agents = user_agents_of({row[12] for row in block})
-        for row in block:
-            agent = agents.get(row[12])
-            yield RawClick(
-                row[0].astimezone(UTC) + timedelta(milliseconds=row[1]),
-                *row[2:11],
-                bool(row[11]),
-                row[12] if agent is not None else 0,
-                Agent(agent or ""),
-            )
+        yield from click_rows(block)
 
 
 class ClickList:
@@ -143,7 +111,7 @@ class ClickList:
             raise ValueError(f"the cluster's clicks are not filtered by {name}")
         return ClickList(self.selection, newest_first=self.newest_first, bounds=(*self.bounds, bound))
 
-    def __getitem__(self, part: slice) -> list[RawClick]:
+    def __getitem__(self, part: slice) -> list[ClickRow]:
         start, stop = part.start or 0, part.stop
         if part.step is not None or stop is None or start < 0 or stop < start:
             raise ValueError("the cluster's clicks are read a bounded slice at a time")
@@ -154,4 +122,4 @@ class ClickList:
             + (NEWEST_FIRST if self.newest_first else OLDEST_FIRST)
             + f" LIMIT {start}, {stop - start}"
         )
-        return list(_clicks(iter(cluster().execute(query, params, settings=_settings(query, params)))))
+        return click_rows(cluster().execute(query, params, settings=_settings(query, params)))

@@ -7,9 +7,9 @@ The order is PostgreSQL's: newest first to the millisecond, then by click
 id as PostgreSQL orders a uuid (its bytes, which its text keeps in order;
 ClickHouse orders a UUID by its halves, so the text is what is compared)."""
 
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
+from uuid import UUID
 
 from django.db import connection
 
@@ -45,11 +45,12 @@ class Agent(NamedTuple):
     user_agent: str
 
 
-@dataclass(frozen=True)
-class ClickRow:
-    """A click as the visits lists read a clicks.models.Click."""
+class ClickRow(NamedTuple):
+    """A click as the visits lists, the exports and /api/v1/clicks read a
+    clicks.models.Click: CLICK_COLUMNS's values (click_rows)."""
 
     occurred_at: datetime
+    click_id: UUID
     link_id: int
     slug: str
     ip: str | None
@@ -61,13 +62,31 @@ class ClickRow:
     device: str
     is_bot: bool
     rule: str | None
+    agent_id: int  # 0 when user_agents has none of this id
     agent: Agent
 
 
-_CLICK_COLUMNS = (
-    "occurred_at, occurred_ms, link_id, slug, ip, country, referer, referer_host, browser, os, device, is_bot,"
-    " rule, user_agent_id"
+CLICK_COLUMNS = (
+    "occurred_at, occurred_ms, click_id, link_id, slug, ip, country, referer, referer_host, browser, os, device,"
+    " is_bot, rule, user_agent_id"
 )
+
+
+def click_rows(rows: list[tuple]) -> list[ClickRow]:
+    """Rows of CLICK_COLUMNS as clicks, their user agents read from PostgreSQL's
+    `user_agents` in one look-up."""
+    agents = user_agents_of({row[14] for row in rows})
+    return [
+        ClickRow(
+            _moment(row[0], row[1]),
+            *row[2:12],
+            bool(row[12]),
+            row[13],
+            row[14] if row[14] in agents else 0,
+            Agent(agents.get(row[14], "")),
+        )
+        for row in rows
+    ]
 
 
 class ClickHouseClicks:
@@ -88,14 +107,11 @@ class ClickHouseClicks:
         if stop is not None and stop <= start:
             return []
         limit = f" LIMIT {int(start)}, {int(stop - start)}" if stop is not None else f" LIMIT {int(start)}, 1000000"
-        rows = cluster().execute(
-            f"SELECT {_CLICK_COLUMNS} FROM clicks WHERE {self._where} {NEWEST_FIRST}{limit}", self._params
+        return click_rows(
+            cluster().execute(
+                f"SELECT {CLICK_COLUMNS} FROM clicks WHERE {self._where} {NEWEST_FIRST}{limit}", self._params
+            )
         )
-        agents = user_agents_of({row[-1] for row in rows})
-        return [
-            ClickRow(_moment(row[0], row[1]), *row[2:11], bool(row[11]), row[12], Agent(agents.get(row[13], "")))
-            for row in rows
-        ]
 
 
 def user_agents_of(ids: set[int]) -> dict[int, str]:
