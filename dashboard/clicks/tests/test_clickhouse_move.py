@@ -28,11 +28,10 @@ from clicks.reports import link_stats, link_totals
 from clicks.visits import VisitsRange, link_clicks, orphan_visits_page
 from links.models import Link
 from slingshot.redis import get_redis
-from testing.factories import make_link, make_user
 from testing.fixtures import database_url
 from testing.streams import add_entry, importer
 
-from .test_clickhouse_reports import CASES, DOMAINS, NOW, _clicks, _visits
+from .test_clickhouse_reports import CASES, DOMAINS, NOW, _clicks, _visits, three_links
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
 REPO = Path(__file__).resolve().parents[3]
@@ -52,19 +51,7 @@ def migrated(clickhouse_cluster):
 
 def _in_postgresql() -> list:
     """Three links' clicks and some orphan visits, 1,000 of the last 75 days, imported into PostgreSQL."""
-    owner = make_user()
-    links = [
-        make_link(owner=owner, url="https://shop.example/spring?utm_source=newsletter&utm_campaign=spring"),
-        make_link(
-            owner=owner,
-            url="https://shop.example/ab",
-            split=[
-                {"url": "https://shop.example/a?utm_campaign=ab&utm_source=a", "weight": 1},
-                {"url": "https://shop.example/b?utm_campaign=ab&utm_source=b", "weight": 1},
-            ],
-        ),
-        make_link(owner=owner, url="https://example.org/c"),
-    ]
+    links = three_links()
     rng = random.Random(uuid.uuid4().int)
     for _ in range(10):
         clicks = _clicks(links, 100, rng)

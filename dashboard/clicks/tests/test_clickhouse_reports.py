@@ -78,13 +78,13 @@ def _clicks(links, n: int, rng: random.Random) -> list[dict]:
     return clicks
 
 
-def _both_stores(cluster, *, ties: int = 0) -> list:
-    """Three links' clicks and some orphan visits, 1,500 of the last 75 days,
-    and `ties` more of the third link in one millisecond, in both stores."""
+def three_links() -> list:
+    """A new person's three links: one with a UTM'd destination and a rule for
+    iOS, a split in two UTM'd halves, a plain one."""
     owner = make_user()
     spring = "https://shop.example/spring?utm_source=newsletter&utm_campaign=spring"
     instagram = spring.replace("newsletter", "instagram")
-    links = [
+    return [
         make_link(owner=owner, url=spring, rules=[{"url": instagram, "conditions": [IOS]}]),
         make_link(
             owner=owner,
@@ -96,6 +96,12 @@ def _both_stores(cluster, *, ties: int = 0) -> list:
         ),
         make_link(owner=owner, url="https://example.org/c"),
     ]
+
+
+def _both_stores(cluster, *, ties: int = 0) -> list:
+    """Three links' clicks and some orphan visits, 1,500 of the last 75 days,
+    and `ties` more of the third link in one millisecond, in both stores."""
+    links = three_links()
     rng = random.Random(52)
     entries = [(uuid.uuid4().hex[:16], _clicks(links, 100, rng)) for _ in range(15)]
     if ties:
