@@ -118,7 +118,7 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: st
         f"!!! supervisord exited unexpectedly (status {code}; see {run / 'logs' / 'supervisord.log'}): "
         "stopping the programs it left, in its order"
     )
-    stop_in_order(pids)
+    stop_in_order(left_programs(pids))
     say("stopped; `make run` starts the stack again")
     return 1
 
@@ -131,20 +131,51 @@ def program_pids(env: dict[str, str]) -> dict[str, int]:
         return {}
 
 
-def reap_adopted(supervisord: int) -> None:
-    """Collects the exited processes the runner adopted as a subreaper (a
-    master whose keep_group died, say), leaving supervisord to Popen."""
-    me = str(os.getpid())
+def _children(but: int = 0) -> list[int]:
+    """The runner's child processes, but `but`: supervisord's programs once
+    it died, and processes adopted as a subreaper."""
+    me, found = str(os.getpid()), []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == supervisord:
+        if not entry.name.isdigit() or int(entry.name) == but:
             continue
         try:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
         if stat[stat.rindex(")") + 2 :].split()[1] == me:
-            with suppress(ChildProcessError):
-                os.waitpid(int(entry.name), os.WNOHANG)
+            found.append(int(entry.name))
+    return found
+
+
+def reap_adopted(supervisord: int) -> None:
+    """Collects the exited processes the runner adopted as a subreaper (a
+    master whose keep_group died, say), leaving supervisord to Popen."""
+    for pid in _children(but=supervisord):
+        with suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def left_programs(said: dict[str, int]) -> dict[str, int]:
+    """supervisord's programs, once it died: the runner's children, each
+    named by the SUPERVISOR_PROCESS_NAME supervisord put in its
+    environment, so that one started again since supervisord's last answer
+    (`said`) is found too. A program that wrote its title over its
+    environment (redis-server) is taken from `said` while its pid is still
+    a child of the runner's."""
+    children, programs = _children(), {}
+    for pid in children:
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for variable in environ:
+            if variable.startswith(b"SUPERVISOR_PROCESS_NAME="):
+                programs[variable.partition(b"=")[2].decode()] = pid
+    claimed = set(programs.values())
+    for name, pid in said.items():
+        if name not in programs and pid in children and pid not in claimed:
+            programs[name] = pid
+    return programs
 
 
 def stop_in_order(pids: dict[str, int]) -> None:

@@ -702,14 +702,18 @@ def test_when_supervisord_itself_dies_its_programs_are_stopped_in_order(stack):
     assert f"http://127.0.0.1:{stack.ports['EDGE_PORT']}/<slug>" in banner
     assert "Sign in as:   ops. Lost its password?" in banner  # shown on the first start only
     assert urllib.request.urlopen(f"{stack.dashboard_url}/healthz", timeout=10).status == 200
-    # Every program up (one started again after a slow start has no pid for a moment), and
-    # the runner told so: it asks supervisord for the programs' pids once a second.
+    # Every program up (one started again after a slow start has no process for a moment).
+    # No wait after that: the runner finds the programs supervisord left where they are,
+    # not from supervisord's last answer, which missed one started again since.
     wait_until(
         lambda: all(info["statename"] == "RUNNING" for info in stack.rpc().supervisor.getAllProcessInfo()),
         timeout=60,
         what="every program running",
     )
-    time.sleep(2.5)
+    # And one started again as supervisord dies: the runner, which asks supervisord
+    # for the programs' pids once a second, has not heard of its new one.
+    stack.rpc().supervisor.stopProcess("webhooks")
+    stack.rpc().supervisor.startProcess("webhooks", False)
     pids = {info["name"]: info["pid"] for info in stack.rpc().supervisor.getAllProcessInfo()}
     pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"), front=stack.master_pid("front"))
     supervisord = int((stack.run / "supervisord.pid").read_text())
