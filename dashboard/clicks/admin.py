@@ -1,5 +1,6 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
+from .clickhouse_clicks import using_clickhouse
 from .models import Click
 from .selectors import clicks_visible_to
 
@@ -15,6 +16,16 @@ class ClickAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return clicks_visible_to(request.user)
+
+    def changelist_view(self, request, extra_context=None):
+        if using_clickhouse():
+            messages.warning(
+                request,
+                "Clicks are stored in ClickHouse (CLICK_STORE=clickhouse): this list shows only those still in "
+                "PostgreSQL, which `manage.py move_clicks` moves there. The cluster's clicks are in each link's "
+                "stats and export, and in /api/v1/clicks.",
+            )
+        return super().changelist_view(request, extra_context)
 
     def has_add_permission(self, request):
         return False

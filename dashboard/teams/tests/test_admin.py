@@ -42,3 +42,13 @@ def test_staff_reach_only_what_their_roles_allow(crew, make_user):
     assert crew.team.name in teams and elsewhere.name not in teams
     # The audit log is for a team's admins: a viewer reads none of it.
     assert crew.link.slug not in admin.get("/admin/teams/auditentry/").content.decode()
+
+
+def test_the_clicks_list_says_when_clicks_are_stored_in_clickhouse(make_user, settings):
+    admin = Client()
+    admin.force_login(make_user(is_superuser=True, is_staff=True))
+    assert b"ClickHouse" not in admin.get("/admin/clicks/click/").content
+    settings.CLICK_STORE = "clickhouse"
+    page = admin.get("/admin/clicks/click/")
+    assert page.status_code == 200
+    assert b"this list shows only those still in PostgreSQL" in page.content
