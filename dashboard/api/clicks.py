@@ -106,10 +106,10 @@ class ClickViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Raw clicks",
-        description="Newest first (clicks of the same moment by click id), cursor-paginated. Filter by `ip` to see every date and user agent seen "
-        "from an address (matched the way addresses are stored: anonymised by default). With `format=csv` "
-        "or `format=jsonl`, every click of the filter as a file, oldest first and unpaginated, streamed "
-        "(CSV cells that would start a formula are behind a quote).",
+        description="Newest first (clicks of the same moment by click id), cursor-paginated. Filter by `ip` to "
+        "see every date and user agent seen from an address (matched the way addresses are stored: anonymised "
+        "by default). With `format=csv` or `format=jsonl`, every click of the filter as a file, oldest first "
+        "and unpaginated, streamed (CSV cells that would start a formula are behind a quote).",
         parameters=[ClickQuerySerializer],
         responses={
             (200, "application/json"): ClickSerializer(many=True),

@@ -77,6 +77,8 @@ def test_an_export_from_a_cluster_that_does_not_answer_is_a_503_before_any_line(
         "clickhouse", ["clickhouse://127.0.0.1:9/default"], lambda: api.get("/api/v1/clicks", {"format": "csv"})
     )
     assert response.status_code == 503 and response["Content-Type"] == "application/json" and not response.streaming
+    page = _on("clickhouse", ["clickhouse://127.0.0.1:9/default"], lambda: api.get("/api/v1/clicks"))
+    assert page.status_code == 503 and page["Content-Type"] == "application/json", page.content
 
 
 def _pages(api, params: dict, *, back: bool = False) -> list[dict]:
