@@ -229,19 +229,7 @@ def publish_keys(
     def fill(pipe) -> None:
         for host, slug in keys:
             if not slug:
-                domain = domains.get(host)
-                if domain is None:
-                    pipe.hdel(DOMAINS_KEY, host)
-                    pipe.delete(robots_key(host), *(app_file_key(name, host) for name in APP_FILES))
-                else:
-                    pipe.hset(DOMAINS_KEY, host, domain_payload(domain))
-                    pipe.set(robots_key(host), robots_txt(domain))
-                    for name, text in app_files_of(domain).items():
-                        if text is None:
-                            pipe.delete(app_file_key(name, host))
-                        else:
-                            pipe.set(app_file_key(name, host), text)
-                pipe.xadd(LINK_CHANGES_STREAM, {"domain": host}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
+                _fill_domain(pipe, host, domains.get(host))
                 continue
             key, value = redis_link_key(host, slug, default), value_of((host, slug))
             change = {"slug": slug} if host == default else {"slug": slug, "domain": host}
@@ -270,6 +258,23 @@ def publish_keys(
         raise StaleDelivery("a delivery stalled between reading PostgreSQL and writing Redis: read again")
     send_replicated(client or get_redis(), fill)
     return len(keys)
+
+
+def _fill_domain(pipe, host: str, domain: Domain | None) -> None:
+    """A domain's value, robots.txt and app files written (None: deleted),
+    and its change notified."""
+    if domain is None:
+        pipe.hdel(DOMAINS_KEY, host)
+        pipe.delete(robots_key(host), *(app_file_key(name, host) for name in APP_FILES))
+    else:
+        pipe.hset(DOMAINS_KEY, host, domain_payload(domain))
+        pipe.set(robots_key(host), robots_txt(domain))
+        for name, text in app_files_of(domain).items():
+            if text is None:
+                pipe.delete(app_file_key(name, host))
+            else:
+                pipe.set(app_file_key(name, host), text)
+    pipe.xadd(LINK_CHANGES_STREAM, {"domain": host}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
 
 
 class StaleDelivery(redis.RedisError):

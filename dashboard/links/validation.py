@@ -211,6 +211,34 @@ def edge_hosts() -> set[str]:
     return {default_host(), *hosts}
 
 
+def _check_visible(value: str) -> None:
+    if _visible(value):
+        return
+    if "://" not in value and " " in value:  # words, such as "example dot com"
+        raise _refuse(
+            "“%(value)s” is not a URL: a URL has no spaces, and begins with https:// or http://, "
+            "such as https://example.com/page.",
+            "not_url",
+            value=shown(value[:60]),
+        )
+    raise _refuse(
+        "The URL must not contain spaces or control characters, nor invisible or direction-changing ones.", "unsafe"
+    )
+
+
+def _check_scheme(scheme: str, value: str) -> None:
+    if scheme in DEFAULT_PORTS:
+        return
+    suggestion = _with_scheme(value)
+    if suggestion:
+        raise _refuse(
+            "Only http and https URLs can be shortened: did you mean %(suggestion)s?",
+            "scheme",
+            suggestion=suggestion,
+        )
+    raise _refuse("Only http and https URLs can be shortened.", "scheme")
+
+
 def normalise_target(value: str) -> str:
     """The target URL as the link keeps it and the edge sends it, or a
     ValidationError saying what is wrong with it.
@@ -232,31 +260,13 @@ def normalise_target(value: str) -> str:
         raise _refuse("Enter a URL.", "invalid")
     check_storable(value)
     value = value.strip(" \t\r\n")
-    if not _visible(value):
-        if "://" not in value and " " in value:  # words, such as "example dot com"
-            raise _refuse(
-                "“%(value)s” is not a URL: a URL has no spaces, and begins with https:// or http://, "
-                "such as https://example.com/page.",
-                "not_url",
-                value=shown(value[:60]),
-            )
-        raise _refuse(
-            "The URL must not contain spaces or control characters, nor invisible or direction-changing ones.", "unsafe"
-        )
+    _check_visible(value)
     try:
         parts = urlsplit(value)
     except ValueError:
         raise _refuse("The URL's host is not valid.", "invalid_host") from None
     scheme = parts.scheme.lower()
-    if scheme not in DEFAULT_PORTS:
-        suggestion = _with_scheme(value)
-        if suggestion:
-            raise _refuse(
-                "Only http and https URLs can be shortened: did you mean %(suggestion)s?",
-                "scheme",
-                suggestion=suggestion,
-            )
-        raise _refuse("Only http and https URLs can be shortened.", "scheme")
+    _check_scheme(scheme, value)
     if "@" in parts.netloc:
         raise _refuse("The URL must not carry a user name or password.", "credentials")
     raw_host, port = _host_and_port(parts.netloc)
