@@ -50,6 +50,12 @@ class PurgeRun:
         return self.go_on_from is None
 
 
+def teams_keeping_visits_for() -> list[str]:
+    """'<team> (N days)' of each team with a retention, by name."""
+    teams = Team.objects.filter(visit_retention_days__isnull=False).order_by("name")
+    return [f"{name} ({days} days)" for name, days in teams.values_list("name", "visit_retention_days")]
+
+
 def retention_cutoff(now: datetime, days: int) -> datetime:
     """The first instant a team keeps: the UTC midnight `days` days before today's."""
     today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)

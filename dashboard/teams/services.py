@@ -4,6 +4,7 @@ personal team keeps its person as one."""
 
 import logging
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
@@ -124,6 +125,16 @@ def team_visit_settings(*, actor: AbstractBaseUser, team: Team, **changes) -> Te
     if unknown:
         raise TypeError(f"team_visit_settings: no setting {', '.join(sorted(unknown))}")
     access.require(actor, team.pk, Role.ADMIN, to="change how the team keeps its visits")
+    if changes.get("visit_retention_days") is not None and settings.CLICK_STORE == "clickhouse":
+        raise ValidationError(
+            {
+                "visit_retention_days": ValidationError(
+                    "Visits are not purged while clicks are stored in ClickHouse (CLICK_STORE=clickhouse): "
+                    "that is not built yet. Nothing was changed.",
+                    code="not_in_this_store",
+                )
+            }
+        )
     team = Team.objects.select_for_update().get(pk=team.pk)
     before = {name: getattr(team, name) for name in changes}
     for name, value in changes.items():

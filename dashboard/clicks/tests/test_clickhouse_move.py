@@ -28,6 +28,9 @@ from clicks.reports import link_stats, link_totals
 from clicks.visits import VisitsRange, link_clicks, orphan_visits_page
 from links.models import Link
 from slingshot.redis import get_redis
+from teams.models import Team
+from teams.services import personal_team
+from testing.factories import make_user
 from testing.fixtures import database_url
 from testing.streams import add_entry, importer
 
@@ -196,6 +199,17 @@ def test_move_clicks_refuses_without_the_cluster_as_the_store(settings):
     settings.CLICK_STORE = "postgresql"
     with pytest.raises(CommandError, match="CLICK_STORE=clickhouse"):
         call_command("move_clicks", stdout=StringIO())
+
+
+def test_move_clicks_refuses_while_a_team_keeps_its_visits_only_so_many_days(migrated, settings):
+    team = personal_team(make_user())
+    Team.objects.filter(pk=team.pk).update(visit_retention_days=30)
+    settings.CLICK_STORE, settings.CLICKHOUSE_URLS = "clickhouse", migrated.urls
+    with pytest.raises(CommandError, match=rf"{team.name} \(30 days\).*nothing was moved"):
+        call_command("move_clicks", stdout=StringIO())
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM clickhouse_moves")
+        assert cursor.fetchone()[0] == 0
 
 
 def _mover(cluster, log: Path) -> subprocess.Popen:

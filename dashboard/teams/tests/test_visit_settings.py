@@ -128,3 +128,22 @@ def test_an_admin_sets_them_on_the_teams_page_and_a_bad_value_is_shown_on_its_fi
     viewer = Client()
     viewer.force_login(crew.people["viewer"])
     assert 'id="visit-settings"' not in viewer.get(team_page).content.decode()
+
+
+def test_a_retention_is_refused_while_clicks_are_stored_in_clickhouse_which_does_not_purge_them(crew, settings):
+    settings.CLICK_STORE = "clickhouse"
+    api = session_api(crew.people["admin"])
+    refused = api.patch(f"/api/v1/teams/{crew.team.pk}", {"visit_retention_days": 30}, format="json")
+    assert refused.status_code == 400 and "ClickHouse" in str(refused.json()["visit_retention_days"])
+    page = Client()
+    page.force_login(crew.people["admin"])
+    posted = page.post(reverse("web:team-visits", args=[crew.team.pk]), {"visit_retention_days": "30"})
+    assert posted.status_code == 200 and "Visits are not purged while clicks are stored in ClickHouse" in (
+        posted.content.decode()
+    )
+    assert settings_of(crew.team) == (None, "") and audited(crew.team) == []
+    # What ClickHouse does keep as asked: the addresses, and no retention at all.
+    accepted = api.patch(
+        f"/api/v1/teams/{crew.team.pk}", {"visit_retention_days": None, "ip_storage": "none"}, format="json"
+    )
+    assert accepted.status_code == 200 and settings_of(crew.team) == (None, "none")

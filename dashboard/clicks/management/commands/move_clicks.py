@@ -8,6 +8,7 @@ from django.db import InterfaceError, OperationalError, connection
 
 from clicks.clickhouse_clicks import ClickHouseUnavailable, using_clickhouse
 from clicks.clickhouse_move import CHUNK, TABLES, MoveError, begin, estimate_left, left_before_the_mark, move_chunk
+from clicks.retention import teams_keeping_visits_for
 from slingshot.commands import ServiceCommand
 
 LOCK = "slingshot move_clicks"
@@ -43,6 +44,12 @@ class Command(ServiceCommand):
             raise CommandError("--rows must be at least 1")
         if not settings.CLICKHOUSE_URLS:
             raise CommandError("no ClickHouse node: set CLICKHOUSE_URLS")
+        if keeping := teams_keeping_visits_for():
+            raise CommandError(
+                f"{', '.join(keeping[:5])}{' and others' if len(keeping) > 5 else ''} keep visits only so many days, "
+                "and the cluster does not purge them (not built yet): set their visit retention to none first "
+                "(their team's page, or PATCH /api/v1/teams/{id} with visit_retention_days null); nothing was moved"
+            )
         self._lock()
         try:
             totals = {table.name: self._move(table, rows=rows, give_up_after=give_up_after) for table in TABLES}
