@@ -67,6 +67,21 @@ end
 -- `visits_prefix` is the key prefix of the visit counters (contract.lua);
 -- `plain` says the link is active and has no schedule, limit, password or
 -- rules, so that a request for it needs no more than its target.
+-- An app's targets, which rules.compile puts after the link's own rules (or nil).
+local function apps_of(value)
+    local ios, android = value.ios_url, value.android_url
+    if ios == cjson.null then
+        ios = nil
+    end
+    if android == cjson.null then
+        android = nil
+    end
+    if ios or android then
+        return { ios = ios, android = android }
+    end
+    return nil
+end
+
 function _M.decode(raw, visits_prefix)
     local json = cjson.decode(raw)
     if type(json) ~= "table" then
@@ -91,13 +106,8 @@ function _M.decode(raw, visits_prefix)
     elseif not REDIRECT_STATUSES[status] then
         return nil, "link status is not 301, 302, 307 or 308"
     end
-    local expires_at, valid_since = value.expires_at, value.valid_since
-    if type(expires_at) ~= "number" then
-        expires_at = nil
-    end
-    if type(valid_since) ~= "number" then
-        valid_since = nil
-    end
+    local expires_at = type(value.expires_at) == "number" and value.expires_at or nil
+    local valid_since = type(value.valid_since) == "number" and value.valid_since or nil
     local max_visits = value.max_visits
     if max_visits ~= nil and type(max_visits) ~= "userdata" and not whole(max_visits) then
         return nil, "link max_visits is not a positive integer"
@@ -118,19 +128,7 @@ function _M.decode(raw, visits_prefix)
     if type(blocked) ~= "string" then
         blocked = nil
     end
-    -- An app's targets, which rules.compile puts after the link's own rules.
-    local apps
-    local ios, android = value.ios_url, value.android_url
-    if ios == cjson.null then
-        ios = nil
-    end
-    if android == cjson.null then
-        android = nil
-    end
-    if ios or android then
-        apps = { ios = ios, android = android }
-    end
-    local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url, apps)
+    local compiled, bad_rules = rules.compile(value.rules, value.split, _M.safe_url, apps_of(value))
     if bad_rules then
         return nil, "link rules: " .. bad_rules
     end
