@@ -165,6 +165,10 @@ def left_programs(said: dict[str, int]) -> dict[str, int]:
     children, programs = _children(), {}
     for pid in children:
         try:
+            # A program leads its own process group (supervisord's setpgrp); a
+            # worker its master left behind has the same environment, not that.
+            if os.getpgid(pid) != pid:
+                continue
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
