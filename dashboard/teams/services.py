@@ -125,7 +125,9 @@ def team_visit_settings(*, actor: AbstractBaseUser, team: Team, **changes) -> Te
     if unknown:
         raise TypeError(f"team_visit_settings: no setting {', '.join(sorted(unknown))}")
     access.require(actor, team.pk, Role.ADMIN, to="change how the team keeps its visits")
-    if changes.get("visit_retention_days") is not None and settings.CLICK_STORE == "clickhouse":
+    team = Team.objects.select_for_update().get(pk=team.pk)
+    days = changes.get("visit_retention_days")
+    if days is not None and days != team.visit_retention_days and settings.CLICK_STORE == "clickhouse":
         raise ValidationError(
             {
                 "visit_retention_days": ValidationError(
@@ -135,7 +137,6 @@ def team_visit_settings(*, actor: AbstractBaseUser, team: Team, **changes) -> Te
                 )
             }
         )
-    team = Team.objects.select_for_update().get(pk=team.pk)
     before = {name: getattr(team, name) for name in changes}
     for name, value in changes.items():
         setattr(team, name, value)

@@ -147,3 +147,9 @@ def test_a_retention_is_refused_while_clicks_are_stored_in_clickhouse_which_does
         f"/api/v1/teams/{crew.team.pk}", {"visit_retention_days": None, "ip_storage": "none"}, format="json"
     )
     assert accepted.status_code == 200 and settings_of(crew.team) == (None, "none")
+    # A retention set before the switch, sent again as it is (the page sends both fields), is no change.
+    Team.objects.filter(pk=crew.team.pk).update(visit_retention_days=30)
+    kept = page.post(
+        reverse("web:team-visits", args=[crew.team.pk]), {"visit_retention_days": "30", "ip_storage": "full"}
+    )
+    assert kept.status_code == 302 and settings_of(crew.team) == (30, "full")
