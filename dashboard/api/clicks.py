@@ -63,7 +63,7 @@ class ClickQuerySerializer(TimeRangeSerializer):
 
 
 class ClickCursorPagination(CursorPagination):
-    ordering = clicks_selectors.NEWEST_FIRST
+    ordering = clicks_selectors.PAGE_ORDER
     page_size = 100
 
     def decode_cursor(self, request):

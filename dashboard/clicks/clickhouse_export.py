@@ -15,10 +15,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import chain, islice
 
-from . import selectors
 from .clickhouse_clicks import cluster
 from .clickhouse_visits import CLICK_COLUMNS, MOMENT_MS, NEWEST_FIRST, OLDEST_FIRST, ClickRow, click_rows
-from .selectors import ClickFilter
+from .selectors import PAGE_ORDER, ClickFilter
 
 BLOCK = 2000  # rows a block from the cluster, and clicks a look-up of their user agents
 _SELECT = "SELECT " + CLICK_COLUMNS + " FROM clicks WHERE {where}"
@@ -85,16 +84,15 @@ def _clicks(rows: Iterator[tuple]) -> Iterator[ClickRow]:
 
 class ClickList:
     """The selected clicks as DRF's CursorPagination reads a QuerySet ordered
-    by selectors.NEWEST_FIRST (api/clicks.py): order_by either way, a
+    by selectors.PAGE_ORDER (api/clicks.py): order_by either way, a
     filter before or after a moment, and a slice, each slice one statement."""
 
     def __init__(self, selection: ClickFilter, *, newest_first: bool = True, bounds: tuple[str, ...] = ()):
         self.selection, self.newest_first, self.bounds = selection, newest_first, bounds
 
     def order_by(self, *fields: str) -> "ClickList":
-        ordering = selectors.NEWEST_FIRST
-        if fields not in (ordering, tuple(field.removeprefix("-") for field in ordering)):
-            raise ValueError(f"the cluster's clicks are listed by {ordering}, either way, not by {fields}")
+        if fields not in (PAGE_ORDER, tuple(field.removeprefix("-") for field in PAGE_ORDER)):
+            raise ValueError(f"the cluster's clicks are listed by {PAGE_ORDER}, either way, not by {fields}")
         return ClickList(self.selection, newest_first=fields[0].startswith("-"), bounds=self.bounds)
 
     def filter(self, **condition: str | datetime) -> "ClickList":

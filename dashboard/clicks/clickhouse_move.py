@@ -9,9 +9,9 @@ key (clicks by link, time and id; orphan visits by slug, time and id),
 are read and locked (FOR UPDATE), deleted from PostgreSQL, with the mark
 moved past them and, for clicks, their counts taken from the hour rollups
 (the accounting's stored clicks), then inserted into the cluster, all in
-the transaction that locked them, which commits once the cluster has them. So at every commit each click is in
-one store, and the accounting, which adds the cluster's hours to
-PostgreSQL's, is unchanged. A move stopped between a chunk's insert and
+the transaction that locked them, which commits once the cluster has
+them. So at every commit each click is in one store, and the accounting,
+which adds the cluster's hours to PostgreSQL's, is unchanged. A move stopped between a chunk's insert and
 its commit reads the same rows from the same mark when it goes on, and
 the cluster drops the block it has (insert-block deduplication); until
 then that chunk's hours count it in both stores.

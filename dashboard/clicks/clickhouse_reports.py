@@ -23,6 +23,11 @@ from .rollups import DIMENSIONS
 _ZONE = re.compile(r"[A-Za-z0-9_+\-/]+")
 # ClickHouse's TIMEOUT_EXCEEDED: a statement past max_execution_time.
 _TIMEOUT_EXCEEDED = 159
+# For a statement over the rollup whose inner GROUP BY starts with link_id:
+# a link's rows all live on its shard (the rollup is sharded by link), so
+# each shard finishes its own groups and sends their figures rather than
+# its visitor sketches for the initiator to merge; the outer statement adds them up.
+_PER_LINK_ON_EACH_SHARD = {"distributed_group_by_no_merge": 1}
 
 
 def _key(interval: str, zone: tzinfo, hour: str) -> str:
@@ -46,18 +51,9 @@ class ClickHouseReport:
     zone: tzinfo
     filters: dict[str, str] = field(default_factory=dict)
 
-    def _execute(self, query: str, params: dict, *, raw: bool = False) -> list[tuple]:
+    def _execute(self, query: str, params: dict, *, raw: bool = False, settings: dict | None = None) -> list[tuple]:
         params = {"ids": tuple(self.ids) or (0,), **params}
-        return raw_execute(query, params) if raw else cluster().execute(query, params)
-
-    def _per_link(self, query: str, params: dict) -> list[tuple]:
-        """A statement over the rollup whose inner GROUP BY starts with
-        link_id: a link's rows all live on its shard (the rollup is sharded
-        by link), so each shard finishes its own groups and sends their
-        figures rather than its visitor sketches for the initiator to merge
-        (distributed_group_by_no_merge); the outer statement adds them up."""
-        params = {"ids": tuple(self.ids) or (0,), **params}
-        return cluster().execute(query, params, settings={"distributed_group_by_no_merge": 1})
+        return raw_execute(query, params) if raw else cluster().execute(query, params, settings=settings)
 
     def _bots(self) -> str:
         return "" if self.include_bots else " AND is_bot = 0"
@@ -74,7 +70,7 @@ class ClickHouseReport:
         if self.filters:
             return self.raw_series(start, end, interval)
         key = _key(interval, self.zone, "bucket")
-        rows = self._per_link(
+        rows = self._execute(
             f"""SELECT k, sum(c), sum(v) FROM (
                 SELECT link_id, {key} AS k, countMerge(clicks) AS c, least(uniqCombinedMerge(visitors), c) AS v
                 FROM click_rollup_hour
@@ -82,6 +78,7 @@ class ClickHouseReport:
                 GROUP BY link_id, k
             ) GROUP BY k HAVING sum(c) > 0 ORDER BY k""",
             {"start": naive_utc(start), "end": naive_utc(end)},
+            settings=_PER_LINK_ON_EACH_SHARD,
         )
         to_bucket = from_key(interval, self.zone)
         return [Point(to_bucket(seconds), clicks, visitors) for seconds, clicks, visitors in rows]
@@ -92,13 +89,14 @@ class ClickHouseReport:
         merge = "uniqCombinedMerge(visitors)" if self.include_bots else "uniqCombinedMergeIf(visitors, is_bot = 0)"
         totals = {}
         for name, start, end in periods:
-            ((clicks, human, visitors),) = self._per_link(
+            ((clicks, human, visitors),) = self._execute(
                 f"""SELECT sum(c), sum(h), sum(least(v, {"c" if self.include_bots else "h"})) FROM (
                     SELECT link_id, countMerge(clicks) AS c, countMergeIf(clicks, is_bot = 0) AS h, {merge} AS v
                     FROM click_rollup_hour WHERE link_id IN %(ids)s AND bucket >= %(start)s AND bucket < %(end)s
                     GROUP BY link_id
                 )""",
                 {"start": naive_utc(start), "end": naive_utc(end)},
+                settings=_PER_LINK_ON_EACH_SHARD,
             )
             totals[name] = Totals(clicks=clicks if self.include_bots else human, visitors=visitors, bots=clicks - human)
         return totals

@@ -27,7 +27,7 @@ from teams import access
 from .enrichment import anonymise
 from .models import Click
 
-NEWEST_FIRST = ("-occurred_at", "-click_id")  # how the raw clicks' pages are ordered, in either click store
+PAGE_ORDER = ("-occurred_at", "-click_id")  # how the raw clicks' pages are ordered, in either click store
 
 
 @dataclass(frozen=True)

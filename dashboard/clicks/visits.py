@@ -18,7 +18,7 @@ from .clickhouse_clicks import using_clickhouse
 from .clickhouse_export import ClickList
 from .clickhouse_visits import ClickHouseClicks, orphan_visits_counted, orphan_visits_rows
 from .models import Click
-from .selectors import NEWEST_FIRST, ClickFilter, links_and_clicks
+from .selectors import PAGE_ORDER, ClickFilter, links_and_clicks
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def selected_clicks(selection: ClickFilter) -> QuerySet[Click] | ClickList:
     cluster's, as that pagination reads them (clickhouse_export.ClickList)."""
     if using_clickhouse():
         return ClickList(selection)
-    return selection.queryset().order_by(*NEWEST_FIRST)
+    return selection.queryset().order_by(*PAGE_ORDER)
 
 
 def link_click_counts(links: QuerySet[Link]) -> Counts:
