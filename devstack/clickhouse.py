@@ -183,6 +183,11 @@ class ClickHouseCluster:
         <session_timeout_ms>10000</session_timeout_ms></zookeeper>
     <macros><shard>{node.shard}</shard><replica>{node.name}</replica></macros>
     <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
+    <!-- The blocks past the deduplication window (replicated_deduplication_window)
+         forgotten within seconds rather than half a minute: what a test inserts
+         meets a cluster as one that has run a while. -->
+    <merge_tree><cleanup_delay_period>1</cleanup_delay_period>
+        <cleanup_delay_period_random_add>1</cleanup_delay_period_random_add></merge_tree>
 </yandex>
 """
 

@@ -16,7 +16,9 @@ pool of 1,000,000.
 Then times `clicks.reports.link_stats` (ClickHouseReport) for the hot
 link's year: by hour, by day, and by day, week and month in Europe/Paris,
 each as the chart asks (series and totals, top=0: the hourly rollup) and
-as the stats page asks (with the breakdowns, top=50: from the raw clicks).
+as the stats page asks (top=50, and the totals of the year before: the
+breakdowns from the monthly breakdowns' rollup, and the raw clicks of the
+days at the year's ends).
 Cold: the nodes' mark caches dropped and the cluster's files evicted from
 the page cache (posix_fadvise DONTNEED, no other file touched) before each
 run; warm: run again at once. Medians of `--runs` runs. The cluster and
@@ -69,7 +71,8 @@ SELECT
     domain(referer) AS referer_host,
     [NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '1', 'ab1'][rand(12) % 10 + 1] AS rule,
     CAST(NULL AS Nullable(Int64)) AS import_id,
-    toInt64(sipHash64(rand(13) % {visitors})) AS visitor_hash
+    toInt64(sipHash64(rand(13) % {visitors})) AS visitor_hash,
+    toUInt8(1) AS in_breakdowns
 FROM numbers({count})
 """
 HOT_LINK = 1  # an odd id: the second shard's
@@ -235,13 +238,22 @@ def bench_reports(args, cluster: ClickHouseCluster, *, start: datetime, end: dat
     ]
     for name, interval, zone in cases:
         figures = []
-        for top, what in [(0, "series + totals"), (50, "with breakdowns")]:
+        for top, what in [(0, "the chart"), (50, "the stats page")]:
             cold, warm = [], []
             for _ in range(args.runs):
                 drop_caches(cluster)
                 for timings in (cold, warm):
                     began = time.perf_counter()
-                    stats = link_stats(link_ids=[HOT_LINK], start=start, end=end, interval=interval, zone=zone, top=top)
+                    stats = link_stats(
+                        link_ids=[HOT_LINK],
+                        start=start,
+                        end=end,
+                        interval=interval,
+                        zone=zone,
+                        top=top,
+                        compare=bool(top),
+                        now=end,
+                    )
                     timings.append(time.perf_counter() - began)
             assert stats.totals.clicks + stats.totals.bots == hot_clicks, (stats.totals, hot_clicks)
             figures.append(f"{what} {statistics.median(cold) * 1000:6.0f} / {statistics.median(warm) * 1000:4.0f}")

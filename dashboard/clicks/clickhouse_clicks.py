@@ -58,6 +58,7 @@ CLICK_COLUMNS = (
     "rule",
     "import_id",
     "visitor_hash",
+    "in_breakdowns",  # 1: the breakdown rollup counts it (sql/clickhouse/0002_breakdowns.sql)
 )
 ORPHAN_COLUMNS = (
     "click_id",
@@ -74,6 +75,12 @@ ORPHAN_COLUMNS = (
     "import_id",
 )
 _INSERT = "INSERT INTO {table} ({columns}) VALUES"
+# Reads and inserts go to the same replica of each shard while it answers.
+IN_ORDER = {"load_balancing": "in_order"}
+_STORED_IDS = (
+    "SELECT toString(click_id) FROM {table} WHERE {key} IN %(keys)s"
+    " AND occurred_at >= %(first)s AND occurred_at <= %(last)s"
+)
 # Whole seconds and their milliseconds (DateTime: 18.16 has no DateTime64).
 _STORED_BY_HOUR = """
 SELECT toUInt32(toStartOfHour(occurred_at)) AS hour, count()
@@ -234,7 +241,7 @@ def click_rows(batch) -> list[tuple]:
         ms = micros // 1000 + PG_EPOCH_MS
         rows.append(
             (click_id, ms // 1000, ms % 1000, link_id, agent, is_bot, slug, address, country, browser, os, device)
-            + (referer, host, rule, import_id, visitor)
+            + (referer, host, rule, import_id, visitor, 1)
         )
     if payload[at:] != b"\xff\xff":
         raise CopyFormatError(f"{len(visitors)} visitor hashes for other than as many clicks")
@@ -285,19 +292,50 @@ def _second_and_ms(moment: datetime) -> tuple[datetime, int]:
     return moment.replace(microsecond=0), moment.microsecond // 1000
 
 
-def insert_batch(batch) -> tuple[int, dict[int, list[int]]]:
+def insert_batch(batch, *, again: bool = False) -> tuple[int, dict[int, list[int]]]:
     """Writes a batch's clicks and orphan visits; returns how many rows it
-    held, and each link's [clicks, human clicks] among them."""
+    held, and each link's [clicks, human clicks] among them. A batch made
+    again from its record (`again`: after a crash, a lost connection or a
+    claim) sends only the rows the cluster does not hold: deduplication
+    drops a block sent again only while its shard remembers it (the latest
+    replicated_deduplication_window blocks, 100 on 18.16) and only if it is
+    the very same block, which an upgrade in between (the schema, GeoIP,
+    the user-agent parser) can change. A shard's part of a batch is stored
+    whole or not at all, so what goes again is whole parts, the same rows
+    in the same order: a replica behind the one that has it gets a block
+    deduplication drops."""
     clicks, orphans = click_rows(batch), orphan_rows(batch)
     store = cluster()
-    store.insert("clicks", CLICK_COLUMNS, clicks)
-    store.insert("orphan_visits", ORPHAN_COLUMNS, orphans)
+    held: set[UUID] = set()
+    if again:
+        held = stored_ids("clicks", "link_id", clicks, 3) | stored_ids("orphan_visits", "slug", orphans, 4)
+    store.insert("clicks", CLICK_COLUMNS, [row for row in clicks if row[0] not in held])
+    store.insert("orphan_visits", ORPHAN_COLUMNS, [row for row in orphans if row[0] not in held])
     per_link: dict[int, list[int]] = {}
     for row in clicks:
         counts = per_link.setdefault(row[3], [0, 0])
         counts[0] += 1
         counts[1] += 1 - row[5]
     return len(clicks) + len(orphans), per_link
+
+
+def stored_ids(table: str, key: str, rows: list[tuple], place: int) -> set[UUID]:
+    """The ids of these rows (of CLICK_COLUMNS or ORPHAN_COLUMNS) that
+    `table` holds, asked of the replicas inserts go to first while they
+    answer (load_balancing in_order); `place` is the row's field of `key`."""
+    if not rows:
+        return set()
+    keys = tuple(sorted({row[place] for row in rows}))
+    moments = [_naive(row[1]) for row in rows]
+    query = _STORED_IDS.format(table=table, key=key)
+    settings = {**IN_ORDER, "max_query_size": max(262_144, len(query) + sum(len(str(k)) + 4 for k in keys))}
+    params = {"keys": keys, "first": min(moments), "last": max(moments)}
+    return {UUID(found) for (found,) in cluster().execute(query, params, settings=settings)}
+
+
+def _naive(moment: int | datetime) -> datetime:
+    """A row's occurred_at (epoch seconds, or a moment) as the driver sends it."""
+    return datetime.fromtimestamp(moment, UTC).replace(tzinfo=None) if isinstance(moment, int) else naive_utc(moment)
 
 
 def stored_by_hour(start: datetime, end: datetime) -> dict[int, tuple[int, int]]:

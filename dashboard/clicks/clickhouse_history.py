@@ -34,18 +34,21 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
-from .clickhouse_clicks import CLICK_COLUMNS, ORPHAN_COLUMNS, cluster, naive_utc, orphan_rows, using_clickhouse
+from .clickhouse_clicks import (
+    CLICK_COLUMNS,
+    IN_ORDER,
+    ORPHAN_COLUMNS,
+    cluster,
+    naive_utc,
+    orphan_rows,
+    stored_ids,
+    using_clickhouse,
+)
 from .clickhouse_import import _ADD_TOTALS, _MARK
 from .copy_rows import CopyFormatError, text_rows
 from .importer import _LOCK_LINKS, ClickImporter
 
 MARK_STORE = "import"
-# Reads and inserts go to the same replica of each shard while it answers.
-_SETTINGS = {"load_balancing": "in_order"}
-_STORED_IDS = (
-    "SELECT toString(click_id) FROM {table} WHERE {key} IN %(keys)s AND occurred_at >= %(first)s"
-    " AND occurred_at <= %(last)s AND import_id IS NOT NULL"
-)
 
 
 def history_click_rows(batch) -> list[tuple]:
@@ -62,28 +65,13 @@ def history_click_rows(batch) -> list[tuple]:
         click_id, at, slug, link, ip, country, agent, browser, os, device, bot, referer, host, rule, import_id = line
         moment = datetime.strptime(at[:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
         row = (UUID(click_id), moment, int(at[20:23]), int(link), int(agent), int(bot == "t"), slug, ip, country)
-        rows.setdefault(row[0], row + (browser, os, device, referer, host, rule, int(import_id), visitor))
+        rows.setdefault(row[0], row + (browser, os, device, referer, host, rule, int(import_id), visitor, 1))
     return sorted(rows.values(), key=lambda row: (row[3], row[1], row[2], row[0]))
 
 
 def _once(rows: list[tuple]) -> list[tuple]:
     seen: set[UUID] = set()
     return [row for row in rows if not (row[0] in seen or seen.add(row[0]))]
-
-
-def _stored(table: str, key: str, rows: list[tuple], place: int) -> set[UUID]:
-    """The ids of these rows that `table` holds; `place` is the row's field of `key`."""
-    if not rows:
-        return set()
-    keys = tuple(sorted({row[place] for row in rows}))
-    params = {
-        "keys": keys,
-        "first": naive_utc(min(row[1] for row in rows)),
-        "last": naive_utc(max(row[1] for row in rows)),
-    }
-    query = _STORED_IDS.format(table=table, key=key)
-    settings = {**_SETTINGS, "max_query_size": max(262_144, len(query) + sum(len(str(k)) + 4 for k in keys))}
-    return {UUID(found) for (found,) in cluster().execute(query, params, settings=settings)}
 
 
 def _mark_of(clicks: list[tuple], orphans: list[tuple]) -> str:
@@ -107,7 +95,7 @@ class ClickHouseHistory(ClickImporter):
             return 0
         clicks, orphans = history_click_rows(batch), _once(orphan_rows(batch))
         mark = _mark_of(clicks, orphans)
-        stored = _stored("clicks", "link_id", clicks, 3) | _stored("orphan_visits", "slug", orphans, 4)
+        stored = stored_ids("clicks", "link_id", clicks, 3) | stored_ids("orphan_visits", "slug", orphans, 4)
         new_clicks = [row for row in clicks if row[0] not in stored]
         new_orphans = [row for row in orphans if row[0] not in stored]
         self._count(batch, mark, new_clicks)
@@ -117,7 +105,7 @@ class ClickHouseHistory(ClickImporter):
             ("orphan_visits", ORPHAN_COLUMNS, new_orphans),
         ):
             if rows:
-                store.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES", rows, settings=_SETTINGS)
+                store.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES", rows, settings=IN_ORDER)
         return len(new_clicks) + len(new_orphans)
 
     def _count(self, batch, mark: str, new_clicks: list[tuple]) -> None:
@@ -164,6 +152,6 @@ def visits_not_stored(ids: list, moments: list[datetime], *, orphans: bool = Fal
         "last": naive_utc(max(moments) + timedelta(seconds=1)),
         "ids": tuple(sorted(wanted)),
     }
-    settings = {**_SETTINGS, "max_query_size": max(262_144, len(query) + 40 * len(wanted))}
+    settings = {**IN_ORDER, "max_query_size": max(262_144, len(query) + 40 * len(wanted))}
     ((held,),) = cluster().execute(query, params, settings=settings)
     return len(wanted) - held

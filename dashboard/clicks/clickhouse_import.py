@@ -67,7 +67,7 @@ class ClickHouseImporter(ClickImporter):
                 batch = self._as_teams_chose(batch, links)
                 self.records.record(batch)
             added_agents = self._agents_add(cursor, batch)
-            stored, per_link = insert_batch(batch)
+            stored, per_link = insert_batch(batch, again=batch.recorded)
             first = batch.entries[0][0].decode()
             cursor.execute(_MARK, {"store": self.stream.store, "consumer": self.stream.consumer, "first": first})
             if cursor.fetchone():

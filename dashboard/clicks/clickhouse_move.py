@@ -11,10 +11,11 @@ moved past them and, for clicks, their counts taken from the hour rollups
 (the accounting's stored clicks), then inserted into the cluster, all in
 the transaction that locked them, which commits once the cluster has
 them. So at every commit each click is in one store, and the accounting,
-which adds the cluster's hours to PostgreSQL's, is unchanged. A move stopped between a chunk's insert and
-its commit reads the same rows from the same mark when it goes on, and
-the cluster drops the block it has (insert-block deduplication); until
-then that chunk's hours count it in both stores.
+which adds the cluster's hours to PostgreSQL's, is unchanged. A move
+stopped between a chunk's insert and its commit reads the same rows from
+the same mark when it goes on, and leaves out those the cluster holds
+(the first chunk of a run, or after a failure, `again`); until then that
+chunk's hours count it in both stores.
 
 The visitor hash the cluster's rollup counts is made as the importer makes
 it (the address's anonymised network's hash XORed with the user agent's id,
@@ -37,7 +38,7 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
-from .clickhouse_clicks import CLICK_COLUMNS, ORPHAN_COLUMNS, cluster
+from .clickhouse_clicks import CLICK_COLUMNS, ORPHAN_COLUMNS, cluster, stored_ids
 from .enrichment import anonymise, hash64
 from .rollups import HOUR_OF
 
@@ -146,6 +147,7 @@ def _click_row(row: tuple) -> tuple:
         rule,
         imported,
         visitor,
+        1,
     )
 
 
@@ -183,8 +185,11 @@ def begin(table: Table, *, rows: int = CHUNK) -> int:
         return cursor.fetchone()[0]
 
 
-def move_chunk(table: Table, *, stop_after_insert: Callable[[], None] | None = None) -> int:
-    """Moves the next chunk of `table` (after begin); returns how many rows moved (0: none left)."""
+def move_chunk(table: Table, *, again: bool = False, stop_after_insert: Callable[[], None] | None = None) -> int:
+    """Moves the next chunk of `table` (after begin); returns how many rows
+    moved (0: none left). `again`: the chunk may have been inserted by a
+    run stopped before its commit, or by an attempt that failed: the rows
+    the cluster holds are left out (clickhouse_clicks.insert_batch says why)."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(_MARK, [table.name])
         after, rows = cursor.fetchone()
@@ -209,7 +214,11 @@ def move_chunk(table: Table, *, stop_after_insert: Callable[[], None] | None = N
         key = json.dumps(_key_of(table, found[-1]))
         cursor.execute(_MARK_SET, {"table": table.name, "key": key, "rows": len(found)})
         make = _click_row if table is CLICKS else _orphan_row
-        cluster().insert(table.name, table.columns, [make(row) for row in found])
+        moving = [make(row) for row in found]
+        if again:
+            held = stored_ids(table.name, table.key[0], moving, 3 if table is CLICKS else 4)
+            moving = [row for row in moving if row[0] not in held]
+        cluster().insert(table.name, table.columns, moving)
         if stop_after_insert:
             stop_after_insert()
     return len(found)

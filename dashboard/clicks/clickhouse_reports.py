@@ -10,7 +10,7 @@ Kept to SQL that ClickHouse 18.16 and a current one both accept."""
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from django.conf import settings
 
@@ -20,6 +20,7 @@ from .report_queries import Point, RawReport, ReportTooLarge, Totals
 from .report_spans import from_key
 from .rollups import DIMENSIONS
 
+_EARLIEST, _LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(2105, 1, 1, tzinfo=UTC)
 _ZONE = re.compile(r"[A-Za-z0-9_+\-/]+")
 # ClickHouse's TIMEOUT_EXCEEDED: a statement past max_execution_time.
 _TIMEOUT_EXCEEDED = 159
@@ -66,45 +67,69 @@ class ClickHouseReport:
             params[f"f{index}"] = value
         return " AND ".join(where), params
 
-    def series(self, start: datetime, end: datetime, interval: str) -> list[Point]:
+    def series_and_totals(
+        self, start: datetime, end: datetime, interval: str, periods: list[tuple[str, datetime, datetime]]
+    ) -> tuple[list[Point], dict[str, Totals]]:
+        """The series of [start, end) and each period's totals. Without
+        filters, one statement over the hourly rollup that reads each visitor
+        sketch of the ranges once for both (reading the sketches is most of
+        a report's time, docs/benchmarks.md): a row goes to its bucket's key
+        and to the mark (1, 2, ...) of each period it is in, which no
+        bucket's key is (a key is a whole hour's seconds)."""
         if self.filters:
-            return self.raw_series(start, end, interval)
-        key = _key(interval, self.zone, "bucket")
+            return self.raw_series(start, end, interval), self.raw_totals(periods)
+        ranges = [(start, end)] + [(low, high) for _, low, high in periods]
+        keys = [_key(interval, self.zone, "bucket")] + [str(mark) for mark in range(1, len(periods) + 1)]
+        kept = ", ".join(f"bucket >= %(s{i})s AND bucket < %(e{i})s" for i in range(len(ranges)))
+        params = {"low": naive_utc(min(low for low, _ in ranges)), "high": naive_utc(max(high for _, high in ranges))}
+        for i, (low, high) in enumerate(ranges):
+            params |= {f"s{i}": naive_utc(low), f"e{i}": naive_utc(high)}
+        merge = "uniqCombinedMerge(visitors)" if self.include_bots else "uniqCombinedMergeIf(visitors, is_bot = 0)"
         rows = self._execute(
-            f"""SELECT k, sum(c), sum(v) FROM (
-                SELECT link_id, {key} AS k, countMerge(clicks) AS c, least(uniqCombinedMerge(visitors), c) AS v
+            f"""SELECT key, sum(c), sum(h), sum(least(v, {"c" if self.include_bots else "h"})) FROM (
+                SELECT link_id, key, countMerge(clicks) AS c, countMergeIf(clicks, is_bot = 0) AS h, {merge} AS v
                 FROM click_rollup_hour
-                WHERE link_id IN %(ids)s AND bucket >= %(start)s AND bucket < %(end)s{self._bots()}
-                GROUP BY link_id, k
-            ) GROUP BY k HAVING sum(c) > 0 ORDER BY k""",
-            {"start": naive_utc(start), "end": naive_utc(end)},
+                ARRAY JOIN arrayFilter((key, keep) -> keep = 1, [{", ".join(keys)}], [{kept}]) AS key
+                WHERE link_id IN %(ids)s AND bucket >= %(low)s AND bucket < %(high)s
+                GROUP BY link_id, key
+            ) GROUP BY key ORDER BY key""",
+            params,
             settings=_PER_LINK_ON_EACH_SHARD,
         )
+        marks = {mark: name for mark, (name, _, _) in enumerate(periods, 1)}
         to_bucket = from_key(interval, self.zone)
-        return [Point(to_bucket(seconds), clicks, visitors) for seconds, clicks, visitors in rows]
-
-    def totals(self, periods: list[tuple[str, datetime, datetime]]) -> dict[str, Totals]:
-        if self.filters:
-            return self.raw_totals(periods)
-        merge = "uniqCombinedMerge(visitors)" if self.include_bots else "uniqCombinedMergeIf(visitors, is_bot = 0)"
-        totals = {}
-        for name, start, end in periods:
-            ((clicks, human, visitors),) = self._execute(
-                f"""SELECT sum(c), sum(h), sum(least(v, {"c" if self.include_bots else "h"})) FROM (
-                    SELECT link_id, countMerge(clicks) AS c, countMergeIf(clicks, is_bot = 0) AS h, {merge} AS v
-                    FROM click_rollup_hour WHERE link_id IN %(ids)s AND bucket >= %(start)s AND bucket < %(end)s
-                    GROUP BY link_id
-                )""",
-                {"start": naive_utc(start), "end": naive_utc(end)},
-                settings=_PER_LINK_ON_EACH_SHARD,
-            )
-            totals[name] = Totals(clicks=clicks if self.include_bots else human, visitors=visitors, bots=clicks - human)
-        return totals
+        series, found = [], {}
+        for key, clicks, human, visitors in rows:
+            counted = clicks if self.include_bots else human
+            if key in marks:
+                found[marks[key]] = Totals(clicks=counted, visitors=visitors, bots=clicks - human)
+            elif counted:
+                series.append(Point(to_bucket(key), counted, visitors))
+        return series, {name: found.get(name, Totals(visitors=0)) for name, _, _ in periods}
 
     def breakdowns(self, start: datetime, end: datetime, top: int | None) -> dict[str, list[tuple[str, int]]]:
+        """Each dimension's values over [start, end) (reports ask without
+        filters): the whole UTC months within it from the breakdown rollup
+        (sql/clickhouse/0002_breakdowns.sql), and from the raw clicks the
+        days at either end and, if there are any, the clicks of those months
+        stored before the rollup was (in_breakdowns = 0: PREWHERE reads the
+        other columns only of the parts of the range that hold such rows)."""
         where, params = self._raw_where(start, end)
-        counts = self._counts("clicks", where + self._bots(), params)
-        return _ranked(counts, top, keep_whole=("rule",))
+        first, last = _whole_months(start, end)
+        if first >= last:
+            return _ranked(self._counts([("clicks", where + self._bots())], params), top, keep_whole=("rule",))
+        params |= {"m0": first.date(), "m1": last.date(), "t0": naive_utc(first), "t1": naive_utc(last)}
+        links = f"link_id IN %(ids)s{self._bots()}"
+        ends = "(occurred_at >= %(start)s AND occurred_at < %(t0)s OR occurred_at >= %(t1)s AND occurred_at < %(end)s)"
+        within = f"{links} AND occurred_at >= %(t0)s AND occurred_at < %(t1)s"
+        sources = [("clicks", f"{links} AND {ends}")]
+        if self._execute(f"SELECT count() FROM clicks PREWHERE in_breakdowns = 0 WHERE {within}", params)[0][0]:
+            sources.append(("clicks PREWHERE in_breakdowns = 0", within))
+        rolled = (
+            "SELECT dimension, value, toUInt64(sum(clicks)) AS n FROM click_breakdown_month"
+            f" WHERE {links} AND month >= %(m0)s AND month < %(m1)s GROUP BY dimension, value"
+        )
+        return _ranked(self._counts(sources, params, rolled=rolled), top, keep_whole=("rule",))
 
     # --- from the raw clicks, under filters ------------------------------------------
 
@@ -141,20 +166,28 @@ class ClickHouseReport:
             f"SELECT * FROM clicks WHERE {where}{self._bots()}"
             " ORDER BY occurred_at DESC, occurred_ms DESC, click_id DESC LIMIT %(sample)s"
         )
-        counts = self._counts(f"({sample})", "1", {**params, "sample": settings.REPORT_FILTER_SAMPLE}, raw=True)
+        counts = self._counts([(f"({sample})", "1")], {**params, "sample": settings.REPORT_FILTER_SAMPLE}, raw=True)
         sampled = sum(n for _, n in counts[DIMENSIONS[0]])
         return _ranked(counts, top), sampled
 
-    def _counts(self, source: str, where: str, params: dict, *, raw: bool = False) -> dict[str, list[tuple[str, int]]]:
-        """Each dimension's values and their clicks among the rows of `source`
-        that `where` keeps (a click no rule served has no `rule`): a statement
-        a dimension, each reading that column alone (a subquery's `SELECT *`
-        cost a year's stats page 300 ms more on 18.16, docs/benchmarks.md)."""
+    def _counts(
+        self, sources: list[tuple[str, str]], params: dict, *, raw: bool = False, rolled: str = ""
+    ) -> dict[str, list[tuple[str, int]]]:
+        """Each dimension's values and their clicks among the rows each
+        source (a table or subquery, and a condition on its rows) keeps (a
+        click no rule served has no `rule`): a statement a dimension and
+        source, each reading that column alone (a subquery's `SELECT *` cost
+        a year's stats page 300 ms more on 18.16, docs/benchmarks.md); and
+        added to them, those of the statement `rolled`, if any."""
         parts = " UNION ALL ".join(
             f"SELECT '{dimension}' AS dimension, toString({dimension}) AS value, count() AS n FROM {source}"
             f" WHERE {where} AND {dimension} IS NOT NULL GROUP BY {dimension}"
+            for source, where in sources
             for dimension in DIMENSIONS
         )
+        if rolled or len(sources) > 1:
+            parts = f"SELECT dimension, value, sum(n) FROM ({' UNION ALL '.join(filter(None, [rolled, parts]))})"
+            parts += " GROUP BY dimension, value"
         counts: dict[str, list[tuple[str, int]]] = {dimension: [] for dimension in DIMENSIONS}
         for dimension, value, n in self._execute(parts, params, raw=raw):
             counts[dimension].append((value, n))
@@ -173,6 +206,18 @@ def raw_execute(query: str, params: dict) -> list[tuple]:
         if error.code == _TIMEOUT_EXCEEDED:
             raise ReportTooLarge(RawReport.MESSAGE, code="too_large") from error
         raise
+
+
+def _whole_months(start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """The start of the first whole UTC month within [start, end) and the
+    end of the last (first >= last: none), within the years the cluster's
+    times can be (1970 to 2105)."""
+    start = max(start.astimezone(UTC), _EARLIEST)
+    end = min(end.astimezone(UTC), _LATEST)
+    first = start.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    if first < start:
+        first = (first + timedelta(days=32)).replace(day=1)
+    return first, end.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
 def _ranked(counts: dict, top: int | None, keep_whole: tuple[str, ...] = ()) -> dict[str, list[tuple[str, int]]]:

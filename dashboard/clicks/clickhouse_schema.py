@@ -5,7 +5,10 @@ sql/clickhouse/, applied in order to every node of the cluster by
 
 Nothing here is ON CLUSTER: each statement goes to each node, as 18.16 needs
 (it crashes on a distributed statement without a ZooKeeper session), and
-every statement is IF NOT EXISTS, so a file applied again changes nothing."""
+every statement is IF NOT EXISTS, so a file applied again changes nothing.
+18.16 has no `ADD COLUMN IF NOT EXISTS`: such a statement is sent without
+it to a node that lacks the column, and not at all to one that has it (the
+other replica of a shard gets a replicated table's new column from the first)."""
 
 import re
 from dataclasses import dataclass
@@ -15,6 +18,10 @@ from slingshot.schema import SQL_DIR
 
 SCHEMA_DIR = SQL_DIR / "clickhouse"
 FILE_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
+_ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+) ")
+_HAS_COLUMN = (
+    "SELECT count() FROM system.columns WHERE database = currentDatabase() AND table = %(table)s AND name = %(column)s"
+)
 VERSIONS_DDL = (
     "CREATE TABLE IF NOT EXISTS click_schema_migrations "
     "(version UInt32, name String, applied_at DateTime('UTC')) ENGINE = MergeTree ORDER BY version"
@@ -106,7 +113,7 @@ def migrate(clients: dict[str, object], *, cluster: str, known: list[Migration] 
         for name, client in clients.items():
             for statement in statements:
                 try:
-                    client.execute(statement)
+                    _apply(client, statement)
                 except Exception as error:
                     first_line = (str(error).strip() or type(error).__name__).splitlines()[0]
                     raise ClickSchemaError(f"{migration.path.name} on {name}: {first_line}") from error
@@ -116,6 +123,16 @@ def migrate(clients: dict[str, object], *, cluster: str, known: list[Migration] 
                 [{"version": migration.version, "name": migration.name, "applied_at": _now()}],
             )
     return todo
+
+
+def _apply(client, statement: str) -> None:
+    added = _ADD_COLUMN.match(statement)
+    if added:
+        table, column = added.groups()
+        if client.execute(_HAS_COLUMN, {"table": table, "column": column})[0][0]:
+            return
+        statement = statement.replace(" IF NOT EXISTS", "", 1)
+    client.execute(statement)
 
 
 def _now():

@@ -177,6 +177,11 @@ class Report:
             totals[name] = Totals(clicks=clicks if self.include_bots else human, visitors=visitors, bots=clicks - human)
         return totals
 
+    def series_and_totals(
+        self, start: datetime, end: datetime, interval: str, periods: list[tuple[str, datetime, datetime]]
+    ) -> tuple[list[Point], dict[str, Totals]]:
+        return self.series(start, end, interval), self.totals(periods)
+
     def breakdowns(self, start: datetime, end: datetime, top: int | None) -> dict[str, list[tuple[str, int]]]:
         parts, params = [], []
         for span in spans(start, end, months=True):

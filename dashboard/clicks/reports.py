@@ -108,8 +108,7 @@ def link_stats(
             series = report.raw_series(start, end, interval)
             totals = report.raw_totals(periods)
     else:
-        series = report.series(start, end, interval)
-        totals = report.totals(periods)
+        series, totals = report.series_and_totals(start, end, interval, periods)
     if top == 0:
         breakdowns, sample = {dimension: [] for dimension in DIMENSIONS}, None
     elif filters:

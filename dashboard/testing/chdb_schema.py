@@ -7,8 +7,9 @@ chdb's engine is one per process, with one configuration).
 Run as `python -m testing.chdb_schema FOLDER` from dashboard/: it prints a
 JSON object: `version` of the engine, `tables` made from the files with
 each Replicated engine replaced by its plain one (chdb has no ZooKeeper to
-replicate through; the arguments are the same), and `rollup` and `orphans`:
-a sample insert's hourly rollup and its orphan visits, read back; `loose`
+replicate through; the arguments are the same), and `rollup`, `breakdowns`
+and `orphans`: a sample insert's hourly rollup, its breakdown rollup and
+its orphan visits, read back; `loose`
 the columns of an AggregatingMergeTree outside its sort key that are no
 aggregate state (none should be).
 
@@ -38,12 +39,15 @@ CONFIG = f"""<clickhouse>
 REPLICATED = re.compile(r"Replicated(\w*MergeTree)\('[^']*',\s*'[^']*'\)")
 SAMPLE_CLICKS = """INSERT INTO clicks_local
     (click_id, occurred_at, occurred_ms, link_id, user_agent_id, is_bot, slug, ip, country, browser, os,
-     device, referer, referer_host, rule, import_id, visitor_hash)
+     device, referer, referer_host, rule, import_id, visitor_hash, in_breakdowns)
 SELECT generateUUIDv4(), toDateTime('2026-11-29 14:00:00', 'UTC') + number, number % 1000, 1 + number % 2, 7,
-       number % 5 = 0, 's', NULL, 'NL', 'Firefox', 'Linux', 'desktop', '', '', NULL, NULL, number % 3
+       number % 5 = 0, 's', NULL, 'NL', 'Firefox', 'Linux', 'desktop', '', '', if(number % 4 = 0, 'ab1', NULL),
+       NULL, number % 3, number < 16
 FROM numbers(20)"""
 ROLLUP = """SELECT link_id, toString(bucket), is_bot, countMerge(clicks), uniqCombinedMerge(visitors)
 FROM click_rollup_hour_local GROUP BY link_id, bucket, is_bot ORDER BY link_id, bucket, is_bot"""
+BREAKDOWNS = """SELECT link_id, is_bot, dimension, value, sum(clicks) FROM click_breakdown_month_local
+GROUP BY link_id, is_bot, dimension, value ORDER BY link_id, is_bot, dimension, value"""
 # Columns of an AggregatingMergeTree neither in its sort key nor an aggregate
 # state: what such a table would keep of them is any one row's value.
 LOOSE = """SELECT c.table, c.name FROM system.columns AS c INNER JOIN system.tables AS t
@@ -103,6 +107,7 @@ def run(folder: Path) -> dict:
                 name for (name,) in rows("SELECT name FROM system.tables WHERE database = 'plain' ORDER BY name")
             ],
             "rollup": rows(ROLLUP),
+            "breakdowns": rows(BREAKDOWNS),
             "orphans": rows("SELECT slug, toString(kind) FROM plain.orphan_visits_local"),
             "loose": rows(LOOSE),
         }

@@ -189,7 +189,7 @@ def _crashed_then(cluster, tmp_path, monkeypatch, *, seed: int, crash: str, then
     else:
         # Taken over, and the replicas read do not show the batch sent before
         # the crash: it is sent again, the same block, which the cluster drops.
-        sees = clickhouse_history._stored
+        sees = clickhouse_history.stored_ids
         blinded = []
 
         def blind(*args):
@@ -199,7 +199,7 @@ def _crashed_then(cluster, tmp_path, monkeypatch, *, seed: int, crash: str, then
             return sees(*args)
 
         with monkeypatch.context() as patch:
-            patch.setattr(clickhouse_history, "_stored", blind)
+            patch.setattr(clickhouse_history, "stored_ids", blind)
             summary = _on("clickhouse", cluster.urls, lambda: job_run(ImportJob.objects.get(pk=job.pk)))
         assert summary.visits_read == visits and len(blinded[0][2]) == runner.VISITS_BATCH
     ids = list(Link.objects.filter(team=team).values_list("pk", flat=True))

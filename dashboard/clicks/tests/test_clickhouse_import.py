@@ -37,6 +37,7 @@ from slingshot.contract import CLICKS_GROUP as GROUP
 from slingshot.contract import CLICKS_STREAM as STREAM
 from slingshot.redis import get_redis
 from teams.models import Team
+from testing.clickhouse import forget_inserted_blocks
 from testing.factories import make_link, make_user
 from testing.fixtures import database_url
 from testing.streams import ENRICHER, add_entry
@@ -175,6 +176,29 @@ def test_a_batch_inserted_and_not_acknowledged_is_made_again_from_its_own_entrie
     assert until(lambda: stored(cluster, two_links), added) == added
     assert all_time(two_links) == added  # the first batch's clicks counted once too
     assert not get_redis().keys(RECORD_PREFIX + "*") and not get_redis().hlen(BATCH_OF)
+
+
+def test_a_batch_made_again_after_its_shards_forgot_its_blocks_is_stored_once(cluster, two_links):
+    """Deduplication remembers a shard's latest 100 blocks (18.16's
+    replicated_deduplication_window): an importer that comes back later
+    than that, the other importers having stored more, must not store its
+    recorded batch again; the rows the cluster holds are left out."""
+    added = _read_two_batches_and_insert_the_first("ch-late", two_links)
+    first = sum(range(1, 4))
+    assert until(lambda: stored(cluster, two_links), first) == first
+    forget_inserted_blocks(cluster)
+    again = ch_importer("ch-late", batch_size=100)
+    assert again.run(once=True) == added
+    ids = {"ids": tuple(link.pk for link in two_links)}
+
+    def on_every_replica() -> int:
+        local = "SELECT count() FROM clicks_local WHERE link_id IN %(ids)s"
+        return sum(node.client().execute(local, ids)[0][0] for node in cluster.nodes)
+
+    assert until(on_every_replica, 2 * added) == 2 * added
+    time.sleep(1)  # what a copy sent twice would need to reach the other replica
+    assert on_every_replica() == 2 * added
+    assert all_time(two_links) == added
 
 
 def test_a_dead_importers_recorded_batch_is_claimed_whole_even_from_its_middle(cluster, two_links):
@@ -411,3 +435,42 @@ def test_a_mapping_left_behind_is_let_go_and_a_recorded_batch_read_with_it_still
     assert (first, record["ids"], record["ip_storage"]) == ("2-0", ["2-0", "2-1"], {"7": 1})
     assert sorted(client.hkeys(BATCH_OF)) == [b"2-0", b"2-1"]
     client.delete(BATCH_OF, RECORD_PREFIX + "2-0")
+
+
+def test_an_importer_of_this_version_waits_for_migrate_clicks_and_then_stores_each_click_once(two_links, settings):
+    """Upgraded in the wrong order: the importer of this version meets a
+    cluster at the schema before 0002_breakdowns, whose clicks have no
+    in_breakdowns. Its insert is refused (import_clicks retries such an
+    error), nothing is stored or counted, and its batch is kept; once
+    migrate_clicks ran, the same batch goes in once, into the breakdowns too."""
+    from clickhouse_driver.errors import ServerException
+
+    from clicks.clickhouse_reports import ClickHouseReport
+    from clicks.clickhouse_schema import migrate, migrations
+    from devstack.clickhouse import ClickHouseCluster
+
+    older = ClickHouseCluster(shards=1, replicas=2, cluster="older").start()
+    try:
+        clients = {node.name: node.client() for node in older.nodes}
+        migrate(clients, cluster="older", known=migrations()[:1])
+        settings.CLICK_STORE, settings.CLICKHOUSE_URLS, settings.CLICKHOUSE_CLUSTER = "clickhouse", older.urls, "older"
+        clickhouse_clicks.cluster.cache_clear()
+        get_redis().delete(BATCH_OF)
+        a, b = two_links
+        add_entry([click(a) for _ in range(5)] + [click(b) for _ in range(3)])
+        with pytest.raises(ServerException, match="in_breakdowns"):
+            ch_importer("ch-older").run(once=True)
+        assert stored(older, two_links) == 0 and all_time(two_links) == 0
+        assert get_redis().xpending(STREAM, GROUP)["pending"] == 1
+
+        migrate(clients, cluster="older")
+        assert ch_importer("ch-older").run(once=True) == 8
+        assert stored(older, two_links) == 8 and all_time(two_links) == 8
+        now = datetime.now(timezone.utc)
+        report = ClickHouseReport(ids=[a.pk, b.pk], include_bots=True, zone=timezone.utc)
+        month = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        whole = report.breakdowns(month - timedelta(days=40), month + timedelta(days=40), None)
+        assert whole["browser"] == [("Firefox", 8)] and whole["referer_host"] == [("news.example.org", 8)]
+    finally:
+        clickhouse_clicks.cluster.cache_clear()
+        older.cleanup()

@@ -30,6 +30,7 @@ from links.models import Link
 from slingshot.redis import get_redis
 from teams.models import Team
 from teams.services import personal_team
+from testing.clickhouse import forget_inserted_blocks
 from testing.factories import make_user
 from testing.fixtures import database_url
 from testing.streams import add_entry, importer
@@ -186,8 +187,10 @@ def test_a_move_stopped_between_its_insert_and_its_commit_stores_that_chunk_once
         with pytest.raises(Stopped):
             move_chunk(table, stop_after_insert=stop)
     # The stopped chunks are in the cluster and still in PostgreSQL: counted twice until the move goes on,
-    # which reads them again in chunks of the size it began with, whatever it is asked for now.
+    # which reads them again in chunks of the size it began with, whatever it is asked for now,
+    # and leaves out what the cluster holds, after more inserts than deduplication remembers.
     assert _in_postgresql_now(links) == (clicks - 40, orphans - 40)
+    forget_inserted_blocks(migrated)
     out = StringIO()
     call_command("move_clicks", "--rows", "41", stdout=out)
     assert "clicks: chunks of 40 rows, as its move began" in out.getvalue()

@@ -43,7 +43,7 @@ def test_the_rows_are_those_the_copy_rows_hold_each_with_its_visitor(ip_privacy)
     expected = sorted(
         (
             (click_id, int(at.timestamp()), at.microsecond // 1000, link, agent, int(bot), slug)
-            + (None if ip is None else str(ip), country, browser, os, device, referer, host, rule, None, visitor)
+            + (None if ip is None else str(ip), country, browser, os, device, referer, host, rule, None, visitor, 1)
             for (
                 click_id,
                 at,
@@ -65,7 +65,7 @@ def test_the_rows_are_those_the_copy_rows_hold_each_with_its_visitor(ip_privacy)
     )
     assert click_rows(batch) == expected
     # The same visitor (address and agent) has the same hash; the bots are told apart.
-    assert len({row[-1] for row in expected}) < len(expected) and {row[5] for row in expected} == {0, 1}
+    assert len({row[-2] for row in expected}) < len(expected) and {row[5] for row in expected} == {0, 1}
 
 
 def test_rows_without_their_visitors_are_refused():

@@ -4,6 +4,7 @@ the tests' cluster is Debian 12's 18.16, production a current ClickHouse,
 and the files must hold to what both accept."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clicks.clickhouse_schema import SCHEMA_DIR, ClickSchemaError, Migration, migrations, plan, split_statements
+from clicks.rollups import DIMENSIONS
 from slingshot.schema import DASHBOARD_DIR
 
 HOUR = "2026-11-29 14:00:00"
@@ -29,12 +31,21 @@ def test_the_current_engine_takes_the_schema_and_rolls_a_sample_insert_up_by_lin
     assert int(found["version"].split(".")[0]) >= 26
     assert {"clicks", "clicks_local", "orphan_visits", "orphan_visits_local"} <= set(found["tables"])
     assert {"click_rollup_hour", "click_rollup_hour_local", "click_rollup_hour_mv"} <= set(found["tables"])
+    assert {"click_breakdown_month", "click_breakdown_month_local", "click_breakdown_month_mv"} <= set(found["tables"])
     # 20 clicks, links 1 and 2 alternately; every fifth a bot; visitors number % 3.
     assert found["rollup"] == [
         [1, HOUR, 0, 8, 3],
         [1, HOUR, 1, 2, 2],
         [2, HOUR, 0, 8, 3],
         [2, HOUR, 1, 2, 2],
+    ]
+    # The first 16 rolled up into the breakdowns (in_breakdowns): each its
+    # link's, in every dimension; rule 'ab1' for every fourth (no row for none).
+    same = [("browser", "Firefox"), ("country", "NL"), ("device", "desktop"), ("os", "Linux"), ("referer_host", "")]
+    assert found["breakdowns"] == [
+        [link, is_bot, dimension, value, n]
+        for link, is_bot, n, ruled in [(1, 0, 6, 3), (1, 1, 2, 1), (2, 0, 6, 0), (2, 1, 2, 0)]
+        for dimension, value, n in [*[(d, v, n) for d, v in same], *([("rule", "ab1", ruled)] if ruled else [])]
     ]
     assert found["orphans"] == [["nope", "expired"]]
     assert found["loose"] == []
@@ -76,3 +87,13 @@ def test_the_plan_applies_what_the_nodes_lack_and_refuses_a_node_ahead_or_nodes_
         plan({"a:9000": 2, "b:9000": 3}, known)
     with pytest.raises(ClickSchemaError, match="disagree on the schema version: a:9000 at 1, b:9000 at 2"):
         plan({"a:9000": 1, "b:9000": 2}, known)
+
+
+def test_the_breakdown_rollup_counts_the_dimensions_the_reports_read():
+    (view,) = [
+        statement
+        for migration in migrations()
+        for statement in migration.statements("slingshot")
+        if "MATERIALIZED VIEW IF NOT EXISTS click_breakdown_month_mv" in statement
+    ]
+    assert tuple(re.findall(r"\('(\w+)', ", view)) == DIMENSIONS

@@ -1,27 +1,30 @@
 """The ClickHouse click store on a real cluster (the `clickhouse_cluster`
 fixture: ClickHouse 18.16, two shards of two replicas, and ZooKeeper):
-migrate_clicks, where an insert through the Distributed table lands, and
-that a batch inserted again is stored, and rolled up, once."""
+migrate_clicks, where an insert through the Distributed table lands, that
+a batch inserted again is stored, and rolled up, once, and that the clicks
+stored before the breakdown rollup (sql/clickhouse/0002) are counted once."""
 
 import random
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from io import StringIO
+from itertools import product
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from clicks.clickhouse_schema import migrations
+from clicks import clickhouse_clicks
+from clicks.clickhouse_clicks import CLICK_COLUMNS
+from clicks.clickhouse_reports import ClickHouseReport
+from clicks.clickhouse_schema import migrate, migrations
+from devstack.clickhouse import ClickHouseCluster
 
 HOUR = datetime(2026, 11, 29, 14, tzinfo=UTC)
 # Link ids of this file alone, far above any a test database gives, each
 # with the parity that picks its shard: the session's cluster is shared.
 BASE = 10**12
-COLUMNS = (
-    "click_id, occurred_at, occurred_ms, link_id, user_agent_id, is_bot, slug, ip, country, browser, os, device,"
-    " referer, referer_host, rule, import_id, visitor_hash"
-)
+COLUMNS = ", ".join(CLICK_COLUMNS)
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +63,7 @@ def _click(link_id: int, n: int, *, is_bot: bool = False, visitor: int = 0) -> t
         None,
         None,
         visitor,
+        1,
     )
 
 
@@ -173,6 +177,19 @@ def _rollup(cluster, link_id: int) -> list[tuple]:
     )
 
 
+def _breakdowns(cluster, link_id: int) -> dict[tuple, int]:
+    rows = (
+        cluster.nodes[-1]
+        .client()
+        .execute(
+            "SELECT is_bot, dimension, value, sum(clicks) FROM click_breakdown_month"
+            " WHERE link_id = %(l)s GROUP BY is_bot, dimension, value",
+            {"l": link_id},
+        )
+    )
+    return {(is_bot, dimension, value): n for is_bot, dimension, value, n in rows}
+
+
 def _stored(cluster, link_id: int) -> int:
     return cluster.nodes[0].client().execute("SELECT count() FROM clicks WHERE link_id = %(l)s", {"l": link_id})[0][0]
 
@@ -197,6 +214,11 @@ def test_a_batch_inserted_again_in_another_order_is_stored_and_rolled_up_once(cl
     assert _stored(cluster, BASE + 2000) == 46 and _stored(cluster, BASE + 2003) == 10
     assert _rollup(cluster, BASE + 2000) == expected
     assert _rollup(cluster, BASE + 2003) == [(HOUR, 0, 10, 10)]
+    # Each click in each dimension of the breakdowns once; no rule served these.
+    humans = {"referer_host": "", "browser": "Firefox", "os": "Linux", "device": "desktop", "country": "NL"}
+    expected_breakdowns = {(0, dimension, value): 40 for dimension, value in humans.items()}
+    expected_breakdowns |= {(1, dimension, value): 6 for dimension, value in {**humans, "device": "bot"}.items()}
+    assert _breakdowns(cluster, BASE + 2000) == expected_breakdowns
 
     # One row more is another block: stored, and counted, as it should be.
     _insert(cluster, rows + [_click(BASE + 2000, 200, visitor=5)])
@@ -222,3 +244,71 @@ def test_orphan_visits_land_on_the_shard_of_their_slug_and_are_replicated(cluste
     for node in cluster.nodes:
         expected = [(slug, "expired")] if node.shard == shard else []
         assert _until(lambda node=node: held(node), expected) == expected
+
+
+def test_the_clicks_stored_before_the_breakdown_rollup_are_counted_from_the_raw_clicks_each_click_once(settings):
+    """An installation upgraded to 0002_breakdowns: the clicks its cluster
+    held, inserted as the code before wrote them (without in_breakdowns),
+    and those an older importer still sends while the new one runs, read
+    the column's default 0 and are counted from the raw clicks; the new
+    importer's (1) from the breakdown rollup; the breakdowns add each click
+    once, and say what the clicks say."""
+    upgraded = ClickHouseCluster(shards=1, replicas=2, cluster="upgraded").start()
+    try:
+        clients = {node.name: node.client() for node in upgraded.nodes}
+        assert [m.name for m in migrate(clients, cluster="upgraded", known=migrations()[:1])] == ["0001_clicks"]
+        link = BASE + 4000
+        old_columns = ", ".join(column for column in CLICK_COLUMNS if column != "in_breakdowns")
+        writer = upgraded.nodes[0].client(insert_distributed_sync=1)
+
+        def insert(rows, *, old: bool) -> None:
+            rows = _block(rows)
+            if old:
+                writer.execute(f"INSERT INTO clicks ({old_columns}) VALUES", [row[:-1] for row in rows])
+            else:
+                writer.execute(f"INSERT INTO clicks ({COLUMNS}) VALUES", rows)
+
+        def with_browser(row: tuple, browser: str, rule: str | None = None) -> tuple:
+            return row[:9] + (browser,) + row[10:14] + (rule,) + row[15:]
+
+        insert([with_browser(_click(link, n), "Firefox", "1") for n in range(7)], old=True)
+        assert [m.name for m in migrate(clients, cluster="upgraded")] == [m.name for m in migrations()[1:]]
+        assert migrate(clients, cluster="upgraded") == []  # applied again: nothing to do
+        insert([with_browser(_click(link, 10 + n), "Safari") for n in range(5)], old=True)  # an older importer
+        new = [with_browser(_click(link, 20 + n), "Firefox") for n in range(4)]
+        new += [with_browser(_click(link, 30 + n, is_bot=True), "Googlebot", "2") for n in range(3)]
+        insert(new, old=False)
+        insert(list(reversed(new)), old=False)  # sent again after a crash: dropped whole
+
+        settings.CLICK_STORE, settings.CLICKHOUSE_URLS = "clickhouse", upgraded.urls
+        settings.CLICKHOUSE_CLUSTER = "upgraded"
+        clickhouse_clicks.cluster.cache_clear()
+        try:
+            expected = {
+                "browser": [("Firefox", 11), ("Safari", 5)],
+                "country": [("NL", 16)],
+                "device": [("desktop", 16)],
+                "os": [("Linux", 16)],
+                "referer_host": [("", 16)],
+                "rule": [("1", 7)],
+            }
+            with_bots = {**expected, "browser": [("Firefox", 11), ("Safari", 5), ("Googlebot", 3)]}
+            with_bots |= {"device": [("desktop", 16), ("bot", 3)], "rule": [("1", 7), ("2", 3)]}
+            with_bots |= {dimension: [(value, 19)] for dimension, value in (("country", "NL"), ("os", "Linux"))}
+            with_bots["referer_host"] = [("", 19)]
+            month = HOUR.replace(day=1, hour=0)
+            ranges = [
+                (month, month.replace(month=month.month + 1)),  # one whole month: the rollup, and raw the rest
+                (month - timedelta(days=3), HOUR + timedelta(hours=1)),  # no whole month: the raw clicks alone
+            ]
+            for (start, end), (include_bots, counts) in product(ranges, ((False, expected), (True, with_bots))):
+                report = ClickHouseReport(ids=[link], include_bots=include_bots, zone=UTC)
+                found = _until(lambda r=report, s=start, e=end: r.breakdowns(s, e, None), counts, timeout=10)
+                assert found == counts, (start, end, include_bots)
+            # The new importer's clicks alone are in the rollup: the reports add the rest.
+            rolled = {key: n for key, n in _breakdowns(upgraded, link).items() if key[1] in ("browser", "rule")}
+            assert rolled == {(0, "browser", "Firefox"): 4, (1, "browser", "Googlebot"): 3, (1, "rule", "2"): 3}
+        finally:
+            clickhouse_clicks.cluster.cache_clear()
+    finally:
+        upgraded.cleanup()

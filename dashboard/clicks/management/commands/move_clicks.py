@@ -70,9 +70,10 @@ class Command(ServiceCommand):
         about = estimate_left(table)
         moved = failures = 0
         waited = 0.0
+        again = True  # the first chunk may be one a stopped run inserted and did not commit
         while not self.stopping:
             try:
-                done = move_chunk(table)
+                done = move_chunk(table, again=again)
             except MoveError as exc:
                 raise CommandError(f"{table.name}: {exc}; nothing of that chunk moved") from exc
             except (ClickHouseUnavailable, OperationalError, InterfaceError) as exc:
@@ -89,8 +90,9 @@ class Command(ServiceCommand):
                 if not isinstance(exc, ClickHouseUnavailable):
                     connection.close()  # and the lock with it: taken again on the new connection
                     self._lock()
+                again = True
                 continue
-            failures, waited = 0, 0.0
+            failures, waited, again = 0, 0.0, False
             if done:
                 moved += done
                 self.stdout.write(f"move_clicks: {table.name}: {moved:,} moved (of about {max(about, moved):,})")
