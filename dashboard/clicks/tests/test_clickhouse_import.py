@@ -344,7 +344,7 @@ def test_the_importer_killed_under_load_and_a_replica_stopped_lose_and_double_no
         if replica.process is None or replica.process.poll() is not None:
             cluster.start_node(replica)
     final = _importer_process(cluster, "ch-killed", log)
-    _drained_and_each_click_once(cluster, final, log, two_links, load.added, drain=60, settle=30)
+    _drained_and_each_click_once(cluster, final, log, two_links, load.added, drain=120, settle=30)
 
 
 def test_visits_are_not_deleted_from_the_cluster_but_refused_saying_so_and_a_deleted_links_stay_counted(
@@ -419,7 +419,7 @@ def test_zookeeper_restarted_and_a_shard_away_for_a_minute_under_load_lose_and_d
                 cluster.start_node(node, wait=False)
         for node in cluster.nodes:
             cluster.wait_for_node(node)
-    _drained_and_each_click_once(cluster, importer, log, two_links, load.added, drain=120, settle=60)
+    _drained_and_each_click_once(cluster, importer, log, two_links, load.added, drain=180, settle=60)
     assert "retrying in" in log.read_text(), "the faults never reached the importer"
 
 
