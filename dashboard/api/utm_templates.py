@@ -41,8 +41,13 @@ class UtmTemplateUpdateSerializer(UtmTemplateSerializer):
 @extend_schema_view(
     list=extend_schema(summary="A team's UTM templates", parameters=[TeamQuerySerializer]),
     retrieve=extend_schema(summary="A UTM template"),
-    create=extend_schema(summary="Make a UTM template (editors)"),
-    partial_update=extend_schema(summary="Change a UTM template (editors)", request=UtmTemplateUpdateSerializer),
+    # A name the team's other template has is a 409 (api/exceptions.py, CONFLICTS).
+    create=extend_schema(summary="Make a UTM template (editors)", responses={201: UtmTemplateSerializer, 409: None}),
+    partial_update=extend_schema(
+        summary="Change a UTM template (editors)",
+        request=UtmTemplateUpdateSerializer,
+        responses={200: UtmTemplateSerializer, 409: None},
+    ),
     destroy=extend_schema(summary="Delete a UTM template (editors)"),
 )
 class UtmTemplateViewSet(viewsets.ModelViewSet):
