@@ -77,6 +77,11 @@ ORPHAN_COLUMNS = (
 _INSERT = "INSERT INTO {table} ({columns}) VALUES"
 # Reads and inserts go to the same replica of each shard while it answers.
 IN_ORDER = {"load_balancing": "in_order"}
+# Each table's shard key, and its place in the table's rows.
+_SHARD_KEYS = {
+    "clicks": ("link_id", CLICK_COLUMNS.index("link_id")),
+    "orphan_visits": ("slug", ORPHAN_COLUMNS.index("slug")),
+}
 _STORED_IDS = (
     "SELECT toString(click_id) FROM {table} WHERE {key} IN %(keys)s"
     " AND occurred_at >= %(first)s AND occurred_at <= %(last)s"
@@ -306,11 +311,11 @@ def insert_batch(batch, *, again: bool = False) -> tuple[int, dict[int, list[int
     deduplication drops."""
     clicks, orphans = click_rows(batch), orphan_rows(batch)
     store = cluster()
-    held: set[UUID] = set()
-    if again:
-        held = stored_ids("clicks", "link_id", clicks, 3) | stored_ids("orphan_visits", "slug", orphans, 4)
-    store.insert("clicks", CLICK_COLUMNS, [row for row in clicks if row[0] not in held])
-    store.insert("orphan_visits", ORPHAN_COLUMNS, [row for row in orphans if row[0] not in held])
+    sent_clicks, sent_orphans = (
+        (not_stored("clicks", clicks), not_stored("orphan_visits", orphans)) if again else (clicks, orphans)
+    )
+    store.insert("clicks", CLICK_COLUMNS, sent_clicks)
+    store.insert("orphan_visits", ORPHAN_COLUMNS, sent_orphans)
     per_link: dict[int, list[int]] = {}
     for row in clicks:
         counts = per_link.setdefault(row[3], [0, 0])
@@ -319,18 +324,21 @@ def insert_batch(batch, *, again: bool = False) -> tuple[int, dict[int, list[int
     return len(clicks) + len(orphans), per_link
 
 
-def stored_ids(table: str, key: str, rows: list[tuple], place: int) -> set[UUID]:
-    """The ids of these rows (of CLICK_COLUMNS or ORPHAN_COLUMNS) that
-    `table` holds, asked of the replicas inserts go to first while they
-    answer (load_balancing in_order); `place` is the row's field of `key`."""
+def not_stored(table: str, rows: list[tuple]) -> list[tuple]:
+    """These rows of `table` (`clicks`: of CLICK_COLUMNS; `orphan_visits`:
+    of ORPHAN_COLUMNS) but those whose id it holds, in their order; asked
+    by the table's shard key and the rows' time range, of the replicas
+    inserts go to first while they answer (load_balancing in_order)."""
     if not rows:
-        return set()
+        return rows
+    key, place = _SHARD_KEYS[table]
     keys = tuple(sorted({row[place] for row in rows}))
     moments = [_naive(row[1]) for row in rows]
     query = _STORED_IDS.format(table=table, key=key)
     settings = {**IN_ORDER, "max_query_size": max(262_144, len(query) + sum(len(str(k)) + 4 for k in keys))}
     params = {"keys": keys, "first": min(moments), "last": max(moments)}
-    return {UUID(found) for (found,) in cluster().execute(query, params, settings=settings)}
+    held = {UUID(found) for (found,) in cluster().execute(query, params, settings=settings)}
+    return [row for row in rows if row[0] not in held]
 
 
 def _naive(moment: int | datetime) -> datetime:

@@ -40,8 +40,8 @@ from .clickhouse_clicks import (
     ORPHAN_COLUMNS,
     cluster,
     naive_utc,
+    not_stored,
     orphan_rows,
-    stored_ids,
     using_clickhouse,
 )
 from .clickhouse_import import _ADD_TOTALS, _MARK
@@ -95,9 +95,7 @@ class ClickHouseHistory(ClickImporter):
             return 0
         clicks, orphans = history_click_rows(batch), _once(orphan_rows(batch))
         mark = _mark_of(clicks, orphans)
-        stored = stored_ids("clicks", "link_id", clicks, 3) | stored_ids("orphan_visits", "slug", orphans, 4)
-        new_clicks = [row for row in clicks if row[0] not in stored]
-        new_orphans = [row for row in orphans if row[0] not in stored]
+        new_clicks, new_orphans = not_stored("clicks", clicks), not_stored("orphan_visits", orphans)
         self._count(batch, mark, new_clicks)
         store = cluster()
         for table, columns, rows in (

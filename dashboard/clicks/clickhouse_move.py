@@ -38,7 +38,7 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
-from .clickhouse_clicks import CLICK_COLUMNS, ORPHAN_COLUMNS, cluster, stored_ids
+from .clickhouse_clicks import CLICK_COLUMNS, ORPHAN_COLUMNS, cluster, not_stored
 from .enrichment import anonymise, hash64
 from .rollups import HOUR_OF
 
@@ -215,10 +215,7 @@ def move_chunk(table: Table, *, again: bool = False, stop_after_insert: Callable
         cursor.execute(_MARK_SET, {"table": table.name, "key": key, "rows": len(found)})
         make = _click_row if table is CLICKS else _orphan_row
         moving = [make(row) for row in found]
-        if again:
-            held = stored_ids(table.name, table.key[0], moving, 3 if table is CLICKS else 4)
-            moving = [row for row in moving if row[0] not in held]
-        cluster().insert(table.name, table.columns, moving)
+        cluster().insert(table.name, table.columns, not_stored(table.name, moving) if again else moving)
         if stop_after_insert:
             stop_after_insert()
     return len(found)

@@ -115,20 +115,22 @@ class ClickHouseReport:
         stored before the rollup was (in_breakdowns = 0: PREWHERE reads the
         other columns only of the parts of the range that hold such rows)."""
         where, params = self._raw_where(start, end)
+        sources, rolled = [("clicks", where + self._bots())], ""
         first, last = _whole_months(start, end)
-        if first >= last:
-            return _ranked(self._counts([("clicks", where + self._bots())], params), top, keep_whole=("rule",))
-        params |= {"m0": first.date(), "m1": last.date(), "t0": naive_utc(first), "t1": naive_utc(last)}
-        links = f"link_id IN %(ids)s{self._bots()}"
-        ends = "(occurred_at >= %(start)s AND occurred_at < %(t0)s OR occurred_at >= %(t1)s AND occurred_at < %(end)s)"
-        within = f"{links} AND occurred_at >= %(t0)s AND occurred_at < %(t1)s"
-        sources = [("clicks", f"{links} AND {ends}")]
-        if self._execute(f"SELECT count() FROM clicks PREWHERE in_breakdowns = 0 WHERE {within}", params)[0][0]:
-            sources.append(("clicks PREWHERE in_breakdowns = 0", within))
-        rolled = (
-            "SELECT dimension, value, toUInt64(sum(clicks)) AS n FROM click_breakdown_month"
-            f" WHERE {links} AND month >= %(m0)s AND month < %(m1)s GROUP BY dimension, value"
-        )
+        if first < last:
+            params |= {"m0": first.date(), "m1": last.date(), "t0": naive_utc(first), "t1": naive_utc(last)}
+            links = f"link_id IN %(ids)s{self._bots()}"
+            ends = (
+                "(occurred_at >= %(start)s AND occurred_at < %(t0)s OR occurred_at >= %(t1)s AND occurred_at < %(end)s)"
+            )
+            within = f"{links} AND occurred_at >= %(t0)s AND occurred_at < %(t1)s"
+            sources = [("clicks", f"{links} AND {ends}")]
+            if self._execute(f"SELECT count() FROM clicks PREWHERE in_breakdowns = 0 WHERE {within}", params)[0][0]:
+                sources.append(("clicks PREWHERE in_breakdowns = 0", within))
+            rolled = (
+                "SELECT dimension, value, toUInt64(sum(clicks)) AS n FROM click_breakdown_month"
+                f" WHERE {links} AND month >= %(m0)s AND month < %(m1)s GROUP BY dimension, value"
+            )
         return _ranked(self._counts(sources, params, rolled=rolled), top, keep_whole=("rule",))
 
     # --- from the raw clicks, under filters ------------------------------------------
