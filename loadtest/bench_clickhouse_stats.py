@@ -258,7 +258,7 @@ def bench_reports(args, cluster: ClickHouseCluster, *, start: datetime, end: dat
             assert stats.totals.clicks + stats.totals.bots == hot_clicks, (stats.totals, hot_clicks)
             figures.append(f"{what} {statistics.median(cold) * 1000:6.0f} / {statistics.median(warm) * 1000:4.0f}")
         print(f"    {name:24} {len(stats.series):5} points: {'; '.join(figures)}")
-    clickhouse_clicks.cluster.cache_clear()
+    clickhouse_clicks.forget_cluster()
 
 
 if __name__ == "__main__":

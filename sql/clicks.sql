@@ -6,7 +6,8 @@
 -- database, with rollups.sql; import_id by 0003_import_id,
 -- click_deletions_hour by 0006_click_deletions_hour, its kinds of a
 -- team's retention by 0008_purged_kinds, clickhouse_batches by
--- 0009_clickhouse_batches, clickhouse_moves by 0010_clickhouse_moves.
+-- 0009_clickhouse_batches, clickhouse_moves by 0010_clickhouse_moves,
+-- clickhouse_deletions by 0011_clickhouse_deletions.
 
 -- A redirect the edge served, with what the importer learnt about it
 -- (dashboard/clicks/enrichment.py). Partitioned by month (UTC), so that
@@ -191,4 +192,14 @@ CREATE TABLE clickhouse_moves (
     after_key  jsonb,
     moved      bigint      NOT NULL DEFAULT 0,
     moved_at   timestamptz NOT NULL DEFAULT now()
+);
+
+-- Visits deleted while clicks are stored in ClickHouse
+-- (dashboard/clicks/clickhouse_deletions.py): the moment, in milliseconds
+-- since 1970, before which the cluster's clicks of a link, or its orphan
+-- visits (link_id 0), are left out of every read; only ever moved forward.
+CREATE TABLE clickhouse_deletions (
+    link_id    bigint      PRIMARY KEY CHECK (link_id >= 0),
+    before_ms  bigint      NOT NULL,
+    deleted_at timestamptz NOT NULL DEFAULT now()
 );

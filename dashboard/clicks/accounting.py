@@ -22,7 +22,8 @@ from django.db import connection
 
 from slingshot.contract import SERVED_FIELDS, SERVED_KEY_PREFIX
 
-from .clickhouse_clicks import stored_by_hour, using_clickhouse
+from .clickhouse_clicks import using_clickhouse
+from .clickhouse_deletions import stored_by_hour
 from .rollups import HOUR_OF
 from .stores import quick_store
 
@@ -165,10 +166,10 @@ def accounts(*, client: redis.Redis, start: datetime, end: datetime, now: dateti
         cursor.execute(_STORED_AND_DELETED, {"start": start, "end": end})
         found_in_db = {epoch: counts for epoch, *counts in cursor.fetchall()}
     if using_clickhouse():
-        # Stored there since the switch; what PostgreSQL stored before stays counted.
-        for epoch, (clicks, orphans) in stored_by_hour(start, end).items():
+        # Stored there since the switch, and deleted there; what PostgreSQL stored before stays counted.
+        for epoch, in_cluster in stored_by_hour(start, end).items():
             before = found_in_db.get(epoch, (0, 0, 0, 0, 0))
-            found_in_db[epoch] = (before[0] + clicks, before[1] + orphans, *before[2:])
+            found_in_db[epoch] = (*(a + b for a, b in zip(before[:4], in_cluster, strict=True)), before[4])
     grace = timedelta(minutes=settings.ACCOUNTING_GRACE_MINUTES)
     found = []
     for index, hour in enumerate(hours, start=1):

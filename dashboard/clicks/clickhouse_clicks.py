@@ -26,9 +26,9 @@ import ipaddress
 import json
 import logging
 import struct
+import threading
 from array import array
 from datetime import UTC, datetime, timedelta
-from functools import cache
 from uuid import UUID
 
 from django.conf import settings
@@ -86,13 +86,9 @@ _STORED_IDS = (
     "SELECT toString(click_id) FROM {table} WHERE {key} IN %(keys)s"
     " AND occurred_at >= %(first)s AND occurred_at <= %(last)s"
 )
-# Whole seconds and their milliseconds (DateTime: 18.16 has no DateTime64).
-_STORED_BY_HOUR = """
-SELECT toUInt32(toStartOfHour(occurred_at)) AS hour, count()
-FROM {table} WHERE occurred_at >= toDateTime(%(start)s, 'UTC') AND occurred_at < toDateTime(%(end)s, 'UTC')
-    AND import_id IS NULL
-GROUP BY hour
-"""
+# A row's moment in whole milliseconds, from its whole seconds and their
+# milliseconds (DateTime: 18.16 has no DateTime64).
+MOMENT_MS = "(toUInt64(occurred_at) * 1000 + occurred_ms)"
 # Settings of every query: a Distributed insert answers once each shard
 # has its part (or fails, and is sent again whole); a read asks one replica
 # of each shard, one that is not behind by more than a few seconds.
@@ -174,10 +170,25 @@ def _host(url: str) -> str:
     return url.split("@")[-1].split("/")[0]
 
 
-@cache
+class _PerThread(threading.local):
+    cluster: ClickHouse | None = None
+
+
+_per_thread = _PerThread()
+
+
 def cluster() -> ClickHouse:
-    """The cluster of CLICKHOUSE_URLS, one per process."""
-    return ClickHouse(settings.CLICKHOUSE_URLS)
+    """The cluster of CLICKHOUSE_URLS, one per thread: a clickhouse_driver
+    Client is one connection, which two statements at once cannot share
+    (a dashboard served with threads, `gunicorn --threads`)."""
+    if _per_thread.cluster is None:
+        _per_thread.cluster = ClickHouse(settings.CLICKHOUSE_URLS)
+    return _per_thread.cluster
+
+
+def forget_cluster() -> None:
+    """This thread's next cluster() is made anew, from the settings of then."""
+    _per_thread.cluster = None
 
 
 _SHORT, _INT, _LONG = (struct.Struct(code).unpack_from for code in ("!h", "!i", "!q"))
@@ -297,9 +308,9 @@ def _second_and_ms(moment: datetime) -> tuple[datetime, int]:
     return moment.replace(microsecond=0), moment.microsecond // 1000
 
 
-def insert_batch(batch, *, again: bool = False) -> tuple[int, dict[int, list[int]]]:
+def insert_batch(batch, *, again: bool = False) -> tuple[int, list[tuple]]:
     """Writes a batch's clicks and orphan visits; returns how many rows it
-    held, and each link's [clicks, human clicks] among them. A batch made
+    held, and its clicks' rows (CLICK_COLUMNS). A batch made
     again from its record (`again`: after a crash, a lost connection or a
     claim) sends only the rows the cluster does not hold: deduplication
     drops a block sent again only while its shard remembers it (the latest
@@ -316,12 +327,26 @@ def insert_batch(batch, *, again: bool = False) -> tuple[int, dict[int, list[int
     )
     store.insert("clicks", CLICK_COLUMNS, sent_clicks)
     store.insert("orphan_visits", ORPHAN_COLUMNS, sent_orphans)
+    return len(clicks) + len(orphans), clicks
+
+
+def counted_per_link(rows: list[tuple], hidden: dict[int, int]) -> dict[int, list[int]]:
+    """Each link's [clicks, human clicks] among rows of CLICK_COLUMNS but
+    those a deletion of its visits hides (`hidden`: {link id: the moment in
+    ms before which its clicks are hidden}, clickhouse_deletions.py)."""
     per_link: dict[int, list[int]] = {}
-    for row in clicks:
+    for row in rows:
+        if hidden and _row_ms(row) < hidden.get(row[3], 0):
+            continue
         counts = per_link.setdefault(row[3], [0, 0])
         counts[0] += 1
         counts[1] += 1 - row[5]
-    return len(clicks) + len(orphans), per_link
+    return per_link
+
+
+def _row_ms(row: tuple) -> int:
+    second = row[1] if isinstance(row[1], int) else int(row[1].timestamp())
+    return second * 1000 + row[2]
 
 
 def not_stored(table: str, rows: list[tuple]) -> list[tuple]:
@@ -344,17 +369,6 @@ def not_stored(table: str, rows: list[tuple]) -> list[tuple]:
 def _naive(moment: int | datetime) -> datetime:
     """A row's occurred_at (epoch seconds, or a moment) as the driver sends it."""
     return datetime.fromtimestamp(moment, UTC).replace(tzinfo=None) if isinstance(moment, int) else naive_utc(moment)
-
-
-def stored_by_hour(start: datetime, end: datetime) -> dict[int, tuple[int, int]]:
-    """Per UTC hour of [start, end) (its epoch): the clicks and orphan
-    visits ClickHouse holds that the edges served (not imported ones)."""
-    params = {"start": int(start.timestamp()), "end": int(end.timestamp())}
-    found: dict[int, list[int]] = {}
-    for place, table in enumerate(("clicks", "orphan_visits")):
-        for hour, count in cluster().execute(_STORED_BY_HOUR.format(table=table), params):
-            found.setdefault(int(hour), [0, 0])[place] += count
-    return {hour: (clicks, orphans) for hour, (clicks, orphans) in found.items()}
 
 
 # --- the record of each batch before its insert ------------------------------------

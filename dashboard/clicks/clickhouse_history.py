@@ -39,11 +39,13 @@ from .clickhouse_clicks import (
     IN_ORDER,
     ORPHAN_COLUMNS,
     cluster,
+    counted_per_link,
     naive_utc,
     not_stored,
     orphan_rows,
     using_clickhouse,
 )
+from .clickhouse_deletions import hidden_clicks
 from .clickhouse_import import _ADD_TOTALS, _MARK
 from .copy_rows import CopyFormatError, text_rows
 from .importer import _LOCK_LINKS, ClickImporter
@@ -109,18 +111,15 @@ class ClickHouseHistory(ClickImporter):
     def _count(self, batch, mark: str, new_clicks: list[tuple]) -> None:
         """Its user agents, its marker and, unless the marker was there, its
         new clicks in the links' totals, in one transaction."""
-        per_link: dict[int, list[int]] = {}
-        for row in new_clicks:
-            counts = per_link.setdefault(row[3], [0, 0])
-            counts[0] += 1
-            counts[1] += 1 - row[5]
         with transaction.atomic(), connection.cursor() as cursor:
             added_agents = self._agents_add(cursor, batch)
-            live = []
+            live, per_link = [], {}
             if batch.link_ids:
                 # Held until COMMIT, so that a link deleted meanwhile takes its totals with it.
                 cursor.execute(_LOCK_LINKS, [sorted(batch.link_ids)])
-                live = [link_id for link_id, _ in cursor.fetchall() if link_id in per_link]
+                held = [link_id for link_id, _ in cursor.fetchall()]
+                per_link = counted_per_link(new_clicks, hidden_clicks(held).before)
+                live = [link_id for link_id in held if link_id in per_link]
             cursor.execute(_MARK, {"store": MARK_STORE, "consumer": f"import:{batch.import_id}", "first": mark})
             if cursor.fetchone() and live:
                 counts = [per_link[link_id] for link_id in live]

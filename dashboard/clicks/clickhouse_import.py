@@ -7,7 +7,7 @@ A batch's store step: hold its links against deletion and learn what
 their teams keep of an address (the batch made again if it was made
 otherwise), add its user agents, record the batch, insert it, add its
 clicks to the links' all-time totals (link_click_totals, which the links
-list sorts by) unless its marker in clickhouse_batches says they were,
+list sorts by; not those a deletion of a link's visits hides) unless its marker in clickhouse_batches says they were,
 COMMIT; then acknowledge its entries and forget the record in one
 transaction. A batch read again whose record
 is there is made again from its recorded entries, time and address
@@ -16,7 +16,15 @@ choices, and inserted as it was."""
 from django.db import connection, transaction
 
 from .batch import Batch
-from .clickhouse_clicks import BatchRecords, insert_batch, record_ip_storage, record_made_at, recorded_batch
+from .clickhouse_clicks import (
+    BatchRecords,
+    counted_per_link,
+    insert_batch,
+    record_ip_storage,
+    record_made_at,
+    recorded_batch,
+)
+from .clickhouse_deletions import hidden_clicks
 from .importer import _LOCK_LINKS, BatchResult, ClickImporter
 from .stream import Entry
 
@@ -67,10 +75,12 @@ class ClickHouseImporter(ClickImporter):
                 batch = self._as_teams_chose(batch, links)
                 self.records.record(batch)
             added_agents = self._agents_add(cursor, batch)
-            stored, per_link = insert_batch(batch, again=batch.recorded)
+            stored, rows = insert_batch(batch, again=batch.recorded)
             first = batch.entries[0][0].decode()
             cursor.execute(_MARK, {"store": self.stream.store, "consumer": self.stream.consumer, "first": first})
             if cursor.fetchone():
+                # Read under the links' lock, which a deletion of their visits waits for.
+                per_link = counted_per_link(rows, hidden_clicks([link_id for link_id, _ in links]).before)
                 live = [link_id for link_id, _ in links if link_id in per_link]
                 counts = [per_link[link_id] for link_id in live]
                 cursor.execute(_ADD_TOTALS, [live, [n for n, _ in counts], [human for _, human in counts]])

@@ -9,13 +9,14 @@ bucket or range, and added up over the links, as PostgreSQL's report does.
 Kept to SQL that ClickHouse 18.16 and a current one both accept."""
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from django.conf import settings
 
 from .calendar import zone_name
 from .clickhouse_clicks import cluster, naive_utc
+from .clickhouse_deletions import Hidden, hidden_clicks
 from .report_queries import Point, RawReport, ReportTooLarge, Totals
 from .report_spans import from_key
 from .rollups import DIMENSIONS
@@ -51,13 +52,29 @@ class ClickHouseReport:
     include_bots: bool
     zone: tzinfo
     filters: dict[str, str] = field(default_factory=dict)
+    hidden: Hidden | None = None  # visits deleted (clickhouse_deletions.py); None: asked of PostgreSQL
+
+    def __post_init__(self):
+        if self.hidden is None:
+            self.hidden = hidden_clicks(self.ids)
 
     def _execute(self, query: str, params: dict, *, raw: bool = False, settings: dict | None = None) -> list[tuple]:
         params = {"ids": tuple(self.ids) or (0,), **params}
-        return raw_execute(query, params) if raw else cluster().execute(query, params, settings=settings)
+        return raw_execute(query, params, settings) if raw else cluster().execute(query, params, settings=settings)
 
     def _bots(self) -> str:
         return "" if self.include_bots else " AND is_bot = 0"
+
+    def _split(self, start: datetime) -> tuple["ClickHouseReport", "ClickHouseReport | None"]:
+        """This report's links whose clicks from `start` on none of their
+        deletions hides, and a report of the others (None: there are none),
+        which reads the raw clicks, as the rollups cannot leave a click out."""
+        hidden = self.hidden.after(_ms(start))
+        if not hidden.before:
+            return self, None
+        plain = [link for link in self.ids if link not in hidden.before]
+        masked = [link for link in self.ids if link in hidden.before]
+        return replace(self, ids=plain, hidden=Hidden()), replace(self, ids=masked, hidden=hidden)
 
     def _raw_where(self, start: datetime, end: datetime) -> tuple[str, dict]:
         where = ["link_id IN %(ids)s", "occurred_at >= %(start)s", "occurred_at < %(end)s"]
@@ -65,6 +82,7 @@ class ClickHouseReport:
         for index, (dimension, value) in enumerate(self.filters.items()):
             where.append(f"{dimension} = %(f{index})s")
             params[f"f{index}"] = value
+        where.append(self.hidden.after(_ms(start)).kept(params))
         return " AND ".join(where), params
 
     def series_and_totals(
@@ -75,31 +93,24 @@ class ClickHouseReport:
         sketch of the ranges once for both (reading the sketches is most of
         a report's time, docs/benchmarks.md): a row goes to its bucket's key
         and to the mark (1, 2, ...) of each period it is in, which no
-        bucket's key is (a key is a whole hour's seconds)."""
+        bucket's key is (a key is a whole hour's seconds). The links some
+        of whose clicks in the ranges a deletion hides are asked the same of
+        their raw clicks, and the two added up (visitors are a link's, added
+        over the links)."""
         if self.filters:
             return self.raw_series(start, end, interval), self.raw_totals(periods)
         ranges = [(start, end)] + [(low, high) for _, low, high in periods]
-        keys = [_key(interval, self.zone, "bucket")] + [str(mark) for mark in range(1, len(periods) + 1)]
-        kept = ", ".join(f"bucket >= %(s{i})s AND bucket < %(e{i})s" for i in range(len(ranges)))
-        params = {"low": naive_utc(min(low for low, _ in ranges)), "high": naive_utc(max(high for _, high in ranges))}
-        for i, (low, high) in enumerate(ranges):
-            params |= {f"s{i}": naive_utc(low), f"e{i}": naive_utc(high)}
-        merge = "uniqCombinedMerge(visitors)" if self.include_bots else "uniqCombinedMergeIf(visitors, is_bot = 0)"
-        rows = self._execute(
-            f"""SELECT key, sum(c), sum(h), sum(least(v, {"c" if self.include_bots else "h"})) FROM (
-                SELECT link_id, key, countMerge(clicks) AS c, countMergeIf(clicks, is_bot = 0) AS h, {merge} AS v
-                FROM click_rollup_hour
-                ARRAY JOIN arrayFilter((key, keep) -> keep = 1, [{", ".join(keys)}], [{kept}]) AS key
-                WHERE link_id IN %(ids)s AND bucket >= %(low)s AND bucket < %(high)s
-                GROUP BY link_id, key
-            ) GROUP BY key ORDER BY key""",
-            params,
-            settings=_PER_LINK_ON_EACH_SHARD,
-        )
+        plain, masked = self._split(min(low for low, _ in ranges))
+        rows = plain._series_rows(ranges, interval, raw=False) if plain.ids else []
+        if masked is not None:
+            rows += masked._series_rows(ranges, interval, raw=True)
+        added: dict[int, list[int]] = {}
+        for key, *figures in rows:
+            added[key] = [a + b for a, b in zip(added.get(key, [0, 0, 0]), figures, strict=True)]
         marks = {mark: name for mark, (name, _, _) in enumerate(periods, 1)}
         to_bucket = from_key(interval, self.zone)
         series, found = [], {}
-        for key, clicks, human, visitors in rows:
+        for key, (clicks, human, visitors) in sorted(added.items()):
             counted = clicks if self.include_bots else human
             if key in marks:
                 found[marks[key]] = Totals(clicks=counted, visitors=visitors, bots=clicks - human)
@@ -107,13 +118,55 @@ class ClickHouseReport:
                 series.append(Point(to_bucket(key), counted, visitors))
         return series, {name: found.get(name, Totals(visitors=0)) for name, _, _ in periods}
 
+    def _series_rows(self, ranges: list[tuple[datetime, datetime]], interval: str, *, raw: bool) -> list[tuple]:
+        """(key, clicks, human clicks, visitors) of series_and_totals, from
+        the hourly rollup, or from the raw clicks that no deletion hides."""
+        hour = "toStartOfHour(occurred_at)" if raw else "bucket"
+        keys = [_key(interval, self.zone, hour)] + [str(mark) for mark in range(1, len(ranges))]
+        kept = ", ".join(f"{hour} >= %(s{i})s AND {hour} < %(e{i})s" for i in range(len(ranges)))
+        params = {"low": naive_utc(min(low for low, _ in ranges)), "high": naive_utc(max(high for _, high in ranges))}
+        for i, (low, high) in enumerate(ranges):
+            params |= {f"s{i}": naive_utc(low), f"e{i}": naive_utc(high)}
+        humans = "" if self.include_bots else "If"
+        if raw:
+            source, moment, where = "clicks", "occurred_at", " AND " + self.hidden.kept(params)
+            c, h = "count()", "countIf(is_bot = 0)"
+            v = f"uniqCombined{humans}(visitor_hash{'' if self.include_bots else ', is_bot = 0'})"
+        else:
+            source, moment, where = "click_rollup_hour", "bucket", ""
+            c, h = "countMerge(clicks)", "countMergeIf(clicks, is_bot = 0)"
+            v = f"uniqCombinedMerge{humans}(visitors{'' if self.include_bots else ', is_bot = 0'})"
+        return self._execute(
+            f"""SELECT key, sum(c), sum(h), sum(least(v, {"c" if self.include_bots else "h"})) FROM (
+                SELECT link_id, key, {c} AS c, {h} AS h, {v} AS v
+                FROM {source}
+                ARRAY JOIN arrayFilter((key, keep) -> keep = 1, [{", ".join(keys)}], [{kept}]) AS key
+                WHERE link_id IN %(ids)s AND {moment} >= %(low)s AND {moment} < %(high)s{where}
+                GROUP BY link_id, key
+            ) GROUP BY key ORDER BY key""",
+            params,
+            raw=raw,
+            settings=_PER_LINK_ON_EACH_SHARD,
+        )
+
     def breakdowns(self, start: datetime, end: datetime, top: int | None) -> dict[str, list[tuple[str, int]]]:
         """Each dimension's values over [start, end) (reports ask without
         filters): the whole UTC months within it from the breakdown rollup
         (sql/clickhouse/0002_breakdowns.sql), and from the raw clicks the
         days at either end and, if there are any, the clicks of those months
         stored before the rollup was (in_breakdowns = 0: PREWHERE reads the
-        other columns only of the parts of the range that hold such rows)."""
+        other columns only of the parts of the range that hold such rows).
+        The links some of whose clicks in the range a deletion hides are
+        counted from their raw clicks alone."""
+        plain, masked = self._split(start)
+        counts = plain._breakdown_counts(start, end) if plain.ids else {}
+        if masked is not None:
+            where, params = masked._raw_where(start, end)
+            for dimension, items in masked._counts([("clicks", where + self._bots())], params).items():
+                counts[dimension] = _added(counts.get(dimension, []), items)
+        return _ranked({dimension: counts.get(dimension, []) for dimension in DIMENSIONS}, top, keep_whole=("rule",))
+
+    def _breakdown_counts(self, start: datetime, end: datetime) -> dict[str, list[tuple[str, int]]]:
         where, params = self._raw_where(start, end)
         sources, rolled = [("clicks", where + self._bots())], ""
         first, last = _whole_months(start, end)
@@ -131,7 +184,7 @@ class ClickHouseReport:
                 "SELECT dimension, value, toUInt64(sum(clicks)) AS n FROM click_breakdown_month"
                 f" WHERE {links} AND month >= %(m0)s AND month < %(m1)s GROUP BY dimension, value"
             )
-        return _ranked(self._counts(sources, params, rolled=rolled), top, keep_whole=("rule",))
+        return self._counts(sources, params, rolled=rolled)
 
     # --- from the raw clicks, under filters ------------------------------------------
 
@@ -196,12 +249,13 @@ class ClickHouseReport:
         return counts
 
 
-def raw_execute(query: str, params: dict) -> list[tuple]:
-    """A statement over the raw clicks, stopped at REPORT_RAW_TIMEOUT_MS
-    (max_execution_time) as a report too large, as PostgreSQL's are."""
+def raw_execute(query: str, params: dict, more: dict | None = None) -> list[tuple]:
+    """A statement over the raw clicks (with `more` settings), stopped at
+    REPORT_RAW_TIMEOUT_MS (max_execution_time) as a report too large, as
+    PostgreSQL's are."""
     from clickhouse_driver.errors import ServerException
 
-    options = {"max_execution_time": max(1, settings.REPORT_RAW_TIMEOUT_MS // 1000)}
+    options = {"max_execution_time": max(1, settings.REPORT_RAW_TIMEOUT_MS // 1000), **(more or {})}
     try:
         return cluster().execute(query, params, settings=options)
     except ServerException as error:
@@ -220,6 +274,17 @@ def _whole_months(start: datetime, end: datetime) -> tuple[datetime, datetime]:
     if first < start:
         first = (first + timedelta(days=32)).replace(day=1)
     return first, end.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def _added(these: list[tuple[str, int]], those: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    together = dict(these)
+    for value, n in those:
+        together[value] = together.get(value, 0) + n
+    return list(together.items())
 
 
 def _ranked(counts: dict, top: int | None, keep_whole: tuple[str, ...] = ()) -> dict[str, list[tuple[str, int]]]:

@@ -13,12 +13,12 @@ from uuid import UUID
 
 from django.db import connection
 
-from .clickhouse_clicks import cluster, naive_utc
+from .clickhouse_clicks import MOMENT_MS, cluster, naive_utc
+from .clickhouse_deletions import hidden_clicks, orphans_kept
 from .clickhouse_reports import raw_execute
 
 NEWEST_FIRST = "ORDER BY occurred_at DESC, occurred_ms DESC, toString(click_id) DESC"
 OLDEST_FIRST = "ORDER BY occurred_at, occurred_ms, toString(click_id)"
-MOMENT_MS = "(toUInt64(occurred_at) * 1000 + occurred_ms)"  # a click's moment, in whole milliseconds
 
 
 def _ms(moment: datetime) -> int:
@@ -97,6 +97,7 @@ class ClickHouseClicks:
         where = ["link_id IN %(ids)s"]
         self._params = {"ids": tuple(link_ids) or (0,)}
         _span_where(span, where, self._params)
+        where.append(hidden_clicks(link_ids).after(span.start and _ms(span.start)).kept(self._params))
         self._where = " AND ".join(where)
 
     def count(self) -> int:
@@ -123,7 +124,8 @@ def user_agents_of(ids: set[int]) -> dict[int, str]:
 
 
 def _orphan_where(span, domain: str | None) -> tuple[str, dict]:
-    where, params = ["1 = 1"], {}
+    params = {}
+    where = [orphans_kept(params)]
     _span_where(span, where, params)
     if domain is not None:
         where.append("domain = %(domain)s")
@@ -151,25 +153,40 @@ def orphan_visits_counted(span, domain: str | None) -> tuple[int, int]:
 
 
 def clicks_per_link(ids: list[int], start: datetime, end: datetime, include_bots: bool) -> dict[int, int]:
-    """Each link's clicks in [start, end) (whole UTC hours), from the hourly rollup."""
+    """Each link's clicks in [start, end) (whole UTC hours), from the hourly
+    rollup, or from the raw clicks for the links a deletion hides some of."""
     bots = "" if include_bots else " AND is_bot = 0"
-    return dict(
+    hidden = hidden_clicks(ids).after(_ms(start))
+    params = {"start": naive_utc(start), "end": naive_utc(end)}
+    found = dict(
         cluster().execute(
             "SELECT link_id, countMerge(clicks) AS c FROM click_rollup_hour WHERE link_id IN %(ids)s"
             f" AND bucket >= %(start)s AND bucket < %(end)s{bots} GROUP BY link_id HAVING c > 0",
-            {"ids": tuple(ids) or (0,), "start": naive_utc(start), "end": naive_utc(end)},
+            {**params, "ids": tuple(link for link in ids if link not in hidden.before) or (0,)},
         )
     )
+    if hidden.before:
+        params["ids"] = tuple(hidden.before)
+        found.update(
+            cluster().execute(
+                "SELECT link_id, count() AS c FROM clicks WHERE link_id IN %(ids)s AND occurred_at >= %(start)s"
+                f" AND occurred_at < %(end)s{bots} AND {hidden.kept(params)} GROUP BY link_id HAVING c > 0",
+                params,
+            )
+        )
+    return found
 
 
 def clicks_per_rule(ids: list[int], start: datetime, end: datetime, include_bots: bool) -> dict[int, dict[str, int]]:
     """Each link's clicks in [start, end) by the rule or split destination that served them."""
     bots = "" if include_bots else " AND is_bot = 0"
+    params = {"ids": tuple(ids) or (0,), "start": naive_utc(start), "end": naive_utc(end)}
+    kept = hidden_clicks(ids).after(_ms(start)).kept(params)
     found: dict[int, dict[str, int]] = {}
     for link_id, rule, n in cluster().execute(
         "SELECT link_id, rule, count() FROM clicks WHERE link_id IN %(ids)s AND occurred_at >= %(start)s"
-        f" AND occurred_at < %(end)s AND rule IS NOT NULL{bots} GROUP BY link_id, rule",
-        {"ids": tuple(ids) or (0,), "start": naive_utc(start), "end": naive_utc(end)},
+        f" AND occurred_at < %(end)s AND rule IS NOT NULL{bots} AND {kept} GROUP BY link_id, rule",
+        params,
     ):
         found.setdefault(link_id, {})[rule] = n
     return found
@@ -182,8 +199,9 @@ _REFERER_HOST = "lower(extract(referer, '^[A-Za-z][A-Za-z0-9+.-]*://([^/?#:@]+)'
 def orphan_report(start: datetime, end: datetime, *, include_bots: bool, domain, kind, top: int) -> tuple:
     """What orphans.orphan_visits reads: (visits, bots, [(domain, slug, kind,
     visits, bots)], [(referrer host, visits, bots)]), the lists most first."""
-    where = "occurred_at >= %(start)s AND occurred_at < %(end)s" + ("" if include_bots else " AND is_bot = 0")
     params = {"start": naive_utc(start), "end": naive_utc(end), "domain": domain, "kind": kind, "top": top}
+    where = f"occurred_at >= %(start)s AND occurred_at < %(end)s AND {orphans_kept(params)}"
+    where += "" if include_bots else " AND is_bot = 0"
     if domain is not None:
         where += " AND domain = %(domain)s"
     if kind is not None:
@@ -205,8 +223,9 @@ def orphan_report(start: datetime, end: datetime, *, include_bots: bool, domain,
 
 def visits_after_the_end(domain: str, slug: str) -> int:
     """Orphan visits of kind expired and limit on a slug of a domain."""
+    params = {"slug": slug, "domain": domain}
     return raw_execute(
         "SELECT count() FROM orphan_visits WHERE slug = %(slug)s AND domain = %(domain)s"
-        " AND kind IN ('expired', 'limit')",
-        {"slug": slug, "domain": domain},
+        f" AND kind IN ('expired', 'limit') AND {orphans_kept(params)}",
+        params,
     )[0][0]

@@ -11,6 +11,7 @@ from teams.audit import record
 from teams.models import Action, Role
 
 from .clickhouse_clicks import using_clickhouse
+from .clickhouse_deletions import link_visits_hide, orphan_visits_hide
 from .deletions import link_clicks_delete, orphan_visits_delete_all, record_hold
 from .rollups import link_delete_rollups
 
@@ -39,27 +40,13 @@ def clicks_delete_for_link(*, link_id: int, **signal) -> None:
         _delete_clicks_of(cursor, link_id)
 
 
-class VisitsNotDeletable(Exception):
-    """Visits cannot be deleted from this click store (yet)."""
-
-    MESSAGE = (
-        "Visits cannot be deleted while clicks are stored in ClickHouse (CLICK_STORE=clickhouse): "
-        "that is not built yet. Nothing was deleted."
-    )
-
-
-def _deletable() -> None:
-    # ClickHouse 18.16's mutations leave an emptied part whose index breaks
-    # every later read by link (docs/scale-out.md): not deleted until built otherwise.
-    if using_clickhouse():
-        raise VisitsNotDeletable(VisitsNotDeletable.MESSAGE)
-
-
 @transaction.atomic
 def link_visits_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> int:
     """Deletes every visit of a link that stays: its raw clicks, rollups and
     totals, so that its reports start again from nothing; `actor` must be an
     editor of its team (None: the system). Returns how many clicks went.
+    With CLICK_STORE=clickhouse, those PostgreSQL still holds go, and the
+    cluster's from before now are hidden (clickhouse_deletions.py).
 
     The link's row is locked first (FOR UPDATE), which waits for an import
     or a day fold holding it (FOR KEY SHARE, importer.py, rollups.py) and
@@ -70,13 +57,14 @@ def link_visits_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> 
     to the team's audit log when it deleted any."""
     if actor is not None:
         access.require(actor, link.team_id, Role.EDITOR, to="delete a link's visits")
-    _deletable()
     with connection.cursor() as cursor:
         record_hold(cursor)
         cursor.execute(f"SELECT id FROM {Link._meta.db_table} WHERE id = %s FOR UPDATE", [link.pk])
         if cursor.fetchone() is None:
             return 0
         deleted = _delete_clicks_of(cursor, link.pk)
+        if using_clickhouse():
+            deleted += link_visits_hide(cursor, link.pk)
     if not deleted:
         return 0
     record(
@@ -94,9 +82,13 @@ def link_visits_delete(*, link: Link, actor: AbstractBaseUser | None = None) -> 
 def orphan_visits_delete(*, actor: AbstractBaseUser | None = None) -> int:
     """Deletes every orphan visit, recording them as deleted for the
     accounting (deletions.py); `actor` must see the operations reports
-    (links.selectors.sees_operations; None: the system). Returns how many went."""
+    (links.selectors.sees_operations; None: the system). Returns how many went.
+    With CLICK_STORE=clickhouse, the cluster's from before now are hidden
+    (clickhouse_deletions.py)."""
     if actor is not None and not sees_operations(actor):
         raise PermissionDenied("Orphan visits are for staff and superusers only.")
-    _deletable()
     with connection.cursor() as cursor:
-        return orphan_visits_delete_all(cursor)
+        deleted = orphan_visits_delete_all(cursor)
+        if using_clickhouse():
+            deleted += orphan_visits_hide(cursor)
+        return deleted

@@ -340,11 +340,7 @@ def link_visits_delete(request, slug: str):
     DELETE /short-urls/{shortCode}/visits does."""
     link = link_or_404(request, slug, Role.EDITOR)
     if request.method == "POST":
-        try:
-            deleted = click_services.link_visits_delete(link=link, actor=request.user)
-        except click_services.VisitsNotDeletable as refused:
-            messages.error(request, str(refused))
-            return redirect(reverse("web:link-detail", args=[slug]) + link.domain_query)
+        deleted = click_services.link_visits_delete(link=link, actor=request.user)
         messages.success(request, f"Deleted {deleted} visit{'s' if deleted != 1 else ''} of {slug}.")
         return redirect(reverse("web:link-detail", args=[slug]) + link.domain_query)
     totals = link_totals(link_ids=[link.pk])[link.pk]

@@ -134,10 +134,7 @@ class ShortUrlVisitsView(_LinkVisitsView):
         return links_visible_to(request.user).filter(pk=link_of(request, short_code).pk)
 
     def delete(self, request, version, short_code):
-        try:
-            deleted = click_services.link_visits_delete(link=link_of(request, short_code), actor=request.user)
-        except click_services.VisitsNotDeletable as refused:
-            raise Problem(409, "visits-not-deletable", "Visits cannot be deleted", str(refused)) from None
+        deleted = click_services.link_visits_delete(link=link_of(request, short_code), actor=request.user)
         return Response({"deletedVisits": deleted})
 
 
@@ -192,10 +189,7 @@ class OrphanVisitsView(ShlinkView):
             raise invalid_data({"domain": exc.messages}) from None
 
     def delete(self, request, version):
-        try:
-            deleted = click_services.orphan_visits_delete(actor=request.user)
-        except click_services.VisitsNotDeletable as refused:
-            raise Problem(409, "visits-not-deletable", "Visits cannot be deleted", str(refused)) from None
+        deleted = click_services.orphan_visits_delete(actor=request.user)
         return Response({"deletedVisits": deleted})
 
 

@@ -16,7 +16,7 @@ from django.db import connection
 
 from clicks import clickhouse_history
 from clicks.batch import NULL
-from clicks.clickhouse_clicks import stored_by_hour
+from clicks.clickhouse_deletions import stored_by_hour
 from clicks.clickhouse_history import ClickHouseHistory
 from clicks.enrichment import Enricher
 from clicks.importer import ClickImporter

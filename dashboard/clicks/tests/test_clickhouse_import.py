@@ -20,9 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
-from django.test import Client
 
-from api.tests.shlink import shlink_client
 from clicks import clickhouse_clicks
 from clicks.accounting import accounts
 from clicks.batch import BatchMaker
@@ -30,7 +28,6 @@ from clicks.clickhouse_clicks import BATCH_OF, RECORD_PREFIX, BatchRecords
 from clicks.clickhouse_import import ClickHouseImporter
 from clicks.importer import _Feed
 from clicks.reports import link_totals
-from clicks.services import VisitsNotDeletable, link_visits_delete
 from clicks.stream import ClickStream
 from links.services import link_delete
 from slingshot.contract import CLICKS_GROUP as GROUP
@@ -57,10 +54,10 @@ def migrated(clickhouse_cluster):
 def cluster(migrated, settings):
     settings.CLICK_STORE = "clickhouse"
     settings.CLICKHOUSE_URLS = migrated.urls
-    clickhouse_clicks.cluster.cache_clear()
+    clickhouse_clicks.forget_cluster()
     get_redis().delete(BATCH_OF)
     yield migrated
-    clickhouse_clicks.cluster.cache_clear()
+    clickhouse_clicks.forget_cluster()
 
 
 def ch_importer(consumer: str, **stream_options) -> ClickHouseImporter:
@@ -347,14 +344,10 @@ def test_the_importer_killed_under_load_and_a_replica_stopped_lose_and_double_no
     _drained_and_each_click_once(cluster, final, log, two_links, load.added, drain=120, settle=30)
 
 
-def test_visits_are_not_deleted_from_the_cluster_but_refused_saying_so_and_a_deleted_links_stay_counted(
-    cluster, two_links
-):
-    """Deleting visits is not built for ClickHouse (18.16's mutations leave
-    parts that break reads by link): "Delete its visits" is refused, in the
-    dashboard, in Shlink's API and in the service, and nothing goes. A
-    link deleted keeps its clicks in the cluster, where no report asks for
-    them, and the accounting counts them as stored, as the edges served them."""
+def test_a_deleted_links_clicks_stay_in_the_cluster_and_counted_stored(cluster, two_links):
+    """A link deleted keeps its clicks in the cluster, where no report asks
+    for them, and the accounting counts them as stored, as the edges served
+    them (deleting a link's visits is clicks/tests/test_clickhouse_deletions.py)."""
     a, b = two_links
     add_entry([click(a) for _ in range(5)] + [click(b) for _ in range(3)])
     assert ch_importer("ch-deleting").run(once=True) == 8
@@ -366,18 +359,6 @@ def test_visits_are_not_deleted_from_the_cluster_but_refused_saying_so_and_a_del
 
     assert until(lambda: stored(cluster, two_links), 8) == 8
     before = until(account, account())
-    owner = a.owner
-    with pytest.raises(VisitsNotDeletable, match="not built yet. Nothing was deleted."):
-        link_visits_delete(link=a, actor=owner)
-    answer = shlink_client(owner).delete(f"/rest/v3/short-urls/{a.slug}/visits")
-    assert answer.status_code == 409 and answer.json()["type"].endswith("visits-not-deletable")
-    assert "Nothing was deleted" in answer.json()["detail"]
-    web = Client()
-    web.force_login(owner)
-    page = web.post(f"/links/{a.slug}/visits/delete/", follow=True)
-    assert page.status_code == 200 and "Nothing was deleted" in page.content.decode()
-    assert stored(cluster, [a]) == 5 and all_time([a]) == 5 and account() == before
-
     kept = [b.pk]
     link_delete(link=b)
     query = "SELECT count() FROM clicks WHERE link_id IN %(ids)s"
@@ -454,7 +435,7 @@ def test_an_importer_of_this_version_waits_for_migrate_clicks_and_then_stores_ea
         clients = {node.name: node.client() for node in older.nodes}
         migrate(clients, cluster="older", known=migrations()[:1])
         settings.CLICK_STORE, settings.CLICKHOUSE_URLS, settings.CLICKHOUSE_CLUSTER = "clickhouse", older.urls, "older"
-        clickhouse_clicks.cluster.cache_clear()
+        clickhouse_clicks.forget_cluster()
         get_redis().delete(BATCH_OF)
         a, b = two_links
         add_entry([click(a) for _ in range(5)] + [click(b) for _ in range(3)])
@@ -472,5 +453,5 @@ def test_an_importer_of_this_version_waits_for_migrate_clicks_and_then_stores_ea
         whole = report.breakdowns(month - timedelta(days=40), month + timedelta(days=40), None)
         assert whole["browser"] == [("Firefox", 8)] and whole["referer_host"] == [("news.example.org", 8)]
     finally:
-        clickhouse_clicks.cluster.cache_clear()
+        clickhouse_clicks.forget_cluster()
         older.cleanup()

@@ -152,11 +152,11 @@ def before_the_move(migrated, settings):
     assert counts[0] > 800 and counts[1] > 50
     on_postgresql = _answers(links)
     settings.CLICK_STORE, settings.CLICKHOUSE_URLS = "clickhouse", migrated.urls
-    clickhouse_clicks.cluster.cache_clear()
+    clickhouse_clicks.forget_cluster()
     accounting = _stored_by_hour()
     assert sum(hour[1] for hour in accounting) > 50
     yield links, counts, on_postgresql, accounting
-    clickhouse_clicks.cluster.cache_clear()
+    clickhouse_clicks.forget_cluster()
 
 
 def test_moved_clicks_read_the_same_from_the_cluster_and_the_accounting_is_unchanged(migrated, before_the_move):

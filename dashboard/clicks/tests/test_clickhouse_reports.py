@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test import override_settings
 
 from clicks import clickhouse_clicks
@@ -24,6 +25,7 @@ from clicks.campaigns import campaign_clicks
 from clicks.clickhouse_import import ClickHouseImporter
 from clicks.orphans import orphan_visits, visits_after_the_end
 from clicks.reports import LinkTotals, link_stats, link_totals
+from clicks.services import link_visits_delete
 from clicks.stream import ClickStream
 from clicks.visits import VisitsRange, link_clicks, orphan_visit_counts, orphan_visits_page
 from links.models import Link
@@ -55,20 +57,25 @@ def migrated(clickhouse_cluster):
     return clickhouse_cluster
 
 
-def _clicks(links, n: int, rng: random.Random) -> list[dict]:
+def _clicks(links, n: int, rng: random.Random, between: tuple[datetime, datetime] | None = None) -> list[dict]:
+    """n clicks of the links and orphan visits of the last 75 days, or n
+    clicks of the links `between` two moments."""
     clicks = []
     for _ in range(n):
         link = rng.choice(links)
-        moment = NOW - timedelta(minutes=rng.randrange(60 * 24 * 75))
+        if between:
+            moment = between[0] + (between[1] - between[0]) * rng.random()
+        else:
+            moment = NOW - timedelta(minutes=rng.randrange(60 * 24 * 75))
         click = {
-            "ts": int(moment.timestamp() * 1000) + rng.randrange(1000),
+            "ts": int(moment.timestamp() * 1000) + (0 if between else rng.randrange(1000)),
             "slug": link.slug,
             "link": link.pk,
             "ip": f"198.51.{rng.randrange(4)}.{rng.randrange(1, 40)}",
             "ua": rng.choice(AGENTS),
             "ref": rng.choice(REFERERS),
         }
-        if rng.random() < 0.1:  # an orphan visit
+        if rng.random() < 0.1 and not between:  # an orphan visit
             click.update(slug=f"gone{rng.randrange(5)}", link=None, kind=rng.choice(["unknown", "expired"]))
             click["domain"] = rng.choice(DOMAINS)
         elif link.rules and rng.random() < 0.3:
@@ -77,6 +84,20 @@ def _clicks(links, n: int, rng: random.Random) -> list[dict]:
             click["rule"] = rng.choice(["ab1", "ab2"])
         clicks.append(click)
     return clicks
+
+
+def _import_into_clickhouse():
+    stream = ClickStream(get_redis(), consumer="rep-ch")
+    ClickHouseImporter(stream=stream, maker=BatchMaker(ENRICHER, visitors_per_click=True)).run(once=True)
+
+
+def _on_every_replica(cluster, ids: list[int], clicks: int) -> None:
+    """Waits until every replica holds the links' clicks: a report may read either."""
+    local = "SELECT count() FROM clicks_local WHERE link_id IN %(ids)s"
+    deadline = time.monotonic() + 30
+    while sum(node.client().execute(local, {"ids": tuple(ids)})[0][0] for node in cluster.nodes) != 2 * clicks:
+        assert time.monotonic() < deadline, "the cluster did not get every click on both replicas"
+        time.sleep(0.2)
 
 
 def three_links() -> list:
@@ -119,17 +140,8 @@ def _both_stores(cluster, *, ties: int = 0) -> list:
     for prefix, clicks in entries:  # the very same clicks, ids and all, again
         add_entry(clicks, prefix=prefix)
 
-    def import_into_clickhouse():
-        stream = ClickStream(get_redis(), consumer="rep-ch")
-        ClickHouseImporter(stream=stream, maker=BatchMaker(ENRICHER, visitors_per_click=True)).run(once=True)
-
-    _on("clickhouse", cluster.urls, import_into_clickhouse)
-    # Every replica has them: a report may read either.
-    local = "SELECT count() FROM clicks_local WHERE link_id IN %(ids)s"
-    deadline = time.monotonic() + 30
-    while sum(node.client().execute(local, {"ids": tuple(ids)})[0][0] for node in cluster.nodes) != 2 * served:
-        assert time.monotonic() < deadline, "the cluster did not get every click on both replicas"
-        time.sleep(0.2)
+    _on("clickhouse", cluster.urls, _import_into_clickhouse)
+    _on_every_replica(cluster, ids, served)
     # The ClickHouse importer adds to the links' all-time totals as the other
     # does (both did here, into the one database), and its rollup agrees.
     twice = link_totals(link_ids=ids)
@@ -152,11 +164,11 @@ def _both_stores(cluster, *, ties: int = 0) -> list:
 
 def _on(store: str, urls, ask):
     with override_settings(CLICK_STORE=store, CLICKHOUSE_URLS=urls):
-        clickhouse_clicks.cluster.cache_clear()
+        clickhouse_clicks.forget_cluster()
         try:
             return ask()
         finally:
-            clickhouse_clicks.cluster.cache_clear()
+            clickhouse_clicks.forget_cluster()
 
 
 CASES = [
@@ -253,3 +265,74 @@ def test_visits_one_by_one_and_the_campaign_report_read_the_same_from_either_sto
     assert sum(on_postgresql[1]) > 0  # visits after the end (expired) on the first domain
     for index, (theirs, ours) in enumerate(zip(on_postgresql, on_clickhouse, strict=True)):
         assert ours == theirs, index
+
+
+def test_after_a_links_visits_are_deleted_both_stores_still_read_the_same(migrated):
+    """One link's visits deleted on each store (clicks.services.link_visits_delete:
+    PostgreSQL's rows go, the cluster's are hidden, clicks/clickhouse_deletions.py)
+    with clicks of the same hour before the deletion and after it: every
+    kind of report, the visits one by one, the campaign report and the
+    all-time totals still read the same from either store."""
+    links = _both_stores(migrated)
+    ids = [link.pk for link in links]
+    deleted = links[1]
+    held = (
+        migrated.nodes[0].client().execute("SELECT count() FROM clicks WHERE link_id IN %(ids)s", {"ids": tuple(ids)})
+    )
+    in_cluster = held[0][0]
+    rng = random.Random(8)
+
+    def into_both(clicks: list[dict]) -> int:
+        add_entry(clicks, prefix=uuid.uuid4().hex[:16])
+        importer("rep-pg").run(once=True)
+        add_entry(clicks, prefix=uuid.uuid4().hex[:16])
+        _on("clickhouse", migrated.urls, _import_into_clickhouse)
+        return sum(1 for click in clicks if click["link"])
+
+    in_cluster += into_both(_clicks(links, 150, rng, between=(NOW, datetime.now(UTC))))
+    _on("postgresql", [], lambda: link_visits_delete(link=deleted))
+    _on("clickhouse", migrated.urls, lambda: link_visits_delete(link=deleted))
+    since = datetime.now(UTC) + timedelta(milliseconds=5)
+    time.sleep(1.5)
+    later = _clicks(links, 150, rng, between=(since, datetime.now(UTC)))
+    in_cluster += into_both(later)
+    _on_every_replica(migrated, ids, in_cluster)
+    try:
+        start, end = NOW - timedelta(days=40), NOW + timedelta(hours=2)
+        cases = [case for case in CASES if case[0] in ("hour", "week") or case[1] == ZONES[1]]
+
+        def ask():
+            answers = []
+            for interval, zone, bots, filters in cases:
+                answers.append(
+                    link_stats(
+                        link_ids=ids[:2],
+                        start=start,
+                        end=end,
+                        interval=interval,
+                        include_bots=bots,
+                        top=None,
+                        zone=zone,
+                        filters=filters,
+                        compare=True,
+                        now=NOW,
+                    )
+                )
+            answers.append(link_stats(link_ids=ids, start=NOW - timedelta(days=70), end=end, top=None).breakdowns)
+            for span in (VisitsRange(), VisitsRange(start=NOW - timedelta(days=1), include_bots=False)):
+                clicks = link_clicks(Link.objects.filter(pk__in=ids[1:]), span)
+                answers.append((clicks.count(), _visits(clicks[0:60])))
+            answers.append(campaign_clicks(Link.objects.filter(pk__in=ids), start=start, end=end, include_bots=True))
+            return answers
+
+        on_postgresql, on_clickhouse = _on("postgresql", [], ask), _on("clickhouse", migrated.urls, ask)
+        kept = sum(1 for click in later if click["link"] == deleted.pk)
+        assert kept > 10 and on_postgresql[-3][0] > kept  # the deleted link's later clicks, and the third link's
+        assert len(cases) == 48 and all(answer.clicks for answer in on_postgresql[:48])
+        for index, (theirs, ours) in enumerate(zip(on_postgresql, on_clickhouse, strict=True)):
+            assert ours == theirs, (index, cases[index] if index < len(cases) else None)
+        # Both importers added the later clicks to the one database's totals; nothing from before the deletion.
+        assert link_totals(link_ids=[deleted.pk])[deleted.pk].clicks == 2 * kept
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM clickhouse_deletions")

@@ -2,11 +2,14 @@
 fixture: ClickHouse 18.16, two shards of two replicas, and ZooKeeper):
 migrate_clicks, where an insert through the Distributed table lands, that
 a batch inserted again is stored, and rolled up, once, and that the clicks
-stored before the breakdown rollup (sql/clickhouse/0002) are counted once."""
+stored before the breakdown rollup (sql/clickhouse/0002) are counted once,
+and that threads read it each on its own connection."""
 
 import random
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from itertools import product
@@ -16,6 +19,7 @@ from django.core.management import CommandError, call_command
 
 from clicks import clickhouse_clicks
 from clicks.clickhouse_clicks import CLICK_COLUMNS
+from clicks.clickhouse_deletions import Hidden
 from clicks.clickhouse_reports import ClickHouseReport
 from clicks.clickhouse_schema import migrate, migrations
 from devstack.clickhouse import ClickHouseCluster
@@ -282,7 +286,7 @@ def test_the_clicks_stored_before_the_breakdown_rollup_are_counted_from_the_raw_
 
         settings.CLICK_STORE, settings.CLICKHOUSE_URLS = "clickhouse", upgraded.urls
         settings.CLICKHOUSE_CLUSTER = "upgraded"
-        clickhouse_clicks.cluster.cache_clear()
+        clickhouse_clicks.forget_cluster()
         try:
             expected = {
                 "browser": [("Firefox", 11), ("Safari", 5)],
@@ -302,13 +306,41 @@ def test_the_clicks_stored_before_the_breakdown_rollup_are_counted_from_the_raw_
                 (month - timedelta(days=3), HOUR + timedelta(hours=1)),  # no whole month: the raw clicks alone
             ]
             for (start, end), (include_bots, counts) in product(ranges, ((False, expected), (True, with_bots))):
-                report = ClickHouseReport(ids=[link], include_bots=include_bots, zone=UTC)
+                report = ClickHouseReport(ids=[link], include_bots=include_bots, zone=UTC, hidden=Hidden())
                 found = _until(lambda r=report, s=start, e=end: r.breakdowns(s, e, None), counts, timeout=10)
                 assert found == counts, (start, end, include_bots)
             # The new importer's clicks alone are in the rollup: the reports add the rest.
             rolled = {key: n for key, n in _breakdowns(upgraded, link).items() if key[1] in ("browser", "rule")}
             assert rolled == {(0, "browser", "Firefox"): 4, (1, "browser", "Googlebot"): 3, (1, "rule", "2"): 3}
         finally:
-            clickhouse_clicks.cluster.cache_clear()
+            clickhouse_clicks.forget_cluster()
     finally:
         upgraded.cleanup()
+
+
+def test_threads_each_read_the_cluster_on_their_own_connection(cluster, settings):
+    """A dashboard served with threads (`gunicorn --threads`) reads the
+    cluster from several threads at once: each has its own connection, and
+    each statement its own answer. One connection shared, clickhouse_driver
+    refuses a statement sent while another's answer is being read."""
+    settings.CLICK_STORE, settings.CLICKHOUSE_URLS = "clickhouse", cluster.urls
+    clickhouse_clicks.forget_cluster()
+    start = threading.Barrier(4)
+
+    def ask(n: int) -> list[int]:
+        start.wait()
+        try:
+            return [
+                clickhouse_clicks.cluster().execute(f"SELECT sum(number) + {n} FROM numbers(300000)")[0][0]
+                for _ in range(15)
+            ]
+        finally:
+            clickhouse_clicks.forget_cluster()
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(ask, range(4)))
+        assert answers == [[sum(range(300000)) + n] * 15 for n in range(4)]
+        assert clickhouse_clicks.cluster() is clickhouse_clicks.cluster()  # one per thread, kept
+    finally:
+        clickhouse_clicks.forget_cluster()
