@@ -76,9 +76,18 @@ class ClickHouseReport:
         masked = [link for link in self.ids if link in hidden.before]
         return replace(self, ids=plain, hidden=Hidden()), replace(self, ids=masked, hidden=hidden)
 
+    def _kept_from(self, start: datetime) -> datetime:
+        """`start`, or the second of the earliest deletion after it when a
+        deletion hides each link's clicks from before some moment after it:
+        the raw clicks' key range then starts there."""
+        hidden = self.hidden.after(_ms(start))
+        if not self.ids or any(link not in hidden.before for link in self.ids):
+            return start
+        return max(start, datetime.fromtimestamp(min(hidden.before.values()) // 1000, UTC))
+
     def _raw_where(self, start: datetime, end: datetime) -> tuple[str, dict]:
         where = ["link_id IN %(ids)s", "occurred_at >= %(start)s", "occurred_at < %(end)s"]
-        params = {"start": naive_utc(start), "end": naive_utc(end)}
+        params = {"start": naive_utc(self._kept_from(start)), "end": naive_utc(end)}
         for index, (dimension, value) in enumerate(self.filters.items()):
             where.append(f"{dimension} = %(f{index})s")
             params[f"f{index}"] = value
@@ -124,7 +133,8 @@ class ClickHouseReport:
         hour = "toStartOfHour(occurred_at)" if raw else "bucket"
         keys = [_key(interval, self.zone, hour)] + [str(mark) for mark in range(1, len(ranges))]
         kept = ", ".join(f"{hour} >= %(s{i})s AND {hour} < %(e{i})s" for i in range(len(ranges)))
-        params = {"low": naive_utc(min(low for low, _ in ranges)), "high": naive_utc(max(high for _, high in ranges))}
+        first = self._kept_from(min(low for low, _ in ranges)) if raw else min(low for low, _ in ranges)
+        params = {"low": naive_utc(first), "high": naive_utc(max(high for _, high in ranges))}
         for i, (low, high) in enumerate(ranges):
             params |= {f"s{i}": naive_utc(low), f"e{i}": naive_utc(high)}
         humans = "" if self.include_bots else "If"
