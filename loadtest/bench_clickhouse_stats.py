@@ -18,7 +18,11 @@ link's year: by hour, by day, and by day, week and month in Europe/Paris,
 each as the chart asks (series and totals, top=0: the hourly rollup) and
 as the stats page asks (top=50, and the totals of the year before: the
 breakdowns from the monthly breakdowns' rollup, and the raw clicks of the
-days at the year's ends).
+days at the year's ends); and the stats page again once the hot link's
+visits were deleted a week before the year's end (clicks/clickhouse_deletions.py:
+its raw clicks from then on, as the rollups cannot leave the others out).
+The reports read which visits were deleted from a throwaway PostgreSQL
+(devstack.throwaway), migrated, as the dashboard's.
 Cold: the nodes' mark caches dropped and the cluster's files evicted from
 the page cache (posix_fadvise DONTNEED, no other file touched) before each
 run; warm: run again at once. Medians of `--runs` runs. The cluster and
@@ -43,6 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
 from devstack.clickhouse import ClickHouseCluster  # noqa: E402
+from devstack.throwaway import ThrowawayStack  # noqa: E402
 
 CHUNK = 10_000_000  # rows an INSERT ... SELECT
 BYTES_A_CLICK = 150  # on disk, a replica, with the rollup and room for merges: generous
@@ -92,18 +97,15 @@ def main() -> None:
     if args.smoke:
         args.clicks, args.links, args.runs = 300_000, 1_000, 2
     cluster = ClickHouseCluster(shards=2, replicas=args.replicas)
+    stack = ThrowawayStack(prefix="slingshot-bench-ch-stats-")
     scale_to_disk(args, cluster.root)
     try:
         cluster.start()
+        stack.start()
         os.environ.update(
             {
-                "SLINGSHOT_ENV_FILE": "",
+                **stack.environment(),
                 "DJANGO_SETTINGS_MODULE": "slingshot.settings",
-                "SECRET_KEY": "bench-only",
-                "EDGE_DASHBOARD_SECRET": "bench-only",
-                # Reports with CLICK_STORE=clickhouse ask the cluster alone.
-                "DATABASE_URL": "postgres://unused:unused@127.0.0.1:1/unused",
-                "REDIS_URL": "redis://127.0.0.1:1/0",
                 "CLICK_STORE": "clickhouse",
                 "CLICKHOUSE_URLS": ",".join(cluster.urls),
                 "LOG_LEVEL": "WARNING",
@@ -112,7 +114,11 @@ def main() -> None:
         import django
 
         django.setup()
+        from django.core.management import call_command
+
         from clicks.clickhouse_schema import migrate
+
+        call_command("migrate", "--no-input", verbosity=0)
 
         migrate({node.name: node.client() for node in cluster.nodes}, cluster=cluster.cluster)
         end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
@@ -120,6 +126,7 @@ def main() -> None:
         bench_reports(args, cluster, start=end - timedelta(days=365), end=end)
     finally:
         cluster.cleanup()
+        stack.cleanup()
 
 
 def scale_to_disk(args, root: Path) -> None:
@@ -258,7 +265,40 @@ def bench_reports(args, cluster: ClickHouseCluster, *, start: datetime, end: dat
             assert stats.totals.clicks + stats.totals.bots == hot_clicks, (stats.totals, hot_clicks)
             figures.append(f"{what} {statistics.median(cold) * 1000:6.0f} / {statistics.median(warm) * 1000:4.0f}")
         print(f"    {name:24} {len(stats.series):5} points: {'; '.join(figures)}")
+    bench_after_a_deletion(args, cluster, start=start, end=end)
     clickhouse_clicks.forget_cluster()
+
+
+def bench_after_a_deletion(args, cluster: ClickHouseCluster, *, start: datetime, end: datetime) -> None:
+    """The stats page by day once the hot link's visits were deleted a week
+    before the end: the week's raw clicks, read for every figure."""
+    from django.db import connection
+
+    from clicks import clickhouse_clicks
+    from clicks.reports import link_stats
+
+    deleted = end - timedelta(days=7)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO clickhouse_deletions (link_id, before_ms) VALUES (%s, %s)",
+            [HOT_LINK, int(deleted.timestamp() * 1000)],
+        )
+    ((kept,),) = clickhouse_clicks.cluster().execute(
+        "SELECT count() FROM clicks WHERE link_id = %(id)s AND occurred_at >= %(at)s",
+        {"id": HOT_LINK, "at": deleted.replace(tzinfo=None)},
+    )
+    cold, warm = [], []
+    for _ in range(args.runs):
+        drop_caches(cluster)
+        for timings in (cold, warm):
+            began = time.perf_counter()
+            stats = link_stats(link_ids=[HOT_LINK], start=start, end=end, interval="day", top=50, compare=True, now=end)
+            timings.append(time.perf_counter() - began)
+    assert stats.totals.clicks + stats.totals.bots == kept, (stats.totals, kept)
+    print(
+        f"  the hot link's visits deleted a week before the end ({kept:,} clicks kept): the stats page by day, UTC,"
+        f" {statistics.median(cold) * 1000:.0f} / {statistics.median(warm) * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":
