@@ -18,7 +18,9 @@ reads as any other.
 
 What a deletion hides is exact: the clicks of the link from before the
 moment, those an importer stores afterwards included (a click still in the
-stream when its visits were deleted). The accounting counts them as
+stream when its visits were deleted). A click's moment is the one its edge
+stamped it with: an edge whose clock is behind the dashboard's has the
+clicks it served in that gap hidden too. The accounting counts them as
 deleted, in the hour they were served; the importer leaves them out of the
 links' all-time totals, under the lock of the link that a deletion takes."""
 
@@ -65,10 +67,6 @@ class Hidden:
         links = sorted(self.before)
         params["hidden_ids"], params["hidden_ms"] = links, [self.before[link] for link in links]
         return f"{MOMENT_MS} >= arrayElement(%(hidden_ms)s, indexOf(%(hidden_ids)s, link_id))"
-
-    def hid(self, params: dict) -> str:
-        """A condition true of the hidden rows: '0' when none are."""
-        return "0" if not self.before else f"NOT ({self.kept(params)})"
 
 
 def hidden_clicks(link_ids) -> Hidden:
