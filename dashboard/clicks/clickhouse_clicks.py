@@ -180,9 +180,11 @@ _per_thread = _PerThread()
 def cluster() -> ClickHouse:
     """The cluster of CLICKHOUSE_URLS, one per thread: a clickhouse_driver
     Client is one connection, which two statements at once cannot share
-    (a dashboard served with threads, `gunicorn --threads`)."""
-    if _per_thread.cluster is None:
-        _per_thread.cluster = ClickHouse(settings.CLICKHOUSE_URLS)
+    (a dashboard served with threads, `gunicorn --threads`, and a report's
+    statements asked at once). Made anew when the setting changed."""
+    urls = list(settings.CLICKHOUSE_URLS)
+    if _per_thread.cluster is None or _per_thread.cluster.urls != urls:
+        _per_thread.cluster = ClickHouse(urls)
     return _per_thread.cluster
 
 

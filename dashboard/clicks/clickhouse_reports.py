@@ -9,6 +9,7 @@ bucket or range, and added up over the links, as PostgreSQL's report does.
 Kept to SQL that ClickHouse 18.16 and a current one both accept."""
 
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 
@@ -30,6 +31,8 @@ _TIMEOUT_EXCEEDED = 159
 # each shard finishes its own groups and sends their figures rather than
 # its visitor sketches for the initiator to merge; the outer statement adds them up.
 _PER_LINK_ON_EACH_SHARD = {"distributed_group_by_no_merge": 1}
+# Where a report's breakdowns are asked while its series are (ClickHouseReport.alongside).
+_ALONGSIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="clickhouse-report")
 
 
 def _key(interval: str, zone: tzinfo, hour: str) -> str:
@@ -57,6 +60,12 @@ class ClickHouseReport:
     def __post_init__(self):
         if self.hidden is None:
             self.hidden = hidden_clicks(self.ids)
+
+    def alongside(self, ask, *args) -> Future:
+        """`ask(*args)` on a thread of its own, with its own connection
+        (clickhouse_clicks.cluster), while the caller asks the rest: the
+        nodes work on both at once. Only the cluster is asked there."""
+        return _ALONGSIDE.submit(ask, *args)
 
     def _execute(self, query: str, params: dict, *, raw: bool = False, settings: dict | None = None) -> list[tuple]:
         params = {"ids": tuple(self.ids) or (0,), **params}

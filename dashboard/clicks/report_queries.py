@@ -68,6 +68,16 @@ class ReportTooLarge(ValidationError):
 
 
 @dataclass
+class Answered:
+    """An answer already there, as a future that is done gives it."""
+
+    answer: object
+
+    def result(self):
+        return self.answer
+
+
+@dataclass
 class Report:
     ids: list[int]
     include_bots: bool
@@ -77,6 +87,10 @@ class Report:
     @property
     def counted(self) -> str:
         return "clicks" if self.include_bots else "human_clicks"
+
+    def alongside(self, ask, *args) -> "Answered":
+        """`ask(*args)`, asked now: the request's one connection asks a statement at a time."""
+        return Answered(ask(*args))
 
     def _source(self) -> tuple[str, str, tuple]:
         """The rollup tables a report reads, and the condition on their rows."""
