@@ -121,14 +121,11 @@ class ClickHouseReport:
         plain, masked = self._split(min(low for low, _ in ranges))
         rows = plain._series_rows(ranges, interval, raw=False) if plain.ids else []
         if masked is not None:
-            rows += masked._series_rows(ranges, interval, raw=True)
-        added: dict[int, list[int]] = {}
-        for key, *figures in rows:
-            added[key] = [a + b for a, b in zip(added.get(key, [0, 0, 0]), figures, strict=True)]
+            rows = _added_up(rows, masked._series_rows(ranges, interval, raw=True))
         marks = {mark: name for mark, (name, _, _) in enumerate(periods, 1)}
         to_bucket = from_key(interval, self.zone)
         series, found = [], {}
-        for key, (clicks, human, visitors) in sorted(added.items()):
+        for key, clicks, human, visitors in rows:
             counted = clicks if self.include_bots else human
             if key in marks:
                 found[marks[key]] = Totals(clicks=counted, visitors=visitors, bots=clicks - human)
@@ -297,6 +294,17 @@ def _whole_months(start: datetime, end: datetime) -> tuple[datetime, datetime]:
 
 def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
+
+
+def _added_up(these: list[tuple], those: list[tuple]) -> list[tuple]:
+    """Rows of (key, figures...) of two statements, each key's figures added, by key."""
+    if not these or not those:
+        return these or those
+    added: dict = {}
+    for key, *figures in these + those:
+        before = added.get(key)
+        added[key] = figures if before is None else [a + b for a, b in zip(before, figures, strict=True)]
+    return [(key, *figures) for key, figures in sorted(added.items())]
 
 
 def _added(these: list[tuple[str, int]], those: list[tuple[str, int]]) -> list[tuple[str, int]]:
