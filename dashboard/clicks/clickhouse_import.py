@@ -7,11 +7,11 @@ A batch's store step: hold its links against deletion and learn what
 their teams keep of an address (the batch made again if it was made
 otherwise), add its user agents, record the batch, insert it, add its
 clicks to the links' all-time totals (link_click_totals, which the links
-list sorts by; not those a deletion of a link's visits hides) unless its marker in clickhouse_batches says they were,
-COMMIT; then acknowledge its entries and forget the record in one
-transaction. A batch read again whose record
-is there is made again from its recorded entries, time and address
-choices, and inserted as it was."""
+list sorts by; but those a deletion of their link's visits hides) unless
+its marker in clickhouse_batches says they were, COMMIT; then acknowledge
+its entries and forget the record in one transaction. A batch read
+again whose record is there is made again from its recorded entries,
+time and address choices, and inserted as it was."""
 
 from django.db import connection, transaction
 
