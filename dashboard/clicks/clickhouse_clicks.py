@@ -89,6 +89,14 @@ _STORED_IDS = (
 # A row's moment in whole milliseconds, from its whole seconds and their
 # milliseconds (DateTime: 18.16 has no DateTime64).
 MOMENT_MS = "(toUInt64(occurred_at) * 1000 + occurred_ms)"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def moment_ms(moment: datetime) -> int:
+    """A moment in whole milliseconds since 1970, as MOMENT_MS counts a row's."""
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
 # Settings of every query: a Distributed insert answers once each shard
 # has its part (or fails, and is sent again whole); a read asks one replica
 # of each shard, one that is not behind by more than a few seconds.

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import chain, islice
 
-from .clickhouse_clicks import MOMENT_MS, cluster
+from .clickhouse_clicks import MOMENT_MS, cluster, moment_ms
 from .clickhouse_deletions import hidden_clicks
 from .clickhouse_visits import CLICK_COLUMNS, NEWEST_FIRST, OLDEST_FIRST, ClickRow, click_rows
 from .selectors import PAGE_ORDER, ClickFilter
@@ -27,10 +27,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def _micros(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def _ms(moment: datetime) -> int:
-    return _micros(moment) // 1000
 
 
 def _first_ms_at_or_after(moment: datetime) -> int:
@@ -56,7 +52,7 @@ def _where(selection: ClickFilter, link_ids: list[int]) -> tuple[list[str], dict
         params[f"f{index}"] = value
     if not selection.include_bots:
         where.append("is_bot = 0")
-    where.append(hidden_clicks(link_ids).after(selection.start and _ms(selection.start)).kept(params))
+    where.append(hidden_clicks(link_ids).after(selection.start and moment_ms(selection.start)).kept(params))
     return where, params
 
 

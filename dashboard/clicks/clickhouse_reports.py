@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from django.conf import settings
 
 from .calendar import zone_name
-from .clickhouse_clicks import cluster, naive_utc
+from .clickhouse_clicks import cluster, moment_ms, naive_utc
 from .clickhouse_deletions import Hidden, hidden_clicks
 from .report_queries import Point, RawReport, ReportTooLarge, Totals
 from .report_spans import from_key
@@ -78,7 +78,7 @@ class ClickHouseReport:
         """This report's links whose clicks from `start` on none of their
         deletions hides, and a report of the others (None: there are none),
         which reads the raw clicks, as the rollups cannot leave a click out."""
-        hidden = self.hidden.after(_ms(start))
+        hidden = self.hidden.after(moment_ms(start))
         if not hidden.before:
             return self, None
         plain = [link for link in self.ids if link not in hidden.before]
@@ -89,7 +89,7 @@ class ClickHouseReport:
         """`start`, or the second of the earliest deletion after it when a
         deletion hides each link's clicks from before some moment after it:
         the raw clicks' key range then starts there."""
-        hidden = self.hidden.after(_ms(start))
+        hidden = self.hidden.after(moment_ms(start))
         if not self.ids or any(link not in hidden.before for link in self.ids):
             return start
         return max(start, datetime.fromtimestamp(min(hidden.before.values()) // 1000, UTC))
@@ -100,7 +100,7 @@ class ClickHouseReport:
         for index, (dimension, value) in enumerate(self.filters.items()):
             where.append(f"{dimension} = %(f{index})s")
             params[f"f{index}"] = value
-        where.append(self.hidden.after(_ms(start)).kept(params))
+        where.append(self.hidden.after(moment_ms(start)).kept(params))
         return " AND ".join(where), params
 
     def series_and_totals(
@@ -290,10 +290,6 @@ def _whole_months(start: datetime, end: datetime) -> tuple[datetime, datetime]:
     if first < start:
         first = (first + timedelta(days=32)).replace(day=1)
     return first, end.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-
-
-def _ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
 
 
 def _added_up(these: list[tuple], those: list[tuple]) -> list[tuple]:

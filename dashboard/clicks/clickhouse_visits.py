@@ -13,17 +13,12 @@ from uuid import UUID
 
 from django.db import connection
 
-from .clickhouse_clicks import MOMENT_MS, cluster, naive_utc
+from .clickhouse_clicks import MOMENT_MS, cluster, moment_ms, naive_utc
 from .clickhouse_deletions import hidden_clicks, orphans_kept
 from .clickhouse_reports import raw_execute
 
 NEWEST_FIRST = "ORDER BY occurred_at DESC, occurred_ms DESC, toString(click_id) DESC"
 OLDEST_FIRST = "ORDER BY occurred_at, occurred_ms, toString(click_id)"
-
-
-def _ms(moment: datetime) -> int:
-    """A moment in whole milliseconds, as a click's time is kept."""
-    return int(moment.timestamp() * 1000)
 
 
 def _moment(second: datetime, ms: int) -> datetime:
@@ -33,10 +28,10 @@ def _moment(second: datetime, ms: int) -> datetime:
 def _span_where(span, where: list[str], params: dict) -> None:
     if span.start:
         where.append(f"{MOMENT_MS} >= %(start)s")
-        params["start"] = _ms(span.start)
+        params["start"] = moment_ms(span.start)
     if span.end:
         where.append(f"{MOMENT_MS} <= %(end)s")
-        params["end"] = _ms(span.end)
+        params["end"] = moment_ms(span.end)
     if not span.include_bots:
         where.append("is_bot = 0")
 
@@ -97,7 +92,7 @@ class ClickHouseClicks:
         where = ["link_id IN %(ids)s"]
         self._params = {"ids": tuple(link_ids) or (0,)}
         _span_where(span, where, self._params)
-        where.append(hidden_clicks(link_ids).after(span.start and _ms(span.start)).kept(self._params))
+        where.append(hidden_clicks(link_ids).after(span.start and moment_ms(span.start)).kept(self._params))
         self._where = " AND ".join(where)
 
     def count(self) -> int:
@@ -156,7 +151,7 @@ def clicks_per_link(ids: list[int], start: datetime, end: datetime, include_bots
     """Each link's clicks in [start, end) (whole UTC hours), from the hourly
     rollup, or from the raw clicks for the links a deletion hides some of."""
     bots = "" if include_bots else " AND is_bot = 0"
-    hidden = hidden_clicks(ids).after(_ms(start))
+    hidden = hidden_clicks(ids).after(moment_ms(start))
     params = {"start": naive_utc(start), "end": naive_utc(end)}
     found = dict(
         cluster().execute(
@@ -181,7 +176,7 @@ def clicks_per_rule(ids: list[int], start: datetime, end: datetime, include_bots
     """Each link's clicks in [start, end) by the rule or split destination that served them."""
     bots = "" if include_bots else " AND is_bot = 0"
     params = {"ids": tuple(ids) or (0,), "start": naive_utc(start), "end": naive_utc(end)}
-    kept = hidden_clicks(ids).after(_ms(start)).kept(params)
+    kept = hidden_clicks(ids).after(moment_ms(start)).kept(params)
     found: dict[int, dict[str, int]] = {}
     for link_id, rule, n in cluster().execute(
         "SELECT link_id, rule, count() FROM clicks WHERE link_id IN %(ids)s AND occurred_at >= %(start)s"

@@ -1,4 +1,7 @@
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
 from clicks.rollups import ROLLUP_TABLES
@@ -23,3 +26,11 @@ def current_engine(tmp_path_factory):
         yield statements
     if statements:
         assert refused(list(statements), tmp_path_factory.mktemp("chdb")) == []
+
+
+@pytest.fixture(scope="module")
+def migrated(clickhouse_cluster):
+    """The session's ClickHouse cluster with sql/clickhouse/ applied (migrate_clicks)."""
+    urls = [arg for url in clickhouse_cluster.urls for arg in ("--url", url)]
+    call_command("migrate_clicks", *urls, stdout=StringIO())
+    return clickhouse_cluster

@@ -7,10 +7,8 @@ dashboard, Shlink's API), and the accounting counts them as deleted."""
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
@@ -27,15 +25,9 @@ from testing.factories import api_client, make_link, make_user
 from testing.streams import add_entry
 
 from .test_clickhouse_import import ch_importer, click, orphan, stored, until
+from .test_clickhouse_reports import _on_every_replica
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
-
-
-@pytest.fixture(scope="module")
-def migrated(clickhouse_cluster):
-    urls = [arg for url in clickhouse_cluster.urls for arg in ("--url", url)]
-    call_command("migrate_clicks", *urls, stdout=StringIO())
-    return clickhouse_cluster
 
 
 @pytest.fixture
@@ -46,15 +38,6 @@ def cluster(migrated, settings):
     clickhouse_clicks.forget_cluster()
     with connection.cursor() as cursor:  # not a model's table: the tests' flush leaves it
         cursor.execute("DELETE FROM clickhouse_deletions")
-
-
-def _on_every_replica(cluster, link: Link, clicks: int) -> None:
-    """Waits until both replicas of the link's shard hold its clicks: a read may ask either."""
-    local = "SELECT count() FROM clicks_local WHERE link_id = %(link)s"
-    deadline = time.monotonic() + 30
-    while sum(node.client().execute(local, {"link": link.pk})[0][0] for node in cluster.nodes) != 2 * clicks:
-        assert time.monotonic() < deadline, "the cluster did not get every click on both replicas"
-        time.sleep(0.1)
 
 
 def _at(moment: datetime, **more) -> dict:
@@ -75,8 +58,8 @@ def test_a_links_deleted_visits_are_left_out_of_every_read_and_counted_deleted_l
     served_before = datetime.now(UTC) - timedelta(seconds=2)
     add_entry([click(link) for _ in range(5)] + [click(other) for _ in range(3)])
     assert ch_importer("ch-del").run(once=True) == 8
-    _on_every_replica(cluster, link, 5)
-    _on_every_replica(cluster, other, 3)
+    _on_every_replica(cluster, [link.pk], 5)
+    _on_every_replica(cluster, [other.pk], 3)
 
     def account() -> tuple[int, int]:
         hours = accounts(client=get_redis(), start=start, end=start + timedelta(hours=2))
@@ -113,7 +96,7 @@ def test_a_links_deleted_visits_are_left_out_of_every_read_and_counted_deleted_l
     # Served before the deletion, stored after it; and one served after it.
     add_entry([click(link, **_at(served_before)), click(link), click(link)])
     assert ch_importer("ch-del").run(once=True) == 3
-    _on_every_replica(cluster, link, 8)
+    _on_every_replica(cluster, [link.pk], 8)
     assert reads(link) == dict.fromkeys(reads(link), 2)
     assert account() == (stored_then - 5 + 2, deleted_then + 6)
 

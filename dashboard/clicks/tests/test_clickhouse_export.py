@@ -14,7 +14,7 @@ from django.urls import reverse
 from clicks import clickhouse_export
 from testing.factories import api_client, make_user
 
-from .test_clickhouse_reports import NOW, _both_stores, _on, migrated  # noqa: F401 (migrated: a fixture)
+from .test_clickhouse_reports import NOW, _both_stores, _on
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -33,7 +33,7 @@ from teams.services import team_create
 from testing.factories import fresh, make_user
 from testing.sources import write_yourls_dump, yourls_data
 
-from .test_clickhouse_reports import NOW, _on, _visits, migrated  # noqa: F401 (migrated: a fixture)
+from .test_clickhouse_reports import NOW, _on, _visits
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("migrated", "current_engine")]
 

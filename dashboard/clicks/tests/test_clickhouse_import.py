@@ -14,12 +14,10 @@ import threading
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
-from io import StringIO
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from django.core.management import call_command
 
 from clicks import clickhouse_clicks
 from clicks.accounting import accounts
@@ -41,13 +39,6 @@ from testing.streams import ENRICHER, add_entry
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
 REPO = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def migrated(clickhouse_cluster):
-    urls = [arg for url in clickhouse_cluster.urls for arg in ("--url", url)]
-    call_command("migrate_clicks", *urls, stdout=StringIO())
-    return clickhouse_cluster
 
 
 @pytest.fixture

@@ -46,13 +46,6 @@ class Stopped(Exception):
     pass
 
 
-@pytest.fixture(scope="module")
-def migrated(clickhouse_cluster):
-    urls = [arg for url in clickhouse_cluster.urls for arg in ("--url", url)]
-    call_command("migrate_clicks", *urls, stdout=StringIO())
-    return clickhouse_cluster
-
-
 def _in_postgresql() -> list:
     """Three links' clicks and some orphan visits, 1,000 of the last 75 days, imported into PostgreSQL."""
     links = three_links()

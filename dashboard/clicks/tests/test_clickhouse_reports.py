@@ -10,12 +10,10 @@ import random
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from io import StringIO
 from itertools import product
 from zoneinfo import ZoneInfo
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
 
@@ -48,13 +46,6 @@ IOS = {"type": "device", "value": "ios"}
 # session's other tests stored, which PostgreSQL, emptied after each, does not.
 DOMAINS = [f"go-{uuid.uuid4().hex[:8]}.example.com", f"to-{uuid.uuid4().hex[:8]}.example.com"]
 ZONES = [UTC, ZoneInfo("Europe/Paris"), ZoneInfo("Asia/Kolkata"), ZoneInfo("America/New_York")]
-
-
-@pytest.fixture(scope="module")
-def migrated(clickhouse_cluster):
-    urls = [arg for url in clickhouse_cluster.urls for arg in ("--url", url)]
-    call_command("migrate_clicks", *urls, stdout=StringIO())
-    return clickhouse_cluster
 
 
 def _clicks(links, n: int, rng: random.Random, between: tuple[datetime, datetime] | None = None) -> list[dict]:
