@@ -144,12 +144,16 @@ class ClickHouseReport:
         for i, (low, high) in enumerate(ranges):
             params |= {f"s{i}": naive_utc(low), f"e{i}": naive_utc(high)}
         humans = "" if self.include_bots else "If"
+        moment = "occurred_at" if raw else "bucket"
+        links = f"link_id IN %(ids)s AND {moment} >= %(low)s AND {moment} < %(high)s"
         if raw:
-            source, moment, where = "clicks", "occurred_at", " AND " + self.hidden.kept(params)
+            source, where = "clicks", f"WHERE {links} AND {self.hidden.kept(params)}"
             c, h = "count()", "countIf(is_bot = 0)"
             v = f"uniqCombined{humans}(visitor_hash{'' if self.include_bots else ', is_bot = 0'})"
         else:
-            source, moment, where = "click_rollup_hour", "bucket", ""
+            # PREWHERE: the sketches are read of the links' rows alone, not
+            # of every row of the granules they share with other links.
+            source, where = "click_rollup_hour", f"PREWHERE {links}"
             c, h = "countMerge(clicks)", "countMergeIf(clicks, is_bot = 0)"
             v = f"uniqCombinedMerge{humans}(visitors{'' if self.include_bots else ', is_bot = 0'})"
         return self._execute(
@@ -157,7 +161,7 @@ class ClickHouseReport:
                 SELECT link_id, key, {c} AS c, {h} AS h, {v} AS v
                 FROM {source}
                 ARRAY JOIN arrayFilter((key, keep) -> keep = 1, [{", ".join(keys)}], [{kept}]) AS key
-                WHERE link_id IN %(ids)s AND {moment} >= %(low)s AND {moment} < %(high)s{where}
+                {where}
                 GROUP BY link_id, key
             ) GROUP BY key ORDER BY key""",
             params,
