@@ -95,7 +95,7 @@ class Batch:
     # rolls up itself (BatchMaker's visitors_per_click).
     click_visitors: bytes = b""
     # Made again from the record of a batch inserted before and not
-    # acknowledged (clickhouse_clicks.BatchRecords), as it was made then.
+    # acknowledged (clickhouse_batches.BatchRecords), as it was made then.
     recorded: bool = False
 
     @property

@@ -13,7 +13,7 @@ the very same rows. It would not if it were made from other stream entries
 (after a crash, the consumer's pending entries include the batch read
 ahead, and a claim may cut entries differently), or with another team's
 choice of what to keep of an address: before the insert the batch is
-recorded in the stream's Redis (BatchRecords: its entry ids, the time it
+recorded in the stream's Redis (clickhouse_batches.py: its entry ids, the time it
 was made at and the address choices it was made with), and whoever reads
 any of those entries again makes that batch again, from those entries
 alone, as it was made. The record goes with the acknowledgement.
@@ -23,7 +23,6 @@ no report reads them (reports ask by link), and the accounting counts
 them as stored, as the edge served them."""
 
 import ipaddress
-import json
 import logging
 import struct
 import threading
@@ -379,87 +378,3 @@ def not_stored(table: str, rows: list[tuple]) -> list[tuple]:
 def _naive(moment: int | datetime) -> datetime:
     """A row's occurred_at (epoch seconds, or a moment) as the driver sends it."""
     return datetime.fromtimestamp(moment, UTC).replace(tzinfo=None) if isinstance(moment, int) else naive_utc(moment)
-
-
-# --- the record of each batch before its insert ------------------------------------
-
-RECORD_PREFIX = "slingshot:clicks:clickhouse:batch:"  # + the batch's first entry id: its record
-BATCH_OF = "slingshot:clicks:clickhouse:batch-of"  # hash: entry id -> its batch's first entry id
-
-
-class BatchRecords:
-    """The batches inserted and not yet acknowledged, in the stream's Redis."""
-
-    def __init__(self, client):
-        self.redis = client
-
-    def record(self, batch) -> None:
-        """Before the insert: the batch's entry ids, the time it was made
-        at, and the links whose addresses it keeps as their team chose."""
-        ids = [entry_id for entry_id, _ in batch.entries]
-        record = {
-            "ids": [entry_id.decode() for entry_id in ids],
-            "made_at": batch.made_at.isoformat(),
-            "ip_storage": {str(link): code for link, code in (batch.ip_storage or {}).items()},
-        }
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.set(RECORD_PREFIX + ids[0].decode(), json.dumps(record))
-        pipe.hset(BATCH_OF, mapping=dict.fromkeys(ids, ids[0]))
-        pipe.execute()
-
-    def forget(self, pipe, batch) -> None:
-        """With the acknowledgement (on its pipeline)."""
-        ids = [entry_id for entry_id, _ in batch.entries]
-        pipe.delete(RECORD_PREFIX + ids[0].decode())
-        pipe.hdel(BATCH_OF, *ids)
-
-    def find(self, entries: list) -> tuple[str, dict] | None:
-        """The first recorded batch any of these entries belongs to: its
-        first entry id and its record; None if none does."""
-        if not entries:
-            return None
-        firsts = self.redis.hmget(BATCH_OF, [entry_id for entry_id, _ in entries])
-        for first in dict.fromkeys(first for first in firsts if first is not None):
-            raw = self.redis.get(RECORD_PREFIX + first.decode())
-            if raw is not None:
-                return first.decode(), json.loads(raw)
-            # Its record went with its acknowledgement; the mapping of these entries stayed.
-            self.redis.hdel(BATCH_OF, *[e for (e, _), mapped in zip(entries, firsts, strict=True) if mapped == first])
-        return None
-
-    def drop(self, first: str, record: dict) -> None:
-        """A record whose entries are acknowledged already."""
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.delete(RECORD_PREFIX + first)
-        pipe.hdel(BATCH_OF, *record["ids"])
-        pipe.execute()
-
-
-def recorded_batch(entries: list, records: BatchRecords, claim) -> tuple[list, dict | None, list]:
-    """Cuts what was read at a recorded batch: (the entries of the next
-    batch, its record if it was recorded before, the entries left for the
-    batches after it). A recorded batch's entries missing from `entries`
-    are claimed (`claim(ids)`); if they are no longer pending, it was
-    acknowledged and its record is dropped."""
-    found = records.find(entries)
-    if found is None:
-        return entries, None, []
-    first, record = found
-    wanted = [entry_id.encode() for entry_id in record["ids"]]
-    have = dict(entries)
-    missing = [entry_id for entry_id in wanted if entry_id not in have]
-    if missing:
-        have.update(claim(missing))
-    if any(entry_id not in have for entry_id in wanted):
-        records.drop(first, record)
-        return entries, None, []
-    taken = set(wanted)
-    return [(entry_id, have[entry_id]) for entry_id in wanted], record, [e for e in entries if e[0] not in taken]
-
-
-def record_made_at(record: dict) -> datetime:
-    return datetime.fromisoformat(record["made_at"])
-
-
-def record_ip_storage(record: dict) -> dict[int, int]:
-    return {int(link): code for link, code in record["ip_storage"].items()}

@@ -16,14 +16,8 @@ time and address choices, and inserted as it was."""
 from django.db import connection, transaction
 
 from .batch import Batch
-from .clickhouse_clicks import (
-    BatchRecords,
-    counted_per_link,
-    insert_batch,
-    record_ip_storage,
-    record_made_at,
-    recorded_batch,
-)
+from .clickhouse_batches import BatchRecords, record_ip_storage, record_made_at, recorded_batch
+from .clickhouse_clicks import counted_per_link, insert_batch
 from .clickhouse_deletions import hidden_clicks
 from .importer import _LOCK_LINKS, BatchResult, ClickImporter
 from .stream import Entry

@@ -22,7 +22,7 @@ import pytest
 from clicks import clickhouse_clicks
 from clicks.accounting import accounts
 from clicks.batch import BatchMaker
-from clicks.clickhouse_clicks import BATCH_OF, RECORD_PREFIX, BatchRecords
+from clicks.clickhouse_batches import BATCH_OF, RECORD_PREFIX, BatchRecords
 from clicks.clickhouse_import import ClickHouseImporter
 from clicks.importer import _Feed
 from clicks.reports import link_totals
