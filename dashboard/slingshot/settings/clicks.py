@@ -63,7 +63,7 @@ REPORT_RAW_TIMEOUT_MS = env.int("REPORT_RAW_TIMEOUT_MS", default=3000)
 ACCOUNTING_GRACE_MINUTES = env.int("ACCOUNTING_GRACE_MINUTES", default=15)
 
 # Where the importer stores clicks: "postgresql", or "clickhouse" (docs/scale-out.md,
-# "ClickHouse (in progress)"): every node of the cluster,
+# "ClickHouse"): every node of the cluster,
 # "clickhouse://user:password@host:9000/database,...", which `migrate_clicks`
 # brings to the schema of sql/clickhouse/, and the cluster's name in their
 # <remote_servers>.
