@@ -45,7 +45,7 @@ class TeamSerializer(StrictJSONMixin, serializers.ModelSerializer):
             "name": {"min_length": 1},
             "visit_retention_days": {
                 "help_text": f"Its raw clicks older than this many days (1 to {RETENTION_DAYS_MAX}) are deleted, "
-                "counted from the UTC midnight; null keeps them. Whether their rollups (reports by hour and day) "
+                "counted from the UTC midnight (at least 8 with CLICK_STORE=clickhouse); null keeps them. Whether their rollups (reports by hour and day) "
                 "go with them is the service's choice (CLICK_RETENTION_ROLLUPS)."
             },
             "ip_storage": {

@@ -2,7 +2,8 @@
 clicks from before the UTC day that many days back deleted, and with
 CLICK_RETENTION_ROLLUPS=purge the rollups of those hours, days and whole
 months too. The importer's upkeep runs it every CLICK_PURGE_EVERY_MINUTES
-(import_clicks); so can `manage.py purge_visits`.
+(import_clicks); so can `manage.py purge_visits`. With CLICK_STORE=clickhouse
+the cluster deletes them (clickhouse_retention.py).
 
 A purge deletes CLICK_PURGE_BATCH_ROWS rows a transaction, rows an import
 or a fold holds skipped for the next purge, so that neither waits long for
@@ -22,6 +23,8 @@ from django.db import connection, transaction
 from teams.audit import record
 from teams.models import Action, Team
 
+from .clickhouse_clicks import using_clickhouse
+from .clickhouse_retention import earliest_cutoff, idle_shards, team_purge
 from .deletions import team_clicks_purge, team_rollups_purge
 from .rollups import PURGED_ROLLUPS
 
@@ -84,6 +87,8 @@ def visits_purge(
         if not cursor.fetchone()[0]:
             return PurgeRun(purges=[])
     try:
+        if using_clickhouse():
+            return PurgeRun(purges=_clickhouse_purges(now, rollups=rollups == "purge"))
         purges = []
         first_team, first_step = go_on_from or (0, 0)
         teams = Team.objects.filter(visit_retention_days__isnull=False, id__gte=first_team).order_by("id")
@@ -106,6 +111,44 @@ def visits_purge(
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT pg_advisory_unlock({_LOCK})")
+
+
+def _clickhouse_purges(now: datetime, *, rollups: bool) -> list[Purge]:
+    """Each team's purge with clicks in ClickHouse (clickhouse_retention.py):
+    its mutations sent, and its audit log entry with what they delete."""
+    shards = idle_shards()
+    if not shards:
+        return []
+    purges = []
+    teams = Team.objects.filter(visit_retention_days__isnull=False).order_by("id")
+    for team_id, days in teams.values_list("id", "visit_retention_days"):
+        purge = Purge(team_id=team_id, cutoff=earliest_cutoff(now, retention_cutoff(now, days)))
+        purge.clicks, purge.rollup_rows = team_purge(team_id, purge.cutoff, rollups=rollups, on=shards)
+        if purge.clicks or purge.rollup_rows:
+            purges.append(purge)
+            _record(purge, rollups=rollups)
+            log.info(
+                "purging team %d's visits before %s in ClickHouse: %d clicks, %d rows of rollups",
+                team_id,
+                purge.cutoff.date(),
+                purge.clicks,
+                purge.rollup_rows,
+            )
+    return purges
+
+
+def _record(purge: Purge, *, rollups: bool) -> None:
+    """The team's audit log entry of its purge."""
+    changes = {"visits": [purge.clicks, 0]}
+    if rollups:
+        changes["rollup_rows"] = [purge.rollup_rows, 0]
+    record(
+        team_id=purge.team_id,
+        actor=None,
+        action=Action.VISITS_PURGED,
+        subject=f"visits before {purge.cutoff:%Y-%m-%d}",
+        changes=changes,
+    )
 
 
 def _steps(purge: Purge, *, rows: int, rollups: bool) -> list[Callable]:
@@ -141,14 +184,5 @@ def _team_purge(
                 step += 1
             budget = None if budget is None else budget - 1
             if (step == len(steps) or budget == 0) and (purge.clicks or purge.rollup_rows):
-                changes = {"visits": [purge.clicks, 0]}
-                if rollups:
-                    changes["rollup_rows"] = [purge.rollup_rows, 0]
-                record(
-                    team_id=purge.team_id,
-                    actor=None,
-                    action=Action.VISITS_PURGED,
-                    subject=f"visits before {purge.cutoff:%Y-%m-%d}",
-                    changes=changes,
-                )
+                _record(purge, rollups=rollups)
     return (None if step >= len(steps) else step), budget

@@ -24,6 +24,10 @@ class IpStorage(models.TextChoices):
 
 # The longest a team may ask visits to be kept for; longer is keeping them.
 RETENTION_DAYS_MAX = 3650
+# The shortest while clicks are stored in ClickHouse: the days the
+# accounting compares (clicks/accounting.py, MAX_HOURS), which a purge
+# there must not reach into (clicks/clickhouse_retention.py).
+RETENTION_DAYS_MIN_CLICKHOUSE = 8
 
 
 class Team(models.Model):

@@ -15,7 +15,7 @@ from django.utils import timezone
 from slingshot.text import invisible
 
 from . import access, audit
-from .models import Action, Membership, Role, Team
+from .models import RETENTION_DAYS_MIN_CLICKHOUSE, Action, Membership, Role, Team
 
 log = logging.getLogger(__name__)
 
@@ -127,13 +127,20 @@ def team_visit_settings(*, actor: AbstractBaseUser, team: Team, **changes) -> Te
     access.require(actor, team.pk, Role.ADMIN, to="change how the team keeps its visits")
     team = Team.objects.select_for_update().get(pk=team.pk)
     days = changes.get("visit_retention_days")
-    if days is not None and days != team.visit_retention_days and settings.CLICK_STORE == "clickhouse":
+    shortest = RETENTION_DAYS_MIN_CLICKHOUSE
+    if (
+        days is not None
+        and days < shortest
+        and days != team.visit_retention_days
+        and settings.CLICK_STORE == "clickhouse"
+    ):
         raise ValidationError(
             {
                 "visit_retention_days": ValidationError(
-                    "Visits are not purged while clicks are stored in ClickHouse (CLICK_STORE=clickhouse): "
-                    "that is not built yet. Nothing was changed.",
-                    code="not_in_this_store",
+                    f"Keep visits at least {shortest} days while clicks are stored in ClickHouse "
+                    f"(CLICK_STORE=clickhouse): the accounting compares the last {shortest} days' clicks. "
+                    "Nothing was changed.",
+                    code="too_short_for_this_store",
                 )
             }
         )

@@ -10,6 +10,7 @@ from clicks.clickhouse_clicks import ClickHouseUnavailable, using_clickhouse
 from clicks.clickhouse_move import CHUNK, TABLES, MoveError, begin, estimate_left, left_before_the_mark, move_chunk
 from clicks.retention import teams_keeping_visits_for
 from slingshot.commands import ServiceCommand
+from teams.models import RETENTION_DAYS_MIN_CLICKHOUSE
 
 LOCK = "slingshot move_clicks"
 
@@ -47,8 +48,9 @@ class Command(ServiceCommand):
         if keeping := teams_keeping_visits_for():
             raise CommandError(
                 f"{', '.join(keeping[:5])}{' and others' if len(keeping) > 5 else ''} keep visits only so many days, "
-                "and the cluster does not purge them (not built yet): set their visit retention to none first "
-                "(their team's page, or PATCH /api/v1/teams/{id} with visit_retention_days null); nothing was moved"
+                "which a move does not purge on the way: set their visit retention to none while the clicks move "
+                "(their team's page, or PATCH /api/v1/teams/{id} with visit_retention_days null), and again once "
+                f"they are in ClickHouse (at least {RETENTION_DAYS_MIN_CLICKHOUSE} days there); nothing was moved"
             )
         self._lock()
         try:

@@ -1,0 +1,127 @@
+"""A team's visits past its retention deleted while clicks are stored in
+ClickHouse (CLICK_STORE=clickhouse; retention.py runs it in place of
+PostgreSQL's purge): its raw clicks from before the cutoff, and with
+CLICK_RETENTION_ROLLUPS=purge its hourly rollup's rows of those hours and
+its breakdowns of the whole months before the cutoff's.
+
+ClickHouse deletes by mutation (`ALTER TABLE ... DELETE`): each shard's
+replicas apply it, in their own time, to the parts that were there when
+it was made, and 18.16 rewrites a part only if it deletes something of
+it (it hard-links the others). So a purge is one mutation a table and
+shard for a team, sent to one node of each shard (the replicas of a
+shard share their table's ZooKeeper path) and not waited for; a shard
+with a mutation of these tables still under way is left for the next
+purge, and so is one no node of which answers.
+
+The accounting cannot be told in the same step what a mutation will have
+deleted, as PostgreSQL's purge tells it. So a retention on ClickHouse is
+at least the accounting's 8 days (teams.models.RETENTION_DAYS_MIN_CLICKHOUSE,
+the days the edges keep their counts): what a purge deletes was served
+before any hour the accounting compares. A team's shorter retention, set
+while its clicks were in PostgreSQL, is purged as 8 days."""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection
+
+from teams.models import RETENTION_DAYS_MIN_CLICKHOUSE
+
+from .clickhouse_clicks import SETTINGS, UNAVAILABLE_CODES, naive_utc
+
+log = logging.getLogger(__name__)
+
+# Links a mutation names at most: its text goes through ZooKeeper (a node
+# holds at most 1 MB) and is parsed by every replica.
+LINKS_A_MUTATION = 10_000
+# (table, its time column, the first moment kept from the cutoff): the raw
+# clicks, and the rollups with CLICK_RETENTION_ROLLUPS=purge.
+_CLICKS = ("clicks_local", "occurred_at", "toDateTime(%(cutoff)s, 'UTC')")
+_ROLLUPS = (
+    ("click_rollup_hour_local", "bucket", "toDateTime(%(cutoff)s, 'UTC')"),
+    ("click_breakdown_month_local", "month", "toStartOfMonth(toDateTime(%(cutoff)s, 'UTC'))"),
+)
+_PENDING = (
+    "SELECT count() FROM system.mutations WHERE database = currentDatabase() AND table IN %(tables)s AND is_done = 0"
+)
+
+
+@dataclass
+class Shard:
+    name: str  # the clicks table's ZooKeeper path, one a shard
+    client: object  # a clickhouse_driver Client of one of its nodes
+
+
+def earliest_cutoff(now: datetime, cutoff: datetime) -> datetime:
+    """`cutoff`, or the first instant of the accounting's days if that is
+    earlier: a purge deletes nothing the accounting still compares."""
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return min(cutoff, today - timedelta(days=RETENTION_DAYS_MIN_CLICKHOUSE))
+
+
+def idle_shards() -> list[Shard]:
+    """One answering node of each shard among CLICKHOUSE_URLS whose shard
+    has no mutation of the purged tables under way."""
+    from clickhouse_driver import Client
+    from clickhouse_driver.errors import Error
+
+    found: dict[str, Shard] = {}
+    busy: set[str] = set()
+    tables = tuple(table for table, _, _ in (_CLICKS, *_ROLLUPS))
+    for url in settings.CLICKHOUSE_URLS:
+        client = Client.from_url(url)
+        client.settings.update(SETTINGS)
+        try:
+            rows = client.execute(
+                "SELECT zookeeper_path FROM system.replicas WHERE database = currentDatabase()"
+                " AND table = 'clicks_local'"
+            )
+            pending = rows and client.execute(_PENDING, {"tables": tables})[0][0]
+        except (Error, EOFError, OSError) as error:
+            log.warning("retention purge: ClickHouse node %s did not answer: %s", url.split("@")[-1], error)
+            continue
+        if pending:
+            busy.add(rows[0][0])
+        elif rows:
+            found.setdefault(rows[0][0], Shard(rows[0][0], client))
+    for name in busy:
+        log.info("retention purge: a mutation is under way on %s; its purge waits for the next run", name)
+    return [shard for name, shard in found.items() if name not in busy]
+
+
+def team_links(team_id: int) -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM links_link WHERE team_id = %s ORDER BY id", [team_id])
+        return [link_id for (link_id,) in cursor.fetchall()]
+
+
+def team_purge(team_id: int, cutoff: datetime, *, rollups: bool, on: list[Shard]) -> tuple[int, int]:
+    """Sends the mutations that delete the team's rows from before `cutoff`
+    (earliest_cutoff) on each shard of `on` (idle_shards); returns how many
+    raw clicks and rows of rollups they delete, counted before they were
+    sent. A shard that fails is left for the next purge."""
+    from clickhouse_driver.errors import Error, ServerException
+
+    links = team_links(team_id)
+    tables = [_CLICKS, *(_ROLLUPS if rollups else ())]
+    clicks = rollup_rows = 0
+    for shard in on:
+        try:
+            for first in range(0, len(links), LINKS_A_MUTATION):
+                params = {"ids": tuple(links[first : first + LINKS_A_MUTATION]), "cutoff": naive_utc(cutoff)}
+                for table, moment, kept_from in tables:
+                    where = f"link_id IN %(ids)s AND {moment} < {kept_from}"
+                    ((found,),) = shard.client.execute(f"SELECT count() FROM {table} WHERE {where}", params)
+                    if found:
+                        shard.client.execute(f"ALTER TABLE {table} DELETE WHERE {where}", params)
+                    if table == _CLICKS[0]:
+                        clicks += found
+                    else:
+                        rollup_rows += found
+        except (Error, EOFError, OSError) as error:
+            if isinstance(error, ServerException) and error.code not in UNAVAILABLE_CODES:
+                raise
+            log.warning("retention purge: %s could not purge team %d now: %s", shard.name, team_id, error)
+    return clicks, rollup_rows

@@ -1,0 +1,174 @@
+"""A team's retention with CLICK_STORE=clickhouse, on a real cluster (18.16,
+two shards of two replicas) and the real PostgreSQL and Redis: the purge
+deletes the team's raw clicks from before its cutoff by mutation on each
+shard (clicks/clickhouse_retention.py), and the rollups too with
+CLICK_RETENTION_ROLLUPS=purge; other teams' clicks, the newer ones and
+the accounting's 8 days are untouched; a purge again sends nothing."""
+
+import re
+import time
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from clicks import clickhouse_clicks
+from clicks.accounting import accounts
+from clicks.reports import link_stats
+from clicks.retention import visits_purge
+from clicks.visits import VisitsRange, link_clicks
+from links.models import Link
+from slingshot.redis import get_redis
+from teams.models import Action, AuditEntry, Team
+from teams.services import personal_team
+from testing.factories import make_link, make_user
+from testing.streams import add_entry
+
+from .test_clickhouse_import import ch_importer, click
+from .test_clickhouse_reports import _on_every_replica
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
+
+DAY = timedelta(days=1)
+LOCAL = "SELECT count() FROM {table} WHERE link_id = %(link)s"
+
+
+@pytest.fixture
+def cluster(migrated, settings):
+    settings.CLICK_STORE, settings.CLICKHOUSE_URLS = "clickhouse", migrated.urls
+    clickhouse_clicks.forget_cluster()
+    yield migrated
+    clickhouse_clicks.forget_cluster()
+
+
+def _team_link(days: int | None) -> Link:
+    owner = make_user()
+    Team.objects.filter(pk=personal_team(owner).pk).update(visit_retention_days=days)
+    return make_link(owner=owner, url="https://example.org/kept")
+
+
+def _served(link: Link, *moments: datetime) -> list[dict]:
+    return [click(link, ts=int(moment.timestamp() * 1000)) for moment in moments]
+
+
+def _mutations(cluster) -> list[int]:
+    """Each node's mutations of the purged tables: how many, and how many under way."""
+    query = "SELECT count(), countIf(is_done = 0) FROM system.mutations WHERE table LIKE 'click%'"
+    return [list(node.client().execute(query)[0]) for node in cluster.nodes]
+
+
+def _done(cluster) -> list[int]:
+    deadline = time.monotonic() + 60
+    found = _mutations(cluster)
+    while any(pending for _, pending in found):
+        assert time.monotonic() < deadline, f"the mutations did not finish: {found}"
+        time.sleep(0.2)
+        found = _mutations(cluster)
+    return [count for count, _ in found]
+
+
+def _held(cluster, link: Link, table: str = "clicks_local") -> int:
+    """Rows of the link in `table` on every replica (each shard's two), added up."""
+    query = LOCAL.format(table=table)
+    return sum(node.client().execute(query, {"link": link.pk})[0][0] for node in cluster.nodes)
+
+
+def _rolled_up(cluster, link: Link) -> int:
+    query = "SELECT countMerge(clicks) FROM click_rollup_hour WHERE link_id = %(link)s"
+    return cluster.nodes[0].client().execute(query, {"link": link.pk})[0][0]
+
+
+def _purged_entries(link: Link) -> list[tuple]:
+    return list(
+        AuditEntry.objects.filter(team_id=link.team_id, action=Action.VISITS_PURGED).values_list("subject", "changes")
+    )
+
+
+def _window(now: datetime) -> tuple[int, int]:
+    hours = accounts(client=get_redis(), start=now - 8 * DAY, end=now + timedelta(hours=1), now=now)
+    return sum(hour.stored_clicks for hour in hours), sum(hour.deleted_clicks for hour in hours)
+
+
+def test_a_teams_clicks_before_its_cutoff_are_deleted_in_the_cluster_and_nothing_else(cluster):
+    now = datetime.now(UTC)
+    ten_days = _team_link(10)
+    short = _team_link(2)  # set while its clicks were in PostgreSQL: purged as 8 days
+    forever = _team_link(None)
+    old, recent = now - 70 * DAY, now - 3 * DAY
+    add_entry(
+        _served(ten_days, old, old, old, recent, recent)
+        + _served(short, old, recent, recent)
+        + _served(forever, old, old, old, old)
+    )
+    assert ch_importer("ch-retention").run(once=True) == 12
+    for link, clicks in ((ten_days, 5), (short, 3), (forever, 4)):
+        _on_every_replica(cluster, [link.pk], clicks)
+    window = _window(now)
+    before = _mutations(cluster)
+
+    run = visits_purge(now=now)
+
+    assert run.finished
+    assert {(purge.team_id, purge.clicks, purge.rollup_rows) for purge in run.purges} == {
+        (ten_days.team_id, 3, 0),
+        (short.team_id, 1, 0),
+    }
+    assert [purge.cutoff for purge in run.purges if purge.team_id == short.team_id] == [
+        now.replace(hour=0, minute=0, second=0, microsecond=0) - 8 * DAY
+    ]
+    _done(cluster)
+    # Both replicas of each link's shard: the old clicks gone, the rest kept.
+    assert (_held(cluster, ten_days), _held(cluster, short), _held(cluster, forever)) == (4, 4, 8)
+    assert link_clicks(Link.objects.filter(pk=ten_days.pk), VisitsRange()).count() == 2
+    # The rollups are kept (CLICK_RETENTION_ROLLUPS=keep), as on PostgreSQL: the reports still count them.
+    assert _rolled_up(cluster, ten_days) == 5
+    stats = link_stats(link_ids=[ten_days.pk], start=now - 80 * DAY, end=now, include_bots=True, top=0)
+    assert stats.clicks == 5
+    # The accounting's 8 days are untouched: what it compares was served after every cutoff.
+    assert _window(now) == window
+    assert _purged_entries(ten_days) == [(f"visits before {(now - 10 * DAY).date():%Y-%m-%d}", {"visits": [3, 0]})]
+    assert _purged_entries(forever) == []
+
+    # Again: nothing left before the cutoffs, so nothing is sent and nothing recorded.
+    mutations = _done(cluster)
+    assert mutations != [count for count, _ in before]
+    assert visits_purge(now=now).purges == []
+    assert _done(cluster) == mutations
+    assert len(_purged_entries(ten_days)) == 1
+
+
+def test_with_the_rollups_purged_too_the_reports_count_only_what_is_kept(cluster, settings):
+    settings.CLICK_RETENTION_ROLLUPS = "purge"
+    now = datetime.now(UTC)
+    link = _team_link(10)
+    old, recent = now - 70 * DAY, now - 3 * DAY
+    add_entry(_served(link, old, old, recent))
+    assert ch_importer("ch-retention-rollups").run(once=True) == 3
+    _on_every_replica(cluster, [link.pk], 3)
+    window = _window(now)
+
+    out = StringIO()
+    call_command("purge_visits", stdout=out)
+
+    # Two raw clicks; the rollup's rows of the old hour and its month's breakdowns.
+    said = re.fullmatch(
+        rf"team {link.team_id}: 2 clicks before {(now - 10 * DAY).date():%Y-%m-%d} sent to ClickHouse's replicas"
+        r" to delete, (\d+) rows of rollups\npurged 1 team\n",
+        out.getvalue(),
+    )
+    assert said, out.getvalue()
+    rollup_rows = int(said.group(1))
+    assert rollup_rows > 1
+    _done(cluster)
+    assert _held(cluster, link) == 2
+    assert _rolled_up(cluster, link) == 1
+    # Of the breakdowns, the whole months before the cutoff's.
+    months = "SELECT DISTINCT month FROM click_breakdown_month_local WHERE link_id = %(link)s ORDER BY month"
+    kept = {row for node in cluster.nodes for row in node.client().execute(months, {"link": link.pk})}
+    assert kept == {((now - 3 * DAY).date().replace(day=1),)}
+    stats = link_stats(link_ids=[link.pk], start=now - 80 * DAY, end=now, include_bots=True, top=5)
+    assert stats.clicks == 1 and sum(n for _, n in stats.breakdowns["country"]) == 1
+    assert _window(now) == window
+    ((_, changes),) = _purged_entries(link)
+    assert changes == {"visits": [2, 0], "rollup_rows": [rollup_rows, 0]}
