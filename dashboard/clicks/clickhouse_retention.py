@@ -22,7 +22,7 @@ while its clicks were in PostgreSQL, is purged as 8 days."""
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
@@ -57,13 +57,14 @@ class Shard:
 def earliest_cutoff(now: datetime, cutoff: datetime) -> datetime:
     """`cutoff`, or the first instant of the accounting's days if that is
     earlier: a purge deletes nothing the accounting still compares."""
-    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    today = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     return min(cutoff, today - timedelta(days=RETENTION_DAYS_MIN_CLICKHOUSE))
 
 
 def idle_shards() -> list[Shard]:
     """One answering node of each shard among CLICKHOUSE_URLS whose shard
-    has no mutation of the purged tables under way."""
+    has no mutation of the purged tables under way (the caller disconnects
+    their clients)."""
     from clickhouse_driver import Client
     from clickhouse_driver.errors import Error
 
@@ -84,11 +85,15 @@ def idle_shards() -> list[Shard]:
             continue
         if pending:
             busy.add(rows[0][0])
-        elif rows:
-            found.setdefault(rows[0][0], Shard(rows[0][0], client))
+        if rows and rows[0][0] not in found:
+            found[rows[0][0]] = Shard(rows[0][0], client)
+        else:
+            client.disconnect()
     for name in busy:
-        log.info("retention purge: a mutation is under way on %s; its purge waits for the next run", name)
-    return [shard for name, shard in found.items() if name not in busy]
+        # One a purge sent is done in seconds or minutes; one still under way a purge later may be stuck.
+        log.warning("retention purge: a mutation is under way on %s; its purge waits for the next run", name)
+        found.pop(name).client.disconnect()
+    return list(found.values())
 
 
 def team_links(team_id: int) -> list[int]:

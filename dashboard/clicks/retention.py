@@ -121,19 +121,23 @@ def _clickhouse_purges(now: datetime, *, rollups: bool) -> list[Purge]:
         return []
     purges = []
     teams = Team.objects.filter(visit_retention_days__isnull=False).order_by("id")
-    for team_id, days in teams.values_list("id", "visit_retention_days"):
-        purge = Purge(team_id=team_id, cutoff=earliest_cutoff(now, retention_cutoff(now, days)))
-        purge.clicks, purge.rollup_rows = team_purge(team_id, purge.cutoff, rollups=rollups, on=shards)
-        if purge.clicks or purge.rollup_rows:
-            purges.append(purge)
-            _record(purge, rollups=rollups)
-            log.info(
-                "purging team %d's visits before %s in ClickHouse: %d clicks, %d rows of rollups",
-                team_id,
-                purge.cutoff.date(),
-                purge.clicks,
-                purge.rollup_rows,
-            )
+    try:
+        for team_id, days in teams.values_list("id", "visit_retention_days"):
+            purge = Purge(team_id=team_id, cutoff=earliest_cutoff(now, retention_cutoff(now, days)))
+            purge.clicks, purge.rollup_rows = team_purge(team_id, purge.cutoff, rollups=rollups, on=shards)
+            if purge.clicks or purge.rollup_rows:
+                purges.append(purge)
+                _record(purge, rollups=rollups)
+                log.info(
+                    "purging team %d's visits before %s in ClickHouse: %d clicks, %d rows of rollups",
+                    team_id,
+                    purge.cutoff.date(),
+                    purge.clicks,
+                    purge.rollup_rows,
+                )
+    finally:
+        for shard in shards:
+            shard.client.disconnect()
     return purges
 
 

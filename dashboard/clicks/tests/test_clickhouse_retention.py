@@ -172,3 +172,34 @@ def test_with_the_rollups_purged_too_the_reports_count_only_what_is_kept(cluster
     assert _window(now) == window
     ((_, changes),) = _purged_entries(link)
     assert changes == {"visits": [2, 0], "rollup_rows": [rollup_rows, 0]}
+
+
+def test_a_shard_with_a_mutation_under_way_is_left_for_the_next_purge(cluster):
+    """A purge sends nothing to a shard where a mutation of the purged
+    tables is still under way (here, held back by stopping its replicas'
+    merges, which carry mutations out), and counts and records nothing of
+    it; once the mutation is done, the clicks are gone."""
+    now = datetime.now(UTC)
+    link = _team_link(10)
+    add_entry(_served(link, now - 70 * DAY, now - 70 * DAY))
+    assert ch_importer("ch-retention-busy").run(once=True) == 2
+    _on_every_replica(cluster, [link.pk], 2)
+    query = LOCAL.format(table="clicks_local")
+    replicas = [node for node in cluster.nodes if node.client().execute(query, {"link": link.pk})[0][0]]
+    assert len(replicas) == 2
+    for node in replicas:
+        node.client().execute("SYSTEM STOP MERGES clicks_local")
+    try:
+        ((purge,),) = [visits_purge(now=now).purges]
+        assert (purge.team_id, purge.clicks) == (link.team_id, 2)
+        sent = _mutations(cluster)
+        assert all(pending for node, (_, pending) in zip(cluster.nodes, sent, strict=True) if node in replicas)
+        assert visits_purge(now=now).purges == []
+        assert _mutations(cluster) == sent and len(_purged_entries(link)) == 1
+        assert _held(cluster, link) == 4
+    finally:
+        for node in replicas:
+            node.client().execute("SYSTEM START MERGES clicks_local")
+    _done(cluster)
+    assert _held(cluster, link) == 0
+    assert visits_purge(now=now).purges == []
