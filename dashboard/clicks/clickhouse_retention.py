@@ -52,6 +52,7 @@ _PENDING = (
 class Shard:
     name: str  # the clicks table's ZooKeeper path, one a shard
     client: object  # a clickhouse_driver Client of one of its nodes
+    busy: bool = False  # a mutation of the purged tables under way
 
 
 def earliest_cutoff(now: datetime, cutoff: datetime) -> datetime:
@@ -61,15 +62,14 @@ def earliest_cutoff(now: datetime, cutoff: datetime) -> datetime:
     return min(cutoff, today - timedelta(days=RETENTION_DAYS_MIN_CLICKHOUSE))
 
 
-def idle_shards() -> list[Shard]:
-    """One answering node of each shard among CLICKHOUSE_URLS whose shard
-    has no mutation of the purged tables under way (the caller disconnects
-    their clients)."""
+def shards() -> list[Shard]:
+    """One answering node of each shard among CLICKHOUSE_URLS, and whether
+    a mutation of the purged tables is under way there (the caller
+    disconnects their clients)."""
     from clickhouse_driver import Client
     from clickhouse_driver.errors import Error
 
     found: dict[str, Shard] = {}
-    busy: set[str] = set()
     tables = tuple(table for table, _, _ in (_CLICKS, *_ROLLUPS))
     for url in settings.CLICKHOUSE_URLS:
         client = Client.from_url(url)
@@ -79,21 +79,61 @@ def idle_shards() -> list[Shard]:
                 "SELECT zookeeper_path FROM system.replicas WHERE database = currentDatabase()"
                 " AND table = 'clicks_local'"
             )
-            pending = rows and client.execute(_PENDING, {"tables": tables})[0][0]
+            pending = bool(rows) and bool(client.execute(_PENDING, {"tables": tables})[0][0])
         except (Error, EOFError, OSError) as error:
             log.warning("retention purge: ClickHouse node %s did not answer: %s", url.split("@")[-1], error)
             continue
-        if pending:
-            busy.add(rows[0][0])
-        if rows and rows[0][0] not in found:
-            found[rows[0][0]] = Shard(rows[0][0], client)
-        else:
-            client.disconnect()
-    for name in busy:
-        # One a purge sent is done in seconds or minutes; one still under way a purge later may be stuck.
-        log.warning("retention purge: a mutation is under way on %s; its purge waits for the next run", name)
-        found.pop(name).client.disconnect()
+        shard = found.get(rows[0][0]) if rows else None
+        if rows and shard is None:
+            found[rows[0][0]] = Shard(rows[0][0], client, pending)
+            continue
+        if shard is not None:
+            shard.busy |= pending
+        client.disconnect()
     return list(found.values())
+
+
+def idle_shards() -> list[Shard]:
+    """shards() but those with a mutation of the purged tables under way."""
+    idle = []
+    for shard in shards():
+        if shard.busy:
+            # One a purge sent is done in seconds or minutes; one still under way a purge later may be stuck.
+            log.warning("retention purge: a mutation is under way on %s; its purge waits for the next run", shard.name)
+            shard.client.disconnect()
+        else:
+            idle.append(shard)
+    return idle
+
+
+def months_drop(before: datetime) -> int:
+    """CLICK_RETENTION_MONTHS with the clicks in ClickHouse: the raw clicks'
+    and orphan visits' month partitions before `before` (a month's first
+    instant) dropped on each shard (the replicas follow), as PostgreSQL's
+    are (partitions.py); the rollups stay. Returns the rows dropped; a
+    shard none of whose nodes answers is left for the next day's upkeep."""
+    from clickhouse_driver.errors import Error, ServerException
+
+    month = before.year * 100 + before.month
+    dropped = 0
+    for shard in shards():
+        try:
+            found = shard.client.execute(
+                "SELECT table, partition, sum(rows) FROM system.parts WHERE database = currentDatabase() AND active"
+                " AND table IN ('clicks_local', 'orphan_visits_local') GROUP BY table, partition ORDER BY 1, 2"
+            )
+            for table, partition, rows in found:
+                if int(partition) < month:
+                    shard.client.execute(f"ALTER TABLE {table} DROP PARTITION {int(partition)}")
+                    log.info("ClickHouse %s: %s's partition %s dropped (%d rows)", shard.name, table, partition, rows)
+                    dropped += rows
+        except (Error, EOFError, OSError) as error:
+            if isinstance(error, ServerException) and error.code not in UNAVAILABLE_CODES:
+                raise
+            log.warning("ClickHouse %s: old months not dropped now: %s", shard.name, error)
+        finally:
+            shard.client.disconnect()
+    return dropped
 
 
 def team_links(team_id: int) -> list[int]:

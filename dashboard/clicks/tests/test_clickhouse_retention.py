@@ -15,6 +15,8 @@ from django.core.management import call_command
 
 from clicks import clickhouse_clicks
 from clicks.accounting import accounts
+from clicks.management.commands.import_clicks import Upkeep
+from clicks.partitions import months_before
 from clicks.reports import link_stats
 from clicks.retention import visits_purge
 from clicks.visits import VisitsRange, link_clicks
@@ -25,7 +27,7 @@ from teams.services import personal_team
 from testing.factories import make_link, make_user
 from testing.streams import add_entry
 
-from .test_clickhouse_import import ch_importer, click
+from .test_clickhouse_import import ch_importer, click, orphan
 from .test_clickhouse_reports import _on_every_replica
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
@@ -203,3 +205,32 @@ def test_a_shard_with_a_mutation_under_way_is_left_for_the_next_purge(cluster):
     _done(cluster)
     assert _held(cluster, link) == 0
     assert visits_purge(now=now).purges == []
+
+
+def test_click_retention_months_drops_the_clusters_old_months_of_clicks_and_orphan_visits(cluster, settings):
+    """CLICK_RETENTION_MONTHS with the clicks in ClickHouse: the importer's
+    daily upkeep drops the raw clicks' and orphan visits' month partitions
+    older than that on every replica, as PostgreSQL's are dropped, and
+    keeps the rollups (the reports still count those clicks)."""
+    settings.CLICK_RETENTION_MONTHS = 1
+    now = datetime.now(UTC)
+    link = _team_link(None)
+    old, recent = now - 70 * DAY, now - 3 * DAY
+    add_entry(_served(link, old, old, recent) + [{**orphan("gone"), "ts": int(old.timestamp() * 1000)}])
+    assert ch_importer("ch-retention-months").run(once=True) == 4
+    _on_every_replica(cluster, [link.pk], 3)
+    orphans = "SELECT count() FROM orphan_visits_local WHERE slug = 'gone'"
+    assert sum(node.client().execute(orphans)[0][0] for node in cluster.nodes) == 2
+
+    Upkeep()()
+
+    assert _held(cluster, link) == 2  # the recent click, on both replicas of its shard
+    assert sum(node.client().execute(orphans)[0][0] for node in cluster.nodes) == 0
+    old_months = "SELECT count() FROM system.parts WHERE active AND table IN ('clicks_local', 'orphan_visits_local')"
+    kept_from = months_before(now, 1)
+    first_kept = kept_from.year * 100 + kept_from.month
+    assert all(
+        node.client().execute(f"{old_months} AND toUInt32(partition) < {first_kept}")[0][0] == 0
+        for node in cluster.nodes
+    )
+    assert _rolled_up(cluster, link) == 3

@@ -16,10 +16,11 @@ from django.db import InterfaceError, OperationalError
 from clicks.batch import BatchMaker
 from clicks.clickhouse_clicks import ClickHouseUnavailable, using_clickhouse
 from clicks.clickhouse_import import ClickHouseImporter, forget_marks
+from clicks.clickhouse_retention import months_drop
 from clicks.enrichment import Enricher
 from clicks.importer import BatchResult, ClickImporter, ConsumerBusy, tune_gc
 from clicks.metrics import ImporterMetrics
-from clicks.partitions import click_tables_maintain
+from clicks.partitions import click_tables_maintain, months_before
 from clicks.retention import visits_purge
 from clicks.rollups import FOLD_AFTER, fold_days
 from clicks.stores import PRIMARY, click_store, store_names
@@ -119,13 +120,16 @@ class Upkeep:
 
     def __call__(self) -> None:
         if time.monotonic() >= self.due:
+            now = datetime.now(timezone.utc)
             click_tables_maintain(
-                now=datetime.now(timezone.utc),
+                now=now,
                 months_ahead=settings.CLICK_PARTITIONS_AHEAD,
                 retention_months=settings.CLICK_RETENTION_MONTHS,
             )
             if using_clickhouse():
                 forget_marks()
+                if settings.CLICK_RETENTION_MONTHS > 0:
+                    months_drop(months_before(now, settings.CLICK_RETENTION_MONTHS))
             self.due = time.monotonic() + MAINTENANCE_EVERY
         fold_days(until=datetime.now(timezone.utc) - FOLD_AFTER)
         if time.monotonic() >= self.purge_due:
