@@ -43,6 +43,9 @@ _ROLLUPS = (
     ("click_rollup_hour_local", "bucket", "toDateTime(%(cutoff)s, 'UTC')"),
     ("click_breakdown_month_local", "month", "toStartOfMonth(toDateTime(%(cutoff)s, 'UTC'))"),
 )
+# TABLE_SIZE_EXCEEDS_MAX_DROP_SIZE_LIMIT: a partition past the server's
+# max_partition_size_to_drop (50 GB unless set), which it will not drop.
+_TOO_LARGE_TO_DROP = 359
 _PENDING = (
     "SELECT count() FROM system.mutations WHERE database = currentDatabase() AND table IN %(tables)s AND is_done = 0"
 )
@@ -123,10 +126,24 @@ def months_drop(before: datetime) -> int:
                 " AND table IN ('clicks_local', 'orphan_visits_local') GROUP BY table, partition ORDER BY 1, 2"
             )
             for table, partition, rows in found:
-                if int(partition) < month:
+                if int(partition) >= month:
+                    continue
+                try:
                     shard.client.execute(f"ALTER TABLE {table} DROP PARTITION {int(partition)}")
-                    log.info("ClickHouse %s: %s's partition %s dropped (%d rows)", shard.name, table, partition, rows)
-                    dropped += rows
+                except ServerException as error:
+                    if error.code != _TOO_LARGE_TO_DROP:
+                        raise
+                    log.error(
+                        "ClickHouse %s: %s's partition %s is past the server's max_partition_size_to_drop;"
+                        " raise it (0: no limit) for the old months to be dropped: %s",
+                        shard.name,
+                        table,
+                        partition,
+                        str(error).splitlines()[0],
+                    )
+                    continue
+                log.info("ClickHouse %s: %s's partition %s dropped (%d rows)", shard.name, table, partition, rows)
+                dropped += rows
         except (Error, EOFError, OSError) as error:
             if isinstance(error, ServerException) and error.code not in UNAVAILABLE_CODES:
                 raise
