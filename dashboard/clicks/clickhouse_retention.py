@@ -2,7 +2,9 @@
 ClickHouse (CLICK_STORE=clickhouse; retention.py runs it in place of
 PostgreSQL's purge): its raw clicks from before the cutoff, and with
 CLICK_RETENTION_ROLLUPS=purge its hourly rollup's rows of those hours and
-its breakdowns of the whole months before the cutoff's.
+its breakdowns of the whole months before the cutoff's. And
+CLICK_RETENTION_MONTHS there: the raw tables' old month partitions
+dropped (months_drop).
 
 ClickHouse deletes by mutation (`ALTER TABLE ... DELETE`): each shard's
 replicas apply it, in their own time, to the parts that were there when
@@ -114,7 +116,8 @@ def months_drop(before: datetime) -> int:
     and orphan visits' month partitions before `before` (a month's first
     instant) dropped on each shard (the replicas follow), as PostgreSQL's
     are (partitions.py); the rollups stay. Returns the rows dropped; a
-    shard none of whose nodes answers is left for the next day's upkeep."""
+    shard none of whose nodes answers, or that fails, is left for the
+    next day's upkeep and said in the log."""
     from clickhouse_driver.errors import Error, ServerException
 
     month = before.year * 100 + before.month
@@ -145,9 +148,11 @@ def months_drop(before: datetime) -> int:
                 log.info("ClickHouse %s: %s's partition %s dropped (%d rows)", shard.name, table, partition, rows)
                 dropped += rows
         except (Error, EOFError, OSError) as error:
-            if isinstance(error, ServerException) and error.code not in UNAVAILABLE_CODES:
-                raise
-            log.warning("ClickHouse %s: old months not dropped now: %s", shard.name, error)
+            # Left for the next day's upkeep; the importer whose upkeep this is goes on importing.
+            unavailable = not isinstance(error, ServerException) or error.code in UNAVAILABLE_CODES
+            (log.warning if unavailable else log.error)(
+                "ClickHouse %s: old months not dropped now: %s", shard.name, error
+            )
         finally:
             shard.client.disconnect()
     return dropped
@@ -163,7 +168,8 @@ def team_purge(team_id: int, cutoff: datetime, *, rollups: bool, on: list[Shard]
     """Sends the mutations that delete the team's rows from before `cutoff`
     (earliest_cutoff) on each shard of `on` (idle_shards); returns how many
     raw clicks and rows of rollups they delete, counted before they were
-    sent. A shard that fails is left for the next purge."""
+    sent. A shard that fails is left for the next purge and said in the
+    log."""
     from clickhouse_driver.errors import Error, ServerException
 
     links = team_links(team_id)
@@ -183,7 +189,9 @@ def team_purge(team_id: int, cutoff: datetime, *, rollups: bool, on: list[Shard]
                     else:
                         rollup_rows += found
         except (Error, EOFError, OSError) as error:
-            if isinstance(error, ServerException) and error.code not in UNAVAILABLE_CODES:
-                raise
-            log.warning("retention purge: %s could not purge team %d now: %s", shard.name, team_id, error)
+            # Left for the next purge; the importer whose upkeep this is goes on importing.
+            unavailable = not isinstance(error, ServerException) or error.code in UNAVAILABLE_CODES
+            (log.warning if unavailable else log.error)(
+                "retention purge: %s could not purge team %d now: %s", shard.name, team_id, error
+            )
     return clicks, rollup_rows
