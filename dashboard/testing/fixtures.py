@@ -118,3 +118,39 @@ def make_dashboard(tmp_path):
         process.terminate()
     for process in started:
         process.wait(timeout=30)
+
+
+# Connections of this database's other sessions in the midst of a statement
+# or a transaction (the live server's request threads).
+_BUSY_SESSIONS = """
+SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid()
+    AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')
+"""
+
+
+@pytest.fixture(autouse=True)
+def _live_server_done_before_the_flush(request):
+    """A test with pytest-django's live_server ends with its database
+    flushed (TRUNCATE of every table), while a request its browser sent
+    last may still be running in a server thread: that request's insert
+    and the TRUNCATE took each other's tables' locks in turn, and
+    PostgreSQL ended the flush as a deadlock. So, before the flush, wait
+    (up to 10 s) until no other session of the database is in a statement
+    or a transaction."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("_django_db_helper")  # set up first, so that its flush comes after this wait
+    yield
+    import time
+
+    from django.db import connection
+
+    deadline = time.monotonic() + 10
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute(_BUSY_SESSIONS)
+            if not cursor.fetchone()[0] or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
