@@ -4,6 +4,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from clicks import clickhouse_clicks
 from clicks.rollups import ROLLUP_TABLES
 from testing.current_engine import recorded_statements, refused
 
@@ -34,3 +35,13 @@ def migrated(clickhouse_cluster):
     urls = [arg for url in clickhouse_cluster.urls for arg in ("--url", url)]
     call_command("migrate_clicks", *urls, stdout=StringIO())
     return clickhouse_cluster
+
+
+@pytest.fixture
+def clickhouse_store(migrated, settings):
+    """CLICK_STORE=clickhouse on the migrated cluster, this thread's
+    connection to it (clickhouse_clicks.cluster) made anew before and after."""
+    settings.CLICK_STORE, settings.CLICKHOUSE_URLS = "clickhouse", migrated.urls
+    clickhouse_clicks.forget_cluster()
+    yield migrated
+    clickhouse_clicks.forget_cluster()

@@ -13,7 +13,6 @@ from django.db import connection
 from django.test import Client
 
 from api.tests.shlink import shlink_client
-from clicks import clickhouse_clicks
 from clicks.accounting import accounts
 from clicks.campaigns import campaign_clicks
 from clicks.orphans import visits_after_the_end
@@ -31,11 +30,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 
 @pytest.fixture
-def cluster(migrated, settings):
-    settings.CLICK_STORE, settings.CLICKHOUSE_URLS = "clickhouse", migrated.urls
-    clickhouse_clicks.forget_cluster()
-    yield migrated
-    clickhouse_clicks.forget_cluster()
+def cluster(clickhouse_store):
+    yield clickhouse_store
     with connection.cursor() as cursor:  # not a model's table: the tests' flush leaves it
         cursor.execute("DELETE FROM clickhouse_deletions")
 

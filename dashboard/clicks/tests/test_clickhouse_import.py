@@ -42,13 +42,9 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
-def cluster(migrated, settings):
-    settings.CLICK_STORE = "clickhouse"
-    settings.CLICKHOUSE_URLS = migrated.urls
-    clickhouse_clicks.forget_cluster()
+def cluster(clickhouse_store):
     get_redis().delete(BATCH_OF)
-    yield migrated
-    clickhouse_clicks.forget_cluster()
+    return clickhouse_store
 
 
 def ch_importer(consumer: str, **stream_options) -> ClickHouseImporter:

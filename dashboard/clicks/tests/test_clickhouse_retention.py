@@ -13,7 +13,6 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from clicks import clickhouse_clicks
 from clicks.accounting import accounts
 from clicks.management.commands.import_clicks import Upkeep
 from clicks.partitions import months_before
@@ -37,11 +36,8 @@ LOCAL = "SELECT count() FROM {table} WHERE link_id = %(link)s"
 
 
 @pytest.fixture
-def cluster(migrated, settings):
-    settings.CLICK_STORE, settings.CLICKHOUSE_URLS = "clickhouse", migrated.urls
-    clickhouse_clicks.forget_cluster()
-    yield migrated
-    clickhouse_clicks.forget_cluster()
+def cluster(clickhouse_store):
+    return clickhouse_store
 
 
 def _team_link(days: int | None) -> Link:
