@@ -137,10 +137,7 @@ class ClickHouse:
     def _client(self, url: str):
         client = self._clients.get(url)
         if client is None:
-            from clickhouse_driver import Client
-
-            client = self._clients[url] = Client.from_url(url)
-            client.settings.update(SETTINGS)
+            client = self._clients[url] = node_client(url)
         return client
 
     def execute(self, statement: str, params=None, *, settings: dict | None = None):
@@ -171,6 +168,15 @@ class ClickHouse:
     def insert(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
         if rows:
             self.execute(_INSERT.format(table=table, columns=", ".join(columns)), rows)
+
+
+def node_client(url: str):
+    """A clickhouse_driver Client of the node at `url`, with SETTINGS."""
+    from clickhouse_driver import Client
+
+    client = Client.from_url(url)
+    client.settings.update(SETTINGS)
+    return client
 
 
 def _host(url: str) -> str:

@@ -31,7 +31,7 @@ from django.db import connection
 
 from teams.models import RETENTION_DAYS_MIN_CLICKHOUSE
 
-from .clickhouse_clicks import SETTINGS, UNAVAILABLE_CODES, naive_utc
+from .clickhouse_clicks import UNAVAILABLE_CODES, naive_utc, node_client
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +71,12 @@ def shards() -> list[Shard]:
     """One answering node of each shard among CLICKHOUSE_URLS, and whether
     a mutation of the purged tables is under way there (the caller
     disconnects their clients)."""
-    from clickhouse_driver import Client
     from clickhouse_driver.errors import Error
 
     found: dict[str, Shard] = {}
     tables = tuple(table for table, _, _ in (_CLICKS, *_ROLLUPS))
     for url in settings.CLICKHOUSE_URLS:
-        client = Client.from_url(url)
-        client.settings.update(SETTINGS)
+        client = node_client(url)
         try:
             rows = client.execute(
                 "SELECT zookeeper_path FROM system.replicas WHERE database = currentDatabase()"
@@ -148,14 +146,20 @@ def months_drop(before: datetime) -> int:
                 log.info("ClickHouse %s: %s's partition %s dropped (%d rows)", shard.name, table, partition, rows)
                 dropped += rows
         except (Error, EOFError, OSError) as error:
-            # Left for the next day's upkeep; the importer whose upkeep this is goes on importing.
-            unavailable = not isinstance(error, ServerException) or error.code in UNAVAILABLE_CODES
-            (log.warning if unavailable else log.error)(
-                "ClickHouse %s: old months not dropped now: %s", shard.name, error
-            )
+            _left_for_later(error, "ClickHouse %s: old months not dropped now", shard.name)
         finally:
             shard.client.disconnect()
     return dropped
+
+
+def _left_for_later(error: Exception, what: str, *args) -> None:
+    """A shard's failure, in the log (an error unless the cluster could
+    not do it now), for the next run to try again: the importer whose
+    upkeep this is goes on importing."""
+    from clickhouse_driver.errors import ServerException
+
+    unavailable = not isinstance(error, ServerException) or error.code in UNAVAILABLE_CODES
+    (log.warning if unavailable else log.error)(f"{what}: %s", *args, error)
 
 
 def team_links(team_id: int) -> list[int]:
@@ -170,7 +174,7 @@ def team_purge(team_id: int, cutoff: datetime, *, rollups: bool, on: list[Shard]
     raw clicks and rows of rollups they delete, counted before they were
     sent. A shard that fails is left for the next purge and said in the
     log."""
-    from clickhouse_driver.errors import Error, ServerException
+    from clickhouse_driver.errors import Error
 
     links = team_links(team_id)
     tables = [_CLICKS, *(_ROLLUPS if rollups else ())]
@@ -189,9 +193,5 @@ def team_purge(team_id: int, cutoff: datetime, *, rollups: bool, on: list[Shard]
                     else:
                         rollup_rows += found
         except (Error, EOFError, OSError) as error:
-            # Left for the next purge; the importer whose upkeep this is goes on importing.
-            unavailable = not isinstance(error, ServerException) or error.code in UNAVAILABLE_CODES
-            (log.warning if unavailable else log.error)(
-                "retention purge: %s could not purge team %d now: %s", shard.name, team_id, error
-            )
+            _left_for_later(error, "retention purge: %s could not purge team %d now", shard.name, team_id)
     return clicks, rollup_rows
