@@ -41,6 +41,7 @@ from teams.groups import follow_groups
 from teams.models import suspended
 
 from .models import ScimGroup, ScimMembership, ScimUser
+from .selectors import groups_of
 
 # Kept in ScimUser.resource: what the provider wrote, less what the server owns.
 SERVER_OWNED = ("id", "meta", "groups", "password")
@@ -202,12 +203,6 @@ def user_delete(user) -> None:
     follow_groups(user=user, groups=[])
 
 
-def groups_of(user) -> list[str]:
-    return list(
-        ScimGroup.objects.filter(memberships__user=user).order_by("display_name").values_list("display_name", flat=True)
-    )
-
-
 def _members(resource: Group) -> list:
     ids = []
     for member in resource.members or []:
@@ -271,16 +266,3 @@ def group_delete(group: ScimGroup) -> None:
     group.delete()
     for user in members:
         follow_groups(user=user, groups=groups_of(user))
-
-
-def provisioned_user_for(*, subject: str, username: str):
-    """The person SCIM provisioned whom the same provider now signs in for
-    the first time: its externalId is their `sub`, else its userName is their
-    preferred_username (both the provider's word, never an e-mail)."""
-    live = get_user_model().objects.filter(
-        scim__isnull=False, scim__deleted_at__isnull=True, sso_identities__isnull=True
-    )
-    found = live.filter(scim__external_id=subject).exclude(scim__external_id="").first()
-    if found is None and username:
-        found = live.filter(username__iexact=username).first()
-    return found

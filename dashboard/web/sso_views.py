@@ -17,7 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from accounts import second_factor, sso
-from scim import services as scim_services
+from scim import selectors as scim_selectors
 from slingshot import signin
 from slingshot.proxies import client_address
 from slingshot.throttle import address_caller, admit
@@ -62,7 +62,7 @@ def _sign_in(request, user, claims: sso.Claims, id_token: str | None):
     if not user.is_active:
         return _refused(request, "Your account here is deactivated: ask an admin.")
     # The groups the provider names now, and those its SCIM client gave (one provider, two ways).
-    follow_groups(user=user, groups=sorted({*claims.groups, *scim_services.groups_of(user)}))
+    follow_groups(user=user, groups=sorted({*claims.groups, *scim_selectors.groups_of(user)}))
     target = request.session.pop(NEXT, None)
     second_factor.sign_in(request, user, backend=BACKEND, how=second_factor.SSO)
     if id_token:
@@ -129,7 +129,7 @@ def _checked(request, target: str):
     if not user.is_authenticated or identity is None or identity.user_id != user.pk:
         logout(request)
         return _refused(request, f"{settings.OIDC_NAME} now names someone else: sign in again.")
-    follow_groups(user=user, groups=sorted({*claims.groups, *scim_services.groups_of(user)}))
+    follow_groups(user=user, groups=sorted({*claims.groups, *scim_selectors.groups_of(user)}))
     if id_token:
         request.session[ID_TOKEN] = id_token
     request.session[CHECKED] = time.time()
@@ -169,7 +169,7 @@ def sso_done(request):
         return _refused(request, str(exc))
     first_time = sso.identity_of(claims) is None
     if first_time and (
-        provisioned := scim_services.provisioned_user_for(subject=claims.subject, username=claims.username)
+        provisioned := scim_selectors.provisioned_user_for(subject=claims.subject, username=claims.username)
     ):
         sso.link(claims=claims, user=provisioned)  # person_for finds them by it now
     elif first_time and (account := sso.local_account_for(claims)) is not None:

@@ -176,3 +176,29 @@ def test_the_provider_cannot_make_a_person_the_staff_suspended_active_again(scim
     assert person.is_active is False
     user_unsuspend(user=person, actor=staff)
     assert scim("PUT", f"Users/{person.pk}", {**new_user(person.username), "active": True}).json_body["active"] is True
+
+
+def test_a_django_process_starts_without_the_protocols_models_and_a_scim_request_loads_them():
+    """scim2-models (pydantic) is the dearest import of a Django process's
+    start: a process loads it only once it answers SCIM (urls.py), not as
+    it starts its middleware, URLs and checks (a management command, a
+    gunicorn worker)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, django; django.setup()\n"
+        "from django.core.handlers.wsgi import WSGIHandler\n"
+        "from django.core.management import call_command\n"
+        "WSGIHandler(); call_command('check', '--fail-level', 'ERROR')\n"
+        "print('scim2_models' in sys.modules)\n"
+        "from django.test import Client\n"
+        "print(Client().get('/scim/v2/ServiceProviderConfig', HTTP_HOST='localhost').status_code)\n"
+        "print('scim2_models' in sys.modules)\n"
+    )
+    env = {"DJANGO_SETTINGS_MODULE": "slingshot.settings", **os.environ}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=os.getcwd(), capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split()[-3:] == ["False", "401", "True"], out
