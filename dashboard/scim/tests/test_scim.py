@@ -3,6 +3,7 @@ and found before they ever sign in, their groups giving them team roles,
 and a deactivation that ends their sessions and API tokens at once."""
 
 import json
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -198,7 +199,6 @@ def test_a_django_process_starts_without_the_protocols_models_and_a_scim_request
         "print('scim2_models' in sys.modules)\n"
     )
     env = {"DJANGO_SETTINGS_MODULE": "slingshot.settings", **os.environ}
-    out = subprocess.run(
-        [sys.executable, "-c", script], env=env, cwd=os.getcwd(), capture_output=True, text=True, check=True
-    ).stdout
-    assert out.split()[-3:] == ["False", "401", "True"], out
+    dashboard = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=dashboard, capture_output=True, text=True)
+    assert done.stdout.split()[-3:] == ["False", "401", "True"], done.stdout + done.stderr[-3000:]
