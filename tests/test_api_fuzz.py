@@ -22,7 +22,7 @@ from django.utils.crypto import get_random_string
 
 from accounts.models import SessionUse
 from devstack.dashboard import gunicorn_command
-from devstack.net import free_port, wait_for_port
+from devstack.net import free_port, wait_for_answer
 from testing.factories import PASSWORD
 from tokens.services import token_create
 
@@ -46,7 +46,7 @@ def dashboard_url(tmp_path):
         stderr=open(tmp_path / "gunicorn.log", "ab"),
     )
     try:
-        wait_for_port(port, process=server)
+        wait_for_answer(port, process=server)  # a worker has loaded Django: the tests' own timeouts start now
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
