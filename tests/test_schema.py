@@ -169,7 +169,7 @@ def test_a_migrated_database_has_the_schema_in_sql_and_nothing_else():
         conn.execute("CREATE DATABASE sql_only")
     env = {**os.environ, "DATABASE_URL": url.rsplit("/", 1)[0] + "/sql_only"}
     # One process runs them in turn, as `manage.py migrate APP NAME` would
-    # one after the other: a Django start is 3 s of CPU, nineteen of them most
+    # one after the other: a Django start is 2 - 3 s of CPU, nineteen of them most
     # of this test's time.
     script = (
         "import json, sys, django; django.setup()\n"
