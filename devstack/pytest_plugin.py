@@ -7,8 +7,7 @@ the run ends. Tests get nginx edges from the `edge` fixtures below.
 Under pytest-xdist (`make test` runs `pytest -n`) each worker is a pytest
 process of its own, and so has its own PostgreSQL, Redis and edges; a
 file's tests run on one worker, in their order (`--dist loadfile`), the
-files with slow tests first (`slow_files_first`), and the files that share
-the ClickHouse cluster on one worker too (SHARED_SERVER_FILES). `-m "not slow"`
+files with slow tests first (`slow_files_first`). `-m "not slow"`
 (`make test-fast`) says how many slow tests it left out.
 """
 
@@ -324,27 +323,6 @@ def slow_files_first(items) -> None:
     the run waiting on one worker. Each file's tests keep their order."""
     slow = Counter(item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow"))
     items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])
-
-
-# Files whose tests share a server the worker starts on first use and keeps
-# for the session (clickhouse_cluster: five servers, ZooKeeper's a JVM): one
-# worker takes them all, so that the run starts it once, not once a worker.
-SHARED_SERVER_FILES = {"clickhouse": "dashboard/clicks/tests/test_clickhouse_"}
-
-
-@pytest.hookimpl(optionalhook=True)  # an xdist hook
-def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile`, with the files of SHARED_SERVER_FILES each one unit."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class FilesAndSharedServers(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = super()._split_scope(nodeid)
-            return next((name for name, prefix in SHARED_SERVER_FILES.items() if path.startswith(prefix)), path)
-
-    return FilesAndSharedServers(config, log)
 
 
 def pytest_deselected(items):
