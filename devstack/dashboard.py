@@ -11,7 +11,9 @@ from devstack.nginx import nginx_prefix, rewritten
 def gunicorn_command(
     port: int, *, workers: int | str = 2, python: str | None = None, control_socket: Path | None = None
 ) -> list[str]:
-    """The dashboard under gunicorn on 127.0.0.1:port, as `make run` starts it.
+    """The dashboard under gunicorn on 127.0.0.1:port, as `make run` starts it,
+    with the image's settings (dashboard/gunicorn.conf.py: the master loads
+    the application and forks the workers).
 
     gunicorn's control socket defaults to one path in the home directory,
     which every gunicorn on the machine would share: it goes where asked
@@ -24,6 +26,8 @@ def gunicorn_command(
         "slingshot.wsgi",
         "--chdir",
         str(REPO / "dashboard"),
+        "--config",
+        str(REPO / "dashboard" / "gunicorn.conf.py"),
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",

@@ -1,10 +1,13 @@
-"""The dashboard's WSGI application, as gunicorn loads it in each worker.
+"""The dashboard's WSGI application, as gunicorn's master loads it before it
+forks the workers (preload_app, dashboard/gunicorn.conf.py).
 
-It refuses to start on a database of another schema (slingshot/schema.py).
+It refuses to start on a database of another schema (slingshot/schema.py),
+and closes the connection it checked with, which no worker may share.
 Once Django, the URLconf and the views are loaded, everything made so far
 moves out of the garbage collector's sight (gc.freeze): those objects live
-as long as the worker does, and a full collection would otherwise walk all
-of them on a request now and then."""
+as long as the workers do, a full collection would otherwise walk all of
+them on a request now and then, and its writes to their headers would copy
+the pages the workers share with the master."""
 
 import gc
 import os

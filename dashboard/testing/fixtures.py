@@ -7,11 +7,8 @@ import subprocess
 
 import pytest
 
-import devstack
 from devstack.dashboard import gunicorn_command
 from devstack.net import free_port, wait_for_answer
-
-GUNICORN_CONF = devstack.REPO / "dashboard" / "gunicorn.conf.py"
 
 
 @pytest.fixture
@@ -103,7 +100,7 @@ def make_dashboard(tmp_path):
             environment.pop(name, None)
         with open(tmp_path / f"gunicorn-{port}.log", "ab") as log:
             process = subprocess.Popen(
-                [*gunicorn_command(port, workers=workers), "--config", str(GUNICORN_CONF)],
+                gunicorn_command(port, workers=workers),
                 env=environment,
                 stdout=log,
                 stderr=subprocess.STDOUT,
