@@ -17,12 +17,9 @@ import requests
 from axes.models import AccessAttempt
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore
-from django.db import connection
 from django.utils.crypto import get_random_string
 
 from accounts.models import SessionUse
-from devstack.dashboard import gunicorn_command
-from devstack.net import free_port, wait_for_answer
 from testing.factories import PASSWORD
 from tokens.services import token_create
 
@@ -32,25 +29,8 @@ ST = Path(sys.executable).with_name("st")
 
 
 @pytest.fixture
-def dashboard_url(tmp_path):
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-    }
-    port = free_port()
-    server = subprocess.Popen(
-        gunicorn_command(port, workers=2),
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=open(tmp_path / "gunicorn.log", "ab"),
-    )
-    try:
-        wait_for_answer(port, process=server)  # a worker has loaded Django: the tests' own timeouts start now
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+def dashboard_url(make_dashboard):
+    return f"http://127.0.0.1:{make_dashboard()}"
 
 
 # tests/schemathesis_hooks.py puts text into bodies in every phase but the
