@@ -47,12 +47,10 @@ _STOPS = {signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
 def post_fork(server, worker):
     """Until the worker sets its own signal handlers, a new process has the
     master's, which only queue a signal for the master's loop: a stop the
-    master sent it then was lost, and gunicorn waited out its 30 s graceful
-    timeout for a worker that never heard it (a test's dashboard, stopped
-    as soon as its first worker answered while the master, loaded by
-    preload_app, was still forking the second). From here the stop signals
-    end the process as they would any, and one that arrived before is
-    found in this process's copy of the master's queue."""
+    master sends it then would be lost, and gunicorn would wait out its
+    30 s graceful timeout for a worker that never heard it. From here the
+    stop signals end the process as they would any, and one that arrived
+    before is found in this process's copy of the master's queue."""
     for stop in _STOPS:
         signal.signal(stop, signal.SIG_DFL)
     arrived = set()
