@@ -4,6 +4,7 @@ fixtures)."""
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -84,30 +85,50 @@ def database_url() -> str:
     return f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
 
 
+def start_dashboard(
+    log_dir: Path,
+    env: dict[str, str] | None = None,
+    *,
+    workers: int = 2,
+    defaults: tuple[str, ...] = (),
+    config: Path | None = None,
+) -> tuple[subprocess.Popen, int]:
+    """Starts the dashboard under gunicorn, as docker-compose.yml does, on the
+    test database, with these settings on top of the test run's (and the
+    settings named in `defaults` left at their defaults), and gunicorn's
+    settings from `config` if given rather than dashboard/gunicorn.conf.py;
+    its output goes to a log in `log_dir`. Returns gunicorn's master and its
+    port once a worker answers, for the caller to stop; stops it itself if
+    no worker answers."""
+    port = free_port()
+    environment = {**os.environ, "DATABASE_URL": database_url(), **(env or {})}
+    for name in defaults:
+        environment.pop(name, None)
+    command = gunicorn_command(port, workers=workers)
+    if config:
+        command[command.index("--config") + 1] = str(config)
+    with open(log_dir / f"gunicorn-{port}.log", "ab") as log:
+        process = subprocess.Popen(
+            command, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        wait_for_answer(port, process=process)
+    except BaseException:
+        process.terminate()
+        process.wait(timeout=30)
+        raise
+    return process, port
+
+
 @pytest.fixture
 def make_dashboard(tmp_path):
-    """make_dashboard(env=None, workers=2, defaults=()): starts the dashboard
-    under gunicorn, as docker-compose.yml does, with these settings on top
-    of the test run's (and the settings named in `defaults` left at their
-    defaults), and returns its port once a worker answers; stops it after
-    the test."""
+    """make_dashboard(env=None, workers=2, defaults=()): start_dashboard's
+    port; the dashboard is stopped after the test."""
     started = []
 
     def start(env: dict[str, str] | None = None, *, workers: int = 2, defaults: tuple[str, ...] = ()) -> int:
-        port = free_port()
-        environment = {**os.environ, "DATABASE_URL": database_url(), **(env or {})}
-        for name in defaults:
-            environment.pop(name, None)
-        with open(tmp_path / f"gunicorn-{port}.log", "ab") as log:
-            process = subprocess.Popen(
-                gunicorn_command(port, workers=workers),
-                env=environment,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        process, port = start_dashboard(tmp_path, env, workers=workers, defaults=defaults)
         started.append(process)
-        wait_for_answer(port, process=process)
         return port
 
     yield start

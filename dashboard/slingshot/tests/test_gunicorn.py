@@ -2,17 +2,14 @@
 real gunicorn: the master loads the application once and forks its
 workers, and a worker forked as gunicorn is told to stop obeys the stop."""
 
-import os
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 from devstack import REPO
-from devstack.dashboard import gunicorn_command
-from devstack.net import free_port, wait_for_answer
-from testing.fixtures import database_url
+from loadtest.procstat import children, cpu_seconds
+from testing.fixtures import start_dashboard
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,35 +30,10 @@ def post_fork(server, worker):
 """
 
 
-def start(config: str, tmp_path, *, workers: int) -> tuple[subprocess.Popen, int]:
-    path = tmp_path / "gunicorn.conf.py"
-    path.write_text(config)
-    port = free_port()
-    command = gunicorn_command(port, workers=workers)
-    command[command.index("--config") + 1] = str(path)
-    log = open(tmp_path / "gunicorn.log", "ab")
-    process = subprocess.Popen(
-        command,
-        env={**os.environ, "DATABASE_URL": database_url()},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    wait_for_answer(port, process=process)
-    return process, port
-
-
-def workers_of(master: int) -> list[int]:
-    return [int(pid) for pid in Path(f"/proc/{master}/task/{master}/children").read_text().split()]
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def test_a_worker_forked_as_gunicorn_stops_obeys_the_stop(tmp_path):
-    process, _ = start(SLOW_SECOND_WORKER, tmp_path, workers=2)
+    config = tmp_path / "gunicorn.conf.py"
+    config.write_text(SLOW_SECOND_WORKER)
+    process, _ = start_dashboard(tmp_path, config=config)
     stopped = time.monotonic()
     process.terminate()  # the first worker answered; the second is still in post_fork
     try:
@@ -70,21 +42,21 @@ def test_a_worker_forked_as_gunicorn_stops_obeys_the_stop(tmp_path):
         process.kill()
         process.wait()
         pytest.fail("gunicorn waited out its graceful timeout for a worker that never heard the stop")
-    assert process.returncode == 0, (tmp_path / "gunicorn.log").read_text()[-3000:]
+    assert process.returncode == 0, "".join(log.read_text() for log in tmp_path.glob("gunicorn-*.log"))[-3000:]
     assert time.monotonic() - stopped < 10
 
 
 def test_the_master_loads_the_dashboard_and_the_workers_start_without_loading_it(tmp_path):
-    process, _ = start(OURS.read_text(), tmp_path, workers=2)
+    process, _ = start_dashboard(tmp_path)
     try:
         deadline = time.monotonic() + 30
-        while len(workers_of(process.pid)) < 2 and time.monotonic() < deadline:
+        while len(children(process.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        workers = workers_of(process.pid)
+        workers = children(process.pid)
         assert len(workers) == 2
         # Loading Django, the URL conf and the views is a second or more of CPU.
-        assert cpu_seconds(process.pid) > 0.5
-        assert all(cpu_seconds(worker) < 0.3 for worker in workers), [cpu_seconds(w) for w in workers]
+        assert cpu_seconds([process.pid]) > 0.5
+        assert all(cpu_seconds([worker]) < 0.3 for worker in workers), [cpu_seconds([w]) for w in workers]
     finally:
         process.terminate()
         process.wait(timeout=30)
