@@ -2,6 +2,7 @@
 run here, and its command."""
 
 import os
+import re
 from pathlib import Path
 
 from devstack import REPO
@@ -76,6 +77,19 @@ def render_edge_conf(
     path = prefix / "conf" / "nginx.conf"
     path.write_text(modules + conf)
     return path
+
+
+# nginx.conf's map that makes a click's details ($slingshot_click).
+_CLICK_MAP = re.compile(r"\n    map \$request_method \$slingshot_click \{.*?\n    \}\n", re.S)
+
+
+def without_click_map(conf: str) -> str:
+    """nginx.conf without the map that makes $slingshot_click: an edge that
+    redirects and records no click (a test of that, and `make bench`'s (n))."""
+    edited, found = _CLICK_MAP.subn("\n", conf)
+    if found != 1:
+        raise ValueError(f"nginx.conf has {found} maps of a click's details, not one")
+    return edited
 
 
 def edge_command(prefix: Path, *, workers: int | str = 2) -> list[str]:

@@ -24,6 +24,9 @@ each case:
      address (an IPv4 wildcard, an IPv6 range), browser (firefox) and date
      (before 2020), then one whose address range, browser (chrome, which
      wrk's is) and date window (after 2020) all hold
+  n  (b) with no click: the same link on an edge whose nginx.conf lacks
+     the map that makes $slingshot_click, so that the edge writes no click;
+     (b) less (n), round by round, is what the click itself costs
 
 For each it prints requests/s, p50 and p99 latency, the ratio to its
 ceiling ((f) for (g), else (a)), the ratio to the Lua floor (e) when (e)
@@ -66,7 +69,7 @@ from cpuwhere import Recorder, perf_off, perf_on  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
 import devstack  # noqa: E402
-from devstack.edge import edge_command, render_edge_conf
+from devstack.edge import edge_command, render_edge_conf, without_click_map
 from devstack.net import free_port, wait_for_port
 from devstack.nginx import nginx_binary
 from devstack.throwaway import ThrowawayStack  # noqa: E402
@@ -149,12 +152,22 @@ class Nginx:
     and at LUA_FLOOR_PATH only an ngx.redirect from Lua."""
 
     def __init__(
-        self, root: Path, env: dict[str, str], workers: int, *, with_ceiling: bool, pin: bool, repo: Path
+        self,
+        root: Path,
+        env: dict[str, str],
+        workers: int,
+        *,
+        with_ceiling: bool,
+        pin: bool,
+        repo: Path,
+        clicks: bool = True,
     ) -> None:
         prefix = root / f"nginx-{len(list(root.glob('nginx-*')))}"
         self.port, self.ceiling_port = free_port(), free_port()
         self.tls_port, self.ceiling_tls_port = free_port(), free_port()
         conf_path = render_edge_conf(prefix, self.port, tls_port=self.tls_port, repo=repo)
+        if not clicks:
+            conf_path.write_text(without_click_map(conf_path.read_text()))
         if with_ceiling:
             conf = conf_path.read_text()
             ceiling = (
@@ -232,6 +245,7 @@ LABELS = {
     "h": "h cached, 5 rules, last matches",
     "i": "i (h) by ip, browser, date",
     "l": "l cached, visit limit: INCR + click",
+    "n": "n (b) with no click",
     "f": "f TLS ceiling: return 302",
     "g": "g TLS cached redirect + click",
 }
@@ -258,7 +272,9 @@ class Bench:
         self.redis = redis.Redis(port=self.stack.redis_port, password=self.stack.redis_password)
         self.edges = []
 
-    def start_edge(self, env: dict[str, str], *, with_ceiling: bool = False, repo: Path = devstack.REPO) -> Nginx:
+    def start_edge(
+        self, env: dict[str, str], *, with_ceiling: bool = False, repo: Path = devstack.REPO, clicks: bool = True
+    ) -> Nginx:
         chosen = dict(item.split("=", 1) for item in self.args.edge_env)
         env = {
             "REDIS_HOST": "127.0.0.1",
@@ -267,7 +283,9 @@ class Bench:
             **chosen,
             **env,
         }
-        edge = Nginx(self.root, env, self.args.workers, with_ceiling=with_ceiling, pin=self.args.pin, repo=repo)
+        edge = Nginx(
+            self.root, env, self.args.workers, with_ceiling=with_ceiling, pin=self.args.pin, repo=repo, clicks=clicks
+        )
         self.edges.append(edge)
         return edge
 
@@ -414,18 +432,29 @@ class Bench:
         pipe.execute()
 
         main = self.start_edge({}, with_ceiling=True)
-        tiny = self.start_edge({"EDGE_CACHE_SIZE": str(a.tiny_cache)})
-        cases = self.cases(main, tiny, many)
+        cases = self.cases(main, self.edges_for(a.cases, devstack.REPO), many)
         if a.base:
             base = self.start_edge({}, repo=a.base)
-            base_tiny = self.start_edge({"EDGE_CACHE_SIZE": str(a.tiny_cache)}, repo=a.base)
-            for key, case in self.cases(base, base_tiny, many).items():
+            for key, case in self.cases(base, self.edges_for(a.cases, a.base), many).items():
                 if key in BASE_CASES:
                     cases[key.upper()] = case
         return self.measure(cases, round_order, trailing)
 
-    def cases(self, main: Nginx, tiny: Nginx, many: list[str]) -> dict[str, tuple[Nginx, int, list[str], str]]:
+    def edges_for(self, keys: str, repo: Path) -> dict[str, Nginx]:
+        """The edges of the cases that need one of their own: (c)'s with a
+        tiny cache, (n)'s with no click map."""
+        edges = {}
+        if "c" in keys:
+            edges["c"] = self.start_edge({"EDGE_CACHE_SIZE": str(self.args.tiny_cache)}, repo=repo)
+        if "n" in keys:
+            edges["n"] = self.start_edge({}, repo=repo, clicks=False)
+        return edges
+
+    def cases(
+        self, main: Nginx, own: dict[str, Nginx], many: list[str]
+    ) -> dict[str, tuple[Nginx, int, list[str], str]]:
         a = self.args
+        tiny, quiet = own.get("c", main), own.get("n", main)
         return {
             "a": (main, main.ceiling_port, ["/bench"], "http"),
             "b": (main, main.port, ["/bench"], "http"),
@@ -437,6 +466,7 @@ class Bench:
             "h": (main, main.port, ["/bench-rules"], "http"),
             "i": (main, main.port, ["/bench-new-rules"], "http"),
             "l": (main, main.port, ["/bench-limited"], "http"),
+            "n": (quiet, quiet.port, ["/bench"], "http"),
         }
 
     def measure(self, cases: dict, round_order: str, trailing: list[str]) -> int:
@@ -538,6 +568,7 @@ class Bench:
                     "    per round: "
                     + "  ".join(f"{run.rps:.0f} req/s ({run.rps / ceiling.rps:.2f})" for run, ceiling in measured)
                 )
+        print_click_cost({key: [run for run, _ in by_case[key]] for key in chosen})
         if "b" in a.cases:
             print("\nclicks check:", "OK, every click of (b) is in the stream once" if clicks_ok else "FAILED")
         print("targets:", "all met" if not missed else "missed by " + ", ".join(missed))
@@ -551,9 +582,22 @@ class Bench:
         self.stack.cleanup()
 
 
+def print_click_cost(runs: dict[str, list[Result]]) -> None:
+    """What the click costs, where (n) ran beside (b): (b)'s nginx CPU a
+    request less (n)'s, round by round (and --base's, (B) less (N))."""
+    for with_click, without in (("b", "n"), ("B", "N")):
+        if with_click in runs and without in runs:
+            costs = [run.nginx_us - quiet.nginx_us for run, quiet in zip(runs[with_click], runs[without], strict=True)]
+            print(
+                f"the click's cost, ({with_click}) less ({without}): {median(costs):.2f} µs of nginx CPU a request "
+                f"(rounds: {', '.join(f'{cost:.2f}' for cost in costs)})"
+            )
+
+
 def print_where(runs: dict[str, list[Result]]) -> None:
     """nginx's CPU a request by where it went (--where): medians over the
-    rounds, the parts under 0.05 µs in every case summed as the rest."""
+    rounds, the parts under 0.05 µs in every case summed as the rest; where
+    (n) ran, the click's own part of each, (b) less (n) round by round."""
     runs = {key: [run for run in case_runs if run.where] for key, case_runs in runs.items()}
     runs = {key: case_runs for key, case_runs in runs.items() if case_runs}
     if not runs:
@@ -564,6 +608,19 @@ def print_where(runs: dict[str, list[Result]]) -> None:
         key: {name: median(run.where.get(name, 0.0) * run.nginx_us for run in case_runs) for name in parts}
         for key, case_runs in runs.items()
     }
+    total = {key: median(run.nginx_us for run in case_runs) for key, case_runs in runs.items()}
+    for with_click, without in (("b", "n"), ("B", "N")):
+        if with_click in runs and without in runs and len(runs[with_click]) == len(runs[without]):
+            pairs = list(zip(runs[with_click], runs[without], strict=True))
+            column = f"{with_click}-{without}"
+            cost[column] = {
+                name: median(
+                    run.where.get(name, 0.0) * run.nginx_us - quiet.where.get(name, 0.0) * quiet.nginx_us
+                    for run, quiet in pairs
+                )
+                for name in parts
+            }
+            total[column] = median(run.nginx_us - quiet.nginx_us for run, quiet in pairs)
     shown = sorted(
         (name for name in parts if max(case[name] for case in cost.values()) >= 0.05),
         key=lambda name: -max(case[name] for case in cost.values()),
@@ -572,12 +629,12 @@ def print_where(runs: dict[str, list[Result]]) -> None:
         "\nwhere nginx's CPU went, µs a request (perf record -g, cpu-clock; medians over the rounds, "
         "perf's own cost included; the kernel by the call that entered it)"
     )
-    print(f"{'part':<34}" + "".join(f"{key:>8}" for key in runs))
+    print(f"{'part':<34}" + "".join(f"{key:>8}" for key in cost))
     for name in shown:
-        print(f"{name:<34}" + "".join(f"{cost[key][name]:>8.2f}" for key in runs))
+        print(f"{name:<34}" + "".join(f"{cost[key][name]:>8.2f}" for key in cost))
     rest = {key: sum(value for name, value in case.items() if name not in shown) for key, case in cost.items()}
-    print(f"{'the rest':<34}" + "".join(f"{rest[key]:>8.2f}" for key in runs))
-    print(f"{'all':<34}" + "".join(f"{median(run.nginx_us for run in runs[key]):>8.2f}" for key in runs))
+    print(f"{'the rest':<34}" + "".join(f"{rest[key]:>8.2f}" for key in cost))
+    print(f"{'all':<34}" + "".join(f"{total[key]:>8.2f}" for key in cost))
 
 
 def main() -> int:
@@ -595,7 +652,8 @@ def main() -> int:
         "--cases",
         default="bcdehg",
         help="which cases to run beside their ceilings (a; f for g), in this order (default bcdehg; e.g. --cases h; "
-        "i, (h) with address, browser and date rules, and l, a link with a visit limit, only when asked for)",
+        "i, (h) with address, browser and date rules, l, a link with a visit limit, and n, (b) with no click, "
+        "only when asked for)",
     )
     parser.add_argument(
         "--pin",

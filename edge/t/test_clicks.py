@@ -1,6 +1,5 @@
 """Clicks: buffered per worker, flushed from a timer to the stream."""
 
-import re
 import time
 import uuid
 
@@ -17,6 +16,7 @@ from edge_helpers import (
 )
 
 from clicks.accounting import served_counts
+from devstack.edge import without_click_map
 from slingshot.contract import SERVED_KEY_PREFIX
 
 
@@ -199,12 +199,7 @@ def test_headers_with_quotes_or_bytes_that_are_not_utf8_arrive_as_valid_json(edg
 
 
 def test_an_nginx_conf_without_the_click_map_still_redirects_and_says_clicks_are_lost(make_edge, rds):
-    def without_map(conf: str) -> str:
-        edited = re.sub(r"\n    map \$request_method \$slingshot_click \{.*?\n    \}\n", "\n", conf, flags=re.S)
-        assert edited != conf
-        return edited
-
-    edge = make_edge(edit_conf=without_map)
+    edge = make_edge(edit_conf=without_click_map)
     slug = new_slug("m")
     publish(rds, slug)
     before = metrics(edge)
