@@ -25,7 +25,7 @@ each case:
      (before 2020), then one whose address range, browser (chrome, which
      wrk's is) and date window (after 2020) all hold
   n  (b) with no click: the same link on an edge whose nginx.conf lacks
-     the map that makes $slingshot_click, so that the edge writes no click;
+     the map that makes $slingshot_visitor, so that the edge writes no click;
      (b) less (n), round by round, is what the click itself costs
 
 For each it prints requests/s, p50 and p99 latency, the ratio to its

@@ -5,12 +5,13 @@
 -- An entry's payload:
 --   <id prefix>\n<first click's number, hex>\n     (an entry's header)
 --   <slug>\n<link id, or nothing>\n<rule, or nothing; for an orphan visit,
---   its kind and domain>\n<details>\n
+--   its kind and domain>\n<time>\n<details>\n
 --                                                  (each of its clicks)
--- where `details` is nginx's $slingshot_click (nginx.conf): the request's
--- time, address, User-Agent and Referer, a line each. nginx refuses a header
--- value holding a line feed, an address or a time cannot hold one, and
--- neither can a slug (slug.lua), so a click is those values as they came:
+-- where `time` is the journal's (journal.lua) and `details` nginx's
+-- $slingshot_visitor (nginx.conf): the request's address, User-Agent and
+-- Referer, a line each. nginx refuses a header value holding a line feed,
+-- an address or a time cannot hold one, and neither can a slug
+-- (slug.lua), so a click is those values as they came:
 -- nothing to escape, and nothing a header could inject. A request copies its
 -- click's bytes from nginx's memory into the journal and makes no Lua
 -- string of them: a string per click, interned and then collected, would
@@ -26,10 +27,9 @@ local _M = { _VERSION = "0.4.0" }
 
 _M.UA_MAX = 512
 _M.REFERER_MAX = 1024
--- The time (14 bytes), the shortest address (2) and three line feeds: no
--- field of details up to this long needs cutting, which spares most clicks
--- looking for the fields.
-_M.CHECK_ABOVE = 19 + _M.UA_MAX
+-- The shortest address (2) and two line feeds: no field of details up to
+-- this long needs cutting, which spares most clicks looking for the fields.
+_M.CHECK_ABOVE = 4 + _M.UA_MAX
 
 -- `bytes` in lower-case hex: from 8 random bytes, the per-worker half of
 -- every click id (and, from 16, a password's pass, unlock.lua).
@@ -48,7 +48,7 @@ function _M.cut_details(details)
     if #details <= _M.CHECK_ABOVE then
         return details
     end
-    local ip_end = find(details, "\n", find(details, "\n", 1, true) + 1, true)
+    local ip_end = find(details, "\n", 1, true)
     local ua_end = find(details, "\n", ip_end + 1, true)
     if ua_end - ip_end - 1 <= _M.UA_MAX and #details - ua_end <= _M.REFERER_MAX then
         return details
@@ -59,7 +59,7 @@ end
 
 -- Details with `referer` in place of the request's Referer.
 function _M.with_referer(details, referer)
-    local ip_end = find(details, "\n", find(details, "\n", 1, true) + 1, true)
+    local ip_end = find(details, "\n", 1, true)
     return sub(details, 1, find(details, "\n", ip_end + 1, true)) .. referer
 end
 

@@ -1,7 +1,7 @@
 -- Click recording. A request writes its click into its worker's journal
 -- (journal.lua: a file of the click spool, mapped into memory, which
 -- outlives the worker) and counts it for its hour; it never waits for
--- Redis, nor reads the clock: nginx puts the time in the click's details.
+-- Redis, nor reads the clock: the time is nginx's cached one.
 -- The worker's journals are clickspool.lua's; its timer (clicksend.lua)
 -- appends the journal's entries to the Redis stream in order, several
 -- clicks an entry (docs/contract.md), sends the hour counts
@@ -30,7 +30,7 @@ local REDIRECT, ORPHAN = hourcounts.REDIRECT, hourcounts.ORPHAN
 local CHECK_ABOVE = clickbuf.CHECK_ABOVE
 local cut_details = clickbuf.cut_details
 -- The request's click details as nginx.conf joins them; empty for HEAD.
-local details = nginxvar.reader("slingshot_click")
+local details = nginxvar.reader("slingshot_visitor")
 
 local warned_unset = false
 
@@ -88,7 +88,7 @@ function _M.record(slug, link_id, rule)
     local at, len = details()
     if not at then
         if not warned_unset then
-            log(ERR, "$slingshot_click is not set (nginx.conf lacks its map): ",
+            log(ERR, "$slingshot_visitor is not set (nginx.conf lacks its map): ",
                 "clicks are not recorded")
             warned_unset = true
         end

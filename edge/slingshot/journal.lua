@@ -53,6 +53,7 @@ local LF = 10
 ffi.cdef("typedef struct { uint32_t bytes; uint32_t clicks; } slingshot_journal_slot_t;")
 local slot_ptr = ffi.typeof("slingshot_journal_slot_t *")
 local bytes = ffi.typeof("uint8_t[?]")
+local stamp_at, stamp = nil, nil
 
 local Journal = {}
 Journal.__index = Journal
@@ -150,17 +151,28 @@ function Journal:open_entry(need)
     return true
 end
 
+-- The time line of a click at `when` (Unix seconds, to the millisecond):
+-- made once for the clicks of a millisecond.
+local function time_line(when)
+    if when ~= stamp_at then
+        stamp_at, stamp = when, format("%.3f\n", when)
+    end
+    return stamp
+end
+
 -- Appends a click on `slug` served by the link `link_id` (its id as a
 -- string of digits; "" for an orphan visit) through `rule` (what
 -- rules.pick chose, "" for the link's own url; for an orphan visit its
--- kind and domain), whose details are `len` bytes at `details` (a pointer,
--- or a Lua string), cut already (clickbuf.cut_details), and with `kind`
--- counts it in the UTC hour of `when` (as count does) so that no crash
--- leaves one without the other. Returns its number, or nil and an error
--- when the journal has no room for it (and then counts nothing).
+-- kind and domain) at `when` (Unix seconds, to the millisecond), whose
+-- details are `len` bytes at `details` (a pointer, or a Lua string), cut
+-- already (clickbuf.cut_details), and with `kind` (if given) counts it in
+-- the UTC hour of `when` (as count does) so that no crash leaves one
+-- without the other. Returns its number, or nil and an error when the
+-- journal has no room for it (and then counts nothing).
 function Journal:add(slug, link_id, rule, details, len, kind, when)
-    local slug_len, id_len, rule_len = #slug, #link_id, #rule
-    local need = slug_len + id_len + rule_len + len + 4
+    local time = time_line(when)
+    local slug_len, id_len, rule_len, time_len = #slug, #link_id, #rule, #time
+    local need = slug_len + id_len + rule_len + time_len + len + 4
     if self.in_entry >= self.per_entry or self.pos + need > self.window_end then
         local ok, err = self:open_entry(need)
         if not ok then
@@ -180,6 +192,8 @@ function Journal:add(slug, link_id, rule, details, len, kind, when)
     end
     at[rule_len] = LF
     at = at + rule_len + 1
+    ffi_copy(at, time, time_len)
+    at = at + time_len
     ffi_copy(at, details, len)
     at[len] = LF
     pos = pos + need

@@ -26,7 +26,7 @@ local details = spool.details
 -- Adds a click the way clicks.lua does: details cut first if they are long.
 local function add(journal, slug, link_id, text, rule)
     local cut = clickbuf.cut_details(text)
-    return journal:add(slug, link_id, rule or "", cut, #cut)
+    return journal:add(slug, link_id, rule or "", cut, #cut, nil, spool.TIME)
 end
 
 -- Every unsent payload, sent in batches of about `batch` bytes.
@@ -86,12 +86,28 @@ describe("journal", function()
         }, clicks)
     end)
 
+    it("writes each click's time to the millisecond, with three decimals", function()
+        local journal = assert(journals.create(dir, "00000000000000ac", 100, 1024 * 1024))
+        local text = details("::1", "", "")
+        local whens = { 1763800000.123, 1763800000.123, 1763800000.124, 1763800001, 1763800001.5 }
+        for _, when in ipairs(whens) do
+            assert(journal:add("t", "1", "", text, #text, journals.REDIRECT, when))
+        end
+        journal:close_entry()
+        local times = {}
+        for _, click in ipairs(select(3, parse(journal:unsent(4096)[1]))) do
+            times[#times + 1] = click.msec
+        end
+        assert.same({ "1763800000.123", "1763800000.123", "1763800000.124", "1763800001.000",
+            "1763800001.500" }, times)
+    end)
+
     it("copies details from a pointer to nginx's memory, not only from strings", function()
         local journal = assert(journals.create(dir, "00000000000000ab", 100, 1024 * 1024))
         local text = details("192.0.2.1", "ffi/1.0", "")
         local memory = ffi.new("char[?]", #text)
         ffi.copy(memory, text, #text)
-        journal:add("p", "1", "", memory, #text)
+        journal:add("p", "1", "", memory, #text, nil, spool.TIME)
         journal:close_entry()
         local _, _, clicks = parse(journal:unsent(1024)[1])
         assert.equal("ffi/1.0", clicks[1].ua)

@@ -20,10 +20,13 @@ function _M.per_test(before_each, after_each, use)
     end)
 end
 
--- A click's details as nginx.conf's $slingshot_click joins them.
+-- A click's details as nginx.conf's $slingshot_visitor joins them.
 function _M.details(ip, ua, ref)
-    return "1763800000.123\n" .. ip .. "\n" .. ua .. "\n" .. ref
+    return ip .. "\n" .. ua .. "\n" .. ref
 end
+
+-- When the tests' clicks are made: "1763800000.123" in their records.
+_M.TIME = 1763800000.123
 
 function _M.exists(path)
     local f = io.open(path, "rb")

@@ -207,7 +207,7 @@ def test_an_nginx_conf_without_the_click_map_still_redirects_and_says_clicks_are
         assert edge.request(f"/{slug}").status == 302
     after = metrics(edge)
     assert delta(before, after, "slingshot_edge_clicks_buffered_total") == 0
-    assert "$slingshot_click is not set" in edge.errors()
+    assert "$slingshot_visitor is not set" in edge.errors()
     time.sleep(0.3)
     assert stream_clicks(rds, slug) == []
 
