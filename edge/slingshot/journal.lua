@@ -215,6 +215,26 @@ function Journal:add(slug, link_id, rule, details, len, kind, when)
     return seq
 end
 
+-- `count` bytes of the file from `offset`: a pointer to them and how many
+-- there are, or nil and an error. Where the writer's window maps them (as
+-- it does all that Redis has not taken, unless Redis has been away for a
+-- window's worth of clicks), they are read there, with no copy; else
+-- into the journal's buffer.
+function Journal:bytes_at(offset, count)
+    local map, base = self.map, self.base
+    if map and offset >= base and offset + count <= self.window_end then
+        return map + (offset - base), count
+    end
+    if self.buffer_size < count then
+        self.buffer, self.buffer_size = bytes(count), count
+    end
+    local got, err = self:read(self.buffer, count, offset)
+    if not got then
+        return nil, err
+    end
+    return self.buffer, got
+end
+
 -- The entries not yet sent, oldest first, about `max_bytes` of them (at
 -- least one): their payloads, and where they end in the file and in
 -- clicks, for sent(); nil when there are none. The writer's open entry is
@@ -230,13 +250,9 @@ function Journal:unsent(max_bytes)
         return nil
     end
     local want = min(to - from, max(max_bytes, SLOT))
-    if self.buffer_size < want then
-        self.buffer, self.buffer_size = bytes(want), want
-    end
-    local buffer = self.buffer
-    local got, err = self:read(buffer, want, from)
-    if not got then
-        return nil, err
+    local buffer, got = self:bytes_at(from, want)
+    if not buffer then
+        return nil, got
     end
     local payloads, off, last_first, last_count = {}, 0, 0, 0
     while off + SLOT <= got do

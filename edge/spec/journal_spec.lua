@@ -178,6 +178,31 @@ describe("journal", function()
         assert.equal(200, i)
     end)
 
+    it("reads what its window maps there, and only the rest from the file", function()
+        local journal = assert(journals.create(dir, "0123456789abcdef", 10, 1024 * 1024, 16384))
+        local reads = 0
+        local read = journal.read
+        journal.read = function(...)
+            reads = reads + 1
+            return read(...)
+        end
+        local ua = string.rep("a", 400)
+        for i = 1, 30 do  -- about 13 KB: the first window
+            add(journal, "slug" .. i, "1", details("203.0.113.9", ua, ""))
+        end
+        assert.equal(30, #slugs_of(drain(journal, 4096)))
+        assert.equal(0, reads)
+        for i = 31, 100 do  -- past it: the first clicks are behind the window now
+            add(journal, "slug" .. i, "1", details("203.0.113.9", ua, ""))
+        end
+        assert.is_true(journal.base > 16384)
+        local seen = slugs_of(drain(journal, 4096))
+        assert.equal(70, #seen)
+        assert.equal("slug31", seen[1])
+        assert.equal("slug100", seen[70])
+        assert.is_true(reads > 0)
+    end)
+
     it("refuses clicks past its size, and says why", function()
         local journal = assert(journals.create(dir, "0123456789abcdef", 100, 102400))
         local ua = string.rep("u", 500)
