@@ -1,6 +1,6 @@
 # Slingshot: the commands README.md names. `make run` and `make test` install
 # what they need first (bin/setup).
-.PHONY: setup run status logs ctl backup restore test test-fast test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy bench-webhooks bench-live bench-screen bench-clickhouse-stats loadtest stack-faults slow-clients click-outage multinode redis-outage
+.PHONY: setup run status logs ctl backup restore test test-fast test-python test-lua lint lock bench bench-import bench-api bench-create bench-dashboard bench-export bench-box bench-yourls bench-importers bench-copy bench-webhooks bench-live bench-screen bench-click bench-clickhouse-stats loadtest stack-faults slow-clients click-outage multinode redis-outage
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -133,6 +133,9 @@ bench-live: setup
 # domains, what it takes in each process, and what screening adds to a link.
 bench-screen: setup
 	flock /tmp/slingshot-bench.lock $(PY) loadtest/bench_screen.py $(BENCH_ARGS)
+
+bench-click: setup
+	flock /tmp/slingshot-bench.lock $(PY) loadtest/bench_click.py $(BENCH_ARGS)
 
 # Not part of `make test` (a smoke is, tests/test_bench_smoke.py): a year of
 # one link's stats over 100,000,000 clicks in a throwaway ClickHouse cluster

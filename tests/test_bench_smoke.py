@@ -28,6 +28,7 @@ SCRIPTS = [
     ("bench_webhooks.py", "every one delivered", 240),
     ("bench_live.py", "open pages / none, medians:", 240),
     ("bench_screen.py", "a link's lookup:", 120),
+    ("bench_click.py", "ns of the worker's CPU a click", 120),
 ]
 
 
@@ -66,6 +67,7 @@ def test_every_bench_target_has_a_smoke_run():
         "bench-webhooks",
         "bench-live",
         "bench-screen",
+        "bench-click",
         "bench-clickhouse-stats",
     }, targets
     # bench_importers.py's small run is dashboard/importers/tests/test_bench.py,
