@@ -2,7 +2,6 @@
 run here, and its command."""
 
 import os
-import re
 from pathlib import Path
 
 from devstack import REPO
@@ -77,26 +76,6 @@ def render_edge_conf(
     path = prefix / "conf" / "nginx.conf"
     path.write_text(modules + conf)
     return path
-
-
-# nginx.conf's map that makes a click's details ($slingshot_visitor; an
-# older checkout's, measured beside this one by `make bench --base`,
-# named it $slingshot_click).
-_CLICK_MAP = re.compile(r"\n    map \$request_method \$slingshot_(?:visitor|click) \{.*?\n    \}\n", re.S)
-
-
-def click_map(conf: str) -> str:
-    """nginx.conf's map that makes $slingshot_visitor, its text."""
-    found = _CLICK_MAP.findall(conf)
-    if len(found) != 1:
-        raise ValueError(f"nginx.conf has {len(found)} maps of a click's details, not one")
-    return found[0].lstrip("\n")
-
-
-def without_click_map(conf: str) -> str:
-    """nginx.conf without the map that makes $slingshot_visitor: an edge that
-    redirects and records no click (a test of that, and `make bench`'s (n))."""
-    return conf.replace("\n" + click_map(conf), "\n", 1)
 
 
 def edge_command(prefix: Path, *, workers: int | str = 2) -> list[str]:

@@ -6,8 +6,11 @@ measures the click's parts one by one, each in a loop inside one request
 of an nginx running the checkout's own nginx.conf and edge/, by the
 worker's CPU (loadtest/bench_click.lua):
 
-  read    nginx's map of a click's details, made again at each read (the
-          map copied with `volatile`), as a request reads it once
+  read    what a click records of the request, as the checkout reads it:
+          the request's method and its three variables where nginx keeps
+          them (clicks.lua), or in an older checkout nginx's map that
+          joined them (copied with `volatile`, so that it is made again at
+          each read, as a request makes it once)
   add     the journal's add of those details, its pages faulted in as it
           grows, as a request's click does
   unsent  the timer's read of what the journal holds, entry by entry, a
@@ -31,7 +34,7 @@ from statistics import median
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import devstack  # noqa: E402
-from devstack.edge import click_map, edge_command, render_edge_conf
+from devstack.edge import edge_command, render_edge_conf
 from devstack.net import free_port, wait_for_port
 
 HERE = Path(__file__).resolve().parent
@@ -41,6 +44,8 @@ HEADERS = {
     "Referer": "https://news.example.org/2026/11/spring-sale-roundup?utm_source=newsletter",
 }
 PARTS = ("read", "add", "unsent")
+# An older checkout's nginx.conf joined a click's details in this map.
+CLICK_MAP = re.compile(r"\n    map \$request_method \$slingshot_(?:click|visitor) \{.*?\n    \}\n", re.S)
 
 
 class Edge:
@@ -51,7 +56,8 @@ class Edge:
         prefix = root / f"nginx-{len(list(root.glob('nginx-*')))}"
         conf_path = render_edge_conf(prefix, free_port(), repo=repo)
         conf = conf_path.read_text()
-        volatile = click_map(conf)
+        joined = CLICK_MAP.search(conf)
+        volatile = "" if joined is None else joined.group(0).lstrip("\n")
         volatile = re.sub(
             r"\$slingshot_\w+ \{\n", "$slingshot_click_volatile {\n        volatile;\n", volatile, count=1
         )

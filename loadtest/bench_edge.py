@@ -24,9 +24,9 @@ each case:
      address (an IPv4 wildcard, an IPv6 range), browser (firefox) and date
      (before 2020), then one whose address range, browser (chrome, which
      wrk's is) and date window (after 2020) all hold
-  n  (b) with no click: the same link on an edge whose nginx.conf lacks
-     the map that makes $slingshot_visitor, so that the edge writes no click;
-     (b) less (n), round by round, is what the click itself costs
+  n  (b) with no click: the same link on an edge whose clicks module has
+     its recording taken out (loadtest/noclick/), so that the edge writes
+     no click; (b) less (n), round by round, is what the click itself costs
 
 For each it prints requests/s, p50 and p99 latency, the ratio to its
 ceiling ((f) for (g), else (a)), the ratio to the Lua floor (e) when (e)
@@ -69,7 +69,7 @@ from cpuwhere import Recorder, perf_off, perf_on  # noqa: E402
 from procstat import children, cpu_seconds  # noqa: E402
 
 import devstack  # noqa: E402
-from devstack.edge import edge_command, render_edge_conf, without_click_map
+from devstack.edge import edge_command, render_edge_conf
 from devstack.net import free_port, wait_for_port
 from devstack.nginx import nginx_binary
 from devstack.throwaway import ThrowawayStack  # noqa: E402
@@ -108,6 +108,8 @@ FIVE_NEW_RULES = [
     },
 ]
 LUA_FLOOR_PATH = "/lua-floor"
+# Case (n)'s stand-in for the edge's clicks module, which records nothing.
+NO_CLICKS = HERE / "noclick"
 # The ceiling each case is measured against; a ceiling is its own.
 CEILING_OF = {"g": "f"}
 CEILINGS = {"a", "f"}
@@ -146,6 +148,15 @@ def millis(text: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
 
 
+def without_clicks(conf: str) -> str:
+    """nginx.conf (as render_edge_conf makes it) for an edge that serves as
+    it does and records no click: NO_CLICKS first on its Lua path."""
+    line = 'lua_package_path "$prefix/edge/?.lua;;";'
+    if conf.count(line) != 1:
+        raise ValueError(f"nginx.conf has not one {line!r}")
+    return conf.replace(line, f'lua_package_path "{NO_CLICKS}/?.lua;$prefix/edge/?.lua;;";')
+
+
 class Nginx:
     """One nginx running the production nginx.conf as devstack renders it,
     plus (with_ceiling) a server on its own port that only does `return 302`,
@@ -167,7 +178,7 @@ class Nginx:
         self.tls_port, self.ceiling_tls_port = free_port(), free_port()
         conf_path = render_edge_conf(prefix, self.port, tls_port=self.tls_port, repo=repo)
         if not clicks:
-            conf_path.write_text(without_click_map(conf_path.read_text()))
+            conf_path.write_text(without_clicks(conf_path.read_text()))
         if with_ceiling:
             conf = conf_path.read_text()
             ceiling = (
@@ -442,7 +453,7 @@ class Bench:
 
     def edges_for(self, keys: str, repo: Path) -> dict[str, Nginx]:
         """The edges of the cases that need one of their own: (c)'s with a
-        tiny cache, (n)'s with no click map."""
+        tiny cache, (n)'s with no clicks."""
         edges = {}
         if "c" in keys:
             edges["c"] = self.start_edge({"EDGE_CACHE_SIZE": str(self.args.tiny_cache)}, repo=repo)

@@ -1,38 +1,36 @@
 -- Click recording. A request writes its click into its worker's journal
 -- (journal.lua: a file of the click spool, mapped into memory, which
 -- outlives the worker) and counts it for its hour; it never waits for
--- Redis, nor reads the clock: the time is nginx's cached one.
+-- Redis, nor reads the clock: the time is nginx's cached one, and the
+-- visitor's address and headers are copied from where nginx keeps them.
 -- The worker's journals are clickspool.lua's; its timer (clicksend.lua)
 -- appends the journal's entries to the Redis stream in order, several
 -- clicks an entry (docs/contract.md), sends the hour counts
 -- (accounting.lua), and takes over the journals of workers that have gone.
-local clickbuf = require("slingshot.clickbuf")
 local clickspool = require("slingshot.clickspool")
 local clicksend = require("slingshot.clicksend")
 local hourcounts = require("slingshot.hourcounts")
 local nginxvar = require("slingshot.nginxvar")
 local metrics = require("slingshot.metrics")
-local ffi = require("ffi")
 
 local ngx = ngx
 local log = ngx.log
 local ERR = ngx.ERR
 local now = ngx.now
-local ffi_string = ffi.string
+local get_method = ngx.req.get_method
 
-local _M = { _VERSION = "0.6.0" }
+local _M = { _VERSION = "0.7.0" }
 
 local BUFFERED = metrics.CLICKS_BUFFERED
 local ORPHANS = metrics.CLICKS_ORPHAN
 local DROPPED = metrics.CLICKS_DROPPED
 local REDIRECT, ORPHAN = hourcounts.REDIRECT, hourcounts.ORPHAN
 
-local CHECK_ABOVE = clickbuf.CHECK_ABOVE
-local cut_details = clickbuf.cut_details
--- The request's click details as nginx.conf joins them; empty for HEAD.
-local details = nginxvar.reader("slingshot_visitor")
-
-local warned_unset = false
+-- What a click records of its visitor, where nginx keeps it: the address,
+-- and the User-Agent and Referer headers (nil when absent).
+local address = nginxvar.reader("remote_addr")
+local user_agent = nginxvar.reader("http_user_agent")
+local request_referer = nginxvar.reader("http_referer")
 
 -- Counts a click of `kind` at `t` dropped for want of a journal.
 local function count_lost(kind, t)
@@ -43,18 +41,24 @@ local function count_lost(kind, t)
     end
 end
 
--- Writes a click, whose details are `len` bytes at `at`, into the journal.
-local function write_click(slug, link_id, rule, at, len)
+-- Writes a click, whose Referer is `ref_len` bytes at `ref` (a pointer or
+-- a string; nil: none), into the journal.
+local function write_click(slug, link_id, rule, ref, ref_len)
+    local kind, t = link_id == "" and ORPHAN or REDIRECT, now()
     local journal = clickspool.own
     if not journal then
-        return count_lost(link_id == "" and ORPHAN or REDIRECT, now())
+        return count_lost(kind, t)
     end
-    if len > CHECK_ABOVE then
-        at = cut_details(ffi_string(at, len))
-        len = #at
+    local ip, ip_len = address()
+    local ua, ua_len = user_agent()
+    if not ua then
+        ua, ua_len = "", 0
     end
-    local kind, t = link_id == "" and ORPHAN or REDIRECT, now()
-    local seq, err = journal:add(slug, link_id, rule or "", at, len, kind, t)
+    if not ref then
+        ref, ref_len = "", 0
+    end
+    local seq, err = journal:add(slug, link_id, rule or "", ip, ip_len, ua, ua_len, ref, ref_len,
+        kind, t)
     if not seq then
         -- Counted served even when the journal has no room, so that the loss shows.
         journal:count(kind, t)
@@ -82,33 +86,23 @@ end
 -- or nil for the link's own url), or an orphan visit (a slug without a
 -- link, or whose link is not served) when `link_id` is "", and then `rule`
 -- is the visit's kind and domain (domains.orphan_labels), into the
--- worker's journal. A HEAD request, whose details nginx leaves empty, is
--- no click. The timer sends it.
+-- worker's journal. A HEAD request is no click. The timer sends it.
 function _M.record(slug, link_id, rule)
-    local at, len = details()
-    if not at then
-        if not warned_unset then
-            log(ERR, "$slingshot_visitor is not set (nginx.conf lacks its map): ",
-                "clicks are not recorded")
-            warned_unset = true
-        end
-        return
-    elseif len == 0 then
+    if get_method() == "HEAD" then
         return
     end
-    return write_click(slug, link_id, rule, at, len)
+    local ref, ref_len = request_referer()
+    return write_click(slug, link_id, rule, ref, ref_len)
 end
 
 -- As record, with `referer` in place of the request's Referer: for a
 -- visitor let through a link's password, the page they came from before
 -- the password page (unlock.lua). `referer` holds no line feed.
 function _M.record_from(slug, link_id, rule, referer)
-    local at, len = details()
-    if not at or len == 0 then
+    if get_method() == "HEAD" then
         return
     end
-    local changed = clickbuf.with_referer(ffi_string(at, len), referer)
-    return write_click(slug, link_id, rule, changed, #changed)
+    return write_click(slug, link_id, rule, referer, #referer)
 end
 
 -- The click timer's handler (clicksend.lua).

@@ -157,7 +157,7 @@ local request = {
     accept_language = function() return var.http_accept_language end,
     args = function() return (get_uri_args(MAX_ARGS)) end,
     country = function() return var.slingshot_country end,
-    -- The address a click records (nginx.conf's $slingshot_visitor), and the
+    -- The address a click records (clicks.lua), and the
     -- time of the request as nginx caches it (no clock read per call).
     address = function() return var.remote_addr end,
     now = now,

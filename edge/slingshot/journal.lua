@@ -20,6 +20,7 @@
 local ffi = require("ffi")
 local journalfile = require("slingshot.journalfile")
 local hourcounts = require("slingshot.hourcounts")
+local clickbuf = require("slingshot.clickbuf")
 
 local ffi_cast = ffi.cast
 local ffi_copy = ffi.copy
@@ -34,7 +35,7 @@ local tonumber = tonumber
 local setmetatable = setmetatable
 local pairs = pairs
 
-local _M = { _VERSION = "0.2.0" }
+local _M = { _VERSION = "0.3.0" }
 
 -- How much of its journal a worker maps at a time unless told: the memory
 -- it writes clicks into. What Redis has not taken yet stays in the file
@@ -49,6 +50,7 @@ local HEADER_SIZE = journalfile.HEADER_SIZE
 local PAGE = journalfile.PAGE
 local SLOT = 8
 local LF = 10
+local UA_MAX, REFERER_MAX = clickbuf.UA_MAX, clickbuf.REFERER_MAX
 
 ffi.cdef("typedef struct { uint32_t bytes; uint32_t clicks; } slingshot_journal_slot_t;")
 local slot_ptr = ffi.typeof("slingshot_journal_slot_t *")
@@ -163,16 +165,23 @@ end
 -- Appends a click on `slug` served by the link `link_id` (its id as a
 -- string of digits; "" for an orphan visit) through `rule` (what
 -- rules.pick chose, "" for the link's own url; for an orphan visit its
--- kind and domain) at `when` (Unix seconds, to the millisecond), whose
--- details are `len` bytes at `details` (a pointer, or a Lua string), cut
--- already (clickbuf.cut_details), and with `kind` (if given) counts it in
--- the UTC hour of `when` (as count does) so that no crash leaves one
--- without the other. Returns its number, or nil and an error when the
--- journal has no room for it (and then counts nothing).
-function Journal:add(slug, link_id, rule, details, len, kind, when)
+-- kind and domain) at `when` (Unix seconds, to the millisecond), from the
+-- address `ip_len` bytes at `ip`, with the User-Agent and Referer `ua_len`
+-- and `ref_len` bytes at `ua` and `ref` (each a pointer, or a Lua string;
+-- cut here to UA_MAX and REFERER_MAX bytes), and with `kind` (if given)
+-- counts it in the UTC hour of `when` (as count does) so that no crash
+-- leaves one without the other. Returns its number, or nil and an error
+-- when the journal has no room for it (and then counts nothing).
+function Journal:add(slug, link_id, rule, ip, ip_len, ua, ua_len, ref, ref_len, kind, when)
+    if ua_len > UA_MAX then
+        ua_len = UA_MAX
+    end
+    if ref_len > REFERER_MAX then
+        ref_len = REFERER_MAX
+    end
     local time = time_line(when)
     local slug_len, id_len, rule_len, time_len = #slug, #link_id, #rule, #time
-    local need = slug_len + id_len + rule_len + time_len + len + 4
+    local need = slug_len + id_len + rule_len + time_len + ip_len + ua_len + ref_len + 6
     if self.in_entry >= self.per_entry or self.pos + need > self.window_end then
         local ok, err = self:open_entry(need)
         if not ok then
@@ -194,8 +203,18 @@ function Journal:add(slug, link_id, rule, details, len, kind, when)
     at = at + rule_len + 1
     ffi_copy(at, time, time_len)
     at = at + time_len
-    ffi_copy(at, details, len)
-    at[len] = LF
+    ffi_copy(at, ip, ip_len)
+    at[ip_len] = LF
+    at = at + ip_len + 1
+    if ua_len > 0 then
+        ffi_copy(at, ua, ua_len)
+    end
+    at[ua_len] = LF
+    at = at + ua_len + 1
+    if ref_len > 0 then
+        ffi_copy(at, ref, ref_len)
+    end
+    at[ref_len] = LF
     pos = pos + need
     self.pos = pos
     self.in_entry = self.in_entry + 1

@@ -1,10 +1,9 @@
 package.path = "./?.lua;" .. package.path
 local journals = require("slingshot.journal")
 local hourcounts = require("slingshot.hourcounts")
-local clickbuf = require("slingshot.clickbuf")
 local spool = require("spec.spool")
 
-local details = spool.details
+local details, add = spool.details, spool.add
 
 local dir
 
@@ -14,8 +13,7 @@ describe("hour counts", function()
     end)
 
     it("takes back the count of a click its worker was killed adding, and only that", function()
-        local text = details("::1", "", "")
-        local cut = clickbuf.cut_details(text)
+        local visitor = details("::1", "", "")
         for _, case in ipairs({
             -- Its worker killed between the count and the commit; before
             -- the count; with the click in.
@@ -25,18 +23,18 @@ describe("hour counts", function()
         }) do
             local journal = assert(journals.create(dir, case.name, 100, 1024 * 1024))
             for i = 1, 2 do
-                assert(journal:add("s" .. i, "1", "", cut, #cut, journals.REDIRECT, 7200.5))
+                assert(add(journal, "s" .. i, "1", "", visitor, journals.REDIRECT, 7200.5))
             end
-            assert(journal:add("o", "", "unknown", cut, #cut, journals.ORPHAN, 7300))
+            assert(add(journal, "o", "", "unknown", visitor, journals.ORPHAN, 7300))
             local head = journal.header
             if case.committed then
-                assert(journal:add("s3", "1", "", cut, #cut, journals.REDIRECT, 7200.5))
+                assert(add(journal, "s3", "1", "", visitor, journals.REDIRECT, 7200.5))
             else
                 -- What add does before the commit, for a third click.
                 local counts, hour_slot = journal:hour_counts(7200.5)
                 head.pending_count = counts[journals.REDIRECT] + 1
                 head.pending_index = hour_slot * 3 + journals.REDIRECT
-                head.pending_pos = head.committed + #cut + 6
+                head.pending_pos = head.committed + #"s3\n1\n\n7200.500\n::1\n\n\n"
                 if case.counted then
                     counts[journals.REDIRECT] = counts[journals.REDIRECT] + 1
                 end

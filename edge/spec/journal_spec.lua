@@ -2,7 +2,6 @@ package.path = "./?.lua;" .. package.path
 local ffi = require("ffi")
 local journals = require("slingshot.journal")
 local spooldir = require("slingshot.spooldir")
-local clickbuf = require("slingshot.clickbuf")
 local spool = require("spec.spool")
 
 -- Splits a payload the way docs/contract.md reads it.
@@ -23,10 +22,9 @@ end
 
 local details = spool.details
 
--- Adds a click the way clicks.lua does: details cut first if they are long.
-local function add(journal, slug, link_id, text, rule)
-    local cut = clickbuf.cut_details(text)
-    return journal:add(slug, link_id, rule or "", cut, #cut, nil, spool.TIME)
+-- Adds a click the way clicks.lua does.
+local function add(journal, slug, link_id, visitor, rule)
+    return spool.add(journal, slug, link_id, rule or "", visitor, nil, spool.TIME)
 end
 
 -- Every unsent payload, sent in batches of about `batch` bytes.
@@ -88,10 +86,10 @@ describe("journal", function()
 
     it("writes each click's time to the millisecond, with three decimals", function()
         local journal = assert(journals.create(dir, "00000000000000ac", 100, 1024 * 1024))
-        local text = details("::1", "", "")
+        local visitor = details("::1", "", "")
         local whens = { 1763800000.123, 1763800000.123, 1763800000.124, 1763800001, 1763800001.5 }
         for _, when in ipairs(whens) do
-            assert(journal:add("t", "1", "", text, #text, journals.REDIRECT, when))
+            assert(spool.add(journal, "t", "1", "", visitor, journals.REDIRECT, when))
         end
         journal:close_entry()
         local times = {}
@@ -102,15 +100,48 @@ describe("journal", function()
             "1763800001.500" }, times)
     end)
 
-    it("copies details from a pointer to nginx's memory, not only from strings", function()
+    it("copies the visitor's values from pointers into nginx's memory, or strings", function()
         local journal = assert(journals.create(dir, "00000000000000ab", 100, 1024 * 1024))
-        local text = details("192.0.2.1", "ffi/1.0", "")
-        local memory = ffi.new("char[?]", #text)
-        ffi.copy(memory, text, #text)
-        journal:add("p", "1", "", memory, #text, nil, spool.TIME)
+        local function memory(text)
+            local at = ffi.new("char[?]", #text)
+            ffi.copy(at, text, #text)
+            return at, #text
+        end
+        local ip, ip_len = memory("192.0.2.1")
+        local ua, ua_len = memory("ffi/1.0")
+        local ref, ref_len = memory("https://r.example/")
+        journal:add("p", "1", "", ip, ip_len, ua, ua_len, ref, ref_len, nil, spool.TIME)
         journal:close_entry()
         local _, _, clicks = parse(journal:unsent(1024)[1])
-        assert.equal("ffi/1.0", clicks[1].ua)
+        local click = clicks[1]
+        assert.same({ "192.0.2.1", "ffi/1.0", "https://r.example/" },
+            { click.ip, click.ua, click.ref })
+    end)
+
+    it("cuts long headers, and leaves everything else alone", function()
+        local chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+            .. "Chrome/131.0.0.0 Safari/537.36"
+        local cases = {
+            { "::1", string.rep("u", 600), string.rep("r", 2000), 512, 1024 },
+            { "::1", string.rep("u", 512), string.rep("r", 1024), 512, 1024 },
+            { "::1", string.rep("u", 513), "", 512, 0 },
+            { "2001:db8::1", "", string.rep("r", 1025), 0, 1024 },
+            { "192.0.2.1", chrome, string.rep("r", 900), #chrome, 900 },
+            { "::1", string.rep("\226\156\147", 200), "", 512, 0 },
+        }
+        local journal = assert(journals.create(dir, "00000000000000ad", 100, 1024 * 1024))
+        for _, case in ipairs(cases) do
+            add(journal, "cut", "1", details(case[1], case[2], case[3]))
+        end
+        journal:close_entry()
+        local _, _, clicks = parse(journal:unsent(1024 * 1024)[1])
+        for i, case in ipairs(cases) do
+            local click = clicks[i]
+            assert.equal(case[1], click.ip)
+            assert.equal(case[2]:sub(1, case[4]), click.ua)
+            assert.equal(case[3]:sub(1, case[5]), click.ref)
+            assert.equal("1763800000.123", click.msec)
+        end
     end)
 
     it("splits clicks into entries of at most per_entry, numbered on across sends", function()

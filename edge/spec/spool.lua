@@ -20,9 +20,15 @@ function _M.per_test(before_each, after_each, use)
     end)
 end
 
--- A click's details as nginx.conf's $slingshot_visitor joins them.
+-- What a click records of its visitor (clicks.lua reads it from nginx).
 function _M.details(ip, ua, ref)
-    return ip .. "\n" .. ua .. "\n" .. ref
+    return { ip = ip, ua = ua, ref = ref }
+end
+
+-- Adds a click from `visitor` (details) to `journal`, as clicks.lua does.
+function _M.add(journal, slug, link_id, rule, visitor, kind, when)
+    local ip, ua, ref = visitor.ip, visitor.ua, visitor.ref
+    return journal:add(slug, link_id, rule, ip, #ip, ua, #ua, ref, #ref, kind, when)
 end
 
 -- When the tests' clicks are made: "1763800000.123" in their records.
