@@ -153,6 +153,16 @@ function Journal:open_entry(need)
     return true
 end
 
+-- Writes `len` bytes of `value` (a pointer, or a Lua string) and a line
+-- feed at `at`; returns where the next line starts.
+local function put_line(at, value, len)
+    if len > 0 then
+        ffi_copy(at, value, len)
+    end
+    at[len] = LF
+    return at + len + 1
+end
+
 -- The time line of a click at `when` (Unix seconds, to the millisecond):
 -- made once for the clicks of a millisecond.
 local function time_line(when)
@@ -190,31 +200,13 @@ function Journal:add(slug, link_id, rule, ip, ip_len, ua, ua_len, ref, ref_len, 
     end
     local pos = self.pos
     local at = self.map + (pos - self.base)
-    ffi_copy(at, slug, slug_len)
-    at[slug_len] = LF
-    at = at + slug_len + 1
-    ffi_copy(at, link_id, id_len)
-    at[id_len] = LF
-    at = at + id_len + 1
-    if rule_len > 0 then
-        ffi_copy(at, rule, rule_len)
-    end
-    at[rule_len] = LF
-    at = at + rule_len + 1
-    ffi_copy(at, time, time_len)
-    at = at + time_len
-    ffi_copy(at, ip, ip_len)
-    at[ip_len] = LF
-    at = at + ip_len + 1
-    if ua_len > 0 then
-        ffi_copy(at, ua, ua_len)
-    end
-    at[ua_len] = LF
-    at = at + ua_len + 1
-    if ref_len > 0 then
-        ffi_copy(at, ref, ref_len)
-    end
-    at[ref_len] = LF
+    at = put_line(at, slug, slug_len)
+    at = put_line(at, link_id, id_len)
+    at = put_line(at, rule, rule_len)
+    ffi_copy(at, time, time_len)  -- its line feed included
+    at = put_line(at + time_len, ip, ip_len)
+    at = put_line(at, ua, ua_len)
+    put_line(at, ref, ref_len)
     pos = pos + need
     self.pos = pos
     self.in_entry = self.in_entry + 1
