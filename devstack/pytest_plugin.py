@@ -191,12 +191,10 @@ def servers() -> ThrowawayStack:
     return SERVERS
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def clickhouse_cluster():
     """Two shards of two replicas of ClickHouse 18.16 and their ZooKeeper
-    (devstack/clickhouse.py), for the tests of a module that ask for it; a
-    second or two to start. Not the session's: four servers and a ZooKeeper
-    left idle for the rest of a worker's run cost about 2 s of CPU a minute."""
+    (devstack/clickhouse.py), for the tests that ask for it; a few seconds."""
     from devstack.clickhouse import ClickHouseCluster
 
     cluster = ClickHouseCluster().start()
