@@ -26,7 +26,7 @@ from teams.services import personal_team
 from testing.factories import make_link, make_user
 from testing.streams import add_entry
 
-from .test_clickhouse_import import ch_importer, click, orphan
+from .test_clickhouse_import import ch_importer, click, orphan, until
 from .test_clickhouse_reports import _on_every_replica
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
@@ -217,10 +217,7 @@ def test_click_retention_months_drops_the_clusters_old_months_of_clicks_and_orph
     _on_every_replica(cluster, [link.pk], 3)
     orphans = "SELECT count() FROM orphan_visits_local WHERE slug = 'gone'"
     # The orphan visit on its shard's two replicas: the second fetches it from the first.
-    deadline = time.monotonic() + 30
-    while sum(node.client().execute(orphans)[0][0] for node in cluster.nodes) != 2:
-        assert time.monotonic() < deadline, "the orphan visit did not reach both replicas of its shard"
-        time.sleep(0.2)
+    assert until(lambda: sum(node.client().execute(orphans)[0][0] for node in cluster.nodes), 2, timeout=30) == 2
 
     Upkeep()()
 
