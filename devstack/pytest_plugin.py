@@ -6,8 +6,9 @@ the run ends. Tests get nginx edges from the `edge` fixtures below.
 
 Under pytest-xdist (`make test` runs `pytest -n`) each worker is a pytest
 process of its own, and so has its own PostgreSQL, Redis and edges; a
-file's tests run on one worker, in their order (`--dist loadfile`), the
-files with slow tests first (`slow_files_first`). `-m "not slow"`
+file's tests run on one worker, in their order (`--dist loadfile`, with
+the scopes of `run_scope`), the files with slow tests first
+(`slow_scopes_first`). `-m "not slow"`
 (`make test-fast`) says how many slow tests it left out.
 """
 
@@ -191,13 +192,29 @@ def servers() -> ThrowawayStack:
     return SERVERS
 
 
+# The files whose tests share the ClickHouse cluster: one worker runs them
+# all, one after the other (run_scope), and stops the cluster after the last.
+CLICKHOUSE_FILES = "test_clickhouse_"
+CLICKHOUSE_SCOPE = "the ClickHouse cluster's files"
+
+
+class _ClickHouseRun:
+    """This process's cluster, once started, and whether it stopped."""
+
+    cluster = None
+    stopped = False
+
+
 @pytest.fixture(scope="session")
 def clickhouse_cluster():
     """Two shards of two replicas of ClickHouse 18.16 and their ZooKeeper
-    (devstack/clickhouse.py), for the tests that ask for it; a few seconds."""
+    (devstack/clickhouse.py), for the tests of test_clickhouse_*.py files;
+    a few seconds. It stops after the last of them (pytest_runtest_teardown
+    below): an idle cluster costs two seconds of CPU a minute."""
     from devstack.clickhouse import ClickHouseCluster
 
     cluster = ClickHouseCluster().start()
+    _ClickHouseRun.cluster = cluster
     yield cluster
     cluster.cleanup()
 
@@ -310,19 +327,63 @@ def through_publisher(publisher_process, settings):
 # --- running the suite on several processes (pytest-xdist) and without the slow tests
 
 
+def run_scope(nodeid: str) -> str:
+    """The tests one worker runs together, one after the other: a file's,
+    and all of the test_clickhouse_*.py files' as one, so that a single
+    process starts the ClickHouse cluster, and only once."""
+    path = nodeid.split("::", 1)[0]
+    return CLICKHOUSE_SCOPE if Path(path).name.startswith(CLICKHOUSE_FILES) else path
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` with run_scope's scopes rather than files."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadRunScopeScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return run_scope(nodeid)
+
+    return LoadRunScopeScheduling(config, log)
+
+
 @pytest.hookimpl(tryfirst=True)  # after pytest-django's, which orders the tests by their kind of database
 def pytest_collection_modifyitems(config, items):
-    if hasattr(config, "workerinput"):  # an xdist worker: every one collects alike
-        slow_files_first(items)
+    slow_scopes_first(items)
 
 
-def slow_files_first(items) -> None:
-    """The files with slow tests first, those with the most first: with
-    `--dist loadfile --no-loadscope-reorder` (`make test`) workers take
-    whole files in this order, so that no long file starts last and keeps
-    the run waiting on one worker. Each file's tests keep their order."""
-    slow = Counter(item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow"))
-    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])
+def slow_scopes_first(items) -> None:
+    """The scopes (run_scope) with slow tests first, those with the most
+    first: with `--dist loadfile --no-loadscope-reorder` (`make test`)
+    workers take whole scopes in this order, so that no long one starts last
+    and keeps the run waiting on one worker. A scope's tests stay together,
+    in their order, in one process too (TEST_WORKERS=0)."""
+    scopes = [run_scope(item.nodeid) for item in items]
+    slow = Counter(scope for scope, item in zip(scopes, items, strict=True) if item.get_closest_marker("slow"))
+    first = {scope: index for index, scope in reversed(list(enumerate(scopes)))}
+    order = {id(item): (-slow[scope], first[scope]) for scope, item in zip(scopes, items, strict=True)}
+    items.sort(key=lambda item: order[id(item)])
+
+
+def pytest_runtest_setup(item):
+    if "clickhouse_cluster" not in item.fixturenames:
+        return
+    if run_scope(item.nodeid) != CLICKHOUSE_SCOPE:
+        pytest.fail(f"the ClickHouse cluster is for the tests of {CLICKHOUSE_FILES}*.py files (run_scope)")
+    if _ClickHouseRun.stopped:
+        pytest.fail("the ClickHouse cluster stopped after its files' tests: this one ran apart from them")
+
+
+@pytest.hookimpl(trylast=True)  # after the fixtures' own teardown
+def pytest_runtest_teardown(item, nextitem):
+    """Stops the ClickHouse cluster once this process has run the last of
+    the tests that share it (run_scope keeps them together)."""
+    last = nextitem is None or run_scope(nextitem.nodeid) != CLICKHOUSE_SCOPE
+    if _ClickHouseRun.cluster is not None and run_scope(item.nodeid) == CLICKHOUSE_SCOPE and last:
+        _ClickHouseRun.cluster.cleanup()
+        _ClickHouseRun.stopped = True
 
 
 def pytest_deselected(items):
