@@ -29,15 +29,20 @@ class ThrowawayStack:
         self.redis_dir = self.root / "redis"
 
     def start(self) -> None:
-        init_postgres(self.pg_dir)
-        self.postgres = self._spawn(
-            postgres_command(self.pg_dir, self.pg_port, durable=self.durable), "postgres", **db_owner()
-        )
-        self.start_redis()
-        wait_for_postgres(self.pg_dir, self.pg_port)
-        bootstrap_database(
-            self.pg_dir, self.pg_port, role="slingshot", password="test", database="slingshot", createdb=True
-        )
+        """Both servers, or neither: what started is stopped if the rest fails."""
+        try:
+            init_postgres(self.pg_dir)
+            self.postgres = self._spawn(
+                postgres_command(self.pg_dir, self.pg_port, durable=self.durable), "postgres", **db_owner()
+            )
+            self.start_redis()
+            wait_for_postgres(self.pg_dir, self.pg_port)
+            bootstrap_database(
+                self.pg_dir, self.pg_port, role="slingshot", password="test", database="slingshot", createdb=True
+            )
+        except BaseException:
+            self.cleanup()
+            raise
 
     def start_redis(self, *, durable: bool | None = None) -> subprocess.Popen:
         durable = self.durable if durable is None else durable
