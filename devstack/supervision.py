@@ -162,6 +162,7 @@ def left_programs(said: dict[str, int]) -> dict[str, int]:
     (`said`) is found too. A program that wrote its title over its
     environment (redis-server) is taken from `said` while its pid is still
     a child of the runner's."""
+    _let_forks_start()
     children, programs = _children(), {}
     for pid in children:
         try:
@@ -180,6 +181,22 @@ def left_programs(said: dict[str, int]) -> dict[str, int]:
         if name not in programs and pid in children and pid not in claimed:
             programs[name] = pid
     return programs
+
+
+def _let_forks_start(timeout: float = 5.0) -> None:
+    """Waits while a child of the runner still runs supervisord's code: a
+    program supervisord forked just before it died, not yet started (its
+    environment, which names it, comes with its exec)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        forks = []
+        for pid in _children():
+            with suppress(OSError):
+                if b"supervisor.supervisord" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    forks.append(pid)
+        if not forks:
+            return
+        time.sleep(0.05)
 
 
 def stop_in_order(pids: dict[str, int]) -> None:
