@@ -318,10 +318,12 @@ def set_up_database(run: Path, env: dict[str, str], values: dict[str, str], *, f
     say("migrating the database")
     # django-axes names its lockout rule once, here, rather than in every process (settings.py).
     step([*MANAGE, "migrate", "--no-input", "-v", "1"], env={**env, "AXES_BANNER": "1"}, what="manage.py migrate")
-    step([*MANAGE, "collectstatic", "--no-input", "-v", "0"], env=env, what="manage.py collectstatic")
+    # Django's system checks ran in migrate: the next two skip them.
+    collectstatic = [*MANAGE, "collectstatic", "--no-input", "-v", "0", "--skip-checks"]
+    step(collectstatic, env=env, what="manage.py collectstatic")
     # Its name and password come from SLINGSHOT_ADMIN_USER and
     # SLINGSHOT_ADMIN_PASSWORD in the environment, never from arguments.
-    told = step([*MANAGE, "ensure_admin"], env=env, what="manage.py ensure_admin", capture=True)
+    told = step([*MANAGE, "ensure_admin", "--skip-checks"], env=env, what="manage.py ensure_admin", capture=True)
     if finish:
         finish(env)
     return told

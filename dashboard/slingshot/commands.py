@@ -14,8 +14,14 @@ from .schema import SchemaMismatch, check_schema
 
 class ServiceCommand(BaseCommand):
     """SIGTERM and Ctrl-C set `self.stopping`: the command finishes the work
-    in hand and returns. `pause` and `retry_later` wake early when it does."""
+    in hand and returns. `pause` and `retry_later` wake early when it does.
 
+    A service checks the database's schema as it starts, not Django's system
+    checks: those ran in the `manage.py migrate` before it (and run in
+    `manage.py check`), and would cost each start, and each restart after a
+    crash, 0.3 - 0.5 s of CPU (the project's URLs and admin imported)."""
+
+    requires_system_checks = []
     stopping = False
 
     def execute(self, *args, **options):
