@@ -21,6 +21,7 @@ from devstack.processes import become_subreaper, die_with_parent, group_members,
 
 CONF = Path(__file__).resolve().with_name("supervisord.conf")
 PYTHON = sys.executable
+SUPERVISORD = "supervisor.supervisord"  # the module the runner starts supervisord as
 READY_TIMEOUT = 180.0
 
 
@@ -72,7 +73,7 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: st
     become_subreaper()
     say("starting supervisord")
     supervisord = subprocess.Popen(
-        [PYTHON, "-m", "supervisor.supervisord", "-c", str(CONF)],
+        [PYTHON, "-m", SUPERVISORD, "-c", str(CONF)],
         env=env,
         cwd=devstack.REPO,
         stdin=subprocess.DEVNULL,
@@ -188,15 +189,14 @@ def _let_forks_start(timeout: float = 5.0) -> None:
     program supervisord forked just before it died, not yet started (its
     environment, which names it, comes with its exec)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        forks = []
-        for pid in _children():
-            with suppress(OSError):
-                if b"supervisor.supervisord" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    forks.append(pid)
-        if not forks:
-            return
+    while time.monotonic() < deadline and any(_runs_supervisord(pid) for pid in _children()):
         time.sleep(0.05)
+
+
+def _runs_supervisord(pid: int) -> bool:
+    with suppress(OSError):
+        return SUPERVISORD.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    return False
 
 
 def stop_in_order(pids: dict[str, int]) -> None:

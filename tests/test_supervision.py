@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from devstack.supervision import left_programs
+from devstack.supervision import SUPERVISORD, left_programs
 
 # A child as supervisord's fork for a program is at first: supervisord's
 # command line, its own process group, and no SUPERVISOR_PROCESS_NAME; its
@@ -19,10 +19,10 @@ os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)"],
 
 
 def test_a_program_supervisord_forked_as_it_died_is_found_once_it_has_started():
-    fork = subprocess.Popen([sys.executable, "-c", FORK, "-m", "supervisor.supervisord"])
+    fork = subprocess.Popen([sys.executable, "-c", FORK, "-m", SUPERVISORD])
     try:
         assert left_programs({}) == {"webhooks": fork.pid}
-        assert b"supervisor.supervisord" not in open(f"/proc/{fork.pid}/cmdline", "rb").read()
+        assert SUPERVISORD.encode() not in open(f"/proc/{fork.pid}/cmdline", "rb").read()
     finally:
         fork.kill()
         fork.wait()
