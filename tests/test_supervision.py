@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import devstack
 from devstack.supervision import SUPERVISORD, left_programs
 
 # A child as supervisord's fork for a program is at first: supervisord's
@@ -36,3 +37,37 @@ def test_a_program_is_taken_from_supervisords_last_answer_when_its_environment_d
         program.kill()
         program.wait()
     assert os.getpid() not in left_programs({"me": os.getpid()}).values()
+
+
+# As the runner: a subreaper with supervisord (here a sleep) as its child,
+# and a program's master orphaned by its keep_group, adopted, then exited.
+# reap_adopted collects the master and leaves supervisord's exit to Popen,
+# alive or not.
+REAPER = """
+import os, subprocess, sys, time
+from devstack.processes import become_subreaper
+from devstack.supervision import reap_adopted
+become_subreaper()
+supervisord = subprocess.Popen(["sleep", "60"])
+keep_group = subprocess.Popen(
+    [sys.executable, "-c", "import subprocess; print(subprocess.Popen(['sleep', '0.3']).pid, flush=True)"],
+    stdout=subprocess.PIPE, text=True,
+)
+master = int(keep_group.stdout.readline())
+keep_group.wait()
+time.sleep(1)
+assert open(f"/proc/{master}/stat").read().split(") ")[1][0] == "Z", "adopted and exited"
+reap_adopted(supervisord.pid)
+assert not os.path.exists(f"/proc/{master}"), "collected"
+assert supervisord.poll() is None
+supervisord.terminate()
+time.sleep(0.5)
+reap_adopted(supervisord.pid)
+assert supervisord.wait(timeout=5) == -15, "its status, left to Popen"
+print("ok")
+"""
+
+
+def test_the_runner_collects_what_it_adopted_and_leaves_supervisord_to_popen():
+    done = subprocess.run([sys.executable, "-c", REAPER], cwd=devstack.REPO, capture_output=True, text=True, timeout=60)
+    assert done.stdout == "ok\n", done.stderr
