@@ -3,7 +3,6 @@ import time
 from django.contrib.auth import SESSION_KEY
 from django.utils import timezone
 
-from . import sso
 from .models import SessionUse
 
 SEEN_KEY = "_slingshot_seen"
@@ -70,11 +69,17 @@ class SsoSignOutMiddleware:
     after the CSP middleware, so that it sees the response first."""
 
     def __init__(self, get_response):
+        # Here, not at the top: every process loads this module for the
+        # sign-in receivers above (apps.py), and sso's OAuth client
+        # (authlib, requests) only the dashboard's.
+        from . import sso
+
         self.get_response = get_response
+        self.provider_origin = sso.provider_origin
 
     def __call__(self, request):
         response = self.get_response(request)
-        origin = sso.provider_origin()
+        origin = self.provider_origin()
         if origin:
             update = dict(getattr(response, "_csp_update", None) or {})
             update["form-action"] = [*update.get("form-action", []), origin]

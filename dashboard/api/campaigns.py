@@ -12,7 +12,8 @@ from rest_framework.response import Response
 from clicks.campaigns import campaign_clicks, whole_hours
 from links.selectors import links_visible_to
 
-from .common import QueryParameters, iso, readable_team
+from .common import QueryParameters, readable_team
+from .times import iso
 
 DEFAULT_DAYS = 30
 LONGEST = timedelta(days=731)

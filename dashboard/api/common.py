@@ -1,9 +1,7 @@
-"""What the API's resources share: the JSON 404 of any other path, a team
-named in a query or a body, and times as the API writes them."""
+"""What the API's resources share: the JSON 404 of any other path, and a
+team named in a query or a body (times as the API writes them: times.py)."""
 
 import copy
-from contextlib import suppress
-from datetime import UTC, timedelta
 
 from django.conf import settings
 from django.urls import resolve
@@ -63,18 +61,6 @@ def team_from_body(request, data: dict) -> dict:
     if team is None:
         raise ValidationError({"team": [NO_SUCH_TEAM]})
     return {**data, "team": team}
-
-
-def iso(moment, zone=None) -> str:
-    """A time as DRF's DateTimeField writes it (UTC as Z), in `zone` if it can
-    be. RFC 3339 offsets are whole minutes: a local time whose offset is not
-    (a zone's local mean time, before it took a standard one) is written in UTC."""
-    with suppress(OverflowError):  # at the ends of the calendar, as it is
-        moment = moment.astimezone(zone) if zone else moment
-        if (offset := moment.utcoffset()) and offset % timedelta(minutes=1):
-            moment = moment.astimezone(UTC)
-    text = moment.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 class QueryParameters(serializers.Serializer):

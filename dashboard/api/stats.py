@@ -9,8 +9,9 @@ from clicks.calendar import INTERVALS, stats_range, zone_name, zone_named
 from clicks.reports import range_stats
 from clicks.rollups import DIMENSIONS
 
-from .common import TimeRangeSerializer, TimeZoneField, iso
+from .common import TimeRangeSerializer, TimeZoneField
 from .link_serializers import LinkDomainQuerySerializer
+from .times import iso
 
 FILTER_HELP = {
     "referer_host": "Only clicks from this referrer host; empty for direct visits.",

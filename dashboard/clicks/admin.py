@@ -2,7 +2,6 @@ from django.contrib import admin, messages
 
 from .clickhouse_clicks import using_clickhouse
 from .models import Click
-from .selectors import clicks_visible_to
 
 
 @admin.register(Click)
@@ -15,6 +14,11 @@ class ClickAdmin(admin.ModelAdmin):
     show_full_result_count = False
 
     def get_queryset(self, request):
+        # Here, not at the top: Django imports every admin module in every
+        # process as it starts, and the selectors bring DRF's search and the
+        # enrichment.
+        from .selectors import clicks_visible_to
+
         return clicks_visible_to(request.user)
 
     def changelist_view(self, request, extra_context=None):

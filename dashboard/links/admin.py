@@ -3,7 +3,6 @@ from django.contrib import admin
 from teams import access
 from teams.models import Role
 
-from . import services
 from .fields import OPTION_NAMES, LinkFields
 from .models import Link
 from .selectors import links_visible_to
@@ -42,7 +41,13 @@ class LinkAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and self._edits(request, obj)
 
+    # The services are imported where the admin uses them: Django imports
+    # every admin module in every process as it starts (a service, a
+    # manage.py command), and theirs bring Redis', DNS and HTTP clients.
+
     def save_model(self, request, obj, form, change):
+        from . import services
+
         data = {name: form.cleaned_data[name] for name in form.changed_data if name in services.EDITABLE_FIELDS}
         if change:
             link = Link.objects.get(pk=obj.pk)
@@ -56,8 +61,12 @@ class LinkAdmin(admin.ModelAdmin):
         return links_visible_to(request.user).select_related("team", "owner")
 
     def delete_model(self, request, obj):
+        from . import services
+
         services.link_delete(link=obj, actor=request.user)
 
     def delete_queryset(self, request, queryset):
+        from . import services
+
         for link in queryset:
             services.link_delete(link=link, actor=request.user)

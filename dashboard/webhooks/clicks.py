@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 import orjson
 from django.db import connection, transaction
 
-from api.common import iso
+from api.times import iso
 from clicks.entries import CLICK_LINES
 from links.models import Link
 

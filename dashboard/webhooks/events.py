@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from api.common import iso
+from api.times import iso
 
 from . import event_types as types
 from .models import Message, Webhook

@@ -11,7 +11,11 @@ Published once what caused them has committed: a batch of the click
 importer (clicks.signals.batch_stored), a link made (links.signals.
 link_changed). As with Shlink, at most once: a subscriber that is not
 listening misses them, and a Redis that fails is logged, never the
-importer's or the request's error."""
+importer's or the request's error.
+
+Its receivers are connected in every process (events.connect); what makes
+the payloads (Shlink's shapes, the clicks' and links' queries, and with
+them the API's and the clicks' modules) is imported when one is made."""
 
 import logging
 from collections.abc import Callable
@@ -22,10 +26,7 @@ import redis
 from django.conf import settings
 from django.db import connection, transaction
 
-from api.shlink.shapes import short_url
-from api.shlink.visits import orphan_visit, visit
 from clicks.models import Click
-from clicks.selectors import with_click_totals
 from links.models import Link
 from slingshot.redis import get_redis
 
@@ -70,6 +71,10 @@ def _publish(updates: Callable[[], list[tuple[str, dict]]]) -> None:
 
 def visit_updates(ranges: list[list], first, last) -> list[tuple[str, dict]]:
     """The updates of the visits of these click ids that are stored."""
+    from api.shlink.shapes import short_url
+    from api.shlink.visits import orphan_visit, visit
+    from clicks.selectors import with_click_totals
+
     ids = click_ids(ranges)
     span = {"occurred_at__gte": first, "occurred_at__lte": last}
     clicks = list(
@@ -104,11 +109,15 @@ def on_batch_stored(sender, *, cursor, batch, **kwargs) -> None:
 
 def on_link_changed(sender, *, link, event: str, **kwargs) -> None:
     if settings.SHLINK_REDIS_PUB_SUB and event == "created":
-        transaction.on_commit(lambda: _publish(lambda: [(NEW_SHORT_URL, {"shortUrl": short_url(_fresh(link))})]))
+        transaction.on_commit(lambda: _publish(lambda: [(NEW_SHORT_URL, {"shortUrl": _short_url_now(link)})]))
 
 
-def _fresh(link: Link) -> Link:
-    return with_click_totals(Link.objects.filter(pk=link.pk)).select_related("domain").first() or link
+def _short_url_now(link: Link) -> dict:
+    """Shlink's shortUrl of `link` as it is now stored, with its visits."""
+    from api.shlink.shapes import short_url
+    from clicks.selectors import with_click_totals
+
+    return short_url(with_click_totals(Link.objects.filter(pk=link.pk)).select_related("domain").first() or link)
 
 
 def _moment(ms: int) -> datetime:
