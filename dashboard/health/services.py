@@ -3,17 +3,20 @@ the link's LinkHealth, and `link_broken` (health/signals.py) when a link
 that worked, or was never checked, is found broken."""
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 
 from links.models import Link
 
 from .models import LinkHealth, Status
-from .probe import Outcome
 from .signals import link_broken
 
+if TYPE_CHECKING:  # the probe's HTTP client is for check_links, not every process (apps.py)
+    from .probe import Outcome
 
-def record(*, link: Link, url: str, outcome: Outcome, at: datetime) -> LinkHealth:
+
+def record(*, link: Link, url: str, outcome: "Outcome", at: datetime) -> LinkHealth:
     """The check of `url` (the link's destination) at `at`, as the link's last. A broken link keeps the
     `broken_since` of the first check of its run of broken ones, whatever
     the reason now; a working one has none."""

@@ -18,7 +18,6 @@ from clicks.calendar import zone_named
 from teams.selectors import memberships_of
 
 from .models import Preferences
-from .sso_views import check_due, signed_in_with_sso
 from .teams import memberships
 
 # The zone's name rides in the session: put there at sign-in and when it
@@ -145,6 +144,8 @@ class SecondFactorRequiredMiddleware(_SignedInPages):
     )
 
     def send(self, request, match):
+        from .sso_views import signed_in_with_sso  # here: see SsoCheckMiddleware.send
+
         if (
             (match.namespace == "web" and match.url_name in self.ALLOWED)
             or second_factor.session_is_strong(request)
@@ -173,6 +174,11 @@ class SsoCheckMiddleware(_SignedInPages):
     opened in the browser: fetches and the API are left alone."""
 
     def send(self, request, match):
+        # Imported here, not at the top: every process loads this module for
+        # its sign-in receiver (apps.py), and the SSO views' OAuth client
+        # (authlib, requests) only the dashboard's.
+        from .sso_views import check_due
+
         if (
             request.method != "GET"
             or (match.url_name or "").startswith(("sso-", "sign-"))
