@@ -44,6 +44,7 @@ from devstack.supervision import (
     say,
     supervise,
 )
+from devstack.terminal import keep_writing
 
 SECRETS = ("SECRET_KEY", "POSTGRES_PASSWORD", "REDIS_PASSWORD", "SUPERVISOR_PASSWORD", "EDGE_DASHBOARD_SECRET")
 # The line of manage.py ensure_admin that shows a password it generated; the
@@ -356,6 +357,7 @@ def banner(run: Path, env: dict[str, str], admin_password: str | None = None) ->
 
 
 def main_run() -> int:
+    keep_writing()  # should the terminal go, the stack is still stopped in order
     run = run_dir()
     signal.signal(signal.SIGTSTP, signal.SIG_IGN)  # Ctrl-Z would stop the runner alone, holding the terminal
     stop = StopSignals()

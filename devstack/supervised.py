@@ -10,6 +10,7 @@ import http.cookiejar
 import os
 import pty
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -62,6 +63,7 @@ class SupervisedStack:
         self.exit_status = None
         self._terminal = None
         self._reader = None
+        self._hanging_up = threading.Event()
 
     @property
     def edge_url(self) -> str:
@@ -90,7 +92,8 @@ class SupervisedStack:
             finally:
                 os._exit(127)
         self.pid, self._terminal = pid, terminal
-        self._reader = threading.Thread(target=self._read_terminal, daemon=True)
+        self._hanging_up.clear()
+        self._reader = threading.Thread(target=self._read_terminal, args=(terminal,), daemon=True)
         self._reader.start()
         wait_until(
             lambda: self.exited() or (self.all_running() and self._dashboard_answers()),
@@ -113,11 +116,13 @@ class SupervisedStack:
             return False
         return status not in (502, 503, 504)
 
-    def _read_terminal(self) -> None:
+    def _read_terminal(self, terminal: int) -> None:
         with open(self.console_path, "ab") as out:
-            while True:
+            while not self._hanging_up.is_set():
+                if not select.select([terminal], [], [], 0.1)[0]:
+                    continue
                 try:
-                    data = os.read(self._terminal, 65536)
+                    data = os.read(terminal, 65536)
                 except OSError:  # EIO: every process that had the terminal has gone
                     return
                 if not data:
@@ -177,6 +182,15 @@ class SupervisedStack:
     def interrupt(self) -> None:
         """Ctrl-C on the terminal."""
         os.write(self._terminal, b"\x03")
+
+    def hang_up(self) -> None:
+        """The terminal goes, as when its window is closed or its SSH session
+        drops: closed once the reader has stopped reading it (a read under
+        way would hold it open)."""
+        self._hanging_up.set()
+        self._reader.join(timeout=10)
+        os.close(self._terminal)
+        self._terminal = None
 
     def wait_exit(self, *, timeout: float) -> int:
         wait_until(self.exited, timeout=timeout, what="make run to exit")

@@ -7,6 +7,7 @@ die."""
 import configparser
 import http.client
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from devstack.processes import become_subreaper, die_with_parent, group_members,
 
 CONF = Path(__file__).resolve().with_name("supervisord.conf")
 PYTHON = sys.executable
-SUPERVISORD = "supervisor.supervisord"  # the module the runner starts supervisord as
+SUPERVISORD = "devstack.supervisord"  # the module the runner starts supervisord as
 READY_TIMEOUT = 180.0
 
 
@@ -81,6 +82,7 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: st
         preexec_fn=die_with_parent(signal.SIGTERM),
     )
     stop.forward_to(supervisord)
+    terminal = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else None
     started = time.monotonic()
     announced = stopping_said = False
     pids: dict[str, int] = {}
@@ -92,6 +94,8 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: st
         except subprocess.TimeoutExpired:
             pass
         reap_adopted(supervisord.pid)
+        if terminal is not None and not stop.requested and hung_up(terminal):
+            os.kill(os.getpid(), signal.SIGHUP)  # what a terminal that closes says: stop
         if stop.requested and not stopping_said:
             say(
                 "stopping: the edge first (its workers write their clicks to Redis), then the pushed clicks, the "
@@ -122,6 +126,16 @@ def supervise(run: Path, env: dict[str, str], stop: "StopSignals", *, banner: st
     stop_in_order(left_programs(pids))
     say("stopped; `make run` starts the stack again")
     return 1
+
+
+def hung_up(fd: int) -> bool:
+    """Whether the terminal on `fd` has gone (its window closed, its SSH
+    session dropped). The runner, in a process group of its own, is sent no
+    SIGHUP then: the kernel's goes to make, the session's leader, which
+    stays until its child exits."""
+    poller = select.poll()
+    poller.register(fd, 0)  # a hang-up, an error or a closed descriptor is reported whatever the mask
+    return bool(poller.poll(0))
 
 
 def program_pids(env: dict[str, str]) -> dict[str, int]:
@@ -232,6 +246,9 @@ def stop_in_order(pids: dict[str, int]) -> None:
         try:
             os.kill(pid, signal.Signals[f"SIG{signame}"])
         except ProcessLookupError:
+            # One whose output went to supervisord may have ended on its first
+            # write since (a broken pipe): a program just started, say.
+            say(f"{name} (pid {pid}) had exited already")
             continue
         deadline = time.monotonic() + wait
         while group_members(pid) and time.monotonic() < deadline:

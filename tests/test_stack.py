@@ -724,9 +724,31 @@ def test_when_supervisord_itself_dies_its_programs_are_stopped_in_order(stack):
     console = stack.console()[before:]
     assert "supervisord exited unexpectedly" in console
     # The edge before Redis: its workers' clicks reach Redis. (The console, whose
-    # events came from supervisord, has ended by itself.)
-    stopped = re.findall(r"devstack: stopped (\w+) \(pid", console)
-    assert tuple(name for name in stopped if name != "console") == STOP_ORDER, console
+    # events came from supervisord, has ended by itself; a program that wrote to
+    # supervisord since, webhooks as it starts, ended with its broken pipe.)
+    stopped = re.findall(r"devstack: (?:stopped (\w+) \(pid|(\w+) \(pid \d+\) had exited already)", console)
+    assert tuple("".join(name) for name in stopped if "console" not in name) == STOP_ORDER, console
+    for name, pid in pids.items():
+        assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"{name} (pid {pid}) still runs"
+
+
+def test_when_its_terminal_closes_everything_is_stopped_in_order(stack):
+    """A closed terminal window, or a dropped SSH session: `make run` is gone
+    with it, and so is every program, in order, with nothing left running."""
+    stack.start()
+    wait_until(stack.all_running, timeout=60, what="every program running")
+    pids = {info["name"]: info["pid"] for info in stack.rpc().supervisor.getAllProcessInfo()}
+    pids.update(nginx=stack.master_pid("edge"), gunicorn=stack.master_pid("dashboard"), front=stack.master_pid("front"))
+    pids.update(make=stack.pid, supervisord=int((stack.run / "supervisord.pid").read_text()))
+    log = stack.run / "logs" / "supervisord.log"
+    logged = len(log.read_text())
+    stack.hang_up()
+    stack.wait_exit(timeout=180)
+    wait_until(lambda: not Path(f"/proc/{pids['supervisord']}").exists(), timeout=60, what="supervisord to exit")
+    since = log.read_text()[logged:]
+    assert "received SIGTERM indicating exit request" in since, since  # asked by the runner, as Ctrl-C asks
+    stopped = re.findall(r"INFO stopped: (\w+) \(exit status 0\)", since)
+    assert tuple(name for name in stopped if name in STOP_ORDER) == STOP_ORDER, since
     for name, pid in pids.items():
         assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"{name} (pid {pid}) still runs"
 

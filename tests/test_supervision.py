@@ -6,6 +6,7 @@ import sys
 
 import devstack
 from devstack.supervision import SUPERVISORD, left_programs
+from devstack.terminal import LastingOutput
 
 # A child as supervisord's fork for a program is at first: supervisord's
 # command line, its own process group, and no SUPERVISOR_PROCESS_NAME; its
@@ -71,3 +72,17 @@ print("ok")
 def test_the_runner_collects_what_it_adopted_and_leaves_supervisord_to_popen():
     done = subprocess.run([sys.executable, "-c", REAPER], cwd=devstack.REPO, capture_output=True, text=True, timeout=60)
     assert done.stdout == "ok\n", done.stderr
+
+
+def test_output_whose_terminal_has_gone_is_dropped_from_then_on_without_an_error():
+    read, write = os.pipe()
+    stream = os.fdopen(write, "w")
+    os.close(read)  # as a terminal that has gone: each write fails (EPIPE here, EIO there)
+    out = LastingOutput(stream)
+    out.write("a line\n")
+    out.flush()
+    assert out.lost
+    assert os.readlink(f"/proc/self/fd/{write}") == "/dev/null"  # what the stream still buffers goes there
+    assert out.write(b"bytes, as supervisord's logger writes them\n") == 43
+    print("and a print", file=out, flush=True)
+    stream.close()
