@@ -43,7 +43,8 @@ class LinkAdmin(admin.ModelAdmin):
 
     # The services are imported where the admin uses them: Django imports
     # every admin module in every process as it starts (a service, a
-    # manage.py command), and theirs bring Redis', DNS and HTTP clients.
+    # manage.py command), and the services bring Redis', DNS and HTTP
+    # clients with them.
 
     def save_model(self, request, obj, form, change):
         from . import services
