@@ -41,9 +41,8 @@ def become_subreaper() -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of process group `pgid`, from /proc."""
-    members = []
+def _stats():
+    """(pid, [state, ppid, pgrp, ...]) of every process, from /proc/PID/stat."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -52,10 +51,17 @@ def group_members(pgid: int) -> list[int]:
         except OSError:
             continue
         # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(entry.name))
-    return members
+        yield int(entry.name), stat[stat.rindex(")") + 2 :].split()
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group `pgid`, from /proc."""
+    return [pid for pid, fields in _stats() if fields[0] != "Z" and int(fields[2]) == pgid]
+
+
+def children_of(parent: int) -> list[int]:
+    """The child processes of `parent` (zombies too), from /proc."""
+    return [pid for pid, fields in _stats() if int(fields[1]) == parent]
 
 
 def reap_children() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import devstack
 from devstack.net import wait_for_answer
-from devstack.processes import become_subreaper, die_with_parent, group_members, reap_children
+from devstack.processes import become_subreaper, children_of, die_with_parent, group_members, reap_children
 
 CONF = Path(__file__).resolve().with_name("supervisord.conf")
 PYTHON = sys.executable
@@ -146,22 +146,6 @@ def program_pids(env: dict[str, str]) -> dict[str, int]:
         return {}
 
 
-def _children() -> list[int]:
-    """The runner's child processes: supervisord's programs once it died,
-    and processes adopted as a subreaper."""
-    me, found = str(os.getpid()), []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if stat[stat.rindex(")") + 2 :].split()[1] == me:
-            found.append(int(entry.name))
-    return found
-
-
 def reap_adopted(supervisord: int) -> None:
     """Collects the exited processes the runner adopted as a subreaper (a
     master whose keep_group died, say), leaving supervisord to Popen: the
@@ -187,7 +171,7 @@ def left_programs(said: dict[str, int]) -> dict[str, int]:
     environment (redis-server) is taken from `said` while its pid is still
     a child of the runner's."""
     _let_forks_start()
-    children, programs = _children(), {}
+    children, programs = children_of(os.getpid()), {}
     for pid in children:
         try:
             # A program leads its own process group (supervisord's setpgrp); a
@@ -212,7 +196,7 @@ def _let_forks_start(timeout: float = 5.0) -> None:
     program supervisord forked just before it died, not yet started (its
     environment, which names it, comes with its exec)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_runs_supervisord(pid) for pid in _children()):
+    while time.monotonic() < deadline and any(_runs_supervisord(pid) for pid in children_of(os.getpid())):
         time.sleep(0.05)
 
 
