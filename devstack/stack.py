@@ -34,7 +34,7 @@ import devstack
 from devstack import ports as stack_ports
 from devstack.postgres import bootstrap_database, db_owner, init_postgres, postgres_command, wait_for_postgres
 from devstack.processes import die_with_parent
-from devstack.programs import MANAGE, run_dir
+from devstack.programs import run_dir
 from devstack.supervision import (
     CONF,
     PYTHON,
@@ -122,29 +122,41 @@ def supervisord_pid(run: Path) -> int | None:
 # --- prepare: the one-time work -----------------------------------------------------
 
 
-def step(command: list[str], *, env: dict[str, str], what: str, capture: bool = False) -> str:
+def step(command: list[str], *, env: dict[str, str], what: str, answer: bool = False) -> tuple[int, str]:
     """Runs one preparation command in a session of its own (Ctrl-C reaches
-    the runner, which stops it with SIGTERM); raises StackError if it fails."""
-    child = subprocess.Popen(
-        command,
-        env=env,
-        cwd=devstack.REPO,
-        start_new_session=True,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE if capture else None,
-        text=True,
-    )
+    the runner, which stops it with SIGTERM); raises StackError if it fails.
+    Returns its exit status and, with `answer`, what it wrote to the pipe
+    whose file descriptor it gets as its last argument; with `answer`, exit
+    status 2 is an answer too (devstack/django_steps.py)."""
+    read_end = write_end = None
+    if answer:
+        read_end, write_end = os.pipe()
+        command = [*command, str(write_end)]
     try:
-        output, _ = child.communicate()
+        child = subprocess.Popen(
+            command,
+            env=env,
+            cwd=devstack.REPO,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            pass_fds=(write_end,) if answer else (),
+        )
+    finally:
+        if write_end is not None:
+            os.close(write_end)
+    said = ""
+    try:
+        if read_end is not None:
+            with os.fdopen(read_end, encoding="utf-8") as answered:
+                said = answered.read()
+        child.wait()
     except BaseException:
         child.terminate()
         child.wait()
         raise
-    if capture and child.returncode == 2:
-        return output
-    if child.returncode != 0:
+    if child.returncode != 0 and not (answer and child.returncode == 2):
         raise StackError(f"{what} failed (exit status {child.returncode}); its output is above")
-    return output or ""
+    return child.returncode, said
 
 
 @contextmanager
@@ -306,25 +318,16 @@ def set_up_database(run: Path, env: dict[str, str], values: dict[str, str], *, f
         raise StackError(f"setting up the database failed: {str(exc).strip()}{hint}") from None
     if fill_database:
         fill_database(env)
-    foreign = step(
-        [PYTHON, "-m", "devstack.migration_history"], env=env, capture=True, what="checking the migration history"
-    ).splitlines()
-    if foreign:
+    say("migrating the database")
+    status, told = step([PYTHON, "-m", "devstack.django_steps"], env=env, what="setting up the database", answer=True)
+    if status == 2:
+        foreign = told.splitlines()
         raise StackError(
             f"the database in {run / 'pg'} was migrated by a newer version of Slingshot: it has migrations "
             f"this checkout does not know ({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}). "
             "Run that version (git checkout it, then `make run`), or restore the backup taken before its "
             "upgrade (docs/operations.md, 'Backing up and restoring')"
         )
-    say("migrating the database")
-    # django-axes names its lockout rule once, here, rather than in every process (settings.py).
-    step([*MANAGE, "migrate", "--no-input", "-v", "1"], env={**env, "AXES_BANNER": "1"}, what="manage.py migrate")
-    # Django's system checks ran in migrate: the next two skip them.
-    collectstatic = [*MANAGE, "collectstatic", "--no-input", "-v", "0", "--skip-checks"]
-    step(collectstatic, env=env, what="manage.py collectstatic")
-    # Its name and password come from SLINGSHOT_ADMIN_USER and
-    # SLINGSHOT_ADMIN_PASSWORD in the environment, never from arguments.
-    told = step([*MANAGE, "ensure_admin", "--skip-checks"], env=env, what="manage.py ensure_admin", capture=True)
     if finish:
         finish(env)
     return told
