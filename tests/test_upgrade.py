@@ -134,6 +134,17 @@ def _install(path: Path) -> None:
     for shared in ("dashboard/frontend/build", "data/geo/node_modules"):
         if (devstack.REPO / shared).exists() and (path / shared).parent.exists() and not (path / shared).exists():
             (path / shared).symlink_to(devstack.REPO / shared)
+    # As this checkout's bin/setup does for its own: where Python writes no
+    # bytecode (PYTHONDONTWRITEBYTECODE), each of the old stack's processes
+    # would compile every module of the old version it imports.
+    folders = [name for name in ("dashboard", "devstack", "edge") if (path / name).is_dir()]
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", "-x", "node_modules", *folders],
+        cwd=path,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=300,
+    )
 
 
 def _pins(requirements: Path) -> dict[str, str] | None:
