@@ -6,12 +6,16 @@
 --           `volatile`, made again at each read as a request makes it
 --           once), or the method and the three variables, each as nginx
 --           keeps it
---   add     the journal's add of those details (journal.lua), its pages
---           faulted in as it grows, as a request's click does
+--   add     the journal's add of those details (journal.lua), into its
+--           ring in the click memory folder (an older checkout's: into the
+--           file's pages, faulted in as it grows), as a request's click does
+--   copy    the timer's copy of the ring into the journal's file (none in
+--           an older checkout, whose clicks were written there)
 --   unsent  the timer's read of what the journal holds (unsent and sent),
 --           entry by entry, as its flushes do
 local ffi = require("ffi")
 local journals = require("slingshot.journal")
+local config = require("slingshot.config")
 local nginxvar = require("slingshot.nginxvar")
 
 -- Declared at the first request (the file runs again at each one).
@@ -75,9 +79,10 @@ local function add(journal, when)
 end
 
 local dir = ngx.config.prefix() .. "costs-spool"
-local journal = assert(journals.create(dir, "00000000000000ff", 100, 4 * 1024 * 1024 * 1024))
+local journal = assert(journals.create(dir, "00000000000000ff", 100, 4 * 1024 * 1024 * 1024, nil,
+    config.click_memory_dir))
 local when = ngx.now()
-local add_s, unsent_s, done = 0, 0, 0
+local add_s, copy_s, unsent_s, done = 0, 0, 0, 0
 while done < n do
     -- A flush's worth at a time (two workers at 90,000 clicks a second,
     -- a flush every 0.1 s), the time of each a millisecond on.
@@ -87,6 +92,10 @@ while done < n do
         add(journal, when)
     end
     local t1 = cpu()
+    if journal.copy then
+        assert(journal:copy())
+    end
+    local t2 = cpu()
     while true do
         local payloads, offset, clicks = journal:unsent(2 * 1024 * 1024)
         if not payloads then
@@ -94,7 +103,7 @@ while done < n do
         end
         journal:sent(offset, clicks)
     end
-    add_s, unsent_s = add_s + (t1 - t0), unsent_s + (cpu() - t1)
+    add_s, copy_s, unsent_s = add_s + (t1 - t0), copy_s + (t2 - t1), unsent_s + (cpu() - t2)
     done = done + batch
     when = when + 0.001
 end
@@ -103,4 +112,5 @@ journal:remove()
 
 ngx.say(string.format("read %.1f %d", read_ns, bytes / n))
 ngx.say(string.format("add %.1f %d", add_s / n * 1e9, record))
+ngx.say(string.format("copy %.1f %d", copy_s / n * 1e9, record))
 ngx.say(string.format("unsent %.1f %d", unsent_s / n * 1e9, record))

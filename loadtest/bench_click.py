@@ -11,8 +11,11 @@ worker's CPU (loadtest/bench_click.lua):
           them (clicks.lua), or in an older checkout nginx's map that
           joined them (copied with `volatile`, so that it is made again at
           each read, as a request makes it once)
-  add     the journal's add of those details, its pages faulted in as it
-          grows, as a request's click does
+  add     the journal's add of those details, into its ring in the click
+          memory folder (an older checkout's: into the file's pages,
+          faulted in as it grows), as a request's click does
+  copy    the timer's copy of the ring into the journal's file, a flush's
+          worth at a time (none in an older checkout)
   unsent  the timer's read of what the journal holds, entry by entry, a
           flush's worth at a time
 
@@ -43,7 +46,7 @@ HEADERS = {
     "Chrome/131.0.0.0 Safari/537.36",
     "Referer": "https://news.example.org/2026/11/spring-sale-roundup?utm_source=newsletter",
 }
-PARTS = ("read", "add", "unsent")
+PARTS = ("read", "add", "copy", "unsent")
 # An older checkout's nginx.conf joined a click's details in this map.
 CLICK_MAP = re.compile(r"\n    map \$request_method \$slingshot_(?:click|visitor) \{.*?\n    \}\n", re.S)
 

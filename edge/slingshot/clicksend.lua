@@ -190,6 +190,13 @@ local function note(ok, err, premature)
 end
 
 local function flush(premature)
+    local own = clickspool.own
+    if own then  -- first: the ring has room again each tick, Redis there or not
+        local copied, copy_err = own:copy()
+        if not copied then
+            log(ERR, copy_err)
+        end
+    end
     local ok, err = send_all()
     note(ok, err, premature)
     if not clickspool.own then
@@ -206,8 +213,14 @@ local function flush(premature)
     end
     -- Clicks Redis has not taken go to disk every so often: a worker that
     -- dies loses none of them, a machine that stops at most those since.
-    local own = clickspool.own
-    if own:waiting() > 0 and t >= next_sync then
+    -- An exiting worker leaves its journal in its file alone.
+    own = clickspool.own
+    if exited then
+        local settled, settle_err = own:settle()
+        if not settled then
+            log(ERR, settle_err)
+        end
+    elseif own:waiting() > 0 and t >= next_sync then
         next_sync = t + config.click_spool_sync_interval
         local synced, sync_err = own:sync()
         if not synced then

@@ -63,9 +63,24 @@ local function random_prefix()
     return clickbuf.hex_prefix(bytes)
 end
 
+local memory_error = nil
+
+-- A new journal, its ring in the click memory folder; where no ring can
+-- be made there (the tmpfs is full, or missing), in the spool folder:
+-- clicks as safe, each page of the ring costing a page fault again.
 local function new_journal()
-    return journals.create(config.click_spool_dir, random_prefix(), config.clicks_per_entry,
-        config.click_spool_max_mb * 1024 * 1024, config.click_memory_mb * 1024 * 1024)
+    local dir, prefix = config.click_spool_dir, random_prefix()
+    local per_entry, max_bytes = config.clicks_per_entry, config.click_spool_max_mb * 1024 * 1024
+    local size, memory = config.click_memory_mb * 1024 * 1024, config.click_memory_dir
+    local journal, err = journals.create(dir, prefix, per_entry, max_bytes, size, memory)
+    if journal or memory == dir then
+        return journal, err
+    end
+    if err ~= memory_error then
+        memory_error = err
+        log(WARN, "click journals write through the spool folder, not memory: ", err)
+    end
+    return journals.create(dir, prefix, per_entry, max_bytes, size)
 end
 
 -- Makes the worker's own journal: until one can be made, its clicks are
@@ -126,6 +141,10 @@ function _M.scan()
                 local clicks = journal:waiting()
                 adopted[name] = journal
                 _M.report(journal)
+                if journal.lost and journal.lost > 0 then
+                    log(ERR, "the click journal ", name, " lost ", journal.lost,
+                        " clicks with its ring, gone with the machine's memory before a sync")
+                end
                 if clicks > 0 then
                     log(WARN, "took over the click journal ", name, " of a worker that has gone: ",
                         clicks, " clicks to send")
@@ -154,16 +173,24 @@ function _M.rotate()
         log(ERR, err)
         return
     end
+    local settled, settle_err = own:settle()
+    if not settled then
+        log(ERR, settle_err)
+    end
     _M.adopted[own.name] = own
     _M.own = journal
 end
 
--- The spool folder, from nginx's master (init phase): made if missing,
--- and given to the workers' user.
+-- The spool folder and the click memory folder, from nginx's master
+-- (init phase): made if missing, and given to the workers' user.
 function _M.prepare()
     local ok, err = spooldir.prepare_dir(config.click_spool_dir, WORKER_USER)
     if not ok then
         error(err, 0)
+    end
+    ok, err = spooldir.prepare_dir(config.click_memory_dir, WORKER_USER)
+    if not ok then
+        log(WARN, err, " (EDGE_CLICK_MEMORY_DIR)")
     end
 end
 

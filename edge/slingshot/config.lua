@@ -115,6 +115,8 @@ function _M.parse(getenv)
         click_spool_dir = text(getenv, "EDGE_CLICK_SPOOL_DIR", nil),
         click_spool_max_mb = number(getenv, "EDGE_CLICK_SPOOL_MAX_MB", 1024, 0.1),
         click_memory_mb = number(getenv, "EDGE_CLICK_MEMORY_MB", 8, 0.1),
+        -- Where the workers' rings are (journalring.lua): a tmpfs.
+        click_memory_dir = text(getenv, "EDGE_CLICK_MEMORY_DIR", "/dev/shm/slingshot-clicks"),
         click_spool_sync_interval = number(getenv, "EDGE_CLICK_SPOOL_SYNC_INTERVAL", 1, 0.001),
         clicks_per_entry = number(getenv, "EDGE_CLICKS_PER_ENTRY", 100, 1),
         slug_min_length = number(getenv, "EDGE_SLUG_MIN_LENGTH", slug.MIN_LENGTH, 1),

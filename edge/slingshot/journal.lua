@@ -1,14 +1,17 @@
 -- A worker's click journal: the clicks it records, in a file of the spool
--- folder (EDGE_CLICK_SPOOL_DIR) that the worker maps into its memory, as
--- the stream's entries carry them (docs/contract.md, record format 5), and
--- per UTC hour how many it counted (hourcounts.lua). A click is written
--- into the mapping, that is into the kernel's page cache: a store as cheap
--- as one into the worker's own memory, which outlives the worker. The
--- timer sends the entries in order and notes how far it got; a worker that
--- dies leaves its journal behind, and a sibling or its successor takes it
--- over (adopt) and sends the rest. The file itself (its header, mapping,
--- locking, removing) is journalfile.lua's, the spool folder spooldir.lua's.
--- Pure LuaJIT FFI over libc, no ngx, so busted tests it directly.
+-- folder (EDGE_CLICK_SPOOL_DIR), as the stream's entries carry them
+-- (docs/contract.md, record format 5), and per UTC hour how many it
+-- counted (hourcounts.lua). A click is written into a ring in memory
+-- (journalring.lua), a file of tmpfs mapped into the worker: a store as
+-- cheap as one into the worker's own memory, which outlives the worker.
+-- The timer copies what the ring holds into the file (copy) before the
+-- ring comes round to it, sends the entries in order and notes how far it
+-- got; a worker that dies leaves its journal and its ring behind, and a
+-- sibling or its successor takes them over (adopt), copies the ring into
+-- the file, and sends the rest. The file itself (its header, locking,
+-- writing, removing) is journalfile.lua's, its reading by the timer
+-- journalread.lua's, the spool folder spooldir.lua's. Pure LuaJIT FFI
+-- over libc, no ngx, so busted tests it directly.
 --
 -- After the file's header, entries back to back, each a slot (the entry's
 -- bytes and clicks, written when the entry is closed; zero while it is
@@ -19,6 +22,8 @@
 -- where the stream's copy ends.
 local ffi = require("ffi")
 local journalfile = require("slingshot.journalfile")
+local journalring = require("slingshot.journalring")
+local journalread = require("slingshot.journalread")
 local hourcounts = require("slingshot.hourcounts")
 local clickbuf = require("slingshot.clickbuf")
 
@@ -26,21 +31,18 @@ local ffi_cast = ffi.cast
 local ffi_copy = ffi.copy
 local ffi_string = ffi.string
 local format = string.format
-local find = string.find
-local sub = string.sub
 local floor = math.floor
 local max = math.max
 local min = math.min
-local tonumber = tonumber
 local setmetatable = setmetatable
 local pairs = pairs
 
 local _M = { _VERSION = "0.3.0" }
 
--- How much of its journal a worker maps at a time unless told: the memory
--- it writes clicks into. What Redis has not taken yet stays in the file
--- beyond it.
+-- The size of a worker's ring unless told: the memory it writes clicks
+-- into, copied into the file before the ring comes round.
 _M.WINDOW = 8 * 1024 * 1024
+_M.RING_SUFFIX = ".ring"
 _M.HEADER_SIZE = journalfile.HEADER_SIZE
 _M.SUFFIX = journalfile.SUFFIX
 -- Kinds of counts, as accounting.lua names them.
@@ -48,18 +50,15 @@ _M.REDIRECT, _M.ORPHAN = hourcounts.REDIRECT, hourcounts.ORPHAN
 
 local HEADER_SIZE = journalfile.HEADER_SIZE
 local PAGE = journalfile.PAGE
-local SLOT = 8
+local SLOT, slot_ptr = journalread.SLOT, journalread.slot_ptr
 local LF = 10
 local UA_MAX, REFERER_MAX = clickbuf.UA_MAX, clickbuf.REFERER_MAX
 
-ffi.cdef("typedef struct { uint32_t bytes; uint32_t clicks; } slingshot_journal_slot_t;")
-local slot_ptr = ffi.typeof("slingshot_journal_slot_t *")
-local bytes = ffi.typeof("uint8_t[?]")
 local stamp_at, stamp = nil, nil
 
 local Journal = {}
 Journal.__index = Journal
-for _, methods in pairs({ journalfile.methods, hourcounts.methods }) do
+for _, methods in pairs({ journalfile.methods, journalread.methods, hourcounts.methods }) do
     for name, method in pairs(methods) do
         Journal[name] = method
     end
@@ -69,53 +68,199 @@ local function opened(dir, name, fd, head)
     return setmetatable({
         dir = dir, name = name, path = dir .. "/" .. name, fd = fd, header = head,
         prefix = ffi_string(head.prefix, 16),
-        size = 0,          -- bytes of the file reserved so far (the writer's)
         hour = -1, counts = nil, hour_slot = nil,  -- the current hour's counts (the writer's)
         sent_counts = {},  -- hour -> redirects and orphan visits last sent
         buffer = nil, buffer_size = 0,
     }, Journal)
 end
 
+-- The size of the ring a writer makes to write the clicks of requests
+-- still finishing after it settled its journal at exit (settle).
+local LAST_RING = 64 * 1024
+
+-- Sets how far the writer may write: the ring may not come round to what
+-- the file does not hold yet, nor the journal grow past its bound.
+function Journal:set_limit()
+    self.limit = min(self.copied + self.window, HEADER_SIZE + self.max_bytes)
+end
+
+-- Gives the writer a new ring of `size` bytes in its ring folder, named in
+-- its header: true, or nil and an error.
+function Journal:make_ring(size)
+    local path = self.ring_dir .. "/" .. self.prefix .. _M.RING_SUFFIX
+    local ring, err = journalring.create(path, size)
+    if not ring then
+        return nil, err
+    end
+    local named, name_err = journalfile.name_ring(self.header, path, size)
+    if not named then
+        ring:close(true)
+        return nil, name_err
+    end
+    self.ring, self.window = ring, size
+    self:set_limit()
+    return true
+end
+
 -- A new journal in `dir` for clicks with the id prefix `prefix` (16 hex
--- digits), locked by this process, at most `max_bytes` of entries, at most
--- `per_entry` clicks an entry, mapped `window` bytes at a time (WINDOW if
--- nil).
-function _M.create(dir, prefix, per_entry, max_bytes, window)
+-- digits), locked by this process, at most `max_bytes` of entries (in
+-- whole pages), at most `per_entry` clicks an entry, written through a
+-- ring of `window` bytes (WINDOW if nil) in the folder `ring_dir` (`dir`
+-- if nil).
+function _M.create(dir, prefix, per_entry, max_bytes, window, ring_dir)
     local name = prefix .. _M.SUFFIX
-    window = max(PAGE, floor(min(window or _M.WINDOW, max_bytes) / PAGE) * PAGE)
-    local fd, head = journalfile.create(dir, name, prefix, window)
+    local fd, head = journalfile.create(dir, name, prefix)
     if not fd then
         return nil, head
     end
     local journal = opened(dir, name, fd, head)
-    journal.size = HEADER_SIZE + window
-    journal.window = window
-    journal.max_bytes = max_bytes
+    journal.ring_dir = ring_dir or dir
+    journal.max_bytes = max(PAGE, floor(max_bytes / PAGE) * PAGE)
     journal.per_entry = per_entry
-    journal.map, journal.base, journal.window_end = nil, 0, 0
     journal.pos = HEADER_SIZE
+    journal.copied = HEADER_SIZE
     journal.entry_at = nil
     journal.in_entry = per_entry  -- per_entry: the next click opens an entry
     journal.seq = 0
-    local mapped, err = journal:remap(0)
-    if not mapped then
+    window = max(PAGE, floor(min(window or _M.WINDOW, journal.max_bytes) / PAGE) * PAGE)
+    local made, err = journal:make_ring(window)
+    if not made then
         journal:remove()
         return nil, err
     end
     return journal
 end
 
+-- Copies into the file what the ring of a journal left behind holds past
+-- `copied`, and deletes the ring; a journal whose ring went with the
+-- machine keeps the entries a sync wrote to disk. True, or nil and an
+-- error.
+function Journal:take_ring()
+    local head = self.header
+    local path, size = journalfile.ring_of(head)
+    if not path then
+        return true
+    end
+    local ring, err
+    if size then
+        ring, err = journalring.open(path, size)
+        if err then
+            return nil, err
+        end
+    end
+    if ring then
+        local from, to = head.copied, head.committed
+        local ok, write_err = true, nil
+        if to > from then
+            ok, write_err = self:write(ring:at(from), to - from, from)
+        end
+        ring:close()
+        if not ok then
+            return nil, write_err
+        end
+    else
+        local clicks = head.clicks
+        if head.durable > head.sent then
+            head.committed, head.clicks = head.durable, head.durable_clicks
+        else
+            head.committed, head.clicks = head.sent, head.sent_clicks
+        end
+        self.lost = clicks - head.clicks
+    end
+    head.copied, head.copied_clicks = head.committed, head.clicks
+    local synced, sync_err = self:sync()
+    if not synced then
+        return nil, sync_err
+    end
+    head.ring[0] = 0
+    journalring.remove(path)
+    return true
+end
+
 -- The journal `name` in `dir` if the worker that wrote it has gone (its
 -- lock is free) and no other worker has taken it over: nil otherwise, and
 -- an error if it cannot be read. The count of a click its worker was
--- killed adding is taken back.
+-- killed adding is taken back, and its ring copied into its file; `lost`
+-- is how many clicks went with a ring the machine lost.
 function _M.adopt(dir, name)
     local fd, head = journalfile.open_left(dir, name)
     if not fd then
         return nil, head
     end
     hourcounts.undo_pending(head)
-    return opened(dir, name, fd, head)
+    local journal = opened(dir, name, fd, head)
+    local ok, err = journal:take_ring()
+    if not ok then
+        journal:close()
+        return nil, "click journal " .. journal.path .. ": " .. err
+    end
+    return journal
+end
+
+-- Copies into the file the clicks the ring holds that it does not, the
+-- open entry closed first (the file never holds a slot that will change),
+-- so that the ring may come round to them. True, or nil and an error.
+function Journal:copy()
+    local ring = self.ring
+    if not ring then
+        return true
+    end
+    self:close_entry()
+    local from, to = self.copied, self.pos
+    if to > from then
+        local ok, err = self:write(ring:at(from), to - from, from)
+        if not ok then
+            return nil, err
+        end
+        local head = self.header
+        head.copied, head.copied_clicks = to, self.seq
+        self.copied = to
+        self:set_limit()
+    end
+    return true
+end
+
+-- Copies the rest of the ring into the file, writes it to disk, and
+-- deletes the ring: the journal is its file alone, as one taken over is,
+-- until its writer adds a click again. True, or nil and an error (the
+-- ring stays).
+function Journal:settle()
+    if not self.ring then
+        return true
+    end
+    local ok, err = self:copy()
+    if ok then
+        ok, err = self:sync()
+    end
+    if not ok then
+        return nil, err
+    end
+    self.header.ring[0] = 0
+    self.ring:close(true)
+    self.ring, self.limit = nil, 0  -- a click after this makes a ring (open_entry)
+    return true
+end
+
+local file_close = journalfile.methods.close
+
+-- Lets go of the journal (and its ring), leaving them for another worker
+-- to take over.
+function Journal:close()
+    if self.ring then
+        self.ring:close()
+        self.ring = nil
+    end
+    file_close(self)
+end
+
+-- Marks the journal done and removes it, and its ring: every entry and
+-- count has been sent.
+function Journal:remove()
+    if self.ring then
+        self.ring:close(true)
+        self.ring = nil
+    end
+    journalfile.methods.remove(self)
 end
 
 -- Ends the open entry: its slot gets its size and clicks. The next click
@@ -123,7 +268,7 @@ end
 function Journal:close_entry()
     local at = self.entry_at
     if at then
-        local slot = ffi_cast(slot_ptr, self.map + (at - self.base))
+        local slot = ffi_cast(slot_ptr, self.ring:at(at))
         slot.bytes = self.pos - at - SLOT
         slot.clicks = self.in_entry
         self.entry_at = nil
@@ -131,19 +276,33 @@ function Journal:close_entry()
     end
 end
 
--- Opens an entry for a click of `need` bytes, in a new window if this
--- one has no room for it.
+-- Opens an entry for a click of `need` bytes, the ring copied into the
+-- file first if it has no room for it (and made if it was settled).
 function Journal:open_entry(need)
-    self:close_entry()
-    local head = self.prefix .. "\n" .. format("%x", self.seq + 1) .. "\n"
-    local total = SLOT + #head + need
-    if self.pos + total > self.window_end then
-        local ok, err = self:remap(total)
-        if not ok then
+    if not self.ring then
+        local made, err = self:make_ring(LAST_RING)
+        if not made then
             return nil, err
         end
     end
-    local at = self.map + (self.pos - self.base)
+    self:close_entry()
+    local head = self.prefix .. "\n" .. format("%x", self.seq + 1) .. "\n"
+    local total = SLOT + #head + need
+    local stop = self.pos + total
+    if stop - HEADER_SIZE > self.max_bytes then
+        return nil, "click journal " .. self.path .. " is full (" .. self.max_bytes .. " bytes)"
+    end
+    if stop > self.limit then
+        local ok, err = self:copy()
+        if not ok then
+            return nil, err
+        end
+        if stop > self.limit then
+            return nil, "click journal " .. self.path .. ": a click of " .. total
+                .. " bytes is more than its memory holds (" .. self.window .. ")"
+        end
+    end
+    local at = self.ring:at(self.pos)
     local slot = ffi_cast(slot_ptr, at)
     slot.bytes, slot.clicks = 0, 0
     ffi_copy(at + SLOT, head, #head)
@@ -192,14 +351,14 @@ function Journal:add(slug, link_id, rule, ip, ip_len, ua, ua_len, ref, ref_len, 
     local time = time_line(when)
     local slug_len, id_len, rule_len, time_len = #slug, #link_id, #rule, #time
     local need = slug_len + id_len + rule_len + time_len + ip_len + ua_len + ref_len + 6
-    if self.in_entry >= self.per_entry or self.pos + need > self.window_end then
+    if self.in_entry >= self.per_entry or self.pos + need > self.limit then
         local ok, err = self:open_entry(need)
         if not ok then
             return nil, err
         end
     end
     local pos = self.pos
-    local at = self.map + (pos - self.base)
+    local at = self.ring:at(pos)
     at = put_line(at, slug, slug_len)
     at = put_line(at, link_id, id_len)
     at = put_line(at, rule, rule_len)
@@ -224,96 +383,6 @@ function Journal:add(slug, link_id, rule, ip, ip_len, ua, ua_len, ref, ref_len, 
     head.committed = pos
     head.clicks = seq
     return seq
-end
-
--- `count` bytes of the file from `offset`: a pointer to them and how many
--- there are, or nil and an error. Where the writer's window maps them (as
--- it does all that Redis has not taken, unless Redis has been away for a
--- window's worth of clicks), they are read there, with no copy; else
--- into the journal's buffer.
-function Journal:bytes_at(offset, count)
-    local map, base = self.map, self.base
-    if map and offset >= base and offset + count <= self.window_end then
-        return map + (offset - base), count
-    end
-    if self.buffer_size < count then
-        self.buffer, self.buffer_size = bytes(count), count
-    end
-    local got, err = self:read(self.buffer, count, offset)
-    if not got then
-        return nil, err
-    end
-    return self.buffer, got
-end
-
--- The entries not yet sent, oldest first, about `max_bytes` of them (at
--- least one): their payloads, and where they end in the file and in
--- clicks, for sent(); nil when there are none. The writer's open entry is
--- closed first, so that no entry goes out in part; one still open in a
--- journal whose writer died ends at `committed`.
-function Journal:unsent(max_bytes)
-    if self.entry_at then
-        self:close_entry()
-    end
-    local head = self.header
-    local from, to, clicks = head.sent, head.committed, head.clicks
-    if from >= to then
-        return nil
-    end
-    local want = min(to - from, max(max_bytes, SLOT))
-    local buffer, got = self:bytes_at(from, want)
-    if not buffer then
-        return nil, got
-    end
-    local payloads, off, last_first, last_count = {}, 0, 0, 0
-    while off + SLOT <= got do
-        local slot = ffi_cast(slot_ptr, buffer + off)
-        local size, count = slot.bytes, slot.clicks
-        local left = to - from - off - SLOT
-        if size == 0 then
-            size = left  -- the open entry: up to the last whole click
-        elseif size > left then
-            return nil, "click journal " .. self.path .. ": an entry runs past its end"
-        end
-        if off + SLOT + size > got then
-            if off == 0 then  -- an entry longer than asked for: read it whole
-                return self:unsent(SLOT + size)
-            end
-            break
-        end
-        local payload = ffi_string(buffer + off + SLOT, size)
-        local number_end = find(payload, "\n", 18, true)
-        last_first = tonumber(sub(payload, 18, number_end - 1), 16)
-        last_count = count
-        payloads[#payloads + 1] = payload
-        off = off + SLOT + size
-    end
-    if from + off >= to then
-        return payloads, to, clicks
-    end
-    return payloads, from + off, last_first + last_count - 1
-end
-
--- Notes that every entry up to `offset` (`clicks` clicks) is in the stream.
-function Journal:sent(offset, clicks)
-    local head = self.header
-    head.sent, head.sent_clicks = offset, clicks
-end
-
--- Where the entries end: what unsent reads up to.
-function Journal:committed()
-    return self.header.committed
-end
-
--- Clicks and bytes not yet sent.
-function Journal:waiting()
-    local head = self.header
-    return head.clicks - head.sent_clicks, head.committed - head.sent
-end
-
--- Bytes of entries the file holds, sent or not.
-function Journal:length()
-    return self.header.committed - _M.HEADER_SIZE
 end
 
 return _M

@@ -1,14 +1,17 @@
 -- The file of a worker's click journal (journal.lua) and its life cycle:
 -- a new journal's file made whole in the spool folder (spooldir.lua)
 -- before any worker can take it for one left behind, a journal left
--- behind opened by the worker that takes it over, the window of the file
--- mapped into memory, and the file synced, set aside or removed. Pure
+-- behind opened by the worker that takes it over, its header mapped into
+-- memory, and the file written, synced, set aside or removed. Pure
 -- LuaJIT FFI over libc, no ngx, so busted tests it directly.
 --
 -- The file: a header (HEADER_SIZE bytes, `slingshot_journal_header_t`),
 -- then entries back to back (journal.lua). Only the worker holding the
 -- file's lock (flock, released by the kernel when its process ends,
--- however it ends) writes to it.
+-- however it ends) writes to it. A writer writes its clicks into a ring in
+-- memory (journalring.lua), named in the header, and copies them into the
+-- file (`copied`); the header's `durable` is how far a sync has written
+-- them to disk, what a journal whose ring went with the machine keeps.
 local ffi = require("ffi")
 local hourcounts = require("slingshot.hourcounts")
 local spooldir = require("slingshot.spooldir")
@@ -16,12 +19,10 @@ local spooldir = require("slingshot.spooldir")
 local C = ffi.C
 local ffi_cast = ffi.cast
 local ffi_copy = ffi.copy
+local ffi_fill = ffi.fill
 local ffi_string = ffi.string
 local ffi_errno = ffi.errno
 local format = string.format
-local floor = math.floor
-local ceil = math.ceil
-local max = math.max
 local tonumber = tonumber
 local ipairs = ipairs
 local pcall = pcall
@@ -33,9 +34,11 @@ _M.HEADER_SIZE = 8192
 _M.SUFFIX = ".journal"
 _M.PAGE = 4096
 
-local MAGIC = "SLJRNL1\n"
+-- Journals written straight into the file, by an older edge, and those
+-- written through a ring.
+local MAGIC_FILE, MAGIC = "SLJRNL1\n", "SLJRNL2\n"
+local BOOT_ID_SIZE, RING_PATH_SIZE = 40, 512
 local HEADER_SIZE = _M.HEADER_SIZE
-local PAGE = _M.PAGE
 
 ffi.cdef(format([[
 typedef struct {
@@ -50,8 +53,27 @@ typedef struct {
     double pending_pos;
     double pending_index;
     double pending_count;
+    double copied;
+    double copied_clicks;
+    double durable;
+    double durable_clicks;
+    double ring_size;
+    char boot[%d];
+    char ring[%d];
 } slingshot_journal_header_t;
-]], hourcounts.HOUR_SLOTS))
+]], hourcounts.HOUR_SLOTS, BOOT_ID_SIZE, RING_PATH_SIZE))
+assert(ffi.sizeof("slingshot_journal_header_t") <= HEADER_SIZE)
+
+-- This boot of the machine: a ring in memory written in another is gone.
+local function read_boot_id()
+    local f = io.open("/proc/sys/kernel/random/boot_id", "rb")
+    local id = f and f:read("*l") or ""
+    if f then
+        f:close()
+    end
+    return id
+end
+_M.BOOT_ID = read_boot_id()
 
 -- libc's functions, each declared unless another module has done so.
 for _, declaration in ipairs({
@@ -62,6 +84,7 @@ for _, declaration in ipairs({
     "void *mmap(void *addr, size_t length, int prot, int flags, int fd, int64_t offset);",
     "int munmap(void *addr, size_t length);",
     "int64_t pread(int fd, void *buf, size_t count, int64_t offset);",
+    "int64_t pwrite(int fd, const void *buf, size_t count, int64_t offset);",
     "int fdatasync(int fd);",
     "int unlink(const char *path);",
     "int rename(const char *old, const char *new);",
@@ -89,10 +112,10 @@ local function map(fd, size, offset)
 end
 
 -- The file of a new journal `name` in `dir`, locked, its header mapped and
--- written, `window` bytes after it reserved: made under another name and
--- renamed when ready, so that no other worker takes it for a journal left
--- behind. Its fd and header, or nil and an error.
-local function make(dir, name, prefix, window)
+-- written: made under another name and renamed when ready, so that no
+-- other worker takes it for a journal left behind. Its fd and header, or
+-- nil and an error.
+local function make(dir, name, prefix)
     local making = dir .. "/." .. name .. ".new"
     local fd = C.open(making, O_RDWR + O_CREAT + O_EXCL + O_CLOEXEC, tonumber("600", 8))
     if fd < 0 then
@@ -102,7 +125,7 @@ local function make(dir, name, prefix, window)
     if C.flock(fd, LOCK_EX + LOCK_NB) ~= 0 then
         ok, err = failed("flock " .. making)
     end
-    local rc = ok and C.posix_fallocate(fd, 0, HEADER_SIZE + window)
+    local rc = ok and C.posix_fallocate(fd, 0, HEADER_SIZE)
     if ok and rc ~= 0 then
         ok, err = failed("posix_fallocate " .. making, rc)
     end
@@ -119,6 +142,7 @@ local function make(dir, name, prefix, window)
     ffi_copy(head.magic, MAGIC, 8)
     ffi_copy(head.prefix, prefix, 16)
     head.committed, head.sent = HEADER_SIZE, HEADER_SIZE
+    head.copied, head.durable = HEADER_SIZE, HEADER_SIZE
     if C.rename(making, dir .. "/" .. name) ~= 0 then
         err = select(2, failed("rename " .. making))
         C.munmap(at, HEADER_SIZE)
@@ -130,16 +154,31 @@ local function make(dir, name, prefix, window)
 end
 
 -- The file of a new journal `name` in `dir` for clicks with the id prefix
--- `prefix` (16 hex digits), locked by this process, `window` bytes after
--- its header reserved: its fd and mapped header, or nil and an error.
-function _M.create(dir, name, prefix, window)
+-- `prefix` (16 hex digits), locked by this process: its fd and mapped
+-- header, or nil and an error.
+function _M.create(dir, name, prefix)
     local spool, err = spooldir.hold(dir)
     if not spool then
         return nil, err
     end
-    local fd, head = make(dir, name, prefix, window)
+    local fd, head = make(dir, name, prefix)
     C.close(spool)
     return fd, head
+end
+
+-- Names in the header `head` the ring at `path` (fewer than
+-- RING_PATH_SIZE bytes) of `size` bytes, made in this boot of the machine,
+-- that its clicks are written through: true, or nil and an error.
+function _M.name_ring(head, path, size)
+    if #path >= RING_PATH_SIZE then
+        return nil, "click memory " .. path .. ": a path of " .. RING_PATH_SIZE .. " bytes or more"
+    end
+    ffi_fill(head.boot, BOOT_ID_SIZE)
+    ffi_copy(head.boot, _M.BOOT_ID, #_M.BOOT_ID)
+    head.ring_size = size
+    ffi_fill(head.ring, RING_PATH_SIZE)
+    ffi_copy(head.ring, path, #path)
+    return true
 end
 
 -- The file of the journal `name` in `dir`, locked and its header mapped,
@@ -162,7 +201,8 @@ function _M.open_left(dir, name)
         return nil, "click journal " .. path .. ": " .. err
     end
     local head = ffi_cast(header_ptr, at)
-    if ffi_string(head.magic, 8) ~= MAGIC then
+    local magic = ffi_string(head.magic, 8)
+    if magic ~= MAGIC and magic ~= MAGIC_FILE then
         C.munmap(at, HEADER_SIZE)
         C.close(fd)
         return nil, "click journal " .. path .. " is not one"
@@ -175,41 +215,35 @@ function _M.open_left(dir, name)
     return fd, head
 end
 
+-- The ring a journal left behind was written through, if it is still
+-- there to read (the machine has not restarted since): its path and size;
+-- nil if it was written straight into its file or has been copied into it.
+function _M.ring_of(head)
+    if head.ring[0] == 0 then
+        return nil
+    end
+    local path = ffi_string(head.ring)
+    if ffi_string(head.boot) ~= _M.BOOT_ID then
+        return path, nil
+    end
+    return path, head.ring_size
+end
+
 -- The methods of a journal that deal with its file, given its `fd`,
--- `path`, `header`, and for its writer `pos`, `window`, `max_bytes`,
--- `size` (bytes of the file reserved so far) and the mapped window
--- (`map`, from `base` to `window_end`).
+-- `path` and `header`.
 local Methods = {}
 _M.methods = Methods
 
--- Maps the window of the file that holds offset `pos` and `need` bytes
--- after it, reserving the disk space first (a write into a mapping of
--- space the disk does not have would kill the worker). Nil and an error
--- when the journal would grow past its bound or the disk is full.
-function Methods:remap(need)
-    local pos = self.pos
-    local base = floor(pos / PAGE) * PAGE
-    local size = max(self.window, ceil((pos - base + need) / PAGE) * PAGE)
-    local stop = base + size
-    if stop - HEADER_SIZE > self.max_bytes then
-        return nil, "click journal " .. self.path .. " is full (" .. self.max_bytes .. " bytes)"
-    end
-    if stop > self.size then
-        local rc = C.posix_fallocate(self.fd, self.size, stop - self.size)
-        if rc ~= 0 then
-            return failed("click journal " .. self.path .. ": posix_fallocate", rc)
+-- Writes the `count` bytes at `from` into the file at `offset`: true, or
+-- nil and an error (the disk is full).
+function Methods:write(from, count, offset)
+    while count > 0 do
+        local wrote = tonumber(C.pwrite(self.fd, from, count, offset))
+        if wrote < 0 then
+            return failed("click journal " .. self.path .. ": pwrite")
         end
-        self.size = stop
+        from, count, offset = from + wrote, count - wrote, offset + wrote
     end
-    if self.map then
-        C.munmap(self.map, self.window_end - self.base)
-        self.map, self.window_end = nil, 0
-    end
-    local at, err = map(self.fd, size, base)
-    if not at then
-        return nil, "click journal " .. self.path .. ": " .. err
-    end
-    self.map, self.base, self.window_end = at, base, stop
     return true
 end
 
@@ -223,20 +257,20 @@ function Methods:read(buffer, count, offset)
     return got
 end
 
--- Writes what the file holds to disk.
+-- Writes what the file holds to disk, and notes in its header how far
+-- its entries are there.
 function Methods:sync()
+    local head = self.header
+    local copied, clicks = head.copied, head.copied_clicks
     if C.fdatasync(self.fd) ~= 0 then
         return failed("click journal " .. self.path .. ": fdatasync")
     end
+    head.durable, head.durable_clicks = copied, clicks
     return true
 end
 
 -- Lets go of the file, leaving it for another worker to take over.
 function Methods:close()
-    if self.map then
-        C.munmap(self.map, self.window_end - self.base)
-        self.map = nil
-    end
     C.munmap(self.header, HEADER_SIZE)
     C.close(self.fd)
     self.fd = -1

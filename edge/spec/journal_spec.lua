@@ -186,14 +186,15 @@ describe("journal", function()
         assert.equal(upto, journal.header.sent)
     end)
 
-    it("maps the next window when one is full, and reads across windows", function()
+    it("comes round its ring, copying it into the file first, and reads across rounds", function()
         local journal = assert(journals.create(dir, "0123456789abcdef", 1000, 1024 * 1024, 16384))
         local ua = string.rep("a", 400)
-        for i = 1, 200 do  -- about 90 KB: six windows
+        for i = 1, 200 do  -- about 90 KB: the ring five times round
             add(journal, "slug" .. i, i % 2 == 0 and "" or tostring(i),
                 details("203.0.113.9", ua, "https://r.example/" .. i))
         end
-        assert.is_true(journal.base > 4 * 16384)
+        assert.is_true(journal.copied > 4 * 16384)
+        assert.equal(journal.copied, journal.header.copied)
         journal:close_entry()
         local i = 0
         for _, payload in ipairs(drain(journal, 20000)) do
@@ -209,7 +210,7 @@ describe("journal", function()
         assert.equal(200, i)
     end)
 
-    it("reads what its window maps there, and only the rest from the file", function()
+    it("reads what its ring holds there, and only the rest from the file", function()
         local journal = assert(journals.create(dir, "0123456789abcdef", 10, 1024 * 1024, 16384))
         local reads = 0
         local read = journal.read
@@ -218,15 +219,15 @@ describe("journal", function()
             return read(...)
         end
         local ua = string.rep("a", 400)
-        for i = 1, 30 do  -- about 13 KB: the first window
+        for i = 1, 30 do  -- about 13 KB: within the ring
             add(journal, "slug" .. i, "1", details("203.0.113.9", ua, ""))
         end
         assert.equal(30, #slugs_of(drain(journal, 4096)))
         assert.equal(0, reads)
-        for i = 31, 100 do  -- past it: the first clicks are behind the window now
+        for i = 31, 100 do  -- past it: the first clicks are in the file alone now
             add(journal, "slug" .. i, "1", details("203.0.113.9", ua, ""))
         end
-        assert.is_true(journal.base > 16384)
+        assert.is_true(journal.pos - journal.window > journal.header.sent)
         local seen = slugs_of(drain(journal, 4096))
         assert.equal(70, #seen)
         assert.equal("slug31", seen[1])
@@ -234,8 +235,24 @@ describe("journal", function()
         assert.is_true(reads > 0)
     end)
 
+    it("reads a batch from the file and on from what the ring alone holds", function()
+        local journal = assert(journals.create(dir, "0123456789abcdef", 1000, 1024 * 1024, 8192))
+        local ua = string.rep("b", 300)
+        for i = 1, 40 do  -- about 14 KB: the ring copied into the file as it comes round
+            add(journal, "slug" .. i, "1", details("::1", ua, ""))
+        end
+        assert.is_true(journal.pos - journal.window > journal.header.sent)
+        assert.is_true(journal.copied < journal.pos)
+        local payloads, offset, clicks = journal:unsent(1024 * 1024)
+        assert.equal(journal.pos, offset)
+        assert.equal(40, clicks)
+        local seen = slugs_of(payloads)
+        assert.equal(40, #seen)
+        assert.equal("slug40", seen[40])
+    end)
+
     it("refuses clicks past its size, and says why", function()
-        local journal = assert(journals.create(dir, "0123456789abcdef", 100, 102400))
+        local journal = assert(journals.create(dir, "0123456789abcdef", 1000, 102400))
         local ua = string.rep("u", 500)
         local added, err = 0, nil
         for _ = 1, 1000 do
@@ -245,6 +262,9 @@ describe("journal", function()
                 break
             end
             added = seq
+            if seq == 150 then  -- the timer copies the ring: its room is not the journal's
+                assert(journal:copy())
+            end
         end
         assert.is_true(added > 150 and added < 205, added)
         assert.matches("is full", err)
@@ -267,7 +287,7 @@ describe("journal", function()
         end
         journal:count(journals.REDIRECT, 7200.5)
         -- Half a click: bytes written past the last whole one.
-        ffi.copy(journal.map + (journal.pos - journal.base), "half\n7\n", 7)
+        ffi.copy(journal.ring:at(journal.pos), "half\n7\n", 7)
         -- Its worker holds it: nobody else may take it.
         assert.is_nil(journals.adopt(dir, "00000000000000cd.journal"))
         journal:close()  -- the worker dies: the kernel lets go of its lock
@@ -284,6 +304,95 @@ describe("journal", function()
         taken:remove()
         assert.is_false(spool.exists(dir .. "/00000000000000cd.journal"))
         assert.same({}, (spooldir.list(dir)))
+    end)
+
+    it("is taken over whole: what its file holds, then what its ring alone holds", function()
+        local journal = assert(journals.create(dir, "00000000000000c1", 100, 1024 * 1024))
+        for i = 1, 6 do
+            add(journal, "s" .. i, "1", details("::1", "", ""))
+        end
+        assert(journal:copy())
+        for i = 7, 9 do
+            add(journal, "s" .. i, "1", details("::1", "", ""))
+        end
+        local ring = journal.ring.path
+        assert.is_true(spool.exists(ring))
+        journal:close()  -- the worker dies
+
+        local taken = assert(journals.adopt(dir, "00000000000000c1.journal"))
+        assert.is_false(spool.exists(ring))
+        assert.equal(0, taken.lost or 0)
+        local seen, firsts = slugs_of(drain(taken))
+        assert.same({ "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9" }, seen)
+        assert.same({ 1, 7 }, firsts)
+        taken:remove()
+    end)
+
+    it("keeps what a sync wrote to disk when the machine lost its ring", function()
+        local journal = assert(journals.create(dir, "00000000000000c2", 100, 1024 * 1024))
+        for i = 1, 10 do
+            add(journal, "s" .. i, "1", details("::1", "", ""))
+        end
+        assert(journal:copy())
+        assert(journal:sync())
+        for i = 11, 15 do  -- in the ring alone
+            add(journal, "s" .. i, "1", details("::1", "", ""))
+        end
+        assert(journal:copy())  -- in the file, not yet on disk
+        for i = 16, 17 do
+            add(journal, "s" .. i, "1", details("::1", "", ""))
+        end
+        ffi.copy(journal.header.boot, "another boot", 13)  -- the machine restarted
+        local ring = journal.ring.path
+        journal:close()
+
+        local taken = assert(journals.adopt(dir, "00000000000000c2.journal"))
+        assert.equal(7, taken.lost)
+        assert.same({ 10 }, { (taken:waiting()) })
+        local seen = slugs_of(drain(taken))
+        assert.equal(10, #seen)
+        assert.equal("s10", seen[10])
+        assert.is_false(spool.exists(ring))
+        taken:remove()
+    end)
+
+    it("settles into its file alone, and an older edge's journal is read from its file", function()
+        local ring_dir = dir .. "/memory"
+        assert(spooldir.prepare_dir(ring_dir, "nobody"))
+        local journal = assert(journals.create(dir, "00000000000000c3", 3, 1024 * 1024, nil,
+            ring_dir))
+        local ring = journal.ring.path
+        assert.equal(ring_dir .. "/00000000000000c3.ring", ring)
+        for i = 1, 5 do
+            add(journal, "s" .. i, "1", details("::1", "", ""))
+        end
+        assert(journal:settle())
+        assert.is_false(spool.exists(ring))
+        assert.is_nil(journal.ring)
+        assert.same({ "s1", "s2", "s3", "s4", "s5" }, (slugs_of(drain(journal))))
+        -- A request still finishing after the exit: a small ring again.
+        add(journal, "s6", "1", details("::1", "", ""))
+        assert.is_true(spool.exists(ring))
+        assert.equal(64 * 1024, journal.window)
+        assert(journal:settle())
+        assert.is_false(spool.exists(ring))
+        assert.same({ "s6" }, (slugs_of(drain(journal))))
+        -- What an edge before the ring wrote: its entries straight into the file.
+        ffi.copy(journal.header.magic, "SLJRNL1\n", 8)
+        journal.header.sent, journal.header.sent_clicks = journals.HEADER_SIZE, 0
+        journal:close()
+        local taken = assert(journals.adopt(dir, "00000000000000c3.journal"))
+        assert.same({ "s1", "s2", "s3", "s4", "s5", "s6" }, (slugs_of(drain(taken))))
+        taken:remove()
+        assert.same({}, (spooldir.list(dir)))
+    end)
+
+    it("removes its ring with it", function()
+        local journal = assert(journals.create(dir, "00000000000000c4", 100, 1024 * 1024))
+        local ring = journal.ring.path
+        add(journal, "s", "1", details("::1", "", ""))
+        journal:remove()
+        assert.is_false(spool.exists(ring))
     end)
 
     it("is not taken over again once it was sent in full and removed", function()

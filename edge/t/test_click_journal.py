@@ -5,10 +5,13 @@ the accounting's pipeline refused. Each ends with every click served in
 the stream once, and the edge's served counts equal to it."""
 
 import os
+import shutil
 import signal
+import tempfile
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from edge_helpers import (
@@ -77,20 +80,37 @@ def settled(client, slug: str, edge, *, at_least: int, timeout: float = 60) -> t
     return result
 
 
+@pytest.fixture
+def click_memory():
+    """A click memory folder of the test's own on the tmpfs (EDGE_CLICK_MEMORY_DIR)."""
+    path = Path(tempfile.mkdtemp(prefix="slingshot-test-clicks-", dir="/dev/shm"))
+    path.chmod(0o755)  # for nginx's workers, to a folder of theirs in it
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.slow
-def test_a_worker_killed_under_traffic_leaves_its_clicks_to_a_sibling(make_edge, rds):
-    # A flush interval far longer than the test: only a takeover can send the killed worker's clicks.
-    edge = make_edge(workers=2, env={"EDGE_CLICK_FLUSH_INTERVAL": "5"})
+def test_a_worker_killed_under_traffic_leaves_its_clicks_to_a_sibling(make_edge, rds, click_memory):
+    # A flush interval far longer than the test: the killed worker's clicks
+    # are in its ring alone, and only a takeover can send them.
+    memory = click_memory / "rings"
+    edge = make_edge(workers=2, env={"EDGE_CLICK_FLUSH_INTERVAL": "5", "EDGE_CLICK_MEMORY_DIR": str(memory)})
     slug = "wk" + uuid.uuid4().hex[:8]
     publish(rds, slug)
     visitors = Visitors(edge.port, slug, threads=4, rate=800).start()
     try:
         wait_until(lambda: visitors.served[slug] > 400, timeout=10, what="traffic")
+        rings = {path.name for path in memory.iterdir()}
+        assert len(rings) == 2 and not list((edge.prefix / "spool").glob("*.ring"))
         # A worker with clicks in its journal: one that serves visitors.
         victim = serving(edge)[0]
         os.kill(victim, signal.SIGKILL)
         wait_until(lambda: victim not in workers(edge) and len(workers(edge)) == 2, what="a new worker")
-        time.sleep(1)
+        # The dead worker's ring copied into its journal and deleted; the new worker's made.
+        wait_until(lambda: len({path.name for path in memory.iterdir()} - rings) == 1, what="the new worker's ring")
+        wait_until(
+            lambda: len(rings & {path.name for path in memory.iterdir()}) == 1, what="the dead worker's ring gone"
+        )
     finally:
         visitors.stop()
     served, failed = visitors.served[slug], len(visitors.failures)
@@ -123,14 +143,20 @@ def test_an_error_on_one_command_keeps_the_counts_for_the_next_flush(make_edge, 
     assert len(stream_clicks(client, slug)) == 5
 
 
-def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(make_edge, private_redis):
+def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(make_edge, private_redis, click_memory):
     """Redis hung, then killed, under load, for longer than the memory each
     worker writes its clicks into (1 MB here) takes to fill; a worker
     killed and nginx reloaded meanwhile. Every click arrives once Redis is
     back. (Workers started during the outage have no link cached: they
     answer 503, and those are no clicks.)"""
     edge = make_edge(
-        workers=2, env={**private_redis.edge_env(), "EDGE_CLICK_RETRY_MAX": "0.5", "EDGE_CLICK_MEMORY_MB": "1"}
+        workers=2,
+        env={
+            **private_redis.edge_env(),
+            "EDGE_CLICK_RETRY_MAX": "0.5",
+            "EDGE_CLICK_MEMORY_MB": "1",
+            "EDGE_CLICK_MEMORY_DIR": str(click_memory),
+        },
     )
     client = private_redis.client()
     slug = "ou" + uuid.uuid4().hex[:8]
@@ -200,6 +226,10 @@ def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(ma
     final = metrics(edge)
     assert final["slingshot_edge_click_spool_bytes"] == 0 and final["slingshot_edge_clicks_dropped_total"] == 0
     assert final["slingshot_edge_click_journals"] == 2
+    # The rings of the two workers serving now, and no other: the killed
+    # worker's was taken over, and the reload's old workers left their
+    # journals in their files alone.
+    assert len(list(click_memory.iterdir())) == 2
     # Timers fired every 0.1 s while each flush waited on Redis: none ran into another.
     log = edge.log_path.read_text()
     assert "click flush: " not in log and "attempt to" not in log
@@ -262,3 +292,20 @@ def test_a_worker_that_cannot_make_its_journal_tries_again_and_then_records(make
     # Every journal's counts and the lost clicks': served 8, of which 5 stored.
     served = sum(sum(served_counts(rds.hgetall(key))) for key in rds.scan_iter(SERVED_KEY_PREFIX + "*"))
     assert served == 8
+
+
+def test_a_worker_without_click_memory_writes_its_ring_in_the_spool_and_says_why(make_edge, rds, click_memory):
+    """Where the click memory folder cannot hold a worker's ring (here a
+    file stands where the folder would be), the worker writes its ring in
+    the spool folder: every click recorded, and the log says why."""
+    blocked = click_memory / "not-a-folder"
+    blocked.write_text("")
+    edge = make_edge(workers=1, env={"EDGE_CLICK_MEMORY_DIR": str(blocked)})
+    slug = "jn" + uuid.uuid4().hex[:8]
+    publish(rds, slug)
+    for _ in range(20):
+        assert edge.request(f"/{slug}").status == 302
+    found, counted = settled(rds, slug, edge, at_least=20)
+    assert len({click["id"] for click in found}) == 20 == counted
+    assert len(list((edge.prefix / "spool").glob("*.ring"))) == 1
+    assert "click journals write through the spool folder, not memory" in edge.log_path.read_text()
