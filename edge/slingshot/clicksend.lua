@@ -189,6 +189,14 @@ local function note(ok, err, premature)
     end
 end
 
+-- Leaves a journal in its file alone (an exiting worker's).
+local function settle(journal)
+    local settled, err = journal:settle()
+    if not settled then
+        log(ERR, err)
+    end
+end
+
 local function flush(premature)
     local own = clickspool.own
     if own then  -- first: the ring has room again each tick, Redis there or not
@@ -216,9 +224,9 @@ local function flush(premature)
     -- An exiting worker leaves its journal in its file alone.
     own = clickspool.own
     if exited then
-        local settled, settle_err = own:settle()
-        if not settled then
-            log(ERR, settle_err)
+        settle(own)
+        for _, journal in pairs(clickspool.adopted) do
+            settle(journal)  -- one it retired (rotate) has its ring still
         end
     elseif own:waiting() > 0 and t >= next_sync then
         next_sync = t + config.click_spool_sync_interval

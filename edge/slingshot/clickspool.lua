@@ -173,11 +173,7 @@ function _M.rotate()
         log(ERR, err)
         return
     end
-    local settled, settle_err = own:settle()
-    if not settled then
-        log(ERR, settle_err)
-    end
-    _M.adopted[own.name] = own
+    _M.adopted[own.name] = own  -- its ring goes with it, once all is sent
     _M.own = journal
 end
 

@@ -235,11 +235,11 @@ def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(ma
     assert "click flush: " not in log and "attempt to" not in log
 
 
-def test_journals_make_way_for_new_ones_under_steady_traffic(make_edge, rds):
+def test_journals_make_way_for_new_ones_under_steady_traffic(make_edge, rds, click_memory):
     """A journal past half its bound (here 100 KB) is replaced while clicks
     keep coming: none is dropped, and the spool keeps no more than the
     journal being written and the one being finished."""
-    edge = make_edge(workers=1, env={"EDGE_CLICK_SPOOL_MAX_MB": "0.2"})
+    edge = make_edge(workers=1, env={"EDGE_CLICK_SPOOL_MAX_MB": "0.2", "EDGE_CLICK_MEMORY_DIR": str(click_memory)})
     slug = "jr" + uuid.uuid4().hex[:8]
     publish(rds, slug)
     visitors = Visitors(edge.port, slug, threads=3, rate=1500, headers={"User-Agent": "u" * 500}).start()
@@ -255,6 +255,8 @@ def test_journals_make_way_for_new_ones_under_steady_traffic(make_edge, rds):
     final = metrics(edge)
     assert final["slingshot_edge_clicks_dropped_total"] == 0
     wait_until(lambda: len(list((edge.prefix / "spool").iterdir())) == 1, what="one journal left in the spool")
+    # Each journal that made way took its ring with it once all sent.
+    assert len(list(click_memory.iterdir())) == 1
 
 
 def test_a_worker_that_cannot_make_its_journal_tries_again_and_then_records(make_edge, private_redis):
