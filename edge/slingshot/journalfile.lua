@@ -215,9 +215,10 @@ function _M.open_left(dir, name)
     return fd, head
 end
 
--- The ring a journal left behind was written through, if it is still
--- there to read (the machine has not restarted since): its path and size;
--- nil if it was written straight into its file or has been copied into it.
+-- The ring a journal left behind was written through: its path, and its
+-- size if it was made in this boot of the machine (else it is gone); nil
+-- if the journal was written straight into its file or its ring has been
+-- copied into it.
 function _M.ring_of(head)
     if head.ring[0] == 0 then
         return nil
@@ -239,8 +240,8 @@ _M.methods = Methods
 function Methods:write(from, count, offset)
     while count > 0 do
         local wrote = tonumber(C.pwrite(self.fd, from, count, offset))
-        if wrote < 0 then
-            return failed("click journal " .. self.path .. ": pwrite")
+        if wrote <= 0 then
+            return failed("click journal " .. self.path .. ": pwrite", wrote == 0 and 28 or nil)
         end
         from, count, offset = from + wrote, count - wrote, offset + wrote
     end
