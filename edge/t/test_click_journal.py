@@ -1,6 +1,6 @@
 """The click journal (edge/slingshot/journal.lua) through the faults it is
 for, under traffic: a worker killed, Redis hung and then killed for longer
-than one journal window fills, nginx reloaded meanwhile, and a command of
+than a worker's ring in memory takes to fill, nginx reloaded meanwhile, and a command of
 the accounting's pipeline refused. Each ends with every click served in
 the stream once, and the edge's served counts equal to it."""
 
