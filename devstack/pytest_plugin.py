@@ -32,6 +32,7 @@ import pytest
 import devstack
 from devstack.edge import edge_command, render_edge_conf
 from devstack.net import free_port, wait_for_port
+from devstack.supervised import PATIENT_REDIS_EDGE
 from devstack.throwaway import ThrowawayStack
 
 SERVERS = ThrowawayStack(prefix="slingshot-test-")
@@ -221,7 +222,7 @@ def clickhouse_cluster():
 
 @pytest.fixture(scope="session")
 def _shared_edge():
-    running = Edge().start()
+    running = Edge(env=PATIENT_REDIS_EDGE).start()
     yield running
     running.stop()
 
@@ -253,7 +254,7 @@ def _password_edge(live_server):
     # By address: nginx resolves a name only with a `resolver`, which the
     # test edge has not.
     port = live_server.url.rsplit(":", 1)[1]
-    running = Edge(env={"EDGE_DASHBOARD_URL": f"http://127.0.0.1:{port}"}).start()
+    running = Edge(env={**PATIENT_REDIS_EDGE, "EDGE_DASHBOARD_URL": f"http://127.0.0.1:{port}"}).start()
     yield running
     running.stop()
 

@@ -32,6 +32,15 @@ from devstack.supervision import all_running, supervisor_rpc
 # run's DATABASE_URL, say) stays out.
 PASSED_ON = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PG_BINDIR", "NGINX_BIN")
 
+# For tests that are not about a slow Redis. Under the whole suite (four
+# pytest processes on two cores, load average 15 to 18) a Redis call has
+# waited longer than the programs' timeouts (an edge's 250 ms read, the
+# dashboard's 250 ms call, after which each doubts or skips Redis for 5 s)
+# several times a run: the edge then answered 503 and the password check
+# "try again". Redis that is gone still fails at once (refused).
+PATIENT_REDIS_EDGE = {"EDGE_REDIS_READ_TIMEOUT_MS": "3000", "EDGE_REDIS_CONNECT_TIMEOUT_MS": "3000"}
+PATIENT_REDIS = {**PATIENT_REDIS_EDGE, "REDIS_REQUEST_TIMEOUT": "3"}
+
 
 def wait_until(condition, *, timeout: float, what: str, interval: float = 0.05):
     """Polls `condition` until it returns something true, which it returns."""

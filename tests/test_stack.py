@@ -39,7 +39,7 @@ from devstack.console import Console
 from devstack.net import free_port
 from devstack.postgres import db_owner, postgres_command, wait_for_postgres
 from devstack.stack import SECRETS
-from devstack.supervised import SupervisedStack, redirected_to, sign_in, wait_until
+from devstack.supervised import PATIENT_REDIS, SupervisedStack, redirected_to, sign_in, wait_until
 from loadtest.scenarios.faults import EDGE_FAULTS, FAULTS, FaultRun
 from loadtest.scenarios.slowclients import SlowClients, probe_all, stack_probes, table
 from loadtest.scenarios.visitors import request
@@ -69,7 +69,7 @@ STOP_ORDER = (
 def stack():
     # Not pytest's tmp_path: PostgreSQL runs as `postgres`, which cannot enter it.
     root = Path(tempfile.mkdtemp(prefix="slingshot-stack-"))
-    running = SupervisedStack(root, env={"SLINGSHOT_ADMIN_USER": ADMIN})
+    running = SupervisedStack(root, env={**PATIENT_REDIS, "SLINGSHOT_ADMIN_USER": ADMIN})
     try:
         yield running.start()
     finally:

@@ -40,7 +40,7 @@ import redis
 
 import devstack
 from devstack.net import wait_for_answer
-from devstack.supervised import SupervisedStack, redirected_to, sign_in, wait_until
+from devstack.supervised import PATIENT_REDIS, SupervisedStack, redirected_to, sign_in, wait_until
 from links.unlocking import LinkPasswordHasher
 from loadtest.scenarios.visitors import request, settled_accounting
 from testing.schema import schema_of
@@ -60,12 +60,6 @@ SPOOLED = 4  # visits of "plain" an old edge served into its click journal while
 ORPHANS = 6
 BO_PASSWORD = "bo-password-1234"
 LOCKED_PASSWORD = "open sesame"  # of the link "locked", in versions whose links have passwords
-# Redis fsyncs every write (appendfsync always), and a shared machine's disk
-# has held it for longer than the programs' timeouts (an edge's 250 ms read,
-# the dashboard's 250 ms call, after which it skips Redis for 5 s): the edge
-# then answered 503 and the password check "try again". A slow Redis is not
-# what this test is about, so both versions wait up to 3 s for it here.
-PATIENT = {"EDGE_REDIS_READ_TIMEOUT_MS": "3000", "EDGE_REDIS_CONNECT_TIMEOUT_MS": "3000", "REDIS_REQUEST_TIMEOUT": "3"}
 HUMAN = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 
 
@@ -175,7 +169,8 @@ class Stack:
 
     def __init__(self, root: Path) -> None:
         self.supervised = SupervisedStack(
-            root, env={**PATIENT, "SLINGSHOT_ADMIN_USER": ADMIN, "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)}
+            root,
+            env={**PATIENT_REDIS, "SLINGSHOT_ADMIN_USER": ADMIN, "SLINGSHOT_ADMIN_PASSWORD": secrets.token_urlsafe(16)},
         )
 
     def start(self, repo: Path) -> None:
