@@ -15,6 +15,7 @@ the scopes of `run_scope`), the files with slow tests first
 import atexit
 import http.client
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -38,13 +39,20 @@ from devstack.throwaway import ThrowawayStack
 SERVERS = ThrowawayStack(prefix="slingshot-test-")
 SLOW_LEFT_OUT = pytest.StashKey[int]()
 SERVERS.start()
+# The edges' click rings in a tmpfs folder of this run's, removed with it:
+# an edge a test kills leaves its rings, which no later edge takes over.
+CLICK_MEMORY = Path(
+    tempfile.mkdtemp(prefix="slingshot-test-clicks-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+)
 os.environ.update(
     SERVERS.environment(),
     # Tests see a change in Redis as soon as its transaction commits; those
     # of the way a change travels in production take `through_publisher`.
     LINK_PUBLISH_INLINE="true",
+    EDGE_CLICK_MEMORY_DIR=str(CLICK_MEMORY),
 )
 atexit.register(SERVERS.cleanup)
+atexit.register(shutil.rmtree, CLICK_MEMORY, ignore_errors=True)
 
 
 class Edge:
