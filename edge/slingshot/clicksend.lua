@@ -120,15 +120,14 @@ local function send(red, journal)
     return ok, err, unreadable
 end
 
--- Sends the journals taken over, each removed once it is all sent.
+-- Sends the journals taken over, each let go of once it is all sent.
 local function send_adopted(red)
     local adopted = clickspool.adopted
     for name, journal in pairs(adopted) do
         local ok, err, unreadable = send(red, journal)
         if ok then
             adopted[name] = nil
-            journal:remove()
-            clickspool.forget(journal)
+            clickspool.retire(journal)
         elseif unreadable then
             -- Kept aside for a person to look at; the others go on.
             log(ERR, "click journal set aside as ", journal.path, ".broken: ", err)

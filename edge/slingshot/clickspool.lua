@@ -1,13 +1,14 @@
 -- A worker's click journals (journal.lua): its own, which its requests
 -- write their clicks into (clicks.lua), made when the worker starts and
 -- again each tick until it can be, and replaced by a new one once Redis
--- has taken nearly all of a large one (rotate); those of workers that
--- have gone, taken over (scan); and the hour counts of the clicks it
--- dropped while it had no journal (lost). The timer (clicksend.lua) sends
--- what they hold. The state here is the worker's, shared by its requests
--- and its timer.
+-- has taken nearly all of a large one (rotate), in the file of one all
+-- sent (its spare, retire); those of workers that have gone, taken over
+-- (scan); and the hour counts of the clicks it dropped while it had no
+-- journal (lost). The timer (clicksend.lua) sends what they hold. The
+-- state here is the worker's, shared by its requests and its timer.
 local config = require("slingshot.config")
 local journals = require("slingshot.journal")
+local journalfile = require("slingshot.journalfile")
 local spooldir = require("slingshot.spooldir")
 local hourcounts = require("slingshot.hourcounts")
 local clickbuf = require("slingshot.clickbuf")
@@ -35,6 +36,10 @@ local WORKER_USER = "nobody"
 -- A journal all sent is replaced by a new one past this size, so that the
 -- spool does not grow without end.
 local ROTATE_BYTES = 64 * 1024 * 1024
+-- A journal all sent is kept as the worker's spare, for the next journal
+-- to be written into, if it is no larger than this: one that held an
+-- outage's clicks is removed.
+local SPARE_BYTES = 2 * ROTATE_BYTES
 
 -- This worker's journal (nil until one can be made).
 _M.own = nil
@@ -50,6 +55,10 @@ _M.exited = false
 -- When the own journal first refused a click for want of room, since the
 -- last flush that went through (nil: it has not).
 _M.full_since = nil
+-- A journal all sent whose file the next journal is written into (its
+-- pages are in the kernel's memory and its blocks on disk already: a new
+-- file's cost more to write, in the timer's copy), or nil.
+_M.spare = nil
 
 local own_error = nil
 
@@ -72,6 +81,15 @@ local function new_journal()
     local dir, prefix = config.click_spool_dir, random_prefix()
     local per_entry, max_bytes = config.clicks_per_entry, config.click_spool_max_mb * 1024 * 1024
     local size, memory = config.click_memory_mb * 1024 * 1024, config.click_memory_dir
+    local spare = _M.spare
+    if spare then
+        _M.spare = nil
+        local journal, err = journals.create(dir, prefix, per_entry, max_bytes, size, memory, spare)
+        if journal then
+            return journal
+        end
+        log(ERR, err)  -- and the spare is gone: a new file then
+    end
     local journal, err = journals.create(dir, prefix, per_entry, max_bytes, size, memory)
     if journal or memory == dir then
         return journal, err
@@ -126,10 +144,43 @@ function _M.report_all()
     end
 end
 
+-- Lets go of `journal`, every entry and count of it sent: it becomes the
+-- worker's spare if it has none (and it is not too large), else it is
+-- removed.
+function _M.retire(journal)
+    _M.forget(journal)
+    if not _M.spare and journal:length() <= SPARE_BYTES then
+        local ok, err = journal:make_spare()
+        if ok then
+            _M.spare = journal
+            return
+        end
+        log(ERR, err)
+    end
+    journal:remove()
+end
+
+-- Takes the spares of workers that have gone, one as the worker's own if
+-- it has none; removes the others.
+local function take_spares(dir, names)
+    for _, name in pairs(names) do
+        local spare, err = journalfile.open_spare(dir, name)
+        if spare then
+            if _M.spare then
+                journalfile.remove_spare(spare)
+            else
+                _M.spare = spare
+            end
+        elseif err then
+            log(ERR, err)
+        end
+    end
+end
+
 -- Takes over the journals whose workers have gone (their lock is free).
 function _M.scan()
     local dir, adopted = config.click_spool_dir, _M.adopted
-    local names, unfinished = spooldir.list(dir)
+    local names, unfinished, spares = spooldir.list(dir)
     if not names then
         log(ERR, unfinished)
         return
@@ -155,6 +206,7 @@ function _M.scan()
         end
     end
     spooldir.remove_unfinished(dir, unfinished)
+    take_spares(dir, spares)
 end
 
 -- A journal past ROTATE_BYTES (or half its bound) whose clicks Redis has

@@ -106,10 +106,16 @@ end
 -- digits), locked by this process, at most `max_bytes` of entries (in
 -- whole pages), at most `per_entry` clicks an entry, written through a
 -- ring of `window` bytes (WINDOW if nil) in the folder `ring_dir` (`dir`
--- if nil).
-function _M.create(dir, prefix, per_entry, max_bytes, window, ring_dir)
+-- if nil); in the file of `spare` if given (a journal made a spare by
+-- make_spare, or journalfile.open_spare's), else a new one.
+function _M.create(dir, prefix, per_entry, max_bytes, window, ring_dir, spare)
     local name = prefix .. _M.SUFFIX
-    local fd, head = journalfile.create(dir, name, prefix)
+    local fd, head
+    if spare then
+        fd, head = journalfile.reuse(spare, dir, name, prefix)
+    else
+        fd, head = journalfile.create(dir, name, prefix)
+    end
     if not fd then
         return nil, head
     end
@@ -251,6 +257,18 @@ function Journal:close()
         self.ring = nil
     end
     file_close(self)
+end
+
+-- Makes the journal, every entry and count of it sent, a spare whose file
+-- the next journal is written into (create): its ring deleted, its file
+-- kept. True, or nil and an error (then remove it).
+function Journal:make_spare()
+    if self.ring then
+        self.header.ring[0] = 0
+        self.ring:close(true)
+        self.ring = nil
+    end
+    return journalfile.methods.make_spare(self)
 end
 
 -- Marks the journal done and removes it, and its ring: every entry and

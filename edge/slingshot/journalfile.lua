@@ -2,8 +2,9 @@
 -- a new journal's file made whole in the spool folder (spooldir.lua)
 -- before any worker can take it for one left behind, a journal left
 -- behind opened by the worker that takes it over, its header mapped into
--- memory, and the file written, synced, set aside or removed. Pure
--- LuaJIT FFI over libc, no ngx, so busted tests it directly.
+-- memory, and the file written, synced, set aside, removed, or kept as a
+-- spare for the worker's next journal (reuse). Pure LuaJIT FFI over libc,
+-- no ngx, so busted tests it directly.
 --
 -- The file: a header (HEADER_SIZE bytes, `slingshot_journal_header_t`),
 -- then entries back to back (journal.lua). Only the worker holding the
@@ -32,6 +33,7 @@ local _M = { _VERSION = "0.1.0" }
 
 _M.HEADER_SIZE = 8192
 _M.SUFFIX = ".journal"
+_M.SPARE_SUFFIX = ".spare"
 _M.PAGE = 4096
 
 -- Journals written straight into the file, by an older edge, and those
@@ -86,6 +88,7 @@ for _, declaration in ipairs({
     "int64_t pread(int fd, void *buf, size_t count, int64_t offset);",
     "int64_t pwrite(int fd, const void *buf, size_t count, int64_t offset);",
     "int fdatasync(int fd);",
+    "int fsync(int fd);",
     "int unlink(const char *path);",
     "int rename(const char *old, const char *new);",
     "char *strerror(int errnum);",
@@ -93,7 +96,7 @@ for _, declaration in ipairs({
     pcall(ffi.cdef, declaration)
 end
 
-local O_RDWR, O_CREAT, O_EXCL, O_CLOEXEC = 2, 64, 128, 0x80000
+local O_RDONLY, O_RDWR, O_CREAT, O_EXCL, O_CLOEXEC = 0, 2, 64, 128, 0x80000
 local PROT_RW, MAP_SHARED = 3, 1
 local LOCK_EX, LOCK_NB = 2, 4
 local MAP_FAILED = ffi_cast("void *", -1)
@@ -109,6 +112,16 @@ local function map(fd, size, offset)
         return failed("mmap")
     end
     return ffi_cast("uint8_t *", at)
+end
+
+-- Writes the header of a new journal for clicks with the id prefix
+-- `prefix` at `head`: nothing in it, nothing sent.
+local function begin(head, prefix)
+    ffi_fill(head, HEADER_SIZE)
+    ffi_copy(head.magic, MAGIC, 8)
+    ffi_copy(head.prefix, prefix, 16)
+    head.committed, head.sent = HEADER_SIZE, HEADER_SIZE
+    head.copied, head.durable = HEADER_SIZE, HEADER_SIZE
 end
 
 -- The file of a new journal `name` in `dir`, locked, its header mapped and
@@ -139,10 +152,7 @@ local function make(dir, name, prefix)
         return nil, err
     end
     local head = ffi_cast(header_ptr, at)
-    ffi_copy(head.magic, MAGIC, 8)
-    ffi_copy(head.prefix, prefix, 16)
-    head.committed, head.sent = HEADER_SIZE, HEADER_SIZE
-    head.copied, head.durable = HEADER_SIZE, HEADER_SIZE
+    begin(head, prefix)
     if C.rename(making, dir .. "/" .. name) ~= 0 then
         err = select(2, failed("rename " .. making))
         C.munmap(at, HEADER_SIZE)
@@ -164,6 +174,70 @@ function _M.create(dir, name, prefix)
     local fd, head = make(dir, name, prefix)
     C.close(spool)
     return fd, head
+end
+
+-- The file of a spare (Methods:make_spare), whose fd, header and path
+-- are `spare`'s, made the file of the new journal `name` in `dir` for
+-- clicks with the id prefix `prefix`: its header written and on disk
+-- before it takes the journal's name, and the name on disk before a click
+-- is written (a sync of the file no longer grows it, so it would not
+-- write the name too). Its fd and header, or nil and an error (the spare
+-- is removed).
+function _M.reuse(spare, dir, name, prefix)
+    local fd, head, path = spare.fd, spare.header, spare.path
+    begin(head, prefix)
+    local err
+    if C.fdatasync(fd) ~= 0 then
+        err = select(2, failed("fdatasync " .. path))
+    elseif C.rename(path, dir .. "/" .. name) ~= 0 then
+        err = select(2, failed("rename " .. path))
+    else
+        local folder = C.open(dir, O_RDONLY + O_CLOEXEC, 0)
+        if folder < 0 or C.fsync(folder) ~= 0 then
+            err = select(2, failed("fsync " .. dir))
+        end
+        if folder >= 0 then
+            C.close(folder)
+        end
+        if not err then
+            return fd, head
+        end
+        path = dir .. "/" .. name
+    end
+    C.unlink(path)
+    C.munmap(head, HEADER_SIZE)
+    C.close(fd)
+    return nil, "click journal " .. name .. " from a spare: " .. err
+end
+
+-- The spare `name` in `dir` (spooldir.list) of a worker that has gone (its
+-- lock is free), locked and its header mapped, to be this worker's: a
+-- table of its fd, header and path, or nil (and an error if it cannot be
+-- mapped, when it is removed).
+function _M.open_spare(dir, name)
+    local path = dir .. "/" .. name
+    local fd = C.open(path, O_RDWR + O_CLOEXEC, 0)
+    if fd < 0 then
+        return nil  -- taken or removed meanwhile
+    end
+    if C.flock(fd, LOCK_EX + LOCK_NB) ~= 0 then
+        C.close(fd)
+        return nil  -- its worker keeps it
+    end
+    local at, err = map(fd, HEADER_SIZE, 0)
+    if not at then
+        C.unlink(path)
+        C.close(fd)
+        return nil, "click journal spare " .. path .. ": " .. err
+    end
+    return { fd = fd, header = ffi_cast(header_ptr, at), path = path }
+end
+
+-- Removes the spare `spare` (open_spare's).
+function _M.remove_spare(spare)
+    C.unlink(spare.path)
+    C.munmap(spare.header, HEADER_SIZE)
+    C.close(spare.fd)
 end
 
 -- Names in the header `head` the ring at `path` (fewer than
@@ -281,6 +355,22 @@ end
 function Methods:set_aside()
     C.rename(self.path, self.path .. ".broken")
     self:close()
+end
+
+-- Makes the journal, all sent and its ring gone, a spare: marked done and
+-- renamed out of the spool's journals (spooldir.list), still locked, its
+-- file's pages and blocks kept for the next journal (reuse), whose clicks
+-- are then copied into pages the kernel has already, not new ones. True,
+-- or nil and an error (it is as it was).
+function Methods:make_spare()
+    local spare = self.dir .. "/" .. ffi_string(self.header.prefix, 16) .. _M.SPARE_SUFFIX
+    self.header.finished = 1
+    if C.rename(self.path, spare) ~= 0 then
+        self.header.finished = 0
+        return failed("rename " .. self.path)
+    end
+    self.path = spare
+    return true
 end
 
 -- Marks the journal done and removes it: every entry and count has been

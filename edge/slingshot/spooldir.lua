@@ -81,10 +81,11 @@ function _M.prepare_dir(dir, user)
     return true
 end
 
--- The journal files in `dir`, by name, and the names of files left half
--- made (their clicks: none).
+-- The journal files in `dir`, by name, the names of files left half
+-- made (their clicks: none), and those of spares (journalfile.lua: files
+-- all sent, kept for the next journals).
 function _M.list(dir)
-    local found, unfinished = {}, {}
+    local found, unfinished, spares = {}, {}, {}
     local handle = C.slingshot_opendir(dir)
     if handle == nil then
         return failed("click spool " .. dir)
@@ -99,10 +100,12 @@ function _M.list(dir)
             found[#found + 1] = name
         elseif find(name, "^%.%x+%.journal%.new$") then
             unfinished[#unfinished + 1] = name
+        elseif find(name, "^%x+%.spare$") then
+            spares[#spares + 1] = name
         end
     end
     C.slingshot_closedir(handle)
-    return found, unfinished
+    return found, unfinished, spares
 end
 
 -- The spool's own lock, taken `how`: its fd, to close to let go of it, or

@@ -1,6 +1,7 @@
 package.path = "./?.lua;" .. package.path
 local ffi = require("ffi")
 local journals = require("slingshot.journal")
+local journalfile = require("slingshot.journalfile")
 local spooldir = require("slingshot.spooldir")
 local spool = require("spec.spool")
 
@@ -406,5 +407,89 @@ describe("journal", function()
         assert.equal(0, ffi.C.flock(fd, 6))
         ffi.C.close(fd)
         assert.is_nil(journals.adopt(dir, "00000000000000ce.journal"))
+    end)
+
+    it("makes a spare once all sent, and the after journal is written into its file", function()
+        local journal = assert(journals.create(dir, "00000000000000d1", 4, 1024 * 1024))
+        local ring = journal.ring.path
+        for i = 1, 9 do
+            add(journal, "old" .. i, "1", details("::1", "old agent", ""))
+        end
+        assert(journal:copy())
+        assert.equal(9, #slugs_of(drain(journal)))
+        local fd, length = journal.fd, journal:length()
+        assert(journal:make_spare())
+        assert.is_false(spool.exists(ring))
+        assert.is_false(spool.exists(dir .. "/00000000000000d1.journal"))
+        assert.same({ {}, {}, { "00000000000000d1.spare" } }, { spooldir.list(dir) })
+        -- Not a journal to take over, even when its worker has gone.
+        assert.is_nil(journals.adopt(dir, "00000000000000d1.spare"))
+
+        local after = assert(journals.create(dir, "00000000000000d2", 4, 1024 * 1024, nil, nil,
+            journal))
+        assert.equal(fd, after.fd)
+        assert.same({ { "00000000000000d2.journal" }, {}, {} }, { spooldir.list(dir) })
+        assert.same({ 0, 0 }, { after:waiting() })
+        assert.is_nil(after:unsent(1024))
+        add(after, "new1", "1", details("::1", "", ""))
+        add(after, "new2", "1", details("::1", "", ""))
+        assert(after:copy())
+        assert.is_true(after:length() < length)  -- the old clicks are still further on in the file
+        after:close()  -- its worker dies
+
+        local taken = assert(journals.adopt(dir, "00000000000000d2.journal"))
+        local payloads = drain(taken)
+        assert.same({ "new1", "new2" }, (slugs_of(payloads)))
+        assert.equal("00000000000000d2", (parse(payloads[1])))
+        taken:remove()
+        assert.same({ {}, {}, {} }, { spooldir.list(dir) })
+    end)
+
+    it("keeps what a sync wrote of a journal in a spare's file, its ring lost", function()
+        local journal = assert(journals.create(dir, "00000000000000d3", 100, 1024 * 1024))
+        for i = 1, 30 do
+            add(journal, "old" .. i, "1", details("::1", "", ""))
+        end
+        assert(journal:copy())
+        drain(journal)
+        assert(journal:make_spare())
+        local after = assert(journals.create(dir, "00000000000000d4", 100, 1024 * 1024, nil, nil,
+            journal))
+        for i = 1, 3 do
+            add(after, "new" .. i, "1", details("::1", "", ""))
+        end
+        assert(after:copy())
+        assert(after:sync())
+        add(after, "new4", "1", details("::1", "", ""))  -- in the ring alone
+        ffi.copy(after.header.boot, "another boot", 13)
+        after:close()
+
+        local taken = assert(journals.adopt(dir, "00000000000000d4.journal"))
+        assert.equal(1, taken.lost)
+        assert.same({ "new1", "new2", "new3" }, (slugs_of(drain(taken))))
+        taken:remove()
+    end)
+
+    it("takes the spare of a worker that has gone, and removes one it does not want", function()
+        local journal = assert(journals.create(dir, "00000000000000d5", 100, 1024 * 1024))
+        add(journal, "old", "1", details("::1", "", ""))
+        assert(journal:copy())
+        drain(journal)
+        assert(journal:make_spare())
+        -- Its worker holds it.
+        assert.is_nil(journalfile.open_spare(dir, "00000000000000d5.spare"))
+        journalfile.methods.close(journal)  -- the worker dies
+
+        local spare = assert(journalfile.open_spare(dir, "00000000000000d5.spare"))
+        assert.is_nil(journalfile.open_spare(dir, "00000000000000d5.spare"))
+        local after = assert(journals.create(dir, "00000000000000d6", 100, 1024 * 1024, nil, nil,
+            spare))
+        add(after, "new", "1", details("::1", "", ""))
+        assert(after:copy())
+        assert.same({ "new" }, (slugs_of(drain(after))))
+        assert(after:make_spare())
+        journalfile.methods.close(after)
+        journalfile.remove_spare(assert(journalfile.open_spare(dir, "00000000000000d6.spare")))
+        assert.same({ {}, {}, {} }, { spooldir.list(dir) })
     end)
 end)

@@ -4,6 +4,7 @@ than a worker's ring in memory takes to fill, nginx reloaded meanwhile, and a co
 the accounting's pipeline refused. Each ends with every click served in
 the stream once, and the edge's served counts equal to it."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -237,15 +238,25 @@ def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(ma
 
 def test_journals_make_way_for_new_ones_under_steady_traffic(make_edge, rds, click_memory):
     """A journal past half its bound (here 100 KB) is replaced while clicks
-    keep coming: none is dropped, and the spool keeps no more than the
-    journal being written and the one being finished."""
+    keep coming: none is dropped, each new journal is written into the
+    file of one all sent (its spare), and the spool keeps no more than the
+    journal being written, the one being finished and the spare."""
     edge = make_edge(workers=1, env={"EDGE_CLICK_SPOOL_MAX_MB": "0.2", "EDGE_CLICK_MEMORY_DIR": str(click_memory)})
+    spool = edge.prefix / "spool"
     slug = "jr" + uuid.uuid4().hex[:8]
     publish(rds, slug)
+    files = {}  # each journal's file, by its name
+
+    def note_files() -> None:
+        for path in spool.glob("*.journal"):
+            with contextlib.suppress(FileNotFoundError):  # made a spare meanwhile
+                files[path.name] = path.stat().st_ino
+        assert len(list(spool.iterdir())) <= 3, sorted(path.name for path in spool.iterdir())
+
     visitors = Visitors(edge.port, slug, threads=3, rate=1500, headers={"User-Agent": "u" * 500}).start()
     try:
         # About 560 bytes a click: a journal every 180 or so.
-        wait_until(lambda: visitors.served[slug] > 2000, timeout=30, what="traffic")
+        wait_until(lambda: note_files() or visitors.served[slug] > 2000, timeout=30, what="traffic")
     finally:
         visitors.stop()
     found, counted = settled(rds, slug, edge, at_least=visitors.served[slug])
@@ -254,9 +265,30 @@ def test_journals_make_way_for_new_ones_under_steady_traffic(make_edge, rds, cli
     assert len({click_id[:16] for click_id in ids}) >= 8
     final = metrics(edge)
     assert final["slingshot_edge_clicks_dropped_total"] == 0
-    wait_until(lambda: len(list((edge.prefix / "spool").iterdir())) == 1, what="one journal left in the spool")
+    # Two files take turns, and a third now and then when a journal makes
+    # way before the one before it is all sent.
+    assert len(files) >= 6 and len(set(files.values())) <= len(files) / 2, files
+    wait_until(
+        lambda: sorted(path.suffix for path in spool.iterdir()) == [".journal", ".spare"],
+        what="one journal and one spare left in the spool",
+    )
     # Each journal that made way took its ring with it once all sent.
     assert len(list(click_memory.iterdir())) == 1
+
+    # The worker's successor takes its spare, and removes the file of the
+    # journal it takes over once that is sent: still one of each.
+    (spare,) = spool.glob("*.spare")
+    (journal,) = spool.glob("*.journal")
+    (worker,) = workers(edge)
+    os.kill(worker, signal.SIGKILL)
+    wait_until(lambda: len(workers(edge)) == 1 and worker not in workers(edge), what="a new worker")
+    wait_until(
+        lambda: not journal.exists() and len(list(spool.glob("*.journal"))) == 1,
+        what="the dead worker's journal sent",
+        timeout=10,
+    )
+    assert sorted(path.name for path in spool.glob("*.spare")) == [spare.name]
+    assert metrics(edge)["slingshot_edge_clicks_dropped_total"] == 0
 
 
 def test_a_worker_that_cannot_make_its_journal_tries_again_and_then_records(make_edge, private_redis):
