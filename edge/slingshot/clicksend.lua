@@ -227,6 +227,7 @@ local function flush(premature)
         for _, journal in pairs(clickspool.adopted) do
             settle(journal)  -- one it retired (rotate) has its ring still
         end
+        clickspool.drop_spare_ring()
     elseif own:waiting() > 0 and t >= next_sync then
         next_sync = t + config.click_spool_sync_interval
         local synced, sync_err = own:sync()

@@ -8,7 +8,6 @@
 -- state here is the worker's, shared by its requests and its timer.
 local config = require("slingshot.config")
 local journals = require("slingshot.journal")
-local journalfile = require("slingshot.journalfile")
 local spooldir = require("slingshot.spooldir")
 local hourcounts = require("slingshot.hourcounts")
 local clickbuf = require("slingshot.clickbuf")
@@ -160,14 +159,22 @@ function _M.retire(journal)
     journal:remove()
 end
 
+-- Deletes the ring of the worker's spare, as the worker exits: the spare
+-- is left to the worker that starts next.
+function _M.drop_spare_ring()
+    if _M.spare then
+        journals.drop_spare_ring(_M.spare)
+    end
+end
+
 -- Takes the spares of workers that have gone, one as the worker's own if
 -- it has none; removes the others.
 local function take_spares(dir, names)
     for _, name in pairs(names) do
-        local spare, err = journalfile.open_spare(dir, name)
+        local spare, err = journals.open_spare(dir, name)
         if spare then
             if _M.spare then
-                journalfile.remove_spare(spare)
+                journals.remove_spare(spare)
             else
                 _M.spare = spare
             end

@@ -31,6 +31,7 @@ local ffi_cast = ffi.cast
 local ffi_copy = ffi.copy
 local ffi_string = ffi.string
 local format = string.format
+local sub = string.sub
 local floor = math.floor
 local max = math.max
 local min = math.min
@@ -84,14 +85,18 @@ function Journal:set_limit()
     self.limit = min(self.copied + self.window, HEADER_SIZE + self.max_bytes)
 end
 
--- Gives the writer a new ring of `size` bytes in its ring folder, named in
--- its header: true, or nil and an error.
-function Journal:make_ring(size)
-    local path = self.ring_dir .. "/" .. self.prefix .. _M.RING_SUFFIX
-    local ring, err = journalring.create(path, size)
+-- Gives the writer a ring of `size` bytes in its ring folder, named in its
+-- header: `ring` if given (a spare's, in that folder), else a new one.
+-- True, or nil and an error.
+function Journal:make_ring(size, ring)
+    local err
     if not ring then
-        return nil, err
+        ring, err = journalring.create(self.ring_dir .. "/" .. self.prefix .. _M.RING_SUFFIX, size)
+        if not ring then
+            return nil, err
+        end
     end
+    local path = ring.path
     local named, name_err = journalfile.name_ring(self.header, path, size)
     if not named then
         ring:close(true)
@@ -107,16 +112,22 @@ end
 -- whole pages), at most `per_entry` clicks an entry, written through a
 -- ring of `window` bytes (WINDOW if nil) in the folder `ring_dir` (`dir`
 -- if nil); in the file of `spare` if given (a journal made a spare by
--- make_spare, or journalfile.open_spare's), else a new one.
+-- make_spare, through its ring if it has one of that size there; or
+-- open_spare's), else a new one.
 function _M.create(dir, prefix, per_entry, max_bytes, window, ring_dir, spare)
     local name = prefix .. _M.SUFFIX
     local fd, head
+    local ring = spare and spare.ring
     if spare then
+        spare.ring = nil
         fd, head = journalfile.reuse(spare, dir, name, prefix)
     else
         fd, head = journalfile.create(dir, name, prefix)
     end
     if not fd then
+        if ring then
+            ring:close(true)
+        end
         return nil, head
     end
     local journal = opened(dir, name, fd, head)
@@ -129,7 +140,12 @@ function _M.create(dir, prefix, per_entry, max_bytes, window, ring_dir, spare)
     journal.in_entry = per_entry  -- per_entry: the next click opens an entry
     journal.seq = 0
     window = max(PAGE, floor(min(window or _M.WINDOW, journal.max_bytes) / PAGE) * PAGE)
-    local made, err = journal:make_ring(window)
+    local folder = journal.ring_dir .. "/"
+    if ring and (ring.size ~= window or sub(ring.path, 1, #folder) ~= folder) then
+        ring:close(true)
+        ring = nil
+    end
+    local made, err = journal:make_ring(window, ring)
     if not made then
         journal:remove()
         return nil, err
@@ -260,15 +276,43 @@ function Journal:close()
 end
 
 -- Makes the journal, every entry and count of it sent, a spare whose file
--- the next journal is written into (create): its ring deleted, its file
--- kept. True, or nil and an error (then remove it).
+-- and ring the next journal is written into (create): the ring's pages
+-- are mapped already, and take no fault. True, or nil and an error (then
+-- remove it).
 function Journal:make_spare()
-    if self.ring then
-        self.header.ring[0] = 0
-        self.ring:close(true)
-        self.ring = nil
-    end
     return journalfile.methods.make_spare(self)
+end
+
+-- Deletes the ring of the spare `spare`, if it has one: it is let go of
+-- (its worker exits), or it is another worker's (open_spare).
+local function drop_spare_ring(spare)
+    local head = spare.header
+    local path = journalfile.ring_of(head)
+    if spare.ring then
+        spare.ring:close(true)
+        spare.ring = nil
+    elseif path then
+        journalring.remove(path)
+    end
+    head.ring[0] = 0
+end
+_M.drop_spare_ring = drop_spare_ring
+
+-- The spare `name` in `dir` (spooldir.list) of a worker that has gone,
+-- without its ring, to be this worker's (create); nil otherwise, and an
+-- error if it cannot be read.
+function _M.open_spare(dir, name)
+    local spare, err = journalfile.open_spare(dir, name)
+    if spare then
+        drop_spare_ring(spare)
+    end
+    return spare, err
+end
+
+-- Removes the spare `spare` (open_spare's), its ring too.
+function _M.remove_spare(spare)
+    drop_spare_ring(spare)
+    journalfile.remove_spare(spare)
 end
 
 -- Marks the journal done and removes it, and its ring: every entry and

@@ -409,7 +409,7 @@ describe("journal", function()
         assert.is_nil(journals.adopt(dir, "00000000000000ce.journal"))
     end)
 
-    it("makes a spare once all sent, and the after journal is written into its file", function()
+    it("makes a spare once all sent, whose file and ring the next journal takes", function()
         local journal = assert(journals.create(dir, "00000000000000d1", 4, 1024 * 1024))
         local ring = journal.ring.path
         for i = 1, 9 do
@@ -417,9 +417,9 @@ describe("journal", function()
         end
         assert(journal:copy())
         assert.equal(9, #slugs_of(drain(journal)))
-        local fd, length = journal.fd, journal:length()
+        local fd, length, base = journal.fd, journal:length(), journal.ring.base
         assert(journal:make_spare())
-        assert.is_false(spool.exists(ring))
+        assert.is_true(spool.exists(ring))
         assert.is_false(spool.exists(dir .. "/00000000000000d1.journal"))
         assert.same({ {}, {}, { "00000000000000d1.spare" } }, { spooldir.list(dir) })
         -- Not a journal to take over, even when its worker has gone.
@@ -428,6 +428,8 @@ describe("journal", function()
         local after = assert(journals.create(dir, "00000000000000d2", 4, 1024 * 1024, nil, nil,
             journal))
         assert.equal(fd, after.fd)
+        assert.equal(ring, after.ring.path)
+        assert.equal(base, after.ring.base)  -- mapped already
         assert.same({ { "00000000000000d2.journal" }, {}, {} }, { spooldir.list(dir) })
         assert.same({ 0, 0 }, { after:waiting() })
         assert.is_nil(after:unsent(1024))
@@ -441,6 +443,7 @@ describe("journal", function()
         local payloads = drain(taken)
         assert.same({ "new1", "new2" }, (slugs_of(payloads)))
         assert.equal("00000000000000d2", (parse(payloads[1])))
+        assert.is_false(spool.exists(ring))
         taken:remove()
         assert.same({ {}, {}, {} }, { spooldir.list(dir) })
     end)
@@ -470,26 +473,45 @@ describe("journal", function()
         taken:remove()
     end)
 
-    it("takes the spare of a worker that has gone, and removes one it does not want", function()
+    it("takes a gone worker's spare without its ring, and removes one it does not want", function()
         local journal = assert(journals.create(dir, "00000000000000d5", 100, 1024 * 1024))
+        local old_ring = journal.ring.path
         add(journal, "old", "1", details("::1", "", ""))
         assert(journal:copy())
         drain(journal)
         assert(journal:make_spare())
         -- Its worker holds it.
-        assert.is_nil(journalfile.open_spare(dir, "00000000000000d5.spare"))
-        journalfile.methods.close(journal)  -- the worker dies
+        assert.is_nil(journals.open_spare(dir, "00000000000000d5.spare"))
+        journal:close()  -- the worker dies
 
-        local spare = assert(journalfile.open_spare(dir, "00000000000000d5.spare"))
-        assert.is_nil(journalfile.open_spare(dir, "00000000000000d5.spare"))
+        local spare = assert(journals.open_spare(dir, "00000000000000d5.spare"))
+        assert.is_false(spool.exists(old_ring))
+        assert.is_nil(journals.open_spare(dir, "00000000000000d5.spare"))
         local after = assert(journals.create(dir, "00000000000000d6", 100, 1024 * 1024, nil, nil,
             spare))
+        local ring = after.ring.path
+        assert.equal(dir .. "/00000000000000d6.ring", ring)
         add(after, "new", "1", details("::1", "", ""))
         assert(after:copy())
         assert.same({ "new" }, (slugs_of(drain(after))))
         assert(after:make_spare())
-        journalfile.methods.close(after)
-        journalfile.remove_spare(assert(journalfile.open_spare(dir, "00000000000000d6.spare")))
+        after:close()
+        journals.remove_spare(assert(journals.open_spare(dir, "00000000000000d6.spare")))
+        assert.is_false(spool.exists(ring))
+        assert.same({ {}, {}, {} }, { spooldir.list(dir) })
+    end)
+
+    it("lets go of a spare's ring as its worker exits, and the next journal makes one", function()
+        local journal = assert(journals.create(dir, "00000000000000d7", 100, 1024 * 1024))
+        local ring = journal.ring.path
+        assert(journal:make_spare())
+        journals.drop_spare_ring(journal)
+        assert.is_false(spool.exists(ring))
+        assert.is_nil(journalfile.ring_of(journal.header))
+        local after = assert(journals.create(dir, "00000000000000d8", 100, 1024 * 1024, nil, nil,
+            journal))
+        assert.equal(dir .. "/00000000000000d8.ring", after.ring.path)
+        after:remove()
         assert.same({ {}, {}, {} }, { spooldir.list(dir) })
     end)
 end)
