@@ -116,11 +116,20 @@ end
 -- open_spare's), else a new one.
 function _M.create(dir, prefix, per_entry, max_bytes, window, ring_dir, spare)
     local name = prefix .. _M.SUFFIX
-    local fd, head
+    ring_dir = ring_dir or dir
+    max_bytes = max(PAGE, floor(max_bytes / PAGE) * PAGE)
+    window = max(PAGE, floor(min(window or _M.WINDOW, max_bytes) / PAGE) * PAGE)
     local ring = spare and spare.ring
-    if spare then
+    if ring then
         spare.ring = nil
-        fd, head = journalfile.reuse(spare, dir, name, prefix)
+        if ring.size ~= window or sub(ring.path, 1, #ring_dir + 1) ~= ring_dir .. "/" then
+            ring:close(true)
+            ring = nil
+        end
+    end
+    local fd, head
+    if spare then
+        fd, head = journalfile.reuse(spare, dir, name, prefix, ring)
     else
         fd, head = journalfile.create(dir, name, prefix)
     end
@@ -131,20 +140,14 @@ function _M.create(dir, prefix, per_entry, max_bytes, window, ring_dir, spare)
         return nil, head
     end
     local journal = opened(dir, name, fd, head)
-    journal.ring_dir = ring_dir or dir
-    journal.max_bytes = max(PAGE, floor(max_bytes / PAGE) * PAGE)
+    journal.ring_dir = ring_dir
+    journal.max_bytes = max_bytes
     journal.per_entry = per_entry
     journal.pos = HEADER_SIZE
     journal.copied = HEADER_SIZE
     journal.entry_at = nil
     journal.in_entry = per_entry  -- per_entry: the next click opens an entry
     journal.seq = 0
-    window = max(PAGE, floor(min(window or _M.WINDOW, journal.max_bytes) / PAGE) * PAGE)
-    local folder = journal.ring_dir .. "/"
-    if ring and (ring.size ~= window or sub(ring.path, 1, #folder) ~= folder) then
-        ring:close(true)
-        ring = nil
-    end
     local made, err = journal:make_ring(window, ring)
     if not made then
         journal:remove()

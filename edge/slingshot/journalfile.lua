@@ -178,15 +178,19 @@ end
 
 -- The file of a spare (Methods:make_spare), whose fd, header and path
 -- are `spare`'s, made the file of the new journal `name` in `dir` for
--- clicks with the id prefix `prefix`: its header written and on disk
--- before it takes the journal's name, and the name on disk before a click
--- is written (a sync of the file no longer grows it, so it would not
--- write the name too). Its fd and header, or nil and an error (the spare
--- is removed).
-function _M.reuse(spare, dir, name, prefix)
+-- clicks with the id prefix `prefix`, naming the spare's `ring` if given
+-- (so that the file names it throughout, for whoever takes it over): its
+-- header written and on disk before it takes the journal's name, and the
+-- name on disk before a click is written (a sync of the file no longer
+-- grows it, so it would not write the name too). Its fd and header, or
+-- nil and an error (the spare is removed).
+function _M.reuse(spare, dir, name, prefix, ring)
     local fd, head, path = spare.fd, spare.header, spare.path
     begin(head, prefix)
     local err
+    if ring then
+        _M.name_ring(head, ring.path, ring.size)
+    end
     if C.fdatasync(fd) ~= 0 then
         err = select(2, failed("fdatasync " .. path))
     elseif C.rename(path, dir .. "/" .. name) ~= 0 then
