@@ -54,9 +54,10 @@ _M.exited = false
 -- When the own journal first refused a click for want of room, since the
 -- last flush that went through (nil: it has not).
 _M.full_since = nil
--- A journal all sent whose file the next journal is written into (its
--- pages are in the kernel's memory and its blocks on disk already: a new
--- file's cost more to write, in the timer's copy), or nil.
+-- A journal all sent whose file and ring the next journal is written
+-- into (the file's pages are in the kernel's memory and its blocks on
+-- disk already, the ring's pages mapped: new ones cost more to write), or
+-- nil.
 _M.spare = nil
 
 local own_error = nil

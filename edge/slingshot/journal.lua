@@ -278,14 +278,6 @@ function Journal:close()
     file_close(self)
 end
 
--- Makes the journal, every entry and count of it sent, a spare whose file
--- and ring the next journal is written into (create): the ring's pages
--- are mapped already, and take no fault. True, or nil and an error (then
--- remove it).
-function Journal:make_spare()
-    return journalfile.methods.make_spare(self)
-end
-
 -- Deletes the ring of the spare `spare`, if it has one: it is let go of
 -- (its worker exits), or it is another worker's (open_spare).
 local function drop_spare_ring(spare)

@@ -361,11 +361,13 @@ function Methods:set_aside()
     self:close()
 end
 
--- Makes the journal, all sent and its ring gone, a spare: marked done and
--- renamed out of the spool's journals (spooldir.list), still locked, its
--- file's pages and blocks kept for the next journal (reuse), whose clicks
--- are then copied into pages the kernel has already, not new ones. True,
--- or nil and an error (it is as it was).
+-- Makes the journal, every entry and count of it sent, a spare: marked
+-- done and renamed out of the spool's journals (spooldir.list), still
+-- locked, its file's pages and blocks kept for the next journal (reuse),
+-- whose clicks are then copied into pages the kernel has already, not new
+-- ones; its ring, still named in its header, is kept for it too
+-- (journal.lua's create), whose pages are mapped already. True, or nil
+-- and an error (it is as it was).
 function Methods:make_spare()
     local spare = self.dir .. "/" .. ffi_string(self.header.prefix, 16) .. _M.SPARE_SUFFIX
     self.header.finished = 1
