@@ -214,27 +214,41 @@ function _M.reuse(spare, dir, name, prefix, ring)
     return nil, "click journal " .. name .. " from a spare: " .. err
 end
 
+-- The file at `path` if no process holds its lock: opened, locked, and its
+-- header mapped: its fd and header; nil if it is not there or is locked,
+-- and an error if it cannot be mapped.
+local function open_free(path)
+    local fd = C.open(path, O_RDWR + O_CLOEXEC, 0)
+    if fd < 0 then
+        return nil
+    end
+    if C.flock(fd, LOCK_EX + LOCK_NB) ~= 0 then
+        C.close(fd)
+        return nil
+    end
+    local at, err = map(fd, HEADER_SIZE, 0)
+    if not at then
+        C.close(fd)
+        return nil, err
+    end
+    return fd, ffi_cast(header_ptr, at)
+end
+
 -- The spare `name` in `dir` (spooldir.list) of a worker that has gone (its
 -- lock is free), locked and its header mapped, to be this worker's: a
 -- table of its fd, header and path, or nil (and an error if it cannot be
 -- mapped, when it is removed).
 function _M.open_spare(dir, name)
     local path = dir .. "/" .. name
-    local fd = C.open(path, O_RDWR + O_CLOEXEC, 0)
-    if fd < 0 then
-        return nil  -- taken or removed meanwhile
+    local fd, head = open_free(path)
+    if not fd then
+        if head then
+            C.unlink(path)
+            return nil, "click journal spare " .. path .. ": " .. head
+        end
+        return nil  -- taken or removed meanwhile, or its worker keeps it
     end
-    if C.flock(fd, LOCK_EX + LOCK_NB) ~= 0 then
-        C.close(fd)
-        return nil  -- its worker keeps it
-    end
-    local at, err = map(fd, HEADER_SIZE, 0)
-    if not at then
-        C.unlink(path)
-        C.close(fd)
-        return nil, "click journal spare " .. path .. ": " .. err
-    end
-    return { fd = fd, header = ffi_cast(header_ptr, at), path = path }
+    return { fd = fd, header = head, path = path }
 end
 
 -- Removes the spare `spare` (open_spare's).
@@ -265,28 +279,20 @@ end
 -- error if it cannot be read.
 function _M.open_left(dir, name)
     local path = dir .. "/" .. name
-    local fd = C.open(path, O_RDWR + O_CLOEXEC, 0)
-    if fd < 0 then
-        return nil  -- finished and removed meanwhile
+    local fd, head = open_free(path)
+    if not fd then
+        -- Finished and removed meanwhile, or its worker writes it, or
+        -- another one has taken it over; or it cannot be mapped.
+        return nil, head and "click journal " .. path .. ": " .. head
     end
-    if C.flock(fd, LOCK_EX + LOCK_NB) ~= 0 then
-        C.close(fd)
-        return nil  -- its worker writes it, or another one has taken it over
-    end
-    local at, err = map(fd, HEADER_SIZE, 0)
-    if not at then
-        C.close(fd)
-        return nil, "click journal " .. path .. ": " .. err
-    end
-    local head = ffi_cast(header_ptr, at)
     local magic = ffi_string(head.magic, 8)
     if magic ~= MAGIC and magic ~= MAGIC_FILE then
-        C.munmap(at, HEADER_SIZE)
+        C.munmap(head, HEADER_SIZE)
         C.close(fd)
         return nil, "click journal " .. path .. " is not one"
     end
     if head.finished ~= 0 then
-        C.munmap(at, HEADER_SIZE)
+        C.munmap(head, HEADER_SIZE)
         C.close(fd)
         return nil  -- sent in full by the worker that had taken it over
     end
