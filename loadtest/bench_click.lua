@@ -6,7 +6,7 @@
 --           `volatile`, made again at each read as a request makes it
 --           once), or the method and the three variables, each as nginx
 --           keeps it
---   add     the journal's add of those details (journal.lua), into its
+--   add     the journal's add of those details (journalwrite.lua), into its
 --           ring in the click memory folder (an older checkout's: into the
 --           file's pages, faulted in as it grows), as a request's click does
 --   copy    the timer's copy of the ring into the journal's file, one

@@ -6,11 +6,12 @@
 -- redirects and orphan visits, indexed by REDIRECT and ORPHAN.
 --
 -- A click's count is made just before its commit, once the header's
--- `pending_*` say which count it raises to what and where the click will
--- end (journal.lua's add): a worker killed between the two leaves a count
--- its journal's taker can tell from one whose click is in, and take back
--- (undo_pending). They come after the hours, so a journal of an older edge
--- has zeros there, which say nothing is pending. Pure LuaJIT FFI, no ngx.
+-- `pending_*` say which count it raises to what and where the click
+-- will end (journalwrite.lua's add): a worker killed between the two
+-- leaves a count its journal's taker can tell from one whose click is
+-- in, and take back (undo_pending). They come after the hours, so a
+-- journal of an older edge has zeros there, which say nothing is
+-- pending. Pure LuaJIT FFI, no ngx.
 local ffi = require("ffi")
 
 local floor = math.floor
