@@ -47,11 +47,12 @@ from urllib.parse import unquote, urlsplit
 
 import devstack
 from devstack import stack
+from devstack.envfile import read_env_file
 from devstack.net import wait_for_port
 from devstack.postgres import pg_bindir
 from devstack.programs import run_dir
 from devstack.redis import redis_command
-from devstack.stack import StackError, read_env_file, say
+from devstack.stack import StackError, say
 from devstack.supervision import supervisor_rpc
 
 FORMAT = 1

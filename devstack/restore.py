@@ -33,10 +33,11 @@ from devstack.backup import (
     sha256,
     temporary_redis,
 )
+from devstack.envfile import read_env, read_env_file, write_env_file
 from devstack.nginx import give_key_to_edge
 from devstack.postgres import pg_bindir
 from devstack.programs import MANAGE, run_dir
-from devstack.stack import StackError, read_env_file, say
+from devstack.stack import StackError, say
 
 
 def checked_manifest(folder: Path) -> dict:
@@ -75,13 +76,13 @@ def restore(folder: Path, run: Path) -> dict[str, str]:
             f"(mv {run} {run}.old)"
         )
     say(f"restoring the backup of {manifest['run_directory']} taken {manifest['taken_at']} into {run}")
-    carried = stack.read_env(folder / SECRETS_FILE)
+    carried = read_env(folder / SECRETS_FILE)
     if not carried.get("SECRET_KEY"):
         raise StackError(f"{folder / SECRETS_FILE} holds no SECRET_KEY")
     run.mkdir(parents=True, exist_ok=True)
     # The run directory is made as `make run` makes it, with what the backup carries
     # (its SECRET_KEY, ports and admin) where `make run` looks for what it had.
-    stack.write_env_file(run, {**read_env_file(run), **{k: v for k, v in carried.items() if k in CARRIED}})
+    write_env_file(run, {**read_env_file(run), **{k: v for k, v in carried.items() if k in CARRIED}})
     if (folder / CERTS).is_dir():
         restore_certs(folder / CERTS, certs_dir(run))
     try:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import devstack
 from devstack import ports as stack_ports
+from devstack.envfile import env_file, read_env_file, write_env_file
 from devstack.postgres import bootstrap_database, db_owner, init_postgres, postgres_command, wait_for_postgres
 from devstack.processes import die_with_parent
 from devstack.programs import run_dir
@@ -59,35 +60,6 @@ class StackError(Exception):
 
 
 # --- the run directory -----------------------------------------------------------
-
-
-def env_file(run: Path) -> Path:
-    return run / "env"
-
-
-def read_env_file(run: Path | None = None) -> dict[str, str]:
-    return read_env(env_file(run or run_dir()))
-
-
-def read_env(path: Path) -> dict[str, str]:
-    """NAME=value lines (none if there is no such file); # begins a comment line."""
-    if not path.exists():
-        return {}
-    lines = path.read_text().splitlines()
-    pairs = (line.split("=", 1) for line in lines if "=" in line and not line.lstrip().startswith("#"))
-    return {key.strip(): value.strip() for key, value in pairs}
-
-
-def write_env_file(run: Path, values: dict[str, str]) -> None:
-    """Written as 0600 from its first byte: it holds the secrets; and under
-    another name first, so that a reader never finds it half written."""
-    path = env_file(run)
-    making = path.with_name(path.name + ".new")
-    fd = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write("".join(f"{key}={value}\n" for key, value in values.items()))
-    os.replace(making, path)
 
 
 def stack_environment(run: Path) -> dict[str, str]:

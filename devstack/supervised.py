@@ -23,9 +23,9 @@ import urllib.request
 from pathlib import Path
 
 import devstack
+from devstack.envfile import read_env_file
 from devstack.net import free_port, wait_for_answer
 from devstack.programs import PORT_DEFAULTS
-from devstack.stack import read_env_file
 from devstack.supervision import all_running, supervisor_rpc
 
 # What the stack needs from the environment that starts it; the rest (a test

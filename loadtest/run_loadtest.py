@@ -41,8 +41,8 @@ DEFAULTS = {
 
 
 def start_local_stack() -> subprocess.Popen:
+    from devstack.envfile import env_file
     from devstack.programs import run_dir
-    from devstack.stack import env_file
 
     subprocess.run([sys.executable, "-m", "devstack", "prepare"], cwd=REPO, check=True)
     # This process reads the stack's settings as manage.py does, from its env file.
@@ -124,7 +124,7 @@ def main() -> int:
     if not (os.environ.get("SLINGSHOT_EDGE_URL") and os.environ.get("SLINGSHOT_DASHBOARD_URL")):
         print("starting the local stack (make run)", flush=True)
         stack = start_local_stack()
-        from devstack.stack import read_env_file
+        from devstack.envfile import read_env_file
 
         env = read_env_file()
         os.environ.setdefault("SLINGSHOT_EDGE_URL", f"http://127.0.0.1:{env['EDGE_PORT']}")

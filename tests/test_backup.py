@@ -15,8 +15,8 @@ import pytest
 
 import devstack
 from devstack.backup import FORMAT, MANIFEST, POSTGRES_FILE, REDIS_FILE, SECRETS_FILE
+from devstack.envfile import read_env, read_env_file
 from devstack.net import free_port
-from devstack.stack import read_env, read_env_file
 from devstack.supervised import PASSED_ON
 
 

@@ -16,8 +16,8 @@ import psutil
 import redis
 from click_stream import decode_clicks
 
+from devstack.http_client import http_request
 from devstack.processes import group_members
-from devstack.pytest_plugin import http_request
 from devstack.throwaway import ThrowawayStack
 from slingshot.contract import CLICKS_STREAM, LINK_CHANGES_MAXLEN, LINK_CHANGES_STREAM, link_key
 

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from edge_helpers import delta, following, metrics, publish, wait_for_notifications, wait_until
 
-from devstack.pytest_plugin import http_request
+from devstack.http_client import http_request
 from links import services
 from testing.factories import make_link
 

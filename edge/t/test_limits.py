@@ -9,7 +9,7 @@ import uuid
 import pytest
 from edge_helpers import PrivateRedis, delta, link_id, metrics, publish, session_redis, wait_for_clicks
 
-from devstack.pytest_plugin import http_request
+from devstack.http_client import http_request
 from devstack.supervised import wait_until
 from slingshot.contract import visits_key
 

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from edge_helpers import Traffic, delta, following, metrics, on_each_worker, publish, wait_for_notifications
 
-from devstack.pytest_plugin import http_request
+from devstack.http_client import http_request
 from devstack.supervised import wait_until
 
 TTL = 0.5  # EDGE_CACHE_TTL and EDGE_NEGATIVE_TTL here: the outage lasts many times over

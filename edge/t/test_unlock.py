@@ -16,7 +16,7 @@ from django.contrib.auth.hashers import make_password
 from edge_helpers import EVICTIONS, following, metrics, publish, wait_for_clicks, wait_until
 from rest_framework.test import APIClient
 
-from devstack.pytest_plugin import Response
+from devstack.http_client import Response
 from links import services, unlocking
 from links.models import Link
 from links.publishing import link_payload, password_version, publish_keys

@@ -1,4 +1,4 @@
-from devstack.pytest_plugin import Response, http_request
+from devstack.http_client import Response, http_request
 
 
 def request(port: int, path: str, *, headers: dict[str, str] | None = None) -> Response:

@@ -3,7 +3,7 @@ import time
 import pytest
 from django.db import connection
 
-from devstack.pytest_plugin import http_request
+from devstack.http_client import http_request
 from testing.fixtures import database_url
 from tokens.services import token_create
 
