@@ -85,6 +85,12 @@ class RedisUnavailable(Exception):
     """Redis failed just now, or recently enough that it was not asked."""
 
 
+class RedisAnswered(redis.RedisError):
+    """Redis answered, and its answer fails the call (too few replicas
+    confirmed a write within WAIT's time): it is up, so however long the
+    answer took, the breaker does not open."""
+
+
 class CircuitBreaker:
     """Skips Redis for a while after it fails slowly, so that a hung Redis
     costs one request per process a timeout every `cooldown` seconds rather
@@ -95,13 +101,16 @@ class CircuitBreaker:
     seconds calls fail at once with RedisUnavailable, without touching Redis.
     The first call after that is let through as a probe; its success closes
     the breaker, its failure opens it for another `cooldown`. A failure that
-    cost no wait (a refused or dropped connection, a primary gone read-only,
-    an error reply) fails its own call and opens nothing: asking again costs
-    as little, and with Sentinels the next connection goes to whichever
-    server they name, so a request after a failover's promotion finds the
-    new primary rather than waiting out a cooldown. The state is per process
-    (each gunicorn worker has its own), and the opening and closing are
-    logged once each, not once per request.
+    cost no wait (a refused or dropped connection, a primary gone read-only)
+    fails its own call and opens nothing: asking again costs as little, and
+    with Sentinels the next connection goes to whichever server they name,
+    so a request after a failover's promotion finds the new primary rather
+    than waiting out a cooldown. Nor does an answer, however long it took
+    (an error reply; RedisAnswered, a WAIT for replicas that ran out just
+    after a promotion): Redis is up, and opening would fail every other
+    call of the process, password checks too, for the cooldown. The state
+    is per process (each gunicorn worker has its own), and the opening and
+    closing are logged once each, not once per request.
     """
 
     def __init__(
@@ -147,7 +156,8 @@ class CircuitBreaker:
         return self._open_until is not None
 
     def _failed(self, exc: Exception, *, what: str, waited: float) -> None:
-        opens = isinstance(exc, redis.TimeoutError) or waited >= self._slow()
+        answered = isinstance(exc, (redis.ResponseError, RedisAnswered))
+        opens = not answered and (isinstance(exc, redis.TimeoutError) or waited >= self._slow())
         with self._lock:
             news = not self._failing or (opens and self._open_until is None)
             self._failing = True

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from devstack.net import free_port
 from devstack.pytest_plugin import SERVERS
 from devstack.throwaway import ThrowawayStack
+from links.publishing import NotReplicated
 from slingshot.redis import CircuitBreaker, RedisUnavailable, breaker, get_quick_redis
 from slingshot.release import VERSION
 from testing.factories import make_link, make_user
@@ -267,6 +268,28 @@ def test_a_failure_that_cost_no_wait_fails_its_call_and_opens_nothing():
     assert not tripped.is_open
     assert tripped.call(lambda: "back", what="t") == "back"
     assert calls == ["refused", "refused", "waited", "refused"]
+
+
+def test_an_answer_that_fails_the_call_opens_nothing_however_long_it_took():
+    """Just after a failover's promotion the new primary has no replica yet:
+    a link's delivery waits out WAIT and fails. Redis answered; the worker's
+    next call (a password check) must still go to it."""
+    clock = Clock()
+    tripped = CircuitBreaker(cooldown=lambda: 5.0, slow=lambda: 0.125, clock=clock)
+
+    def too_few_replicas():
+        clock.now += 1.0  # REDIS_WAIT_TIMEOUT_MS
+        raise NotReplicated("0 of 1 replicas confirmed link changes in time")
+
+    def slow_error_reply():
+        clock.now += 0.5
+        raise redis.ResponseError("BUSY Redis is busy running a script")
+
+    for answer, name in ((too_few_replicas, "NotReplicated"), (slow_error_reply, "ResponseError")):
+        with pytest.raises(RedisUnavailable, match=name):
+            tripped.call(answer, what="t")
+        assert not tripped.is_open
+        assert tripped.call(lambda: "checked", what="t") == "checked"
 
 
 def test_errors_that_are_not_redis_errors_pass_through_and_do_not_trip_it():
