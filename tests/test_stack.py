@@ -460,7 +460,7 @@ def test_a_backup_restored_into_a_new_run_directory_brings_back_every_link_click
     before = state(stack, token, signature, slugs, stats_range)
     assert before["stored"]["kept"] == 3 and before["yourls"][0] == 200, before
 
-    restored = SupervisedStack(Path(tempfile.mkdtemp(prefix="slingshot-restored-")))
+    restored = SupervisedStack(Path(tempfile.mkdtemp(prefix="slingshot-restored-")), env=PATIENT_REDIS)
     restored.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
     folder = restored.root / "backup"
     try:
