@@ -53,9 +53,12 @@ class ClickHouseCluster:
     shard's replicas holding the same tables (internal_replication: a
     Distributed table writes a row to one replica, replication copies it)."""
 
-    def __init__(self, *, shards: int = 2, replicas: int = 2, cluster: str = "slingshot") -> None:
+    def __init__(
+        self, *, shards: int = 2, replicas: int = 2, cluster: str = "slingshot", scratch: str | None = None
+    ) -> None:
         self.cluster = cluster
-        self.root = Path(tempfile.mkdtemp(prefix="slingshot-clickhouse-"))
+        # `scratch`: the folder to make the cluster's own in (a tmpfs, for the tests' cluster).
+        self.root = Path(tempfile.mkdtemp(prefix="slingshot-clickhouse-", dir=scratch))
         self.zk_port = free_port()
         self.zookeeper: subprocess.Popen | None = None
         self.nodes = [
