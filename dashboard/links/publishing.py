@@ -27,7 +27,7 @@ from slingshot.contract import (
     link_key,
     robots_key,
 )
-from slingshot.redis import RedisAnswered, get_redis
+from slingshot.redis import RedisNotAtFault, get_redis
 
 from .app_files import AASA, ASSETLINKS, served
 from .fields import PUBLISHED
@@ -277,12 +277,12 @@ def _fill_domain(pipe, host: str, domain: Domain | None) -> None:
     pipe.xadd(LINK_CHANGES_STREAM, {"domain": host}, maxlen=LINK_CHANGES_MAXLEN, approximate=True)
 
 
-class StaleDelivery(RedisAnswered):
+class StaleDelivery(RedisNotAtFault):
     """What a delivery read is too old to write: it is read again (the
     caller keeps its outbox rows)."""
 
 
-class NotReplicated(RedisAnswered):
+class NotReplicated(RedisNotAtFault):
     """Fewer replicas than REDIS_WAIT_REPLICAS confirmed a write in time."""
 
 

@@ -85,10 +85,11 @@ class RedisUnavailable(Exception):
     """Redis failed just now, or recently enough that it was not asked."""
 
 
-class RedisAnswered(redis.RedisError):
-    """Redis answered, and its answer fails the call (too few replicas
-    confirmed a write within WAIT's time): it is up, so however long the
-    answer took, the breaker does not open."""
+class RedisNotAtFault(redis.RedisError):
+    """A call that failed with Redis up: it answered, and the answer fails
+    the call (too few replicas confirmed a write within WAIT's time), or the
+    caller gave up before asking (a link delivery read too long ago). However
+    long the call took, the breaker does not open."""
 
 
 class CircuitBreaker:
@@ -105,12 +106,12 @@ class CircuitBreaker:
     fails its own call and opens nothing: asking again costs as little, and
     with Sentinels the next connection goes to whichever server they name,
     so a request after a failover's promotion finds the new primary rather
-    than waiting out a cooldown. Nor does an answer, however long it took
-    (an error reply; RedisAnswered, a WAIT for replicas that ran out just
-    after a promotion): Redis is up, and opening would fail every other
-    call of the process, password checks too, for the cooldown. The state
-    is per process (each gunicorn worker has its own), and the opening and
-    closing are logged once each, not once per request.
+    than waiting out a cooldown. Nor does a failure with Redis up, however
+    long it took (an error reply; RedisNotAtFault, such as a WAIT for
+    replicas that ran out just after a promotion): opening would fail every
+    other call of the process, password checks too, for the cooldown. The
+    state is per process (each gunicorn worker has its own), and the opening
+    and closing are logged once each, not once per request.
     """
 
     def __init__(
@@ -156,8 +157,8 @@ class CircuitBreaker:
         return self._open_until is not None
 
     def _failed(self, exc: Exception, *, what: str, waited: float) -> None:
-        answered = isinstance(exc, (redis.ResponseError, RedisAnswered))
-        opens = not answered and (isinstance(exc, redis.TimeoutError) or waited >= self._slow())
+        redis_up = isinstance(exc, (redis.ResponseError, RedisNotAtFault))
+        opens = not redis_up and (isinstance(exc, redis.TimeoutError) or waited >= self._slow())
         with self._lock:
             news = not self._failing or (opens and self._open_until is None)
             self._failing = True
