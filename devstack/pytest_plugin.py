@@ -171,7 +171,7 @@ def clickhouse_cluster():
     below): an idle cluster costs two seconds of CPU a minute."""
     from devstack.clickhouse import ClickHouseCluster
 
-    # In memory: the files' tests leave 400,000 small files of parts (18.16
+    # In memory: their tests leave 400,000 small files of parts (18.16
     # keeps merged parts 8 minutes), which took a disk (ext4, discard) 83 s
     # to remove, tmpfs under 9 s.
     cluster = ClickHouseCluster(scratch=str(SCRATCH)).start()
