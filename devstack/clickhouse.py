@@ -54,7 +54,7 @@ class ClickHouseCluster:
     Distributed table writes a row to one replica, replication copies it)."""
 
     def __init__(
-        self, *, shards: int = 2, replicas: int = 2, cluster: str = "slingshot", scratch: str | None = None
+        self, *, shards: int = 2, replicas: int = 2, cluster: str = "slingshot", scratch: Path | None = None
     ) -> None:
         self.cluster = cluster
         # `scratch`: the folder to make the cluster's own in (a tmpfs, for the tests' cluster).

@@ -174,7 +174,7 @@ def clickhouse_cluster():
     # In memory: their tests leave 400,000 small files of parts (18.16
     # keeps merged parts 8 minutes), which took a disk (ext4, discard) 83 s
     # to remove, tmpfs under 9 s.
-    cluster = ClickHouseCluster(scratch=str(SCRATCH)).start()
+    cluster = ClickHouseCluster(scratch=SCRATCH).start()
     _ClickHouseRun.cluster = cluster
     yield cluster
     cluster.cleanup()
