@@ -27,13 +27,14 @@ def answer(edge, slug: str) -> tuple[int, str | None]:
 
 
 def served_within_a_second(edge, changed_at: float, slug: str, expected: tuple) -> None:
-    """Every answer for `slug` from a second after `changed_at` on is `expected`, for half a second."""
+    """Every answer for `slug` from a second after `changed_at` on is `expected`,
+    for half a second and for at least 20 answers (on a loaded machine half a
+    second can hold fewer)."""
     seen = []
-    while time.monotonic() < changed_at + 1.5:
+    while time.monotonic() < changed_at + 1.5 or len([at for at, _ in seen if at >= 1.0]) < 20:
         seen.append((time.monotonic() - changed_at, answer(edge, slug)))
     stale = [at for at, got in seen if got != expected]
     assert stale == [] or max(stale) < 1.0, f"old answer {max(stale):.2f}s after the change"
-    assert len([at for at, _ in seen if at >= 1.0]) >= 20
 
 
 CHANGES = {
