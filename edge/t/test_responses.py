@@ -6,6 +6,8 @@ import uuid
 
 from edge_helpers import metrics, publish, raw_request
 
+from devstack.supervised import PATIENT_REDIS_EDGE
+
 
 def test_redirect_headers_and_body(edge, rds):
     slug = "p" + uuid.uuid4().hex[:10]
@@ -63,6 +65,7 @@ def test_root_and_not_found_redirects(make_edge, private_redis):
     this host (under another EDGE_BASE_URL) would stand in for the edge's."""
     edge = make_edge(
         env={
+            **PATIENT_REDIS_EDGE,
             **private_redis.edge_env(),
             "EDGE_ROOT_URL": "https://www.example.com/",
             "EDGE_NOT_FOUND_URL": "https://www.example.com/missing",
@@ -86,7 +89,14 @@ def test_root_and_not_found_redirects(make_edge, private_redis):
 
 
 def test_slug_shape_is_configurable(make_edge, rds):
-    edge = make_edge(env={"EDGE_SLUG_ALPHABET": "a-z0-9.", "EDGE_SLUG_MIN_LENGTH": "3", "EDGE_SLUG_MAX_LENGTH": "12"})
+    edge = make_edge(
+        env={
+            **PATIENT_REDIS_EDGE,
+            "EDGE_SLUG_ALPHABET": "a-z0-9.",
+            "EDGE_SLUG_MIN_LENGTH": "3",
+            "EDGE_SLUG_MAX_LENGTH": "12",
+        }
+    )
     slug = "v1.x" + uuid.uuid4().hex[:6]
     publish(rds, slug)
     before = metrics(edge)
