@@ -227,13 +227,29 @@ def password_edge(_password_edge):
     return _settled(_password_edge)
 
 
+# Where an edge's Redis is set (edge/slingshot/config.lua): an edge whose
+# env sets none of these reads its process's shared Redis.
+_REDIS_ADDRESS = ("REDIS_HOST", "REDIS_PORT", "REDIS_SENTINELS", "EDGE_LINKS_REDIS_", "EDGE_CLICKS_REDIS_")
+
+
 @pytest.fixture
 def make_edge():
-    """Starts edges with their own settings; stops them after the test."""
+    """Starts edges with their own settings; stops them after the test.
+
+    An edge on the shared Redis waits on it as the shared edges do
+    (PATIENT_REDIS_EDGE; its env may still say otherwise); an edge on a
+    Redis of its test's own keeps the edge's own timeouts, which the fault
+    tests are about. A test that faults the shared Redis asks for those
+    with `patient_redis=False`."""
     started = []
 
-    def factory(**kwargs) -> Edge:
-        running = Edge(**kwargs).start()
+    def factory(*, env: dict[str, str] | None = None, patient_redis: bool | None = None, **kwargs) -> Edge:
+        env = env or {}
+        if patient_redis is None:
+            patient_redis = not any(key.startswith(_REDIS_ADDRESS) for key in env)
+        if patient_redis:
+            env = {**PATIENT_REDIS_EDGE, **env}
+        running = Edge(env=env, **kwargs).start()
         started.append(running)
         return running
 

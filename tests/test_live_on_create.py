@@ -313,7 +313,7 @@ def test_while_redis_is_away_the_answer_says_pending_and_the_edge_never_answers_
     with Retry-After until Redis is back and the publisher has delivered
     it, and then redirects: never a 404 after the create answered."""
     _, raw = token
-    edge = make_edge()  # its own: it logs the outage as errors
+    edge = make_edge(patient_redis=False)  # its own: it logs the outage as errors
     slug = fresh()
     unknown_everywhere(edge, slug)
 

@@ -91,7 +91,6 @@ def test_root_and_not_found_redirects(make_edge, private_redis):
 def test_slug_shape_is_configurable(make_edge, rds):
     edge = make_edge(
         env={
-            **PATIENT_REDIS_EDGE,
             "EDGE_SLUG_ALPHABET": "a-z0-9.",
             "EDGE_SLUG_MIN_LENGTH": "3",
             "EDGE_SLUG_MAX_LENGTH": "12",
