@@ -1,7 +1,6 @@
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
 from edge_helpers import PrivateRedis, session_redis
 
 from links import domains, services
@@ -21,9 +20,9 @@ def rds():
 
 
 @pytest.fixture
-def owner():
+def owner(make_user):
     """A person of this test's own, to own links."""
-    return get_user_model().objects.create_user("edge-" + uuid.uuid4().hex[:8])
+    return make_user()
 
 
 @pytest.fixture

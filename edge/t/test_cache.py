@@ -7,12 +7,11 @@ import uuid
 from datetime import datetime, timezone
 
 import pytest
-from django.contrib.auth import get_user_model
 from edge_helpers import delta, following, metrics, publish, wait_for_notifications, wait_until
 
 from devstack.http_client import http_request
 from links import services
-from testing.factories import make_link
+from testing.factories import make_link, make_user
 
 LOOKUPS = "slingshot_edge_redis_lookups_total"
 
@@ -51,7 +50,7 @@ CHANGES = {
 def test_every_worker_follows_a_change_made_in_the_dashboard_within_a_second(make_edge, through_publisher, change):
     """Through the production path: the service, the outbox, the publisher process, Redis, the edge."""
     edge = make_edge(workers=2)
-    owner = get_user_model().objects.create_user("cache-" + uuid.uuid4().hex[:8])
+    owner = make_user()
     link = make_link(owner=owner, url="https://example.com/old")
     wait_until(
         lambda: all(answer(edge, link.slug) == (302, "https://example.com/old") for _ in range(20)),
@@ -81,7 +80,7 @@ def test_a_slug_known_as_unknown_serves_its_new_link_within_a_second(make_edge, 
     for _ in range(20):
         assert answer(edge, slug) == (404, None)
     assert delta({}, metrics(edge), "slingshot_edge_cache_negative_hits_total") >= 10, "the workers know it as unknown"
-    owner = get_user_model().objects.create_user("negative-" + uuid.uuid4().hex[:8])
+    owner = make_user()
     changed_at = time.monotonic()
     make_link(owner=owner, url="https://example.com/created", slug=slug)
     served_within_a_second(edge, changed_at, slug, (302, "https://example.com/created"))

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import click_stream
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 from edge_helpers import wait_for_clicks
 
@@ -20,7 +19,7 @@ from links.publishing import link_payload
 from slingshot import contract
 from slingshot.contract import link_key
 from slingshot.redis import get_redis
-from testing.factories import make_link
+from testing.factories import make_link, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -125,7 +124,7 @@ def test_the_slug_rule_is_the_same_in_the_document_the_dashboard_and_the_edge():
 
 
 def test_every_slug_the_dashboard_accepts_the_edge_serves(edge):
-    owner = get_user_model().objects.create_user("contract-" + uuid.uuid4().hex[:8])
+    owner = make_user()
     every_character = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
     chosen = [
         "Q",
@@ -137,11 +136,6 @@ def test_every_slug_the_dashboard_accepts_the_edge_serves(edge):
     links += [make_link(owner=owner, url="https://example.com/generated") for _ in range(20)]
     for link in links:
         assert edge.request(f"/{link.slug}").status == 302, link.slug
-
-
-@pytest.fixture
-def owner():
-    return get_user_model().objects.create_user("contract-" + uuid.uuid4().hex[:8])
 
 
 def create(owner, **fields):

@@ -68,11 +68,6 @@ def pass_cookie(answer: Response) -> str:
     return cookie.split(";")[0]
 
 
-@pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_user("unlock-" + uuid.uuid4().hex[:8])
-
-
 def twins(owner, password: str = "hunter2", **fields) -> tuple[Link, Link]:
     """The same link twice, without a password and with one."""
     plain = make_link(owner=owner, slug="p" + uuid.uuid4().hex[:10], **fields)
