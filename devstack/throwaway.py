@@ -101,7 +101,11 @@ class ThrowawayStack:
     def cleanup(self) -> None:
         for process in reversed(self.processes):
             if process.poll() is None:
-                process.terminate()
+                # PostgreSQL's fast shutdown (SIGINT) ends the sessions still
+                # open, such as the benchmark's own Django connection; its
+                # smart shutdown (SIGTERM) would wait for them until killed
+                # below, leaving its shared memory in /dev/shm.
+                process.send_signal(signal.SIGINT if Path(process.args[0]).name == "postgres" else signal.SIGTERM)
         for process in self.processes:
             try:
                 process.wait(timeout=20)
