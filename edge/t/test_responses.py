@@ -6,8 +6,6 @@ import uuid
 
 from edge_helpers import metrics, publish, raw_request
 
-from devstack.supervised import PATIENT_REDIS_EDGE
-
 
 def test_redirect_headers_and_body(edge, rds):
     slug = "p" + uuid.uuid4().hex[:10]
@@ -65,11 +63,11 @@ def test_root_and_not_found_redirects(make_edge, private_redis):
     this host (under another EDGE_BASE_URL) would stand in for the edge's."""
     edge = make_edge(
         env={
-            **PATIENT_REDIS_EDGE,
             **private_redis.edge_env(),
             "EDGE_ROOT_URL": "https://www.example.com/",
             "EDGE_NOT_FOUND_URL": "https://www.example.com/missing",
-        }
+        },
+        patient_redis=True,
     )
     rds = private_redis.client()
     disabled = "n" + uuid.uuid4().hex[:10]
