@@ -25,9 +25,9 @@ def fresh(prefix: str = "t") -> str:
 
 @functools.cache
 def _hashed(password: str) -> str:
-    """`password` hashed as Django hashes people's passwords (PBKDF2, a
-    million iterations: 0.4 s of CPU), once per test process: every person
-    made with the same password shares the hash, salt and all."""
+    """`password` hashed as the test processes hash people's passwords
+    (testing.hashers), once per test process: every person made with the
+    same password shares the hash, salt and all."""
     return make_password(password)
 
 

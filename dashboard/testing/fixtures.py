@@ -92,6 +92,22 @@ def _flush_empties_what_holds_rows():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _people_hashed_with_fewer_iterations():
+    """People's passwords hashed with testing.hashers's PBKDF2 at 1,000
+    iterations in place of Django's at 1,000,000 (0.2 to 0.4 s of CPU a hash):
+    the dashboard's and edge's tests sign in and set passwords about 200
+    times, which took 46 s of CPU. Processes a test starts (gunicorn, the
+    stacks) hash as production does."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    django_pbkdf2 = "django.contrib.auth.hashers.PBKDF2PasswordHasher"
+    others = [hasher for hasher in settings.PASSWORD_HASHERS if hasher != django_pbkdf2]
+    with override_settings(PASSWORD_HASHERS=["testing.hashers.FewerIterationsPBKDF2PasswordHasher", *others]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def closed_breaker():
     """Each test starts with the dashboard's Redis breaker closed: an outage

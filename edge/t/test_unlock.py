@@ -12,7 +12,7 @@ import uuid
 from urllib.parse import urlencode
 
 import pytest
-from django.contrib.auth.hashers import make_password
+from django.contrib.auth.hashers import PBKDF2PasswordHasher, make_password
 from edge_helpers import EVICTIONS, following, metrics, publish, wait_for_clicks, wait_until
 from rest_framework.test import APIClient
 
@@ -388,7 +388,7 @@ def test_a_link_published_by_an_older_dashboard_keeps_its_password(password_edge
 def old_hash(link: Link, password: str) -> str:
     """The link's password hashed as before the link hasher (Django's
     default, ~0.2 s a check), published as such."""
-    Link.objects.filter(pk=link.pk).update(password=make_password(password))
+    Link.objects.filter(pk=link.pk).update(password=make_password(password, hasher=PBKDF2PasswordHasher()))
     publish_keys([(link.domain.host, link.slug)])
     return Link.objects.get(pk=link.pk).password
 
