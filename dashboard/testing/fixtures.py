@@ -97,8 +97,8 @@ def _people_hashed_with_fewer_iterations():
     """People's passwords hashed with testing.hashers's PBKDF2 at 1,000
     iterations in place of Django's at 1,000,000 (0.2 to 0.4 s of CPU a hash):
     the dashboard's and edge's tests sign in and set passwords about 200
-    times, which took 46 s of CPU. Processes a test starts (gunicorn, the
-    stacks) hash as production does."""
+    times, 46 s of CPU at Django's count. Processes a test starts
+    (gunicorn, the stacks) hash as production does."""
     from django.conf import settings
     from django.test.utils import override_settings
 
