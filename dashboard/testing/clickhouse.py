@@ -43,3 +43,15 @@ def forget_inserted_blocks(cluster) -> None:
             while node.client().execute(_BLOCKS, {"path": path})[0][0] > DEDUPLICATION_WINDOW:
                 assert time.monotonic() < deadline, f"shard {shard}'s {table} did not forget its older blocks"
                 time.sleep(0.2)
+
+
+def replicas_caught_up(cluster) -> None:
+    """Every node's replicated tables with all their shard's parts: a read
+    through a Distributed table asks one replica of each shard, any that
+    is less than max_replica_delay_for_distributed_queries behind, so two
+    reads in a row can count differently while a replica catches up (one
+    stopped and started again by a test before)."""
+    for node in cluster.nodes:
+        client = node.client()
+        for (table,) in client.execute("SELECT table FROM system.replicas WHERE database = currentDatabase()"):
+            client.execute(f"SYSTEM SYNC REPLICA {table}")

@@ -6,6 +6,7 @@ from django.db import connection
 
 from clicks import clickhouse_clicks
 from clicks.rollups import ROLLUP_TABLES
+from testing.clickhouse import replicas_caught_up
 from testing.current_engine import recorded_statements, refused
 
 
@@ -39,8 +40,10 @@ def migrated(clickhouse_cluster):
 
 @pytest.fixture
 def clickhouse_store(migrated, settings):
-    """CLICK_STORE=clickhouse on the migrated cluster, this thread's
-    connection to it (clickhouse_clicks.cluster) made anew before and after."""
+    """CLICK_STORE=clickhouse on the migrated cluster, its replicas caught
+    up with what tests before stored, and this thread's connection to it
+    (clickhouse_clicks.cluster) made anew before and after."""
+    replicas_caught_up(migrated)
     settings.CLICK_STORE, settings.CLICKHOUSE_URLS = "clickhouse", migrated.urls
     clickhouse_clicks.forget_cluster()
     yield migrated
