@@ -413,14 +413,8 @@ def stored_clicks(stack: SupervisedStack) -> dict[str, int]:
     return {**dict(rows), "(orphan visits)": orphans}
 
 
-def test_a_backup_restored_into_a_new_run_directory_brings_back_every_link_click_count_token_and_session(
-    stack, fault_run
-):
-    """`make backup` of the running stack (its edge stopped meanwhile), then
-    `make restore` into a new run directory on other ports, and `make run`
-    there: what clients read is the same, and what they hold (a token, a
-    YOURLS signature, a session) works."""
-    edge, token = stack.ports["EDGE_PORT"], fault_run.token
+def sign_in_a_keeper(stack: SupervisedStack) -> urllib.request.OpenerDirector:
+    """A second admin made and signed in: a session a restore must keep."""
     keeper, keeper_password = "keeper", secrets.token_urlsafe(16)
     made = stack.manage(
         "ensure_admin", env={"SLINGSHOT_ADMIN_USER": keeper, "SLINGSHOT_ADMIN_PASSWORD": keeper_password}
@@ -428,9 +422,13 @@ def test_a_backup_restored_into_a_new_run_directory_brings_back_every_link_click
     assert made.returncode == 0, made.stdout + made.stderr
     session = sign_in(stack, keeper, keeper_password, timeout=PATIENCE)
     assert session and redirected_to(session, f"{stack.dashboard_url}/links/", timeout=PATIENCE) is None
-    _, signature = stack.manage(
-        "create_api_token", ADMIN, "--scope", "write", "--name", "yourls", "--signature"
-    ).stdout.split()
+    return session
+
+
+def make_and_visit_three_links(stack: SupervisedStack, fault_run) -> tuple[str, ...]:
+    """A plain link, one with a visit limit and one with a password, each
+    visited, and a path no link has; every click stored. Returns their slugs."""
+    edge, token = stack.ports["EDGE_PORT"], fault_run.token
     slugs = ("kept", "limited", "locked")
     for body in (
         {"url": "https://example.com/kept", "slug": "kept"},
@@ -452,11 +450,106 @@ def test_a_backup_restored_into_a_new_run_directory_brings_back_every_link_click
     assert unlock(edge, "locked", "open sesame")[0] == 302
     assert edge_visit(edge, "/nobody-made-this")[0] == 404
     fault_run.wait_import_lag_zero()
-    # The stats of one range, the same before and after the restore.
+    return slugs
+
+
+def one_stats_range() -> str:
+    """The query of the stats of one range, from a day ago to two hours on, the same before and after the restore."""
     now = int(time.time())
-    stats_range = urllib.parse.urlencode(
+    return urllib.parse.urlencode(
         {"interval": "hour", "include_bots": "true", "from": iso_hour(now - 86400), "to": iso_hour(now + 7200)}
     )
+
+
+def back_up(stack: SupervisedStack, folder: Path) -> None:
+    """`make backup` with the edge stopped meanwhile: a folder for its owner
+    alone, with every part and no secret in what it printed; the edge runs again."""
+    status, told = make(stack, "backup", f"BACKUP_DIR={folder}", "BACKUP_ARGS=--stop-edge")
+    assert status == 0, told
+    assert "error" not in told.lower() and stack.secrets["SECRET_KEY"] not in told, told
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert {path.name for path in folder.iterdir()} >= {
+        "postgres.dump",
+        "redis.rdb",
+        "secrets.env",
+        "manifest.json",
+    }
+    assert all(path.stat().st_mode & 0o777 == 0o600 for path in folder.rglob("*") if path.is_file())
+    wait_until(lambda: stack.info("edge")["statename"] == "RUNNING", timeout=30, what="the edge running again")
+
+
+def restore_and_start(stack: SupervisedStack, restored: SupervisedStack, folder: Path) -> None:
+    """`make restore` of the backup into the new run directory, then `make
+    run` there: the same SECRET_KEY, a PostgreSQL password of its own."""
+    status, told = make(restored, "restore", f"BACKUP={folder}")
+    print(told)
+    assert status == 0, told
+    assert "error" not in told.lower() and "Traceback" not in told, told
+    restored.start()
+    wait_until(lambda: dashboard_answers(restored), timeout=PATIENCE, what="the restored dashboard")
+    assert restored.secrets["SECRET_KEY"] == stack.secrets["SECRET_KEY"]
+    assert restored.secrets["POSTGRES_PASSWORD"] != stack.secrets["POSTGRES_PASSWORD"]
+
+
+def assert_what_clients_hold_works(
+    restored: SupervisedStack, signature: str, session: urllib.request.OpenerDirector, before: dict
+) -> None:
+    """A YOURLS signature signing a timestamp, a session, the visit counter and a password's pass."""
+    now = str(int(time.time()))
+    timed = hashlib.md5((now + signature).encode()).hexdigest()
+    assert yourls(restored, timestamp=now, signature=timed, action="db-stats") == before["yourls"]
+    assert redirected_to(session, f"{restored.dashboard_url}/links/", timeout=PATIENCE) is None
+    # The visit counter: one visit left of three.
+    new_edge = restored.ports["EDGE_PORT"]
+    assert edge_visit(new_edge, "/limited")[0] == 302
+    assert edge_visit(new_edge, "/limited")[0] == 410
+    assert unlock(new_edge, "locked", "open sesame")[0] == 302
+
+
+def visit_every_link_again(restored: SupervisedStack, after: dict, before: dict) -> None:
+    """Every link redirects where it did, and each of these clicks is stored."""
+    new_edge = restored.ports["EDGE_PORT"]
+    visited = {}
+    for link in after["links"]:
+        if link["max_visits"] is None and not link["has_password"]:
+            status, headers, _ = edge_visit(new_edge, f"/{link['slug']}")
+            assert (status, headers.get("Location")) == (link["redirect_status"], link["url"]), link
+            visited[link["slug"]] = before["stored"][link["slug"]] + 1
+    visited.update(limited=before["stored"]["limited"] + 1, locked=before["stored"]["locked"] + 1)
+    wait_until(
+        lambda: all(stored_clicks(restored)[slug] == count for slug, count in visited.items()),
+        timeout=PATIENCE,
+        what="the new clicks stored",
+    )
+
+
+def wait_for_each_hours_difference_as_before(restored: SupervisedStack, token: str, before: dict) -> None:
+    """The new clicks are accounted for: served and stored went up alike."""
+    differences = {hour["hour"]: hour["difference"] for hour in before["accounting"]}
+    wait_until(
+        lambda: all(
+            hour["difference"] == differences.get(hour["hour"], 0) for hour in accounting_hours(restored, token)
+        ),
+        timeout=PATIENCE,
+        interval=0.5,
+        what="each hour's difference as before the restore",
+    )
+
+
+def test_a_backup_restored_into_a_new_run_directory_brings_back_every_link_click_count_token_and_session(
+    stack, fault_run
+):
+    """`make backup` of the running stack (its edge stopped meanwhile), then
+    `make restore` into a new run directory on other ports, and `make run`
+    there: what clients read is the same, and what they hold (a token, a
+    YOURLS signature, a session) works."""
+    token = fault_run.token
+    session = sign_in_a_keeper(stack)
+    _, signature = stack.manage(
+        "create_api_token", ADMIN, "--scope", "write", "--name", "yourls", "--signature"
+    ).stdout.split()
+    slugs = make_and_visit_three_links(stack, fault_run)
+    stats_range = one_stats_range()
     before = state(stack, token, signature, slugs, stats_range)
     assert before["stored"]["kept"] == 3 and before["yourls"][0] == 200, before
 
@@ -464,64 +557,15 @@ def test_a_backup_restored_into_a_new_run_directory_brings_back_every_link_click
     restored.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
     folder = restored.root / "backup"
     try:
-        status, told = make(stack, "backup", f"BACKUP_DIR={folder}", "BACKUP_ARGS=--stop-edge")
-        assert status == 0, told
-        assert "error" not in told.lower() and stack.secrets["SECRET_KEY"] not in told, told
-        assert folder.stat().st_mode & 0o777 == 0o700
-        assert {path.name for path in folder.iterdir()} >= {
-            "postgres.dump",
-            "redis.rdb",
-            "secrets.env",
-            "manifest.json",
-        }
-        assert all(path.stat().st_mode & 0o777 == 0o600 for path in folder.rglob("*") if path.is_file())
-        wait_until(lambda: stack.info("edge")["statename"] == "RUNNING", timeout=30, what="the edge running again")
-
-        status, told = make(restored, "restore", f"BACKUP={folder}")
-        print(told)
-        assert status == 0, told
-        assert "error" not in told.lower() and "Traceback" not in told, told
-        restored.start()
-        wait_until(lambda: dashboard_answers(restored), timeout=PATIENCE, what="the restored dashboard")
-        assert restored.secrets["SECRET_KEY"] == stack.secrets["SECRET_KEY"]
-        assert restored.secrets["POSTGRES_PASSWORD"] != stack.secrets["POSTGRES_PASSWORD"]
-
+        back_up(stack, folder)
+        restore_and_start(stack, restored, folder)
         after = state(restored, token, signature, slugs, stats_range)
         for part in before:
             assert after[part] == before[part], part
         # What clients hold: a token and a YOURLS signature (above, and signing a timestamp), a session.
-        now = str(int(time.time()))
-        timed = hashlib.md5((now + signature).encode()).hexdigest()
-        assert yourls(restored, timestamp=now, signature=timed, action="db-stats") == before["yourls"]
-        assert redirected_to(session, f"{restored.dashboard_url}/links/", timeout=PATIENCE) is None
-        # The visit counter: one visit left of three.
-        new_edge = restored.ports["EDGE_PORT"]
-        assert edge_visit(new_edge, "/limited")[0] == 302
-        assert edge_visit(new_edge, "/limited")[0] == 410
-        assert unlock(new_edge, "locked", "open sesame")[0] == 302
-        # Every link redirects where it did, and each of these clicks is stored.
-        visited = {}
-        for link in after["links"]:
-            if link["max_visits"] is None and not link["has_password"]:
-                status, headers, _ = edge_visit(new_edge, f"/{link['slug']}")
-                assert (status, headers.get("Location")) == (link["redirect_status"], link["url"]), link
-                visited[link["slug"]] = before["stored"][link["slug"]] + 1
-        visited.update(limited=before["stored"]["limited"] + 1, locked=before["stored"]["locked"] + 1)
-        wait_until(
-            lambda: all(stored_clicks(restored)[slug] == count for slug, count in visited.items()),
-            timeout=PATIENCE,
-            what="the new clicks stored",
-        )
-        # The new clicks are accounted for: served and stored went up alike.
-        differences = {hour["hour"]: hour["difference"] for hour in before["accounting"]}
-        wait_until(
-            lambda: all(
-                hour["difference"] == differences.get(hour["hour"], 0) for hour in accounting_hours(restored, token)
-            ),
-            timeout=PATIENCE,
-            interval=0.5,
-            what="each hour's difference as before the restore",
-        )
+        assert_what_clients_hold_works(restored, signature, session, before)
+        visit_every_link_again(restored, after, before)
+        wait_for_each_hours_difference_as_before(restored, token, before)
     finally:
         restored.cleanup()
 

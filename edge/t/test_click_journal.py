@@ -13,6 +13,7 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from edge_helpers import (
@@ -144,6 +145,91 @@ def test_an_error_on_one_command_keeps_the_counts_for_the_next_flush(make_edge, 
     assert len(stream_clicks(client, slug)) == 5
 
 
+class Outage(NamedTuple):
+    """What the edge did while Redis was away."""
+
+    seconds: float
+    peak: float  # the spool's bytes at their most
+    during: dict  # the edge's metrics once the reload's old workers were gone
+
+
+def large_clicks_on_every_worker(edge, slug: str) -> Visitors:
+    """Visitors on every worker whose clicks are about 1.6 KB each: about 650 fill a worker's memory."""
+    headers = {"User-Agent": "agent/" + "u" * 500, "Referer": "https://r.example/" + "r" * 1000}
+    # Each worker serves some: the one not killed has the link cached, and goes on spooling.
+    # A connection nginx closes (after 1,000 requests) may come back on the
+    # worker started after the kill, which has no link cached: left at once.
+    return on_every_worker(
+        edge, lambda: Visitors(edge.port, slug, threads=4, rate=3000, headers=headers, leave_failing=True).start()
+    )
+
+
+def hang_kill_and_reload(edge, private_redis, visitors: Visitors, slug: str) -> Outage:
+    """Redis hung until 3 MiB are spooled, a worker killed, then 5 MiB; Redis
+    then killed and nginx reloaded; Redis started again."""
+    peak = 0.0
+    wait_until(lambda: visitors.served[slug] > 300, timeout=10, what="traffic")
+    private_redis.stack.redis.send_signal(signal.SIGSTOP)  # hung: connects, never answers
+    hung_at = time.monotonic()
+
+    def spooled(bytes_: float) -> bool:
+        nonlocal peak
+        peak = max(peak, metrics(edge)["slingshot_edge_click_spool_bytes"])
+        return peak > bytes_
+
+    wait_until(lambda: spooled(3 * 2**20), timeout=60, what="3 MiB spooled")
+    os.kill(serving(edge)[0], signal.SIGKILL)
+    try:
+        wait_until(lambda: spooled(5 * 2**20), timeout=60, what="5 MiB spooled")  # by the other worker
+    except AssertionError as error:
+        failures = Counter(what for _, what in visitors.failures)
+        raise AssertionError(
+            f"{error}: peak {peak / 2**20:.1f} MiB; served {visitors.served[slug]}, failed {dict(failures)}; "
+            f"workers {workers(edge)}, serving {serving(edge)}; the edge's log ends:\n"
+            + edge.log_path.read_text()[-3000:]
+        ) from None
+    private_redis.stack.redis.send_signal(signal.SIGCONT)
+    private_redis.stop()  # now down: refused
+    old = set(workers(edge))
+    edge.reload()
+    wait_until(lambda: not old & set(workers(edge)), timeout=30, what="the old workers gone")
+    during = metrics(edge)
+    outage = time.monotonic() - hung_at
+    private_redis.start()
+    return Outage(outage, peak, during)
+
+
+def assert_in_order_journal_by_journal(found: list[dict]) -> None:
+    """The clicks in the order they were made, journal by journal, from at least two journals."""
+    by_journal: dict[str, list[int]] = {}
+    for click in found:
+        by_journal.setdefault(click["id"][:16], []).append(int(click["id"][16:], 16))
+    for numbers in by_journal.values():
+        assert sorted(set(numbers)) == list(range(1, max(numbers) + 1))
+    assert len(by_journal) >= 2
+
+
+def assert_the_spool_left_as_two_serving_workers_need_it(edge, click_memory: Path) -> None:
+    """Nothing spooled or dropped, and the journals and rings of the two workers serving now alone."""
+    # A journal a reload's old worker left, all sent, counts until a serving
+    # worker's scan (each second) takes it over and lets it go.
+    wait_until(
+        lambda: metrics(edge)["slingshot_edge_click_journals"] == 2,
+        timeout=10,
+        what="the serving workers' two journals",
+    )
+    final = metrics(edge)
+    assert final["slingshot_edge_click_spool_bytes"] == 0 and final["slingshot_edge_clicks_dropped_total"] == 0
+    assert final["slingshot_edge_click_journals"] == 2
+    # The rings of the two workers serving now, and no other: the killed
+    # worker's was taken over, and the reload's old workers left their
+    # journals in their files alone.
+    assert len(list(click_memory.iterdir())) == 2
+    # Timers fired every 0.1 s while each flush waited on Redis: none ran into another.
+    log = edge.log_path.read_text()
+    assert "click flush: " not in log and "attempt to" not in log
+
+
 def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(make_edge, private_redis, click_memory):
     """Redis hung, then killed, under load, for longer than the memory each
     worker writes its clicks into (1 MB here) takes to fill; a worker
@@ -165,44 +251,9 @@ def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(ma
     publish(client, slug)
     wait_for_notifications(edge, seen + 2)
     assert edge.request(f"/{slug}").status == 302
-    # About 1.6 KB a click: about 650 fill a worker's memory.
-    headers = {"User-Agent": "agent/" + "u" * 500, "Referer": "https://r.example/" + "r" * 1000}
-    # Each worker serves some: the one not killed has the link cached, and goes on spooling.
-    # A connection nginx closes (after 1,000 requests) may come back on the
-    # worker started after the kill, which has no link cached: left at once.
-    visitors = on_every_worker(
-        edge, lambda: Visitors(edge.port, slug, threads=4, rate=3000, headers=headers, leave_failing=True).start()
-    )
-    peak = 0.0
+    visitors = large_clicks_on_every_worker(edge, slug)
     try:
-        wait_until(lambda: visitors.served[slug] > 300, timeout=10, what="traffic")
-        private_redis.stack.redis.send_signal(signal.SIGSTOP)  # hung: connects, never answers
-        hung_at = time.monotonic()
-
-        def spooled(bytes_: float) -> bool:
-            nonlocal peak
-            peak = max(peak, metrics(edge)["slingshot_edge_click_spool_bytes"])
-            return peak > bytes_
-
-        wait_until(lambda: spooled(3 * 2**20), timeout=60, what="3 MiB spooled")
-        os.kill(serving(edge)[0], signal.SIGKILL)
-        try:
-            wait_until(lambda: spooled(5 * 2**20), timeout=60, what="5 MiB spooled")  # by the other worker
-        except AssertionError as error:
-            failures = Counter(what for _, what in visitors.failures)
-            raise AssertionError(
-                f"{error}: peak {peak / 2**20:.1f} MiB; served {visitors.served[slug]}, failed {dict(failures)}; "
-                f"workers {workers(edge)}, serving {serving(edge)}; the edge's log ends:\n"
-                + edge.log_path.read_text()[-3000:]
-            ) from None
-        private_redis.stack.redis.send_signal(signal.SIGCONT)
-        private_redis.stop()  # now down: refused
-        old = set(workers(edge))
-        edge.reload()
-        wait_until(lambda: not old & set(workers(edge)), timeout=30, what="the old workers gone")
-        during = metrics(edge)
-        outage = time.monotonic() - hung_at
-        private_redis.start()
+        outage = hang_kill_and_reload(edge, private_redis, visitors, slug)
     finally:
         visitors.stop()
     served, failed = visitors.served[slug], len(visitors.failures)
@@ -211,36 +262,14 @@ def test_a_redis_outage_under_load_spools_to_disk_through_a_reload_and_a_kill(ma
     drained = time.monotonic() - back
     ids = {click["id"] for click in found}
     print(
-        f"\noutage {outage:.1f}s, {served} redirects served ({failed} failed visits), spool peak "
-        f"{peak / 2**20:.1f} MiB, {during['slingshot_edge_click_buffer_depth']:.0f} clicks waiting; "
+        f"\noutage {outage.seconds:.1f}s, {served} redirects served ({failed} failed visits), spool peak "
+        f"{outage.peak / 2**20:.1f} MiB, {outage.during['slingshot_edge_click_buffer_depth']:.0f} clicks waiting; "
         f"all in the stream {drained:.1f}s after Redis came back"
     )
     assert served <= len(ids) <= served + failed, (served, failed, len(ids))
     assert counted == len(ids)
-    # In the order they were made, journal by journal.
-    by_journal: dict[str, list[int]] = {}
-    for click in found:
-        by_journal.setdefault(click["id"][:16], []).append(int(click["id"][16:], 16))
-    for numbers in by_journal.values():
-        assert sorted(set(numbers)) == list(range(1, max(numbers) + 1))
-    assert len(by_journal) >= 2
-    # A journal a reload's old worker left, all sent, counts until a serving
-    # worker's scan (each second) takes it over and lets it go.
-    wait_until(
-        lambda: metrics(edge)["slingshot_edge_click_journals"] == 2,
-        timeout=10,
-        what="the serving workers' two journals",
-    )
-    final = metrics(edge)
-    assert final["slingshot_edge_click_spool_bytes"] == 0 and final["slingshot_edge_clicks_dropped_total"] == 0
-    assert final["slingshot_edge_click_journals"] == 2
-    # The rings of the two workers serving now, and no other: the killed
-    # worker's was taken over, and the reload's old workers left their
-    # journals in their files alone.
-    assert len(list(click_memory.iterdir())) == 2
-    # Timers fired every 0.1 s while each flush waited on Redis: none ran into another.
-    log = edge.log_path.read_text()
-    assert "click flush: " not in log and "attempt to" not in log
+    assert_in_order_journal_by_journal(found)
+    assert_the_spool_left_as_two_serving_workers_need_it(edge, click_memory)
 
 
 def test_journals_make_way_for_new_ones_under_steady_traffic(make_edge, rds, click_memory):

@@ -51,6 +51,95 @@ def fits(tab, where: str) -> None:
     assert tab.evaluate(ACTIONS_OFF_SCREEN) == [], where
 
 
+def add_a_webhook_after_forgetting_its_events(tab, url: str) -> None:
+    """The form sent with no event ticked: the error, with the focus on the events, and the URL kept; then sent whole."""
+    form = tab.locator("#add-webhook")
+    form.get_by_label("URL").fill(url)
+    form.get_by_label("Description").fill("The CRM")
+    form.get_by_role("button", name="Add webhook").click()
+    expect(form.locator(".field-error")).to_have_text("This field is required.")
+    expect(form.get_by_label("link.created")).to_be_focused()
+    expect(form.get_by_role("group", name="Events")).to_have_attribute(
+        "aria-describedby", "id_events_helptext id_events_error"
+    )
+    expect(form.get_by_label("link.created")).to_have_attribute("aria-invalid", "true")
+    expect(form.get_by_label("URL")).to_have_value(url)
+    form.get_by_label("link.created").check()
+    form.get_by_label("link.clicked").check()
+    form.get_by_role("button", name="Add webhook").click()
+
+
+def copy_the_secret(tab, receiver, url: str, viewport: str):
+    """The secret shown once, given to the receiver; the new webhook's card, which fits the screen."""
+    secret = tab.locator("#secret-value").text_content()
+    assert secret.startswith("whsec_")
+    expect(tab.locator("#webhook-secret")).to_contain_text("it is shown only now")
+    receiver.secrets = [secret]
+    card = tab.locator("article.webhook")
+    expect(card.get_by_role("heading")).to_have_text(url)
+    expect(card).to_contain_text("link.clicked")
+    fits(tab, f"webhooks, {viewport}")
+    tab.screenshot(path=SCREENSHOTS / f"webhooks-{viewport}.png", full_page=True)
+    return secret, card
+
+
+def send_a_test_event(tab, card, receiver):
+    """A test event sent from the card and delivered, signed, by the deliverer: the receiver's delivery."""
+    card.get_by_role("button", name="Send test event").click()
+    expect(tab.get_by_text("is on its way")).to_be_visible()
+    expect(tab.locator("#webhook-secret")).to_have_count(0)  # shown once
+    call_command("deliver_webhooks", "--once")
+    (delivery,) = receiver.got
+    assert delivery.verified and delivery.event["type"] == "webhook.test"
+    return delivery
+
+
+def read_the_log_and_redeliver(tab, card, receiver, delivery, viewport: str) -> None:
+    """The delivery in the card's log, then delivered again from there."""
+    card.get_by_role("button", name="Delivery log").click()
+    row = tab.locator("#deliveries tbody tr")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("webhook.test")
+    expect(row).to_contain_text(delivery.msg_id)
+    expect(row).to_contain_text("HTTP 200")
+    expect(row).to_contain_text("delivered")
+    fits(tab, f"delivery log, {viewport}")
+    tab.screenshot(path=SCREENSHOTS / f"webhook-deliveries-{viewport}.png", full_page=True)
+
+    row.get_by_role("button", name="Redeliver").click()
+    expect(tab.get_by_text("is sent again")).to_be_visible()
+    call_command("deliver_webhooks", "--once")
+    tab.reload()
+    expect(tab.locator("#deliveries tbody tr")).to_have_count(2)
+    assert receiver.ids() == [delivery.msg_id] * 2
+
+
+def rotate_the_secret(tab, card, secret: str, viewport: str) -> None:
+    """Back to the list, the secret rotated: a new one shown, the old one said to sign on beside it."""
+    tab.get_by_role("link", name="All of the team's webhooks").click()
+    card.get_by_text("Rotate secret…").click()
+    card.get_by_role("button", name="Yes, rotate the secret").click()
+    expect(tab.locator("#webhook-secret")).to_contain_text("keeps signing beside it for 24 hours")
+    assert tab.locator("#secret-value").text_content() not in ("", secret)
+    fits(tab, f"webhooks after a rotation, {viewport}")
+
+
+def change_its_events(tab, card, url: str, viewport: str) -> None:
+    """The change form, filled as the webhook is; its events and description changed and saved."""
+    card.get_by_role("button", name="Change").click()
+    change = tab.locator("#edit-webhook")
+    expect(change.get_by_label("URL")).to_have_value(url)
+    expect(change.get_by_label("link.clicked")).to_be_checked()
+    fits(tab, f"a webhook's change, {viewport}")
+    change.get_by_label("link.clicked").uncheck()
+    change.get_by_label("link.deleted").check()
+    change.get_by_label("Description").fill("The CRM, deletions too")
+    change.get_by_role("button", name="Save").click()
+    expect(tab.get_by_text("Saved the webhook")).to_be_visible()
+    expect(card.locator(".events")).to_have_text("Events: link.created link.deleted")
+    expect(card).to_contain_text("The CRM, deletions too")
+
+
 @pytest.mark.parametrize("viewport", VIEWPORTS)
 def test_an_admin_adds_a_webhook_tests_it_and_reads_its_delivery_log(
     browser,  # noqa: F811 (the fixture imported above)
@@ -69,75 +158,12 @@ def test_an_admin_adds_a_webhook_tests_it_and_reads_its_delivery_log(
     open_webhooks(tab, viewport)
     expect(tab.get_by_text("No webhooks yet.")).to_be_visible()
 
-    # No event ticked: the error, with the focus on the events, and the URL kept.
     url = f"{receiver.url}/{'crm-inbound-endpoint-for-every-campaign-' * 4}spring"
-    form = tab.locator("#add-webhook")
-    form.get_by_label("URL").fill(url)
-    form.get_by_label("Description").fill("The CRM")
-    form.get_by_role("button", name="Add webhook").click()
-    expect(form.locator(".field-error")).to_have_text("This field is required.")
-    expect(form.get_by_label("link.created")).to_be_focused()
-    expect(form.get_by_role("group", name="Events")).to_have_attribute(
-        "aria-describedby", "id_events_helptext id_events_error"
-    )
-    expect(form.get_by_label("link.created")).to_have_attribute("aria-invalid", "true")
-    expect(form.get_by_label("URL")).to_have_value(url)
-    form.get_by_label("link.created").check()
-    form.get_by_label("link.clicked").check()
-    form.get_by_role("button", name="Add webhook").click()
-
-    secret = tab.locator("#secret-value").text_content()
-    assert secret.startswith("whsec_")
-    expect(tab.locator("#webhook-secret")).to_contain_text("it is shown only now")
-    receiver.secrets = [secret]
-    card = tab.locator("article.webhook")
-    expect(card.get_by_role("heading")).to_have_text(url)
-    expect(card).to_contain_text("link.clicked")
-    fits(tab, f"webhooks, {viewport}")
-    tab.screenshot(path=SCREENSHOTS / f"webhooks-{viewport}.png", full_page=True)
-
-    card.get_by_role("button", name="Send test event").click()
-    expect(tab.get_by_text("is on its way")).to_be_visible()
-    expect(tab.locator("#webhook-secret")).to_have_count(0)  # shown once
-    call_command("deliver_webhooks", "--once")
-    (delivery,) = receiver.got
-    assert delivery.verified and delivery.event["type"] == "webhook.test"
-
-    card.get_by_role("button", name="Delivery log").click()
-    row = tab.locator("#deliveries tbody tr")
-    expect(row).to_have_count(1)
-    expect(row).to_contain_text("webhook.test")
-    expect(row).to_contain_text(delivery.msg_id)
-    expect(row).to_contain_text("HTTP 200")
-    expect(row).to_contain_text("delivered")
-    fits(tab, f"delivery log, {viewport}")
-    tab.screenshot(path=SCREENSHOTS / f"webhook-deliveries-{viewport}.png", full_page=True)
-
-    row.get_by_role("button", name="Redeliver").click()
-    expect(tab.get_by_text("is sent again")).to_be_visible()
-    call_command("deliver_webhooks", "--once")
-    tab.reload()
-    expect(tab.locator("#deliveries tbody tr")).to_have_count(2)
-    assert receiver.ids() == [delivery.msg_id] * 2
-
-    tab.get_by_role("link", name="All of the team's webhooks").click()
-    card.get_by_text("Rotate secret…").click()
-    card.get_by_role("button", name="Yes, rotate the secret").click()
-    expect(tab.locator("#webhook-secret")).to_contain_text("keeps signing beside it for 24 hours")
-    assert tab.locator("#secret-value").text_content() not in ("", secret)
-    fits(tab, f"webhooks after a rotation, {viewport}")
-
-    card.get_by_role("button", name="Change").click()
-    change = tab.locator("#edit-webhook")
-    expect(change.get_by_label("URL")).to_have_value(url)
-    expect(change.get_by_label("link.clicked")).to_be_checked()
-    fits(tab, f"a webhook's change, {viewport}")
-    change.get_by_label("link.clicked").uncheck()
-    change.get_by_label("link.deleted").check()
-    change.get_by_label("Description").fill("The CRM, deletions too")
-    change.get_by_role("button", name="Save").click()
-    expect(tab.get_by_text("Saved the webhook")).to_be_visible()
-    expect(card.locator(".events")).to_have_text("Events: link.created link.deleted")
-    expect(card).to_contain_text("The CRM, deletions too")
+    add_a_webhook_after_forgetting_its_events(tab, url)
+    secret, card = copy_the_secret(tab, receiver, url, viewport)
+    delivery = send_a_test_event(tab, card, receiver)
+    read_the_log_and_redeliver(tab, card, receiver, delivery, viewport)
+    rotate_the_secret(tab, card, secret, viewport)
+    change_its_events(tab, card, url, viewport)
     assert refused == []
     context.close()
