@@ -37,6 +37,7 @@ import sys
 import time
 from pathlib import Path
 from statistics import median
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
@@ -81,23 +82,27 @@ def copy_rows(cursor, columns: tuple[str, ...], rows: list[tuple], options: str)
             copy.write_row(row)
 
 
-def run(args, stack: ThrowawayStack) -> int:
-    import django
+class Batches(NamedTuple):
+    """The same clicks in each form a variant COPYs."""
 
-    django.setup()
-    import psycopg
-    from django.core.management import call_command
+    made: list  # BatchMaker's batches, each with the importer's binary COPY rows
+    parsed: list[list[tuple]]  # those rows read back into Python values
+    grouped: list[list[tuple]]  # the same, grouped by link
+    columns: tuple[str, ...]
+    clicks: int
 
+
+def make_batches(clicks: int) -> Batches:
+    """Preloads `clicks` clicks as the edge writes them and makes them into the importer's batches."""
     from clicks.batch import BatchMaker
     from clicks.enrichment import Enricher
     from slingshot.redis import get_redis
 
-    call_command("migrate", verbosity=0)
     client = get_redis()
     stream = "bench-copy"
     preload(
         client,
-        clicks=args.clicks,
+        clicks=clicks,
         links=[(f"bench{i}", i + 1) for i in range(2000)],
         seed=1,
         stream=stream,
@@ -106,13 +111,69 @@ def run(args, stack: ThrowawayStack) -> int:
     entries = [(entry_id, fields) for entry_id, fields in client.xrange(stream)]
     maker = BatchMaker(Enricher(enabled=True))
     batches = [maker.make(entries[i : i + BATCH_ENTRIES]) for i in range(0, len(entries), BATCH_ENTRIES)]
-    clicks = sum(batch.clicks for batch in batches)
     columns = batches[0].click_columns
     parsed = [binary_rows(batch.click_rows, columns) for batch in batches]
     grouped = [group_by_link(rows, columns.index("link_id")) for rows in parsed]
+    return Batches(batches, parsed, grouped, columns, sum(batch.clicks for batch in batches))
+
+
+def copy_variant(conn, admin, pid: int, variant: str, batches: Batches) -> tuple[float, float, float] | None:
+    """One round of a variant on an emptied table: PostgreSQL's CPU µs, WAL bytes and
+    this process's CPU µs in COPY, a click; None if the table does not hold every click."""
+    drop, make = DROP.get(variant, (None, None))
+    columns, clicks = batches.columns, batches.clicks
+    with conn.transaction():
+        conn.execute("TRUNCATE clicks")
+        if drop:
+            conn.execute(drop)
+    admin.execute("CHECKPOINT")
+    wal_before = admin.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+    cpu_before, own_before = cpu_seconds([pid]), time.process_time()
+    for batch, rows, grouped_rows in zip(batches.made, batches.parsed, batches.grouped, strict=True):
+        with conn.transaction(), conn.cursor() as cursor:
+            if variant == "text":
+                copy_rows(cursor, columns, rows, "")
+            elif variant == "grouped":
+                copy_rows(cursor, columns, grouped_rows, BINARY)
+            else:
+                with cursor.copy(copy_sql(columns, BINARY)) as copy:
+                    copy.write(batch.click_rows)
+    cpu, own = cpu_seconds([pid]) - cpu_before, time.process_time() - own_before
+    wal = float(admin.execute(WAL_SINCE, [wal_before]).fetchone()[0])
+    stored = conn.execute("SELECT count(*) FROM clicks").fetchone()[0]
+    conn.commit()
+    if stored != clicks:
+        print(f"FAILED: {variant} stored {stored} of {clicks}", file=sys.stderr)
+        return None
+    if make:
+        with conn.transaction():
+            conn.execute(make)
+    return cpu / clicks * 1e6, wal / clicks, own / clicks * 1e6
+
+
+def print_medians(results: dict[str, list[tuple[float, float, float]]]) -> None:
+    """Each variant's medians over the rounds, its PostgreSQL CPU also against stored's."""
+    base = median(r[0] for r in results["stored"])
+    print("\nmedians: variant, PostgreSQL µs a click (and against stored), WAL bytes a click, COPY's client µs a click")
+    for variant, rows in results.items():
+        pg, wal, own = (median(row[i] for row in rows) for i in range(3))
+        ratio = pg / base if base else float("nan")  # a smoke's few clicks may take no clock tick
+        print(f"  {variant:8} {pg:5.2f} ({ratio:.2f})  {wal:4.0f}  {own:5.2f}")
+
+
+def run(args, stack: ThrowawayStack) -> int:
+    """Migrates, makes the batches, COPYs them in rounds of every variant, and prints the medians."""
+    import django
+
+    django.setup()
+    import psycopg
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    batches = make_batches(args.clicks)
     print(
-        f"bench-copy: {clicks:,} clicks (orphan visits left out) in {len(batches)} batches of {BATCH_ENTRIES} "
-        f"entries; PostgreSQL durable, its own defaults; {args.rounds} rounds of {', '.join(VARIANTS)}",
+        f"bench-copy: {batches.clicks:,} clicks (orphan visits left out) in {len(batches.made)} batches of "
+        f"{BATCH_ENTRIES} entries; PostgreSQL durable, its own defaults; {args.rounds} rounds of {', '.join(VARIANTS)}",
         flush=True,
     )
     results: dict[str, list[tuple[float, float, float]]] = {variant: [] for variant in VARIANTS}
@@ -126,45 +187,17 @@ def run(args, stack: ThrowawayStack) -> int:
         conn.commit()
         for number in range(1, args.rounds + 1):
             for variant in VARIANTS:
-                drop, make = DROP.get(variant, (None, None))
-                with conn.transaction():
-                    conn.execute("TRUNCATE clicks")
-                    if drop:
-                        conn.execute(drop)
-                admin.execute("CHECKPOINT")
-                wal_before = admin.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
-                cpu_before, own_before = cpu_seconds([pid]), time.process_time()
-                for batch, rows, grouped_rows in zip(batches, parsed, grouped, strict=True):
-                    with conn.transaction(), conn.cursor() as cursor:
-                        if variant == "text":
-                            copy_rows(cursor, columns, rows, "")
-                        elif variant == "grouped":
-                            copy_rows(cursor, columns, grouped_rows, BINARY)
-                        else:
-                            with cursor.copy(copy_sql(columns, BINARY)) as copy:
-                                copy.write(batch.click_rows)
-                cpu, own = cpu_seconds([pid]) - cpu_before, time.process_time() - own_before
-                wal = float(admin.execute(WAL_SINCE, [wal_before]).fetchone()[0])
-                stored = conn.execute("SELECT count(*) FROM clicks").fetchone()[0]
-                conn.commit()
-                if stored != clicks:
-                    print(f"FAILED: {variant} stored {stored} of {clicks}", file=sys.stderr)
+                result = copy_variant(conn, admin, pid, variant, batches)
+                if result is None:
                     return 1
-                if make:
-                    with conn.transaction():
-                        conn.execute(make)
-                results[variant].append((cpu / clicks * 1e6, wal / clicks, own / clicks * 1e6))
+                results[variant].append(result)
+                pg, wal, own = result
                 print(
-                    f"  round {number} {variant:8} PostgreSQL {cpu / clicks * 1e6:5.2f} µs a click, "
-                    f"WAL {wal / clicks:4.0f} bytes a click; this process in COPY {own / clicks * 1e6:5.2f} µs",
+                    f"  round {number} {variant:8} PostgreSQL {pg:5.2f} µs a click, "
+                    f"WAL {wal:4.0f} bytes a click; this process in COPY {own:5.2f} µs",
                     flush=True,
                 )
-    base = median(r[0] for r in results["stored"])
-    print("\nmedians: variant, PostgreSQL µs a click (and against stored), WAL bytes a click, COPY's client µs a click")
-    for variant, rows in results.items():
-        pg, wal, own = (median(row[i] for row in rows) for i in range(3))
-        ratio = pg / base if base else float("nan")  # a smoke's few clicks may take no clock tick
-        print(f"  {variant:8} {pg:5.2f} ({ratio:.2f})  {wal:4.0f}  {own:5.2f}")
+    print_medians(results)
     print("OK")
     return 0
 

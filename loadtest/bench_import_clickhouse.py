@@ -19,8 +19,8 @@ import os
 import pstats
 import time
 
-from bench_import import Commits, CpuMeter
-from edge_stream import ADDRESSES, preload
+from bench_import import RUNS, describe_load, make_links, preload_stream
+from bench_import_meters import Commits, CpuMeter
 from procstat import cpu_seconds
 
 from devstack.clickhouse import ClickHouseCluster
@@ -82,94 +82,74 @@ def run_clickhouse(args, stack: ThrowawayStack) -> None:
 
 
 def _run(args, stack: ThrowawayStack, cluster: ClickHouseCluster) -> None:
+    """The plain and the enriched import into the cluster, one after the other."""
     from django.conf import settings
-    from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
 
-    from clicks.batch import BatchMaker
-    from clicks.clickhouse_import import ClickHouseImporter
-    from clicks.enrichment import Enricher
     from clicks.importer import tune_gc
-    from clicks.stream import ClickStream
-    from links.fields import LinkFields
-    from links.services import link_bulk_create
-    from slingshot.contract import CLICKS_STREAM as STREAM
     from slingshot.redis import get_redis
 
     call_command("migrate", verbosity=0)
     call_command("migrate_clicks", verbosity=0, stdout=open(os.devnull, "w"))  # noqa: SIM115
     args.batch_size = args.batch_size or settings.CLICK_IMPORT_BATCH_ENTRIES
     tune_gc()
-    owner = get_user_model().objects.create_user("bench")
-    made = link_bulk_create(
-        owner=owner,
-        items=[(LinkFields(url=f"https://example.com/{i}", slug=f"bench{i}"), None) for i in range(args.links)],
-    )
-    links = [(result.link.slug, result.link.pk) for result in made]
-    if args.ip_storage:
-        from teams.models import Team
-
-        Team.objects.filter(personal_for=owner).update(ip_storage=args.ip_storage)
+    _, links = make_links(args)
     client = get_redis()
     version = cluster.nodes[0].client().execute("SELECT version()")[0][0]
     print(
-        f"bench-import, CLICK_STORE=clickhouse: {args.clicks:,} clicks over {args.spread_minutes:g} minutes "
-        f"({'at shuffled times' if args.shuffled_times else 'in the order an edge writes them'}), "
-        f"{args.links} links, {ADDRESSES:,} addresses ({round(ADDRESSES * args.ipv6):,} IPv6), "
-        f"batches of {args.batch_size} entries, ClickHouse {version} 2 shards x 2 replicas + ZooKeeper, "
+        f"bench-import, CLICK_STORE=clickhouse: {describe_load(args)}, "
+        f"ClickHouse {version} 2 shards x 2 replicas + ZooKeeper, "
         "PostgreSQL (links, user agents, totals) fsync on, Redis appendonly"
     )
-    for seed, (name, enabled) in enumerate([("plain", False), ("enriched", True)]):
+    for seed, (name, enabled) in enumerate(RUNS):
         if args.only and args.only != name:
             continue
-        rows_before, rolled_before = stored_counts()
-        started = time.perf_counter()
-        entries = preload(
-            client,
-            clicks=args.clicks,
-            links=links,
-            seed=seed,
-            stream=STREAM,
-            spread_ms=int(args.spread_minutes * 60_000),
-            shuffled_times=args.shuffled_times,
-            ipv6_addresses=round(ADDRESSES * args.ipv6),
-        )
-        print(
-            f"  preloaded {entries:,} entries in {time.perf_counter() - started:.1f}s "
-            f"({client.info('memory')['used_memory_human']} in Redis)"
-        )
-        importer = ClickHouseImporter(
-            stream=ClickStream(client, consumer=f"bench-{name}", batch_size=args.batch_size),
-            maker=BatchMaker(Enricher(enabled=enabled), visitors_per_click=True),
-        )
-        commits = Commits()
-        meter = ClusterCpuMeter(stack, cluster)
-        meter.start()
-        profiler = cProfile.Profile() if args.profile and enabled else None
-        started = time.perf_counter()
-        if profiler:
-            profiler.enable()
-        stored = importer.run(once=True, report=commits.append_result)
-        if profiler:
-            profiler.disable()
-        elapsed = time.perf_counter() - started
-        settled = settle(cluster)
-        cpu = meter.stop()
-        rows, rolled_up = stored_counts()
-        rows, rolled_up = rows - rows_before, rolled_up - rolled_before
-        assert rows == stored == args.clicks, (rows, stored)
-        print(
-            f"  {name:9} import: {stored:,} clicks in {elapsed:.1f}s = {stored / elapsed:,.0f} clicks/s "
-            f"({rolled_up:,} in rollups, stream left {client.xlen(STREAM)}; the replicas caught up "
-            f"{settled:.1f}s after)"
-        )
-        print(
-            f"  {name:9} sustained: {commits.sustained():,.0f} clicks/s from the first batch's insert to the "
-            f"last's ({len(commits.times)} batches)"
-        )
-        print(f"  {name:9} {cpu}, until the replicas caught up")
-        print(f"  {name:9} {meter.per_click(stored)}")
-        if profiler:
-            pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+        preload_stream(client, args, links, seed=seed)
+        import_once(args, stack, cluster, client, name=name, enabled=enabled)
     connection.close()
+
+
+def import_once(args, stack: ThrowawayStack, cluster: ClickHouseCluster, client, *, name: str, enabled: bool) -> None:
+    """Drains the preloaded stream into the cluster, waits for the replicas, checks that
+    every click is there, and prints the figures."""
+    from clicks.batch import BatchMaker
+    from clicks.clickhouse_import import ClickHouseImporter
+    from clicks.enrichment import Enricher
+    from clicks.stream import ClickStream
+    from slingshot.contract import CLICKS_STREAM
+
+    rows_before, rolled_before = stored_counts()
+    importer = ClickHouseImporter(
+        stream=ClickStream(client, consumer=f"bench-{name}", batch_size=args.batch_size),
+        maker=BatchMaker(Enricher(enabled=enabled), visitors_per_click=True),
+    )
+    commits = Commits()
+    meter = ClusterCpuMeter(stack, cluster)
+    meter.start()
+    profiler = cProfile.Profile() if args.profile and enabled else None
+    started = time.perf_counter()
+    if profiler:
+        profiler.enable()
+    stored = importer.run(once=True, report=commits.append_result)
+    if profiler:
+        profiler.disable()
+    elapsed = time.perf_counter() - started
+    settled = settle(cluster)
+    cpu = meter.stop()
+    rows, rolled_up = stored_counts()
+    rows, rolled_up = rows - rows_before, rolled_up - rolled_before
+    assert rows == stored == args.clicks, (rows, stored)
+    print(
+        f"  {name:9} import: {stored:,} clicks in {elapsed:.1f}s = {stored / elapsed:,.0f} clicks/s "
+        f"({rolled_up:,} in rollups, stream left {client.xlen(CLICKS_STREAM)}; the replicas caught up "
+        f"{settled:.1f}s after)"
+    )
+    print(
+        f"  {name:9} sustained: {commits.sustained():,.0f} clicks/s from the first batch's insert to the "
+        f"last's ({len(commits.times)} batches)"
+    )
+    print(f"  {name:9} {cpu}, until the replicas caught up")
+    print(f"  {name:9} {meter.per_click(stored)}")
+    if profiler:
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
