@@ -66,6 +66,29 @@ class EdgeRun(NamedTuple):
     served: float  # redirects the edge served
     cpu: dict[str, float]  # CPU seconds of each program
     entries: int  # stream entries the edge's clicks went into
+    left: float  # clicks not yet stored when wrk stopped
+    drain: float  # seconds the importer took after wrk stopped to store the rest
+
+    def print_round(self, number: int, ceiling: float) -> None:
+        """The round's line, with the ceiling's run after it."""
+        per_click = ", ".join(
+            f"{name} {spent / self.served * 1e6:.1f}" for name, spent in self.cpu.items() if spent >= 0.05
+        )
+        print(
+            f"  round {number}: edge {self.rps:,.0f} req/s, {self.served:,.0f} served, {self.left:,.0f} left to import "
+            f"when wrk stopped, all stored {self.drain:.1f} s after; ceiling {ceiling:,.0f} req/s\n"
+            f"    CPU µs a click: {per_click}; {self.served / max(self.entries, 1):.0f} clicks a stream entry",
+            flush=True,
+        )
+
+
+class Started(NamedTuple):
+    """What every round uses once the stack runs: its faults helper (the
+    link's counts), its edge's port, and the file of paths wrk asks for."""
+
+    faults: FaultRun
+    edge_port: int
+    paths: Path
 
 
 def edge_served(port: int) -> float:
@@ -129,6 +152,28 @@ class Box:
         return float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)), time.monotonic() - started
 
     def run(self) -> int:
+        """Starts the stack and the ceiling, runs the rounds, reconciles; 0 if every redirect is one click stored."""
+        a = self.args
+        started = self.start()
+        faults, edge_port, paths = started
+        self.wrk(edge_port, paths)  # warm up: every worker has the link cached
+        self.wrk(self.ceiling.ceiling_port, paths)
+        faults.wait_import_lag_zero()
+        ceilings, edges = [self.wrk(self.ceiling.ceiling_port, paths)[0]], []
+        print(f"  ceiling {ceilings[-1]:,.0f} req/s", flush=True)
+        for number in range(1, a.rounds + 1):
+            edges.append(self.edge_round(started))
+            ceilings.append(self.wrk(self.ceiling.ceiling_port, paths)[0])
+            edges[-1].print_round(number, ceilings[-1])
+        faults.wait_import_lag_zero()
+        self.print_medians(ceilings, edges)
+        self.reconcile(faults, edge_port)
+        self.stack.interrupt()
+        self.stack.wait_exit(timeout=180)
+        return 0 if self.ok else 1
+
+    def start(self) -> Started:
+        """Starts the stack and the ceiling beside it, and makes the link wrk asks for."""
         a = self.args
         print(f"starting `make run` in {self.root} (ports {self.stack.ports})", flush=True)
         self.stack.start()
@@ -152,48 +197,37 @@ class Box:
             + (f"; {' '.join(a.stack_env)}" if a.stack_env else ""),
             flush=True,
         )
-        self.wrk(edge_port, paths)  # warm up: every worker has the link cached
-        self.wrk(self.ceiling.ceiling_port, paths)
-        faults.wait_import_lag_zero()
-        ceilings, edges = [self.wrk(self.ceiling.ceiling_port, paths)[0]], []
-        print(f"  ceiling {ceilings[-1]:,.0f} req/s", flush=True)
-        for number in range(1, a.rounds + 1):
-            served_before = edge_served(edge_port)
-            stored_before = faults.counted(SLUG)
-            cpu_before, xadds_before = self.cpu(), self.xadds()
-            rps, seconds = self.wrk(edge_port, paths)
-            ended = time.monotonic()
-            served = edge_served(edge_port) - served_before
-            left = served - (faults.counted(SLUG) - stored_before)
-            wait_until(
-                lambda served=served, stored_before=stored_before: faults.counted(SLUG) - stored_before >= served,
-                timeout=600,
-                what="every click stored",
-                interval=0.2,
-            )
-            drain = max(0.0, time.monotonic() - ended - 0.5)  # less the metrics' and the count's own wait
-            cpu = {name: seconds_ - cpu_before[name] for name, seconds_ in self.cpu().items()}
-            entries = self.xadds() - xadds_before
-            live = served / (seconds + drain)
-            edges.append(EdgeRun(rps, live, served, cpu, entries))
-            ceilings.append(self.wrk(self.ceiling.ceiling_port, paths)[0])
-            per_click = ", ".join(f"{name} {spent / served * 1e6:.1f}" for name, spent in cpu.items() if spent >= 0.05)
-            print(
-                f"  round {number}: edge {rps:,.0f} req/s, {served:,.0f} served, {left:,.0f} left to import when wrk "
-                f"stopped, all stored {drain:.1f} s after; ceiling {ceilings[-1]:,.0f} req/s\n"
-                f"    CPU µs a click: {per_click}; {served / max(entries, 1):.0f} clicks a stream entry",
-                flush=True,
-            )
-        faults.wait_import_lag_zero()
-        total_served = edge_served(edge_port)
-        stored, counted = faults.stored()[SLUG], faults.counted(SLUG)
-        accounting = faults.settled_accounting()
+        return Started(faults, edge_port, paths)
+
+    def edge_round(self, started: Started) -> EdgeRun:
+        """One run of wrk on the stack's edge, until the importer has stored every click it served."""
+        faults, edge_port, paths = started
+        served_before = edge_served(edge_port)
+        stored_before = faults.counted(SLUG)
+        cpu_before, xadds_before = self.cpu(), self.xadds()
+        rps, seconds = self.wrk(edge_port, paths)
+        ended = time.monotonic()
+        served = edge_served(edge_port) - served_before
+        left = served - (faults.counted(SLUG) - stored_before)
+        wait_until(
+            lambda: faults.counted(SLUG) - stored_before >= served,
+            timeout=600,
+            what="every click stored",
+            interval=0.2,
+        )
+        drain = max(0.0, time.monotonic() - ended - 0.5)  # less the metrics' and the count's own wait
+        cpu = {name: seconds_ - cpu_before[name] for name, seconds_ in self.cpu().items()}
+        entries = self.xadds() - xadds_before
+        return EdgeRun(rps, served / (seconds + drain), served, cpu, entries, left, drain)
+
+    def print_medians(self, ceilings: list[float], edges: list[EdgeRun]) -> None:
+        """The rounds' medians: the edge's and the stored clicks' ratios to the ceiling, CPU a click."""
         ratios = [run.rps / ((ceilings[i] + ceilings[i + 1]) / 2) for i, run in enumerate(edges)]
         live_ratios = [run.live / ((ceilings[i] + ceilings[i + 1]) / 2) for i, run in enumerate(edges)]
         cpu_per_click = {name: median(run.cpu[name] / run.served * 1e6 for run in edges) for name in PROGRAMS}
         per_entry = median(run.served / max(run.entries, 1) for run in edges)
         print(
-            f"\nmedians over {a.rounds} rounds: edge req/s / ceiling {median(ratios):.2f} "
+            f"\nmedians over {self.args.rounds} rounds: edge req/s / ceiling {median(ratios):.2f} "
             f"(per round {', '.join(f'{r:.2f}' for r in ratios)}); stored live / ceiling {median(live_ratios):.2f} "
             f"(per round {', '.join(f'{r:.2f}' for r in live_ratios)}); ceiling {median(ceilings):,.0f} req/s"
         )
@@ -202,15 +236,18 @@ class Box:
             + ", ".join(f"{name} {spent:.1f}" for name, spent in cpu_per_click.items() if spent >= 0.05)
             + f"; clicks a stream entry (median) {per_entry:.0f}"
         )
+
+    def reconcile(self, faults: FaultRun, edge_port: int) -> None:
+        """Every redirect served is one click stored, row by row and by the link's total; sets self.ok."""
+        total_served = edge_served(edge_port)
+        stored, counted = faults.stored()[SLUG], faults.counted(SLUG)
+        accounting = faults.settled_accounting()
         print(
             f"reconciled: {stored}/{total_served:.0f}; the link's all-time total {counted}; accounting (served - stored) "
             f"by hour: {json.dumps(accounting)}"
         )
         self.ok = stored == counted == total_served and set(accounting.values()) == {0}
         print("OK" if self.ok else "FAILED", flush=True)
-        self.stack.interrupt()
-        self.stack.wait_exit(timeout=180)
-        return 0 if self.ok else 1
 
     def close(self) -> None:
         if self.ceiling:

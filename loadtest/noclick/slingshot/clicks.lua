@@ -1,4 +1,4 @@
--- `make bench`'s case (n) (loadtest/bench_edge.py without_clicks): the
+-- `make bench`'s case (n) (loadtest/edgebench_nginx.py without_clicks): the
 -- edge's own clicks module, found before it on lua_package_path, with its
 -- recording taken out, so that the edge serves as it does and writes no
 -- click.
