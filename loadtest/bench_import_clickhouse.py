@@ -63,8 +63,8 @@ def settle(cluster: ClickHouseCluster, *, timeout: float = SETTLE_TIMEOUT) -> fl
         )
         if not queued:
             return time.perf_counter() - started
-        if time.perf_counter() - started > SETTLE_TIMEOUT:
-            raise TimeoutError(f"{queued} replication tasks still queued after {SETTLE_TIMEOUT:.0f}s")
+        if time.perf_counter() - started > timeout:
+            raise TimeoutError(f"{queued} replication tasks still queued after {timeout:.0f}s")
         time.sleep(0.2)
 
 
