@@ -29,7 +29,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
-# bench_importers.py imports CpuMeter and StatementTimes (and tune_postgres) from here.
 from bench_import_meters import Commits, CpuMeter, StatementTimes  # noqa: E402
 from bench_import_selectors import bench_selectors  # noqa: E402
 from edge_stream import ADDRESSES, preload  # noqa: E402

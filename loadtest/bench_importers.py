@@ -30,7 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard"), str(REPO / "loadtest")]
 
-from bench_import import CpuMeter, StatementTimes, tune_postgres  # noqa: E402
+from bench_import import tune_postgres  # noqa: E402
+from bench_import_meters import CpuMeter, StatementTimes  # noqa: E402
 
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 
