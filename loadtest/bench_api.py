@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -190,7 +191,8 @@ def time_requests(client: Client, path: str, count: int) -> dict:
     }
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
+    """The command line, shrunk to a few seconds' work under --smoke."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seconds", type=float, default=30)
@@ -205,106 +207,151 @@ def main() -> int:
     args = parser.parse_args()
     if args.smoke:
         args.rate, args.seconds, args.clicks, args.days, args.stats_requests = 20, 1, 20_000, 3, 3
+    return args
 
+
+@dataclass
+class Dashboard:
+    """The dashboard under test: its environment, gunicorn's port and a client with a write token."""
+
+    env: dict
+    port: int
+    client: Client
+
+
+def manage(env: dict, *command: str) -> subprocess.CompletedProcess:
+    """A management command run to its end in `env`, its output captured."""
+    return subprocess.run([*MANAGE, *command], env=env, check=True, capture_output=True, text=True)
+
+
+def start_dashboard(stack: ThrowawayStack, workers: int) -> Dashboard:
+    """Migrates the stack, makes a user `bench` and its token, and starts gunicorn and the publisher."""
+    env = {
+        **os.environ,
+        **stack.environment(),
+        "API_THROTTLE_RATE": "100000000/min",
+        "EDGE_BASE_URL": "http://127.0.0.1:8080",
+    }
+    manage(env, "migrate", "--no-input")
+    manage(
+        env,
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model; get_user_model().objects.create_user('bench')",
+    )
+    token = manage(env, "create_api_token", "bench", "--scope", "write").stdout.strip()
+    port = stack.start_dashboard(env, workers=workers)
+    publisher = subprocess.Popen(
+        [*MANAGE, "run_publisher"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(stack.root / "publisher.log", "ab"),
+    )
+    stack.processes.append(publisher)
+    return Dashboard(env, port, Client(port, token))
+
+
+def measure_creates(dashboard: Dashboard, args: argparse.Namespace) -> None:
+    """Creates links at --rate for --seconds after a warm-up, and prints the latencies."""
+    client = dashboard.client
+    # Warm every worker up (imports, connections) at the same rate, unrecorded: the figures are steady state.
+    steady_creates(client, rate=args.rate, seconds=1 if args.smoke else 5, threads=args.threads)
+    created = steady_creates(client, rate=args.rate, seconds=args.seconds, threads=args.threads)
+    print(
+        f"link create at {args.rate:.0f}/s for {args.seconds:.0f} s: {created['ok']}/{created['requests']} "
+        f"created ({created['rate']:.0f}/s achieved), p50 {created['p50']:.1f} ms, p99 {created['p99']:.1f} ms, "
+        f"max {created['max']:.1f} ms (target p99 < 50 ms)"
+        + (f"; failures e.g. {created['failures']}" if created["failures"] else "")
+    )
+
+
+def make_popular_link(dashboard: Dashboard, args: argparse.Namespace) -> None:
+    """Creates the link `popular` and writes --days of rollups of --clicks clicks for it."""
+    client = dashboard.client
+    status, body = client.request("POST", "/api/v1/links", {"url": "https://example.com/popular", "slug": "popular"})
+    assert status == 201, body
+    database_url = dashboard.env["DATABASE_URL"]
+    import psycopg
+
+    with psycopg.connect(database_url) as conn:
+        link_id = conn.execute("SELECT id FROM links_link WHERE slug = 'popular'").fetchone()[0]
+    started = time.monotonic()
+    written = load_rollups(database_url, link_id=link_id, clicks=args.clicks, days=args.days)
+    total = json.loads(client.request("GET", "/api/v1/links/popular")[1])["clicks"]
+    assert total == written, (total, written)
+    print(
+        f"rollups for {total:,} clicks over {args.days} days written in {time.monotonic() - started:.0f} s: "
+        f"every hour's visitor sketches filled, values an hour "
+        + ", ".join(f"{dimension} {n}" for dimension, n in SPREAD.items())
+    )
+
+
+def stats_ranges() -> list[tuple[str, str]]:
+    """Every shape of range the API allows (at most 2,000 points: 80 days is the longest by hour)."""
+    year = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(time.time() - 366 * 86400))
+    hours_80d = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 80 * 86400))
+    return [
+        ("last 30 days by day (default)", ""),
+        ("last 48 hours by hour", "?interval=hour"),
+        ("last 80 days by hour", f"?interval=hour&from={hours_80d}"),
+        ("a whole year by day", f"?interval=day&from={year}"),
+        ("a whole year by week", f"?interval=week&from={year}"),
+        ("a whole year by month", f"?interval=month&from={year}"),
+        ("a whole year by day, bots included", f"?interval=day&include_bots=true&from={year}"),
+        ("a whole year by day in Asia/Kolkata (+05:30)", f"?interval=day&tz=Asia/Kolkata&from={year}"),
+        ("a whole year by day in Europe/Berlin", f"?interval=day&tz=Europe/Berlin&from={year}"),
+        ("a whole year by day, one browser", f"?interval=day&browser=browser-1&from={year}"),
+        (
+            "a whole year by day, one browser, in Europe/Berlin",
+            f"?interval=day&browser=browser-1&tz=Europe/Berlin&from={year}",
+        ),
+    ]
+
+
+def measure_stats(dashboard: Dashboard, args: argparse.Namespace) -> None:
+    """Times the popular link's stats endpoint for every range, then its selector over a year by hour."""
+    for label, query in stats_ranges():
+        timing = time_requests(dashboard.client, f"/api/v1/links/popular/stats{query}", args.stats_requests)
+        print(
+            f"stats, {label}: {timing['points']} points, median {timing['p50']:.1f} ms, "
+            f"p99 {timing['p99']:.1f} ms over {args.stats_requests} requests (target median < 100 ms)"
+        )
+    points, median_ms, slowest_ms = manage(
+        dashboard.env, "shell", "-c", YEAR_BY_HOUR.format(count=min(args.stats_requests, 9), days=args.days)
+    ).stdout.split()[-3:]
+    print(
+        f"stats selector, a whole year by hour (past the API's 2,000 points): {points} points, median "
+        f"{float(median_ms):.1f} ms, slowest {float(slowest_ms):.1f} ms (target median < 100 ms)"
+    )
+
+
+def measure_link_page(dashboard: Dashboard, args: argparse.Namespace) -> None:
+    """Times the popular link's page, signed in, over three of its ranges and one browser's clicks."""
+    session = manage(dashboard.env, "shell", "-c", BENCH_SESSION).stdout.split()[-1]
+    for label, query in [
+        ("last 30 days (default)", ""),
+        ("last 12 months", "?range=12m"),
+        ("all time", "?range=all"),
+        ("last 90 days, one browser", "?range=90d&browser=browser-1"),
+    ]:
+        timing = time_page(dashboard.port, session, f"/links/popular/{query}", args.stats_requests)
+        print(
+            f"link page, {label}: median {timing['p50']:.1f} ms, p99 {timing['p99']:.1f} ms "
+            f"over {args.stats_requests} requests (target median < 150 ms)"
+        )
+
+
+def main() -> int:
+    args = parse_args()
     stack = ThrowawayStack(prefix="slingshot-bench-api-", durable=True)
     try:
         stack.start()
-        env = {
-            **os.environ,
-            **stack.environment(),
-            "API_THROTTLE_RATE": "100000000/min",
-            "EDGE_BASE_URL": "http://127.0.0.1:8080",
-        }
-        run = lambda *cmd: subprocess.run([*MANAGE, *cmd], env=env, check=True, capture_output=True, text=True)  # noqa: E731
-        run("migrate", "--no-input")
-        run(
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model; get_user_model().objects.create_user('bench')",
-        )
-        token = run("create_api_token", "bench", "--scope", "write").stdout.strip()
-        port = stack.start_dashboard(env, workers=args.workers)
-        publisher = subprocess.Popen(
-            [*MANAGE, "run_publisher"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=open(stack.root / "publisher.log", "ab"),
-        )
-        stack.processes.append(publisher)
-        client = Client(port, token)
-
+        dashboard = start_dashboard(stack, args.workers)
         print(f"gunicorn with {args.workers} sync workers, PostgreSQL and Redis durable, on {os.cpu_count()} cores")
-        # Warm every worker up (imports, connections) at the same rate, unrecorded: the figures are steady state.
-        steady_creates(client, rate=args.rate, seconds=1 if args.smoke else 5, threads=args.threads)
-        created = steady_creates(client, rate=args.rate, seconds=args.seconds, threads=args.threads)
-        print(
-            f"link create at {args.rate:.0f}/s for {args.seconds:.0f} s: {created['ok']}/{created['requests']} "
-            f"created ({created['rate']:.0f}/s achieved), p50 {created['p50']:.1f} ms, p99 {created['p99']:.1f} ms, "
-            f"max {created['max']:.1f} ms (target p99 < 50 ms)"
-            + (f"; failures e.g. {created['failures']}" if created["failures"] else "")
-        )
-
-        status, body = client.request(
-            "POST", "/api/v1/links", {"url": "https://example.com/popular", "slug": "popular"}
-        )
-        assert status == 201, body
-        database_url = env["DATABASE_URL"]
-        import psycopg
-
-        with psycopg.connect(database_url) as conn:
-            link_id = conn.execute("SELECT id FROM links_link WHERE slug = 'popular'").fetchone()[0]
-        started = time.monotonic()
-        written = load_rollups(database_url, link_id=link_id, clicks=args.clicks, days=args.days)
-        total = json.loads(client.request("GET", "/api/v1/links/popular")[1])["clicks"]
-        assert total == written, (total, written)
-        print(
-            f"rollups for {total:,} clicks over {args.days} days written in {time.monotonic() - started:.0f} s: "
-            f"every hour's visitor sketches filled, values an hour "
-            + ", ".join(f"{dimension} {n}" for dimension, n in SPREAD.items())
-        )
-        year = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(time.time() - 366 * 86400))
-        hours_80d = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 80 * 86400))
-        # Every shape of range the API allows (at most 2,000 points: 80 days is the longest by hour).
-        for label, query in [
-            ("last 30 days by day (default)", ""),
-            ("last 48 hours by hour", "?interval=hour"),
-            ("last 80 days by hour", f"?interval=hour&from={hours_80d}"),
-            ("a whole year by day", f"?interval=day&from={year}"),
-            ("a whole year by week", f"?interval=week&from={year}"),
-            ("a whole year by month", f"?interval=month&from={year}"),
-            ("a whole year by day, bots included", f"?interval=day&include_bots=true&from={year}"),
-            ("a whole year by day in Asia/Kolkata (+05:30)", f"?interval=day&tz=Asia/Kolkata&from={year}"),
-            ("a whole year by day in Europe/Berlin", f"?interval=day&tz=Europe/Berlin&from={year}"),
-            ("a whole year by day, one browser", f"?interval=day&browser=browser-1&from={year}"),
-            (
-                "a whole year by day, one browser, in Europe/Berlin",
-                f"?interval=day&browser=browser-1&tz=Europe/Berlin&from={year}",
-            ),
-        ]:
-            timing = time_requests(client, f"/api/v1/links/popular/stats{query}", args.stats_requests)
-            print(
-                f"stats, {label}: {timing['points']} points, median {timing['p50']:.1f} ms, "
-                f"p99 {timing['p99']:.1f} ms over {args.stats_requests} requests (target median < 100 ms)"
-            )
-        points, median_ms, slowest_ms = run(
-            "shell", "-c", YEAR_BY_HOUR.format(count=min(args.stats_requests, 9), days=args.days)
-        ).stdout.split()[-3:]
-        print(
-            f"stats selector, a whole year by hour (past the API's 2,000 points): {points} points, median "
-            f"{float(median_ms):.1f} ms, slowest {float(slowest_ms):.1f} ms (target median < 100 ms)"
-        )
-        session = run("shell", "-c", BENCH_SESSION).stdout.split()[-1]
-        for label, query in [
-            ("last 30 days (default)", ""),
-            ("last 12 months", "?range=12m"),
-            ("all time", "?range=all"),
-            ("last 90 days, one browser", "?range=90d&browser=browser-1"),
-        ]:
-            timing = time_page(port, session, f"/links/popular/{query}", args.stats_requests)
-            print(
-                f"link page, {label}: median {timing['p50']:.1f} ms, p99 {timing['p99']:.1f} ms "
-                f"over {args.stats_requests} requests (target median < 150 ms)"
-            )
+        measure_creates(dashboard, args)
+        make_popular_link(dashboard, args)
+        measure_stats(dashboard, args)
+        measure_link_page(dashboard, args)
         return 0
     finally:
         stack.cleanup()

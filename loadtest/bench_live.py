@@ -28,10 +28,13 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median, quantiles
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -42,7 +45,7 @@ import psutil  # noqa: E402
 from devstack.dashboard import render_front_conf  # noqa: E402
 from devstack.net import free_port, wait_for_port  # noqa: E402
 from devstack.nginx import nginx_command  # noqa: E402
-from devstack.supervised import sign_in  # noqa: E402
+from devstack.supervised import session_cookie, sign_in  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
 
 MANAGE = [sys.executable, str(REPO / "dashboard" / "manage.py")]
@@ -111,7 +114,8 @@ def summary(times: list[float]) -> str:
     return f"median {median(times):.2f} ms, p95 {quantiles(times, n=20)[-1]:.2f} ms"
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
+    """The command line, shrunk to a few seconds' work under --smoke."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=1000, help="live pages (event streams) open at once")
     parser.add_argument("--events", type=float, default=5, help="clicks written a second")
@@ -121,116 +125,169 @@ def main() -> int:
     args = parser.parse_args()
     if args.smoke:
         args.pages, args.requests = 50, 30
+    return args
 
+
+class Services(NamedTuple):
+    """What start_services started: the links made, serve_live and the front's port."""
+
+    links: list[tuple[str, int]]
+    live: subprocess.Popen
+    front_port: int
+
+
+def start_services(stack: ThrowawayStack, args: argparse.Namespace, password: str, processes: list) -> Services:
+    """Migrates the stack, makes the user and its links, and starts gunicorn, the importer, serve_live and the front."""
+    env = {**os.environ, **stack.environment(), "BENCH_PASSWORD": password, "BENCH_LINKS": str(args.links)}
+    subprocess.run([*MANAGE, "migrate", "--no-input"], env=env, check=True, capture_output=True)
+    made = subprocess.run(
+        [*MANAGE, "shell", "-c", MAKE_LINK], env=env, check=True, capture_output=True, text=True
+    ).stdout.split()[-2 * args.links :]
+    links = [(made[n], int(made[n + 1])) for n in range(0, len(made), 2)]
+    gunicorn_port = stack.start_dashboard(env, workers=2)
+    importer = subprocess.Popen(
+        [*MANAGE, "import_clicks", "--block-ms", "100"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    processes.append(importer)
+    live_port = free_port()
+    live = subprocess.Popen(
+        [*MANAGE, "serve_live", "--port", str(live_port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    processes.append(live)
+    wait_for_port(live_port, process=live)
+    front_port = free_port()
+    render_front_conf(stack.root / "front", front_port, gunicorn_port=gunicorn_port, live_port=live_port)
+    front = subprocess.Popen(nginx_command(stack.root / "front"), stderr=subprocess.DEVNULL)
+    processes.append(front)
+    wait_for_port(front_port, process=front)
+    return Services(links, live, front_port)
+
+
+def setup_django(stack: ThrowawayStack) -> None:
+    """Sets Django up in this process on the stack, for the clicks it writes to the click stream."""
+    os.environ.update(stack.environment(), DJANGO_SETTINGS_MODULE="slingshot.settings")
+    import django
+
+    django.setup()
+
+
+@dataclass
+class Browser:
+    """A signed-in browser of the front: the page it times, and the clicks written while it does."""
+
+    opener: urllib.request.OpenerDirector
+    cookie: str
+    page: str
+    events_paths: list[str]
+    links: list[tuple[str, int]]
+    events: float
+    clicked: int = 0
+
+    def write_click(self) -> None:
+        """Writes a click on the next link to the click stream, as the edge writes it."""
+        from testing.streams import add_entry
+
+        slug, link = self.links[self.clicked % len(self.links)]
+        now = int(datetime.now(UTC).timestamp() * 1000)
+        add_entry([{"ts": now, "slug": slug, "link": link, "ip": "198.51.100.7", "ua": "bench", "ref": ""}])
+        self.clicked += 1
+
+    def timed_with_clicks(self, count: int, chooser=None, read=None) -> list[float]:
+        """The page timed `count` times while a click is written every 1/--events s."""
+        times, next_click = [], time.monotonic()
+        while len(times) < count:
+            if time.monotonic() >= next_click:
+                self.write_click()
+                next_click += 1 / self.events
+            times += page_times(self.opener, self.page, 1)
+            if chooser is not None:
+                drain(chooser, read)
+        return times
+
+
+def sign_in_browser(services: Services, password: str, events: float) -> Browser:
+    """Signs `bench` in through the front and asks each link's live page where its events stream is."""
+    base = f"http://127.0.0.1:{services.front_port}"
+    opener = sign_in(Front(base), "bench", password)
+    assert opener is not None, "could not sign in"
+    cookie = session_cookie(opener)
+    events_paths = []
+    for slug, _ in services.links:
+        with opener.open(f"{base}/links/{slug}/live", timeout=10) as answer:
+            events_paths.append(json.loads(answer.read())["events"])
+    return Browser(opener, cookie, f"{base}/links/", events_paths, services.links, events)
+
+
+class OpenPages(NamedTuple):
+    """The page's times with the live pages open, what the pages read, and serve_live's cost meanwhile."""
+
+    times: list[float]
+    read: Counter
+    elapsed: float
+    cpu: float
+    rss_mb: float
+
+
+def timed_with_open_pages(browser: Browser, services: Services, pages: int, requests: int) -> OpenPages:
+    """Opens `pages` event streams, times the page `requests` times while they read, then closes them."""
+    chooser, streams = open_streams(services.front_port, browser.events_paths, browser.cookie, pages)
+    process = psutil.Process(services.live.pid)
+    cpu_before = sum(process.cpu_times()[:2])
+    read = Counter()
+    started = time.monotonic()
+    during = browser.timed_with_clicks(requests, chooser, read)
+    elapsed = time.monotonic() - started
+    cpu = sum(process.cpu_times()[:2]) - cpu_before
+    rss = process.memory_info().rss / 1024 / 1024
+    time.sleep(0.5)
+    drain(chooser, read)
+    for sock in streams:
+        sock.close()
+    return OpenPages(during, read, elapsed, cpu, rss)
+
+
+def report(
+    args: argparse.Namespace, clicked: int, before: list[float], open_pages: OpenPages, after: list[float]
+) -> None:
+    """Prints serve_live's cost, what the pages read, and the page's times each way."""
+    during, read, elapsed = open_pages.times, open_pages.read, open_pages.elapsed
+    print(
+        f"serve_live with {args.pages} open pages on {args.links} link(s): {open_pages.rss_mb:.0f} MB resident, "
+        f"{open_pages.cpu / elapsed * 100:.1f} % of a core over {elapsed:.1f} s"
+    )
+    print(
+        f"clicks written {clicked:,} at {args.events:g}/s; the pages read {read['clicks']:,} click events "
+        f"and {read['part']:,} parts pushed, {read['bytes'] / elapsed / 1e6:.1f} MB/s"
+    )
+    print(f"the links list through the front, no live page open: {summary(before)}")
+    print(f"the links list through the front, {args.pages} live pages open: {summary(during)}")
+    print(f"the links list through the front, none open again: {summary(after)}")
+    print(f"open pages / none, medians: {median(during) / median(before + after):.2f}")
+    print(f"open pages / none, p95: {quantiles(during, n=20)[-1] / quantiles(before + after, n=20)[-1]:.2f}")
+
+
+def main() -> int:
+    args = parse_args()
     stack = ThrowawayStack(prefix="slingshot-bench-live-")
     processes = []
     try:
         stack.start()
         password = "bench-" + os.urandom(8).hex()
-        env = {**os.environ, **stack.environment(), "BENCH_PASSWORD": password, "BENCH_LINKS": str(args.links)}
-        os.environ.update(stack.environment(), DJANGO_SETTINGS_MODULE="slingshot.settings")
-        import django
-
-        django.setup()
-        from testing.streams import add_entry
-
-        subprocess.run([*MANAGE, "migrate", "--no-input"], env=env, check=True, capture_output=True)
-        made = subprocess.run(
-            [*MANAGE, "shell", "-c", MAKE_LINK], env=env, check=True, capture_output=True, text=True
-        ).stdout.split()[-2 * args.links :]
-        links = [(made[n], int(made[n + 1])) for n in range(0, len(made), 2)]
-        gunicorn_port = stack.start_dashboard(env, workers=2)
-        importer = subprocess.Popen(
-            [*MANAGE, "import_clicks", "--block-ms", "100"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )
-        processes.append(importer)
-        live_port = free_port()
-        live = subprocess.Popen(
-            [*MANAGE, "serve_live", "--port", str(live_port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )
-        processes.append(live)
-        wait_for_port(live_port, process=live)
-        front_port = free_port()
-        render_front_conf(stack.root / "front", front_port, gunicorn_port=gunicorn_port, live_port=live_port)
-        front = subprocess.Popen(nginx_command(stack.root / "front"), stderr=subprocess.DEVNULL)
-        processes.append(front)
-        wait_for_port(front_port, process=front)
-
-        base = f"http://127.0.0.1:{front_port}"
-        opener = sign_in(Front(base), "bench", password)
-        assert opener is not None, "could not sign in"
-        cookie = "; ".join(
-            f"{c.name}={c.value}" for h in opener.handlers if hasattr(h, "cookiejar") for c in h.cookiejar
-        )
-        page = f"{base}/links/"
-        events_paths = []
-        for slug, _ in links:
-            with opener.open(f"{base}/links/{slug}/live", timeout=10) as answer:
-                events_paths.append(json.loads(answer.read())["events"])
-
-        clicked = 0
-
-        def timed_with_clicks(count: int, chooser=None, read=None) -> list[float]:
-            """The page timed `count` times while a click is written every 1/--events s."""
-            nonlocal clicked
-            times, next_click = [], time.monotonic()
-            while len(times) < count:
-                if time.monotonic() >= next_click:
-                    now = int(datetime.now(UTC).timestamp() * 1000)
-                    click = {
-                        "ts": now,
-                        "slug": links[clicked % len(links)][0],
-                        "link": links[clicked % len(links)][1],
-                        "ip": "198.51.100.7",
-                        "ua": "bench",
-                        "ref": "",
-                    }
-                    add_entry([click])
-                    clicked += 1
-                    next_click += 1 / args.events
-                times += page_times(opener, page, 1)
-                if chooser is not None:
-                    drain(chooser, read)
-            return times
-
-        page_times(opener, page, 10)  # warm-up
-        before = timed_with_clicks(args.requests)
-
-        chooser, streams = open_streams(front_port, events_paths, cookie, args.pages)
-        process = psutil.Process(live.pid)
-        cpu_before = sum(process.cpu_times()[:2])
-        read = Counter()
-        started = time.monotonic()
-        during = timed_with_clicks(args.requests, chooser, read)
-        elapsed = time.monotonic() - started
-        cpu = sum(process.cpu_times()[:2]) - cpu_before
-        rss = process.memory_info().rss / 1024 / 1024
+        services = start_services(stack, args, password, processes)
+        setup_django(stack)
+        browser = sign_in_browser(services, password, args.events)
+        page_times(browser.opener, browser.page, 10)  # warm-up
+        before = browser.timed_with_clicks(args.requests)
+        open_pages = timed_with_open_pages(browser, services, args.pages, args.requests)
         time.sleep(0.5)
-        drain(chooser, read)
-        for sock in streams:
-            sock.close()
-        time.sleep(0.5)
-        after = timed_with_clicks(args.requests)
-
-        print(
-            f"serve_live with {args.pages} open pages on {args.links} link(s): {rss:.0f} MB resident, {cpu / elapsed * 100:.1f} % of a core "
-            f"over {elapsed:.1f} s"
-        )
-        print(
-            f"clicks written {clicked:,} at {args.events:g}/s; the pages read {read['clicks']:,} click events "
-            f"and {read['part']:,} parts pushed, {read['bytes'] / elapsed / 1e6:.1f} MB/s"
-        )
-        print(f"the links list through the front, no live page open: {summary(before)}")
-        print(f"the links list through the front, {args.pages} live pages open: {summary(during)}")
-        print(f"the links list through the front, none open again: {summary(after)}")
-        print(f"open pages / none, medians: {median(during) / median(before + after):.2f}")
-        print(f"open pages / none, p95: {quantiles(during, n=20)[-1] / quantiles(before + after, n=20)[-1]:.2f}")
+        after = browser.timed_with_clicks(args.requests)
+        report(args, browser.clicked, before, open_pages, after)
         return 0
     finally:
         for process in processes:

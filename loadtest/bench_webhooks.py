@@ -25,14 +25,22 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
+from typing import TYPE_CHECKING
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "dashboard")]
 
 from devstack.net import free_port, wait_for_port  # noqa: E402
 from devstack.throwaway import ThrowawayStack  # noqa: E402
+
+if TYPE_CHECKING:
+    from clicks.importer import ClickImporter
+    from links.models import Link
+    from webhooks.models import Webhook
 
 BATCH = 2500
 PER_ENTRY = 250
@@ -95,34 +103,25 @@ def main() -> int:
         stack.cleanup()
 
 
-def run(args, port: int) -> int:
-    from datetime import UTC, datetime
+@dataclass
+class Importing:
+    """One busy link, its team's link.clicked webhook, and the importer that stores its clicks."""
 
-    from django.core.management import call_command
-    from django.db import connection
+    link: "Link"
+    webhook: "Webhook"
+    store: "ClickImporter"
+    per_round: int
 
-    from teams.services import personal_team
-    from testing.factories import make_link, make_user
-    from testing.streams import entry, importer
-    from webhooks import services
-    from webhooks.clicks import make_click_messages
-    from webhooks.models import Webhook
+    def batches(self, count: int) -> list:
+        """`count` clicks of the link, made into the importer's batches of BATCH clicks."""
+        from testing.streams import entry
 
-    owner = make_user()
-    link = make_link(owner=owner, url="https://example.org/landing")
-    webhook, _ = services.webhook_create(
-        actor=owner, team=personal_team(owner), url=f"http://127.0.0.1:{port}/hook", events=["link.clicked"]
-    )
-    store = importer("bench-webhooks")
-    per_round = max(BATCH, args.clicks // args.rounds // BATCH * BATCH)
-
-    def batches(count: int):
         now = int(datetime.now(UTC).timestamp() * 1000)
         clicks = [
             {
                 "ts": now,
-                "slug": link.slug,
-                "link": link.pk,
+                "slug": self.link.slug,
+                "link": self.link.pk,
                 "ip": f"198.51.{i % 250}.{i % 200}",
                 "ua": "bench",
                 "ref": "",
@@ -131,30 +130,61 @@ def run(args, port: int) -> int:
         ]
         entries = [entry(clicks) for _ in range(count // PER_ENTRY)]
         return [
-            store.maker.make(entries[i : i + BATCH // PER_ENTRY]) for i in range(0, len(entries), BATCH // PER_ENTRY)
+            self.store.maker.make(entries[i : i + BATCH // PER_ENTRY])
+            for i in range(0, len(entries), BATCH // PER_ENTRY)
         ]
 
-    def timed(enabled: bool) -> float:
-        Webhook.objects.filter(pk=webhook.pk).update(enabled=enabled)
-        made = batches(per_round)
-        started = time.perf_counter()
-        stored = sum(store.store(batch) for batch in made)
-        took = time.perf_counter() - started
-        assert stored == per_round, (stored, per_round)
-        return per_round / took
+    def timed(self, enabled: bool) -> float:
+        """Clicks stored a second in a round of per_round clicks, the webhook enabled or not."""
+        from webhooks.models import Webhook
 
-    timed(False)  # warm-up: partitions, caches
+        Webhook.objects.filter(pk=self.webhook.pk).update(enabled=enabled)
+        made = self.batches(self.per_round)
+        started = time.perf_counter()
+        stored = sum(self.store.store(batch) for batch in made)
+        took = time.perf_counter() - started
+        assert stored == self.per_round, (stored, self.per_round)
+        return self.per_round / took
+
+
+def make_importing(args: argparse.Namespace, port: int) -> Importing:
+    """A user, their link and a link.clicked webhook to the receiver, and an importer."""
+    from teams.services import personal_team
+    from testing.factories import make_link, make_user
+    from testing.streams import importer
+    from webhooks import services
+
+    owner = make_user()
+    link = make_link(owner=owner, url="https://example.org/landing")
+    webhook, _ = services.webhook_create(
+        actor=owner, team=personal_team(owner), url=f"http://127.0.0.1:{port}/hook", events=["link.clicked"]
+    )
+    store = importer("bench-webhooks")
+    per_round = max(BATCH, args.clicks // args.rounds // BATCH * BATCH)
+    return Importing(link, webhook, store, per_round)
+
+
+def measure_importer(importing: Importing, rounds: int) -> None:
+    """Alternates rounds without and with the webhook after a warm-up, and prints clicks a second each way."""
+    importing.timed(False)  # warm-up: partitions, caches
     without, with_hook = [], []
-    for _ in range(args.rounds):
-        without.append(timed(False))
-        with_hook.append(timed(True))
+    for _ in range(rounds):
+        without.append(importing.timed(False))
+        with_hook.append(importing.timed(True))
     ratios = [w / wo for w, wo in zip(with_hook, without, strict=True)]
-    print(f"importer, {per_round:,} clicks a round, {args.rounds} rounds, alternating")
+    print(f"importer, {importing.per_round:,} clicks a round, {rounds} rounds, alternating")
     print(f"  without a webhook: {median(without):,.0f} clicks/s (rounds: {', '.join(f'{r:,.0f}' for r in without)})")
     print(
         f"  with link.clicked: {median(with_hook):,.0f} clicks/s (rounds: {', '.join(f'{r:,.0f}' for r in with_hook)})"
     )
     print(f"  importer with a webhook / without: {median(ratios):.2f} (target >= 0.90)")
+
+
+def measure_messages(expected: int) -> int:
+    """Makes the messages of every ClickBatch row, checks there are `expected`, and prints how fast."""
+    from django.db import connection
+
+    from webhooks.clicks import make_click_messages
 
     started = time.perf_counter()
     made = 0
@@ -167,23 +197,38 @@ def run(args, port: int) -> int:
                     break
         made += step
     took = time.perf_counter() - started
-    expected = per_round * args.rounds
     assert made == expected, (made, expected)
     print(f"messages made: {made:,} in {took:.1f} s, {made / took:,.0f} a second")
+    return made
+
+
+def measure_deliverer(webhook: "Webhook", sent: int) -> None:
+    """Sends every message with deliver_webhooks --once, checks all `sent` were delivered, and prints how fast."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    from webhooks.models import Webhook
 
     Webhook.objects.filter(pk=webhook.pk).update(enabled=True)
     started, cpu = time.perf_counter(), time.process_time()
     call_command("deliver_webhooks", once=True, stdout=io.StringIO())
     took, cpu = time.perf_counter() - started, time.process_time() - cpu
-    sent = made
     with connection.cursor() as cursor:
         cursor.execute("SELECT state, count(*) FROM webhooks_message GROUP BY state")
         states = dict(cursor.fetchall())
-    assert states == {"delivered": made}, states
+    assert states == {"delivered": sent}, states
     print(
         f"deliverer: {sent:,} click events in {took:.1f} s, {sent / took:,.0f} events/s (target >= 2,000), "
         f"{cpu / sent * 1e6:,.0f} us of its CPU an event; every one delivered, 204"
     )
+
+
+def run(args: argparse.Namespace, port: int) -> int:
+    """Times the importer without and with the webhook, then the messages made and their delivery to `port`."""
+    importing = make_importing(args, port)
+    measure_importer(importing, args.rounds)
+    made = measure_messages(importing.per_round * args.rounds)
+    measure_deliverer(importing.webhook, made)
     return 0
 
 
