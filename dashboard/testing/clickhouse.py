@@ -45,6 +45,16 @@ def forget_inserted_blocks(cluster) -> None:
                 time.sleep(0.2)
 
 
+def on_every_replica(cluster, ids: list[int], clicks: int) -> None:
+    """Waits until every replica holds the links' `clicks` clicks, once
+    each: a read through the Distributed table may ask either."""
+    local = "SELECT count() FROM clicks_local WHERE link_id IN %(ids)s"
+    deadline = time.monotonic() + 30
+    while sum(node.client().execute(local, {"ids": tuple(ids)})[0][0] for node in cluster.nodes) != 2 * clicks:
+        assert time.monotonic() < deadline, "the cluster did not get every click on both replicas"
+        time.sleep(0.2)
+
+
 def replicas_caught_up(cluster) -> None:
     """Every node's replicated tables with all their shard's parts: a read
     through a Distributed table asks one replica of each shard, any that

@@ -20,11 +20,11 @@ from clicks.reports import link_stats, link_totals
 from clicks.visits import VisitsRange, link_clicks, orphan_visit_counts
 from links.models import Link
 from slingshot.redis import get_redis
+from testing.clickhouse import on_every_replica
 from testing.factories import api_client, make_link, make_user
 from testing.streams import add_entry
 
 from .test_clickhouse_import import ch_importer, click, orphan, stored, until
-from .test_clickhouse_reports import _on_every_replica
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
 
@@ -54,8 +54,8 @@ def test_a_links_deleted_visits_are_left_out_of_every_read_and_counted_deleted_l
     served_before = datetime.now(UTC) - timedelta(seconds=2)
     add_entry([click(link) for _ in range(5)] + [click(other) for _ in range(3)])
     assert ch_importer("ch-del").run(once=True) == 8
-    _on_every_replica(cluster, [link.pk], 5)
-    _on_every_replica(cluster, [other.pk], 3)
+    on_every_replica(cluster, [link.pk], 5)
+    on_every_replica(cluster, [other.pk], 3)
 
     def account() -> tuple[int, int]:
         hours = accounts(client=get_redis(), start=start, end=start + timedelta(hours=2))
@@ -92,7 +92,7 @@ def test_a_links_deleted_visits_are_left_out_of_every_read_and_counted_deleted_l
     # Served before the deletion, stored after it; and one served after it.
     add_entry([click(link, **_at(served_before)), click(link), click(link)])
     assert ch_importer("ch-del").run(once=True) == 3
-    _on_every_replica(cluster, [link.pk], 8)
+    on_every_replica(cluster, [link.pk], 8)
     assert reads(link) == dict.fromkeys(reads(link), 2)
     assert account() == (stored_then - 5 + 2, deleted_then + 6)
 

@@ -32,7 +32,7 @@ from slingshot.contract import CLICKS_GROUP as GROUP
 from slingshot.contract import CLICKS_STREAM as STREAM
 from slingshot.redis import get_redis
 from teams.models import Team
-from testing.clickhouse import forget_inserted_blocks, replicas_caught_up
+from testing.clickhouse import forget_inserted_blocks, on_every_replica
 from testing.factories import make_link, make_user
 from testing.fixtures import database_url
 from testing.streams import ENRICHER, add_entry
@@ -345,7 +345,7 @@ def test_a_deleted_links_clicks_stay_in_the_cluster_and_counted_stored(cluster, 
         return sum(hour.stored for hour in hours), sum(hour.deleted for hour in hours)
 
     assert until(lambda: stored(cluster, two_links), 8) == 8
-    replicas_caught_up(cluster)
+    on_every_replica(cluster, [a.pk, b.pk], 8)
     before = account()
     kept = [b.pk]
     link_delete(link=b)

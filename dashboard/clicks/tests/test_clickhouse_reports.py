@@ -28,6 +28,7 @@ from clicks.stream import ClickStream
 from clicks.visits import VisitsRange, link_clicks, orphan_visit_counts, orphan_visits_page
 from links.models import Link
 from slingshot.redis import get_redis
+from testing.clickhouse import on_every_replica
 from testing.factories import make_link, make_user
 from testing.streams import ENRICHER, add_entry, importer
 
@@ -89,15 +90,6 @@ def _import_into_clickhouse():
     ClickHouseImporter(stream=stream, maker=BatchMaker(ENRICHER, visitors_per_click=True)).run(once=True)
 
 
-def _on_every_replica(cluster, ids: list[int], clicks: int) -> None:
-    """Waits until every replica holds the links' clicks: a report may read either."""
-    local = "SELECT count() FROM clicks_local WHERE link_id IN %(ids)s"
-    deadline = time.monotonic() + 30
-    while sum(node.client().execute(local, {"ids": tuple(ids)})[0][0] for node in cluster.nodes) != 2 * clicks:
-        assert time.monotonic() < deadline, "the cluster did not get every click on both replicas"
-        time.sleep(0.2)
-
-
 def three_links() -> list:
     """A new person's three links: one with a UTM'd destination and a rule for
     iOS, a split in two UTM'd halves, a plain one."""
@@ -141,7 +133,7 @@ def _both_stores(cluster, *, ties: int = 0) -> list:
         add_entry(clicks, prefix=prefix)
 
     _on("clickhouse", cluster.urls, _import_into_clickhouse)
-    _on_every_replica(cluster, ids, served)
+    on_every_replica(cluster, ids, served)
     # The ClickHouse importer adds to the links' all-time totals as the other
     # does (both did here, into the one database), and its rollup agrees.
     twice = link_totals(link_ids=ids)
@@ -296,7 +288,7 @@ def test_after_a_links_visits_are_deleted_both_stores_still_read_the_same(migrat
     time.sleep(1.5)
     later = _clicks(links, 150, rng, between=(since, datetime.now(UTC)))
     in_cluster += into_both(later)
-    _on_every_replica(migrated, ids, in_cluster)
+    on_every_replica(migrated, ids, in_cluster)
     try:
         start, end = NOW - timedelta(days=40), NOW + timedelta(hours=2)
         cases = [case for case in CASES if case[0] in ("hour", "week") or case[1] == ZONES[1]]

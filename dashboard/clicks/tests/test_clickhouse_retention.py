@@ -23,11 +23,11 @@ from links.models import Link
 from slingshot.redis import get_redis
 from teams.models import Action, AuditEntry, Team
 from teams.services import personal_team
+from testing.clickhouse import on_every_replica
 from testing.factories import make_link, make_user
 from testing.streams import add_entry
 
 from .test_clickhouse_import import ch_importer, click, orphan, until
-from .test_clickhouse_reports import _on_every_replica
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_streams", "current_engine")]
 
@@ -101,7 +101,7 @@ def test_a_teams_clicks_before_its_cutoff_are_deleted_in_the_cluster_and_nothing
     )
     assert ch_importer("ch-retention").run(once=True) == 12
     for link, clicks in ((ten_days, 5), (short, 3), (forever, 4)):
-        _on_every_replica(cluster, [link.pk], clicks)
+        on_every_replica(cluster, [link.pk], clicks)
     window = _window(now)
     before = _mutations(cluster)
 
@@ -143,7 +143,7 @@ def test_with_the_rollups_purged_too_the_reports_count_only_what_is_kept(cluster
     old, recent = now - 70 * DAY, now - 3 * DAY
     add_entry(_served(link, old, old, recent))
     assert ch_importer("ch-retention-rollups").run(once=True) == 3
-    _on_every_replica(cluster, [link.pk], 3)
+    on_every_replica(cluster, [link.pk], 3)
     window = _window(now)
 
     out = StringIO()
@@ -181,7 +181,7 @@ def test_a_shard_with_a_mutation_under_way_is_left_for_the_next_purge(cluster):
     link = _team_link(10)
     add_entry(_served(link, now - 70 * DAY, now - 70 * DAY))
     assert ch_importer("ch-retention-busy").run(once=True) == 2
-    _on_every_replica(cluster, [link.pk], 2)
+    on_every_replica(cluster, [link.pk], 2)
     query = LOCAL.format(table="clicks_local")
     replicas = [node for node in cluster.nodes if node.client().execute(query, {"link": link.pk})[0][0]]
     assert len(replicas) == 2
@@ -214,7 +214,7 @@ def test_click_retention_months_drops_the_clusters_old_months_of_clicks_and_orph
     old, recent = now - 70 * DAY, now - 3 * DAY
     add_entry(_served(link, old, old, recent) + [{**orphan("gone"), "ts": int(old.timestamp() * 1000)}])
     assert ch_importer("ch-retention-months").run(once=True) == 4
-    _on_every_replica(cluster, [link.pk], 3)
+    on_every_replica(cluster, [link.pk], 3)
     orphans = "SELECT count() FROM orphan_visits_local WHERE slug = 'gone'"
     # The orphan visit on its shard's two replicas: the second fetches it from the first.
     assert until(lambda: sum(node.client().execute(orphans)[0][0] for node in cluster.nodes), 2, timeout=30) == 2
