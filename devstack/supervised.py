@@ -25,6 +25,7 @@ from pathlib import Path
 import devstack
 from devstack.envfile import read_env_file
 from devstack.net import free_port, wait_for_answer
+from devstack.postgres import wait_for_postgres
 from devstack.programs import PORT_DEFAULTS
 from devstack.supervision import all_running, supervisor_rpc
 
@@ -84,8 +85,11 @@ class SupervisedStack:
 
     def start(self, *, timeout: float = 240.0) -> "SupervisedStack":
         """`make run` on a pseudo-terminal (setup skipped: the caller has done
-        it), until every program is RUNNING and the dashboard answers, as
-        before `make run` shows its banner."""
+        it), until every program is RUNNING, the dashboard answers, as
+        before `make run` shows its banner, and PostgreSQL takes connections:
+        an older checkout's dashboard, which the upgrade tests start, has no
+        health check to wait for it, and supervisord may be starting it
+        again after its first start's set-up."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o755)  # PostgreSQL runs as `postgres` when we are root
         if self._terminal is not None:  # started before: again, on a new terminal
@@ -112,6 +116,7 @@ class SupervisedStack:
         )
         if self.exit_status is not None:
             raise RuntimeError(f"make run exited with {self.exit_status}:\n{self.console()[-3000:]}")
+        wait_for_postgres(self.run / "pg", self.ports["POSTGRES_PORT"], timeout=60)
         return self
 
     def _dashboard_answers(self) -> bool:

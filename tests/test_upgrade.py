@@ -176,15 +176,6 @@ class Stack:
     def start(self, repo: Path) -> None:
         self.supervised.repo = repo
         self.supervised.start()
-        # An old version's banner could come while its PostgreSQL, started
-        # again by supervisord, was still starting up (main-2026-11-23).
-        wait_until(self._database_answers, timeout=60, what="the stack's PostgreSQL answering")
-
-    def _database_answers(self) -> bool:
-        try:
-            return self.sql("SELECT 1") == [(1,)]
-        except psycopg.OperationalError:
-            return False
 
     def stop(self) -> None:
         self.supervised.interrupt()
